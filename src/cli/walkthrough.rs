@@ -1,0 +1,62 @@
+//! The seeds' worked examples, printed as PyTorch prints them and materialized on the CPU
+//! reference (and, when an adapter exists, on the GPU).
+
+use strided_wgpu::{HostTensor, MemoryFormat, Result, Strided};
+
+fn tuple(v: &[isize]) -> String {
+    let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+    if s.len() == 1 { format!("({},)", s[0]) } else { format!("({})", s.join(", ")) }
+}
+
+fn size(v: &[usize]) -> String {
+    format!("torch.Size([{}])", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+fn describe(name: &str, t: &HostTensor) {
+    println!(
+        "{name:<44} shape={:<28} stride={:<22} storage_offset={:<4} is_contiguous={} channels_last={}",
+        size(t.shape()),
+        tuple(t.strides()),
+        t.storage_offset(),
+        py(t.is_contiguous()),
+        py(t.is_contiguous_for(MemoryFormat::ChannelsLast)),
+    );
+}
+
+fn py(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// The views of the walk-through, by name, over `x = arange(1280).view(1, 64, 5, 4)`.
+pub fn views() -> Result<(HostTensor, Vec<(&'static str, HostTensor)>)> {
+    let x = HostTensor::from_vec((0..1280).map(|i| i as f32).collect(), &[1, 64, 5, 4])?;
+    let v = vec![
+        ("x", x.clone()),
+        ("x.contiguous(memory_format=channels_last)", x.contiguous(MemoryFormat::ChannelsLast)?),
+        ("x.transpose(2, 3)", x.transpose(2, 3)?),
+        ("x.select(1, 3)", x.select(1, 3)?),
+        ("x[:, :, ::2, ::-1]", x.slice(2, 0, 5, 2)?.flip(3)?),
+        ("x[:, :, :1, :1].expand(8, 64, 5, 4)", x.narrow(2, 0, 1)?.narrow(3, 0, 1)?.expand(&[8, 64, 5, 4])?),
+    ];
+    Ok((x, v))
+}
+
+/// Prints every view and checks the CPU reference's materialization against a plain walk.
+pub fn run_host() -> Result<()> {
+    println!("Host views of x = torch.arange(1280.).view(1, 64, 5, 4)");
+    let (x, views) = views()?;
+    let base = x.to_vec::<f32>()?;
+    for (name, t) in &views {
+        describe(name, t);
+        let m = t.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
+        let expect: Vec<f32> = if t.shares_storage(&x) {
+            t.layout().storage_indices().into_iter().map(|i| base[i]).collect()
+        } else {
+            base.clone() // the only copy in the list is x itself in another memory format
+        };
+        let shared = if t.shares_storage(&x) { "shares x's storage" } else { "new storage" };
+        let check = if m == expect { "ok" } else { "MISMATCH" };
+        println!("{:<44} {} elements, {shared}, CPU materialization {check}; first: {:?}", "", m.len(), &m[..m.len().min(6)]);
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The crate's one error type.
+//!
+//! Every variant names the operation that failed and the shapes, strides, dims or indices
+//! involved, so that a message read in a log says what went wrong without a debugger.
+
+use std::fmt;
+
+/// Shorthand for `std::result::Result<T, strided_wgpu::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in this crate, host and device alike.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A dim index outside `[-rank, rank)`.
+    #[error("{op}: dim {dim} is out of range for a tensor of rank {rank} (a dim d must satisfy -rank <= d < rank)")]
+    DimOutOfRange {
+        /// The operation.
+        op: &'static str,
+        /// The dim the caller passed.
+        dim: isize,
+        /// The rank of the tensor.
+        rank: usize,
+    },
+    /// An argument that is invalid for the tensor it is applied to.
+    #[error("{op}: {detail}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// What was passed, for which tensor, and what was expected.
+        detail: String,
+    },
+    /// `view`: the element count matches, but the strides cannot express the new shape without
+    /// a copy. `reshape` copies in this case.
+    #[error("{op}: shape {requested:?} is not compatible with size {shape:?} and strides {strides:?}; use reshape")]
+    IncompatibleLayout {
+        /// The operation.
+        op: &'static str,
+        /// The requested shape.
+        requested: Vec<usize>,
+        /// The view's shape.
+        shape: Vec<usize>,
+        /// The view's strides.
+        strides: Vec<isize>,
+    },
+    /// The requested shape cannot hold the tensor's elements at all (wrong element count, or an
+    /// ambiguous or repeated -1).
+    #[error("{op}: shape {requested:?} is invalid for a tensor of shape {shape:?} ({numel} elements): {detail}")]
+    IncompatibleShape {
+        /// The operation.
+        op: &'static str,
+        /// The requested shape, as passed (-1 infers a size).
+        requested: Vec<isize>,
+        /// The tensor's shape.
+        shape: Vec<usize>,
+        /// The tensor's element count.
+        numel: usize,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// Two shapes that cannot be broadcast together.
+    #[error("{op}: shape {from:?} cannot be broadcast to {to:?}: at dim {dim}, size {from_size} must equal {to_size} or be 1")]
+    Broadcast {
+        /// The operation.
+        op: &'static str,
+        /// The shape being broadcast (the source of a copy).
+        from: Vec<usize>,
+        /// The target shape (the destination of a copy).
+        to: Vec<usize>,
+        /// The dim, counted in the target shape.
+        dim: usize,
+        /// The size there in `from`.
+        from_size: usize,
+        /// The size there in `to`.
+        to_size: usize,
+    },
+    /// A view that reaches outside its storage.
+    #[error("{op}: a view of shape {shape:?}, strides {strides:?} and offset {offset} reaches elements [{lo}, {hi}], outside a storage of {storage_len} elements")]
+    OutOfBounds {
+        /// The operation.
+        op: &'static str,
+        /// The view's shape.
+        shape: Vec<usize>,
+        /// The view's strides.
+        strides: Vec<isize>,
+        /// The view's storage offset.
+        offset: usize,
+        /// The lowest element index the view reaches.
+        lo: i128,
+        /// The highest element index the view reaches.
+        hi: i128,
+        /// The number of elements in the storage.
+        storage_len: usize,
+    },
+    /// A write whose destination maps two positions to one element, or that partially overlaps
+    /// its source.
+    #[error("{op}: {detail}")]
+    Overlap {
+        /// The operation.
+        op: &'static str,
+        /// Which views overlap, and how.
+        detail: String,
+    },
+    /// Element types that do not fit together.
+    #[error("{op}: element type {got} cannot be used here; expected {expected}")]
+    DType {
+        /// The operation.
+        op: &'static str,
+        /// The element type passed.
+        got: String,
+        /// What the operation accepts.
+        expected: String,
+    },
+    /// An element count or byte size that does not fit the integer type that holds it.
+    #[error("{op}: integer overflow computing {what}")]
+    Overflow {
+        /// The operation.
+        op: &'static str,
+        /// What was being computed, with its inputs.
+        what: String,
+    },
+    /// A request the adapter cannot serve at all (a limit of the device or of the kernels).
+    #[error("{op}: {what} needs {requested}, but the limit {limit} is {max}")]
+    Limit {
+        /// The operation.
+        op: &'static str,
+        /// What was requested.
+        what: String,
+        /// The limit's name, e.g. `max_storage_buffer_binding_size`.
+        limit: &'static str,
+        /// How much was needed.
+        requested: u64,
+        /// The limit's value.
+        max: u64,
+    },
+    /// No adapter matched, or none exists.
+    #[error("adapter: {0}")]
+    Adapter(String),
+    /// An error reported by wgpu (validation, out of memory, device lost), caught in an error
+    /// scope around the call that caused it.
+    #[error("{op}: wgpu reported: {message}")]
+    Gpu {
+        /// The operation.
+        op: &'static str,
+        /// wgpu's message.
+        message: String,
+    },
+    /// A tensor that lives on another device context than the operation's.
+    #[error("{op}: {detail}")]
+    Device {
+        /// The operation.
+        op: &'static str,
+        /// What differs.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// The name of the operation that failed (`"view"`, `"expand"`, `"copy_"`, ...).
+    pub fn op(&self) -> &'static str {
+        match self {
+            Error::DimOutOfRange { op, .. }
+            | Error::InvalidArgument { op, .. }
+            | Error::IncompatibleLayout { op, .. }
+            | Error::IncompatibleShape { op, .. }
+            | Error::Broadcast { op, .. }
+            | Error::OutOfBounds { op, .. }
+            | Error::Overlap { op, .. }
+            | Error::DType { op, .. }
+            | Error::Overflow { op, .. }
+            | Error::Limit { op, .. }
+            | Error::Gpu { op, .. }
+            | Error::Device { op, .. } => op,
+            Error::Adapter(_) => "adapter",
+        }
+    }
+
+    pub(crate) fn invalid(op: &'static str, detail: impl fmt::Display) -> Self {
+        Error::InvalidArgument { op, detail: detail.to_string() }
+    }
+    pub(crate) fn overflow(op: &'static str, what: impl fmt::Display) -> Self {
+        Error::Overflow { op, what: what.to_string() }
+    }
+}

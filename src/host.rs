@@ -1,0 +1,218 @@
+//! Host tensors: a layout over reference-counted storage in main memory, and the CPU
+//! reference path that materializes and copies them.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::cpu::{self, Source};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::layout::{checked_numel, Layout, MemoryFormat, Overlap, Reshape};
+use crate::plan::CopyPlan;
+use crate::strided::Strided;
+
+/// Element bytes shared by every view of them.
+#[derive(Debug)]
+struct HostStorage {
+    dtype: DType,
+    len: usize,
+    bytes: RwLock<Vec<u8>>,
+}
+
+/// A strided view of host memory. Cloning a tensor, and every view operation of
+/// [`Strided`], shares the storage; writes through one view ([`HostTensor::copy_`]) are seen
+/// through every other, as in PyTorch.
+///
+/// ```
+/// use strided_wgpu::{HostTensor, Strided};
+/// let x = HostTensor::from_vec((0..6).map(|i| i as f32).collect(), &[2, 3]).unwrap();
+/// let t = x.transpose(0, 1).unwrap();
+/// assert_eq!(t.strides(), &[1, 3]);
+/// assert_eq!(t.to_vec::<f32>().unwrap(), vec![0., 3., 1., 4., 2., 5.]);
+/// assert!(t.shares_storage(&x));
+/// ```
+#[derive(Clone, Debug)]
+pub struct HostTensor {
+    storage: Arc<HostStorage>,
+    layout: Layout,
+}
+
+impl Strided for HostTensor {
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    fn with_layout(&self, layout: Layout) -> Self {
+        HostTensor { storage: self.storage.clone(), layout }
+    }
+}
+
+impl HostTensor {
+    /// A contiguous tensor of `shape` holding `data`; the lengths must agree.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<HostTensor> {
+        Self::from_slice(&data, shape)
+    }
+
+    /// A contiguous tensor of `shape` holding a copy of `data`; the lengths must agree.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<HostTensor> {
+        let numel = checked_numel("from_slice", shape)?;
+        if numel != data.len() {
+            return Err(Error::invalid("from_slice", format!("shape {shape:?} holds {numel} elements but {} were given", data.len())));
+        }
+        Self::from_bytes(T::DTYPE, bytemuck::cast_slice(data).to_vec(), Layout::contiguous(shape)?)
+    }
+
+    /// A tensor over `bytes` (little-endian elements of `dtype`) seen through `layout`.
+    pub fn from_bytes(dtype: DType, bytes: Vec<u8>, layout: Layout) -> Result<HostTensor> {
+        if !bytes.len().is_multiple_of(dtype.size()) {
+            return Err(Error::invalid("from_bytes", format!("{} bytes is not a whole number of {dtype} elements", bytes.len())));
+        }
+        let len = bytes.len() / dtype.size();
+        layout.check_within("from_bytes", len)?;
+        Ok(HostTensor { storage: Arc::new(HostStorage { dtype, len, bytes: RwLock::new(bytes) }), layout })
+    }
+
+    /// A zero-filled tensor of `shape`, stored in `format` (`torch.zeros(.., memory_format=..)`).
+    pub fn zeros(shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
+        let layout = Layout::with_format(shape, format)?;
+        let bytes = layout
+            .numel()
+            .checked_mul(dtype.size())
+            .ok_or_else(|| Error::overflow("zeros", format!("the byte size of {shape:?} in {dtype}")))?;
+        Self::from_bytes(dtype, vec![0; bytes], layout)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype
+    }
+    /// The number of elements in the storage (not in the view).
+    pub fn storage_len(&self) -> usize {
+        self.storage.len
+    }
+    /// Whether two tensors are views of one storage.
+    pub fn shares_storage(&self, other: &HostTensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// `torch.as_strided`: another view of this tensor's storage, checked against it.
+    pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<HostTensor> {
+        Ok(self.with_layout(Layout::as_strided(shape, strides, offset, self.storage.len)?))
+    }
+
+    /// The elements in logical row-major order.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DType { op: "to_vec", got: T::DTYPE.to_string(), expected: self.dtype().to_string() });
+        }
+        let mut v = vec![T::zeroed(); self.numel()];
+        if v.is_empty() {
+            // An empty view may carry an offset past the storage's end (PyTorch keeps it).
+            return Ok(v);
+        }
+        let out = self.contiguous(MemoryFormat::Contiguous)?;
+        let bytes = out.read();
+        let start = out.layout.offset() * T::DTYPE.size();
+        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&bytes[start..start + out.numel() * T::DTYPE.size()]);
+        Ok(v)
+    }
+
+    /// `Tensor.contiguous(memory_format=format)`: this same view (sharing storage) when it
+    /// already satisfies the format, else a copy into new storage in that format.
+    pub fn contiguous(&self, format: MemoryFormat) -> Result<HostTensor> {
+        if self.layout.is_contiguous_for(format) {
+            return Ok(self.clone());
+        }
+        self.materialize(format, self.dtype())
+    }
+
+    /// A copy of the view into new storage in `format`, converting to `dtype` (float types only).
+    pub fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<HostTensor> {
+        let out = HostTensor::zeros(self.shape(), dtype, format)?;
+        out.copy_(self)?;
+        Ok(out)
+    }
+
+    /// `Tensor.reshape`: a view when the strides allow one, else a contiguous copy.
+    pub fn reshape(&self, shape: &[isize]) -> Result<HostTensor> {
+        self.resolve(self.layout.reshape(shape)?)
+    }
+
+    /// `torch.flatten(start_dim, end_dim)`: a view when possible, else a copy.
+    pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Result<HostTensor> {
+        self.resolve(self.layout.flatten(start_dim, end_dim)?)
+    }
+
+    fn resolve(&self, r: Reshape) -> Result<HostTensor> {
+        match r {
+            Reshape::View(l) => Ok(self.with_layout(l)),
+            Reshape::Copy(shape) => {
+                let c = self.materialize(MemoryFormat::Contiguous, self.dtype())?;
+                Ok(c.with_layout(Layout::contiguous(&shape)?))
+            }
+        }
+    }
+
+    /// `Tensor.copy_(src)`: writes `src`, broadcast to this view's shape, into this view.
+    /// Float types convert; other types must match. A destination that reaches an element
+    /// twice, or that partially overlaps `src`, is an error; copying a view onto itself does
+    /// nothing. On error the destination is untouched.
+    pub fn copy_(&self, src: &HostTensor) -> Result<()> {
+        let plan = check_copy(&self.layout, self.dtype(), &src.layout, src.dtype(), self.shares_storage(src))?;
+        let Some(plan) = plan else { return Ok(()) };
+        if self.shares_storage(src) {
+            let mut bytes = self.write();
+            cpu::execute(&plan, &mut bytes, self.dtype(), Source::Same, src.dtype());
+        } else {
+            let src_bytes = src.read();
+            let mut bytes = self.write();
+            cpu::execute(&plan, &mut bytes, self.dtype(), Source::Other(&src_bytes), src.dtype());
+        }
+        Ok(())
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Vec<u8>> {
+        // A poisoned lock only means another thread panicked mid-copy; the bytes are still
+        // valid elements.
+        self.storage.bytes.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<u8>> {
+        self.storage.bytes.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Validates `dst.copy_(src)` and returns its plan, or `None` when it is a no-op self-copy.
+/// Shared by host and device tensors.
+pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> Result<Option<CopyPlan>> {
+    if !src_t.can_copy_into(dst_t) {
+        return Err(Error::DType { op: "copy_", got: format!("{src_t} (source) into {dst_t}"), expected: "the same type, or float types on both sides".into() });
+    }
+    let plan = CopyPlan::new(dst, src)?;
+    if dst.has_internal_overlap() {
+        return Err(Error::Overlap {
+            op: "copy_",
+            detail: format!("destination of shape {:?} and strides {:?} reaches some element twice", dst.shape(), dst.strides()),
+        });
+    }
+    if same_storage {
+        // Compare the broadcast source with the destination, position by position.
+        let src_b = src.broadcast_to(dst.shape())?;
+        match dst.overlap(&src_b) {
+            Overlap::Full if dst_t == src_t => return Ok(None),
+            Overlap::Disjoint => {}
+            _ => {
+                return Err(Error::Overlap {
+                    op: "copy_",
+                    detail: format!(
+                        "destination (shape {:?}, strides {:?}, offset {}) partially overlaps its source (shape {:?}, strides {:?}, offset {})",
+                        dst.shape(),
+                        dst.strides(),
+                        dst.offset(),
+                        src.shape(),
+                        src.strides(),
+                        src.offset()
+                    ),
+                })
+            }
+        }
+    }
+    Ok(Some(plan))
+}

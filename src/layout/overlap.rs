@@ -1,0 +1,141 @@
+//! Which elements two views share, and whether one view reaches an element twice.
+//!
+//! A destination that reaches an element twice, or that partially overlaps its source, makes
+//! a parallel copy's result depend on execution order, so writes refuse both. The checks are
+//! exact: a cheap sufficient test first, then (for views whose span is at most
+//! [`EXACT_CHECK_LIMIT`] elements) a bitmap of the elements reached. Beyond that limit a view
+//! that the cheap test cannot clear is reported as overlapping: a refusal, never a race.
+
+use super::Layout;
+
+/// Spans (in elements) up to which overlap is decided exactly with a bitmap (16 MiB of bits).
+pub const EXACT_CHECK_LIMIT: usize = 1 << 27;
+
+/// How two views of one storage overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// No element is reached by both.
+    Disjoint,
+    /// Both reach the same elements at the same logical positions (a self-copy is a no-op).
+    Full,
+    /// Some element is reached by both, at different positions (or this could not be ruled
+    /// out; see the module docs).
+    Partial,
+}
+
+impl Layout {
+    /// Calls `f` with the storage index of every element, in logical row-major order.
+    pub fn for_each_index(&self, mut f: impl FnMut(usize)) {
+        if self.numel() == 0 {
+            return;
+        }
+        let rank = self.rank();
+        let mut idx = vec![0usize; rank];
+        // In range by invariant 4, so plain isize arithmetic cannot overflow.
+        let mut off = self.offset as isize;
+        loop {
+            f(off as usize);
+            let mut d = rank;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                idx[d] += 1;
+                off += self.strides[d];
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                off -= self.strides[d] * self.shape[d] as isize;
+                idx[d] = 0;
+            }
+        }
+    }
+
+    /// Whether two logical positions of the view reach the same element (a write target
+    /// must not). True also when this cannot be ruled out (see the module docs).
+    ///
+    /// ```
+    /// use strided_wgpu::Layout;
+    /// let l = Layout::contiguous(&[4]).unwrap();
+    /// assert!(l.expand(&[3, 4]).unwrap().has_internal_overlap());
+    /// assert!(l.unfold(0, 2, 1).unwrap().has_internal_overlap());
+    /// assert!(!l.unfold(0, 2, 2).unwrap().has_internal_overlap());
+    /// ```
+    pub fn has_internal_overlap(&self) -> bool {
+        let Some((lo, hi)) = self.span() else { return false };
+        let mut dims: Vec<(usize, usize)> =
+            self.shape.iter().zip(&self.strides).filter(|(&n, _)| n > 1).map(|(&n, &s)| (n, s.unsigned_abs())).collect();
+        if dims.iter().any(|&(_, s)| s == 0) {
+            return true;
+        }
+        dims.sort_by_key(|&(_, s)| s);
+        // Sufficient: each stride exceeds the reach of all smaller dims together.
+        let mut reach: u128 = 0;
+        let nested = dims.iter().all(|&(n, s)| {
+            let ok = s as u128 > reach;
+            reach += (n as u128 - 1) * s as u128;
+            ok
+        });
+        if nested {
+            return false;
+        }
+        // More positions than elements in the span: two must coincide.
+        if self.numel() > hi - lo + 1 {
+            return true;
+        }
+        if hi - lo >= EXACT_CHECK_LIMIT {
+            return true;
+        }
+        let mut seen = Bitmap::new(hi - lo + 1);
+        let mut twice = false;
+        self.for_each_index(|i| twice |= seen.set(i - lo));
+        twice
+    }
+
+    /// How this view and `other`, two views of the same storage, overlap.
+    pub fn overlap(&self, other: &Layout) -> Overlap {
+        let (Some((alo, ahi)), Some((blo, bhi))) = (self.span(), other.span()) else { return Overlap::Disjoint };
+        let (lo, hi) = (alo.max(blo), ahi.min(bhi));
+        if lo > hi {
+            return Overlap::Disjoint;
+        }
+        if self.squeeze_all() == other.squeeze_all() {
+            return Overlap::Full;
+        }
+        if hi - lo >= EXACT_CHECK_LIMIT || self.numel().saturating_add(other.numel()) > 4 * EXACT_CHECK_LIMIT {
+            return Overlap::Partial;
+        }
+        let mut seen = Bitmap::new(hi - lo + 1);
+        self.for_each_index(|i| {
+            if (lo..=hi).contains(&i) {
+                seen.set(i - lo);
+            }
+        });
+        let mut shared = false;
+        other.for_each_index(|i| shared |= (lo..=hi).contains(&i) && seen.get(i - lo));
+        if shared {
+            Overlap::Partial
+        } else {
+            Overlap::Disjoint
+        }
+    }
+}
+
+struct Bitmap(Vec<u64>);
+
+impl Bitmap {
+    fn new(bits: usize) -> Self {
+        Bitmap(vec![0; bits.div_ceil(64)])
+    }
+    /// Sets a bit, returning whether it was already set.
+    fn set(&mut self, i: usize) -> bool {
+        let (w, b) = (i / 64, 1u64 << (i % 64));
+        let was = self.0[w] & b != 0;
+        self.0[w] |= b;
+        was
+    }
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64] & (1u64 << (i % 64)) != 0
+    }
+}

@@ -1,0 +1,42 @@
+//! # strided-wgpu
+//!
+//! PyTorch-style strided tensor views for Rust, materialized by WGSL compute shaders on any
+//! adapter wgpu drives (Vulkan, Metal, DX12, GL) and on software adapters.
+//!
+//! * [`Layout`]: shape, strides and storage offset: pure host values whose operations
+//!   (permute, slice, select, expand, view, ...) match PyTorch's exactly.
+//! * [`CopyPlan`]: what a copy between two views reduces to, as PyTorch's TensorIterator
+//!   builds it; every kernel, CPU or GPU, receives one.
+//! * [`HostTensor`]: views over shared host memory, and the CPU reference path that every
+//!   device result is checked against.
+//!
+//! ```
+//! use strided_wgpu::{HostTensor, MemoryFormat, Strided};
+//! let x = HostTensor::from_vec((0..24).map(|i| i as f32).collect(), &[1, 2, 3, 4]).unwrap();
+//! let nhwc = x.contiguous(MemoryFormat::ChannelsLast).unwrap();
+//! assert_eq!(nhwc.shape(), &[1, 2, 3, 4]);          // the logical shape stays NCHW
+//! assert_eq!(nhwc.strides(), &[24, 1, 8, 2]);        // only the strides change
+//! assert_eq!(nhwc.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+//! ```
+
+#![deny(missing_docs)]
+
+/// The README's examples run as doctests, so the README stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+mod cpu;
+pub mod dtype;
+mod error;
+mod host;
+pub mod layout;
+mod plan;
+mod strided;
+
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use host::HostTensor;
+pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
+pub use plan::{CopyKind, CopyPlan};
+pub use strided::Strided;

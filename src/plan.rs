@@ -1,0 +1,193 @@
+//! Copy plans: what every copy kernel, CPU or GPU, receives.
+//!
+//! Built as PyTorch's TensorIterator builds one for `copy_`: the source is broadcast to the
+//! destination's shape, size-1 dims drop out, dims where the destination walks backwards are
+//! flipped in both operands, dims are ordered by the destination's strides (innermost first),
+//! and neighbouring dims that are contiguous in both operands are merged. A permuted but
+//! dense copy collapses to a few dims; a dense copy to one.
+//!
+//! [`CopyPlan::offsets`] is the crate's one index formula in Rust; `shaders/gather.wgsl`'s
+//! `plan_offsets` is its WGSL twin, and a device test pins the two to each other.
+
+use crate::error::{Error, Result};
+use crate::layout::ops::broadcast_error;
+use crate::layout::Layout;
+
+/// A copy from one strided view into another, with dims ordered innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyPlan {
+    sizes: Vec<usize>,
+    dst_strides: Vec<isize>,
+    src_strides: Vec<isize>,
+    dst_offset: usize,
+    src_offset: usize,
+    numel: usize,
+}
+
+/// The shape class of a plan, which picks the kernel on the CPU and the GPU alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// Nothing to copy.
+    Empty,
+    /// Both operands are one dense run: a buffer-to-buffer copy (or a converting stream).
+    Dense,
+    /// The innermost dim is contiguous in both operands (rows of `sizes()[0]` elements).
+    InnerContiguous,
+    /// A batched 2-D transpose: the destination's innermost dim is the source's dim `dim`,
+    /// and the source's innermost-contiguous dim is `dim` (> 0); other dims are batch dims.
+    BatchedTranspose {
+        /// The plan dim (counted innermost first) that is contiguous in the source.
+        dim: usize,
+    },
+    /// Anything else: one element at a time through the index formula.
+    Gather,
+}
+
+impl CopyPlan {
+    /// The plan for `dst.copy_(src)`: `src` is broadcast to `dst`'s shape.
+    ///
+    /// ```
+    /// use strided_wgpu::{CopyPlan, Layout, MemoryFormat};
+    /// let src = Layout::contiguous(&[1, 64, 5, 4]).unwrap();
+    /// let dst = Layout::with_format(&[1, 64, 5, 4], MemoryFormat::ChannelsLast).unwrap();
+    /// let plan = CopyPlan::new(&dst, &src).unwrap();
+    /// assert_eq!(plan.sizes(), &[64, 20]);
+    /// assert_eq!(plan.dst_strides(), &[1, 64]);
+    /// assert_eq!(plan.src_strides(), &[20, 1]);
+    /// ```
+    pub fn new(dst: &Layout, src: &Layout) -> Result<CopyPlan> {
+        let src = src.broadcast_to(dst.shape()).map_err(|_| broadcast_error("copy_", src.shape(), dst.shape()))?;
+        let numel = dst.numel();
+        let (mut dst_offset, mut src_offset) = (dst.offset() as isize, src.offset() as isize);
+        // (size, dst stride, src stride), innermost first, size-1 dims dropped.
+        let mut dims: Vec<(usize, isize, isize)> = Vec::with_capacity(dst.rank());
+        if numel > 0 {
+            for d in (0..dst.rank()).rev() {
+                let (n, mut ds, mut ss) = (dst.shape()[d], dst.strides()[d], src.strides()[d]);
+                if n == 1 {
+                    continue;
+                }
+                if ds < 0 || (ds == 0 && ss < 0) {
+                    // Walk this dim backwards in both operands: same pairs, forward destination.
+                    // In range: both offsets stay inside their (valid) views.
+                    dst_offset += ds * (n as isize - 1);
+                    src_offset += ss * (n as isize - 1);
+                    ds = -ds;
+                    ss = -ss;
+                }
+                dims.push((n, ds, ss));
+            }
+        }
+        sort_dims(&mut dims);
+        let mut merged: Vec<(usize, isize, isize)> = Vec::with_capacity(dims.len());
+        for (n, ds, ss) in dims {
+            match merged.last_mut() {
+                Some((pn, pds, pss)) if *pds * *pn as isize == ds && *pss * *pn as isize == ss => {
+                    *pn = pn.checked_mul(n).ok_or_else(|| Error::overflow("copy_", "the plan's merged size"))?;
+                }
+                _ => merged.push((n, ds, ss)),
+            }
+        }
+        if numel == 0 {
+            merged = vec![(0, 1, 1)];
+        }
+        Ok(CopyPlan {
+            sizes: merged.iter().map(|d| d.0).collect(),
+            dst_strides: merged.iter().map(|d| d.1).collect(),
+            src_strides: merged.iter().map(|d| d.2).collect(),
+            // Non-negative: each is the index of an element its view reaches.
+            dst_offset: dst_offset as usize,
+            src_offset: src_offset as usize,
+            numel,
+        })
+    }
+
+    /// Sizes of the plan's dims, innermost first.
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+    /// Destination strides, innermost first (never negative).
+    pub fn dst_strides(&self) -> &[isize] {
+        &self.dst_strides
+    }
+    /// Source strides, innermost first (0 for broadcast dims, negative for reversed ones).
+    pub fn src_strides(&self) -> &[isize] {
+        &self.src_strides
+    }
+    /// The destination element of linear index 0.
+    pub fn dst_offset(&self) -> usize {
+        self.dst_offset
+    }
+    /// The source element of linear index 0.
+    pub fn src_offset(&self) -> usize {
+        self.src_offset
+    }
+    /// The number of elements copied.
+    pub fn numel(&self) -> usize {
+        self.numel
+    }
+    /// The number of dims after coalescing.
+    pub fn rank(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The plan's shape class.
+    pub fn kind(&self) -> CopyKind {
+        if self.numel == 0 {
+            return CopyKind::Empty;
+        }
+        let inner = |s: &[isize]| s.first().is_none_or(|&s| s == 1);
+        match self.rank() {
+            0 => CopyKind::Dense,
+            1 if inner(&self.dst_strides) && inner(&self.src_strides) => CopyKind::Dense,
+            _ if inner(&self.dst_strides) && inner(&self.src_strides) => CopyKind::InnerContiguous,
+            _ if inner(&self.dst_strides) => match self.src_strides.iter().position(|&s| s == 1) {
+                Some(dim) => CopyKind::BatchedTranspose { dim },
+                None => CopyKind::Gather,
+            },
+            _ => CopyKind::Gather,
+        }
+    }
+
+    /// The index formula: the (destination, source) element indices of linear index `i`,
+    /// where `i` counts elements with dim 0 fastest. Mirrors `plan_offsets` in WGSL.
+    pub fn offsets(&self, mut i: usize) -> (usize, usize) {
+        let mut dst = self.dst_offset as isize;
+        let mut src = self.src_offset as isize;
+        for d in 0..self.rank() {
+            let n = self.sizes[d];
+            let k = (i % n) as isize;
+            i /= n;
+            dst += k * self.dst_strides[d];
+            src += k * self.src_strides[d];
+        }
+        (dst as usize, src as usize)
+    }
+}
+
+/// Orders dims innermost first by the destination's strides, breaking ties (and stride-0 dims)
+/// with the source's: PyTorch's `reorder_dimensions` insertion sort.
+fn sort_dims(dims: &mut [(usize, isize, isize)]) {
+    let should_swap = |a: (usize, isize, isize), b: (usize, isize, isize)| -> bool {
+        for (sa, sb) in [(a.1, b.1), (a.2, b.2)] {
+            let (sa, sb) = (sa.unsigned_abs(), sb.unsigned_abs());
+            if sa == 0 || sb == 0 {
+                continue;
+            }
+            if sa != sb {
+                return sa > sb;
+            }
+            if a.0 > b.0 {
+                return true;
+            }
+        }
+        false
+    };
+    for i in 1..dims.len() {
+        let mut j = i;
+        while j > 0 && should_swap(dims[j - 1], dims[j]) {
+            dims.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Unit tests: the seeds' worked examples and PyTorch facts, on the host layer alone.
+
+use strided_wgpu::{CopyKind, CopyPlan, DType, Error, HostTensor, Layout, MemoryFormat, Overlap, Reshape, Strided};
+
+fn l(shape: &[usize]) -> Layout {
+    Layout::contiguous(shape).unwrap()
+}
+
+#[test]
+fn nchw_strides_and_channels_last() {
+    let x = l(&[1, 64, 5, 4]);
+    assert_eq!(x.strides(), &[1280, 20, 4, 1]);
+    assert!(x.is_contiguous());
+    assert!(!x.is_contiguous_for(MemoryFormat::ChannelsLast));
+    let cl = Layout::with_format(&[1, 64, 5, 4], MemoryFormat::ChannelsLast).unwrap();
+    assert_eq!(cl.shape(), &[1, 64, 5, 4]);
+    assert_eq!(cl.strides(), &[1280, 1, 256, 64]);
+    assert!(cl.is_contiguous_for(MemoryFormat::ChannelsLast));
+    assert_eq!(cl.suggest_memory_format(), MemoryFormat::ChannelsLast);
+    assert_eq!(x.suggest_memory_format(), MemoryFormat::Contiguous);
+    let cl3 = MemoryFormat::ChannelsLast3d.strides(&[2, 3, 4, 5, 6]).unwrap();
+    assert_eq!(cl3, vec![360, 1, 90, 18, 3]);
+    assert_eq!(MemoryFormat::ChannelsLast.strides(&[2, 0, 3, 3]).unwrap(), vec![0, 1, 0, 0]);
+    assert!(MemoryFormat::ChannelsLast.strides(&[2, 3]).is_err());
+}
+
+#[test]
+fn contiguity_skips_size_one_dims() {
+    let p = l(&[1, 2, 3, 4]).permute(&[1, 2, 3, 0]).unwrap();
+    assert_eq!(p.strides(), &[12, 4, 1, 24]);
+    assert!(p.is_contiguous());
+    assert!(Layout::new(vec![2, 1, 3], vec![3, 7, 1], 0).unwrap().is_contiguous());
+    assert!(Layout::new(vec![2, 0], vec![5, 9], 3).unwrap().is_contiguous());
+    assert!(!l(&[2, 3]).transpose(0, 1).unwrap().is_contiguous());
+}
+
+#[test]
+fn select_moves_the_offset() {
+    let s = l(&[1, 2, 3, 4]).select(3, 2).unwrap();
+    assert_eq!((s.shape(), s.strides(), s.offset()), (&[1usize, 2, 3][..], &[24isize, 12, 4][..], 2));
+    assert_eq!(s.storage_indices(), vec![2, 6, 10, 14, 18, 22]);
+    assert_eq!(l(&[3]).select(0, -1).unwrap().offset(), 2);
+    assert!(matches!(l(&[3]).select(0, 3), Err(Error::InvalidArgument { op: "select", .. })));
+    assert!(matches!(l(&[]).select(0, 0), Err(Error::DimOutOfRange { .. })));
+}
+
+#[test]
+fn expand_gives_stride_zero() {
+    let e = l(&[1, 64, 1, 1]).expand(&[8, 64, 56, 56]).unwrap();
+    assert_eq!(e.strides(), &[0, 1, 0, 0]);
+    assert_eq!(l(&[3]).expand(&[1, 3]).unwrap().strides(), &[3, 1]);
+    assert_eq!(l(&[]).expand(&[1, 2]).unwrap().strides(), &[0, 0]);
+    assert_eq!(l(&[2, 1]).expand(&[-1, 4]).unwrap().strides(), &[1, 0]);
+    let err = l(&[2, 3]).expand(&[4, 3]).unwrap_err();
+    assert_eq!(err.op(), "expand");
+    assert!(err.to_string().contains("[2, 3]") && err.to_string().contains("[4, 3]"), "{err}");
+    assert!(l(&[2, 3]).expand(&[3]).is_err());
+}
+
+#[test]
+fn unsqueeze_stride_rule() {
+    let t = Layout::new(vec![2, 2, 4], vec![12, 8, 1], 0).unwrap();
+    assert_eq!(t.unsqueeze(1).unwrap().strides(), &[12, 16, 8, 1]);
+    assert_eq!(t.unsqueeze(3).unwrap().strides(), &[12, 8, 1, 1]);
+    assert_eq!(t.unsqueeze(-1).unwrap().strides(), &[12, 8, 1, 1]);
+}
+
+#[test]
+fn view_tells_impossible_from_needs_a_copy() {
+    let t = l(&[2, 3, 4]).transpose(1, 2).unwrap();
+    let e = t.view(&[6, 4]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "view: shape [6, 4] is not compatible with size [2, 4, 3] and strides [12, 1, 4]; use reshape"
+    );
+    assert!(matches!(t.view(&[5, 5]), Err(Error::IncompatibleShape { .. })));
+    assert!(matches!(t.reshape(&[6, 4]).unwrap(), Reshape::Copy(s) if s == vec![6, 4]));
+    assert!(matches!(t.reshape(&[2, -1]).unwrap(), Reshape::Copy(s) if s == vec![2, 12]));
+    assert_eq!(l(&[2, 3, 4]).view(&[-1, 4]).unwrap().shape(), &[6, 4]);
+    assert!(l(&[2, 3, 4]).view(&[-1, -1]).is_err());
+    assert!(l(&[0, 3]).view(&[-1, 0]).is_err());
+    assert_eq!(l(&[]).view(&[1, 1]).unwrap().strides(), &[1, 1]);
+}
+
+#[test]
+fn negative_steps_flip_without_copy() {
+    let x = HostTensor::from_vec((0..6).map(|i| i as f32).collect(), &[2, 3]).unwrap();
+    let f = x.flip(1).unwrap();
+    assert_eq!(f.strides(), &[3, -1]);
+    assert_eq!(f.to_vec::<f32>().unwrap(), vec![2., 1., 0., 5., 4., 3.]);
+    assert!(f.shares_storage(&x));
+    let s = x.slice(1, -1, -4, -2).unwrap();
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![2., 0., 5., 3.]);
+    assert!(x.slice(0, 0, 2, 0).is_err());
+}
+
+#[test]
+fn diagonal_unfold_as_strided() {
+    let d = l(&[3, 4]).diagonal(1, 0, 1).unwrap();
+    assert_eq!((d.shape(), d.strides(), d.offset()), (&[3usize][..], &[5isize][..], 1));
+    let u = l(&[7]).unfold(0, 3, 2).unwrap();
+    assert_eq!((u.shape(), u.strides()), (&[3usize, 3][..], &[2isize, 1][..]));
+    assert!(u.has_internal_overlap());
+    assert!(Layout::as_strided(&[2, 2], &[1, 2], 0, 4).is_ok());
+    let e = Layout::as_strided(&[2, 2], &[1, 2], 1, 4).unwrap_err();
+    assert!(matches!(e, Error::OutOfBounds { hi: 4, storage_len: 4, .. }), "{e}");
+}
+
+#[test]
+fn overlap_checks_are_exact() {
+    let x = l(&[4, 6]);
+    let even = x.slice(1, 0, 6, 2).unwrap();
+    let odd = x.slice(1, 1, 6, 2).unwrap();
+    assert_eq!(even.overlap(&odd), Overlap::Disjoint);
+    assert_eq!(even.overlap(&even.clone()), Overlap::Full);
+    assert_eq!(x.narrow(0, 0, 3).unwrap().overlap(&x.narrow(0, 1, 3).unwrap()), Overlap::Partial);
+    // Interleaved but disjoint, beyond the simple nested-stride test.
+    assert!(!Layout::as_strided(&[3, 2], &[2, 3], 0, 8).unwrap().has_internal_overlap());
+    assert!(Layout::as_strided(&[3, 2], &[1, 2], 0, 8).unwrap().has_internal_overlap());
+}
+
+#[test]
+fn copy_plan_seed_example() {
+    let src = l(&[1, 64, 5, 4]);
+    let dst = Layout::with_format(&[1, 64, 5, 4], MemoryFormat::ChannelsLast).unwrap();
+    let p = CopyPlan::new(&dst, &src).unwrap();
+    assert_eq!(p.sizes(), &[64, 20]);
+    assert_eq!(p.dst_strides(), &[1, 64]);
+    assert_eq!(p.src_strides(), &[20, 1]);
+    assert_eq!(p.kind(), CopyKind::BatchedTranspose { dim: 1 });
+}
+
+#[test]
+fn copy_plan_classes() {
+    let x = l(&[8, 64, 56, 56]);
+    assert_eq!(CopyPlan::new(&x, &x).unwrap().kind(), CopyKind::Dense);
+    assert_eq!(CopyPlan::new(&x, &x).unwrap().sizes(), &[8 * 64 * 56 * 56]);
+    let sliced = l(&[8, 64, 56, 112]).narrow(3, 0, 56).unwrap();
+    assert_eq!(CopyPlan::new(&x, &sliced).unwrap().kind(), CopyKind::InnerContiguous);
+    let step = l(&[8, 64, 112, 112]).slice(2, 0, 112, 2).unwrap().slice(3, 0, 112, 2).unwrap();
+    assert_eq!(CopyPlan::new(&x, &step).unwrap().kind(), CopyKind::Gather);
+    let flipped = x.flip(3).unwrap();
+    let p = CopyPlan::new(&flipped, &x).unwrap();
+    assert!(p.dst_strides().iter().all(|&s| s > 0), "{p:?}");
+    let bc = l(&[1, 64, 1, 1]).expand(&[8, 64, 56, 56]).unwrap();
+    let p = CopyPlan::new(&x, &bc).unwrap();
+    assert_eq!(p.sizes(), &[56 * 56, 64, 8]);
+    assert_eq!(p.src_strides(), &[0, 1, 0]);
+    let e = CopyPlan::new(&l(&[2, 3]), &l(&[4])).unwrap_err();
+    assert_eq!(e.to_string(), "copy_: shape [4] cannot be broadcast to [2, 3]: at dim 1, size 4 must equal 3 or be 1");
+}
+
+#[test]
+fn host_copy_semantics() {
+    let x = HostTensor::from_vec((0..12).map(|i| i as f32).collect(), &[3, 4]).unwrap();
+    // Full self-copy is a no-op; partial overlap is refused and leaves the data alone.
+    x.copy_(&x.clone()).unwrap();
+    let before = x.to_vec::<f32>().unwrap();
+    let e = x.narrow(0, 0, 2).unwrap().copy_(&x.narrow(0, 1, 2).unwrap()).unwrap_err();
+    assert!(matches!(e, Error::Overlap { op: "copy_", .. }), "{e}");
+    assert_eq!(x.to_vec::<f32>().unwrap(), before);
+    // An expanded destination reaches elements twice.
+    let row = HostTensor::zeros(&[4], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert!(matches!(row.expand(&[3, 4]).unwrap().copy_(&x), Err(Error::Overlap { .. })));
+    // Disjoint views of one storage copy fine.
+    x.slice(1, 0, 4, 2).unwrap().copy_(&x.slice(1, 1, 4, 2).unwrap()).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![1., 1., 3., 3., 5., 5., 7., 7., 9., 9., 11., 11.]);
+    // Broadcasting source, type mismatch.
+    let ones = HostTensor::from_vec(vec![1u32], &[1]).unwrap();
+    let u = HostTensor::zeros(&[2, 2], DType::U32, MemoryFormat::Contiguous).unwrap();
+    u.copy_(&ones).unwrap();
+    assert_eq!(u.to_vec::<u32>().unwrap(), vec![1; 4]);
+    assert!(matches!(u.copy_(&x.narrow(0, 0, 2).unwrap().narrow(1, 0, 2).unwrap()), Err(Error::DType { .. })));
+    assert!(HostTensor::from_vec(vec![1f32; 5], &[2, 3]).is_err());
+}
+
+#[test]
+fn float_conversions_round_to_nearest_even() {
+    let vals = [0.0f32, -0.0, 1.0, 65504.0, 65520.0, 1e-8, 5.96e-8, 3.0e-5, -2.5, f32::INFINITY, 1.0009766, 1.0014648];
+    let x = HostTensor::from_vec(vals.to_vec(), &[vals.len()]).unwrap();
+    let h = x.materialize(MemoryFormat::Contiguous, DType::F16).unwrap().to_vec::<half::f16>().unwrap();
+    let b = x.materialize(MemoryFormat::Contiguous, DType::BF16).unwrap().to_vec::<half::bf16>().unwrap();
+    for (i, &v) in vals.iter().enumerate() {
+        assert_eq!(h[i].to_bits(), half::f16::from_f32(v).to_bits(), "f16 of {v}");
+        assert_eq!(b[i].to_bits(), half::bf16::from_f32(v).to_bits(), "bf16 of {v}");
+    }
+    // NaN payloads survive widening exactly.
+    let nan = HostTensor::from_vec(vec![half::f16::from_bits(0x7d23)], &[1]).unwrap();
+    let w = nan.materialize(MemoryFormat::Contiguous, DType::F32).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(w[0].to_bits(), 0x7fa4_6000);
+}
+
+#[test]
+fn exhaustive_f16_roundtrip_and_widening() {
+    use strided_wgpu::dtype::{f16_to_f32_bits, f32_to_f16_bits};
+    for bits in 0..=u16::MAX {
+        let h = half::f16::from_bits(bits);
+        let w = f16_to_f32_bits(bits);
+        if h.is_nan() {
+            assert!(f32::from_bits(w).is_nan());
+        } else {
+            assert_eq!(w, h.to_f32().to_bits(), "widening {bits:#x}");
+        }
+        assert_eq!(f32_to_f16_bits(w), bits | if h.is_nan() { 0x200 } else { 0 }, "round trip {bits:#x}");
+    }
+}
+
+#[test]
+fn overflow_is_an_error() {
+    let e = Layout::contiguous(&[usize::MAX, 2]).unwrap_err();
+    assert!(matches!(e, Error::Overflow { .. }), "{e}");
+    let big = Layout::new(vec![2, 2], vec![isize::MAX, 1], 0).unwrap_err();
+    assert!(big.to_string().contains("layout"), "{big}");
+}
