@@ -169,6 +169,14 @@ impl HostTensor {
         Ok(())
     }
 
+    /// Calls `f` with the storage's bytes.
+    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let bytes = self.read();
+        let start = self.layout.offset() * self.dtype().size();
+        let end = start + self.numel() * self.dtype().size();
+        Ok(f(bytes.get(start..end).unwrap_or(&[])))
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, Vec<u8>> {
         // A poisoned lock only means another thread panicked mid-copy; the bytes are still
         // valid elements.

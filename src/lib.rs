@@ -29,6 +29,7 @@ pub struct ReadmeDoctests;
 mod cpu;
 pub mod dtype;
 mod error;
+mod gpu;
 mod host;
 pub mod layout;
 mod plan;
@@ -36,6 +37,10 @@ mod strided;
 
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use gpu::context::{AdapterReport, GpuContext};
+pub use gpu::copy::{CopyPath, MAX_DIMS};
+pub use gpu::shaders;
+pub use gpu::tensor::{Batch, DeviceTensor};
 pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
 pub use plan::{CopyKind, CopyPlan};

@@ -191,3 +191,80 @@ fn sort_dims(dims: &mut [(usize, isize, isize)]) {
         }
     }
 }
+
+impl CopyPlan {
+    /// The lowest and highest element index each operand reaches: ((dst lo, hi), (src lo, hi)).
+    pub fn spans(&self) -> ((usize, usize), (usize, usize)) {
+        let span = |off: usize, strides: &[isize]| {
+            let (mut lo, mut hi) = (off as isize, off as isize);
+            for (&n, &s) in self.sizes.iter().zip(strides) {
+                let r = (n as isize - 1) * s;
+                if r < 0 { lo += r } else { hi += r }
+            }
+            (lo as usize, hi as usize)
+        };
+        (span(self.dst_offset, &self.dst_strides), span(self.src_offset, &self.src_strides))
+    }
+
+    /// Splits the plan into pieces that each satisfy `fits` (a binding-size or rank limit), by
+    /// halving the outermost dim (and dropping it once it has size 1). Fails only when a
+    /// single element does not fit.
+    pub(crate) fn pieces(&self, fits: impl Fn(&CopyPlan) -> bool) -> Option<Vec<CopyPlan>> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.clone()];
+        while let Some(p) = stack.pop() {
+            if p.numel == 0 {
+                continue;
+            }
+            if fits(&p) {
+                out.push(p);
+                continue;
+            }
+            let d = p.rank().checked_sub(1)?;
+            let n = p.sizes[d];
+            let half = n / 2;
+            // Push the upper half first so that pieces come out in order.
+            for (start, len) in [(half, n - half), (0, half)] {
+                let mut q = p.clone();
+                q.dst_offset = (q.dst_offset as isize + start as isize * q.dst_strides[d]) as usize;
+                q.src_offset = (q.src_offset as isize + start as isize * q.src_strides[d]) as usize;
+                q.numel = p.numel / n * len;
+                if len == 1 {
+                    q.sizes.pop();
+                    q.dst_strides.pop();
+                    q.src_strides.pop();
+                } else {
+                    q.sizes[d] = len;
+                }
+                stack.push(q);
+            }
+        }
+        Some(out)
+    }
+
+    /// The same copy counted in words of `unit` elements, when dim 0 is contiguous in both
+    /// operands and every size, stride and offset is a multiple of `unit` along it.
+    pub(crate) fn in_words(&self, unit: usize) -> Option<CopyPlan> {
+        let dense0 = self.dst_strides.first() == Some(&1) && self.src_strides.first() == Some(&1);
+        let aligned = |x: isize| x.rem_euclid(unit as isize) == 0;
+        if !dense0
+            || self.sizes[0] % unit != 0
+            || self.dst_offset % unit != 0
+            || self.src_offset % unit != 0
+            || !self.dst_strides[1..].iter().chain(&self.src_strides[1..]).all(|&s| aligned(s))
+        {
+            return None;
+        }
+        let div = |s: &[isize]| -> Vec<isize> { s.iter().enumerate().map(|(i, &x)| if i == 0 { 1 } else { x / unit as isize }).collect() };
+        let mut sizes = self.sizes.clone();
+        sizes[0] /= unit;
+        Some(CopyPlan {
+            sizes,
+            dst_strides: div(&self.dst_strides),
+            src_strides: div(&self.src_strides),
+            dst_offset: self.dst_offset / unit,
+            src_offset: self.src_offset / unit,
+            numel: self.numel / unit,
+        })
+    }
+}

@@ -1,0 +1,44 @@
+// The copy plan every copy kernel receives, and the crate's one WGSL index formula.
+// Prepended to each kernel in this folder; the Rust twin is CopyPlan::offsets (src/plan.rs).
+
+struct Plan {
+    // Dims innermost first, 8 at most; unused dims have size 1 and stride 0.
+    sizes: array<vec4<u32>, 2>,
+    dst_strides: array<vec4<i32>, 2>,
+    src_strides: array<vec4<i32>, 2>,
+    rank: u32,
+    // Element indices of linear index 0, relative to the bound windows.
+    dst_offset: u32,
+    src_offset: u32,
+    // Invocations that share one run of dim 0.
+    inner_chunks: u32,
+    // Invocations with work; the rest return at once.
+    threads: u32,
+    // Invocations per row of the dispatch grid (workgroups in x times the workgroup size).
+    grid_row: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> plan: Plan;
+
+// (destination, source) element indices of linear index i, dim 0 fastest. Strides are
+// signed; wrapping u32 arithmetic gives the exact index whenever it lies in [0, 2^32).
+fn plan_offsets(i: u32) -> vec2<u32> {
+    var rem = i;
+    var dst = plan.dst_offset;
+    var src = plan.src_offset;
+    for (var d = 0u; d < plan.rank; d = d + 1u) {
+        let n = plan.sizes[d >> 2u][d & 3u];
+        let k = rem % n;
+        rem = rem / n;
+        dst = dst + k * bitcast<u32>(plan.dst_strides[d >> 2u][d & 3u]);
+        src = src + k * bitcast<u32>(plan.src_strides[d >> 2u][d & 3u]);
+    }
+    return vec2<u32>(dst, src);
+}
+
+// The linear invocation index on a 2-D grid (more than 65535 workgroups need a second row).
+fn invocation_index(gid: vec3<u32>) -> u32 {
+    return gid.x + gid.y * plan.grid_row;
+}

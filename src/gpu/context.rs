@@ -1,0 +1,276 @@
+//! The GPU context: adapter, device and queue, plus the caches every operation shares
+//! (pipelines, recycled buffers, tuned kernel choices).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::gpu::pool::BufferPool;
+
+/// Adapter facts and the limits this crate works within.
+#[derive(Clone, Debug)]
+pub struct AdapterReport {
+    /// Adapter name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// Backend (Vulkan, Metal, Dx12, Gl).
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, CPU, ...
+    pub device_type: wgpu::DeviceType,
+    /// Largest storage-buffer binding, bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer, bytes.
+    pub max_buffer_size: u64,
+    /// Required alignment of storage-binding offsets, bytes.
+    pub min_storage_buffer_offset_alignment: u32,
+    /// Workgroups per dispatch dimension.
+    pub max_compute_workgroups_per_dimension: u32,
+    /// Invocations per workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Whether GPU timestamps can be written inside command encoders.
+    pub timestamps: bool,
+}
+
+/// Owns a wgpu device and queue and everything this crate caches for them. Cheap to clone
+/// (all clones share one device); usable from several threads at once.
+#[derive(Clone)]
+pub struct GpuContext {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) report: AdapterReport,
+    pub(crate) pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    pub(crate) layouts: Mutex<HashMap<&'static str, Arc<wgpu::BindGroupLayout>>>,
+    pub(crate) pool: Arc<Mutex<BufferPool>>,
+    /// Errors no scope caught (raised on another thread's work, or device loss).
+    uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+/// A compiled kernel: its source file, entry point and override constants.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PipelineKey {
+    pub shader: &'static str,
+    pub constants: Vec<(&'static str, i64)>,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext").field("adapter", &self.inner.report).finish()
+    }
+}
+
+impl GpuContext {
+    /// Opens the adapter wgpu's conventions select: `WGPU_BACKEND` (e.g. `vulkan`, `gl`),
+    /// `WGPU_ADAPTER_NAME` (a case-insensitive substring of the name) and `WGPU_POWER_PREF`
+    /// (`low`, `high`, `none`). Requests the adapter's own limits. A typed error, never a panic,
+    /// when no adapter exists or none matches.
+    pub fn new() -> Result<GpuContext> {
+        pollster::block_on(Self::new_async())
+    }
+
+    /// [`GpuContext::new`] as a future.
+    pub async fn new_async() -> Result<GpuContext> {
+        Self::for_backends(wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all())).await
+    }
+
+    /// Like [`GpuContext::new`], restricted to `backends` (tests use it to open each software
+    /// adapter in turn); `WGPU_ADAPTER_NAME` and `WGPU_POWER_PREF` still apply.
+    pub async fn for_backends(backends: wgpu::Backends) -> Result<GpuContext> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        desc.backends = backends;
+        let instance = wgpu::Instance::new(desc);
+        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+            Ok(want) => {
+                let all = instance.enumerate_adapters(backends).await;
+                let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
+                all.into_iter().find(|a| a.get_info().name.to_lowercase().contains(&want.to_lowercase())).ok_or_else(|| {
+                    Error::Adapter(format!("WGPU_ADAPTER_NAME={want:?} matches none of the adapters {names:?} (backends {backends:?})"))
+                })?
+            }
+            Err(_) => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env().unwrap_or_default(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| Error::Adapter(format!("no adapter for backends {backends:?}: {e} (on a machine without a GPU driver, install mesa-vulkan-drivers)")))?,
+        };
+        Self::from_adapter(&adapter).await
+    }
+
+    /// Opens a device on `adapter` with the adapter's own limits and the optional features
+    /// this crate uses when present (timestamp queries).
+    pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
+        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("strided-wgpu"),
+                required_features: adapter.features() & wanted,
+                required_limits: adapter.limits(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::Adapter(format!("request_device on {:?}: {e}", adapter.get_info().name)))?;
+        Ok(Self::from_device(device, queue, &adapter.get_info()))
+    }
+
+    /// Wraps a device and queue the caller already owns (a library inside a larger wgpu
+    /// program shares its device). Installs an uncaptured-error handler so that wgpu never
+    /// panics on this crate's behalf; errors reach callers through error scopes.
+    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> GpuContext {
+        let limits = device.limits();
+        let uncaptured = Arc::new(Mutex::new(None::<String>));
+        let sink = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut g = sink.lock().unwrap_or_else(|p| p.into_inner());
+            g.get_or_insert_with(|| e.to_string());
+        }));
+        let sink = uncaptured.clone();
+        device.set_device_lost_callback(move |reason, msg| {
+            let mut g = sink.lock().unwrap_or_else(|p| p.into_inner());
+            g.get_or_insert_with(|| format!("device lost ({reason:?}): {msg}"));
+        });
+        let report = AdapterReport {
+            name: info.name.clone(),
+            backend: info.backend,
+            device_type: info.device_type,
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+            max_buffer_size: limits.max_buffer_size,
+            min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+            max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+        };
+        GpuContext {
+            inner: Arc::new(Inner {
+                device,
+                queue,
+                report,
+                pipelines: Mutex::new(HashMap::new()),
+                layouts: Mutex::new(HashMap::new()),
+                pool: Arc::new(Mutex::new(BufferPool::default())),
+                uncaptured,
+            }),
+        }
+    }
+
+    /// The adapter and the limits that matter.
+    pub fn adapter(&self) -> &AdapterReport {
+        &self.inner.report
+    }
+    /// The wgpu device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.inner.device
+    }
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.inner.queue
+    }
+
+    /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
+    /// they caught as [`Error::Gpu`] for `op`.
+    pub(crate) fn scoped<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let d = &self.inner.device;
+        let internal = d.push_error_scope(wgpu::ErrorFilter::Internal);
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let caught = [validation.pop(), oom.pop(), internal.pop()].into_iter().find_map(pollster::block_on);
+        if let Some(e) = caught {
+            return Err(Error::Gpu { op, message: e.to_string() });
+        }
+        self.check_lost(op)?;
+        out
+    }
+
+    /// Fails when the device was lost or reported an error no scope caught.
+    pub(crate) fn check_lost(&self, op: &'static str) -> Result<()> {
+        let g = lock(&self.inner.uncaptured);
+        match &*g {
+            Some(msg) => Err(Error::Gpu { op, message: msg.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for a submission to finish.
+    pub(crate) fn wait(&self, op: &'static str, index: wgpu::SubmissionIndex) -> Result<()> {
+        self.inner
+            .device
+            .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
+            .map_err(|e| Error::Gpu { op, message: e.to_string() })?;
+        self.check_lost(op)
+    }
+
+    /// The pipeline for `key`, compiled once per context.
+    pub(crate) fn pipeline(&self, key: PipelineKey, layout: &'static str) -> Result<Arc<wgpu::ComputePipeline>> {
+        if let Some(p) = lock(&self.inner.pipelines).get(&key) {
+            return Ok(p.clone());
+        }
+        let bgl = self.bind_group_layout(layout)?;
+        let source = crate::gpu::shaders::source(key.shader)
+            .ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
+        let pipeline = self.scoped("pipeline", || {
+            let d = &self.inner.device;
+            let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(key.shader),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(key.shader),
+                bind_group_layouts: &[Some(&bgl)],
+                immediate_size: 0,
+            });
+            let constants: Vec<(&str, f64)> = key.constants.iter().map(|&(k, v)| (k, v as f64)).collect();
+            Ok(d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(key.shader),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
+                cache: None,
+            }))
+        })?;
+        let p = Arc::new(pipeline);
+        lock(&self.inner.pipelines).insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// The bind group layout all copy kernels share: a uniform, a read-only source and a
+    /// read-write destination.
+    pub(crate) fn bind_group_layout(&self, name: &'static str) -> Result<Arc<wgpu::BindGroupLayout>> {
+        if let Some(l) = lock(&self.inner.layouts).get(name) {
+            return Ok(l.clone());
+        }
+        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let entries = [
+            wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
+                count: None,
+            },
+            storage(1, true),
+            storage(2, false),
+        ];
+        let l = Arc::new(self.scoped("bind_group_layout", || {
+            Ok(self.inner.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries }))
+        })?);
+        lock(&self.inner.layouts).insert(name, l.clone());
+        Ok(l)
+    }
+}
+
+/// Locks a mutex, taking the data of a poisoned one (every guarded structure stays valid
+/// between statements).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,235 @@
+//! Recording copies: the plan's class picks the path (buffer copy, vec4 rows, gather), the plan
+//! is split into pieces whose bindings fit the adapter, and each piece is one dispatch.
+
+use std::num::NonZeroU64;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::gpu::context::{GpuContext, PipelineKey};
+use crate::gpu::pool::Pooled;
+use crate::plan::{CopyKind, CopyPlan};
+
+/// Dims a kernel's uniform holds; plans with more are split along their outer dims.
+pub const MAX_DIMS: usize = 8;
+
+/// The uniform every copy kernel reads (`Plan` in shaders/plan.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable, Debug)]
+pub(crate) struct PlanUniform {
+    sizes: [u32; MAX_DIMS],
+    dst_strides: [i32; MAX_DIMS],
+    src_strides: [i32; MAX_DIMS],
+    rank: u32,
+    dst_offset: u32,
+    src_offset: u32,
+    inner_chunks: u32,
+    threads: u32,
+    grid_row: u32,
+    pad: [u32; 2],
+}
+
+fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: NonZeroU64::new(size) })
+}
+
+/// Which kernel variant moves a plan, and how it is shaped. Tests and benchmarks can force one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyPath {
+    /// The path the plan's class selects.
+    Auto,
+    /// `copy_buffer_to_buffer` (dense, same type, 4-byte aligned).
+    BufferCopy,
+    /// `copy_vec4.wgsl` with the given workgroup size and words per invocation.
+    Vec4 {
+        /// Workgroup size.
+        wg: u32,
+        /// vec4 words per invocation.
+        wpt: u32,
+    },
+    /// `gather.wgsl` with the given workgroup size and elements per invocation.
+    Gather {
+        /// Workgroup size.
+        wg: u32,
+        /// Elements of dim 0 per invocation.
+        ept: u32,
+    },
+}
+
+/// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
+pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
+pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 8 };
+
+/// One operand of a recorded copy: a buffer, its element type, and its byte length.
+pub(crate) struct Operand<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub dtype: DType,
+}
+
+/// Commands and temporaries of operations recorded but not yet submitted.
+pub(crate) struct Recording {
+    pub encoder: wgpu::CommandEncoder,
+    pub temps: Vec<Pooled>,
+}
+
+impl GpuContext {
+    /// Records `plan` from `src` into `dst`. The caller has validated the copy.
+    pub(crate) fn record_plan(&self, rec: &mut Recording, plan: &CopyPlan, dst: Operand<'_>, src: Operand<'_>, path: CopyPath) -> Result<()> {
+        const OP: &str = "copy_";
+        let (de, se) = (dst.dtype.size(), src.dtype.size());
+        let same_type = dst.dtype == src.dtype;
+        let path = match path {
+            CopyPath::Auto => match plan.kind() {
+                CopyKind::Empty => return Ok(()),
+                CopyKind::Dense if same_type && (plan.dst_offset() * de) % 4 == 0 && (plan.src_offset() * se) % 4 == 0 && (plan.numel() * de) % 4 == 0 => {
+                    CopyPath::BufferCopy
+                }
+                CopyKind::Dense | CopyKind::InnerContiguous if same_type && plan.in_words(16 / de).is_some() => VEC4_DEFAULT,
+                _ => GATHER_DEFAULT,
+            },
+            p => p,
+        };
+        if plan.numel() == 0 {
+            return Ok(());
+        }
+        match path {
+            CopyPath::Auto => unreachable!("resolved above"),
+            CopyPath::BufferCopy => {
+                if !same_type || plan.kind() != CopyKind::Dense {
+                    return Err(Error::invalid(OP, format!("a buffer copy needs a dense plan of one type, got {:?} from {} to {}", plan.kind(), src.dtype, dst.dtype)));
+                }
+                let (d, s, n) = ((plan.dst_offset() * de) as u64, (plan.src_offset() * se) as u64, (plan.numel() * de) as u64);
+                if d % 4 != 0 || s % 4 != 0 || n % 4 != 0 {
+                    return Err(Error::invalid(OP, format!("a buffer copy needs 4-byte aligned offsets and size, got dst {d}, src {s}, size {n} bytes")));
+                }
+                rec.encoder.copy_buffer_to_buffer(src.buffer, s, dst.buffer, d, n);
+                Ok(())
+            }
+            CopyPath::Vec4 { wg, wpt } => {
+                let words = if same_type { plan.in_words(16 / de) } else { None }.ok_or_else(|| {
+                    Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}"))
+                })?;
+                let key = PipelineKey { shader: "copy_vec4", constants: vec![("WG", wg as i64), ("WPT", wpt as i64)] };
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, wg * wpt, true)
+            }
+            CopyPath::Gather { wg, ept } => {
+                let kind = |t: DType| match (same_type, t) {
+                    (true, _) => 0,
+                    (false, DType::F32) => 1,
+                    (false, DType::F16) => 2,
+                    (false, _) => 3,
+                };
+                let key = PipelineKey {
+                    shader: "gather",
+                    constants: vec![
+                        ("WG", wg as i64),
+                        ("EPT", ept as i64),
+                        ("SRC_BYTES", se as i64),
+                        ("DST_BYTES", de as i64),
+                        ("SRC_KIND", kind(src.dtype)),
+                        ("DST_KIND", kind(dst.dtype)),
+                    ],
+                };
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, ept, false)
+            }
+        }
+    }
+
+    /// Splits `plan` into pieces whose bound windows, rank and index ranges fit, and records one
+    /// dispatch per piece. `per_chunk` is the number of dim-0 elements one chunk of invocations
+    /// covers (`ept` for the gather; `wg * wpt` for the vec4 kernel, whose chunk is a workgroup).
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_pieces(
+        &self,
+        rec: &mut Recording,
+        plan: &CopyPlan,
+        dst: &wgpu::Buffer,
+        src: &wgpu::Buffer,
+        de: usize,
+        se: usize,
+        key: PipelineKey,
+        wg: u32,
+        per_chunk: u32,
+        chunk_is_workgroup: bool,
+    ) -> Result<()> {
+        const OP: &str = "copy_";
+        let r = &self.inner.report;
+        let align = (r.min_storage_buffer_offset_alignment as u64).max(16);
+        let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+        let max_groups = r.max_compute_workgroups_per_dimension as u64;
+        let window = |lo: usize, hi: usize, esize: usize, buf_len: u64| -> (u64, u64) {
+            let start = (lo * esize) as u64 / align * align;
+            let end = (((hi + 1) * esize) as u64).div_ceil(4) * 4;
+            (start, end.min(buf_len) - start)
+        };
+        let fits = |p: &CopyPlan| {
+            let ((dlo, dhi), (slo, shi)) = p.spans();
+            let (_, dlen) = window(dlo, dhi, de, dst.size());
+            let (_, slen) = window(slo, shi, se, src.size());
+            let small = |s: &[isize]| s.iter().all(|&x| i32::try_from(x).is_ok());
+            let n0 = p.sizes().first().copied().unwrap_or(1) as u64;
+            let threads = (p.numel() as u64 / n0.max(1)) * n0.div_ceil(per_chunk as u64) * if chunk_is_workgroup { wg as u64 } else { 1 };
+            p.rank() <= MAX_DIMS
+                && dlen <= max_bind
+                && slen <= max_bind
+                && p.numel() <= u32::MAX as usize
+                && threads <= u32::MAX as u64
+                && threads.div_ceil(wg as u64) <= max_groups * max_groups
+                && small(p.dst_strides())
+                && small(p.src_strides())
+        };
+        let pieces = plan.pieces(fits).ok_or_else(|| Error::Limit {
+            op: OP,
+            what: "binding one element of the copy".into(),
+            limit: "max_storage_buffer_binding_size",
+            requested: (de.max(se)) as u64,
+            max: max_bind,
+        })?;
+        let pipeline = self.pipeline(key, "copy")?;
+        let bgl = self.bind_group_layout("copy")?;
+        for p in pieces {
+            let ((dlo, dhi), (slo, shi)) = p.spans();
+            let (dstart, dlen) = window(dlo, dhi, de, dst.size());
+            let (sstart, slen) = window(slo, shi, se, src.size());
+            let n0 = p.sizes().first().copied().unwrap_or(1).max(1);
+            let rows = p.numel() / n0;
+            let inner_chunks = n0.div_ceil(per_chunk as usize);
+            let threads = rows * inner_chunks * if chunk_is_workgroup { wg as usize } else { 1 };
+            let groups = (threads as u64).div_ceil(wg as u64);
+            let gx = groups.min(max_groups);
+            let gy = groups.div_ceil(gx.max(1));
+            let mut u = PlanUniform::zeroed();
+            u.sizes = [1; MAX_DIMS];
+            for d in 0..p.rank() {
+                u.sizes[d] = p.sizes()[d] as u32;
+                u.dst_strides[d] = p.dst_strides()[d] as i32;
+                u.src_strides[d] = p.src_strides()[d] as i32;
+            }
+            u.rank = p.rank() as u32;
+            u.dst_offset = (p.dst_offset() - (dstart as usize / de)) as u32;
+            u.src_offset = (p.src_offset() - (sstart as usize / se)) as u32;
+            u.inner_chunks = inner_chunks as u32;
+            u.threads = threads as u32;
+            u.grid_row = (gx * wg as u64) as u32;
+            let uniform = Pooled::get(&self.inner.device, &self.inner.pool, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+            self.inner.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));
+            let bg = self.inner.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("copy"),
+                layout: &bgl,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: uniform.buffer().as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: bind(src, sstart, slen) },
+                    wgpu::BindGroupEntry { binding: 2, resource: bind(dst, dstart, dlen) },
+                ],
+            });
+            let mut pass = rec.encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("copy"), timestamp_writes: None });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bg, &[]);
+            pass.dispatch_workgroups(gx as u32, gy as u32, 1);
+            drop(pass);
+            rec.temps.push(uniform);
+        }
+        Ok(())
+    }
+}
