@@ -1,10 +1,13 @@
 //! PyTorch conformance: replays tests/data/views.jsonl (or the file named by
-//! `CONFORMANCE_VIEWS`) on host tensors and prints `conformance views: N passed, M failed`.
+//! `CONFORMANCE_VIEWS`) on host tensors, then on every GPU adapter for f32, f16 and u8, and
+//! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
+//! M failed`. Exits non-zero on any failure.
 
 mod common;
 
-use common::views::{self, Replay};
-use strided_wgpu::{Error, HostTensor, MemoryFormat};
+use common::gpu::{contexts, name};
+use common::views::{self, Case, Replay};
+use strided_wgpu::{DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat};
 
 impl Replay for HostTensor {
     fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {
@@ -24,27 +27,87 @@ impl Replay for HostTensor {
     }
 }
 
-fn host_views() -> bool {
-    let (path, cases) = views::load("views.jsonl", "CONFORMANCE_VIEWS");
+impl Replay for DeviceTensor {
+    fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {
+        self.contiguous(f)
+    }
+    fn flatten_(&self, a: isize, b: isize) -> Result<Self, Error> {
+        self.flatten(a, b)
+    }
+    fn as_strided_(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Self, Error> {
+        self.as_strided(shape, strides, offset)
+    }
+    fn same_storage(&self, other: &Self) -> bool {
+        self.shares_storage(other)
+    }
+    /// Materialized on the GPU, then downloaded.
+    fn values(&self) -> Result<Vec<f64>, Error> {
+        let host = self.materialize(MemoryFormat::Contiguous, self.dtype())?.download()?;
+        Ok(match self.dtype() {
+            DType::F32 => host.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
+            DType::F16 => host.to_vec::<half::f16>()?.into_iter().map(|x| x.to_f64()).collect(),
+            DType::U8 => host.to_vec::<u8>()?.into_iter().map(f64::from).collect(),
+            t => panic!("no replay for {t}"),
+        })
+    }
+}
+
+fn report(what: &str, path: &str, cases: &[Case], run: impl Fn(&Case) -> Vec<String>) -> (usize, usize) {
     let (mut pass, mut fail) = (0, 0);
-    for case in &cases {
-        let numel: usize = case.base_shape.iter().product();
-        let base = HostTensor::from_vec((0..numel).map(|i| i as f32).collect(), &case.base_shape).expect("base tensor");
-        let errs = views::check(case, &base);
+    for case in cases {
+        let errs = run(case);
         if errs.is_empty() {
             pass += 1;
         } else {
             fail += 1;
-            eprintln!("FAIL {} ({path}) ops {:?}:\n  {}", case.id, case.ops, errs.join("\n  "));
+            eprintln!("FAIL {what} {} ({path}) ops {:?}:\n  {}", case.id, case.ops, errs.join("\n  "));
         }
     }
-    assert!(pass + fail > 0, "{path} holds no cases");
-    println!("conformance views: {pass} passed, {fail} failed");
-    fail == 0
+    (pass, fail)
+}
+
+fn device_base(ctx: &GpuContext, dtype: DType, shape: &[usize]) -> DeviceTensor {
+    let n: usize = shape.iter().product();
+    match dtype {
+        DType::F32 => DeviceTensor::from_slice(ctx, &(0..n).map(|i| i as f32).collect::<Vec<_>>(), shape),
+        // Every index below 2048 is exact in f16.
+        DType::F16 => DeviceTensor::from_slice(ctx, &(0..n).map(|i| half::f16::from_f32(i as f32)).collect::<Vec<_>>(), shape),
+        DType::U8 => DeviceTensor::from_slice(ctx, &(0..n).map(|i| (i % 256) as u8).collect::<Vec<_>>(), shape),
+        t => panic!("no replay for {t}"),
+    }
+    .expect("device base tensor")
 }
 
 fn main() {
-    let ok = host_views();
+    let (path, cases) = views::load("views.jsonl", "CONFORMANCE_VIEWS");
+    assert!(!cases.is_empty(), "{path} holds no cases");
+    let (pass, fail) = report("host", &path, &cases, |case| {
+        let numel: usize = case.base_shape.iter().product();
+        let base = HostTensor::from_vec((0..numel).map(|i| i as f32).collect(), &case.base_shape).expect("base tensor");
+        views::check(case, &base)
+    });
+    println!("conformance views: {pass} passed, {fail} failed");
+    let mut ok = fail == 0;
+
+    let ctxs = contexts();
+    if ctxs.is_empty() {
+        println!("conformance views (device): skipped, no GPU adapter");
+    } else {
+        let (mut dp, mut df) = (0, 0);
+        for ctx in ctxs {
+            for dtype in [DType::F32, DType::F16, DType::U8] {
+                let reduce = move |x: f64| if dtype == DType::U8 { x % 256.0 } else { x };
+                let (p, f) = report(&format!("{} {dtype}", name(ctx)), &path, &cases, |case| {
+                    views::check_with(case, &device_base(ctx, dtype, &case.base_shape), reduce)
+                });
+                eprintln!("  device {} {dtype}: {p} passed, {f} failed", name(ctx));
+                dp += p;
+                df += f;
+            }
+        }
+        println!("conformance views (device): {dp} passed, {df} failed");
+        ok &= df == 0;
+    }
     if !ok {
         std::process::exit(1);
     }

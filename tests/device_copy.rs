@@ -1,23 +1,299 @@
-//! Device copies against the CPU reference, bit for bit.
+//! Device copies against the CPU reference, bit for bit, on every adapter the tests open.
 
 mod common;
 
 use common::gpu::{contexts, name};
-use strided_wgpu::{DType, DeviceTensor, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+    }
+}
+
+/// Random element bytes, rich in special values: NaNs with payloads (quiet and signalling),
+/// -0.0, infinities, subnormals.
+fn random_bytes(rng: &mut Rng, dtype: DType, n: usize) -> Vec<u8> {
+    let specials32 = [0x7fc0_1234u32, 0xffa0_0001, 0x8000_0000, 0x7f80_0000, 0x0000_0001, 0x3f80_0000, 0x7f7f_ffff, 0x3380_0000];
+    let specials16 = [0x7e01u32, 0xfd55, 0x8000, 0x7c00, 0x0001, 0x3c00, 0x7bff, 0x03ff];
+    let mut out = Vec::with_capacity(n * dtype.size());
+    for _ in 0..n {
+        let r = rng.next() as u32;
+        let v = match (dtype.size(), rng.below(4)) {
+            (4, 0) => specials32[rng.below(8)],
+            (2, 0) => specials16[rng.below(8)],
+            _ => r,
+        };
+        out.extend_from_slice(&v.to_le_bytes()[..dtype.size()]);
+    }
+    out
+}
+
+/// A random view of a storage of `len` elements, through random view ops.
+fn random_view(rng: &mut Rng, len: usize) -> Layout {
+    let rank = 1 + rng.below(4);
+    // A contiguous base over a prefix of the storage.
+    let mut shape = vec![1usize; rank];
+    let mut n = 1;
+    for s in shape.iter_mut() {
+        let k = 1 + rng.below(6);
+        if n * k <= len {
+            *s = k;
+            n *= k;
+        }
+    }
+    let mut l = Layout::new(shape.clone(), Layout::contiguous(&shape).unwrap().strides().to_vec(), rng.below(len - n + 1)).unwrap();
+    for _ in 0..rng.below(5) {
+        let r = l.rank();
+        let d = rng.below(r) as isize;
+        let next = match rng.below(6) {
+            0 => {
+                let mut p: Vec<isize> = (0..r as isize).collect();
+                for i in (1..r).rev() {
+                    p.swap(i, rng.below(i + 1));
+                }
+                l.permute(&p)
+            }
+            1 => l.flip(d),
+            2 => {
+                let n = l.shape()[d as usize] as isize;
+                l.slice(d, rng.below(n as usize + 1) as isize, n, 1 + rng.below(3) as isize)
+            }
+            3 if l.shape()[d as usize] == 1 => {
+                let mut t: Vec<isize> = l.shape().iter().map(|&x| x as isize).collect();
+                t[d as usize] = 1 + rng.below(4) as isize;
+                l.expand(&t)
+            }
+            4 if r < 6 => l.unsqueeze(d),
+            _ => l.transpose(0, d),
+        };
+        if let Ok(nl) = next {
+            l = nl;
+        }
+    }
+    l
+}
+
+fn whole(t: &HostTensor) -> Vec<u8> {
+    let bytes_of = |h: &HostTensor| -> Vec<u8> {
+        match h.dtype() {
+            DType::F32 | DType::I32 | DType::U32 => bytemuck::cast_slice(&h.to_vec::<u32>().or_else(|_| h.to_vec::<f32>().map(|v| bytemuck::cast_vec(v))).or_else(|_| h.to_vec::<i32>().map(|v| bytemuck::cast_vec(v))).unwrap()).to_vec(),
+            DType::F16 => bytemuck::cast_slice(&h.to_vec::<half::f16>().unwrap()).to_vec(),
+            DType::BF16 => bytemuck::cast_slice(&h.to_vec::<half::bf16>().unwrap()).to_vec(),
+            DType::U8 => h.to_vec::<u8>().unwrap(),
+            DType::I8 => bytemuck::cast_slice(&h.to_vec::<i8>().unwrap()).to_vec(),
+        }
+    };
+    bytes_of(&t.as_strided(&[t.storage_len()], &[1], 0).unwrap())
+}
+
+fn device_from_bytes(ctx: &GpuContext, dtype: DType, bytes: &[u8]) -> DeviceTensor {
+    let n = bytes.len() / dtype.size();
+    let h = HostTensor::from_bytes(dtype, bytes.to_vec(), Layout::contiguous(&[n]).unwrap()).unwrap();
+    DeviceTensor::upload(ctx, &h).unwrap()
+}
+
+const PAIRS: &[(DType, DType)] = &[
+    (DType::F32, DType::F32),
+    (DType::F16, DType::F16),
+    (DType::BF16, DType::BF16),
+    (DType::U8, DType::U8),
+    (DType::I8, DType::I8),
+    (DType::I32, DType::I32),
+    (DType::F32, DType::F16),
+    (DType::F16, DType::F32),
+    (DType::F32, DType::BF16),
+    (DType::BF16, DType::F16),
+];
+
+/// One random copy on host and device: Ok(true) when compared equal, Ok(false) when the draw
+/// gave no valid pair (or a forced path that does not apply), Err on a mismatch.
+fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, String> {
+    let mut rng = Rng(seed);
+    let (st, dt) = PAIRS[rng.below(PAIRS.len())];
+    let (slen, dlen) = (1 + rng.below(700), 1 + rng.below(700));
+    let (sbytes, dbytes) = (random_bytes(&mut rng, st, slen), random_bytes(&mut rng, dt, dlen));
+    let src_l = random_view(&mut rng, slen);
+    // The destination: a random view without internal overlap, broadcast-compatible with src.
+    let mut dst_l = random_view(&mut rng, dlen);
+    for _ in 0..50 {
+        if !dst_l.has_internal_overlap() && CopyPlan::new(&dst_l, &src_l).is_ok() {
+            break;
+        }
+        dst_l = if rng.below(2) == 0 { random_view(&mut rng, dlen) } else { Layout::new(src_l.shape().to_vec(), Layout::contiguous(src_l.shape()).unwrap().strides().to_vec(), 0).unwrap() };
+    }
+    let fits = dst_l.span().is_none_or(|(_, hi)| hi < dlen) && !dst_l.has_internal_overlap() && CopyPlan::new(&dst_l, &src_l).is_ok();
+    if !fits {
+        return Ok(false);
+    }
+    let hs = HostTensor::from_bytes(st, sbytes.clone(), Layout::contiguous(&[slen]).unwrap()).unwrap();
+    let hd = HostTensor::from_bytes(dt, dbytes.clone(), Layout::contiguous(&[dlen]).unwrap()).unwrap();
+    let (ds, dd) = (device_from_bytes(ctx, st, &sbytes), device_from_bytes(ctx, dt, &dbytes));
+    let view = |h: &HostTensor, l: &Layout| h.as_strided(l.shape(), l.strides(), l.offset()).unwrap();
+    let dview = |d: &DeviceTensor, l: &Layout| d.as_strided(l.shape(), l.strides(), l.offset()).unwrap();
+    view(&hd, &dst_l).copy_(&view(&hs, &src_l)).map_err(|e| format!("host: {e}"))?;
+    match dview(&dd, &dst_l).copy_with(&dview(&ds, &src_l), path) {
+        Ok(()) => {}
+        // A forced path that does not apply to this plan is refused up front.
+        Err(Error::InvalidArgument { .. }) if path != CopyPath::Auto => return Ok(false),
+        Err(e) => return Err(format!("device: {e}")),
+    }
+    let (want, got) = (whole(&hd), whole(&dd.download().unwrap()));
+    if want != got {
+        let first = want.iter().zip(&got).position(|(a, b)| a != b).unwrap_or(0);
+        return Err(format!(
+            "{st}->{dt} src {src_l:?} dst {dst_l:?} plan {:?}: first differing byte {first}",
+            CopyPlan::new(&dst_l, &src_l).unwrap()
+        ));
+    }
+    Ok(true)
+}
 
 #[test]
-fn permuted_copy_matches_cpu() {
+fn random_copies_match_cpu_bitwise() {
     for ctx in contexts() {
-        let data: Vec<f32> = (0..2 * 3 * 4 * 5).map(|i| i as f32).collect();
-        let h = HostTensor::from_vec(data.clone(), &[2, 3, 4, 5]).unwrap();
-        let d = DeviceTensor::from_slice(ctx, &data, &[2, 3, 4, 5]).unwrap();
-        let hv = h.permute(&[3, 1, 0, 2]).unwrap().flip(1).unwrap();
-        let dv = d.permute(&[3, 1, 0, 2]).unwrap().flip(1).unwrap();
-        let want = hv.contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
-        let got = dv.contiguous(MemoryFormat::Contiguous).unwrap().download().unwrap().to_vec::<f32>().unwrap();
-        assert_eq!(got, want, "{}", name(ctx));
-        let z = DeviceTensor::zeros(ctx, &[3], DType::U8, MemoryFormat::Contiguous).unwrap();
-        assert_eq!(z.download().unwrap().to_vec::<u8>().unwrap(), vec![0, 0, 0]);
+        for (i, path) in [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::Gather { wg: 128, ept: 3 }, CopyPath::Vec4 { wg: 64, wpt: 2 }].into_iter().enumerate() {
+            let mut compared = 0;
+            for seed in 0..120u64 {
+                let seed = seed * 4 + i as u64;
+                match random_copy(ctx, seed, path) {
+                    Ok(c) => compared += c as usize,
+                    Err(e) => panic!("{} seed {seed} path {path:?}: {e}", name(ctx)),
+                }
+            }
+            let min = if matches!(path, CopyPath::Vec4 { .. }) { 3 } else { 90 };
+            eprintln!("{} {path:?}: {compared} of 120 random copies compared", name(ctx));
+            assert!(compared >= min, "only {compared} random copies were comparable");
+        }
+    }
+}
+
+#[test]
+fn index_formula_matches_rust_twin() {
+    // The source holds its own element indices, so the gather's output says, for every
+    // destination element, which source element plan_offsets (WGSL) picked.
+    for ctx in contexts() {
+        let mut rng = Rng(7);
+        for _ in 0..40 {
+            let slen = 1 + rng.below(4000);
+            let src_l = random_view(&mut rng, slen);
+            let dst_l = Layout::contiguous(src_l.shape()).unwrap().flip(0).unwrap();
+            let plan = CopyPlan::new(&dst_l, &src_l).unwrap();
+            let src = DeviceTensor::from_slice(ctx, &(0..slen as u32).collect::<Vec<_>>(), &[slen]).unwrap();
+            let dst = DeviceTensor::zeros(ctx, &[dst_l.numel().max(1)], DType::U32, MemoryFormat::Contiguous).unwrap();
+            let dv = dst.as_strided(dst_l.shape(), dst_l.strides(), dst_l.offset()).unwrap();
+            dv.copy_with(&src.as_strided(src_l.shape(), src_l.strides(), src_l.offset()).unwrap(), CopyPath::Gather { wg: 64, ept: 1 }).unwrap();
+            let got = dst.download().unwrap().to_vec::<u32>().unwrap();
+            for i in 0..plan.numel() {
+                let (d, s) = plan.offsets(i);
+                assert_eq!(got[d] as usize, s, "{}: plan {plan:?}, linear index {i}", name(ctx));
+            }
+        }
+    }
+}
+
+#[test]
+fn copy_larger_than_one_binding_through_a_permute() {
+    // 8*64*256*260 f32 = 136 MB: over the 128 MiB binding limit of the software adapters.
+    let shape = [8usize, 64, 256, 260];
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let host = HostTensor::from_vec(data.clone(), &shape).unwrap();
+    let want = host.permute(&[0, 2, 3, 1]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+    for ctx in contexts() {
+        assert!(n as u64 * 4 > ctx.adapter().max_storage_buffer_binding_size.min(128 << 20));
+        let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
+        let p = d.permute(&[0, 2, 3, 1]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        let mut got = vec![0f32; n];
+        p.download_into(&mut got).unwrap();
+        assert!(got == want, "{}: large permuted copy differs", name(ctx));
+    }
+}
+
+#[test]
+fn bad_input_is_a_typed_error_and_leaves_the_destination_alone() {
+    for ctx in contexts() {
+        let data: Vec<f32> = (0..12).map(|i| i as f32).collect();
+        let x = DeviceTensor::from_slice(ctx, &data, &[3, 4]).unwrap();
+        let row = DeviceTensor::from_slice(ctx, &[9f32; 4], &[4]).unwrap();
+        let untouched = |t: &DeviceTensor, want: &[f32]| assert_eq!(t.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        // Destination reaching an element twice.
+        let e = row.expand(&[3, 4]).unwrap().copy_(&x).unwrap_err();
+        assert!(matches!(e, Error::Overlap { op: "copy_", .. }), "{e}");
+        untouched(&row, &[9.0; 4]);
+        // Partial overlap with the source.
+        let e = x.narrow(0, 0, 2).unwrap().copy_(&x.narrow(0, 1, 2).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::Overlap { .. }), "{e}");
+        untouched(&x, &data);
+        // Mismatched shapes.
+        let e = x.copy_(&DeviceTensor::from_slice(ctx, &[1f32; 3], &[3]).unwrap()).unwrap_err();
+        assert_eq!(e.to_string(), "copy_: shape [3] cannot be broadcast to [3, 4]: at dim 1, size 3 must equal 4 or be 1");
+        untouched(&x, &data);
+        // A view outside its storage.
+        assert!(matches!(x.as_strided(&[4, 4], &[4, 1], 0), Err(Error::OutOfBounds { op: "as_strided", storage_len: 12, .. })));
+        // Element types that do not convert.
+        let u = DeviceTensor::from_slice(ctx, &[1u8; 12], &[3, 4]).unwrap();
+        assert!(matches!(x.copy_(&u), Err(Error::DType { .. })));
+        untouched(&x, &data);
+        // A request over the adapter's limits.
+        let e = DeviceTensor::empty(ctx, &[1 << 30, 4], DType::F32, MemoryFormat::Contiguous).unwrap_err();
+        assert!(matches!(e, Error::Limit { limit: "max_buffer_size", .. }), "{e}");
+        // A wgpu validation error (a workgroup over the adapter's limit) comes back as an
+        // error of the call, not a panic, and the context stays usable.
+        let e = x.copy_with(&x.flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap(), CopyPath::Gather { wg: 1 << 16, ept: 1 }).unwrap_err();
+        assert!(matches!(e, Error::Gpu { .. }), "{e}");
+        untouched(&x, &data);
+        let y = x.flip(1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap()[..4], [3.0, 2.0, 1.0, 0.0]);
+        // A wrong-length download slice.
+        assert!(x.download_into(&mut [0f32; 5]).is_err());
+    }
+}
+
+#[test]
+fn contiguous_returns_the_same_view_when_nothing_moves() {
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &[0f32; 24], &[1, 2, 3, 4]).unwrap();
+        let p = x.permute(&[1, 2, 3, 0]).unwrap();
+        assert!(p.contiguous(MemoryFormat::Contiguous).unwrap().shares_storage(&x));
+        let cl = x.contiguous(MemoryFormat::ChannelsLast).unwrap();
+        assert!(!cl.shares_storage(&x));
+        assert_eq!(cl.strides(), &[24, 1, 8, 2]);
+        assert!(cl.contiguous(MemoryFormat::ChannelsLast).unwrap().shares_storage(&cl));
+    }
+}
+
+#[test]
+fn one_context_from_many_threads_and_batches() {
+    for ctx in contexts() {
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    for seed in 0..15 {
+                        random_copy(ctx, 10_000 + t * 100 + seed, CopyPath::Auto).unwrap();
+
+                    }
+                });
+            }
+        });
+        // Several copies recorded together and submitted once.
+        let a = DeviceTensor::from_slice(ctx, &(0..6).map(|i| i as f32).collect::<Vec<_>>(), &[2, 3]).unwrap();
+        let b = DeviceTensor::zeros(ctx, &[3, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let c = DeviceTensor::zeros(ctx, &[3, 2], DType::F16, MemoryFormat::Contiguous).unwrap();
+        let mut batch = ctx.batch();
+        batch.copy_(&b, &a.transpose(0, 1).unwrap()).unwrap();
+        batch.copy_(&c, &b).unwrap();
+        batch.submit().unwrap();
+        let want = [0f32, 3., 1., 4., 2., 5.];
+        assert_eq!(c.download().unwrap().to_vec::<half::f16>().unwrap().iter().map(|x| x.to_f32()).collect::<Vec<_>>(), want);
     }
 }
 
