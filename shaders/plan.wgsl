@@ -16,8 +16,9 @@ struct Plan {
     threads: u32,
     // Invocations per row of the dispatch grid (workgroups in x times the workgroup size).
     grid_row: u32,
-    pad0: u32,
-    pad1: u32,
+    // Kernel-specific: blocks along plan dim 1 for the transpose kernel.
+    aux: u32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> plan: Plan;

@@ -1,11 +1,22 @@
-//! `cargo run --release`: the seeds' worked examples on the host (and the GPU).
+//! `cargo run --release`: the seeds' worked examples on the host and the GPU.
+//! `cargo run --release -- bench [--json]`: copy throughput on the chosen adapter.
 
 mod cli {
+    pub mod bench;
     pub mod walkthrough;
 }
 
 fn main() {
-    if let Err(e) = cli::walkthrough::run_host() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("bench") => cli::bench::run(args.iter().any(|a| a == "--json")),
+        None => cli::walkthrough::run(),
+        Some(other) => {
+            eprintln!("unknown command {other:?}; usage: strided-wgpu [bench [--json]]");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

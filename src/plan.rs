@@ -242,15 +242,30 @@ impl CopyPlan {
         Some(out)
     }
 
+    /// The same copy with plan dim `from` moved to position `to` (the linear order changes,
+    /// the set of copied pairs does not).
+    pub(crate) fn with_dim_moved(&self, from: usize, to: usize) -> CopyPlan {
+        let mut p = self.clone();
+        let mv = |v: &mut Vec<isize>| {
+            let x = v.remove(from);
+            v.insert(to, x);
+        };
+        let s = p.sizes.remove(from);
+        p.sizes.insert(to, s);
+        mv(&mut p.dst_strides);
+        mv(&mut p.src_strides);
+        p
+    }
+
     /// The same copy counted in words of `unit` elements, when dim 0 is contiguous in both
     /// operands and every size, stride and offset is a multiple of `unit` along it.
     pub(crate) fn in_words(&self, unit: usize) -> Option<CopyPlan> {
         let dense0 = self.dst_strides.first() == Some(&1) && self.src_strides.first() == Some(&1);
         let aligned = |x: isize| x.rem_euclid(unit as isize) == 0;
         if !dense0
-            || self.sizes[0] % unit != 0
-            || self.dst_offset % unit != 0
-            || self.src_offset % unit != 0
+            || !self.sizes[0].is_multiple_of(unit)
+            || !self.dst_offset.is_multiple_of(unit)
+            || !self.src_offset.is_multiple_of(unit)
             || !self.dst_strides[1..].iter().chain(&self.src_strides[1..]).all(|&s| aligned(s))
         {
             return None;

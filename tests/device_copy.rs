@@ -85,7 +85,7 @@ fn random_view(rng: &mut Rng, len: usize) -> Layout {
 fn whole(t: &HostTensor) -> Vec<u8> {
     let bytes_of = |h: &HostTensor| -> Vec<u8> {
         match h.dtype() {
-            DType::F32 | DType::I32 | DType::U32 => bytemuck::cast_slice(&h.to_vec::<u32>().or_else(|_| h.to_vec::<f32>().map(|v| bytemuck::cast_vec(v))).or_else(|_| h.to_vec::<i32>().map(|v| bytemuck::cast_vec(v))).unwrap()).to_vec(),
+            DType::F32 | DType::I32 | DType::U32 => bytemuck::cast_slice(&h.to_vec::<u32>().or_else(|_| h.to_vec::<f32>().map(bytemuck::cast_vec)).or_else(|_| h.to_vec::<i32>().map(bytemuck::cast_vec)).unwrap()).to_vec(),
             DType::F16 => bytemuck::cast_slice(&h.to_vec::<half::f16>().unwrap()).to_vec(),
             DType::BF16 => bytemuck::cast_slice(&h.to_vec::<half::bf16>().unwrap()).to_vec(),
             DType::U8 => h.to_vec::<u8>().unwrap(),
@@ -303,5 +303,66 @@ fn reports_adapters() {
         let a = ctx.adapter();
         eprintln!("adapter: {} backend {:?} type {:?} max_binding {} align {}", a.name, a.backend, a.device_type, a.max_storage_buffer_binding_size, a.min_storage_buffer_offset_alignment);
         assert!(a.max_storage_buffer_binding_size > 0);
+    }
+}
+
+#[test]
+fn transpose_kernels_match_cpu_on_edge_shapes() {
+    let paths = [
+        CopyPath::Auto,
+        CopyPath::Transpose { wg: 64, tile: 4, order: 0 },
+        CopyPath::Transpose { wg: 32, tile: 8, order: 1 },
+        CopyPath::TransposeVec4 { wg: 64, tile: 4, order: 1 },
+        CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 },
+        CopyPath::Gather { wg: 256, ept: 16 },
+    ];
+    // NCHW <-> NHWC, NCDHW <-> NDHWC, [B,M,N] -> [B,N,M], with tile edges, C = 3, sizes of 1,
+    // and a storage offset.
+    let cases: &[(&[usize], MemoryFormat)] = &[
+        (&[2, 64, 8, 8], MemoryFormat::ChannelsLast),
+        (&[3, 3, 17, 5], MemoryFormat::ChannelsLast),
+        (&[1, 20, 1, 36], MemoryFormat::ChannelsLast),
+        (&[2, 8, 4, 12, 4], MemoryFormat::ChannelsLast3d),
+        (&[1, 1, 5, 5], MemoryFormat::ChannelsLast),
+    ];
+    for ctx in contexts() {
+        for &(shape, fmt) in cases {
+            let n: usize = shape.iter().product();
+            let data: Vec<u32> = (0..n as u32 + 4).collect();
+            let h = HostTensor::from_vec(data.clone(), &[n + 4]).unwrap();
+            let d = DeviceTensor::from_slice(ctx, &data, &[n + 4]).unwrap();
+            for off in [0usize, 4] {
+                let hv = h.narrow(0, off as isize, n).unwrap().view(&shape.iter().map(|&x| x as isize).collect::<Vec<_>>()).unwrap();
+                let dv = d.narrow(0, off as isize, n).unwrap().view(&shape.iter().map(|&x| x as isize).collect::<Vec<_>>()).unwrap();
+                for (h_src, d_src, to) in [(hv.clone(), dv.clone(), fmt)] {
+                    let want = h_src.materialize(to, DType::U32).unwrap();
+                    let back_want = want.materialize(MemoryFormat::Contiguous, DType::U32).unwrap();
+                    for path in paths {
+                        let out = DeviceTensor::zeros(ctx, shape, DType::U32, to).unwrap();
+                        match out.copy_with(&d_src, path) {
+                            Ok(()) => {}
+                            Err(Error::InvalidArgument { .. }) => continue, // path does not apply
+                            Err(e) => panic!("{}: {shape:?} {path:?}: {e}", name(ctx)),
+                        }
+                        let got = out.download().unwrap().to_vec::<u32>().unwrap();
+                        assert_eq!(got, want.to_vec::<u32>().unwrap(), "{}: {shape:?} to {to:?} via {path:?}, offset {off}", name(ctx));
+                        // And back.
+                        let back = DeviceTensor::zeros(ctx, shape, DType::U32, MemoryFormat::Contiguous).unwrap();
+                        back.copy_with(&out, path).or_else(|e| match e { Error::InvalidArgument { .. } => back.copy_(&out), e => Err(e) }).unwrap();
+                        assert_eq!(back.download().unwrap().to_vec::<u32>().unwrap(), back_want.to_vec::<u32>().unwrap(), "{shape:?} back via {path:?}");
+                    }
+                }
+            }
+        }
+        // A batched matrix transpose [B,M,N] -> [B,N,M] as a permuted copy.
+        let b = DeviceTensor::from_slice(ctx, &(0..3 * 20 * 12).map(|i| i as f32).collect::<Vec<_>>(), &[3, 20, 12]).unwrap();
+        let hb = b.download().unwrap();
+        for path in paths {
+            let out = DeviceTensor::zeros(ctx, &[3, 12, 20], DType::F32, MemoryFormat::Contiguous).unwrap();
+            if out.copy_with(&b.transpose(1, 2).unwrap(), path).is_err() {
+                continue;
+            }
+            assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), hb.transpose(1, 2).unwrap().to_vec::<f32>().unwrap(), "{path:?}");
+        }
     }
 }

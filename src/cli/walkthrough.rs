@@ -1,7 +1,7 @@
 //! The seeds' worked examples, printed as PyTorch prints them and materialized on the CPU
 //! reference (and, when an adapter exists, on the GPU).
 
-use strided_wgpu::{HostTensor, MemoryFormat, Result, Strided};
+use strided_wgpu::{DeviceTensor, GpuContext, HostTensor, MemoryFormat, Result, Strided};
 
 fn tuple(v: &[isize]) -> String {
     let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
@@ -57,6 +57,42 @@ pub fn run_host() -> Result<()> {
         let shared = if t.shares_storage(&x) { "shares x's storage" } else { "new storage" };
         let check = if m == expect { "ok" } else { "MISMATCH" };
         println!("{:<44} {} elements, {shared}, CPU materialization {check}; first: {:?}", "", m.len(), &m[..m.len().min(6)]);
+    }
+    Ok(())
+}
+
+/// The host walk-through, then the same views materialized on the GPU and compared with the
+/// CPU reference bit for bit.
+pub fn run() -> Result<()> {
+    run_host()?;
+    let ctx = match GpuContext::new() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("\nNo GPU adapter ({e}); skipping the GPU walk-through.");
+            return Ok(());
+        }
+    };
+    let a = ctx.adapter();
+    println!("\nOn the GPU: {} ({:?}, {:?})", a.name, a.backend, a.device_type);
+    let (x, views) = views()?;
+    let dx = DeviceTensor::upload(&ctx, &x)?;
+    let dviews = [
+        dx.clone(),
+        dx.contiguous(MemoryFormat::ChannelsLast)?,
+        dx.transpose(2, 3)?,
+        dx.select(1, 3)?,
+        dx.slice(2, 0, 5, 2)?.flip(3)?,
+        dx.narrow(2, 0, 1)?.narrow(3, 0, 1)?.expand(&[8, 64, 5, 4])?,
+    ];
+    for ((name, h), d) in views.iter().zip(&dviews) {
+        assert_eq!(h.layout(), d.layout(), "host and device views of {name} differ");
+        let want = h.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
+        let got = d.contiguous(MemoryFormat::Contiguous)?.download()?.to_vec::<f32>()?;
+        let same = want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()) && want.len() == got.len();
+        println!("{name:<44} materialized on the GPU: {} elements, {}", got.len(), if same { "bit-identical to the CPU reference" } else { "MISMATCH" });
+        if !same {
+            return Err(strided_wgpu::Error::Gpu { op: "walkthrough", message: format!("{name} differs from the CPU reference") });
+        }
     }
     Ok(())
 }

@@ -27,7 +27,8 @@ pub(crate) struct PlanUniform {
     inner_chunks: u32,
     threads: u32,
     grid_row: u32,
-    pad: [u32; 2],
+    aux: u32,
+    pad: u32,
 }
 
 fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
@@ -48,6 +49,27 @@ pub enum CopyPath {
         /// vec4 words per invocation.
         wpt: u32,
     },
+    /// `transpose_block.wgsl` (batched transposes of 4-byte elements): workgroup size, block
+    /// edge, and which neighbouring blocks neighbouring invocations take (0: along the
+    /// destination's contiguous dim, 1: along the source's).
+    Transpose {
+        /// Workgroup size.
+        wg: u32,
+        /// Block edge (elements).
+        tile: u32,
+        /// Block order.
+        order: u32,
+    },
+    /// `transpose_vec4.wgsl`: like `Transpose`, with vec4 loads and stores; needs dims 0 and 1,
+    /// the strides and the offsets aligned to 4 elements. `tile` is a multiple of 4.
+    TransposeVec4 {
+        /// Workgroup size.
+        wg: u32,
+        /// Block edge (elements, a multiple of 4).
+        tile: u32,
+        /// Block order.
+        order: u32,
+    },
     /// `gather.wgsl` with the given workgroup size and elements per invocation.
     Gather {
         /// Workgroup size.
@@ -59,7 +81,55 @@ pub enum CopyPath {
 
 /// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
 pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
-pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 8 };
+pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
+pub(crate) const TRANSPOSE_DEFAULT: CopyPath = CopyPath::Transpose { wg: 64, tile: 8, order: 0 };
+pub(crate) const TRANSPOSE_VEC4_DEFAULT: CopyPath = CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 };
+
+/// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
+/// the vec4 transpose kernel can move it (4-byte elements; sizes of dims 0 and 1, every other
+/// stride and both offsets multiples of 4).
+fn transpose_vec4_plan(plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
+    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+    let p = plan.with_dim_moved(dim, 1);
+    let four = |x: isize| x.rem_euclid(4) == 0;
+    let ok = esize == 4
+        && p.sizes()[0].is_multiple_of(4)
+        && p.sizes()[1].is_multiple_of(4)
+        && p.dst_offset().is_multiple_of(4)
+        && p.src_offset().is_multiple_of(4)
+        && p.dst_strides()[1..].iter().all(|&s| four(s))
+        && four(p.src_strides()[0])
+        && p.src_strides()[2..].iter().all(|&s| four(s));
+    ok.then_some(p)
+}
+
+/// How a kernel's invocations cover a plan piece.
+#[derive(Clone, Copy)]
+enum Grid {
+    /// Each invocation moves `per` consecutive elements of dim 0.
+    Runs { per: u32 },
+    /// Each workgroup moves `per` consecutive elements of dim 0.
+    WorkgroupRuns { per: u32 },
+    /// Each invocation moves a `tile` x `tile` block of dims 0 and 1.
+    Blocks { tile: u32 },
+}
+
+impl Grid {
+    /// (invocations, chunks along dim 0, chunks along dim 1) for a piece.
+    fn of(self, p: &CopyPlan, wg: u32) -> (u64, u64, u64) {
+        let n0 = p.sizes().first().copied().unwrap_or(1).max(1) as u64;
+        let numel = p.numel() as u64;
+        match self {
+            Grid::Runs { per } => (numel / n0 * n0.div_ceil(per as u64), n0.div_ceil(per as u64), 0),
+            Grid::WorkgroupRuns { per } => (numel / n0 * n0.div_ceil(per as u64) * wg as u64, n0.div_ceil(per as u64), 0),
+            Grid::Blocks { tile } => {
+                let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
+                let (bm, bn) = (n0.div_ceil(tile as u64), n1.div_ceil(tile as u64));
+                (numel / (n0 * n1) * bm * bn, bm, bn)
+            }
+        }
+    }
+}
 
 /// One operand of a recorded copy: a buffer, its element type, and its byte length.
 pub(crate) struct Operand<'a> {
@@ -82,10 +152,12 @@ impl GpuContext {
         let path = match path {
             CopyPath::Auto => match plan.kind() {
                 CopyKind::Empty => return Ok(()),
-                CopyKind::Dense if same_type && (plan.dst_offset() * de) % 4 == 0 && (plan.src_offset() * se) % 4 == 0 && (plan.numel() * de) % 4 == 0 => {
+                CopyKind::Dense if same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => {
                     CopyPath::BufferCopy
                 }
                 CopyKind::Dense | CopyKind::InnerContiguous if same_type && plan.in_words(16 / de).is_some() => VEC4_DEFAULT,
+                CopyKind::BatchedTranspose { .. } if same_type && transpose_vec4_plan(plan, de).is_some() => TRANSPOSE_VEC4_DEFAULT,
+                CopyKind::BatchedTranspose { .. } if same_type && de == 4 => TRANSPOSE_DEFAULT,
                 _ => GATHER_DEFAULT,
             },
             p => p,
@@ -111,7 +183,24 @@ impl GpuContext {
                     Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}"))
                 })?;
                 let key = PipelineKey { shader: "copy_vec4", constants: vec![("WG", wg as i64), ("WPT", wpt as i64)] };
-                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, wg * wpt, true)
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, Grid::WorkgroupRuns { per: wg * wpt })
+            }
+            CopyPath::Transpose { wg, tile, order } => {
+                let CopyKind::BatchedTranspose { dim } = plan.kind() else {
+                    return Err(Error::invalid(OP, format!("the transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
+                };
+                if !same_type || de != 4 {
+                    return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {} to {}", src.dtype, dst.dtype)));
+                }
+                let key = PipelineKey { shader: "transpose_block", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
+                self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, 4, 4, key, wg, Grid::Blocks { tile })
+            }
+            CopyPath::TransposeVec4 { wg, tile, order } => {
+                let p = if same_type { transpose_vec4_plan(plan, de) } else { None }.filter(|_| tile % 4 == 0 && tile > 0).ok_or_else(|| {
+                    Error::invalid(OP, format!("the vec4 transpose kernel needs a 4-aligned batched transpose of 4-byte elements and a tile that is a multiple of 4; plan {plan:?}, tile {tile}"))
+                })?;
+                let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
+                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, 4, 4, key, wg, Grid::Blocks { tile })
             }
             CopyPath::Gather { wg, ept } => {
                 let kind = |t: DType| match (same_type, t) {
@@ -131,14 +220,13 @@ impl GpuContext {
                         ("DST_KIND", kind(dst.dtype)),
                     ],
                 };
-                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, ept, false)
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, Grid::Runs { per: ept })
             }
         }
     }
 
     /// Splits `plan` into pieces whose bound windows, rank and index ranges fit, and records one
-    /// dispatch per piece. `per_chunk` is the number of dim-0 elements one chunk of invocations
-    /// covers (`ept` for the gather; `wg * wpt` for the vec4 kernel, whose chunk is a workgroup).
+    /// dispatch per piece, with invocations laid out by `grid`.
     #[allow(clippy::too_many_arguments)]
     fn dispatch_pieces(
         &self,
@@ -150,8 +238,7 @@ impl GpuContext {
         se: usize,
         key: PipelineKey,
         wg: u32,
-        per_chunk: u32,
-        chunk_is_workgroup: bool,
+        grid: Grid,
     ) -> Result<()> {
         const OP: &str = "copy_";
         let r = &self.inner.report;
@@ -168,8 +255,7 @@ impl GpuContext {
             let (_, dlen) = window(dlo, dhi, de, dst.size());
             let (_, slen) = window(slo, shi, se, src.size());
             let small = |s: &[isize]| s.iter().all(|&x| i32::try_from(x).is_ok());
-            let n0 = p.sizes().first().copied().unwrap_or(1) as u64;
-            let threads = (p.numel() as u64 / n0.max(1)) * n0.div_ceil(per_chunk as u64) * if chunk_is_workgroup { wg as u64 } else { 1 };
+            let (threads, _, _) = grid.of(p, wg);
             p.rank() <= MAX_DIMS
                 && dlen <= max_bind
                 && slen <= max_bind
@@ -192,11 +278,8 @@ impl GpuContext {
             let ((dlo, dhi), (slo, shi)) = p.spans();
             let (dstart, dlen) = window(dlo, dhi, de, dst.size());
             let (sstart, slen) = window(slo, shi, se, src.size());
-            let n0 = p.sizes().first().copied().unwrap_or(1).max(1);
-            let rows = p.numel() / n0;
-            let inner_chunks = n0.div_ceil(per_chunk as usize);
-            let threads = rows * inner_chunks * if chunk_is_workgroup { wg as usize } else { 1 };
-            let groups = (threads as u64).div_ceil(wg as u64);
+            let (threads, inner_chunks, aux) = grid.of(&p, wg);
+            let groups = threads.div_ceil(wg as u64);
             let gx = groups.min(max_groups);
             let gy = groups.div_ceil(gx.max(1));
             let mut u = PlanUniform::zeroed();
@@ -211,6 +294,7 @@ impl GpuContext {
             u.src_offset = (p.src_offset() - (sstart as usize / se)) as u32;
             u.inner_chunks = inner_chunks as u32;
             u.threads = threads as u32;
+            u.aux = aux as u32;
             u.grid_row = (gx * wg as u64) as u32;
             let uniform = Pooled::get(&self.inner.device, &self.inner.pool, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
             self.inner.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));

@@ -8,6 +8,8 @@ pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
 pub const KERNELS: &[(&str, &str)] = &[
     ("gather", include_str!("../../shaders/gather.wgsl")),
     ("copy_vec4", include_str!("../../shaders/copy_vec4.wgsl")),
+    ("transpose_block", include_str!("../../shaders/transpose_block.wgsl")),
+    ("transpose_vec4", include_str!("../../shaders/transpose_vec4.wgsl")),
 ];
 
 /// The full source of kernel `name`: the prelude followed by the kernel.

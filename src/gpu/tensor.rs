@@ -289,6 +289,32 @@ impl Batch {
         })
     }
 
+    /// Records a GPU timestamp (for benchmarks; needs `TIMESTAMP_QUERY_INSIDE_ENCODERS`).
+    pub fn write_timestamp(&mut self, query_set: &wgpu::QuerySet, index: u32) -> Result<()> {
+        let rec = self.rec.as_mut().ok_or_else(|| Error::invalid("write_timestamp", "the batch was already submitted"))?;
+        self.ctx.scoped("write_timestamp", || {
+            rec.encoder.write_timestamp(query_set, index);
+            Ok(())
+        })
+    }
+
+    /// Records a resolve of `query_set`'s first `count` queries into `dst` (for benchmarks).
+    pub fn resolve_timestamps(&mut self, query_set: &wgpu::QuerySet, count: u32, dst: &wgpu::Buffer) -> Result<()> {
+        let rec = self.rec.as_mut().ok_or_else(|| Error::invalid("resolve_timestamps", "the batch was already submitted"))?;
+        self.ctx.scoped("resolve_timestamps", || {
+            rec.encoder.resolve_query_set(query_set, 0..count, dst, 0);
+            Ok(())
+        })
+    }
+
+    /// Submits everything recorded and waits for it to finish.
+    pub fn submit_and_wait(mut self) -> Result<()> {
+        let Some(rec) = self.rec.take() else { return Ok(()) };
+        let ctx = self.ctx.clone();
+        let idx = ctx.scoped("submit", || Ok(ctx.queue().submit([rec.encoder.finish()])))?;
+        ctx.wait("submit", idx)
+    }
+
     /// Submits everything recorded; errors wgpu reports are returned here.
     pub fn submit(mut self) -> Result<()> {
         let Some(rec) = self.rec.take() else { return Ok(()) };

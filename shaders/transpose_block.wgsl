@@ -1,0 +1,66 @@
+// Batched 2-D transpose, register-blocked: plan dim 0 is contiguous in the destination, plan
+// dim 1 is contiguous in the source, the other dims are batch dims. Each invocation moves a
+// TILE x TILE block: it reads TILE runs of TILE consecutive source elements and writes TILE
+// runs of TILE consecutive destination elements, with no workgroup memory and no barriers
+// (which suits CPU-backed adapters). 4-byte elements.
+
+override WG: u32 = 64u;
+override TILE: u32 = 4u;
+// 0: neighbouring invocations take neighbouring blocks along dim 0 (destination-contiguous);
+// 1: along dim 1 (source-contiguous).
+override ORDER: u32 = 0u;
+
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = invocation_index(gid);
+    if (t >= plan.threads) {
+        return;
+    }
+    let m = plan.sizes[0].x;
+    let n = plan.sizes[0].y;
+    let bm = plan.inner_chunks;
+    let bn = plan.aux;
+    let per_batch = bm * bn;
+    let batch = t / per_batch;
+    let k = t - batch * per_batch;
+    var bi: u32;
+    var bj: u32;
+    if (ORDER == 0u) {
+        bj = k / bm;
+        bi = k - bj * bm;
+    } else {
+        bi = k / bn;
+        bj = k - bi * bn;
+    }
+    let i0 = bi * TILE;
+    let j0 = bj * TILE;
+    let base = plan_offsets((batch * n + j0) * m + i0);
+    let ds1 = bitcast<u32>(plan.dst_strides[0].y);
+    let ss0 = bitcast<u32>(plan.src_strides[0].x);
+    let ri = min(TILE, m - i0);
+    let rj = min(TILE, n - j0);
+    if (ri == 4u && rj == 4u && TILE == 4u) {
+        // Full block: 16 loads, 16 stores, all addresses from two strides.
+        var v: array<vec4<u32>, 4>;
+        for (var r = 0u; r < 4u; r = r + 1u) {
+            let s = base.y + r * ss0;
+            v[r] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);
+        }
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            let d = base.x + c * ds1;
+            dst[d] = v[0][c];
+            dst[d + 1u] = v[1][c];
+            dst[d + 2u] = v[2][c];
+            dst[d + 3u] = v[3][c];
+        }
+        return;
+    }
+    for (var c = 0u; c < rj; c = c + 1u) {
+        for (var r = 0u; r < ri; r = r + 1u) {
+            dst[base.x + c * ds1 + r] = src[base.y + r * ss0 + c];
+        }
+    }
+}
