@@ -257,6 +257,12 @@ impl CopyPlan {
         p
     }
 
+    /// The same copy with both offsets lowered (the operands moved to buffers that start at
+    /// element `dst_lo` and `src_lo` of the originals).
+    pub(crate) fn rebased(&self, dst_lo: usize, src_lo: usize) -> CopyPlan {
+        CopyPlan { dst_offset: self.dst_offset - dst_lo, src_offset: self.src_offset - src_lo, ..self.clone() }
+    }
+
     /// The same copy counted in words of `unit` elements, when dim 0 is contiguous in both
     /// operands and every size, stride and offset is a multiple of `unit` along it.
     pub(crate) fn in_words(&self, unit: usize) -> Option<CopyPlan> {

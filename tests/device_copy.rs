@@ -306,63 +306,103 @@ fn reports_adapters() {
     }
 }
 
+/// Transpose kernel variants (and the paths around them) every transpose test runs through.
+const TRANSPOSE_PATHS: [CopyPath; 9] = [
+    CopyPath::Auto,
+    CopyPath::Transpose { wg: 64, tile: 4, order: 0 },
+    CopyPath::Transpose { wg: 32, tile: 8, order: 1 },
+    CopyPath::TransposeVec4 { wg: 64, tile: 4, order: 1 },
+    CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 },
+    CopyPath::TransposeTile { wg: 256, tile: 32 },
+    CopyPath::TransposeTile { wg: 64, tile: 16 },
+    CopyPath::TransposeTile { wg: 64, tile: 8 },
+    CopyPath::Gather { wg: 256, ept: 16 },
+];
+
+/// Element bytes whose bit patterns are their storage indices (reduced to the type's width).
+fn indexed(dtype: DType, n: usize) -> Vec<u8> {
+    (0..n).flat_map(|i| (i as u32).to_le_bytes()[..dtype.size()].to_vec()).collect()
+}
+
 #[test]
 fn transpose_kernels_match_cpu_on_edge_shapes() {
-    let paths = [
-        CopyPath::Auto,
-        CopyPath::Transpose { wg: 64, tile: 4, order: 0 },
-        CopyPath::Transpose { wg: 32, tile: 8, order: 1 },
-        CopyPath::TransposeVec4 { wg: 64, tile: 4, order: 1 },
-        CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 },
-        CopyPath::Gather { wg: 256, ept: 16 },
-    ];
-    // NCHW <-> NHWC, NCDHW <-> NDHWC, [B,M,N] -> [B,N,M], with tile edges, C = 3, sizes of 1,
-    // and a storage offset.
+    // NCHW <-> NHWC, NCDHW <-> NDHWC, with tile edges, C = 3, sizes of 1, and a storage offset.
     let cases: &[(&[usize], MemoryFormat)] = &[
         (&[2, 64, 8, 8], MemoryFormat::ChannelsLast),
         (&[3, 3, 17, 5], MemoryFormat::ChannelsLast),
         (&[1, 20, 1, 36], MemoryFormat::ChannelsLast),
         (&[2, 8, 4, 12, 4], MemoryFormat::ChannelsLast3d),
         (&[1, 1, 5, 5], MemoryFormat::ChannelsLast),
+        (&[2, 40, 9, 7], MemoryFormat::ChannelsLast),
     ];
     for ctx in contexts() {
-        for &(shape, fmt) in cases {
-            let n: usize = shape.iter().product();
-            let data: Vec<u32> = (0..n as u32 + 4).collect();
-            let h = HostTensor::from_vec(data.clone(), &[n + 4]).unwrap();
-            let d = DeviceTensor::from_slice(ctx, &data, &[n + 4]).unwrap();
-            for off in [0usize, 4] {
-                let hv = h.narrow(0, off as isize, n).unwrap().view(&shape.iter().map(|&x| x as isize).collect::<Vec<_>>()).unwrap();
-                let dv = d.narrow(0, off as isize, n).unwrap().view(&shape.iter().map(|&x| x as isize).collect::<Vec<_>>()).unwrap();
-                for (h_src, d_src, to) in [(hv.clone(), dv.clone(), fmt)] {
-                    let want = h_src.materialize(to, DType::U32).unwrap();
-                    let back_want = want.materialize(MemoryFormat::Contiguous, DType::U32).unwrap();
-                    for path in paths {
-                        let out = DeviceTensor::zeros(ctx, shape, DType::U32, to).unwrap();
-                        match out.copy_with(&d_src, path) {
-                            Ok(()) => {}
+        let mut ran = 0;
+        for dtype in [DType::U32, DType::F16, DType::U8] {
+            for &(shape, fmt) in cases {
+                let n: usize = shape.iter().product();
+                let bytes = indexed(dtype, n + 8);
+                let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&[n + 8]).unwrap()).unwrap();
+                let d = device_from_bytes(ctx, dtype, &bytes);
+                let shape_i: Vec<isize> = shape.iter().map(|&x| x as isize).collect();
+                for off in [0isize, 4, 8] {
+                    let hv = h.narrow(0, off, n).unwrap().view(&shape_i).unwrap();
+                    let dv = d.narrow(0, off, n).unwrap().view(&shape_i).unwrap();
+                    // download() returns logical order; `out` has fmt's strides by construction.
+                    let want = whole(&hv.contiguous(MemoryFormat::Contiguous).unwrap().materialize(MemoryFormat::Contiguous, dtype).unwrap());
+                    for path in TRANSPOSE_PATHS {
+                        let out = DeviceTensor::zeros(ctx, shape, dtype, fmt).unwrap();
+                        match out.copy_with(&dv, path) {
+                            Ok(()) => ran += 1,
                             Err(Error::InvalidArgument { .. }) => continue, // path does not apply
                             Err(e) => panic!("{}: {shape:?} {path:?}: {e}", name(ctx)),
                         }
-                        let got = out.download().unwrap().to_vec::<u32>().unwrap();
-                        assert_eq!(got, want.to_vec::<u32>().unwrap(), "{}: {shape:?} to {to:?} via {path:?}, offset {off}", name(ctx));
-                        // And back.
-                        let back = DeviceTensor::zeros(ctx, shape, DType::U32, MemoryFormat::Contiguous).unwrap();
-                        back.copy_with(&out, path).or_else(|e| match e { Error::InvalidArgument { .. } => back.copy_(&out), e => Err(e) }).unwrap();
-                        assert_eq!(back.download().unwrap().to_vec::<u32>().unwrap(), back_want.to_vec::<u32>().unwrap(), "{shape:?} back via {path:?}");
+                        assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} {shape:?} to {fmt:?} via {path:?}, offset {off}", name(ctx));
+                        // And back to contiguous, from the channels-last tensor.
+                        let back = DeviceTensor::zeros(ctx, shape, dtype, MemoryFormat::Contiguous).unwrap();
+                        match back.copy_with(&out, path) {
+                            Ok(()) => assert!(whole(&back.download().unwrap()) == want, "{dtype} {shape:?} back via {path:?}"),
+                            Err(Error::InvalidArgument { .. }) => {}
+                            Err(e) => panic!("{e}"),
+                        }
                     }
                 }
             }
         }
-        // A batched matrix transpose [B,M,N] -> [B,N,M] as a permuted copy.
+        assert!(ran >= 250, "only {ran} transposes ran");
+        // A batched matrix transpose [B,M,N] -> [B,N,M], and HWFC <-> HWCF, as permuted copies.
         let b = DeviceTensor::from_slice(ctx, &(0..3 * 20 * 12).map(|i| i as f32).collect::<Vec<_>>(), &[3, 20, 12]).unwrap();
         let hb = b.download().unwrap();
-        for path in paths {
-            let out = DeviceTensor::zeros(ctx, &[3, 12, 20], DType::F32, MemoryFormat::Contiguous).unwrap();
-            if out.copy_with(&b.transpose(1, 2).unwrap(), path).is_err() {
-                continue;
+        for path in TRANSPOSE_PATHS {
+            for (perm, shape) in [([0isize, 2, 1], [3usize, 12, 20]), ([1, 2, 0], [20, 12, 3])] {
+                let out = DeviceTensor::zeros(ctx, &shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+                if out.copy_with(&b.permute(&perm).unwrap(), path).is_err() {
+                    continue;
+                }
+                assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), hb.permute(&perm).unwrap().to_vec::<f32>().unwrap(), "{perm:?} {path:?}");
             }
-            assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), hb.transpose(1, 2).unwrap().to_vec::<f32>().unwrap(), "{path:?}");
         }
+    }
+}
+
+#[test]
+fn to_memory_format_on_the_device_and_tuned_choices() {
+    for ctx in contexts() {
+        for (shape, fmt) in [(vec![2usize, 16, 12, 20], MemoryFormat::ChannelsLast), (vec![2, 8, 3, 4, 12], MemoryFormat::ChannelsLast3d)] {
+            let n: usize = shape.iter().product();
+            let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
+            let h = HostTensor::from_vec(data, &shape).unwrap();
+            let dc = d.to_memory_format(fmt).unwrap();
+            let hc = h.to_memory_format(fmt).unwrap();
+            assert_eq!(dc.layout(), hc.layout());
+            assert!(dc.to_memory_format(fmt).unwrap().shares_storage(&dc));
+            // Storage order equals the CPU reference's (read the raw storage as one flat view).
+            let raw = dc.as_strided(&[dc.storage_len()], &[1], 0).unwrap().download().unwrap();
+            assert_eq!(raw.to_vec::<f32>().unwrap(), hc.as_strided(&[hc.storage_len()], &[1], 0).unwrap().to_vec::<f32>().unwrap());
+            let back = dc.to_memory_format(MemoryFormat::Contiguous).unwrap();
+            assert_eq!(back.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
+        }
+        // The automatic path measured its choice for these shapes, and remembers it.
+        assert!(!ctx.tuned_choices().is_empty(), "{}: no tuned choice recorded", name(ctx));
     }
 }

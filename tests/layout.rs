@@ -212,3 +212,15 @@ fn overflow_is_an_error() {
     let big = Layout::new(vec![2, 2], vec![isize::MAX, 1], 0).unwrap_err();
     assert!(big.to_string().contains("layout"), "{big}");
 }
+
+#[test]
+fn to_memory_format_keeps_the_logical_shape() {
+    let x = HostTensor::from_vec((0..24).map(|i| i as f32).collect(), &[1, 2, 3, 4]).unwrap();
+    let cl = x.to_memory_format(MemoryFormat::ChannelsLast).unwrap();
+    assert_eq!((cl.shape(), cl.strides()), (&[1usize, 2, 3, 4][..], &[24isize, 1, 8, 2][..]));
+    assert_eq!(cl.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+    assert!(cl.to_memory_format(MemoryFormat::ChannelsLast).unwrap().shares_storage(&cl));
+    let back = cl.to_memory_format(MemoryFormat::Contiguous).unwrap();
+    assert_eq!(back.strides(), &[24, 12, 4, 1]);
+    assert!(x.to_memory_format(MemoryFormat::ChannelsLast3d).is_err());
+}

@@ -123,6 +123,24 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<Row>> {
     let e = f32s(&[1, 64, 1, 1])?;
     let ev = e.expand(&[8, 64, 56, 56])?;
     rows.push(copy_row(ctx, "expand", &[1, 64, 1, 1], &x, &ev, CopyPath::Auto)?);
+    drop((x, nhwc, p, pv, pd, sv, sd, e, ev));
+    // Memory-format conversions (each a batched transpose; the kernel is tuned on first use).
+    let formats: [(&[usize], DType, MemoryFormat, &str); 5] = [
+        (&[8, 64, 56, 56], DType::F32, MemoryFormat::ChannelsLast, "nhwc"),
+        (&[32, 256, 56, 56], DType::F32, MemoryFormat::ChannelsLast, "nhwc"),
+        (&[16, 3, 224, 224], DType::F32, MemoryFormat::ChannelsLast, "nhwc"),
+        (&[2, 32, 16, 56, 56], DType::F32, MemoryFormat::ChannelsLast3d, "ndhwc"),
+        (&[32, 256, 56, 56], DType::F16, MemoryFormat::ChannelsLast, "nhwc"),
+    ];
+    for (shape, dtype, format, name) in formats {
+        let first = DeviceTensor::zeros(ctx, shape, dtype, MemoryFormat::Contiguous)?;
+        let last = DeviceTensor::empty(ctx, shape, dtype, format)?;
+        let (to, back) = if name == "nhwc" { ("nchw_to_nhwc", "nhwc_to_nchw") } else { ("ncdhw_to_ndhwc", "ndhwc_to_ncdhw") };
+        rows.push(copy_row(ctx, to, shape, &last, &first, CopyPath::Auto)?);
+        if dtype == DType::F32 && name == "nhwc" {
+            rows.push(copy_row(ctx, back, shape, &first, &last, CopyPath::Auto)?);
+        }
+    }
     Ok(rows)
 }
 
@@ -135,7 +153,7 @@ pub fn run(json: bool) -> Result<()> {
     let (kernel, device) = (gb("copy_kernel_vec4"), gb("device_copy"));
     if !json {
         println!("adapter: {} ({:?}, {:?}); timing: {}", a.name, a.backend, a.device_type, if a.timestamps { "GPU timestamps" } else { "wall clock" });
-        println!("{:<18} {:<18} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}  note", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "x kernel", "x device");
+        println!("{:<18} {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}  note", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "x kernel", "x device");
     }
     for r in &rows {
         let (min, max) = r.times_ms.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
@@ -147,9 +165,14 @@ pub fn run(json: bool) -> Result<()> {
             );
         } else {
             println!(
-                "{:<18} {:<18} {:<5} {:>10.3} {:>10.3} {:>10.3} {:>8.2} {:>9.2} {:>9.2}  {}",
+                "{:<18} {:<20} {:<5} {:>10.3} {:>10.3} {:>10.3} {:>8.2} {:>9.2} {:>9.2}  {}",
                 r.op, format!("{:?}", r.shape), r.dtype, r.median(), min, max, g, g / kernel, g / device, r.note
             );
+        }
+    }
+    if !json {
+        for (class, path) in ctx.tuned_choices() {
+            println!("tuned: {class:?} -> {path:?}");
         }
     }
     Ok(())

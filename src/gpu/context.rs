@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub(crate) pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
     pub(crate) layouts: Mutex<HashMap<&'static str, Arc<wgpu::BindGroupLayout>>>,
     pub(crate) pool: Arc<Mutex<BufferPool>>,
+    /// Kernel choices measured once per shape class (see `tune`).
+    pub(crate) tuned: Mutex<HashMap<crate::gpu::tune::ShapeClass, crate::gpu::copy::CopyPath>>,
     /// Errors no scope caught (raised on another thread's work, or device loss).
     uncaptured: Arc<Mutex<Option<String>>>,
 }
@@ -153,6 +155,7 @@ impl GpuContext {
                 pipelines: Mutex::new(HashMap::new()),
                 layouts: Mutex::new(HashMap::new()),
                 pool: Arc::new(Mutex::new(BufferPool::default())),
+                tuned: Mutex::new(HashMap::new()),
                 uncaptured,
             }),
         }

@@ -70,6 +70,15 @@ pub enum CopyPath {
         /// Block order.
         order: u32,
     },
+    /// `transpose_tile.wgsl` (batched transposes of 1-, 2- or 4-byte elements of one type):
+    /// one `tile` x `tile` block per workgroup through padded workgroup memory. `tile` <= 32
+    /// and `wg` a multiple of `tile`.
+    TransposeTile {
+        /// Workgroup size.
+        wg: u32,
+        /// Block edge (elements).
+        tile: u32,
+    },
     /// `gather.wgsl` with the given workgroup size and elements per invocation.
     Gather {
         /// Workgroup size.
@@ -82,8 +91,6 @@ pub enum CopyPath {
 /// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
 pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
 pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
-pub(crate) const TRANSPOSE_DEFAULT: CopyPath = CopyPath::Transpose { wg: 64, tile: 8, order: 0 };
-pub(crate) const TRANSPOSE_VEC4_DEFAULT: CopyPath = CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 };
 
 /// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
 /// the vec4 transpose kernel can move it (4-byte elements; sizes of dims 0 and 1, every other
@@ -112,6 +119,8 @@ enum Grid {
     WorkgroupRuns { per: u32 },
     /// Each invocation moves a `tile` x `tile` block of dims 0 and 1.
     Blocks { tile: u32 },
+    /// Each workgroup moves a `tile` x `tile` block of dims 0 and 1.
+    WorkgroupBlocks { tile: u32 },
 }
 
 impl Grid {
@@ -126,6 +135,10 @@ impl Grid {
                 let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
                 let (bm, bn) = (n0.div_ceil(tile as u64), n1.div_ceil(tile as u64));
                 (numel / (n0 * n1) * bm * bn, bm, bn)
+            }
+            Grid::WorkgroupBlocks { tile } => {
+                let (t, bm, bn) = Grid::Blocks { tile }.of(p, wg);
+                (t * wg as u64, bm, bn)
             }
         }
     }
@@ -156,8 +169,7 @@ impl GpuContext {
                     CopyPath::BufferCopy
                 }
                 CopyKind::Dense | CopyKind::InnerContiguous if same_type && plan.in_words(16 / de).is_some() => VEC4_DEFAULT,
-                CopyKind::BatchedTranspose { .. } if same_type && transpose_vec4_plan(plan, de).is_some() => TRANSPOSE_VEC4_DEFAULT,
-                CopyKind::BatchedTranspose { .. } if same_type && de == 4 => TRANSPOSE_DEFAULT,
+                CopyKind::BatchedTranspose { dim } if same_type => self.tuned_transpose(plan, dim, dst.dtype, transpose_vec4_plan(plan, de).is_some())?,
                 _ => GATHER_DEFAULT,
             },
             p => p,
@@ -201,6 +213,16 @@ impl GpuContext {
                 })?;
                 let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
                 self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, 4, 4, key, wg, Grid::Blocks { tile })
+            }
+            CopyPath::TransposeTile { wg, tile } => {
+                let CopyKind::BatchedTranspose { dim } = plan.kind() else {
+                    return Err(Error::invalid(OP, format!("the tiled transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
+                };
+                if !same_type || tile == 0 || tile > 32 || wg % tile != 0 {
+                    return Err(Error::invalid(OP, format!("the tiled transpose moves elements of one type with 0 < tile <= 32 dividing wg; got {} to {}, tile {tile}, wg {wg}", src.dtype, dst.dtype)));
+                }
+                let key = PipelineKey { shader: "transpose_tile", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("EB", de as i64)] };
+                self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, de, se, key, wg, Grid::WorkgroupBlocks { tile })
             }
             CopyPath::Gather { wg, ept } => {
                 let kind = |t: DType| match (same_type, t) {

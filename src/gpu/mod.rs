@@ -5,3 +5,4 @@ pub mod copy;
 mod pool;
 pub mod shaders;
 pub mod tensor;
+pub mod tune;

@@ -9,6 +9,7 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("gather", include_str!("../../shaders/gather.wgsl")),
     ("copy_vec4", include_str!("../../shaders/copy_vec4.wgsl")),
     ("transpose_block", include_str!("../../shaders/transpose_block.wgsl")),
+    ("transpose_tile", include_str!("../../shaders/transpose_tile.wgsl")),
     ("transpose_vec4", include_str!("../../shaders/transpose_vec4.wgsl")),
 ];
 

@@ -173,6 +173,18 @@ impl DeviceTensor {
         self.resolve(self.layout.reshape(shape)?)
     }
 
+    /// `x.to(memory_format=format)`: the logical shape stays (NCHW stays NCHW), only the
+    /// strides and the storage order change. Returns this same view when it already is in
+    /// `format`, else a copy (a batched transpose) into new storage.
+    ///
+    /// Channels-last formats need 4-d (`ChannelsLast`) or 5-d (`ChannelsLast3d`) tensors.
+    pub fn to_memory_format(&self, format: MemoryFormat) -> Result<DeviceTensor> {
+        if format.dim_order(self.rank()).is_none() {
+            return Err(Error::invalid("to_memory_format", format!("{format:?} does not apply to shape {:?}", self.shape())));
+        }
+        self.contiguous(format)
+    }
+
     /// `torch.flatten(start_dim, end_dim)`: a view when possible, else a device copy.
     pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Result<DeviceTensor> {
         self.resolve(self.layout.flatten(start_dim, end_dim)?)
