@@ -1,16 +1,40 @@
-// Batched 2-D transpose with vec4 loads and stores, for plans whose dims 0 and 1 have sizes,
-// strides and offsets that are multiples of 4 elements (4-byte elements). Plan dim 0 is
-// contiguous in the destination, plan dim 1 in the source, other dims are batch dims; the
-// plan counts elements. Each invocation moves a TILE x TILE block as 4x4 sub-blocks: four
-// vec4 loads along the source's contiguous dim, a transpose in registers, four vec4 stores
-// along the destination's. No workgroup memory, no barriers.
+// Batched 2-D transpose with vec4 loads and stores. A vec4 word holds U = 16 / EB elements
+// (4 of 4 bytes, 8 of 2, 16 of 1); dims 0 and 1, the other strides and both offsets are
+// multiples of U elements. Plan dim 0 is contiguous in the destination, plan dim 1 in the
+// source, other dims are batch dims; the plan counts elements. Each invocation moves a
+// TILE x TILE block as U x U sub-blocks: U vec4 loads along the source's contiguous dim, a
+// transpose (and repacking of sub-word elements) in registers, U vec4 stores along the
+// destination's. No workgroup memory, no barriers.
 
 override WG: u32 = 64u;
 override TILE: u32 = 4u;
 override ORDER: u32 = 0u;
+override EB: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
+
+// One U x U sub-block of 1- or 2-byte elements: source rows start at element s (stride ss),
+// destination rows at element d (stride ds), all multiples of U.
+fn transpose_packed(s: u32, ss: u32, d: u32, ds: u32) {
+    let u = 16u / EB;
+    let per = 4u / EB;
+    let bits = EB * 8u;
+    let mask = 0xffffffffu >> (32u - bits);
+    var a: array<vec4<u32>, 16>;
+    for (var r = 0u; r < u; r = r + 1u) {
+        a[r] = src[(s + r * ss) / u];
+    }
+    for (var c = 0u; c < u; c = c + 1u) {
+        let wi = c / per;
+        let sh = (c % per) * bits;
+        var o = vec4<u32>(0u);
+        for (var r = 0u; r < u; r = r + 1u) {
+            o[r / per] = o[r / per] | (((a[r][wi] >> sh) & mask) << ((r % per) * bits));
+        }
+        dst[(d + c * ds) / u] = o;
+    }
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -39,13 +63,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let base = plan_offsets((batch * n + j0) * m + i0);
     let ds1 = bitcast<u32>(plan.dst_strides[0].y);
     let ss0 = bitcast<u32>(plan.src_strides[0].x);
-    for (var sr = 0u; sr < TILE; sr = sr + 4u) {
+    let u = 16u / EB;
+    for (var sr = 0u; sr < TILE; sr = sr + u) {
         if (i0 + sr >= m) {
             break;
         }
-        for (var sc = 0u; sc < TILE; sc = sc + 4u) {
+        for (var sc = 0u; sc < TILE; sc = sc + u) {
             if (j0 + sc >= n) {
                 break;
+            }
+            if (EB != 4u) {
+                transpose_packed(base.y + sr * ss0 + sc, ss0, base.x + sc * ds1 + sr, ds1);
+                continue;
             }
             let s = (base.y + sr * ss0 + sc) >> 2u;
             let q = ss0 >> 2u;

@@ -307,12 +307,14 @@ fn reports_adapters() {
 }
 
 /// Transpose kernel variants (and the paths around them) every transpose test runs through.
-const TRANSPOSE_PATHS: [CopyPath; 9] = [
+const TRANSPOSE_PATHS: [CopyPath; 11] = [
     CopyPath::Auto,
     CopyPath::Transpose { wg: 64, tile: 4, order: 0 },
     CopyPath::Transpose { wg: 32, tile: 8, order: 1 },
     CopyPath::TransposeVec4 { wg: 64, tile: 4, order: 1 },
     CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 },
+    CopyPath::TransposeVec4 { wg: 32, tile: 8, order: 1 },
+    CopyPath::TransposeVec4 { wg: 64, tile: 32, order: 0 },
     CopyPath::TransposeTile { wg: 256, tile: 32 },
     CopyPath::TransposeTile { wg: 64, tile: 16 },
     CopyPath::TransposeTile { wg: 64, tile: 8 },
@@ -334,17 +336,20 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
         (&[2, 8, 4, 12, 4], MemoryFormat::ChannelsLast3d),
         (&[1, 1, 5, 5], MemoryFormat::ChannelsLast),
         (&[2, 40, 9, 7], MemoryFormat::ChannelsLast),
+        (&[2, 32, 4, 12], MemoryFormat::ChannelsLast),
+        (&[1, 16, 2, 8, 4], MemoryFormat::ChannelsLast3d),
     ];
     for ctx in contexts() {
         let mut ran = 0;
+        let mut kinds_ran = std::collections::HashSet::new();
         for dtype in [DType::U32, DType::F16, DType::U8] {
             for &(shape, fmt) in cases {
                 let n: usize = shape.iter().product();
-                let bytes = indexed(dtype, n + 8);
-                let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&[n + 8]).unwrap()).unwrap();
+                let bytes = indexed(dtype, n + 16);
+                let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&[n + 16]).unwrap()).unwrap();
                 let d = device_from_bytes(ctx, dtype, &bytes);
                 let shape_i: Vec<isize> = shape.iter().map(|&x| x as isize).collect();
-                for off in [0isize, 4, 8] {
+                for off in [0isize, 4, 16] {
                     let hv = h.narrow(0, off, n).unwrap().view(&shape_i).unwrap();
                     let dv = d.narrow(0, off, n).unwrap().view(&shape_i).unwrap();
                     // download() returns logical order; `out` has fmt's strides by construction.
@@ -352,7 +357,10 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                     for path in TRANSPOSE_PATHS {
                         let out = DeviceTensor::zeros(ctx, shape, dtype, fmt).unwrap();
                         match out.copy_with(&dv, path) {
-                            Ok(()) => ran += 1,
+                            Ok(()) => {
+                                ran += 1;
+                                kinds_ran.insert((dtype, std::mem::discriminant(&path)));
+                            }
                             Err(Error::InvalidArgument { .. }) => continue, // path does not apply
                             Err(e) => panic!("{}: {shape:?} {path:?}: {e}", name(ctx)),
                         }
@@ -369,6 +377,12 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
             }
         }
         assert!(ran >= 250, "only {ran} transposes ran");
+        // Every kernel family ran for every element size it supports.
+        for dtype in [DType::U32, DType::F16, DType::U8] {
+            for path in [CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 }, CopyPath::TransposeTile { wg: 64, tile: 16 }, CopyPath::Gather { wg: 64, ept: 1 }] {
+                assert!(kinds_ran.contains(&(dtype, std::mem::discriminant(&path))), "{dtype} never ran through {path:?}");
+            }
+        }
         // A batched matrix transpose [B,M,N] -> [B,N,M], and HWFC <-> HWCF, as permuted copies.
         let b = DeviceTensor::from_slice(ctx, &(0..3 * 20 * 12).map(|i| i as f32).collect::<Vec<_>>(), &[3, 20, 12]).unwrap();
         let hb = b.download().unwrap();

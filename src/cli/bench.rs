@@ -110,9 +110,8 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<Row>> {
     }
     rows.extend(best);
     // The crate's strided copies, through the path each plan selects.
+    // (nchw_to_nhwc of [8,64,56,56] comes with the memory-format rows below.)
     let x = f32s(&[8, 64, 56, 56])?;
-    let nhwc = DeviceTensor::empty(ctx, &[8, 64, 56, 56], DType::F32, MemoryFormat::ChannelsLast)?;
-    rows.push(copy_row(ctx, "nchw_to_nhwc", &[8, 64, 56, 56], &nhwc, &x, CopyPath::Auto)?);
     let p = f32s(&[64, 128, 32, 8])?;
     let pv = p.permute(&[2, 0, 3, 1])?;
     let pd = DeviceTensor::empty(ctx, pv.shape(), DType::F32, MemoryFormat::Contiguous)?;
@@ -123,7 +122,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<Row>> {
     let e = f32s(&[1, 64, 1, 1])?;
     let ev = e.expand(&[8, 64, 56, 56])?;
     rows.push(copy_row(ctx, "expand", &[1, 64, 1, 1], &x, &ev, CopyPath::Auto)?);
-    drop((x, nhwc, p, pv, pd, sv, sd, e, ev));
+    drop((x, p, pv, pd, sv, sd, e, ev));
     // Memory-format conversions (each a batched transpose; the kernel is tuned on first use).
     let formats: [(&[usize], DType, MemoryFormat, &str); 5] = [
         (&[8, 64, 56, 56], DType::F32, MemoryFormat::ChannelsLast, "nhwc"),

@@ -129,7 +129,7 @@ impl GpuContext {
         let sink = uncaptured.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             let mut g = sink.lock().unwrap_or_else(|p| p.into_inner());
-            g.get_or_insert_with(|| e.to_string());
+            g.get_or_insert_with(|| describe(&e));
         }));
         let sink = uncaptured.clone();
         device.set_device_lost_callback(move |reason, msg| {
@@ -184,7 +184,7 @@ impl GpuContext {
         let out = f();
         let caught = [validation.pop(), oom.pop(), internal.pop()].into_iter().find_map(pollster::block_on);
         if let Some(e) = caught {
-            return Err(Error::Gpu { op, message: e.to_string() });
+            return Err(Error::Gpu { op, message: describe(&e) });
         }
         self.check_lost(op)?;
         out
@@ -269,6 +269,16 @@ impl GpuContext {
         })?);
         lock(&self.inner.layouts).insert(name, l.clone());
         Ok(l)
+    }
+}
+
+/// A wgpu error with its detail: the `description` of validation and internal errors (the
+/// top-level text alone says only "Validation Error"), else the source chain.
+fn describe(e: &wgpu::Error) -> String {
+    match e {
+        wgpu::Error::Validation { description, .. } => format!("validation error: {}", description.trim()),
+        wgpu::Error::Internal { description, .. } => format!("internal error: {}", description.trim()),
+        wgpu::Error::OutOfMemory { source } => format!("out of memory: {source}"),
     }
 }
 

@@ -93,20 +93,20 @@ pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
 pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
 
 /// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
-/// the vec4 transpose kernel can move it (4-byte elements; sizes of dims 0 and 1, every other
-/// stride and both offsets multiples of 4).
-fn transpose_vec4_plan(plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
+/// the vec4 transpose kernel can move it: with U = 16 / element size elements per vec4 word,
+/// the sizes of dims 0 and 1, every other stride and both offsets are multiples of U.
+pub(crate) fn transpose_vec4_plan(plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
     let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
     let p = plan.with_dim_moved(dim, 1);
-    let four = |x: isize| x.rem_euclid(4) == 0;
-    let ok = esize == 4
-        && p.sizes()[0].is_multiple_of(4)
-        && p.sizes()[1].is_multiple_of(4)
-        && p.dst_offset().is_multiple_of(4)
-        && p.src_offset().is_multiple_of(4)
-        && p.dst_strides()[1..].iter().all(|&s| four(s))
-        && four(p.src_strides()[0])
-        && p.src_strides()[2..].iter().all(|&s| four(s));
+    let u = 16 / esize;
+    let whole = |x: isize| x.rem_euclid(u as isize) == 0;
+    let ok = p.sizes()[0].is_multiple_of(u)
+        && p.sizes()[1].is_multiple_of(u)
+        && p.dst_offset().is_multiple_of(u)
+        && p.src_offset().is_multiple_of(u)
+        && p.dst_strides()[1..].iter().all(|&s| whole(s))
+        && whole(p.src_strides()[0])
+        && p.src_strides()[2..].iter().all(|&s| whole(s));
     ok.then_some(p)
 }
 
@@ -205,14 +205,15 @@ impl GpuContext {
                     return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {} to {}", src.dtype, dst.dtype)));
                 }
                 let key = PipelineKey { shader: "transpose_block", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
-                self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, 4, 4, key, wg, Grid::Blocks { tile })
+                self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, de, se, key, wg, Grid::Blocks { tile })
             }
             CopyPath::TransposeVec4 { wg, tile, order } => {
-                let p = if same_type { transpose_vec4_plan(plan, de) } else { None }.filter(|_| tile % 4 == 0 && tile > 0).ok_or_else(|| {
-                    Error::invalid(OP, format!("the vec4 transpose kernel needs a 4-aligned batched transpose of 4-byte elements and a tile that is a multiple of 4; plan {plan:?}, tile {tile}"))
+                let u = 16 / de as u32;
+                let p = if same_type { transpose_vec4_plan(plan, de) } else { None }.filter(|_| tile % u == 0 && tile > 0).ok_or_else(|| {
+                    Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
                 })?;
-                let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
-                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, 4, 4, key, wg, Grid::Blocks { tile })
+                let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)] };
+                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, de, se, key, wg, Grid::Blocks { tile })
             }
             CopyPath::TransposeTile { wg, tile } => {
                 let CopyKind::BatchedTranspose { dim } = plan.kind() else {

@@ -33,8 +33,12 @@ pub struct ShapeClass {
 fn candidates(element_bytes: usize, vec4: bool) -> Vec<CopyPath> {
     let mut c = Vec::new();
     if vec4 {
-        c.push(CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 });
-        c.push(CopyPath::TransposeVec4 { wg: 64, tile: 8, order: 0 });
+        // Block edges that are whole vec4 words of U = 16 / element_bytes elements.
+        for tile in [16, 8] {
+            if tile % (16 / element_bytes as u32) == 0 {
+                c.push(CopyPath::TransposeVec4 { wg: 64, tile, order: 0 });
+            }
+        }
     }
     if element_bytes == 4 {
         c.push(CopyPath::Transpose { wg: 64, tile: 8, order: 0 });
@@ -71,7 +75,7 @@ impl GpuContext {
         let mut best: Option<(f64, CopyPath)> = None;
         for path in candidates(dtype.size(), vec4) {
             let mut times = Vec::new();
-            for _ in 0..3 {
+            for _ in 0..5 {
                 let t0 = std::time::Instant::now();
                 let run = self.scoped("tune", || {
                     let mut rec = Recording { encoder: d.create_command_encoder(&Default::default()), temps: Vec::new() };
