@@ -41,6 +41,7 @@ pub use gpu::context::{AdapterReport, GpuContext};
 pub use gpu::copy::{CopyPath, MAX_DIMS};
 pub use gpu::shaders;
 pub use gpu::tensor::{Batch, DeviceTensor};
+pub use gpu::timing::GpuTimer;
 pub use gpu::tune::ShapeClass;
 pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};

@@ -1,5 +1,5 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json]`: copy throughput on the chosen adapter.
+//! `cargo run --release -- bench [--json] [--interleave]`: copy throughput on the chosen adapter.
 
 mod cli {
     pub mod bench;
@@ -9,10 +9,10 @@ mod cli {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("bench") => cli::bench::run(args.iter().any(|a| a == "--json")),
+        Some("bench") => cli::bench::run(args.iter().any(|a| a == "--json"), args.iter().any(|a| a == "--interleave")),
         None => cli::walkthrough::run(),
         Some(other) => {
-            eprintln!("unknown command {other:?}; usage: strided-wgpu [bench [--json]]");
+            eprintln!("unknown command {other:?}; usage: strided-wgpu [bench [--json] [--interleave]]");
             std::process::exit(2);
         }
     };

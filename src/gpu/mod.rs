@@ -5,4 +5,5 @@ pub mod copy;
 mod pool;
 pub mod shaders;
 pub mod tensor;
+pub mod timing;
 pub mod tune;

@@ -255,7 +255,7 @@ impl DeviceTensor {
 /// Operations recorded into one command buffer and submitted together.
 pub struct Batch {
     ctx: GpuContext,
-    rec: Option<Recording>,
+    pub(crate) rec: Option<Recording>,
 }
 
 impl GpuContext {

@@ -8,9 +8,10 @@
 //! life of the context; [`GpuContext::tuned_choices`] lists them.
 
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::context::{lock, GpuContext};
-use crate::gpu::copy::{CopyPath, Operand, Recording};
+use crate::gpu::copy::{CopyPath, Operand};
+use crate::gpu::timing::GpuTimer;
 use crate::gpu::pool::Pooled;
 use crate::plan::CopyPlan;
 
@@ -36,7 +37,9 @@ fn candidates(element_bytes: usize, vec4: bool) -> Vec<CopyPath> {
         // Block edges that are whole vec4 words of U = 16 / element_bytes elements.
         for tile in [16, 8] {
             if tile % (16 / element_bytes as u32) == 0 {
-                c.push(CopyPath::TransposeVec4 { wg: 64, tile, order: 0 });
+                for wg in [64, 256] {
+                    c.push(CopyPath::TransposeVec4 { wg, tile, order: 0 });
+                }
             }
         }
     }
@@ -69,21 +72,20 @@ impl GpuContext {
         let piece = piece.rebased(dlo, slo);
         let es = dtype.size() as u64;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let d = self.inner.device.clone();
-        let dst = self.scoped("tune", || Ok(Pooled::get(&d, &self.inner.pool, (dhi - dlo + 1) as u64 * es, usage)))?;
-        let src = self.scoped("tune", || Ok(Pooled::get(&d, &self.inner.pool, (shi - slo + 1) as u64 * es, usage)))?;
+        let d = &self.inner.device;
+        let dst = self.scoped("tune", || Ok(Pooled::get(d, &self.inner.pool, (dhi - dlo + 1) as u64 * es, usage)))?;
+        let src = self.scoped("tune", || Ok(Pooled::get(d, &self.inner.pool, (shi - slo + 1) as u64 * es, usage)))?;
+        let timer = GpuTimer::new(self)?;
         let mut best: Option<(f64, CopyPath)> = None;
         for path in candidates(dtype.size(), vec4) {
             let mut times = Vec::new();
-            for _ in 0..5 {
-                let t0 = std::time::Instant::now();
-                let run = self.scoped("tune", || {
-                    let mut rec = Recording { encoder: d.create_command_encoder(&Default::default()), temps: Vec::new() };
-                    self.record_plan(&mut rec, &piece, Operand { buffer: dst.buffer(), dtype }, Operand { buffer: src.buffer(), dtype }, path)?;
-                    Ok(self.inner.queue.submit([rec.encoder.finish()]))
+            for _ in 0..4 {
+                let run = timer.time(|b| {
+                    let rec = b.rec.as_mut().ok_or_else(|| Error::invalid("tune", "batch already submitted"))?;
+                    self.scoped("tune", || self.record_plan(rec, &piece, Operand { buffer: dst.buffer(), dtype }, Operand { buffer: src.buffer(), dtype }, path))
                 });
-                let Ok(()) = run.and_then(|idx| self.wait("tune", idx)) else { break };
-                times.push(t0.elapsed().as_secs_f64());
+                let Ok(ms) = run else { break };
+                times.push(ms);
             }
             // The first run compiles the pipeline; keep the best of the rest.
             if let Some(t) = times.iter().skip(1).copied().reduce(f64::min) {
