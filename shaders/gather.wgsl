@@ -1,50 +1,12 @@
 // Strided gather: dst[plan dst index] = convert(src[plan src index]) for every element.
 // Each invocation moves up to EPT consecutive elements of plan dim 0, so the division work of
-// plan_offsets is paid once per run. 1- and 2-byte elements are packed in u32 words: loads
-// shift and mask; stores clear and set their bits with atomics, so an invocation never
-// writes a neighbour's bytes, on any adapter (no SHADER_F16 needed).
+// plan_offsets is paid once per run. Elements of any size, through packed.wgsl.
 
 override WG: u32 = 256u;
 override EPT: u32 = 4u;
-override SRC_BYTES: u32 = 4u;
-override DST_BYTES: u32 = 4u;
 // Float kinds for conversion: 0 none (raw bits), 1 f32, 2 f16, 3 bf16.
 override SRC_KIND: u32 = 0u;
 override DST_KIND: u32 = 0u;
-
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
-
-fn load(e: u32) -> u32 {
-    if (SRC_BYTES == 4u) {
-        return src[e];
-    }
-    if (SRC_BYTES == 2u) {
-        return (src[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu;
-    }
-    return (src[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu;
-}
-
-fn store(e: u32, v: u32) {
-    if (DST_BYTES == 4u) {
-        atomicStore(&dst[e], v);
-        return;
-    }
-    var w: u32;
-    var shift: u32;
-    var mask: u32;
-    if (DST_BYTES == 2u) {
-        w = e >> 1u;
-        shift = (e & 1u) * 16u;
-        mask = 0xffffu;
-    } else {
-        w = e >> 2u;
-        shift = (e & 3u) * 8u;
-        mask = 0xffu;
-    }
-    atomicAnd(&dst[w], ~(mask << shift));
-    atomicOr(&dst[w], (v & mask) << shift);
-}
 
 // Bit-exact twins of dtype.rs: f16_to_f32_bits, f32_to_f16_bits, f32_to_bf16_bits.
 fn f16_to_f32(h: u32) -> u32 {

@@ -7,8 +7,6 @@
 // destination's. No workgroup memory, no barriers.
 
 override WG: u32 = 64u;
-override TILE: u32 = 4u;
-override ORDER: u32 = 0u;
 override EB: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
@@ -44,25 +42,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let m = plan.sizes[0].x;
     let n = plan.sizes[0].y;
-    let bm = plan.inner_chunks;
-    let bn = plan.aux;
-    let per_batch = bm * bn;
-    let batch = t / per_batch;
-    let k = t - batch * per_batch;
-    var bi: u32;
-    var bj: u32;
-    if (ORDER == 0u) {
-        bj = k / bm;
-        bi = k - bj * bm;
-    } else {
-        bi = k / bn;
-        bj = k - bi * bn;
-    }
-    let i0 = bi * TILE;
-    let j0 = bj * TILE;
-    let base = plan_offsets((batch * n + j0) * m + i0);
-    let ds1 = bitcast<u32>(plan.dst_strides[0].y);
-    let ss0 = bitcast<u32>(plan.src_strides[0].x);
+    let blk = transpose_block(t);
+    let i0 = blk.i0;
+    let j0 = blk.j0;
+    let base = vec2<u32>(blk.dst, blk.src);
+    let ds1 = blk.dst_row;
+    let ss0 = blk.src_row;
     let u = 16u / EB;
     for (var sr = 0u; sr < TILE; sr = sr + u) {
         if (i0 + sr >= m) {

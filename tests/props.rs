@@ -6,6 +6,9 @@
 //! * No panic: random, mostly invalid arguments to every op.
 //! * Copies: random `copy_` pairs through the plan against an element-by-element walk.
 
+mod common;
+
+use common::rng::Rng;
 use proptest::prelude::*;
 use strided_wgpu::dtype::{f32_to_bf16_bits, f32_to_f16_bits};
 use strided_wgpu::{CopyPlan, DType, HostTensor, Layout, MemoryFormat, Reshape, Strided};
@@ -41,21 +44,6 @@ impl Model {
     fn at(&self, idx: &[usize]) -> usize {
         let st = strides_of(&self.shape);
         self.data[idx.iter().zip(&st).map(|(i, s)| i * s).sum::<usize>()]
-    }
-}
-
-/// A tiny deterministic generator, so that op arguments can depend on the current shape.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Every .wgsl file under shaders/ parses and validates with naga, without a GPU. Kernels are
-//! validated as they are compiled: prefixed with the plan prelude.
+//! validated as they are compiled (with their preludes); the plan prelude also on its own.
 
-use strided_wgpu::shaders::{source, KERNELS, PRELUDE};
+use strided_wgpu::shaders::{source, KERNELS, PRELUDE, PRELUDES};
 
 fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
@@ -19,25 +19,27 @@ fn every_shader_file_validates() {
         .filter(|n| n.ends_with(".wgsl"))
         .collect();
     files.sort();
-    assert!(files.len() >= 2, "found only {files:?} under {dir:?}");
+    assert!(files.len() >= KERNELS.len() + 1, "found only {files:?} under {dir:?}");
     validate("plan.wgsl", PRELUDE);
     for f in &files {
-        if f == "plan.wgsl" {
+        let stem = f.trim_end_matches(".wgsl");
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        // Every file on disk is a registered prelude or kernel, and the registered text is the file's.
+        if let Some((_, registered)) = PRELUDES.iter().find(|(n, _)| *n == stem) {
+            assert_eq!(*registered, text, "{f}");
             continue;
         }
-        let stem = f.trim_end_matches(".wgsl");
-        // Every file on disk is a registered kernel, and the registered text is the file's.
-        let registered = KERNELS.iter().find(|(n, _)| *n == stem).unwrap_or_else(|| panic!("{f} is not registered in src/gpu/shaders.rs"));
-        assert_eq!(registered.1, std::fs::read_to_string(dir.join(f)).unwrap(), "{f}");
+        let (_, _, registered) = KERNELS.iter().find(|(n, _, _)| *n == stem).unwrap_or_else(|| panic!("{f} is not registered in src/gpu/shaders.rs"));
+        assert_eq!(*registered, text, "{f}");
         validate(f, &source(stem).unwrap());
     }
-    assert_eq!(KERNELS.len(), files.len() - 1, "a registered kernel has no file: {files:?}");
+    assert_eq!(KERNELS.len() + PRELUDES.len(), files.len(), "a registered shader has no file: {files:?}");
 }
 
 #[test]
-fn no_shape_is_pasted_into_a_kernel() {
-    // Kernels are specialized by override constants and uniforms, so the sources are constant.
-    for (name, _) in KERNELS {
+fn every_kernel_starts_with_the_plan_prelude() {
+    for (name, preludes, _) in KERNELS {
+        assert_eq!(preludes.first(), Some(&"plan"), "{name}");
         assert!(source(name).unwrap().contains("fn plan_offsets"), "{name} lacks the prelude");
     }
     assert!(source("no_such_kernel").is_none());

@@ -178,7 +178,7 @@ impl GpuContext {
             return Ok(());
         }
         match path {
-            CopyPath::Auto => unreachable!("resolved above"),
+            CopyPath::Auto => Err(Error::invalid(OP, "no kernel path was resolved for the plan")),
             CopyPath::BufferCopy => {
                 if !same_type || plan.kind() != CopyKind::Dense {
                     return Err(Error::invalid(OP, format!("a buffer copy needs a dense plan of one type, got {:?} from {} to {}", plan.kind(), src.dtype, dst.dtype)));
@@ -222,7 +222,10 @@ impl GpuContext {
                 if !same_type || tile == 0 || tile > 32 || wg % tile != 0 {
                     return Err(Error::invalid(OP, format!("the tiled transpose moves elements of one type with 0 < tile <= 32 dividing wg; got {} to {}, tile {tile}, wg {wg}", src.dtype, dst.dtype)));
                 }
-                let key = PipelineKey { shader: "transpose_tile", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("EB", de as i64)] };
+                let key = PipelineKey {
+                    shader: "transpose_tile",
+                    constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)],
+                };
                 self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, de, se, key, wg, Grid::WorkgroupBlocks { tile })
             }
             CopyPath::Gather { wg, ept } => {

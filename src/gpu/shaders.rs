@@ -1,19 +1,35 @@
-//! The WGSL sources under `shaders/`: one kernel per file, each prefixed with the shared plan
-//! prelude (`plan.wgsl`), which holds the one WGSL index formula.
+//! The WGSL sources under `shaders/`: one kernel per file, each compiled with the preludes it
+//! names. `plan.wgsl` (the plan uniform and the one WGSL index formula) comes first in every
+//! kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
+//! block arithmetic shared by the transpose kernels.
 
-/// The prelude every kernel is compiled with.
-pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
-
-/// Every kernel file, by name.
-pub const KERNELS: &[(&str, &str)] = &[
-    ("gather", include_str!("../../shaders/gather.wgsl")),
-    ("copy_vec4", include_str!("../../shaders/copy_vec4.wgsl")),
-    ("transpose_block", include_str!("../../shaders/transpose_block.wgsl")),
-    ("transpose_tile", include_str!("../../shaders/transpose_tile.wgsl")),
-    ("transpose_vec4", include_str!("../../shaders/transpose_vec4.wgsl")),
+/// Shared preludes, by name.
+pub const PRELUDES: &[(&str, &str)] = &[
+    ("plan", include_str!("../../shaders/plan.wgsl")),
+    ("packed", include_str!("../../shaders/packed.wgsl")),
+    ("transpose", include_str!("../../shaders/transpose.wgsl")),
 ];
 
-/// The full source of kernel `name`: the prelude followed by the kernel.
+/// The plan prelude, which every kernel starts with.
+pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
+
+/// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
+pub const KERNELS: &[(&str, &[&str], &str)] = &[
+    ("gather", &["plan", "packed"], include_str!("../../shaders/gather.wgsl")),
+    ("copy_vec4", &["plan"], include_str!("../../shaders/copy_vec4.wgsl")),
+    ("transpose_block", &["plan", "transpose"], include_str!("../../shaders/transpose_block.wgsl")),
+    ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
+    ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
+];
+
+/// The full source of kernel `name`: its preludes followed by the kernel.
 pub fn source(name: &str) -> Option<String> {
-    KERNELS.iter().find(|(n, _)| *n == name).map(|(_, k)| format!("{PRELUDE}\n{k}"))
+    let (_, preludes, kernel) = KERNELS.iter().find(|(n, _, _)| *n == name)?;
+    let mut out = String::new();
+    for p in *preludes {
+        out.push_str(PRELUDES.iter().find(|(n, _)| n == p)?.1);
+        out.push('\n');
+    }
+    out.push_str(kernel);
+    Some(out)
 }

@@ -1,3 +1,4 @@
 #![allow(dead_code)]
 pub mod views;
 pub mod gpu;
+pub mod rng;
