@@ -26,6 +26,7 @@
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+pub mod conv;
 mod cpu;
 pub mod dtype;
 mod error;
@@ -35,6 +36,7 @@ pub mod layout;
 mod plan;
 mod strided;
 
+pub use conv::{conv1x1_cpu, conv1x1_shape, Conv1x1Options, Conv1x1Shape};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use gpu::context::{AdapterReport, GpuContext};

@@ -5,9 +5,10 @@
 
 mod common;
 
+use common::conv as convcase;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
-use strided_wgpu::{DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat};
+use strided_wgpu::{conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 
 impl Replay for HostTensor {
     fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {
@@ -108,7 +109,37 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
+    ok &= conv1x1();
     if !ok {
         std::process::exit(1);
     }
+}
+
+/// Replays conv1x1.jsonl (or `CONFORMANCE_CONV1X1`) through the CPU reference for an NCHW, a
+/// channels-last and a non-dense input.
+fn conv1x1() -> bool {
+    let (path, cases) = convcase::load();
+    assert!(!cases.is_empty(), "{path} holds no cases");
+    let (mut pass, mut fail) = (0, 0);
+    for case in &cases {
+        let (x, w, b) = convcase::inputs(case);
+        let weight = HostTensor::from_slice(&w, &[case.k, case.c, 1, 1]).expect("weight");
+        let bias = b.as_ref().map(|b| HostTensor::from_slice(b, &[case.k]).expect("bias"));
+        let opts = Conv1x1Options { stride: case.stride, padding: case.padding, ..Default::default() };
+        for (layout, input) in convcase::input_variants(case, &x) {
+            let errs = match conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) {
+                Ok(out) if out.shape() != case.expect_shape.as_slice() => vec![format!("shape {:?}, want {:?}", out.shape(), case.expect_shape)],
+                Ok(out) => convcase::compare(case, &x, &w, b.as_deref(), &out.to_vec::<f32>().expect("values")),
+                Err(e) => vec![e.to_string()],
+            };
+            if errs.is_empty() {
+                pass += 1;
+            } else {
+                fail += 1;
+                eprintln!("FAIL conv1x1 {} ({path}) host {layout}:\n  {}", case.id, errs.join("\n  "));
+            }
+        }
+    }
+    println!("conformance conv1x1: {pass} passed, {fail} failed");
+    fail == 0
 }

@@ -224,3 +224,35 @@ fn to_memory_format_keeps_the_logical_shape() {
     assert_eq!(back.strides(), &[24, 12, 4, 1]);
     assert!(x.to_memory_format(MemoryFormat::ChannelsLast3d).is_err());
 }
+
+#[test]
+fn conv1x1_checks_its_input_and_follows_the_input_format() {
+    use strided_wgpu::{conv1x1_cpu, Conv1x1Options};
+    let x = HostTensor::from_vec(vec![1f32; 2 * 4 * 3 * 3], &[2, 4, 3, 3]).unwrap();
+    let w = HostTensor::from_vec(vec![0.5f32; 6 * 4], &[6, 4, 1, 1]).unwrap();
+    let b = HostTensor::from_vec(vec![-1f32; 6], &[6]).unwrap();
+    let o = Conv1x1Options::default();
+    let y = conv1x1_cpu(&x, &w, Some(&b), &o).unwrap();
+    assert_eq!(y.shape(), &[2, 6, 3, 3]);
+    assert!(y.is_contiguous());
+    assert_eq!(y.to_vec::<f32>().unwrap()[0], 1.0); // 4 * 0.5 - 1
+    let relu = conv1x1_cpu(&x, &w, Some(&HostTensor::from_vec(vec![-5f32; 6], &[6]).unwrap()), &Conv1x1Options { relu: true, ..o }).unwrap();
+    assert!(relu.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0));
+    let cl = conv1x1_cpu(&x.contiguous(MemoryFormat::ChannelsLast).unwrap(), &w, None, &o).unwrap();
+    assert!(cl.is_contiguous_for(MemoryFormat::ChannelsLast) && !cl.is_contiguous());
+    // Stride and padding: OH = (H + 2*ph - 1) / sh + 1.
+    let s = conv1x1_cpu(&x, &w, None, &Conv1x1Options { stride: (2, 3), padding: (1, 0), ..o }).unwrap();
+    assert_eq!(s.shape(), &[2, 6, 3, 1]);
+    // Groups: weight [K, C/groups].
+    let wg = HostTensor::from_vec(vec![1f32; 6 * 2], &[6, 2]).unwrap();
+    assert_eq!(conv1x1_cpu(&x, &wg, None, &Conv1x1Options { groups: 2, ..o }).unwrap().to_vec::<f32>().unwrap()[0], 2.0);
+    // Bad input: typed errors naming the op and the shapes.
+    let err = |r: Result<HostTensor, Error>| r.unwrap_err().to_string();
+    assert!(err(conv1x1_cpu(&x, &HostTensor::from_vec(vec![0f32; 6 * 3], &[6, 3]).unwrap(), None, &o)).contains("conv1x1: weight shape [6, 3]"));
+    assert!(err(conv1x1_cpu(&x, &w, None, &Conv1x1Options { stride: (0, 1), ..o })).contains("stride"));
+    assert!(err(conv1x1_cpu(&x, &w, None, &Conv1x1Options { groups: 3, ..o })).contains("groups = 3"));
+    assert!(err(conv1x1_cpu(&x, &w, Some(&HostTensor::from_vec(vec![0f32; 5], &[5]).unwrap()), &o)).contains("bias must have shape [6]"));
+    let xu = HostTensor::from_vec(vec![1u8; 36 * 2], &[2, 4, 3, 3]).unwrap();
+    assert!(matches!(conv1x1_cpu(&xu, &w, None, &o), Err(Error::DType { op: "conv1x1", .. })));
+    assert!(conv1x1_cpu(&HostTensor::from_vec(vec![1f32; 4], &[4]).unwrap(), &w, None, &o).is_err());
+}

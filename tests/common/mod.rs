@@ -2,3 +2,4 @@
 pub mod views;
 pub mod gpu;
 pub mod rng;
+pub mod conv;

@@ -1,0 +1,93 @@
+//! Replays `conv1x1.jsonl` cases (format: tests/data/README.md).
+
+use serde_json::Value;
+use strided_wgpu::{HostTensor, MemoryFormat, Strided};
+
+pub struct ConvCase {
+    pub id: String,
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub k: usize,
+    pub stride: (usize, usize),
+    pub padding: (usize, usize),
+    pub bias: bool,
+    pub expect_shape: Vec<usize>,
+    pub output: Vec<f64>,
+}
+
+pub fn load() -> (String, Vec<ConvCase>) {
+    let path = std::env::var("CONFORMANCE_CONV1X1").unwrap_or_else(|_| format!("{}/tests/data/conv1x1.jsonl", env!("CARGO_MANIFEST_DIR")));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let u = |v: &Value| v.as_u64().expect("size") as usize;
+    let cases = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: bad JSON line: {e}"));
+            ConvCase {
+                id: v["id"].as_str().unwrap_or("?").into(),
+                n: u(&v["n"]),
+                c: u(&v["c"]),
+                h: u(&v["h"]),
+                w: u(&v["w"]),
+                k: u(&v["k"]),
+                stride: (u(&v["stride"][0]), u(&v["stride"][1])),
+                padding: (u(&v["padding"][0]), u(&v["padding"][1])),
+                bias: v["bias"].as_bool().unwrap_or(false),
+                expect_shape: v["expect_shape"].as_array().map(|a| a.iter().map(u).collect()).unwrap_or_default(),
+                output: v["output_nchw"].as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    (path, cases)
+}
+
+/// The inputs the data README defines, as f32.
+pub fn inputs(case: &ConvCase) -> (Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
+    let x = (0..case.n * case.c * case.h * case.w).map(|i| (((i * 37) % 101) as f64 / 50.0 - 1.0) as f32).collect();
+    let w = (0..case.k * case.c).map(|j| (((j * 53) % 97) as f64 / 48.0 - 1.0) as f32).collect();
+    let b = case.bias.then(|| (0..case.k).map(|q| (((q * 29) % 31) as f64 / 15.0 - 1.0) as f32).collect());
+    (x, w, b)
+}
+
+/// The input laid out three ways: NCHW, channels_last, and a non-dense view (a slice of a
+/// larger, permuted buffer).
+pub fn input_variants(case: &ConvCase, x: &[f32]) -> Vec<(&'static str, HostTensor)> {
+    let shape = [case.n, case.c, case.h, case.w];
+    let nchw = HostTensor::from_slice(x, &shape).expect("input");
+    let nhwc = nchw.contiguous(MemoryFormat::ChannelsLast).expect("channels_last");
+    // A [N, H, C+1, W+2] buffer, sliced and permuted to [N, C, H, W].
+    let big = HostTensor::zeros(&[case.n, case.h, case.c + 1, case.w + 2], strided_wgpu::DType::F32, MemoryFormat::Contiguous).expect("big");
+    let view = big.narrow(2, 1, case.c).and_then(|v| v.narrow(3, 2, case.w)).and_then(|v| v.permute(&[0, 2, 1, 3])).expect("view");
+    view.copy_(&nchw).expect("fill view");
+    vec![("nchw", nchw), ("nhwc", nhwc), ("strided", view)]
+}
+
+/// Compares with the f32 tolerance rule of the data README; returns mismatches.
+pub fn compare(case: &ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: &[f32]) -> Vec<String> {
+    let mut errs = Vec::new();
+    if got.len() != case.output.len() {
+        return vec![format!("{} values, want {}", got.len(), case.output.len())];
+    }
+    let (oh, ow) = (case.expect_shape[2], case.expect_shape[3]);
+    for (idx, (&g, &want)) in got.iter().zip(&case.output).enumerate() {
+        let (ni, ki, oy, ox) = (idx / (case.k * oh * ow), (idx / (oh * ow)) % case.k, (idx / ow) % oh, idx % ow);
+        let mut scale = b.map_or(0.0, |b| (b[ki] as f64).abs());
+        let iy = (oy * case.stride.0) as isize - case.padding.0 as isize;
+        let ix = (ox * case.stride.1) as isize - case.padding.1 as isize;
+        if iy >= 0 && ix >= 0 && (iy as usize) < case.h && (ix as usize) < case.w {
+            for ci in 0..case.c {
+                scale += (x[((ni * case.c + ci) * case.h + iy as usize) * case.w + ix as usize] as f64 * w[ki * case.c + ci] as f64).abs();
+            }
+        }
+        if (g as f64 - want).abs() > 1e-5 * scale + 1e-6 {
+            errs.push(format!("output {idx}: got {g}, want {want}"));
+            if errs.len() > 3 {
+                break;
+            }
+        }
+    }
+    errs
+}
