@@ -40,6 +40,7 @@ pub use conv::{conv1x1_cpu, conv1x1_shape, Conv1x1Options, Conv1x1Shape};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use gpu::context::{AdapterReport, GpuContext};
+pub use gpu::conv::conv1x1;
 pub use gpu::copy::{CopyPath, MAX_DIMS};
 pub use gpu::shaders;
 pub use gpu::tensor::{Batch, DeviceTensor};

@@ -8,7 +8,7 @@ mod common;
 use common::conv as convcase;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
-use strided_wgpu::{conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1, conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 
 impl Replay for HostTensor {
     fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {
@@ -109,15 +109,23 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    ok &= conv1x1();
+    ok &= conv1x1_suite();
     if !ok {
         std::process::exit(1);
     }
 }
 
-/// Replays conv1x1.jsonl (or `CONFORMANCE_CONV1X1`) through the CPU reference for an NCHW, a
-/// channels-last and a non-dense input.
-fn conv1x1() -> bool {
+/// The same view of the same storage on the device.
+fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
+    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).expect("storage");
+    DeviceTensor::from_slice(ctx, &storage, &[storage.len()])
+        .and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset()))
+        .expect("device view")
+}
+
+/// Replays conv1x1.jsonl (or `CONFORMANCE_CONV1X1`) through the CPU reference and on every GPU
+/// adapter, for an NCHW, a channels-last and a non-dense input.
+fn conv1x1_suite() -> bool {
     let (path, cases) = convcase::load();
     assert!(!cases.is_empty(), "{path} holds no cases");
     let (mut pass, mut fail) = (0, 0);
@@ -137,6 +145,21 @@ fn conv1x1() -> bool {
             } else {
                 fail += 1;
                 eprintln!("FAIL conv1x1 {} ({path}) host {layout}:\n  {}", case.id, errs.join("\n  "));
+            }
+            for ctx in contexts() {
+                let (di, dw) = (to_device(ctx, &input), to_device(ctx, &weight));
+                let db = bias.as_ref().map(|b| to_device(ctx, b));
+                let errs = match conv1x1(&di, &dw, db.as_ref(), &opts) {
+                    Ok(out) if out.shape() != case.expect_shape.as_slice() => vec![format!("shape {:?}, want {:?}", out.shape(), case.expect_shape)],
+                    Ok(out) => convcase::compare(case, &x, &w, b.as_deref(), &out.download().and_then(|h| h.to_vec::<f32>()).expect("download")),
+                    Err(e) => vec![e.to_string()],
+                };
+                if errs.is_empty() {
+                    pass += 1;
+                } else {
+                    fail += 1;
+                    eprintln!("FAIL conv1x1 {} ({path}) {} {layout}:\n  {}", case.id, name(ctx), errs.join("\n  "));
+                }
             }
         }
     }

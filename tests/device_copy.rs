@@ -407,3 +407,17 @@ fn to_memory_format_on_the_device_and_tuned_choices() {
         assert!(!ctx.tuned_choices().is_empty(), "{}: no tuned choice recorded", name(ctx));
     }
 }
+
+#[test]
+fn grids_over_65535_workgroups() {
+    // 5M elements, one per invocation, 64 per workgroup: 81,920 workgroups, so a 2-D grid.
+    let n = 5 << 20;
+    for ctx in contexts() {
+        let src = DeviceTensor::from_slice(ctx, &(0..n as u32).collect::<Vec<_>>(), &[n]).unwrap();
+        let dst = DeviceTensor::zeros(ctx, &[n], DType::U32, MemoryFormat::Contiguous).unwrap();
+        assert!((n as u64).div_ceil(64) > ctx.adapter().max_compute_workgroups_per_dimension as u64);
+        dst.copy_with(&src.flip(0).unwrap(), CopyPath::Gather { wg: 64, ept: 1 }).unwrap();
+        let got = dst.download().unwrap().to_vec::<u32>().unwrap();
+        assert!(got.iter().enumerate().all(|(i, &v)| v as usize == n - 1 - i), "{}", name(ctx));
+    }
+}

@@ -165,6 +165,10 @@ impl GpuContext {
     pub fn adapter(&self) -> &AdapterReport {
         &self.inner.report
     }
+    /// Whether two contexts share one device.
+    pub fn same_device(&self, other: &GpuContext) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
     /// The wgpu device.
     pub fn device(&self) -> &wgpu::Device {
         &self.inner.device
@@ -242,8 +246,9 @@ impl GpuContext {
         Ok(p)
     }
 
-    /// The bind group layout all copy kernels share: a uniform, a read-only source and a
-    /// read-write destination.
+    /// A bind group layout by name: binding 0 a uniform, then storage buffers. `copy` (every
+    /// copy kernel): a read-only source and a read-write destination. `conv`: three read-only
+    /// operands (input, weight, bias) and a read-write output.
     pub(crate) fn bind_group_layout(&self, name: &'static str) -> Result<Arc<wgpu::BindGroupLayout>> {
         if let Some(l) = lock(&self.inner.layouts).get(name) {
             return Ok(l.clone());
@@ -254,16 +259,17 @@ impl GpuContext {
             ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None },
             count: None,
         };
-        let entries = [
-            wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
-                count: None,
-            },
-            storage(1, true),
-            storage(2, false),
-        ];
+        let read_only: &[bool] = match name {
+            "conv" => &[true, true, true, false],
+            _ => &[true, false],
+        };
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        }];
+        entries.extend(read_only.iter().enumerate().map(|(i, &ro)| storage(i as u32 + 1, ro)));
         let l = Arc::new(self.scoped("bind_group_layout", || {
             Ok(self.inner.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries }))
         })?);

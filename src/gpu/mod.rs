@@ -1,6 +1,7 @@
 //! Everything that touches wgpu: the context, device tensors, and the copy kernels.
 
 pub mod context;
+pub mod conv;
 pub mod copy;
 mod pool;
 pub mod shaders;

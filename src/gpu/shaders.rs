@@ -1,6 +1,6 @@
 //! The WGSL sources under `shaders/`: one kernel per file, each compiled with the preludes it
 //! names. `plan.wgsl` (the plan uniform and the one WGSL index formula) comes first in every
-//! kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
+//! copy kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
 //! block arithmetic shared by the transpose kernels.
 
 /// Shared preludes, by name.
@@ -10,7 +10,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
 ];
 
-/// The plan prelude, which every kernel starts with.
+/// The plan prelude, which every copy kernel starts with.
 pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
 
 /// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
@@ -20,6 +20,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_block", &["plan", "transpose"], include_str!("../../shaders/transpose_block.wgsl")),
     ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
+    ("conv1x1", &[], include_str!("../../shaders/conv1x1.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes followed by the kernel.
