@@ -181,12 +181,12 @@ impl HostTensor {
         Ok(())
     }
 
-    /// Calls `f` with the storage's bytes.
-    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    /// Calls `f` with the bytes of a contiguous view (empty when the view is).
+    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let bytes = self.read();
         let start = self.layout.offset() * self.dtype().size();
         let end = start + self.numel() * self.dtype().size();
-        Ok(f(bytes.get(start..end).unwrap_or(&[])))
+        f(bytes.get(start..end).unwrap_or(&[]))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<u8>> {

@@ -55,10 +55,11 @@ pub fn conv1x1(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&Device
             return Err(Error::Limit { op: OP, what: format!("binding the {name} ({} bytes) in one piece", t.buffer().size()), limit: "max_storage_buffer_binding_size", requested: t.buffer().size(), max });
         }
     }
+    let i32_of = |s: isize| i32::try_from(s).map_err(|_| Error::overflow(OP, format!("stride {s} in i32")));
     let i32s = |v: &[isize]| -> Result<[i32; 4]> {
         let mut o = [0i32; 4];
         for (d, &s) in v.iter().enumerate() {
-            o[d] = i32::try_from(s).map_err(|_| Error::overflow(OP, format!("stride {s} in i32")))?;
+            o[d] = i32_of(s)?;
         }
         Ok(o)
     };
@@ -85,7 +86,7 @@ pub fn conv1x1(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&Device
         d2: [u32_of(kg)?, u32_of(options.stride.0)?, u32_of(options.stride.1)?, u32_of(options.padding.0)?],
         d3: [u32_of(options.padding.1)?, bias.is_some() as u32, options.relu as u32, u32_of(threads)?],
         offs: [u32_of(input.storage_offset())?, u32_of(out.storage_offset())?, u32_of(weight.storage_offset())?, u32_of(bias.map_or(0, |b| b.storage_offset()))?],
-        misc: [i32s(&[wk])?[0], i32s(&[wc])?[0], i32s(&[bias.map_or(0, |b| b.strides()[0])])?[0], (gx * wg as u64) as i32],
+        misc: [i32_of(wk)?, i32_of(wc)?, i32_of(bias.map_or(0, |b| b.strides()[0]))?, (gx * wg as u64) as i32],
         blocks: [u32_of(pixel_blocks)?, 0, 0, 0],
     };
     let key = PipelineKey { shader: "conv1x1", constants: vec![("WG", wg as i64), ("BK", bk as i64), ("BP", bp as i64)] };

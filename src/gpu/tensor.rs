@@ -91,7 +91,7 @@ impl DeviceTensor {
     pub fn upload(ctx: &GpuContext, host: &HostTensor) -> Result<DeviceTensor> {
         let dense = host.contiguous(MemoryFormat::Contiguous)?;
         let t = Self::alloc(ctx, host.dtype(), host.numel(), Layout::contiguous(host.shape())?)?;
-        dense.with_bytes(|b| t.write_bytes(b))??;
+        dense.with_bytes(|b| t.write_bytes(b))?;
         Ok(t)
     }
 
