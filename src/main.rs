@@ -1,8 +1,10 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--interleave]`: copy throughput on the chosen adapter.
+//! `cargo run --release -- bench [--json] [--interleave]`: copy and 1x1 convolution throughput
+//! on the chosen adapter.
 
 mod cli {
     pub mod bench;
+    pub mod bench_conv;
     pub mod walkthrough;
 }
 

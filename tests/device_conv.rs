@@ -1,11 +1,12 @@
 //! 1x1 convolution on the device against the CPU reference: random geometry, groups, ReLU,
-//! bias, and input layouts, compared with a tolerance scaled to each output's sum of |terms|.
+//! bias, input layouts and every kernel, compared with a tolerance scaled to each output's sum
+//! of |terms|; channel and image windows; bad input.
 
 mod common;
 
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{conv1x1, conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1, conv1x1_cpu, conv1x1_with, Conv1x1Options, ConvKernel, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 
 fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
     let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).unwrap();
@@ -17,10 +18,40 @@ fn abs(h: &HostTensor) -> HostTensor {
     HostTensor::from_vec(v, h.shape()).unwrap()
 }
 
+fn vals(rng: &mut Rng, len: usize) -> Vec<f32> {
+    (0..len).map(|_| (rng.below(2001) as f32 - 1000.0) / 500.0).collect()
+}
+
+/// Runs one convolution on the device through `kernel` and compares every output with the CPU
+/// reference. Returns how many outputs were compared.
+fn check(ctx: &GpuContext, x: &HostTensor, wt: &HostTensor, b: Option<&HostTensor>, o: &Conv1x1Options, kernel: ConvKernel, label: &str) -> usize {
+    let want = conv1x1_cpu(x, wt, b, o).unwrap();
+    let scale = conv1x1_cpu(&abs(x), &abs(wt), b.map(abs).as_ref(), &Conv1x1Options { relu: false, ..*o }).unwrap();
+    let got = conv1x1_with(&to_device(ctx, x), &to_device(ctx, wt), b.map(|b| to_device(ctx, b)).as_ref(), o, kernel).unwrap();
+    assert_eq!(got.layout(), want.layout(), "{label}: output layout");
+    let (g, wv, s) = (got.download().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), scale.to_vec::<f32>().unwrap());
+    for i in 0..g.len() {
+        assert!(
+            approx::abs_diff_eq!(g[i], wv[i], epsilon = 1e-5 * s[i] + 1e-6),
+            "{} {label} x {:?} strides {:?} w {:?} {o:?} {kernel:?}: output {i}: {} vs {}",
+            name(ctx),
+            x.shape(),
+            x.strides(),
+            wt.shape(),
+            g[i],
+            wv[i]
+        );
+    }
+    g.len()
+}
+
+const KERNELS: [ConvKernel; 3] = [ConvKernel::Auto, ConvKernel::Nchw, ConvKernel::Nhwc];
+
 #[test]
 fn random_convolutions_match_cpu() {
     for ctx in contexts() {
         let mut rng = Rng(42);
+        let mut compared = 0;
         for case in 0..60 {
             let groups = [1, 1, 2, 4][rng.below(4)];
             let (n, h, w) = (1 + rng.below(3), 1 + rng.below(9), 1 + rng.below(9));
@@ -33,7 +64,6 @@ fn random_convolutions_match_cpu() {
                 relu: rng.below(2) == 0,
                 output_format: None,
             };
-            let vals = |rng: &mut Rng, len: usize| -> Vec<f32> { (0..len).map(|_| (rng.below(2001) as f32 - 1000.0) / 500.0).collect() };
             let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
             let x = match rng.below(4) {
                 0 => x,
@@ -44,21 +74,104 @@ fn random_convolutions_match_cpu() {
             let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups)), &[k, c / groups, 1, 1]).unwrap();
             let wt = if rng.below(2) == 0 { wt } else { wt.view(&[k as isize, (c / groups) as isize]).unwrap() };
             let b = (rng.below(2) == 0).then(|| HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap());
-            let want = conv1x1_cpu(&x, &wt, b.as_ref(), &o).unwrap();
-            let scale = conv1x1_cpu(&abs(&x), &abs(&wt), b.as_ref().map(abs).as_ref(), &Conv1x1Options { relu: false, ..o }).unwrap();
-            let got = conv1x1(&to_device(ctx, &x), &to_device(ctx, &wt), b.as_ref().map(|b| to_device(ctx, b)).as_ref(), &o).unwrap();
-            assert_eq!(got.layout(), want.layout(), "case {case}: output layout");
-            let (g, wv, s) = (got.download().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), scale.to_vec::<f32>().unwrap());
-            for i in 0..g.len() {
-                assert!(
-                    approx::abs_diff_eq!(g[i], wv[i], epsilon = 1e-5 * s[i] + 1e-6),
-                    "{} case {case} ({n},{c},{h},{w}) k {k} {o:?}: output {i}: {} vs {}",
-                    name(ctx),
-                    g[i],
-                    wv[i]
-                );
+            compared += check(ctx, &x, &wt, b.as_ref(), &o, KERNELS[case % 3], &format!("case {case}"));
+        }
+        assert!(compared > 1000, "only {compared} outputs compared");
+    }
+}
+
+/// Many channels (several input-channel windows, which add into the output), many output
+/// channels (several weight windows), groups, and dense layouts where the kernels move vec4
+/// words (H*W a multiple of 4, C and K multiples of 4) next to ones where they cannot.
+#[test]
+fn channel_windows_and_vector_paths_match_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(7);
+        let cases: [(usize, usize, usize, usize, usize, usize); 6] = [
+            (2, 132, 4, 6, 12, 1),  // 3 channel windows, vec4 along pixels and channels
+            (1, 8, 5, 3, 300, 1),   // 2 weight windows, odd plane
+            (2, 136, 4, 4, 264, 2), // groups of 68 channels (2 windows each), 132 outputs each
+            (1, 1, 7, 7, 1, 1),     // C = K = 1
+            (3, 64, 1, 1, 260, 1),  // OH = OW = 1
+            (1, 70, 8, 8, 6, 1),    // a partial second window
+        ];
+        for (i, &(n, c, h, w, k, groups)) in cases.iter().enumerate() {
+            let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
+            let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups)), &[k, c / groups]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            for (fi, format) in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast].into_iter().enumerate() {
+                let xf = x.contiguous(format).unwrap();
+                for kernel in KERNELS {
+                    let o = Conv1x1Options { groups, relu: (i + fi) % 2 == 0, ..Default::default() };
+                    check(ctx, &xf, &wt, Some(&b), &o, kernel, &format!("case {i}"));
+                }
             }
         }
+    }
+}
+
+/// Inputs and outputs larger than one binding run as several image ranges; one image over the
+/// limit is an error naming it. Uses a device opened with a 64 KiB binding limit.
+#[test]
+fn inputs_over_one_binding_are_split_by_image() {
+    for ctx in contexts() {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
+        let Some(adapter) = adapters.into_iter().next() else { continue };
+        let limits = wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..adapter.limits() };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: None,
+            required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+            required_limits: limits,
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::default(),
+            trace: wgpu::Trace::Off,
+        }))
+        .unwrap();
+        let small = GpuContext::from_device(device, queue, &adapter.get_info());
+        assert_eq!(small.adapter().max_storage_buffer_binding_size, 64 << 10);
+        let mut rng = Rng(3);
+        // 16 x 20 x 20 floats = 25.6 KB per image; 6 images = 154 KB in, 8 outputs = 77 KB out.
+        let x = HostTensor::from_vec(vals(&mut rng, 6 * 16 * 20 * 20), &[6, 16, 20, 20]).unwrap();
+        let wt = HostTensor::from_vec(vals(&mut rng, 8 * 16), &[8, 16]).unwrap();
+        for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+            for kernel in KERNELS {
+                check(&small, &x.contiguous(format).unwrap(), &wt, None, &Conv1x1Options::default(), kernel, "split");
+            }
+        }
+        let big = DeviceTensor::zeros(&small, &[1, 64, 20, 20], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let w = DeviceTensor::zeros(&small, &[8, 64], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let e = conv1x1(&big, &w, None, &Conv1x1Options::default()).unwrap_err();
+        assert!(matches!(&e, Error::Limit { limit: "max_storage_buffer_binding_size", .. }), "{e}");
+    }
+}
+
+/// Recording into a caller's output view inside a batch, and outputs that overlap an operand.
+#[test]
+fn batched_convolution_into_a_view() {
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &(0..2 * 4 * 3 * 3).map(|i| i as f32).collect::<Vec<_>>(), &[2, 4, 3, 3]).unwrap();
+        let w = DeviceTensor::from_slice(ctx, &[1f32; 6 * 4], &[6, 4]).unwrap();
+        let o = Conv1x1Options::default();
+        let want = conv1x1(&x, &w, None, &o).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        // The output: every other row of a larger buffer, filled with a marker.
+        let store = DeviceTensor::from_slice(ctx, &vec![-7f32; 2 * 6 * 6 * 3], &[2, 6, 6, 3]).unwrap();
+        let view = store.slice(2, 0, 6, 2).unwrap();
+        let mut batch = ctx.batch();
+        batch.conv1x1(&view, &x, &w, None, &o, ConvKernel::Auto).unwrap();
+        batch.submit_and_wait().unwrap();
+        assert_eq!(view.download().unwrap().to_vec::<f32>().unwrap(), want);
+        let all = store.download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(all.iter().filter(|&&v| v == -7.0).count(), all.len() / 2, "rows between the view's were written");
+        // The output may not overlap an input, nor itself.
+        let mut batch = ctx.batch();
+        let xs = DeviceTensor::zeros(ctx, &[1, 4, 3, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let alias = xs.as_strided(&[1, 4, 3, 3], &[36, 9, 3, 1], 0).unwrap();
+        let wsq = DeviceTensor::zeros(ctx, &[4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+        assert!(matches!(batch.conv1x1(&alias, &xs, &wsq, None, &o, ConvKernel::Auto), Err(Error::Overlap { .. })));
+        let selfish = DeviceTensor::zeros(ctx, &[9], DType::F32, MemoryFormat::Contiguous).unwrap().as_strided(&[1, 4, 3, 3], &[0, 0, 3, 1], 0).unwrap();
+        assert!(matches!(batch.conv1x1(&selfish, &xs, &wsq, None, &o, ConvKernel::Nchw), Err(Error::Overlap { .. })));
+        assert!(matches!(batch.conv1x1(&view, &xs, &wsq, None, &o, ConvKernel::Nchw), Err(Error::InvalidArgument { .. })));
     }
 }
 

@@ -1,4 +1,5 @@
-//! `cargo run --release -- bench [--json]`: copy throughput on the chosen adapter, in one run.
+//! `cargo run --release -- bench [--json]`: copy throughput on the chosen adapter, in one run,
+//! then the 1x1 convolution rows (`bench_conv`).
 //!
 //! Each row is timed with GPU timestamps around the recorded work when the adapter has them
 //! (else wall clock around submit + wait), after warm-up, and reported as the median of
@@ -173,5 +174,7 @@ pub fn run(json: bool, interleave: bool) -> Result<()> {
             println!("tuned: {class:?} -> {path:?}");
         }
     }
+    let conv = crate::cli::bench_conv::rows(&ctx)?;
+    crate::cli::bench_conv::print(&ctx, &conv, json);
     Ok(())
 }

@@ -46,6 +46,8 @@ pub(crate) struct Inner {
     pub(crate) pool: Arc<Mutex<BufferPool>>,
     /// Kernel choices measured once per shape class (see `tune`).
     pub(crate) tuned: Mutex<HashMap<crate::gpu::tune::ShapeClass, crate::gpu::copy::CopyPath>>,
+    /// Convolution kernel choices measured once per shape class (see `conv_tune`).
+    pub(crate) tuned_conv: Mutex<HashMap<crate::gpu::conv_tune::ConvClass, crate::gpu::conv::ConvKernel>>,
     /// Errors no scope caught (raised on another thread's work, or device loss).
     uncaptured: Arc<Mutex<Option<String>>>,
 }
@@ -156,6 +158,7 @@ impl GpuContext {
                 layouts: Mutex::new(HashMap::new()),
                 pool: Arc::new(Mutex::new(BufferPool::default())),
                 tuned: Mutex::new(HashMap::new()),
+                tuned_conv: Mutex::new(HashMap::new()),
                 uncaptured,
             }),
         }
@@ -246,9 +249,10 @@ impl GpuContext {
         Ok(p)
     }
 
-    /// A bind group layout by name: binding 0 a uniform, then storage buffers. `copy` (every
-    /// copy kernel): a read-only source and a read-write destination. `conv`: three read-only
-    /// operands (input, weight, bias) and a read-write output.
+    /// A bind group layout by name. `copy` (every copy kernel): the plan uniform, a read-only
+    /// source and a read-write destination. `conv`: the parameters (uniform), the input
+    /// (read-only), a window's packed weights (uniform), the bias (read-only), the output, and the
+    /// input and output windows again as vec4 words.
     pub(crate) fn bind_group_layout(&self, name: &'static str) -> Result<Arc<wgpu::BindGroupLayout>> {
         if let Some(l) = lock(&self.inner.layouts).get(name) {
             return Ok(l.clone());
@@ -259,17 +263,16 @@ impl GpuContext {
             ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None },
             count: None,
         };
-        let read_only: &[bool] = match name {
-            "conv" => &[true, true, true, false],
-            _ => &[true, false],
-        };
-        let mut entries = vec![wgpu::BindGroupLayoutEntry {
-            binding: 0,
+        let uniform = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
             visibility: wgpu::ShaderStages::COMPUTE,
             ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Uniform, has_dynamic_offset: false, min_binding_size: None },
             count: None,
-        }];
-        entries.extend(read_only.iter().enumerate().map(|(i, &ro)| storage(i as u32 + 1, ro)));
+        };
+        let entries = match name {
+            "conv" => vec![uniform(0), storage(1, true), uniform(2), storage(3, true), storage(4, false), storage(5, true), storage(6, false)],
+            _ => vec![uniform(0), storage(1, true), storage(2, false)],
+        };
         let l = Arc::new(self.scoped("bind_group_layout", || {
             Ok(self.inner.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries }))
         })?);

@@ -2,6 +2,7 @@
 
 pub mod context;
 pub mod conv;
+pub mod conv_tune;
 pub mod copy;
 mod pool;
 pub mod shaders;

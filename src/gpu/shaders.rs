@@ -8,6 +8,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("plan", include_str!("../../shaders/plan.wgsl")),
     ("packed", include_str!("../../shaders/packed.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
+    ("conv", include_str!("../../shaders/conv.wgsl")),
 ];
 
 /// The plan prelude, which every copy kernel starts with.
@@ -20,7 +21,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_block", &["plan", "transpose"], include_str!("../../shaders/transpose_block.wgsl")),
     ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
-    ("conv1x1", &[], include_str!("../../shaders/conv1x1.wgsl")),
+    ("conv1x1_nchw", &["conv"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc", &["conv"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes followed by the kernel.

@@ -62,7 +62,16 @@ impl DeviceTensor {
         Ok(t)
     }
 
+    /// A contiguous f32 scratch tensor of `len` elements whose buffer also has `usage`.
+    pub(crate) fn scratch(ctx: &GpuContext, len: usize, usage: wgpu::BufferUsages) -> Result<DeviceTensor> {
+        Self::alloc_with(ctx, DType::F32, len, Layout::contiguous(&[len])?, usage)
+    }
+
     fn alloc(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
+        Self::alloc_with(ctx, dtype, len, layout, wgpu::BufferUsages::empty())
+    }
+
+    fn alloc_with(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout, extra: wgpu::BufferUsages) -> Result<DeviceTensor> {
         let bytes = len
             .checked_mul(dtype.size())
             .and_then(|b| b.checked_next_multiple_of(4))
@@ -71,7 +80,7 @@ impl DeviceTensor {
         if bytes > max {
             return Err(Error::Limit { op: "alloc", what: format!("a buffer of {len} {dtype} elements"), limit: "max_buffer_size", requested: bytes, max });
         }
-        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST | extra;
         let buffer = ctx.scoped("alloc", || Ok(Pooled::get(ctx.device(), &ctx.inner.pool, bytes, usage)))?;
         Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer, dtype, len }), layout })
     }
@@ -256,17 +265,29 @@ impl DeviceTensor {
 pub struct Batch {
     ctx: GpuContext,
     pub(crate) rec: Option<Recording>,
+    /// Scratch tensors the recorded work uses; released after submission.
+    kept: Vec<DeviceTensor>,
 }
 
 impl GpuContext {
     /// Starts recording operations to submit together.
     pub fn batch(&self) -> Batch {
         let encoder = self.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-        Batch { ctx: self.clone(), rec: Some(Recording { encoder, temps: Vec::new() }) }
+        Batch { ctx: self.clone(), rec: Some(Recording { encoder, temps: Vec::new() }), kept: Vec::new() }
     }
 }
 
 impl Batch {
+    /// The context the batch records for.
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// Keeps a scratch tensor alive until the batch is submitted.
+    pub(crate) fn keep(&mut self, t: DeviceTensor) {
+        self.kept.push(t);
+    }
+
     /// Records `dst.copy_(src)`.
     pub fn copy_(&mut self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<()> {
         self.copy_with(dst, src, CopyPath::Auto)

@@ -1,0 +1,189 @@
+// Shared by the 1x1 convolution kernels: their uniform, bindings, and the pixel arithmetic.
+//
+// One dispatch covers a window: a range of images (so that input and output bind within
+// max_storage_buffer_binding_size), up to 256 output channels and up to 64 input channels of
+// one group. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
+// the weight view. Every invocation owns a quad of 4 consecutive output pixels; the input and
+// output are addressed through their strides, so any layout, padding and stride is read directly.
+// Channel windows after the first add into the output (MODE 2); the last applies ReLU.
+
+struct ConvParams {
+    // Input strides (n, c, h, w) and output strides (n, k, oh, ow), in elements.
+    xs: vec4<i32>,
+    ys: vec4<i32>,
+    // h, w, oh, ow
+    geo: vec4<u32>,
+    // sh, sw, ph, pw
+    conv: vec4<u32>,
+    // Element offsets within the bound windows: x at (n0, c0), y at (n0, k0), bias at k0;
+    // then the bias stride.
+    base: vec4<i32>,
+    // Output pixels in this dispatch, channels in this chunk, output channels in this window,
+    // invocations per grid row.
+    work: vec4<u32>,
+}
+
+// Specializations (pipeline constants, so that lanes never pay for a path they do not take):
+// how a window starts (0: from zero, 1: from the bias, 2: from what earlier channel windows
+// wrote), whether it applies ReLU, and whether the kernel's 4-vectors of input (of output) are
+// contiguous and 16-byte aligned, so that they move as one vec4 word.
+override MODE: u32 = 0u;
+override RELU: bool = false;
+override VIN: bool = false;
+override VOUT: bool = false;
+
+@group(0) @binding(0) var<uniform> cp: ConvParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+// The window's weights; the kernel file says how they are laid out.
+@group(0) @binding(2) var<uniform> wu: array<vec4<f32>, 4096>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+// The same windows of input and output, as vec4 words (used under VIN / VOUT).
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
+
+// Where the 4 pixels of quad `q` read (channel 0 of the chunk) and write (channel 0 of the
+// window), and which of them exist (`valid`) and fall inside the image rather than the
+// zero padding (`inside`).
+struct Quad {
+    xoff: vec4<i32>,
+    yoff: vec4<i32>,
+    valid: vec4<bool>,
+    inside: vec4<bool>,
+}
+
+fn quad_at(q: u32) -> Quad {
+    var r: Quad;
+    let plane = cp.geo.z * cp.geo.w;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        let p = q * 4u + j;
+        r.valid[j] = p < cp.work.x;
+        let pp = min(p, cp.work.x - 1u);
+        let n = pp / plane;
+        let rem = pp - n * plane;
+        let oy = rem / cp.geo.w;
+        let ox = rem - oy * cp.geo.w;
+        let iy = i32(oy * cp.conv.x) - i32(cp.conv.z);
+        let ix = i32(ox * cp.conv.y) - i32(cp.conv.w);
+        r.inside[j] = r.valid[j] && iy >= 0 && ix >= 0 && u32(iy) < cp.geo.x && u32(ix) < cp.geo.y;
+        r.xoff[j] = cp.base.x + i32(n) * cp.xs.x + iy * cp.xs.z + ix * cp.xs.w;
+        r.yoff[j] = cp.base.y + i32(n) * cp.ys.x + i32(oy) * cp.ys.z + i32(ox) * cp.ys.w;
+    }
+    return r;
+}
+
+// Input channels 4*cq .. 4*cq+3 of the chunk at pixel j of the quad (zero in the padding and
+// past the chunk).
+fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
+    let c = 4u * cq;
+    if (VIN) {
+        if (qd.inside[j]) {
+            return x4[u32(qd.xoff[j] + i32(c)) / 4u];
+        }
+        return vec4<f32>(0.0);
+    }
+    var v = vec4<f32>(0.0);
+    if (qd.inside[j]) {
+        for (var t = 0u; t < 4u; t = t + 1u) {
+            if (c + t < cp.work.y) {
+                v[t] = x[u32(qd.xoff[j] + i32(c + t) * cp.xs.y)];
+            }
+        }
+    }
+    return v;
+}
+
+// Input channel `c` of the chunk at the quad's 4 pixels (zero in the padding and past the chunk).
+fn load_channel(qd: Quad, c: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    if (c < cp.work.y) {
+        let cs = i32(c) * cp.xs.y;
+        if (VIN) {
+            return x4[u32(qd.xoff.x + cs) / 4u];
+        }
+        for (var j = 0u; j < 4u; j = j + 1u) {
+            if (qd.inside[j]) {
+                v[j] = x[u32(qd.xoff[j] + cs)];
+            }
+        }
+    }
+    return v;
+}
+
+// The finished value of one output element: v + (bias or what earlier chunks wrote), then
+// ReLU on the last chunk. `b` is the bias of its output channel, `prev` the output's value.
+fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
+    var o = v;
+    if (MODE == 1u) {
+        o = o + b;
+    } else if (MODE == 2u) {
+        o = o + prev;
+    }
+    if (RELU) {
+        o = max(o, vec4<f32>(0.0));
+    }
+    return o;
+}
+
+fn bias_at(k: u32) -> f32 {
+    if (MODE != 1u || k >= cp.work.z) {
+        return 0.0;
+    }
+    return bias[u32(cp.base.z + i32(k) * cp.base.w)];
+}
+
+// Writes output channel `k` of the window at the quad's 4 pixels (`v` is a vec4 over pixels).
+fn store_channel(qd: Quad, k: u32, v: vec4<f32>) {
+    if (k >= cp.work.z) {
+        return;
+    }
+    let ks = i32(k) * cp.ys.y;
+    let b = vec4<f32>(bias_at(k));
+    if (VOUT) {
+        let at = u32(qd.yoff.x + ks) / 4u;
+        var prev = vec4<f32>(0.0);
+        if (MODE == 2u) {
+            prev = y4[at];
+        }
+        y4[at] = finish(v, b, prev);
+        return;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (qd.valid[j]) {
+            let at = u32(qd.yoff[j] + ks);
+            var prev = 0.0;
+            if (MODE == 2u) {
+                prev = y[at];
+            }
+            y[at] = finish(vec4<f32>(v[j]), b, vec4<f32>(prev)).x;
+        }
+    }
+}
+
+// Writes output channels k .. k+3 of the window at pixel j of the quad (`v` is a vec4 over
+// output channels).
+fn store_pixel(qd: Quad, j: u32, k: u32, v: vec4<f32>) {
+    if (!qd.valid[j]) {
+        return;
+    }
+    let b = vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
+    if (VOUT) {
+        let at = u32(qd.yoff[j] + i32(k)) / 4u;
+        var prev = vec4<f32>(0.0);
+        if (MODE == 2u) {
+            prev = y4[at];
+        }
+        y4[at] = finish(v, b, prev);
+        return;
+    }
+    for (var t = 0u; t < 4u; t = t + 1u) {
+        if (k + t < cp.work.z) {
+            let at = u32(qd.yoff[j] + i32(k + t) * cp.ys.y);
+            var prev = 0.0;
+            if (MODE == 2u) {
+                prev = y[at];
+            }
+            y[at] = finish(vec4<f32>(v[t]), vec4<f32>(b[t]), vec4<f32>(prev)).x;
+        }
+    }
+}
