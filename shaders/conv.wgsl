@@ -24,9 +24,13 @@ struct ConvParams {
 }
 
 // Specializations (pipeline constants, so that lanes never pay for a path they do not take):
-// how a window starts (0: from zero, 1: from the bias, 2: from what earlier channel windows
-// wrote), whether it applies ReLU, and whether the kernel's 4-vectors of input (of output) are
-// contiguous and 16-byte aligned, so that they move as one vec4 word.
+// the workgroup size, the channels held, how a window starts (0: from zero, 1: from the bias,
+// 2: from what earlier channel windows wrote), whether it applies ReLU, and whether the
+// kernel's 4-vectors of input (of output) are contiguous and 16-byte aligned, so that they move
+// as one vec4 word.
+override WG: u32 = 64u;
+// Channel quads each invocation holds in registers (its chunk is 4*CQ <= 64 channels).
+override CQ: u32 = 16u;
 override MODE: u32 = 0u;
 override RELU: bool = false;
 override VIN: bool = false;
@@ -125,6 +129,23 @@ fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
     return o;
 }
 
+// Writes one vec4 word of output (y4[at]), or one element (y[at]), finished as `finish` says.
+fn put4(at: u32, v: vec4<f32>, b: vec4<f32>) {
+    var prev = vec4<f32>(0.0);
+    if (MODE == 2u) {
+        prev = y4[at];
+    }
+    y4[at] = finish(v, b, prev);
+}
+
+fn put1(at: u32, v: f32, b: f32) {
+    var prev = 0.0;
+    if (MODE == 2u) {
+        prev = y[at];
+    }
+    y[at] = finish(vec4<f32>(v), vec4<f32>(b), vec4<f32>(prev)).x;
+}
+
 fn bias_at(k: u32) -> f32 {
     if (MODE != 1u || k >= cp.work.z) {
         return 0.0;
@@ -140,22 +161,12 @@ fn store_channel(qd: Quad, k: u32, v: vec4<f32>) {
     let ks = i32(k) * cp.ys.y;
     let b = vec4<f32>(bias_at(k));
     if (VOUT) {
-        let at = u32(qd.yoff.x + ks) / 4u;
-        var prev = vec4<f32>(0.0);
-        if (MODE == 2u) {
-            prev = y4[at];
-        }
-        y4[at] = finish(v, b, prev);
+        put4(u32(qd.yoff.x + ks) / 4u, v, b);
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (qd.valid[j]) {
-            let at = u32(qd.yoff[j] + ks);
-            var prev = 0.0;
-            if (MODE == 2u) {
-                prev = y[at];
-            }
-            y[at] = finish(vec4<f32>(v[j]), b, vec4<f32>(prev)).x;
+            put1(u32(qd.yoff[j] + ks), v[j], b.x);
         }
     }
 }
@@ -168,22 +179,12 @@ fn store_pixel(qd: Quad, j: u32, k: u32, v: vec4<f32>) {
     }
     let b = vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
     if (VOUT) {
-        let at = u32(qd.yoff[j] + i32(k)) / 4u;
-        var prev = vec4<f32>(0.0);
-        if (MODE == 2u) {
-            prev = y4[at];
-        }
-        y4[at] = finish(v, b, prev);
+        put4(u32(qd.yoff[j] + i32(k)) / 4u, v, b);
         return;
     }
     for (var t = 0u; t < 4u; t = t + 1u) {
         if (k + t < cp.work.z) {
-            let at = u32(qd.yoff[j] + i32(k + t) * cp.ys.y);
-            var prev = 0.0;
-            if (MODE == 2u) {
-                prev = y[at];
-            }
-            y[at] = finish(vec4<f32>(v[t]), vec4<f32>(b[t]), vec4<f32>(prev)).x;
+            put1(u32(qd.yoff[j] + i32(k + t) * cp.ys.y), v[t], b[t]);
         }
     }
 }

@@ -5,10 +5,6 @@
 // and no operand is re-read from memory. Barrier-free. Weights: wu[k * 16 + c / 4] holds
 // w[k, c..c+4] (rows of 64 channels, 256 rows).
 
-override WG: u32 = 64u;
-// Channel quads held in registers (the chunk is 4*CQ <= 64 channels).
-override CQ: u32 = 16u;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let q = gid.x + gid.y * cp.work.w;

@@ -5,10 +5,6 @@
 // += W * x_pixel, where W's columns are w[k..k+4, c] for 4 channels. Barrier-free. Weights:
 // wu[c * 64 + k / 4] holds w[k..k+4, c] (rows of 256 output channels, 64 rows).
 
-override WG: u32 = 64u;
-// Channel quads held in registers (the chunk is 4*CQ <= 64 channels).
-override CQ: u32 = 16u;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let q = gid.x + gid.y * cp.work.w;
