@@ -1,9 +1,9 @@
 // Shared by the 1x1 convolution kernels: their uniform, bindings, and the pixel arithmetic.
 //
 // One dispatch covers a window: a range of images (so that input and output bind within
-// max_storage_buffer_binding_size), up to 256 output channels and up to 64 input channels of
-// one group. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
-// the weight view. Every invocation owns a quad of 4 consecutive output pixels; the input and
+// max_storage_buffer_binding_size), 4*CQ input channels of one group and 16384 / (4*CQ) output
+// channels. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
+// the weight view. Every invocation owns two quads of 4 consecutive output pixels; the input and
 // output are addressed through their strides, so any layout, padding and stride is read directly.
 // Channel windows after the first add into the output (MODE 2); the last applies ReLU.
 
@@ -29,12 +29,17 @@ struct ConvParams {
 // kernel's 4-vectors of input (of output) are contiguous and 16-byte aligned, so that they move
 // as one vec4 word.
 override WG: u32 = 64u;
-// Channel quads each invocation holds in registers (its chunk is 4*CQ <= 64 channels).
+// Channel quads each invocation holds in registers (its chunk is 4*CQ <= 64 channels; a power
+// of two).
 override CQ: u32 = 16u;
 override MODE: u32 = 0u;
 override RELU: bool = false;
 override VIN: bool = false;
 override VOUT: bool = false;
+// The tiled variant: each channel quad of the workgroup's input passes through workgroup memory,
+// loaded by consecutive invocations at consecutive quads (coalesced where the input's pixels are
+// contiguous); the barrier-free variant loads its own pixels directly. WG <= 64.
+override TILED: bool = false;
 
 @group(0) @binding(0) var<uniform> cp: ConvParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -45,6 +50,30 @@ override VOUT: bool = false;
 // The same windows of input and output, as vec4 words (used under VIN / VOUT).
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
+
+// Each invocation owns two quads of output pixels (8 pixels): every weight it reads from the
+// uniform block feeds both.
+
+// What an invocation holds of 4 input channels: a mat4x4 per quad (the kernel says its shape).
+struct Pair {
+    a: mat4x4<f32>,
+    b: mat4x4<f32>,
+}
+
+// The staged channel quad of the tiled variant: one mat4x4 per quad of the workgroup.
+var<workgroup> stage: array<mat4x4<f32>, 128>;
+
+// Eight accumulators: a 4x4 block of output per quad (v0..v3 for the first, v4..v7 for the second).
+struct Acc {
+    v0: vec4<f32>,
+    v1: vec4<f32>,
+    v2: vec4<f32>,
+    v3: vec4<f32>,
+    v4: vec4<f32>,
+    v5: vec4<f32>,
+    v6: vec4<f32>,
+    v7: vec4<f32>,
+}
 
 // Where the 4 pixels of quad `q` read (channel 0 of the chunk) and write (channel 0 of the
 // window), and which of them exist (`valid`) and fall inside the image rather than the
@@ -74,6 +103,45 @@ fn quad_at(q: u32) -> Quad {
         r.yoff[j] = cp.base.y + i32(n) * cp.ys.x + i32(oy) * cp.ys.z + i32(ox) * cp.ys.w;
     }
     return r;
+}
+
+// An invocation's two quads (`a`, `b`: quads 2q and 2q+1 of the dispatch), and, in the tiled
+// variant, the two it loads into the stage (quads lid and lid+WG of its workgroup).
+struct Tile {
+    a: Quad,
+    b: Quad,
+    load_a: Quad,
+    load_b: Quad,
+    lid: u32,
+}
+
+fn tile_at(q: u32, lid: u32) -> Tile {
+    var t: Tile;
+    t.a = quad_at(2u * q);
+    t.b = quad_at(2u * q + 1u);
+    t.lid = lid;
+    if (TILED) {
+        let first = 2u * (q - lid);
+        t.load_a = quad_at(first + lid);
+        t.load_b = quad_at(first + lid + WG);
+    }
+    return t;
+}
+
+// Input channels 4i .. 4i+3 of the chunk at both quads (zero at or past CQ). `quad_load` is the
+// kernel's: a mat4x4 of 4 channels x 4 pixels in its orientation.
+fn held(t: Tile, i: u32) -> Pair {
+    if (i >= CQ) {
+        return Pair();
+    }
+    if (TILED) {
+        workgroupBarrier();
+        stage[t.lid] = quad_load(t.load_a, i);
+        stage[t.lid + WG] = quad_load(t.load_b, i);
+        workgroupBarrier();
+        return Pair(stage[2u * t.lid], stage[2u * t.lid + 1u]);
+    }
+    return Pair(quad_load(t.a, i), quad_load(t.b, i));
 }
 
 // Input channels 4*cq .. 4*cq+3 of the chunk at pixel j of the quad (zero in the padding and
@@ -161,7 +229,10 @@ fn store_channel(qd: Quad, k: u32, v: vec4<f32>) {
     let ks = i32(k) * cp.ys.y;
     let b = vec4<f32>(bias_at(k));
     if (VOUT) {
-        put4(u32(qd.yoff.x + ks) / 4u, v, b);
+        // A vec4 quad lies in one image row: all its pixels exist or none does.
+        if (qd.valid.x) {
+            put4(u32(qd.yoff.x + ks) / 4u, v, b);
+        }
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {

@@ -1,36 +1,85 @@
 // 1x1 convolution, pixel-vectorized (the NCHW orientation: A = weight [K, C], B = the image's
-// [C, H*W]). Each invocation holds its quad's 4 pixels x up to 4*CQ input channels in registers
-// (one mat4x4 per 4 channels: columns are channels, rows pixels), then walks the window's output
-// channels 4 at a time: acc_k += X * w[k, c..c+4], so each uniform weight feeds 16 multiply-adds
-// and no operand is re-read from memory. Barrier-free. Weights: wu[k * 16 + c / 4] holds
-// w[k, c..c+4] (rows of 64 channels, 256 rows).
+// [C, H*W]). Each invocation holds its two quads' 8 pixels x up to 4*CQ <= 64 input channels in
+// registers (one mat4x4 per 4 channels: columns are channels, rows pixels), then walks the
+// window's output channels 4 at a time: acc_k += X * w[k, c..c+4], so each uniform weight feeds
+// 32 multiply-adds and no operand is re-read from memory. Barrier-free, or with the input staged
+// through workgroup memory under TILED (conv.wgsl). Weights: wu[k * CQ + i] holds w[k, 4i..4i+4]
+// (rows of 4*CQ channels, 4096 / CQ rows).
+//
+// The 16 channel quads are named rather than held in an array, and `step` takes the quad's
+// number as a constant: shader compilers that cannot unroll a loop over CQ would otherwise index
+// the array per lane (on lavapipe that is a gather per element, and the kernel ran at about 2/3
+// of this speed). Quads at or past CQ are zero and their steps compile away (CQ is a pipeline
+// constant).
+
+// One step: quad i of the input into output channels k .. k+3.
+fn step(a: Acc, x: Pair, k: u32, i: u32) -> Acc {
+    if (i >= CQ) {
+        return a;
+    }
+    let w0 = wu[k * CQ + i];
+    let w1 = wu[(k + 1u) * CQ + i];
+    let w2 = wu[(k + 2u) * CQ + i];
+    let w3 = wu[(k + 3u) * CQ + i];
+    return Acc(a.v0 + x.a * w0, a.v1 + x.a * w1, a.v2 + x.a * w2, a.v3 + x.a * w3, a.v4 + x.b * w0, a.v5 + x.b * w1, a.v6 + x.b * w2, a.v7 + x.b * w3);
+}
+
+// Input channels 4i .. 4i+3 of the chunk at a quad's pixels.
+fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
+    return mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
+}
+
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let q = gid.x + gid.y * cp.work.w;
-    if (q * 4u >= cp.work.x) {
+    // Every invocation takes part in the tiled variant's staging; quads past the work load zeros
+    // and store nothing.
+    if (!TILED && q * 8u >= cp.work.x) {
         return;
     }
-    let qd = quad_at(q);
-    var xm: array<mat4x4<f32>, 16>;
-    for (var i = 0u; i < CQ; i = i + 1u) {
-        xm[i] = mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
-    }
+    let t = tile_at(q, lid);
+    let x0 = held(t, 0u);
+    let x1 = held(t, 1u);
+    let x2 = held(t, 2u);
+    let x3 = held(t, 3u);
+    let x4 = held(t, 4u);
+    let x5 = held(t, 5u);
+    let x6 = held(t, 6u);
+    let x7 = held(t, 7u);
+    let x8 = held(t, 8u);
+    let x9 = held(t, 9u);
+    let x10 = held(t, 10u);
+    let x11 = held(t, 11u);
+    let x12 = held(t, 12u);
+    let x13 = held(t, 13u);
+    let x14 = held(t, 14u);
+    let x15 = held(t, 15u);
     for (var k = 0u; k < cp.work.z; k = k + 4u) {
-        var a0 = vec4<f32>(0.0);
-        var a1 = vec4<f32>(0.0);
-        var a2 = vec4<f32>(0.0);
-        var a3 = vec4<f32>(0.0);
-        for (var i = 0u; i < CQ; i = i + 1u) {
-            let m = xm[i];
-            a0 = a0 + m * wu[k * 16u + i];
-            a1 = a1 + m * wu[k * 16u + 16u + i];
-            a2 = a2 + m * wu[k * 16u + 32u + i];
-            a3 = a3 + m * wu[k * 16u + 48u + i];
-        }
-        store_channel(qd, k, a0);
-        store_channel(qd, k + 1u, a1);
-        store_channel(qd, k + 2u, a2);
-        store_channel(qd, k + 3u, a3);
+        var a = Acc();
+        a = step(a, x0, k, 0u);
+        a = step(a, x1, k, 1u);
+        a = step(a, x2, k, 2u);
+        a = step(a, x3, k, 3u);
+        a = step(a, x4, k, 4u);
+        a = step(a, x5, k, 5u);
+        a = step(a, x6, k, 6u);
+        a = step(a, x7, k, 7u);
+        a = step(a, x8, k, 8u);
+        a = step(a, x9, k, 9u);
+        a = step(a, x10, k, 10u);
+        a = step(a, x11, k, 11u);
+        a = step(a, x12, k, 12u);
+        a = step(a, x13, k, 13u);
+        a = step(a, x14, k, 14u);
+        a = step(a, x15, k, 15u);
+        store_channel(t.a, k, a.v0);
+        store_channel(t.a, k + 1u, a.v1);
+        store_channel(t.a, k + 2u, a.v2);
+        store_channel(t.a, k + 3u, a.v3);
+        store_channel(t.b, k, a.v4);
+        store_channel(t.b, k + 1u, a.v5);
+        store_channel(t.b, k + 2u, a.v6);
+        store_channel(t.b, k + 3u, a.v7);
     }
 }

@@ -1,38 +1,83 @@
 // 1x1 convolution, channel-vectorized (the NHWC orientation: A = input [N*H*W, C], B = the
-// weight transposed). Each invocation holds its quad's 4 pixels x up to 4*CQ input channels in
-// registers (one mat4x4 per 4 channels: columns are pixels, each a vec4 over channels), then
-// walks the window's output channels 4 at a time: acc_pixel (a vec4 over 4 output channels)
-// += W * x_pixel, where W's columns are w[k..k+4, c] for 4 channels. Barrier-free. Weights:
-// wu[c * 64 + k / 4] holds w[k..k+4, c] (rows of 256 output channels, 64 rows).
+// weight transposed). Each invocation holds its two quads' 8 pixels x up to 4*CQ <= 64 input
+// channels in registers (one mat4x4 per 4 channels: columns are pixels, each a vec4 over
+// channels), then walks the window's output channels 4 at a time: acc_pixel (a vec4 over 4 output
+// channels) += W * x_pixel, where W's columns are w[k..k+4, c] for 4 channels. Barrier-free, or
+// staged under TILED (conv.wgsl). Weights: wu[c * KR + k / 4] holds w[k..k+4, c] (rows of 4*KR
+// output channels, 4*CQ rows).
+//
+// The quads are named, not held in an array: see conv1x1_nchw.wgsl.
+
+// Output-channel quads per weight row.
+override KR: u32 = 1024u / CQ;
+
+// One step: quad i of the input into output channels 4kq .. 4kq+3.
+fn step(a: Acc, x: Pair, kq: u32, i: u32) -> Acc {
+    if (i >= CQ) {
+        return a;
+    }
+    let r = i * 4u * KR + kq;
+    let wm = mat4x4<f32>(wu[r], wu[r + KR], wu[r + 2u * KR], wu[r + 3u * KR]);
+    return Acc(a.v0 + wm * x.a[0], a.v1 + wm * x.a[1], a.v2 + wm * x.a[2], a.v3 + wm * x.a[3], a.v4 + wm * x.b[0], a.v5 + wm * x.b[1], a.v6 + wm * x.b[2], a.v7 + wm * x.b[3]);
+}
+
+// Input channels 4i .. 4i+3 of the chunk at a quad's 4 pixels.
+fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
+    return mat4x4<f32>(load_pixel(qd, 0u, i), load_pixel(qd, 1u, i), load_pixel(qd, 2u, i), load_pixel(qd, 3u, i));
+}
+
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let q = gid.x + gid.y * cp.work.w;
-    if (q * 4u >= cp.work.x) {
+    // Every invocation takes part in the tiled variant's staging; quads past the work load zeros
+    // and store nothing.
+    if (!TILED && q * 8u >= cp.work.x) {
         return;
     }
-    let qd = quad_at(q);
-    var xm: array<mat4x4<f32>, 16>;
-    for (var i = 0u; i < CQ; i = i + 1u) {
-        xm[i] = mat4x4<f32>(load_pixel(qd, 0u, i), load_pixel(qd, 1u, i), load_pixel(qd, 2u, i), load_pixel(qd, 3u, i));
-    }
+    let t = tile_at(q, lid);
+    let x0 = held(t, 0u);
+    let x1 = held(t, 1u);
+    let x2 = held(t, 2u);
+    let x3 = held(t, 3u);
+    let x4 = held(t, 4u);
+    let x5 = held(t, 5u);
+    let x6 = held(t, 6u);
+    let x7 = held(t, 7u);
+    let x8 = held(t, 8u);
+    let x9 = held(t, 9u);
+    let x10 = held(t, 10u);
+    let x11 = held(t, 11u);
+    let x12 = held(t, 12u);
+    let x13 = held(t, 13u);
+    let x14 = held(t, 14u);
+    let x15 = held(t, 15u);
     for (var kq = 0u; kq * 4u < cp.work.z; kq = kq + 1u) {
-        var a0 = vec4<f32>(0.0);
-        var a1 = vec4<f32>(0.0);
-        var a2 = vec4<f32>(0.0);
-        var a3 = vec4<f32>(0.0);
-        for (var i = 0u; i < CQ; i = i + 1u) {
-            let wm = mat4x4<f32>(wu[i * 256u + kq], wu[i * 256u + 64u + kq], wu[i * 256u + 128u + kq], wu[i * 256u + 192u + kq]);
-            let m = xm[i];
-            a0 = a0 + wm * m[0];
-            a1 = a1 + wm * m[1];
-            a2 = a2 + wm * m[2];
-            a3 = a3 + wm * m[3];
-        }
+        var a = Acc();
+        a = step(a, x0, kq, 0u);
+        a = step(a, x1, kq, 1u);
+        a = step(a, x2, kq, 2u);
+        a = step(a, x3, kq, 3u);
+        a = step(a, x4, kq, 4u);
+        a = step(a, x5, kq, 5u);
+        a = step(a, x6, kq, 6u);
+        a = step(a, x7, kq, 7u);
+        a = step(a, x8, kq, 8u);
+        a = step(a, x9, kq, 9u);
+        a = step(a, x10, kq, 10u);
+        a = step(a, x11, kq, 11u);
+        a = step(a, x12, kq, 12u);
+        a = step(a, x13, kq, 13u);
+        a = step(a, x14, kq, 14u);
+        a = step(a, x15, kq, 15u);
         let k = kq * 4u;
-        store_pixel(qd, 0u, k, a0);
-        store_pixel(qd, 1u, k, a1);
-        store_pixel(qd, 2u, k, a2);
-        store_pixel(qd, 3u, k, a3);
+        store_pixel(t.a, 0u, k, a.v0);
+        store_pixel(t.a, 1u, k, a.v1);
+        store_pixel(t.a, 2u, k, a.v2);
+        store_pixel(t.a, 3u, k, a.v3);
+        store_pixel(t.b, 0u, k, a.v4);
+        store_pixel(t.b, 1u, k, a.v5);
+        store_pixel(t.b, 2u, k, a.v6);
+        store_pixel(t.b, 3u, k, a.v7);
     }
 }

@@ -45,7 +45,7 @@ fn check(ctx: &GpuContext, x: &HostTensor, wt: &HostTensor, b: Option<&HostTenso
     g.len()
 }
 
-const KERNELS: [ConvKernel; 3] = [ConvKernel::Auto, ConvKernel::Nchw, ConvKernel::Nhwc];
+const KERNELS: [ConvKernel; 5] = [ConvKernel::Auto, ConvKernel::Nchw, ConvKernel::Nhwc, ConvKernel::NchwTiled, ConvKernel::NhwcTiled];
 
 #[test]
 fn random_convolutions_match_cpu() {
@@ -74,7 +74,7 @@ fn random_convolutions_match_cpu() {
             let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups)), &[k, c / groups, 1, 1]).unwrap();
             let wt = if rng.below(2) == 0 { wt } else { wt.view(&[k as isize, (c / groups) as isize]).unwrap() };
             let b = (rng.below(2) == 0).then(|| HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap());
-            compared += check(ctx, &x, &wt, b.as_ref(), &o, KERNELS[case % 3], &format!("case {case}"));
+            compared += check(ctx, &x, &wt, b.as_ref(), &o, KERNELS[case % KERNELS.len()], &format!("case {case}"));
         }
         assert!(compared > 1000, "only {compared} outputs compared");
     }
@@ -87,13 +87,14 @@ fn random_convolutions_match_cpu() {
 fn channel_windows_and_vector_paths_match_cpu() {
     for ctx in contexts() {
         let mut rng = Rng(7);
-        let cases: [(usize, usize, usize, usize, usize, usize); 6] = [
-            (2, 132, 4, 6, 12, 1),  // 3 channel windows, vec4 along pixels and channels
-            (1, 8, 5, 3, 300, 1),   // 2 weight windows, odd plane
+        let cases: [(usize, usize, usize, usize, usize, usize); 7] = [
+            (2, 132, 4, 6, 12, 1),  // 3 channel windows (64 + 64 + 4), vec4 along pixels and channels
+            (1, 72, 5, 3, 260, 1),  // 2 channel x 2 weight windows (256 + 4 outputs), odd plane
             (2, 136, 4, 4, 264, 2), // groups of 68 channels (2 windows each), 132 outputs each
             (1, 1, 7, 7, 1, 1),     // C = K = 1
-            (3, 64, 1, 1, 260, 1),  // OH = OW = 1
-            (1, 70, 8, 8, 6, 1),    // a partial second window
+            (3, 64, 1, 1, 260, 1),  // OH = OW = 1, 2 weight windows (256 + 4 outputs)
+            (1, 40, 8, 8, 600, 1),  // 40 channels held as 16 quads, 3 weight windows
+            (1, 72, 2, 6, 8, 1),    // 3 quads: an invocation whose second quad is past the work, 2 windows
         ];
         for (i, &(n, c, h, w, k, groups)) in cases.iter().enumerate() {
             let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();

@@ -225,10 +225,8 @@ impl GpuContext {
             .ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
         let pipeline = self.scoped("pipeline", || {
             let d = &self.inner.device;
-            let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(key.shader),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
+            let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
+            let module = d.create_shader_module(desc);
             let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some(key.shader),
                 bind_group_layouts: &[Some(&bgl)],

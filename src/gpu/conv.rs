@@ -1,12 +1,13 @@
 //! 1x1 convolution on the device, as an implicit GEMM: every operand is read through its strides
 //! (no im2col buffer, no hidden copy of the input).
 //!
-//! The work is cut into windows: up to 256 output channels x up to 64 input channels of one
-//! group, and a range of images small enough that input and output bind within
-//! `max_storage_buffer_binding_size`. Each window's weights are packed by the host-side plan
-//! into a 64 KiB uniform block (a copy of K*C elements, tiny next to the N*K*C*H*W work), which
-//! every invocation reads at the same address: the cheapest operand on any adapter. Channel
-//! windows after the first add into the output. Kernels: see [`ConvKernel`].
+//! The work is cut into windows: 4*CQ input channels of one group (CQ, the channel quads an
+//! invocation holds, is C/groups rounded up to a power of two, at most 16 quads = 64 channels)
+//! x 16384 / (4*CQ) output channels, and a range of images small enough that input and output
+//! bind within `max_storage_buffer_binding_size`. Each window's weights are packed by the
+//! host-side plan into a 64 KiB uniform block (a copy of K*C elements, tiny next to the
+//! N*K*C*H*W work), which every invocation reads at the same address: the cheapest operand on
+//! any adapter. Channel windows after the first add into the output. Kernels: see [`ConvKernel`].
 
 use std::num::NonZeroU64;
 
@@ -25,15 +26,13 @@ use crate::strided::Strided;
 const OP: &str = "conv1x1";
 /// Floats in one window's weight block (64 KiB, the uniform array of `shaders/conv.wgsl`).
 const BLOCK: usize = 16384;
-/// Input channels per window.
-const CHUNK_C: usize = 64;
-/// Output channels per window.
-const CHUNK_K: usize = 256;
-/// Output pixels per invocation.
-const QUAD: usize = 4;
+/// The most channel quads an invocation holds (the `xm` array of the kernels).
+const MAX_CQ: usize = 16;
+/// Output pixels per invocation (two quads).
+const PIXELS: usize = 8;
 
 /// A 1x1 convolution kernel. Every kernel reads any input and output strides; they differ in
-/// which dim they vectorize and whether they stage through workgroup memory.
+/// which dim they vectorize and whether they stage the input through workgroup memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConvKernel {
     /// Chosen per adapter and shape class by a one-time measurement.
@@ -42,25 +41,37 @@ pub enum ConvKernel {
     Nchw,
     /// `conv1x1_nhwc.wgsl`: vectors over 4 channels (the NHWC orientation), barrier-free.
     Nhwc,
+    /// [`ConvKernel::Nchw`] with each channel quad of the workgroup's input staged through
+    /// workgroup memory (consecutive invocations load consecutive quads).
+    NchwTiled,
+    /// [`ConvKernel::Nhwc`] with the input staged through workgroup memory.
+    NhwcTiled,
 }
 
 impl ConvKernel {
+    /// Whether the kernel vectorizes over channels (the NHWC orientation).
+    fn channels(self) -> bool {
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled)
+    }
     fn shader(self) -> &'static str {
-        match self {
-            ConvKernel::Nhwc => "conv1x1_nhwc",
-            _ => "conv1x1_nchw",
+        if self.channels() {
+            "conv1x1_nhwc"
+        } else {
+            "conv1x1_nchw"
         }
+    }
+    fn tiled(self) -> bool {
+        matches!(self, ConvKernel::NchwTiled | ConvKernel::NhwcTiled)
     }
     /// Element (k, c) of a window's weight block, as (row stride of k, of c).
-    fn block_strides(self) -> [isize; 2] {
-        match self {
-            ConvKernel::Nhwc => [1, CHUNK_K as isize],
-            _ => [CHUNK_C as isize, 1],
+    fn block_strides(self, t: Tiling) -> [isize; 2] {
+        if self.channels() {
+            [1, t.chunk_k() as isize]
+        } else {
+            [t.chunk_c() as isize, 1]
         }
     }
-}
 
-impl ConvKernel {
     /// Whether the kernel's 4-vectors of input, and of output, are contiguous and 16-byte
     /// aligned in every dispatch of `images` images (then they move as vec4 words).
     #[allow(clippy::too_many_arguments)]
@@ -68,20 +79,18 @@ impl ConvKernel {
         let m4 = |v: isize| v % 4 == 0;
         let batch = |s: isize| images == 1 || m4(s);
         let groups = o.groups.max(1);
-        match self {
-            ConvKernel::Nhwc => (
+        if self.channels() {
+            return (
                 xs[1] == 1 && (g.c / groups).is_multiple_of(4) && batch(xs[0]) && m4(xs[2]) && m4(xs[3]) && m4(xbase),
                 ys[1] == 1 && (g.k / groups).is_multiple_of(4) && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase),
-            ),
-            _ => {
-                let plane = (g.oh * g.ow).is_multiple_of(4);
-                let direct = o.stride == (1, 1) && o.padding == (0, 0);
-                (
-                    direct && plane && xs[3] == 1 && xs[2] == g.w as isize && batch(xs[0]) && m4(xs[1]) && m4(xbase),
-                    plane && ys[3] == 1 && ys[2] == g.ow as isize && batch(ys[0]) && m4(ys[1]) && m4(ybase),
-                )
-            }
+            );
         }
+        let plane = (g.oh * g.ow).is_multiple_of(4);
+        let direct = o.stride == (1, 1) && o.padding == (0, 0);
+        (
+            direct && plane && xs[3] == 1 && xs[2] == g.w as isize && batch(xs[0]) && m4(xs[1]) && m4(xbase),
+            plane && ys[3] == 1 && ys[2] == g.ow as isize && batch(ys[0]) && m4(ys[1]) && m4(ybase),
+        )
     }
 }
 
@@ -110,15 +119,34 @@ struct Window {
     last: bool,
 }
 
-fn windows(g: &Conv1x1Shape, groups: usize) -> Vec<Window> {
+/// How a window is cut: CQ channel quads per invocation (a power of two); a weight block holds
+/// 4*CQ input channels x BLOCK / (4*CQ) output channels.
+#[derive(Clone, Copy, Debug)]
+struct Tiling {
+    cq: usize,
+}
+
+impl Tiling {
+    fn new(cg: usize) -> Tiling {
+        Tiling { cq: cg.div_ceil(4).max(1).next_power_of_two().min(MAX_CQ) }
+    }
+    fn chunk_c(self) -> usize {
+        4 * self.cq
+    }
+    fn chunk_k(self) -> usize {
+        BLOCK / self.chunk_c()
+    }
+}
+
+fn windows(g: &Conv1x1Shape, groups: usize, t: Tiling) -> Vec<Window> {
     let (kg, cg) = (g.k / groups, g.c / groups);
     let mut out = Vec::new();
     for gi in 0..groups {
-        for k0 in (0..kg).step_by(CHUNK_K) {
-            let chunks = cg.div_ceil(CHUNK_C).max(1);
+        for k0 in (0..kg).step_by(t.chunk_k()) {
+            let chunks = cg.div_ceil(t.chunk_c()).max(1);
             for ci in 0..chunks {
-                let c0 = ci * CHUNK_C;
-                out.push(Window { k0: gi * kg + k0, kn: (kg - k0).min(CHUNK_K), c0: gi * cg + c0, cw: c0, cn: cg.saturating_sub(c0).min(CHUNK_C), first: ci == 0, last: ci + 1 == chunks });
+                let c0 = ci * t.chunk_c();
+                out.push(Window { k0: gi * kg + k0, kn: (kg - k0).min(t.chunk_k()), c0: gi * cg + c0, cw: c0, cn: cg.saturating_sub(c0).min(t.chunk_c()), first: ci == 0, last: ci + 1 == chunks });
             }
         }
     }
@@ -246,7 +274,9 @@ impl Batch {
     fn record_conv(&mut self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, g: &Conv1x1Shape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
         let report = ctx.adapter().clone();
-        let wins = windows(g, options.groups);
+        let cg = g.c / options.groups;
+        let tiling = Tiling::new(cg);
+        let wins = windows(g, options.groups, tiling);
         let ranges = image_ranges(input, out, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64)?;
         if let Some(b) = bias {
             if b.buffer().size() > report.max_storage_buffer_binding_size {
@@ -254,9 +284,9 @@ impl Batch {
             }
         }
         let max_groups = report.max_compute_workgroups_per_dimension as u64;
+        // The tiled kernels' stage holds 2 * WG quads (`shaders/conv.wgsl`).
         let wg: u32 = 64;
         // Every parameter is checked before anything is recorded.
-        let cg = g.c / options.groups;
         let ws = weight.strides();
         let w2 = weight.as_strided(&[g.k, cg], &[ws[0], ws[1]], weight.storage_offset())?;
         let bs = bias.map_or(0, |b| b.strides()[0]);
@@ -267,7 +297,7 @@ impl Batch {
         let mut grids = Vec::new();
         for r in &ranges {
             let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-            let groups = (pixels.div_ceil(QUAD) as u64).div_ceil(wg as u64);
+            let groups = (pixels.div_ceil(PIXELS) as u64).div_ceil(wg as u64);
             let gx = groups.min(max_groups);
             let gy = groups.div_ceil(gx);
             if gy > max_groups {
@@ -291,16 +321,9 @@ impl Batch {
                 });
             }
         }
-        let cq = match cg {
-            0..=4 => 1,
-            5..=8 => 2,
-            9..=16 => 4,
-            17..=32 => 8,
-            _ => 16,
-        };
         let mut pipelines = Vec::new();
         for spec in &specs {
-            let mut constants = vec![("WG", wg as i64), ("CQ", cq)];
+            let mut constants = vec![("WG", wg as i64), ("CQ", tiling.cq as i64), ("TILED", kernel.tiled() as i64)];
             constants.extend_from_slice(spec);
             pipelines.push(ctx.pipeline(PipelineKey { shader: kernel.shader(), constants }, "conv")?);
         }
@@ -314,7 +337,7 @@ impl Batch {
                 Ok(())
             })?;
         }
-        let [sk, sc] = kernel.block_strides();
+        let [sk, sc] = kernel.block_strides(tiling);
         for (i, w) in wins.iter().enumerate() {
             let dst = blocks.as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK)?;
             let src = w2.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;

@@ -18,8 +18,8 @@ use crate::strided::Strided;
 /// channels per group, output channels per group and output pixels per image.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ConvClass {
-    /// For [`ConvKernel::Nchw`] then [`ConvKernel::Nhwc`]: (vec4 input, vec4 output).
-    pub vectors: [(bool, bool); 2],
+    /// For each of [`CONV_CANDIDATES`]: (vec4 input, vec4 output).
+    pub vectors: [(bool, bool); 4],
     /// floor(log2) of C/groups, K/groups and OH*OW.
     pub log2: [u32; 3],
     /// Whether stride and padding are trivial.
@@ -27,7 +27,7 @@ pub struct ConvClass {
 }
 
 /// The kernels the tuner compares.
-pub const CONV_CANDIDATES: [ConvKernel; 2] = [ConvKernel::Nchw, ConvKernel::Nhwc];
+pub const CONV_CANDIDATES: [ConvKernel; 4] = [ConvKernel::Nchw, ConvKernel::Nhwc, ConvKernel::NchwTiled, ConvKernel::NhwcTiled];
 
 impl GpuContext {
     /// The kernel for this convolution, measured once per shape class.
