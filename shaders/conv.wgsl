@@ -144,6 +144,54 @@ fn held(t: Tile, i: u32) -> Pair {
     return Pair(quad_load(t.a, i), quad_load(t.b, i));
 }
 
+// The chunk's channel quads at both quads of pixels, named rather than held in an array so that
+// every index below is a constant (see conv1x1_nchw.wgsl).
+struct Held {
+    q0: Pair,
+    q1: Pair,
+    q2: Pair,
+    q3: Pair,
+    q4: Pair,
+    q5: Pair,
+    q6: Pair,
+    q7: Pair,
+    q8: Pair,
+    q9: Pair,
+    q10: Pair,
+    q11: Pair,
+    q12: Pair,
+    q13: Pair,
+    q14: Pair,
+    q15: Pair,
+}
+
+fn hold(t: Tile) -> Held {
+    return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
+}
+
+// One 4x4 block per quad of pixels: every held quad into the 4 output channels of step `k` (the
+// kernel's `step` says how `k` counts).
+fn block(h: Held, k: u32) -> Acc {
+    var a = Acc();
+    a = step(a, h.q0, k, 0u);
+    a = step(a, h.q1, k, 1u);
+    a = step(a, h.q2, k, 2u);
+    a = step(a, h.q3, k, 3u);
+    a = step(a, h.q4, k, 4u);
+    a = step(a, h.q5, k, 5u);
+    a = step(a, h.q6, k, 6u);
+    a = step(a, h.q7, k, 7u);
+    a = step(a, h.q8, k, 8u);
+    a = step(a, h.q9, k, 9u);
+    a = step(a, h.q10, k, 10u);
+    a = step(a, h.q11, k, 11u);
+    a = step(a, h.q12, k, 12u);
+    a = step(a, h.q13, k, 13u);
+    a = step(a, h.q14, k, 14u);
+    a = step(a, h.q15, k, 15u);
+    return a;
+}
+
 // Input channels 4*cq .. 4*cq+3 of the chunk at pixel j of the quad (zero in the padding and
 // past the chunk).
 fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {

@@ -29,7 +29,6 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
     return mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
 }
 
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let q = gid.x + gid.y * cp.work.w;
@@ -39,40 +38,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         return;
     }
     let t = tile_at(q, lid);
-    let x0 = held(t, 0u);
-    let x1 = held(t, 1u);
-    let x2 = held(t, 2u);
-    let x3 = held(t, 3u);
-    let x4 = held(t, 4u);
-    let x5 = held(t, 5u);
-    let x6 = held(t, 6u);
-    let x7 = held(t, 7u);
-    let x8 = held(t, 8u);
-    let x9 = held(t, 9u);
-    let x10 = held(t, 10u);
-    let x11 = held(t, 11u);
-    let x12 = held(t, 12u);
-    let x13 = held(t, 13u);
-    let x14 = held(t, 14u);
-    let x15 = held(t, 15u);
+    let h = hold(t);
     for (var k = 0u; k < cp.work.z; k = k + 4u) {
-        var a = Acc();
-        a = step(a, x0, k, 0u);
-        a = step(a, x1, k, 1u);
-        a = step(a, x2, k, 2u);
-        a = step(a, x3, k, 3u);
-        a = step(a, x4, k, 4u);
-        a = step(a, x5, k, 5u);
-        a = step(a, x6, k, 6u);
-        a = step(a, x7, k, 7u);
-        a = step(a, x8, k, 8u);
-        a = step(a, x9, k, 9u);
-        a = step(a, x10, k, 10u);
-        a = step(a, x11, k, 11u);
-        a = step(a, x12, k, 12u);
-        a = step(a, x13, k, 13u);
-        a = step(a, x14, k, 14u);
-        a = step(a, x15, k, 15u);
+        let a = block(h, k);
         store_channel(t.a, k, a.v0);
         store_channel(t.a, k + 1u, a.v1);
         store_channel(t.a, k + 2u, a.v2);

@@ -26,7 +26,6 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
     return mat4x4<f32>(load_pixel(qd, 0u, i), load_pixel(qd, 1u, i), load_pixel(qd, 2u, i), load_pixel(qd, 3u, i));
 }
 
-
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let q = gid.x + gid.y * cp.work.w;
@@ -36,40 +35,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         return;
     }
     let t = tile_at(q, lid);
-    let x0 = held(t, 0u);
-    let x1 = held(t, 1u);
-    let x2 = held(t, 2u);
-    let x3 = held(t, 3u);
-    let x4 = held(t, 4u);
-    let x5 = held(t, 5u);
-    let x6 = held(t, 6u);
-    let x7 = held(t, 7u);
-    let x8 = held(t, 8u);
-    let x9 = held(t, 9u);
-    let x10 = held(t, 10u);
-    let x11 = held(t, 11u);
-    let x12 = held(t, 12u);
-    let x13 = held(t, 13u);
-    let x14 = held(t, 14u);
-    let x15 = held(t, 15u);
+    let h = hold(t);
     for (var kq = 0u; kq * 4u < cp.work.z; kq = kq + 1u) {
-        var a = Acc();
-        a = step(a, x0, kq, 0u);
-        a = step(a, x1, kq, 1u);
-        a = step(a, x2, kq, 2u);
-        a = step(a, x3, kq, 3u);
-        a = step(a, x4, kq, 4u);
-        a = step(a, x5, kq, 5u);
-        a = step(a, x6, kq, 6u);
-        a = step(a, x7, kq, 7u);
-        a = step(a, x8, kq, 8u);
-        a = step(a, x9, kq, 9u);
-        a = step(a, x10, kq, 10u);
-        a = step(a, x11, kq, 11u);
-        a = step(a, x12, kq, 12u);
-        a = step(a, x13, kq, 13u);
-        a = step(a, x14, kq, 14u);
-        a = step(a, x15, kq, 15u);
+        let a = block(h, kq);
         let k = kq * 4u;
         store_pixel(t.a, 0u, k, a.v0);
         store_pixel(t.a, 1u, k, a.v1);
