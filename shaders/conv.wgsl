@@ -43,7 +43,8 @@ override TILED: bool = false;
 
 @group(0) @binding(0) var<uniform> cp: ConvParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-// The window's weights; the kernel file says how they are laid out.
+// The window's weights; the kernel file says how they are laid out, and the weights prelude
+// (conv_weights.wgsl or conv_weights_shuffled.wgsl) how they are read.
 @group(0) @binding(2) var<uniform> wu: array<vec4<f32>, 4096>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
@@ -169,9 +170,9 @@ fn hold(t: Tile) -> Held {
     return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
 }
 
-// One 4x4 block per quad of pixels: every held quad into the 4 output channels of step `k` (the
-// kernel's `step` says how `k` counts).
-fn block(h: Held, k: u32) -> Acc {
+// One 4x4 block per quad of pixels: every held quad into the 4 output channels whose weight
+// rows `k` holds (the kernel's `step` says which rows; conv_weights.wgsl how they are read).
+fn block(h: Held, k: Weights) -> Acc {
     var a = Acc();
     a = step(a, h.q0, k, 0u);
     a = step(a, h.q1, k, 1u);

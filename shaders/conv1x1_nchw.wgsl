@@ -12,15 +12,16 @@
 // of this speed). Quads at or past CQ are zero and their steps compile away (CQ is a pipeline
 // constant).
 
-// One step: quad i of the input into output channels k .. k+3.
-fn step(a: Acc, x: Pair, k: u32, i: u32) -> Acc {
+// One step: quad i of the input into the 4 output channels whose rows `w` holds (rows from
+// k * CQ: row m * CQ + i is w[k + m, 4i..4i+4]).
+fn step(a: Acc, x: Pair, w: Weights, i: u32) -> Acc {
     if (i >= CQ) {
         return a;
     }
-    let w0 = wu[k * CQ + i];
-    let w1 = wu[(k + 1u) * CQ + i];
-    let w2 = wu[(k + 2u) * CQ + i];
-    let w3 = wu[(k + 3u) * CQ + i];
+    let w0 = weight(w, i);
+    let w1 = weight(w, CQ + i);
+    let w2 = weight(w, 2u * CQ + i);
+    let w3 = weight(w, 3u * CQ + i);
     return Acc(a.v0 + x.a * w0, a.v1 + x.a * w1, a.v2 + x.a * w2, a.v3 + x.a * w3, a.v4 + x.b * w0, a.v5 + x.b * w1, a.v6 + x.b * w2, a.v7 + x.b * w3);
 }
 
@@ -30,17 +31,17 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let q = gid.x + gid.y * cp.work.w;
-    // Every invocation takes part in the tiled variant's staging; quads past the work load zeros
-    // and store nothing.
-    if (!TILED && q * 8u >= cp.work.x) {
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp.work.w;
+    // Every invocation takes part in the tiled variant's staging and in shuffled weight reads;
+    // quads past the work load zeros and store nothing.
+    if (!TILED && !ALL_LANES && q * 8u >= cp.work.x) {
         return;
     }
-    let t = tile_at(q, lid);
+    let t = tile_at(q, inv.lid);
     let h = hold(t);
     for (var k = 0u; k < cp.work.z; k = k + 4u) {
-        let a = block(h, k);
+        let a = block(h, weights(inv, k * CQ, 1u));
         store_channel(t.a, k, a.v0);
         store_channel(t.a, k + 1u, a.v1);
         store_channel(t.a, k + 2u, a.v2);

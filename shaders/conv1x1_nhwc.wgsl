@@ -11,13 +11,13 @@
 // Output-channel quads per weight row.
 override KR: u32 = 1024u / CQ;
 
-// One step: quad i of the input into output channels 4kq .. 4kq+3.
-fn step(a: Acc, x: Pair, kq: u32, i: u32) -> Acc {
+// One step: quad i of the input into the 4 output channels whose rows `w` holds (rows kq,
+// kq + KR, ...: row c is w[4kq..4kq+4, c]).
+fn step(a: Acc, x: Pair, w: Weights, i: u32) -> Acc {
     if (i >= CQ) {
         return a;
     }
-    let r = i * 4u * KR + kq;
-    let wm = mat4x4<f32>(wu[r], wu[r + KR], wu[r + 2u * KR], wu[r + 3u * KR]);
+    let wm = mat4x4<f32>(weight(w, 4u * i), weight(w, 4u * i + 1u), weight(w, 4u * i + 2u), weight(w, 4u * i + 3u));
     return Acc(a.v0 + wm * x.a[0], a.v1 + wm * x.a[1], a.v2 + wm * x.a[2], a.v3 + wm * x.a[3], a.v4 + wm * x.b[0], a.v5 + wm * x.b[1], a.v6 + wm * x.b[2], a.v7 + wm * x.b[3]);
 }
 
@@ -27,17 +27,17 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let q = gid.x + gid.y * cp.work.w;
-    // Every invocation takes part in the tiled variant's staging; quads past the work load zeros
-    // and store nothing.
-    if (!TILED && q * 8u >= cp.work.x) {
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp.work.w;
+    // Every invocation takes part in the tiled variant's staging and in shuffled weight reads;
+    // quads past the work load zeros and store nothing.
+    if (!TILED && !ALL_LANES && q * 8u >= cp.work.x) {
         return;
     }
-    let t = tile_at(q, lid);
+    let t = tile_at(q, inv.lid);
     let h = hold(t);
     for (var kq = 0u; kq * 4u < cp.work.z; kq = kq + 1u) {
-        let a = block(h, kq);
+        let a = block(h, weights(inv, kq, KR));
         let k = kq * 4u;
         store_pixel(t.a, 0u, k, a.v0);
         store_pixel(t.a, 1u, k, a.v1);

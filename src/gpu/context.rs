@@ -28,6 +28,11 @@ pub struct AdapterReport {
     pub max_compute_invocations_per_workgroup: u32,
     /// Whether GPU timestamps can be written inside command encoders.
     pub timestamps: bool,
+    /// Whether the convolution kernels read their weights through subgroup shuffles
+    /// (`shaders/conv_weights_shuffled.wgsl`): on CPU adapters whose device has
+    /// `Features::SUBGROUP` with subgroups of at least 8 invocations. There a uniform-buffer read
+    /// at a loop-dependent offset costs a read per lane; GPUs broadcast it.
+    pub shuffled_weights: bool,
 }
 
 /// Owns a wgpu device and queue and everything this crate caches for them. Cheap to clone
@@ -50,6 +55,24 @@ pub(crate) struct Inner {
     pub(crate) tuned_conv: Mutex<HashMap<crate::gpu::conv_tune::ConvClass, crate::gpu::conv::ConvKernel>>,
     /// Errors no scope caught (raised on another thread's work, or device loss).
     uncaptured: Arc<Mutex<Option<String>>>,
+    /// On the GL backend, one thread at a time does this crate's device work (see `gl_turn`).
+    gl_turn: Option<Mutex<()>>,
+}
+
+thread_local! {
+    /// Whether this thread holds a context's GL turn (`scoped` nests, and `wait` runs inside it).
+    static IN_GL_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A held GL turn; dropping it passes the turn on.
+pub(crate) struct GlTurn<'a> {
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Drop for GlTurn<'_> {
+    fn drop(&mut self) {
+        IN_GL_TURN.with(|c| c.set(false));
+    }
 }
 
 /// A compiled kernel: its source file, entry point and override constants.
@@ -105,9 +128,9 @@ impl GpuContext {
     }
 
     /// Opens a device on `adapter` with the adapter's own limits and the optional features
-    /// this crate uses when present (timestamp queries).
+    /// this crate uses when present (timestamp queries, subgroups).
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
-        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("strided-wgpu"),
@@ -148,6 +171,7 @@ impl GpuContext {
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+            shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && device.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 8,
         };
         GpuContext {
             inner: Arc::new(Inner {
@@ -159,6 +183,7 @@ impl GpuContext {
                 pool: Arc::new(Mutex::new(BufferPool::default())),
                 tuned: Mutex::new(HashMap::new()),
                 tuned_conv: Mutex::new(HashMap::new()),
+                gl_turn: (info.backend == wgpu::Backend::Gl).then(|| Mutex::new(())),
                 uncaptured,
             }),
         }
@@ -184,6 +209,7 @@ impl GpuContext {
     /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
     /// they caught as [`Error::Gpu`] for `op`.
     pub(crate) fn scoped<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let _turn = self.gl_turn();
         let d = &self.inner.device;
         let internal = d.push_error_scope(wgpu::ErrorFilter::Internal);
         let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -197,6 +223,22 @@ impl GpuContext {
         out
     }
 
+    /// On the GL backend, waits for this thread's turn at the device. wgpu drives GL through one
+    /// context behind a lock that panics when a thread waits for it longer than a few seconds
+    /// (`CONTEXT_LOCK_TIMEOUT_SECS` in wgpu-hal), and a shader compile or a wait for a long
+    /// dispatch on llvmpipe holds it that long. Every call that reaches the device here runs
+    /// inside `scoped` or `wait`, so threads sharing a context queue on this mutex instead, which
+    /// has no timeout. `None` on other backends, and when this thread already has the turn.
+    fn gl_turn(&self) -> Option<GlTurn<'_>> {
+        let m = self.inner.gl_turn.as_ref()?;
+        if IN_GL_TURN.with(|c| c.get()) {
+            return None;
+        }
+        let guard = lock(m);
+        IN_GL_TURN.with(|c| c.set(true));
+        Some(GlTurn { _guard: guard })
+    }
+
     /// Fails when the device was lost or reported an error no scope caught.
     pub(crate) fn check_lost(&self, op: &'static str) -> Result<()> {
         let g = lock(&self.inner.uncaptured);
@@ -208,6 +250,7 @@ impl GpuContext {
 
     /// Waits for a submission to finish.
     pub(crate) fn wait(&self, op: &'static str, index: wgpu::SubmissionIndex) -> Result<()> {
+        let _turn = self.gl_turn();
         self.inner
             .device
             .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })

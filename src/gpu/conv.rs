@@ -53,11 +53,13 @@ impl ConvKernel {
     fn channels(self) -> bool {
         matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled)
     }
-    fn shader(self) -> &'static str {
-        if self.channels() {
-            "conv1x1_nhwc"
-        } else {
-            "conv1x1_nchw"
+    /// The registered kernel: its file, with the weights prelude the adapter wants.
+    fn shader(self, shuffled_weights: bool) -> &'static str {
+        match (self.channels(), shuffled_weights) {
+            (true, false) => "conv1x1_nhwc",
+            (false, false) => "conv1x1_nchw",
+            (true, true) => "conv1x1_nhwc_shuffled",
+            (false, true) => "conv1x1_nchw_shuffled",
         }
     }
     fn tiled(self) -> bool {
@@ -325,7 +327,7 @@ impl Batch {
         for spec in &specs {
             let mut constants = vec![("WG", wg as i64), ("CQ", tiling.cq as i64), ("TILED", kernel.tiled() as i64)];
             constants.extend_from_slice(spec);
-            pipelines.push(ctx.pipeline(PipelineKey { shader: kernel.shader(), constants }, "conv")?);
+            pipelines.push(ctx.pipeline(PipelineKey { shader: kernel.shader(report.shuffled_weights), constants }, "conv")?);
         }
         let bgl = ctx.bind_group_layout("conv")?;
         // The weight blocks, zero-padded, filled by copies recorded ahead of the dispatches.

@@ -1,7 +1,9 @@
 //! The WGSL sources under `shaders/`: one kernel per file, each compiled with the preludes it
 //! names. `plan.wgsl` (the plan uniform and the one WGSL index formula) comes first in every
 //! copy kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
-//! block arithmetic shared by the transpose kernels.
+//! block arithmetic shared by the transpose kernels; `conv.wgsl` the 1x1 convolutions' uniform
+//! and pixel arithmetic, and `conv_weights*.wgsl` two ways of reading their weights (a file
+//! compiled with each is two registered kernels).
 
 /// Shared preludes, by name.
 pub const PRELUDES: &[(&str, &str)] = &[
@@ -9,6 +11,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("packed", include_str!("../../shaders/packed.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
     ("conv", include_str!("../../shaders/conv.wgsl")),
+    ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
+    ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
 ];
 
 /// The plan prelude, which every copy kernel starts with.
@@ -21,8 +25,11 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_block", &["plan", "transpose"], include_str!("../../shaders/transpose_block.wgsl")),
     ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
-    ("conv1x1_nchw", &["conv"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc", &["conv"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv1x1_nchw", &["conv", "conv_weights"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc", &["conv", "conv_weights"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
+    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes followed by the kernel.
