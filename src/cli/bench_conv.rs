@@ -1,12 +1,12 @@
 //! The 1x1 convolution rows of `bench`: each shape in NCHW, in NHWC, and NCHW converted to NHWC
 //! then convolved (conversion included), with the kernel the autotuner picks. GFLOP/s counts
 //! 2 * N * K * (C / groups) * OH * OW per convolution. Timing as for the copy rows: GPU
-//! timestamps around the recorded work, medians after warm-up.
+//! timestamps around the recorded work, medians of 15 runs after 2 warm-up runs.
 
 use strided_wgpu::{conv1x1_shape, Conv1x1Options, ConvKernel, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 2;
-const RUNS: usize = 7;
+const RUNS: usize = 15;
 
 /// The shapes the bench reports: input [N, C, H, W], K, stride.
 pub const SHAPES: [([usize; 4], usize, usize); 4] = [([8, 64, 56, 56], 256, 1), ([8, 256, 56, 56], 64, 1), ([8, 256, 56, 56], 512, 2), ([1, 32, 112, 112], 64, 1)];
