@@ -120,6 +120,21 @@ fn overlap_checks_are_exact() {
 }
 
 #[test]
+fn walking_a_view_whose_strides_reach_the_end_of_isize_does_not_overflow() {
+    // Positions 0 and isize::MAX - 1: a walk that stepped past its last position would
+    // overflow (proptest found this through `overlap`, in a debug build).
+    let big = isize::MAX - 1;
+    let v = Layout::new(vec![2, 1], vec![big, 1], 0).unwrap();
+    let mut seen = Vec::new();
+    v.for_each_index(|i| seen.push(i));
+    assert_eq!(seen, vec![0, big as usize]);
+    // Spans meeting in one element, decided exactly by walking `v`.
+    let at = |offset| Layout::new(vec![1], vec![1], offset).unwrap();
+    assert_eq!(v.overlap(&at(1)), Overlap::Disjoint);
+    assert_eq!(v.overlap(&at(0)), Overlap::Partial);
+}
+
+#[test]
 fn copy_plan_seed_example() {
     let src = l(&[1, 64, 5, 4]);
     let dst = Layout::with_format(&[1, 64, 5, 4], MemoryFormat::ChannelsLast).unwrap();

@@ -31,7 +31,9 @@ impl Layout {
         }
         let rank = self.rank();
         let mut idx = vec![0usize; rank];
-        // In range by invariant 4, so plain isize arithmetic cannot overflow.
+        // `off` only ever holds the offset of an element of the view (in range by invariant 4),
+        // so plain isize arithmetic cannot overflow: a dim steps forward only while a next
+        // position exists, and wraps back by its own span.
         let mut off = self.offset as isize;
         loop {
             f(off as usize);
@@ -41,12 +43,12 @@ impl Layout {
                     return;
                 }
                 d -= 1;
-                idx[d] += 1;
-                off += self.strides[d];
-                if idx[d] < self.shape[d] {
+                if idx[d] + 1 < self.shape[d] {
+                    idx[d] += 1;
+                    off += self.strides[d];
                     break;
                 }
-                off -= self.strides[d] * self.shape[d] as isize;
+                off -= self.strides[d] * idx[d] as isize;
                 idx[d] = 0;
             }
         }
