@@ -60,7 +60,8 @@ pub(crate) struct Inner {
 }
 
 thread_local! {
-    /// Whether this thread holds a context's GL turn (`scoped` nests, and `wait` runs inside it).
+    /// Whether this thread holds a GL turn of some context (`scoped` nests, and `wait` runs inside
+    /// it).
     static IN_GL_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -228,7 +229,8 @@ impl GpuContext {
     /// (`CONTEXT_LOCK_TIMEOUT_SECS` in wgpu-hal), and a shader compile or a wait for a long
     /// dispatch on llvmpipe holds it that long. Every call that reaches the device here runs
     /// inside `scoped` or `wait`, so threads sharing a context queue on this mutex instead, which
-    /// has no timeout. `None` on other backends, and when this thread already has the turn.
+    /// has no timeout. `None` on other backends, and when this thread already holds a GL turn
+    /// (of any context: nesting inside one never blocks).
     fn gl_turn(&self) -> Option<GlTurn<'_>> {
         let m = self.inner.gl_turn.as_ref()?;
         if IN_GL_TURN.with(|c| c.get()) {
