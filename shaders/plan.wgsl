@@ -16,9 +16,10 @@ struct Plan {
     threads: u32,
     // Invocations per row of the dispatch grid (workgroups in x times the workgroup size).
     grid_row: u32,
-    // Kernel-specific: blocks along plan dim 1 for the transpose kernel.
+    // Kernel-specific: blocks along plan dim 1 (transpose kernels, strided_rows), and rows
+    // per invocation (strided_rows).
     aux: u32,
-    pad: u32,
+    aux2: u32,
 }
 
 @group(0) @binding(0) var<uniform> plan: Plan;

@@ -50,7 +50,7 @@ pub(crate) fn execute(plan: &CopyPlan, dst: &mut [u8], dst_t: DType, src: Source
                 mv(d, s, row);
             }
         }
-        CopyKind::BatchedTranspose { .. } | CopyKind::Gather => {
+        CopyKind::BatchedTranspose { .. } | CopyKind::StridedRows { .. } | CopyKind::Gather => {
             for i in 0..plan.numel() {
                 let (d, s) = plan.offsets(i);
                 mv(d, s, 1);

@@ -39,6 +39,13 @@ pub enum CopyKind {
         /// The plan dim (counted innermost first) that is contiguous in the source.
         dim: usize,
     },
+    /// The destination's innermost dim is contiguous and the source walks it with stride
+    /// `step` (0 for a broadcast, negative for a flip), and no dim is contiguous in the source:
+    /// a stepped slice, an expanded row, a column read into a row.
+    StridedRows {
+        /// The source stride of plan dim 0.
+        step: isize,
+    },
     /// Anything else: one element at a time through the index formula.
     Gather,
 }
@@ -143,7 +150,7 @@ impl CopyPlan {
             _ if inner(&self.dst_strides) && inner(&self.src_strides) => CopyKind::InnerContiguous,
             _ if inner(&self.dst_strides) => match self.src_strides.iter().position(|&s| s == 1) {
                 Some(dim) => CopyKind::BatchedTranspose { dim },
-                None => CopyKind::Gather,
+                None => CopyKind::StridedRows { step: self.src_strides[0] },
             },
             _ => CopyKind::Gather,
         }
@@ -254,6 +261,22 @@ impl CopyPlan {
         p.sizes.insert(to, s);
         mv(&mut p.dst_strides);
         mv(&mut p.src_strides);
+        p
+    }
+
+    /// The batched-transpose order of this copy (source-contiguous dim `dim`): dim `dim` moved
+    /// to position 1, and the batch dims (2 and up) ordered by the source's strides, smallest
+    /// first, so that consecutive blocks read neighbouring source rows (which often share
+    /// cache lines) rather than rows a whole batch apart.
+    pub(crate) fn transpose_order(&self, dim: usize) -> CopyPlan {
+        let mut p = self.with_dim_moved(dim, 1);
+        if p.rank() > 3 {
+            let mut batch: Vec<(usize, isize, isize)> = (2..p.rank()).map(|d| (p.sizes[d], p.dst_strides[d], p.src_strides[d])).collect();
+            batch.sort_by_key(|&(_, ds, ss)| (ss.unsigned_abs(), ds));
+            for (k, (n, ds, ss)) in batch.into_iter().enumerate() {
+                (p.sizes[k + 2], p.dst_strides[k + 2], p.src_strides[k + 2]) = (n, ds, ss);
+            }
+        }
         p
     }
 

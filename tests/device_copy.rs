@@ -4,7 +4,7 @@ mod common;
 
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided};
+use strided_wgpu::{CopyKind, CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided};
 
 /// Random element bytes, rich in special values: NaNs with payloads (quiet and signalling),
 /// -0.0, infinities, subnormals.
@@ -147,16 +147,17 @@ fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, Stri
 #[test]
 fn random_copies_match_cpu_bitwise() {
     for ctx in contexts() {
-        for (i, path) in [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::Gather { wg: 128, ept: 3 }, CopyPath::Vec4 { wg: 64, wpt: 2 }].into_iter().enumerate() {
+        let paths = [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::Gather { wg: 128, ept: 3 }, CopyPath::Vec4 { wg: 64, wpt: 2 }, CopyPath::StridedRows { wg: 64, rows: 3 }];
+        for (i, path) in paths.into_iter().enumerate() {
             let mut compared = 0;
             for seed in 0..120u64 {
-                let seed = seed * 4 + i as u64;
+                let seed = seed * paths.len() as u64 + i as u64;
                 match random_copy(ctx, seed, path) {
                     Ok(c) => compared += c as usize,
                     Err(e) => panic!("{} seed {seed} path {path:?}: {e}", name(ctx)),
                 }
             }
-            let min = if matches!(path, CopyPath::Vec4 { .. }) { 3 } else { 90 };
+            let min = if matches!(path, CopyPath::Vec4 { .. } | CopyPath::StridedRows { .. }) { 3 } else { 90 };
             eprintln!("{} {path:?}: {compared} of 120 random copies compared", name(ctx));
             assert!(compared >= min, "only {compared} random copies were comparable");
         }
@@ -416,8 +417,70 @@ fn grids_over_65535_workgroups() {
         let src = DeviceTensor::from_slice(ctx, &(0..n as u32).collect::<Vec<_>>(), &[n]).unwrap();
         let dst = DeviceTensor::zeros(ctx, &[n], DType::U32, MemoryFormat::Contiguous).unwrap();
         assert!((n as u64).div_ceil(64) > ctx.adapter().max_compute_workgroups_per_dimension as u64);
-        dst.copy_with(&src.flip(0).unwrap(), CopyPath::Gather { wg: 64, ept: 1 }).unwrap();
-        let got = dst.download().unwrap().to_vec::<u32>().unwrap();
-        assert!(got.iter().enumerate().all(|(i, &v)| v as usize == n - 1 - i), "{}", name(ctx));
+        // The strided-rows kernel, one vec4 word per invocation, 8 per workgroup: 163,840.
+        for path in [CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::StridedRows { wg: 8, rows: 1 }] {
+            dst.copy_(&DeviceTensor::zeros(ctx, &[n], DType::U32, MemoryFormat::Contiguous).unwrap()).unwrap();
+            dst.copy_with(&src.flip(0).unwrap(), path).unwrap();
+            let got = dst.download().unwrap().to_vec::<u32>().unwrap();
+            assert!(got.iter().enumerate().all(|(i, &v)| v as usize == n - 1 - i), "{} {path:?}", name(ctx));
+        }
+    }
+}
+
+#[test]
+fn strided_rows_match_cpu() {
+    // Rows contiguous in the destination, strided in the source: stepped slices (aligned or
+    // not, forwards and backwards), broadcast rows, columns read into rows; rank 1 to 5;
+    // row counts that the rows per invocation do not divide.
+    let base: [usize; 4] = [3, 5, 24, 40];
+    let n: usize = base.iter().product();
+    let bytes = indexed(DType::U32, n + 8);
+    let h = HostTensor::from_bytes(DType::U32, bytes.clone(), Layout::contiguous(&[n + 8]).unwrap()).unwrap();
+    let si: Vec<isize> = base.iter().map(|&x| x as isize).collect();
+    type View = fn(&Layout) -> Layout;
+    let views: [(&str, View); 9] = [
+        ("x[:, :, ::2, ::2]", |x| x.slice(2, 0, 24, 2).unwrap().slice(3, 0, 40, 2).unwrap()),
+        ("x[..., 1::3]", |x| x.slice(3, 1, 40, 3).unwrap().narrow(3, 0, 12).unwrap()),
+        ("x[..., ::-2]", |x| x.flip(3).unwrap().slice(3, 0, 40, 2).unwrap()),
+        ("x[:, ::2, 1::2, ::2]", |x| x.slice(1, 0, 5, 2).unwrap().slice(2, 1, 24, 2).unwrap().slice(3, 0, 40, 2).unwrap()),
+        ("x[0, :, 0, :1] expanded to 8", |x| x.select(0, 0).unwrap().select(1, 0).unwrap().narrow(1, 0, 1).unwrap().expand(&[5, 8]).unwrap()),
+        ("x[:, :, :, :1] expanded to 4", |x| x.narrow(3, 0, 1).unwrap().expand(&[3, 5, 24, 4]).unwrap()),
+        ("x[:, :, :, 3] (columns)", |x| x.select(3, 3).unwrap()),
+        ("x.flatten()[::2]", |x| x.view(&[-1]).unwrap().slice(0, 0, 14400, 2).unwrap()),
+        ("x[..., ::2] rank 5", |x| x.unsqueeze(0).unwrap().expand(&[2, 3, 5, 24, 40]).unwrap().slice(4, 0, 40, 2).unwrap()),
+    ];
+    for ctx in contexts() {
+        let d = device_from_bytes(ctx, DType::U32, &bytes);
+        for off in [0isize, 1, 4] {
+            let hx = h.narrow(0, off, n).unwrap().view(&si).unwrap();
+            let dx = d.narrow(0, off, n).unwrap().view(&si).unwrap();
+            for (what, f) in views {
+                let l = f(hx.layout());
+                let hv = hx.as_strided(l.shape(), l.strides(), l.offset()).unwrap();
+                let dv = dx.as_strided(l.shape(), l.strides(), l.offset()).unwrap();
+                let want = whole(&hv.contiguous(MemoryFormat::Contiguous).unwrap());
+                let plan = CopyPlan::new(&Layout::contiguous(l.shape()).unwrap(), &l).unwrap();
+                assert!(matches!(plan.kind(), CopyKind::StridedRows { .. }), "{what}: {plan:?}");
+                for path in [CopyPath::Auto, CopyPath::StridedRows { wg: 256, rows: 1 }, CopyPath::StridedRows { wg: 64, rows: 3 }, CopyPath::StridedRows { wg: 32, rows: 32 }] {
+                    let out = DeviceTensor::zeros(ctx, l.shape(), DType::U32, MemoryFormat::Contiguous).unwrap();
+                    out.copy_with(&dv, path).unwrap_or_else(|e| panic!("{}: {what} offset {off} via {path:?}: {e}", name(ctx)));
+                    assert!(whole(&out.download().unwrap()) == want, "{}: {what} offset {off} via {path:?}, plan {plan:?}", name(ctx));
+                }
+            }
+        }
+        // Rows of 3 words' worth of elements plus one (not whole vec4 words), 2-byte elements,
+        // and a conversion are refused by the forced kernel, leaving the destination alone.
+        let x = d.narrow(0, 0, n).unwrap().view(&si).unwrap();
+        let odd = x.slice(3, 0, 26, 2).unwrap();
+        let out = DeviceTensor::from_slice(ctx, &vec![7u32; 3 * 5 * 24 * 13], &[3, 5, 24, 13]).unwrap();
+        let e = out.copy_with(&odd, CopyPath::StridedRows { wg: 64, rows: 4 }).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("strided-rows"), "{e}");
+        assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
+        // The automatic path gathers those instead.
+        out.copy_(&odd).unwrap();
+        assert!(whole(&out.download().unwrap()) == whole(&h.narrow(0, 0, n).unwrap().view(&si).unwrap().slice(3, 0, 26, 2).unwrap().contiguous(MemoryFormat::Contiguous).unwrap()));
+        let halves = DeviceTensor::zeros(ctx, &[64], DType::F16, MemoryFormat::Contiguous).unwrap();
+        let e = halves.copy_with(&DeviceTensor::zeros(ctx, &[128], DType::F16, MemoryFormat::Contiguous).unwrap().slice(0, 0, 128, 2).unwrap(), CopyPath::StridedRows { wg: 64, rows: 1 }).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
     }
 }

@@ -153,7 +153,11 @@ fn copy_plan_classes() {
     let sliced = l(&[8, 64, 56, 112]).narrow(3, 0, 56).unwrap();
     assert_eq!(CopyPlan::new(&x, &sliced).unwrap().kind(), CopyKind::InnerContiguous);
     let step = l(&[8, 64, 112, 112]).slice(2, 0, 112, 2).unwrap().slice(3, 0, 112, 2).unwrap();
-    assert_eq!(CopyPlan::new(&x, &step).unwrap().kind(), CopyKind::Gather);
+    assert_eq!(CopyPlan::new(&x, &step).unwrap().kind(), CopyKind::StridedRows { step: 2 });
+    // Reversed, the same rows walk the source backwards.
+    assert_eq!(CopyPlan::new(&x, &step.flip(3).unwrap()).unwrap().kind(), CopyKind::StridedRows { step: -2 });
+    // A destination that is not contiguous in any dim gathers element by element.
+    assert_eq!(CopyPlan::new(&step, &x).unwrap().kind(), CopyKind::Gather);
     let flipped = x.flip(3).unwrap();
     let p = CopyPlan::new(&flipped, &x).unwrap();
     assert!(p.dst_strides().iter().all(|&s| s > 0), "{p:?}");

@@ -3,8 +3,12 @@
 //!
 //! Each row is timed with GPU timestamps around the recorded work when the adapter has them
 //! (else wall clock around submit + wait), after warm-up, and reported as the median of
-//! several runs. Rows are timed round-robin (each round times every row once). GB/s counts bytes read plus bytes written (each element moved is read once
-//! and written once).
+//! several runs. Rows are timed round-robin, each round timing every row once, so that slow
+//! periods of a shared machine fall on all rows alike rather than on whichever row was being
+//! timed. By default each timed run directly follows an untimed run of the same copy (its data
+//! is as warm in the caches as back-to-back runs leave it); `--interleave` drops that run, so
+//! every timed run starts with caches that the other rows have filled. GB/s counts bytes read
+//! plus bytes written (each element moved is read once and written once).
 
 use strided_wgpu::{CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 
@@ -42,30 +46,19 @@ struct Case {
     note: String,
 }
 
-/// Times every case WARMUP + RUNS times. By default each case runs back to back (its data
-/// may stay in the caches between runs); `interleave` times the cases round-robin instead,
-/// each round timing every case once, so that each run starts with cold caches and slow
-/// periods of a shared machine fall on all rows alike.
+/// Times every case RUNS times after WARMUP rounds, round-robin. Unless `interleave`, each
+/// timed run directly follows an untimed run of the same case (warm caches); with it, the
+/// timed run follows the previous case's (cold caches).
 fn measure(timer: &GpuTimer, cases: &[Case], interleave: bool) -> Result<Vec<Row>> {
     let mut times = vec![Vec::new(); cases.len()];
-    let mut run = |i: usize, round: usize| -> Result<()> {
-        let c = &cases[i];
-        let ms = timer.time(|b| b.copy_with(&c.dst, &c.src, c.path))?;
-        if round >= WARMUP {
-            times[i].push(ms);
-        }
-        Ok(())
-    };
-    if interleave {
-        for round in 0..WARMUP + RUNS {
-            for i in 0..cases.len() {
-                run(i, round)?;
+    for round in 0..WARMUP + RUNS {
+        for (c, t) in cases.iter().zip(&mut times) {
+            if !interleave {
+                timer.time(|b| b.copy_with(&c.dst, &c.src, c.path))?;
             }
-        }
-    } else {
-        for i in 0..cases.len() {
-            for round in 0..WARMUP + RUNS {
-                run(i, round)?;
+            let ms = timer.time(|b| b.copy_with(&c.dst, &c.src, c.path))?;
+            if round >= WARMUP {
+                t.push(ms);
             }
         }
     }
@@ -150,7 +143,7 @@ pub fn run(json: bool, interleave: bool) -> Result<()> {
             a.backend,
             a.device_type,
             if a.timestamps { "GPU timestamps" } else { "wall clock" },
-            if interleave { "rows interleaved (cold caches)" } else { "each row's runs back to back" }
+            if interleave { "rows round-robin, cold caches" } else { "rows round-robin, each timed run after a warming run" }
         );
         println!("{:<18} {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}  note", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "x kernel", "x device");
     }

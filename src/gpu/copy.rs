@@ -28,7 +28,7 @@ pub(crate) struct PlanUniform {
     threads: u32,
     grid_row: u32,
     aux: u32,
-    pad: u32,
+    aux2: u32,
 }
 
 fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
@@ -79,6 +79,16 @@ pub enum CopyPath {
         /// Block edge (elements).
         tile: u32,
     },
+    /// `strided_rows.wgsl` (4-byte elements of one type, rows contiguous in the destination
+    /// and strided in the source): workgroup size and rows per invocation. Needs plan dim 0
+    /// of destination stride 1, its size, the other destination strides and the destination
+    /// offset multiples of 4.
+    StridedRows {
+        /// Workgroup size.
+        wg: u32,
+        /// Rows (along plan dim 1) each invocation moves one vec4 word of.
+        rows: u32,
+    },
     /// `gather.wgsl` with the given workgroup size and elements per invocation.
     Gather {
         /// Workgroup size.
@@ -92,12 +102,31 @@ pub enum CopyPath {
 pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
 pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
 
+/// The strided-rows kernel's shape for a plan: each invocation takes one word column through
+/// as many rows as leave about 4096 invocations (16 workgroups of 256, enough to keep every
+/// core of a CPU adapter busy), between 1 and 32 rows.
+pub(crate) fn strided_rows_path(plan: &CopyPlan) -> CopyPath {
+    let n0 = plan.sizes()[0].max(1);
+    let padded = (n0 / 4).div_ceil(8) * 8;
+    let rows = (padded * (plan.numel() / n0) / 4096).clamp(1, 32);
+    CopyPath::StridedRows { wg: 256, rows: rows as u32 }
+}
+
+/// The `STEP` constant of `strided_rows.wgsl` for a plan of `esize`-byte elements, when that
+/// kernel can move it: 0 for broadcast rows, -1 for any other source stride.
+pub(crate) fn strided_rows_step(plan: &CopyPlan, esize: usize) -> Option<i64> {
+    let CopyKind::StridedRows { step } = plan.kind() else { return None };
+    let whole = |x: isize| x.rem_euclid(4) == 0;
+    let ok = esize == 4 && plan.sizes()[0].is_multiple_of(4) && plan.dst_offset().is_multiple_of(4) && plan.dst_strides()[1..].iter().all(|&s| whole(s));
+    ok.then_some(if step == 0 { 0 } else { -1 })
+}
+
 /// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
 /// the vec4 transpose kernel can move it: with U = 16 / element size elements per vec4 word,
 /// the sizes of dims 0 and 1, every other stride and both offsets are multiples of U.
 pub(crate) fn transpose_vec4_plan(plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
     let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
-    let p = plan.with_dim_moved(dim, 1);
+    let p = plan.transpose_order(dim);
     let u = 16 / esize;
     let whole = |x: isize| x.rem_euclid(u as isize) == 0;
     let ok = p.sizes()[0].is_multiple_of(u)
@@ -121,6 +150,9 @@ enum Grid {
     Blocks { tile: u32 },
     /// Each workgroup moves a `tile` x `tile` block of dims 0 and 1.
     WorkgroupBlocks { tile: u32 },
+    /// Each invocation moves one vec4 word of dim 0 (words padded to a multiple of 8) in
+    /// `rows` consecutive rows along dim 1.
+    WordColumns { rows: u32 },
 }
 
 impl Grid {
@@ -140,7 +172,21 @@ impl Grid {
                 let (t, bm, bn) = Grid::Blocks { tile }.of(p, wg);
                 (t * wg as u64, bm, bn)
             }
+            Grid::WordColumns { rows } => {
+                let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
+                let padded = (n0 / 4).div_ceil(8) * 8;
+                let blocks = n1.div_ceil(rows.max(1) as u64);
+                (numel / (n0 * n1) * blocks * padded, padded, blocks)
+            }
         }
+    }
+
+    /// Workgroups along x and y for a piece: a linear count spread over rows of at most
+    /// `max_groups`.
+    fn groups(self, p: &CopyPlan, wg: u32, max_groups: u64) -> (u64, u64) {
+        let groups = self.of(p, wg).0.div_ceil(wg as u64);
+        let gx = groups.min(max_groups);
+        (gx, groups.div_ceil(gx.max(1)))
     }
 }
 
@@ -170,6 +216,7 @@ impl GpuContext {
                 }
                 CopyKind::Dense | CopyKind::InnerContiguous if same_type && plan.in_words(16 / de).is_some() => VEC4_DEFAULT,
                 CopyKind::BatchedTranspose { dim } if same_type => self.tuned_transpose(plan, dim, dst.dtype, transpose_vec4_plan(plan, de).is_some())?,
+                CopyKind::StridedRows { .. } if same_type && strided_rows_step(plan, de).is_some() => strided_rows_path(plan),
                 _ => GATHER_DEFAULT,
             },
             p => p,
@@ -205,7 +252,7 @@ impl GpuContext {
                     return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {} to {}", src.dtype, dst.dtype)));
                 }
                 let key = PipelineKey { shader: "transpose_block", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
-                self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, de, se, key, wg, Grid::Blocks { tile })
+                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, de, se, key, wg, Grid::Blocks { tile })
             }
             CopyPath::TransposeVec4 { wg, tile, order } => {
                 let u = 16 / de as u32;
@@ -226,7 +273,17 @@ impl GpuContext {
                     shader: "transpose_tile",
                     constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)],
                 };
-                self.dispatch_pieces(rec, &plan.with_dim_moved(dim, 1), dst.buffer, src.buffer, de, se, key, wg, Grid::WorkgroupBlocks { tile })
+                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, de, se, key, wg, Grid::WorkgroupBlocks { tile })
+            }
+            CopyPath::StridedRows { wg, rows } => {
+                let step = if same_type { strided_rows_step(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
+                    Error::invalid(
+                        OP,
+                        format!("the strided-rows kernel needs 4-byte elements of one type, rows contiguous in the destination and 4-aligned there, and rows > 0; plan {plan:?}, {} to {}, rows {rows}", src.dtype, dst.dtype),
+                    )
+                })?;
+                let key = PipelineKey { shader: "strided_rows", constants: vec![("WG", wg as i64), ("STEP", step)] };
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, Grid::WordColumns { rows })
             }
             CopyPath::Gather { wg, ept } => {
                 let kind = |t: DType| match (same_type, t) {
@@ -273,7 +330,8 @@ impl GpuContext {
         let max_groups = r.max_compute_workgroups_per_dimension as u64;
         let window = |lo: usize, hi: usize, esize: usize, buf_len: u64| -> (u64, u64) {
             let start = (lo * esize) as u64 / align * align;
-            let end = (((hi + 1) * esize) as u64).div_ceil(4) * 4;
+            // Whole 16-byte words: kernels that read vec4 words may read the rest of the last.
+            let end = (((hi + 1) * esize) as u64).div_ceil(16) * 16;
             (start, end.min(buf_len) - start)
         };
         let fits = |p: &CopyPlan| {
@@ -287,7 +345,7 @@ impl GpuContext {
                 && slen <= max_bind
                 && p.numel() <= u32::MAX as usize
                 && threads <= u32::MAX as u64
-                && threads.div_ceil(wg as u64) <= max_groups * max_groups
+                && grid.groups(p, wg, max_groups).1 <= max_groups
                 && small(p.dst_strides())
                 && small(p.src_strides())
         };
@@ -305,9 +363,7 @@ impl GpuContext {
             let (dstart, dlen) = window(dlo, dhi, de, dst.size());
             let (sstart, slen) = window(slo, shi, se, src.size());
             let (threads, inner_chunks, aux) = grid.of(&p, wg);
-            let groups = threads.div_ceil(wg as u64);
-            let gx = groups.min(max_groups);
-            let gy = groups.div_ceil(gx.max(1));
+            let (gx, gy) = grid.groups(&p, wg, max_groups);
             let mut u = PlanUniform::zeroed();
             u.sizes = [1; MAX_DIMS];
             for d in 0..p.rank() {
@@ -321,6 +377,9 @@ impl GpuContext {
             u.inner_chunks = inner_chunks as u32;
             u.threads = threads as u32;
             u.aux = aux as u32;
+            if let Grid::WordColumns { rows } = grid {
+                u.aux2 = rows;
+            }
             u.grid_row = (gx * wg as u64) as u32;
             let uniform = Pooled::get(&self.inner.device, &self.inner.pool, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
             self.inner.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));

@@ -1,0 +1,52 @@
+// Rows that are contiguous in the destination and strided in the source (a stepped slice, a
+// broadcast along the innermost dim, a column read into a row): 4-byte elements of one type,
+// written as vec4 words. Plan dim 0 has destination stride 1; its size, the other destination
+// strides and the destination offset are multiples of 4.
+//
+// Invocations are laid out word-major: with W words per row, padded to a multiple of 8 (the
+// plan uniform's inner_chunks), invocation t takes word t % W of plan.aux2 consecutive rows
+// along plan dim 1, so that 8 neighbouring invocations read and write neighbouring memory and
+// the index arithmetic (the only integer divisions) is paid once per column of rows. plan.aux
+// holds the number of such row blocks along dim 1.
+//
+// STEP, the source stride of plan dim 0 as the loads see it: 0 for a broadcast row (one load
+// per row), -1 for any other stride (four scalar loads per destination word).
+
+override WG: u32 = 256u;
+override STEP: i32 = -1;
+
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = invocation_index(gid);
+    if (t >= plan.threads) {
+        return;
+    }
+    let padded = plan.inner_chunks;
+    let block = t / padded;
+    let w = t - block * padded;
+    let words = plan.sizes[0].x >> 2u;
+    if (w >= words) {
+        return;
+    }
+    let outer = block / plan.aux;
+    let j0 = (block - outer * plan.aux) * plan.aux2;
+    let base = plan_offsets((outer * plan.sizes[0].y + j0) * plan.sizes[0].x + 4u * w);
+    let ss = bitcast<u32>(plan.src_strides[0].x);
+    let ds1 = bitcast<u32>(plan.dst_strides[0].y) >> 2u;
+    let ss1 = bitcast<u32>(plan.src_strides[0].y);
+    let rows = min(plan.aux2, plan.sizes[0].y - j0);
+    var d = base.x >> 2u;
+    var s = base.y;
+    for (var r = 0u; r < rows; r = r + 1u) {
+        if (STEP == 0) {
+            dst[d] = vec4<u32>(src[s]);
+        } else {
+            dst[d] = vec4<u32>(src[s], src[s + ss], src[s + 2u * ss], src[s + 3u * ss]);
+        }
+        d = d + ds1;
+        s = s + ss1;
+    }
+}
