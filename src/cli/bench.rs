@@ -5,9 +5,10 @@
 //! (else wall clock around submit + wait), after warm-up, and reported as the median of
 //! several runs. Rows are timed round-robin, each round timing every row once, so that slow
 //! periods of a shared machine fall on all rows alike rather than on whichever row was being
-//! timed. By default each timed run directly follows an untimed run of the same copy (its data
-//! is as warm in the caches as back-to-back runs leave it); `--interleave` drops that run, so
-//! every timed run starts with caches that the other rows have filled. GB/s counts bytes read
+//! timed. By default each timed run directly follows an untimed run of the same copy, which
+//! brings the copy's data into the caches (what the previous row wrote may still be there, and
+//! on lavapipe that can slow a small copy down); `--interleave` drops that run, so every timed
+//! run starts with caches that the other rows have filled. GB/s counts bytes read
 //! plus bytes written (each element moved is read once and written once).
 
 use strided_wgpu::{CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
