@@ -107,8 +107,7 @@ pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 
 /// core of a CPU adapter busy), between 1 and 32 rows.
 pub(crate) fn strided_rows_path(plan: &CopyPlan) -> CopyPath {
     let n0 = plan.sizes()[0].max(1);
-    let padded = (n0 / 4).div_ceil(8) * 8;
-    let rows = (padded * (plan.numel() / n0) / 4096).clamp(1, 32);
+    let rows = (padded_words(n0) * (plan.numel() / n0) / 4096).clamp(1, 32);
     CopyPath::StridedRows { wg: 256, rows: rows as u32 }
 }
 
@@ -155,38 +154,58 @@ enum Grid {
     WordColumns { rows: u32 },
 }
 
-impl Grid {
-    /// (invocations, chunks along dim 0, chunks along dim 1) for a piece.
-    fn of(self, p: &CopyPlan, wg: u32) -> (u64, u64, u64) {
-        let n0 = p.sizes().first().copied().unwrap_or(1).max(1) as u64;
-        let numel = p.numel() as u64;
-        match self {
-            Grid::Runs { per } => (numel / n0 * n0.div_ceil(per as u64), n0.div_ceil(per as u64), 0),
-            Grid::WorkgroupRuns { per } => (numel / n0 * n0.div_ceil(per as u64) * wg as u64, n0.div_ceil(per as u64), 0),
-            Grid::Blocks { tile } => {
-                let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
-                let (bm, bn) = (n0.div_ceil(tile as u64), n1.div_ceil(tile as u64));
-                (numel / (n0 * n1) * bm * bn, bm, bn)
-            }
-            Grid::WorkgroupBlocks { tile } => {
-                let (t, bm, bn) = Grid::Blocks { tile }.of(p, wg);
-                (t * wg as u64, bm, bn)
-            }
-            Grid::WordColumns { rows } => {
-                let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
-                let padded = (n0 / 4).div_ceil(8) * 8;
-                let blocks = n1.div_ceil(rows.max(1) as u64);
-                (numel / (n0 * n1) * blocks * padded, padded, blocks)
-            }
-        }
-    }
+/// vec4 words of a row of `n0` elements, padded to a multiple of 8 (the strided-rows kernel's
+/// word columns, so that 8 neighbouring invocations share a row).
+fn padded_words(n0: usize) -> usize {
+    (n0 / 4).div_ceil(8) * 8
+}
 
-    /// Workgroups along x and y for a piece: a linear count spread over rows of at most
-    /// `max_groups`.
-    fn groups(self, p: &CopyPlan, wg: u32, max_groups: u64) -> (u64, u64) {
-        let groups = self.of(p, wg).0.div_ceil(wg as u64);
+/// What a grid gives one piece: the plan uniform's `threads`, `inner_chunks`, `aux` and `aux2`.
+#[derive(Clone, Copy)]
+struct Cover {
+    /// Invocations with work.
+    threads: u64,
+    /// Chunks along dim 0.
+    inner_chunks: u64,
+    /// Chunks along dim 1.
+    aux: u64,
+    /// Rows per invocation (word columns), else 0.
+    aux2: u32,
+}
+
+impl Cover {
+    /// Workgroups along x and y: the linear count spread over rows of at most `max_groups`.
+    fn groups(self, wg: u32, max_groups: u64) -> (u64, u64) {
+        let groups = self.threads.div_ceil(wg as u64);
         let gx = groups.min(max_groups);
         (gx, groups.div_ceil(gx.max(1)))
+    }
+}
+
+impl Grid {
+    /// How the grid covers a piece.
+    fn of(self, p: &CopyPlan, wg: u32) -> Cover {
+        let n0 = p.sizes().first().copied().unwrap_or(1).max(1) as u64;
+        let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
+        let numel = p.numel() as u64;
+        let cover = |threads, inner_chunks, aux| Cover { threads, inner_chunks, aux, aux2: 0 };
+        match self {
+            Grid::Runs { per } => cover(numel / n0 * n0.div_ceil(per as u64), n0.div_ceil(per as u64), 0),
+            Grid::WorkgroupRuns { per } => cover(numel / n0 * n0.div_ceil(per as u64) * wg as u64, n0.div_ceil(per as u64), 0),
+            Grid::Blocks { tile } => {
+                let (bm, bn) = (n0.div_ceil(tile as u64), n1.div_ceil(tile as u64));
+                cover(numel / (n0 * n1) * bm * bn, bm, bn)
+            }
+            Grid::WorkgroupBlocks { tile } => {
+                let c = Grid::Blocks { tile }.of(p, wg);
+                Cover { threads: c.threads * wg as u64, ..c }
+            }
+            Grid::WordColumns { rows } => {
+                let padded = padded_words(n0 as usize) as u64;
+                let blocks = n1.div_ceil(rows.max(1) as u64);
+                Cover { aux2: rows, ..cover(numel / (n0 * n1) * blocks * padded, padded, blocks) }
+            }
+        }
     }
 }
 
@@ -339,13 +358,13 @@ impl GpuContext {
             let (_, dlen) = window(dlo, dhi, de, dst.size());
             let (_, slen) = window(slo, shi, se, src.size());
             let small = |s: &[isize]| s.iter().all(|&x| i32::try_from(x).is_ok());
-            let (threads, _, _) = grid.of(p, wg);
+            let cover = grid.of(p, wg);
             p.rank() <= MAX_DIMS
                 && dlen <= max_bind
                 && slen <= max_bind
                 && p.numel() <= u32::MAX as usize
-                && threads <= u32::MAX as u64
-                && grid.groups(p, wg, max_groups).1 <= max_groups
+                && cover.threads <= u32::MAX as u64
+                && cover.groups(wg, max_groups).1 <= max_groups
                 && small(p.dst_strides())
                 && small(p.src_strides())
         };
@@ -362,8 +381,8 @@ impl GpuContext {
             let ((dlo, dhi), (slo, shi)) = p.spans();
             let (dstart, dlen) = window(dlo, dhi, de, dst.size());
             let (sstart, slen) = window(slo, shi, se, src.size());
-            let (threads, inner_chunks, aux) = grid.of(&p, wg);
-            let (gx, gy) = grid.groups(&p, wg, max_groups);
+            let cover = grid.of(&p, wg);
+            let (gx, gy) = cover.groups(wg, max_groups);
             let mut u = PlanUniform::zeroed();
             u.sizes = [1; MAX_DIMS];
             for d in 0..p.rank() {
@@ -374,12 +393,10 @@ impl GpuContext {
             u.rank = p.rank() as u32;
             u.dst_offset = (p.dst_offset() - (dstart as usize / de)) as u32;
             u.src_offset = (p.src_offset() - (sstart as usize / se)) as u32;
-            u.inner_chunks = inner_chunks as u32;
-            u.threads = threads as u32;
-            u.aux = aux as u32;
-            if let Grid::WordColumns { rows } = grid {
-                u.aux2 = rows;
-            }
+            u.inner_chunks = cover.inner_chunks as u32;
+            u.threads = cover.threads as u32;
+            u.aux = cover.aux as u32;
+            u.aux2 = cover.aux2;
             u.grid_row = (gx * wg as u64) as u32;
             let uniform = Pooled::get(&self.inner.device, &self.inner.pool, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
             self.inner.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));

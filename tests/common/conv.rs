@@ -18,14 +18,11 @@ pub struct ConvCase {
 }
 
 pub fn load() -> (String, Vec<ConvCase>) {
-    let path = std::env::var("CONFORMANCE_CONV1X1").unwrap_or_else(|_| format!("{}/tests/data/conv1x1.jsonl", env!("CARGO_MANIFEST_DIR")));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let (path, lines) = super::views::jsonl("conv1x1.jsonl", "CONFORMANCE_CONV1X1");
     let u = |v: &Value| v.as_u64().expect("size") as usize;
-    let cases = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: bad JSON line: {e}"));
+    let cases = lines
+        .into_iter()
+        .map(|v| {
             ConvCase {
                 id: v["id"].as_str().unwrap_or("?").into(),
                 n: u(&v["n"]),

@@ -20,14 +20,19 @@ pub struct Case {
     pub expect: Value,
 }
 
-pub fn load(default: &str, env: &str) -> (String, Vec<Case>) {
+/// The JSON lines of the data file `env` names, else of tests/data/`default`: (path, lines).
+pub fn jsonl(default: &str, env: &str) -> (String, Vec<Value>) {
     let path = std::env::var(env).unwrap_or_else(|_| format!("{}/tests/data/{default}", env!("CARGO_MANIFEST_DIR")));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-    let cases = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: bad JSON line: {e}"));
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: bad JSON line: {e}"))).collect();
+    (path, lines)
+}
+
+pub fn load(default: &str, env: &str) -> (String, Vec<Case>) {
+    let (path, lines) = jsonl(default, env);
+    let cases = lines
+        .into_iter()
+        .map(|v| {
             Case {
                 id: v["id"].as_str().unwrap_or("?").to_string(),
                 base_shape: usizes(&v["base_shape"]),
