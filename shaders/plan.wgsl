@@ -16,8 +16,8 @@ struct Plan {
     threads: u32,
     // Invocations per row of the dispatch grid (workgroups in x times the workgroup size).
     grid_row: u32,
-    // Kernel-specific: blocks along plan dim 1 (transpose kernels, strided_rows), and rows
-    // per invocation (strided_rows).
+    // Kernel-specific: blocks along plan dim 1 (transpose kernels, word columns), and rows
+    // per invocation (word columns).
     aux: u32,
     aux2: u32,
 }
@@ -43,4 +43,22 @@ fn plan_offsets(i: u32) -> vec2<u32> {
 // The linear invocation index on a 2-D grid (more than 65535 workgroups need a second row).
 fn invocation_index(gid: vec3<u32>) -> u32 {
     return gid.x + gid.y * plan.grid_row;
+}
+
+// A word column (strided_rows, copy_rows_vec4): with the words of a row padded to a multiple
+// of 8 (plan.inner_chunks), invocation t takes word t % inner_chunks of plan.aux2 consecutive
+// rows along plan dim 1, so that 8 neighbouring invocations touch neighbouring words and the
+// index arithmetic is paid once per column. plan.aux holds the row blocks along dim 1; a word
+// is `unit` elements of dim 0. Returns the (destination, source) indices of the column's first
+// element and its row count, which is 0 for the padding.
+fn word_column(t: u32, unit: u32) -> vec3<u32> {
+    let block = t / plan.inner_chunks;
+    let w = t - block * plan.inner_chunks;
+    if (w * unit >= plan.sizes[0].x) {
+        return vec3<u32>(0u);
+    }
+    let outer = block / plan.aux;
+    let j0 = (block - outer * plan.aux) * plan.aux2;
+    let base = plan_offsets((outer * plan.sizes[0].y + j0) * plan.sizes[0].x + unit * w);
+    return vec3<u32>(base, min(plan.aux2, plan.sizes[0].y - j0));
 }

@@ -3,11 +3,8 @@
 // written as vec4 words. Plan dim 0 has destination stride 1; its size, the other destination
 // strides and the destination offset are multiples of 4.
 //
-// Invocations are laid out word-major: with W words per row, padded to a multiple of 8 (the
-// plan uniform's inner_chunks), invocation t takes word t % W of plan.aux2 consecutive rows
-// along plan dim 1, so that 8 neighbouring invocations read and write neighbouring memory and
-// the index arithmetic (the only integer divisions) is paid once per column of rows. plan.aux
-// holds the number of such row blocks along dim 1.
+// Invocations are laid out in word columns (plan.wgsl's word_column): each moves one vec4 word
+// of several consecutive rows.
 //
 // STEP, the source stride of plan dim 0 as the loads see it: 0 for a broadcast row (one load
 // per row), -1 for any other stride (four scalar loads per destination word).
@@ -24,23 +21,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= plan.threads) {
         return;
     }
-    let padded = plan.inner_chunks;
-    let block = t / padded;
-    let w = t - block * padded;
-    let words = plan.sizes[0].x >> 2u;
-    if (w >= words) {
-        return;
-    }
-    let outer = block / plan.aux;
-    let j0 = (block - outer * plan.aux) * plan.aux2;
-    let base = plan_offsets((outer * plan.sizes[0].y + j0) * plan.sizes[0].x + 4u * w);
+    let col = word_column(t, 4u);
     let ss = bitcast<u32>(plan.src_strides[0].x);
     let ds1 = bitcast<u32>(plan.dst_strides[0].y) >> 2u;
     let ss1 = bitcast<u32>(plan.src_strides[0].y);
-    let rows = min(plan.aux2, plan.sizes[0].y - j0);
-    var d = base.x >> 2u;
-    var s = base.y;
-    for (var r = 0u; r < rows; r = r + 1u) {
+    var d = col.x >> 2u;
+    var s = col.y;
+    for (var r = 0u; r < col.z; r = r + 1u) {
         if (STEP == 0) {
             dst[d] = vec4<u32>(src[s]);
         } else {

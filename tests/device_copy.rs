@@ -147,7 +147,7 @@ fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, Stri
 #[test]
 fn random_copies_match_cpu_bitwise() {
     for ctx in contexts() {
-        let paths = [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::Gather { wg: 128, ept: 3 }, CopyPath::Vec4 { wg: 64, wpt: 2 }, CopyPath::StridedRows { wg: 64, rows: 3 }];
+        let paths = [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::Gather { wg: 128, ept: 3 }, CopyPath::Vec4 { wg: 64, wpt: 2 }, CopyPath::Vec4Rows { wg: 64, rows: 3 }, CopyPath::StridedRows { wg: 64, rows: 3 }];
         for (i, path) in paths.into_iter().enumerate() {
             let mut compared = 0;
             for seed in 0..120u64 {
@@ -157,7 +157,7 @@ fn random_copies_match_cpu_bitwise() {
                     Err(e) => panic!("{} seed {seed} path {path:?}: {e}", name(ctx)),
                 }
             }
-            let min = if matches!(path, CopyPath::Vec4 { .. } | CopyPath::StridedRows { .. }) { 3 } else { 90 };
+            let min = if matches!(path, CopyPath::Vec4 { .. } | CopyPath::Vec4Rows { .. } | CopyPath::StridedRows { .. }) { 3 } else { 90 };
             eprintln!("{} {path:?}: {compared} of 120 random copies compared", name(ctx));
             assert!(compared >= min, "only {compared} random copies were comparable");
         }
@@ -482,5 +482,39 @@ fn strided_rows_match_cpu() {
         let halves = DeviceTensor::zeros(ctx, &[64], DType::F16, MemoryFormat::Contiguous).unwrap();
         let e = halves.copy_with(&DeviceTensor::zeros(ctx, &[128], DType::F16, MemoryFormat::Contiguous).unwrap().slice(0, 0, 128, 2).unwrap(), CopyPath::StridedRows { wg: 64, rows: 1 }).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    }
+}
+
+#[test]
+fn short_contiguous_rows_match_cpu() {
+    // Rows contiguous in both operands but short (x[..., :28], a channel slice of NHWC), which
+    // the automatic path moves in word columns: 4-, 2- and 1-byte elements, storage offsets,
+    // row counts that the rows per invocation do not divide, and every forced shape.
+    for ctx in contexts() {
+        for (dtype, unit) in [(DType::F32, 4usize), (DType::F16, 8), (DType::U8, 16)] {
+            let (rows, w) = (37usize, 56 * unit / 4);
+            let bytes = indexed(dtype, rows * w + 2 * unit);
+            let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&[rows * w + 2 * unit]).unwrap()).unwrap();
+            let d = device_from_bytes(ctx, dtype, &bytes);
+            for (off, keep) in [(0, w / 2), (unit as isize, 7 * unit), (2 * unit as isize, unit)] {
+                let hv = h.narrow(0, off, rows * w).unwrap().view(&[rows as isize, w as isize]).unwrap().narrow(1, 0, keep).unwrap();
+                let dv = d.narrow(0, off, rows * w).unwrap().view(&[rows as isize, w as isize]).unwrap().narrow(1, 0, keep).unwrap();
+                let plan = CopyPlan::new(&Layout::contiguous(hv.shape()).unwrap(), hv.layout()).unwrap();
+                assert_eq!(plan.kind(), CopyKind::InnerContiguous, "{plan:?}");
+                let want = whole(&hv.contiguous(MemoryFormat::Contiguous).unwrap());
+                for path in [CopyPath::Auto, CopyPath::Vec4Rows { wg: 256, rows: 1 }, CopyPath::Vec4Rows { wg: 64, rows: 5 }, CopyPath::Vec4Rows { wg: 32, rows: 32 }, CopyPath::Vec4 { wg: 64, wpt: 2 }] {
+                    let out = DeviceTensor::zeros(ctx, hv.shape(), dtype, MemoryFormat::Contiguous).unwrap();
+                    out.copy_with(&dv, path).unwrap_or_else(|e| panic!("{}: {dtype} keep {keep} offset {off} via {path:?}: {e}", name(ctx)));
+                    assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} keep {keep} offset {off} via {path:?}, plan {plan:?}", name(ctx));
+                }
+            }
+        }
+        // Rows that are not whole 16-byte words are refused by the forced kernel, leaving the
+        // destination alone.
+        let x = DeviceTensor::zeros(ctx, &[6, 40], DType::U32, MemoryFormat::Contiguous).unwrap().narrow(1, 0, 10).unwrap();
+        let out = DeviceTensor::from_slice(ctx, &[7u32; 60], &[6, 10]).unwrap();
+        let e = out.copy_with(&x, CopyPath::Vec4Rows { wg: 64, rows: 2 }).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
+        assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
     }
 }

@@ -89,6 +89,16 @@ pub enum CopyPath {
         /// Rows (along plan dim 1) each invocation moves one vec4 word of.
         rows: u32,
     },
+    /// `copy_rows_vec4.wgsl` (rows that are whole 16-byte aligned vec4 words in both operands,
+    /// like `Vec4`, but short): workgroup size and rows per invocation. The automatic choice for
+    /// rows under `SHORT_ROW_WORDS` words, where `Vec4`'s runs of `wg * wpt` words would leave
+    /// most invocations idle.
+    Vec4Rows {
+        /// Workgroup size.
+        wg: u32,
+        /// Rows (along plan dim 1) each invocation moves one vec4 word of.
+        rows: u32,
+    },
     /// `gather.wgsl` with the given workgroup size and elements per invocation.
     Gather {
         /// Workgroup size.
@@ -102,13 +112,16 @@ pub enum CopyPath {
 pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
 pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
 
-/// The strided-rows kernel's shape for a plan: each invocation takes one word column through
-/// as many rows as leave about 4096 invocations (16 workgroups of 256, enough to keep every
-/// core of a CPU adapter busy), between 1 and 32 rows.
-pub(crate) fn strided_rows_path(plan: &CopyPlan) -> CopyPath {
+/// Rows of fewer vec4 words than this go through `copy_rows_vec4.wgsl` rather than
+/// `copy_vec4.wgsl` (whose default workgroup moves runs of 1024 words).
+pub(crate) const SHORT_ROW_WORDS: usize = 256;
+
+/// Rows per invocation for a word-column kernel over a plan whose dim 0 holds `words` words
+/// per row: as many as leave about 4096 invocations (16 workgroups of 256, enough to keep
+/// every core of a CPU adapter busy), between 1 and 32.
+fn column_rows(plan: &CopyPlan, words: usize) -> u32 {
     let n0 = plan.sizes()[0].max(1);
-    let rows = (padded_words(n0) * (plan.numel() / n0) / 4096).clamp(1, 32);
-    CopyPath::StridedRows { wg: 256, rows: rows as u32 }
+    (words.div_ceil(8) * 8 * (plan.numel() / n0) / 4096).clamp(1, 32) as u32
 }
 
 /// The `STEP` constant of `strided_rows.wgsl` for a plan of `esize`-byte elements, when that
@@ -149,15 +162,10 @@ enum Grid {
     Blocks { tile: u32 },
     /// Each workgroup moves a `tile` x `tile` block of dims 0 and 1.
     WorkgroupBlocks { tile: u32 },
-    /// Each invocation moves one vec4 word of dim 0 (words padded to a multiple of 8) in
-    /// `rows` consecutive rows along dim 1.
-    WordColumns { rows: u32 },
-}
-
-/// vec4 words of a row of `n0` elements, padded to a multiple of 8 (the strided-rows kernel's
-/// word columns, so that 8 neighbouring invocations share a row).
-fn padded_words(n0: usize) -> usize {
-    (n0 / 4).div_ceil(8) * 8
+    /// Each invocation moves one word of `unit` elements of dim 0 in `rows` consecutive rows
+    /// along dim 1; the words of a row are padded to a multiple of 8, so that 8 neighbouring
+    /// invocations share a row (plan.wgsl's `word_column`).
+    WordColumns { rows: u32, unit: u32 },
 }
 
 /// What a grid gives one piece: the plan uniform's `threads`, `inner_chunks`, `aux` and `aux2`.
@@ -200,8 +208,8 @@ impl Grid {
                 let c = Grid::Blocks { tile }.of(p, wg);
                 Cover { threads: c.threads * wg as u64, ..c }
             }
-            Grid::WordColumns { rows } => {
-                let padded = padded_words(n0 as usize) as u64;
+            Grid::WordColumns { rows, unit } => {
+                let padded = (n0 / unit.max(1) as u64).div_ceil(8) * 8;
                 let blocks = n1.div_ceil(rows.max(1) as u64);
                 Cover { aux2: rows, ..cover(numel / (n0 * n1) * blocks * padded, padded, blocks) }
             }
@@ -233,9 +241,13 @@ impl GpuContext {
                 CopyKind::Dense if same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => {
                     CopyPath::BufferCopy
                 }
-                CopyKind::Dense | CopyKind::InnerContiguous if same_type && plan.in_words(16 / de).is_some() => VEC4_DEFAULT,
+                CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de) {
+                    Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, w.sizes()[0]) },
+                    Some(_) => VEC4_DEFAULT,
+                    None => GATHER_DEFAULT,
+                },
                 CopyKind::BatchedTranspose { dim } if same_type => self.tuned_transpose(plan, dim, dst.dtype, transpose_vec4_plan(plan, de).is_some())?,
-                CopyKind::StridedRows { .. } if same_type && strided_rows_step(plan, de).is_some() => strided_rows_path(plan),
+                CopyKind::StridedRows { .. } if same_type && strided_rows_step(plan, de).is_some() => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, plan.sizes()[0] / 4) },
                 _ => GATHER_DEFAULT,
             },
             p => p,
@@ -262,6 +274,13 @@ impl GpuContext {
                 })?;
                 let key = PipelineKey { shader: "copy_vec4", constants: vec![("WG", wg as i64), ("WPT", wpt as i64)] };
                 self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, Grid::WorkgroupRuns { per: wg * wpt })
+            }
+            CopyPath::Vec4Rows { wg, rows } => {
+                let words = if same_type { plan.in_words(16 / de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
+                    Error::invalid(OP, format!("the vec4 rows kernel needs 16-byte aligned contiguous rows of one type and rows > 0; plan {plan:?}, rows {rows}"))
+                })?;
+                let key = PipelineKey { shader: "copy_rows_vec4", constants: vec![("WG", wg as i64)] };
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, Grid::WordColumns { rows, unit: 1 })
             }
             CopyPath::Transpose { wg, tile, order } => {
                 let CopyKind::BatchedTranspose { dim } = plan.kind() else {
@@ -302,7 +321,7 @@ impl GpuContext {
                     )
                 })?;
                 let key = PipelineKey { shader: "strided_rows", constants: vec![("WG", wg as i64), ("STEP", step)] };
-                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, Grid::WordColumns { rows })
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, Grid::WordColumns { rows, unit: 4 })
             }
             CopyPath::Gather { wg, ept } => {
                 let kind = |t: DType| match (same_type, t) {

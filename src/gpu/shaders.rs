@@ -23,6 +23,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("gather", &["plan", "packed"], include_str!("../../shaders/gather.wgsl")),
     ("copy_vec4", &["plan"], include_str!("../../shaders/copy_vec4.wgsl")),
     ("strided_rows", &["plan"], include_str!("../../shaders/strided_rows.wgsl")),
+    ("copy_rows_vec4", &["plan"], include_str!("../../shaders/copy_rows_vec4.wgsl")),
     ("transpose_block", &["plan", "transpose"], include_str!("../../shaders/transpose_block.wgsl")),
     ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
