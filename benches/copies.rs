@@ -20,14 +20,17 @@ fn copies(c: &mut Criterion) {
     let slice = x.slice(2, 0, 56, 2).and_then(|v| v.slice(3, 0, 56, 2)).expect("view");
     let slice_dst = zeros(slice.shape());
     let expand = zeros(&[1, 64, 1, 1]).expand(&[8, 64, 56, 56]).expect("view");
+    // Rows of 28 contiguous elements (7 vec4 words) from every other source row.
+    let short_rows = x.slice(2, 0, 56, 2).and_then(|v| v.slice(3, 0, 28, 1)).expect("view");
     let bytes = 2 * 8 * 64 * 56 * 56 * 4;
     let mut g = c.benchmark_group("copy_f32_8x64x56x56");
     g.sample_size(20);
-    let cases: [(&str, &DeviceTensor, &DeviceTensor, u64); 4] = [
+    let cases: [(&str, &DeviceTensor, &DeviceTensor, u64); 5] = [
         ("contiguous", &flat2, &flat, bytes),
         ("nchw_to_nhwc", &nhwc, &x, bytes),
         ("slice_step", &slice_dst, &slice, bytes / 4),
         ("expand", &x, &expand, bytes),
+        ("short_rows", &slice_dst, &short_rows, bytes / 4),
     ];
     for (name, dst, src, b) in cases {
         g.throughput(Throughput::Bytes(b));
