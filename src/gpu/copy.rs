@@ -116,12 +116,18 @@ pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 
 /// `copy_vec4.wgsl` (whose default workgroup moves runs of 1024 words).
 pub(crate) const SHORT_ROW_WORDS: usize = 256;
 
-/// Rows per invocation for a word-column kernel over a plan whose dim 0 holds `words` words
-/// per row: as many as leave about 4096 invocations (16 workgroups of 256, enough to keep
+/// Words of `unit` elements in a row of `n0` elements, padded to a multiple of 8: the word
+/// columns of one row (plan.wgsl's `word_column`).
+fn padded_words(n0: u64, unit: u64) -> u64 {
+    (n0 / unit.max(1)).div_ceil(8) * 8
+}
+
+/// Rows per invocation for a word-column kernel over a plan whose words are `unit` elements
+/// of dim 0: as many as leave about 4096 invocations (16 workgroups of 256, enough to keep
 /// every core of a CPU adapter busy), between 1 and 32.
-fn column_rows(plan: &CopyPlan, words: usize) -> u32 {
-    let n0 = plan.sizes()[0].max(1);
-    (words.div_ceil(8) * 8 * (plan.numel() / n0) / 4096).clamp(1, 32) as u32
+fn column_rows(plan: &CopyPlan, unit: u64) -> u32 {
+    let n0 = plan.sizes()[0].max(1) as u64;
+    (padded_words(n0, unit) * (plan.numel() as u64 / n0) / 4096).clamp(1, 32) as u32
 }
 
 /// The `STEP` constant of `strided_rows.wgsl` for a plan of `esize`-byte elements, when that
@@ -209,7 +215,7 @@ impl Grid {
                 Cover { threads: c.threads * wg as u64, ..c }
             }
             Grid::WordColumns { rows, unit } => {
-                let padded = (n0 / unit.max(1) as u64).div_ceil(8) * 8;
+                let padded = padded_words(n0, unit as u64);
                 let blocks = n1.div_ceil(rows.max(1) as u64);
                 Cover { aux2: rows, ..cover(numel / (n0 * n1) * blocks * padded, padded, blocks) }
             }
@@ -242,12 +248,12 @@ impl GpuContext {
                     CopyPath::BufferCopy
                 }
                 CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de) {
-                    Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, w.sizes()[0]) },
+                    Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
                     Some(_) => VEC4_DEFAULT,
                     None => GATHER_DEFAULT,
                 },
                 CopyKind::BatchedTranspose { dim } if same_type => self.tuned_transpose(plan, dim, dst.dtype, transpose_vec4_plan(plan, de).is_some())?,
-                CopyKind::StridedRows { .. } if same_type && strided_rows_step(plan, de).is_some() => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, plan.sizes()[0] / 4) },
+                CopyKind::StridedRows { .. } if same_type && strided_rows_step(plan, de).is_some() => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, 4) },
                 _ => GATHER_DEFAULT,
             },
             p => p,
