@@ -286,10 +286,13 @@ impl CopyPlan {
         CopyPlan { dst_offset: self.dst_offset - dst_lo, src_offset: self.src_offset - src_lo, ..self.clone() }
     }
 
-    /// The same copy counted in words of `unit` elements, when dim 0 is contiguous in both
-    /// operands and every size, stride and offset is a multiple of `unit` along it.
-    pub(crate) fn in_words(&self, unit: usize) -> Option<CopyPlan> {
-        let dense0 = self.dst_strides.first() == Some(&1) && self.src_strides.first() == Some(&1);
+    /// The same copy counted in words of `unit` elements, when dim 0 is contiguous in the
+    /// destination and walked with stride `step` (1, or 2 for a slice `::2`) in the source, and
+    /// its size, both offsets and every other stride are multiples of `unit`. Destination word
+    /// `w` of a row then takes every `step`-th element of the `step` source words from word
+    /// `step * w` on; the word plan's dim-0 source stride is `step`.
+    pub(crate) fn in_words(&self, unit: usize, step: isize) -> Option<CopyPlan> {
+        let dense0 = self.dst_strides.first() == Some(&1) && self.src_strides.first() == Some(&step) && step >= 1;
         let aligned = |x: isize| x.rem_euclid(unit as isize) == 0;
         if !dense0
             || !self.sizes[0].is_multiple_of(unit)
@@ -299,7 +302,7 @@ impl CopyPlan {
         {
             return None;
         }
-        let div = |s: &[isize]| -> Vec<isize> { s.iter().enumerate().map(|(i, &x)| if i == 0 { 1 } else { x / unit as isize }).collect() };
+        let div = |s: &[isize]| -> Vec<isize> { s.iter().enumerate().map(|(i, &x)| if i == 0 { x } else { x / unit as isize }).collect() };
         let mut sizes = self.sizes.clone();
         sizes[0] /= unit;
         Some(CopyPlan {

@@ -486,6 +486,45 @@ fn strided_rows_match_cpu() {
 }
 
 #[test]
+fn stepped_rows_match_cpu() {
+    // Slices ::2 along the innermost dim (with every other row, as x[..., ::2, ::2]), which
+    // copy_rows_vec4.wgsl moves as pairs of source vec4 words: 4-, 2- and 1-byte elements,
+    // storage offsets whole words apart and not, and every forced shape. The last destination
+    // word of each row takes its last element from the second of its source words, so a
+    // binding that stopped at the first word would read zeros there.
+    for ctx in contexts() {
+        for (dtype, unit) in [(DType::F32, 4usize), (DType::F16, 8), (DType::BF16, 8), (DType::U8, 16), (DType::I8, 16)] {
+            let (rows, w) = (2 * 19usize, 14 * unit);
+            let n = rows * w + 2 * unit;
+            let bytes = indexed(dtype, n);
+            let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&[n]).unwrap()).unwrap();
+            let d = device_from_bytes(ctx, dtype, &bytes);
+            for (off, row_step, aligned) in [(0isize, 2isize, true), (unit as isize, 1, true), (2 * unit as isize, 2, true), (1, 2, false), (unit as isize / 2, 1, false)] {
+                let hv = h.narrow(0, off, rows * w).unwrap().view(&[rows as isize, w as isize]).unwrap().slice(0, 0, rows as isize, row_step).unwrap().slice(1, 0, w as isize, 2).unwrap();
+                let dv = d.narrow(0, off, rows * w).unwrap().view(&[rows as isize, w as isize]).unwrap().slice(0, 0, rows as isize, row_step).unwrap().slice(1, 0, w as isize, 2).unwrap();
+                let plan = CopyPlan::new(&Layout::contiguous(hv.shape()).unwrap(), hv.layout()).unwrap();
+                assert_eq!(plan.kind(), CopyKind::StridedRows { step: 2 }, "{plan:?}");
+                let want = whole(&hv.contiguous(MemoryFormat::Contiguous).unwrap());
+                for path in [CopyPath::Auto, CopyPath::Vec4Rows { wg: 256, rows: 1 }, CopyPath::Vec4Rows { wg: 64, rows: 5 }, CopyPath::Vec4Rows { wg: 32, rows: 32 }] {
+                    let fill = vec![0x5au8; hv.numel() * dtype.size()];
+                    let shape: Vec<isize> = hv.shape().iter().map(|&x| x as isize).collect();
+                    let out = device_from_bytes(ctx, dtype, &fill).view(&shape).unwrap();
+                    match out.copy_with(&dv, path) {
+                        Ok(()) => assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} offset {off} rows ::{row_step} via {path:?}, plan {plan:?}", name(ctx)),
+                        Err(e) => {
+                            // Only the forced kernel, and only on rows that are not whole words.
+                            assert!(!aligned && path != CopyPath::Auto, "{}: {dtype} offset {off} via {path:?}: {e}", name(ctx));
+                            assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
+                            assert!(whole(&out.download().unwrap()) == fill, "{}: the refused copy wrote", name(ctx));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn short_contiguous_rows_match_cpu() {
     // Rows contiguous in both operands but short (x[..., :28], a channel slice of NHWC), which
     // the automatic path moves in word columns: 4-, 2- and 1-byte elements, storage offsets,

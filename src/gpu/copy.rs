@@ -89,10 +89,11 @@ pub enum CopyPath {
         /// Rows (along plan dim 1) each invocation moves one vec4 word of.
         rows: u32,
     },
-    /// `copy_rows_vec4.wgsl` (rows that are whole 16-byte aligned vec4 words in both operands,
-    /// like `Vec4`, but short): workgroup size and rows per invocation. The automatic choice for
-    /// rows under `SHORT_ROW_WORDS` words, where `Vec4`'s runs of `wg * wpt` words would leave
-    /// most invocations idle.
+    /// `copy_rows_vec4.wgsl`: rows of whole 16-byte aligned vec4 words, contiguous in the
+    /// destination and contiguous or stepped by 2 elements (a slice `::2`) in the source, with
+    /// the workgroup size and rows per invocation. The automatic choice for contiguous rows
+    /// under `SHORT_ROW_WORDS` words, where `Vec4`'s runs of `wg * wpt` words would leave most
+    /// invocations idle, and for slices `::2` of 2- and 1-byte elements.
     Vec4Rows {
         /// Workgroup size.
         wg: u32,
@@ -130,6 +131,14 @@ fn column_rows(plan: &CopyPlan, unit: u64) -> u32 {
     (padded_words(n0, unit) * (plan.numel() as u64 / n0) / 4096).clamp(1, 32) as u32
 }
 
+/// The word plan and `STEP` constant of `copy_rows_vec4.wgsl` for a plan of `esize`-byte
+/// elements of one type: rows of whole 16-byte words contiguous in both operands (step 1), or
+/// taking every other source element (step 2, a slice `::2`).
+pub(crate) fn vec4_rows_plan(plan: &CopyPlan, esize: usize) -> Option<(CopyPlan, u32)> {
+    let unit = 16 / esize;
+    plan.in_words(unit, 1).map(|w| (w, 1)).or_else(|| plan.in_words(unit, 2).map(|w| (w, 2)))
+}
+
 /// The `STEP` constant of `strided_rows.wgsl` for a plan of `esize`-byte elements, when that
 /// kernel can move it: 0 for broadcast rows, -1 for any other source stride.
 pub(crate) fn strided_rows_step(plan: &CopyPlan, esize: usize) -> Option<i64> {
@@ -155,6 +164,22 @@ pub(crate) fn transpose_vec4_plan(plan: &CopyPlan, esize: usize) -> Option<CopyP
         && whole(p.src_strides()[0])
         && p.src_strides()[2..].iter().all(|&s| whole(s));
     ok.then_some(p)
+}
+
+/// Bytes per plan element in each operand, and how many consecutive source elements a kernel
+/// reads from each source index of the plan (`copy_rows_vec4.wgsl` with STEP 2 reads two
+/// words), which the source binding must cover.
+#[derive(Clone, Copy)]
+struct Units {
+    dst: usize,
+    src: usize,
+    src_run: usize,
+}
+
+impl Units {
+    fn of(dst: usize, src: usize) -> Units {
+        Units { dst, src, src_run: 1 }
+    }
 }
 
 /// How a kernel's invocations cover a plan piece.
@@ -247,13 +272,20 @@ impl GpuContext {
                 CopyKind::Dense if same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => {
                     CopyPath::BufferCopy
                 }
-                CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de) {
+                CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de, 1) {
                     Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
                     Some(_) => VEC4_DEFAULT,
                     None => GATHER_DEFAULT,
                 },
                 CopyKind::BatchedTranspose { dim } if same_type => self.tuned_transpose(plan, dim, dst.dtype, transpose_vec4_plan(plan, de).is_some())?,
-                CopyKind::StridedRows { .. } if same_type && strided_rows_step(plan, de).is_some() => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, 4) },
+                // 4-byte elements through strided_rows.wgsl (on lavapipe, as fast as the vec4
+                // pairs of a stepped word plan); 2- and 1-byte elements of a slice ::2 through
+                // vec4 words (several times faster there than gathering them one by one).
+                CopyKind::StridedRows { .. } if same_type => match (strided_rows_step(plan, de), vec4_rows_plan(plan, de)) {
+                    (Some(_), _) => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, 4) },
+                    (None, Some((w, _))) => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
+                    (None, None) => GATHER_DEFAULT,
+                },
                 _ => GATHER_DEFAULT,
             },
             p => p,
@@ -275,18 +307,22 @@ impl GpuContext {
                 Ok(())
             }
             CopyPath::Vec4 { wg, wpt } => {
-                let words = if same_type { plan.in_words(16 / de) } else { None }.ok_or_else(|| {
+                let words = if same_type { plan.in_words(16 / de, 1) } else { None }.ok_or_else(|| {
                     Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}"))
                 })?;
                 let key = PipelineKey { shader: "copy_vec4", constants: vec![("WG", wg as i64), ("WPT", wpt as i64)] };
-                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, Grid::WorkgroupRuns { per: wg * wpt })
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, Units::of(16, 16), key, wg, Grid::WorkgroupRuns { per: wg * wpt })
             }
             CopyPath::Vec4Rows { wg, rows } => {
-                let words = if same_type { plan.in_words(16 / de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
-                    Error::invalid(OP, format!("the vec4 rows kernel needs 16-byte aligned contiguous rows of one type and rows > 0; plan {plan:?}, rows {rows}"))
+                let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
+                    Error::invalid(
+                        OP,
+                        format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous or stepped by 2 in the source, and rows > 0; plan {plan:?}, rows {rows}"),
+                    )
                 })?;
-                let key = PipelineKey { shader: "copy_rows_vec4", constants: vec![("WG", wg as i64)] };
-                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, 16, 16, key, wg, Grid::WordColumns { rows, unit: 1 })
+                let key = PipelineKey { shader: "copy_rows_vec4", constants: vec![("WG", wg as i64), ("STEP", step as i64), ("EB", de as i64)] };
+                let units = Units { src_run: step as usize, ..Units::of(16, 16) };
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, units, key, wg, Grid::WordColumns { rows, unit: 1 })
             }
             CopyPath::Transpose { wg, tile, order } => {
                 let CopyKind::BatchedTranspose { dim } = plan.kind() else {
@@ -296,7 +332,7 @@ impl GpuContext {
                     return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {} to {}", src.dtype, dst.dtype)));
                 }
                 let key = PipelineKey { shader: "transpose_block", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
-                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, de, se, key, wg, Grid::Blocks { tile })
+                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile })
             }
             CopyPath::TransposeVec4 { wg, tile, order } => {
                 let u = 16 / de as u32;
@@ -304,7 +340,7 @@ impl GpuContext {
                     Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
                 })?;
                 let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)] };
-                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, de, se, key, wg, Grid::Blocks { tile })
+                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile })
             }
             CopyPath::TransposeTile { wg, tile } => {
                 let CopyKind::BatchedTranspose { dim } = plan.kind() else {
@@ -317,7 +353,7 @@ impl GpuContext {
                     shader: "transpose_tile",
                     constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)],
                 };
-                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, de, se, key, wg, Grid::WorkgroupBlocks { tile })
+                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::WorkgroupBlocks { tile })
             }
             CopyPath::StridedRows { wg, rows } => {
                 let step = if same_type { strided_rows_step(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
@@ -327,7 +363,7 @@ impl GpuContext {
                     )
                 })?;
                 let key = PipelineKey { shader: "strided_rows", constants: vec![("WG", wg as i64), ("STEP", step)] };
-                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, Grid::WordColumns { rows, unit: 4 })
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::WordColumns { rows, unit: 4 })
             }
             CopyPath::Gather { wg, ept } => {
                 let kind = |t: DType| match (same_type, t) {
@@ -347,7 +383,7 @@ impl GpuContext {
                         ("DST_KIND", kind(dst.dtype)),
                     ],
                 };
-                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, de, se, key, wg, Grid::Runs { per: ept })
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Runs { per: ept })
             }
         }
     }
@@ -361,13 +397,13 @@ impl GpuContext {
         plan: &CopyPlan,
         dst: &wgpu::Buffer,
         src: &wgpu::Buffer,
-        de: usize,
-        se: usize,
+        units: Units,
         key: PipelineKey,
         wg: u32,
         grid: Grid,
     ) -> Result<()> {
         const OP: &str = "copy_";
+        let (de, se, run) = (units.dst, units.src, units.src_run.max(1) - 1);
         let r = &self.inner.report;
         let align = (r.min_storage_buffer_offset_alignment as u64).max(16);
         let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
@@ -381,7 +417,7 @@ impl GpuContext {
         let fits = |p: &CopyPlan| {
             let ((dlo, dhi), (slo, shi)) = p.spans();
             let (_, dlen) = window(dlo, dhi, de, dst.size());
-            let (_, slen) = window(slo, shi, se, src.size());
+            let (_, slen) = window(slo, shi + run, se, src.size());
             let small = |s: &[isize]| s.iter().all(|&x| i32::try_from(x).is_ok());
             let cover = grid.of(p, wg);
             p.rank() <= MAX_DIMS
@@ -405,7 +441,7 @@ impl GpuContext {
         for p in pieces {
             let ((dlo, dhi), (slo, shi)) = p.spans();
             let (dstart, dlen) = window(dlo, dhi, de, dst.size());
-            let (sstart, slen) = window(slo, shi, se, src.size());
+            let (sstart, slen) = window(slo, shi + run, se, src.size());
             let cover = grid.of(&p, wg);
             let (gx, gy) = cover.groups(wg, max_groups);
             let mut u = PlanUniform::zeroed();
