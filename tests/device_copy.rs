@@ -204,6 +204,28 @@ fn copy_larger_than_one_binding_through_a_permute() {
         p.download_into(&mut got).unwrap();
         assert!(got == want, "{}: large permuted copy differs", name(ctx));
     }
+    // One RGB image over a binding, to channels-last. The narrow transpose kernel needs each
+    // image in one binding (splitting this one in halves would leave pixel counts that are not
+    // multiples of 4: 11,793,396 / 2 is 2 mod 4); it is refused, and the automatic path takes
+    // another kernel. (The same with 4 channels and the vec4 kernel is not tested: splitting
+    // by halving the outermost dim makes millions of pieces there; see the issue note.)
+    for (c, kernel, forced) in [(3usize, "narrow transpose", CopyPath::TransposeNarrow { wg: 64 })] {
+        let shape = [1usize, c, 2, 5896698];
+        let n: usize = shape.iter().product();
+        let data: Vec<u32> = (0..n as u32).collect();
+        let want = HostTensor::from_vec(data.clone(), &shape).unwrap().permute(&[0, 2, 3, 1]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<u32>().unwrap();
+        for ctx in contexts() {
+            assert!(n as u64 * 4 > ctx.adapter().max_storage_buffer_binding_size.min(128 << 20));
+            let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
+            let out = DeviceTensor::empty(ctx, &shape, DType::U32, MemoryFormat::ChannelsLast).unwrap();
+            let e = out.copy_with(&d, forced).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains(kernel), "{e}");
+            out.copy_(&d).unwrap();
+            let mut got = vec![0u32; n];
+            out.as_strided(&[n], &[1], 0).unwrap().download_into(&mut got).unwrap();
+            assert!(got == want, "{}: a {c}-channel image over a binding to channels-last differs", name(ctx));
+        }
+    }
 }
 
 #[test]
@@ -295,7 +317,7 @@ fn reports_adapters() {
 }
 
 /// Transpose kernel variants (and the paths around them) every transpose test runs through.
-const TRANSPOSE_PATHS: [CopyPath; 11] = [
+const TRANSPOSE_PATHS: [CopyPath; 13] = [
     CopyPath::Auto,
     CopyPath::Transpose { wg: 64, tile: 4, order: 0 },
     CopyPath::Transpose { wg: 32, tile: 8, order: 1 },
@@ -306,6 +328,8 @@ const TRANSPOSE_PATHS: [CopyPath; 11] = [
     CopyPath::TransposeTile { wg: 256, tile: 32 },
     CopyPath::TransposeTile { wg: 64, tile: 16 },
     CopyPath::TransposeTile { wg: 64, tile: 8 },
+    CopyPath::TransposeNarrow { wg: 64 },
+    CopyPath::TransposeNarrow { wg: 32 },
     CopyPath::Gather { wg: 256, ept: 16 },
 ];
 
@@ -316,8 +340,12 @@ fn indexed(dtype: DType, n: usize) -> Vec<u8> {
 
 #[test]
 fn transpose_kernels_match_cpu_on_edge_shapes() {
-    // NCHW <-> NHWC, NCDHW <-> NDHWC, with tile edges, C = 3, sizes of 1, and a storage offset.
+    // NCHW <-> NHWC, NCDHW <-> NDHWC, with tile edges, C = 3, sizes of 1, and a storage offset;
+    // C = 3 and 2 with whole words of pixels (the narrow kernel).
     let cases: &[(&[usize], MemoryFormat)] = &[
+        (&[2, 3, 4, 6], MemoryFormat::ChannelsLast),
+        (&[3, 2, 4, 5], MemoryFormat::ChannelsLast),
+        (&[2, 3, 2, 2, 3], MemoryFormat::ChannelsLast3d),
         (&[2, 64, 8, 8], MemoryFormat::ChannelsLast),
         (&[3, 3, 17, 5], MemoryFormat::ChannelsLast),
         (&[1, 20, 1, 36], MemoryFormat::ChannelsLast),
@@ -371,6 +399,8 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                 assert!(kinds_ran.contains(&(dtype, std::mem::discriminant(&path))), "{dtype} never ran through {path:?}");
             }
         }
+        let narrow = CopyPath::TransposeNarrow { wg: 64 };
+        assert!(kinds_ran.contains(&(DType::U32, std::mem::discriminant(&narrow))), "4-byte elements never ran through {narrow:?}");
         // A batched matrix transpose [B,M,N] -> [B,N,M], and HWFC <-> HWCF, as permuted copies.
         let b = DeviceTensor::from_slice(ctx, &(0..3 * 20 * 12).map(|i| i as f32).collect::<Vec<_>>(), &[3, 20, 12]).unwrap();
         let hb = b.download().unwrap();

@@ -26,13 +26,20 @@ pub struct ShapeClass {
     pub element_bytes: usize,
     /// Whether the vec4 transpose kernel applies.
     pub vec4: bool,
+    /// Whether the narrow transpose kernel (a transposed dim of 2 or 3) applies.
+    pub narrow: bool,
     /// floor(log2) of the destination-contiguous dim, the source-contiguous dim, the batch.
     pub log2: [u32; 3],
 }
 
 /// The variants measured for a batched transpose of `element_bytes`-byte elements.
-fn candidates(element_bytes: usize, vec4: bool) -> Vec<CopyPath> {
+fn candidates(element_bytes: usize, vec4: bool, narrow: bool) -> Vec<CopyPath> {
     let mut c = Vec::new();
+    if narrow {
+        for wg in [64, 256] {
+            c.push(CopyPath::TransposeNarrow { wg });
+        }
+    }
     if vec4 {
         // Block edges that are whole vec4 words of U = 16 / element_bytes elements.
         for tile in [16, 8] {
@@ -55,12 +62,12 @@ fn candidates(element_bytes: usize, vec4: bool) -> Vec<CopyPath> {
 impl GpuContext {
     /// The kernel for a batched-transpose `plan` (whose source-contiguous plan dim is `dim`),
     /// measured once per shape class.
-    pub(crate) fn tuned_transpose(&self, plan: &CopyPlan, dim: usize, dtype: DType, vec4: bool) -> Result<CopyPath> {
+    pub(crate) fn tuned_transpose(&self, plan: &CopyPlan, dim: usize, dtype: DType, vec4: bool, narrow: bool) -> Result<CopyPath> {
         let m = plan.sizes()[0];
         let n = plan.sizes()[dim];
         let batch = plan.numel() / (m * n);
         let log2 = |x: usize| usize::BITS - 1 - x.max(1).leading_zeros();
-        let class = ShapeClass { element_bytes: dtype.size(), vec4, log2: [log2(m), log2(n), log2(batch)] };
+        let class = ShapeClass { element_bytes: dtype.size(), vec4, narrow, log2: [log2(m), log2(n), log2(batch)] };
         if let Some(&p) = lock(&self.inner.tuned).get(&class) {
             return Ok(p);
         }
@@ -77,7 +84,7 @@ impl GpuContext {
         let src = self.scoped("tune", || Ok(Pooled::get(d, &self.inner.pool, (shi - slo + 1) as u64 * es, usage)))?;
         let timer = GpuTimer::new(self)?;
         let mut best: Option<(f64, CopyPath)> = None;
-        for path in candidates(dtype.size(), vec4) {
+        for path in candidates(dtype.size(), vec4, narrow) {
             let mut times = Vec::new();
             for _ in 0..4 {
                 let run = timer.time(|b| {
