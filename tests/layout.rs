@@ -104,6 +104,11 @@ fn diagonal_unfold_as_strided() {
     assert!(Layout::as_strided(&[2, 2], &[1, 2], 0, 4).is_ok());
     let e = Layout::as_strided(&[2, 2], &[1, 2], 1, 4).unwrap_err();
     assert!(matches!(e, Error::OutOfBounds { hi: 4, storage_len: 4, .. }), "{e}");
+    // Empty windows every element of a dim of usize::MAX elements (the tensor is empty): the
+    // window count does not fit, an error rather than a wrap (found by no_op_panics).
+    let huge = Layout::new(vec![usize::MAX, 0], vec![0, 1], 0).unwrap();
+    let e = huge.unfold(0, 0, 1).unwrap_err();
+    assert!(matches!(e, Error::Overflow { op: "unfold", .. }), "{e}");
 }
 
 #[test]

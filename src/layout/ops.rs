@@ -256,7 +256,9 @@ impl Layout {
         let mut strides = self.strides.clone();
         let inner = if self.rank() == 0 { 1 } else { self.strides[d] };
         if self.rank() > 0 {
-            shape[d] = (self.shape[d] - size) / step + 1;
+            shape[d] = ((self.shape[d] - size) / step)
+                .checked_add(1)
+                .ok_or_else(|| Error::overflow(OP, format!("the window count of dim {d} of size {} (window {size}, step {step})", self.shape[d])))?;
             strides[d] = isize::try_from(step)
                 .ok()
                 .and_then(|s| s.checked_mul(self.strides[d]))
