@@ -31,17 +31,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         // Source words: the 4 positions' C values in position order. Destination: row c
         // (stride blk.dst_row) takes value c of each position.
         // Row strides may be negative: step in elements (wrapping), then count words.
-        let r1 = (blk.dst + blk.dst_row) >> 2u;
         let a = src[s];
         let b = src[s + 1u];
         if (C == 3u) {
             let c = src[s + 2u];
             dst[d] = vec4<u32>(a.x, a.w, b.z, c.y);
-            dst[r1] = vec4<u32>(a.y, b.x, b.w, c.z);
+            dst[(blk.dst + blk.dst_row) >> 2u] = vec4<u32>(a.y, b.x, b.w, c.z);
             dst[(blk.dst + 2u * blk.dst_row) >> 2u] = vec4<u32>(a.z, b.y, c.x, c.w);
         } else {
             dst[d] = vec4<u32>(a.x, a.z, b.x, b.z);
-            dst[r1] = vec4<u32>(a.y, a.w, b.y, b.w);
+            dst[(blk.dst + blk.dst_row) >> 2u] = vec4<u32>(a.y, a.w, b.y, b.w);
         }
     } else {
         // Source rows c (stride blk.src_row) hold value c of the 4 positions; the destination

@@ -209,22 +209,20 @@ fn copy_larger_than_one_binding_through_a_permute() {
     // multiples of 4: 11,793,396 / 2 is 2 mod 4); it is refused, and the automatic path takes
     // another kernel. (The same with 4 channels and the vec4 kernel is not tested: splitting
     // by halving the outermost dim makes millions of pieces there; see the issue note.)
-    for (c, kernel, forced) in [(3usize, "narrow transpose", CopyPath::TransposeNarrow { wg: 64 })] {
-        let shape = [1usize, c, 2, 5896698];
-        let n: usize = shape.iter().product();
-        let data: Vec<u32> = (0..n as u32).collect();
-        let want = HostTensor::from_vec(data.clone(), &shape).unwrap().permute(&[0, 2, 3, 1]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<u32>().unwrap();
-        for ctx in contexts() {
-            assert!(n as u64 * 4 > ctx.adapter().max_storage_buffer_binding_size.min(128 << 20));
-            let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
-            let out = DeviceTensor::empty(ctx, &shape, DType::U32, MemoryFormat::ChannelsLast).unwrap();
-            let e = out.copy_with(&d, forced).unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains(kernel), "{e}");
-            out.copy_(&d).unwrap();
-            let mut got = vec![0u32; n];
-            out.as_strided(&[n], &[1], 0).unwrap().download_into(&mut got).unwrap();
-            assert!(got == want, "{}: a {c}-channel image over a binding to channels-last differs", name(ctx));
-        }
+    let shape = [1usize, 3, 2, 5896698];
+    let n: usize = shape.iter().product();
+    let data: Vec<u32> = (0..n as u32).collect();
+    let want = HostTensor::from_vec(data.clone(), &shape).unwrap().permute(&[0, 2, 3, 1]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<u32>().unwrap();
+    for ctx in contexts() {
+        assert!(n as u64 * 4 > ctx.adapter().max_storage_buffer_binding_size.min(128 << 20));
+        let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
+        let out = DeviceTensor::empty(ctx, &shape, DType::U32, MemoryFormat::ChannelsLast).unwrap();
+        let e = out.copy_with(&d, CopyPath::TransposeNarrow { wg: 64 }).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("narrow transpose"), "{e}");
+        out.copy_(&d).unwrap();
+        let mut got = vec![0u32; n];
+        out.as_strided(&[n], &[1], 0).unwrap().download_into(&mut got).unwrap();
+        assert!(got == want, "{}: an RGB image over a binding to channels-last differs", name(ctx));
     }
 }
 
@@ -539,14 +537,15 @@ fn stepped_rows_match_cpu() {
                     let fill = vec![0x5au8; hv.numel() * dtype.size()];
                     let shape: Vec<isize> = hv.shape().iter().map(|&x| x as isize).collect();
                     let out = device_from_bytes(ctx, dtype, &fill).view(&shape).unwrap();
-                    match out.copy_with(&dv, path) {
-                        Ok(()) => assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} offset {off} rows ::{row_step} via {path:?}, plan {plan:?}", name(ctx)),
-                        Err(e) => {
-                            // Only the forced kernel, and only on rows that are not whole words.
-                            assert!(!aligned && path != CopyPath::Auto, "{}: {dtype} offset {off} via {path:?}: {e}", name(ctx));
-                            assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
-                            assert!(whole(&out.download().unwrap()) == fill, "{}: the refused copy wrote", name(ctx));
-                        }
+                    let r = out.copy_with(&dv, path);
+                    if aligned || path == CopyPath::Auto {
+                        r.unwrap_or_else(|e| panic!("{}: {dtype} offset {off} via {path:?}: {e}", name(ctx)));
+                        assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} offset {off} rows ::{row_step} via {path:?}, plan {plan:?}", name(ctx));
+                    } else {
+                        // The forced kernel refuses rows that are not whole words.
+                        let e = r.expect_err("a forced vec4-rows copy of rows that are not whole words");
+                        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
+                        assert!(whole(&out.download().unwrap()) == fill, "{}: the refused copy wrote", name(ctx));
                     }
                 }
             }

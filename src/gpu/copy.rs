@@ -155,24 +155,6 @@ pub(crate) fn strided_rows_step(plan: &CopyPlan, esize: usize) -> Option<i64> {
     ok.then_some(if step == 0 { 0 } else { -1 })
 }
 
-/// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
-/// the vec4 transpose kernel can move it: with U = 16 / element size elements per vec4 word,
-/// the sizes of dims 0 and 1, every other stride and both offsets are multiples of U.
-pub(crate) fn transpose_vec4_plan(plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
-    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
-    let p = plan.transpose_order(dim);
-    let u = 16 / esize;
-    let whole = |x: isize| x.rem_euclid(u as isize) == 0;
-    let ok = p.sizes()[0].is_multiple_of(u)
-        && p.sizes()[1].is_multiple_of(u)
-        && p.dst_offset().is_multiple_of(u)
-        && p.src_offset().is_multiple_of(u)
-        && p.dst_strides()[1..].iter().all(|&s| whole(s))
-        && whole(p.src_strides()[0])
-        && p.src_strides()[2..].iter().all(|&s| whole(s));
-    ok.then_some(p)
-}
-
 /// Bytes per plan element in each operand, and how many consecutive source elements a kernel
 /// reads from each source index of the plan (`copy_rows_vec4.wgsl` with STEP 2 reads two
 /// words), which the source binding must cover.
@@ -189,27 +171,60 @@ impl Units {
     }
 }
 
-/// The plan of a batched transpose with the source-contiguous dim moved to position 1, and the
-/// `NARROW` and `C` constants of `transpose_narrow.wgsl`, when that kernel can move it: 4-byte
-/// elements; dim 1 (NARROW 1) or dim 0 (NARROW 0) of 2 or 3 elements, packed on the side where
-/// it is contiguous (its neighbour's stride there equals its size); the other dim, the strides
-/// of the narrow dim's rows on the other side, every batch stride and both offsets multiples
-/// of 4.
-pub(crate) fn transpose_narrow_plan(plan: &CopyPlan, esize: usize) -> Option<(CopyPlan, u32, u32)> {
-    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
-    let p = plan.transpose_order(dim);
-    let (m, n) = (p.sizes()[0], p.sizes()[1]);
-    let four = |x: isize| x.rem_euclid(4) == 0;
-    let narrow = |k: usize| (2..=3).contains(&k);
-    let aligned = p.dst_offset().is_multiple_of(4) && p.src_offset().is_multiple_of(4) && p.dst_strides()[2..].iter().chain(&p.src_strides()[2..]).all(|&s| four(s));
-    let (side, c) = if narrow(n) && m.is_multiple_of(4) && p.src_strides()[0] == n as isize && four(p.dst_strides()[1]) {
-        (1, n)
-    } else if narrow(m) && n.is_multiple_of(4) && p.dst_strides()[1] == m as isize && four(p.src_strides()[0]) {
-        (0, m)
-    } else {
-        return None;
-    };
-    (esize == 4 && aligned).then_some((p, side, c as u32))
+/// When the vec4 and narrow transpose kernels can move a plan.
+impl GpuContext {
+    /// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
+    /// the vec4 transpose kernel can move it: with U = 16 / element size elements per vec4 word,
+    /// the sizes of dims 0 and 1, every other stride and both offsets are multiples of U, and one
+    /// matrix fits a binding (`binds_one_block`).
+    fn transpose_vec4_plan(&self, plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
+        let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+        let p = plan.transpose_order(dim);
+        let u = 16 / esize;
+        let whole = |x: isize| x.rem_euclid(u as isize) == 0;
+        let ok = p.sizes()[0].is_multiple_of(u)
+            && p.sizes()[1].is_multiple_of(u)
+            && p.dst_offset().is_multiple_of(u)
+            && p.src_offset().is_multiple_of(u)
+            && p.dst_strides()[1..].iter().all(|&s| whole(s))
+            && whole(p.src_strides()[0])
+            && p.src_strides()[2..].iter().all(|&s| whole(s));
+        ok.then_some(p).filter(|p| self.binds_one_block(p, esize))
+    }
+
+    /// The plan of a batched transpose with the source-contiguous dim moved to position 1, and the
+    /// `NARROW` and `C` constants of `transpose_narrow.wgsl`, when that kernel can move it: 4-byte
+    /// elements; dim 1 (NARROW 1) or dim 0 (NARROW 0) of 2 or 3 elements, packed on the side where
+    /// it is contiguous (its neighbour's stride there equals its size); the other dim, the strides
+    /// of the narrow dim's rows on the other side, every batch stride and both offsets multiples
+    /// of 4; and one matrix fits a binding (`binds_one_block`).
+    fn transpose_narrow_plan(&self, plan: &CopyPlan, esize: usize) -> Option<(CopyPlan, u32, u32)> {
+        let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+        let p = plan.transpose_order(dim);
+        let (m, n) = (p.sizes()[0], p.sizes()[1]);
+        let four = |x: isize| x.rem_euclid(4) == 0;
+        let narrow = |k: usize| (2..=3).contains(&k);
+        let aligned = p.dst_offset().is_multiple_of(4) && p.src_offset().is_multiple_of(4) && p.dst_strides()[2..].iter().chain(&p.src_strides()[2..]).all(|&s| four(s));
+        let (side, c) = if narrow(n) && m.is_multiple_of(4) && p.src_strides()[0] == n as isize && four(p.dst_strides()[1]) {
+            (1, n)
+        } else if narrow(m) && n.is_multiple_of(4) && p.dst_strides()[1] == m as isize && four(p.src_strides()[0]) {
+            (0, m)
+        } else {
+            return None;
+        };
+        (esize == 4 && aligned && self.binds_one_block(&p, esize)).then_some((p, side, c as u32))
+    }
+
+    /// Whether one matrix (plan dims 0 and 1) of a transposed plan fits a binding in each
+    /// operand, so that splitting the plan for the binding limit only splits batch dims: the
+    /// vec4 and narrow transpose kernels rely on the sizes and alignment of dims 0 and 1.
+    fn binds_one_block(&self, p: &CopyPlan, esize: usize) -> bool {
+        let r = &self.inner.report;
+        let slack = 2 * (r.min_storage_buffer_offset_alignment as u128).max(16);
+        let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1) as u128;
+        let extent = |s: &[isize]| (0..2).map(|d| (p.sizes()[d] as u128 - 1) * s[d].unsigned_abs() as u128).sum::<u128>() + 1;
+        p.rank() >= 2 && [p.dst_strides(), p.src_strides()].iter().all(|s| extent(s) * esize as u128 + slack <= max_bind)
+    }
 }
 
 /// How a kernel's invocations cover a plan piece.
@@ -308,8 +323,8 @@ impl GpuContext {
                     None => GATHER_DEFAULT,
                 },
                 CopyKind::BatchedTranspose { dim } if same_type => {
-                    let vec4 = transpose_vec4_plan(plan, de).is_some_and(|p| self.binds_one_block(&p, de));
-                    let narrow = transpose_narrow_plan(plan, de).is_some_and(|(p, _, _)| self.binds_one_block(&p, de));
+                    let vec4 = self.transpose_vec4_plan(plan, de).is_some();
+                    let narrow = self.transpose_narrow_plan(plan, de).is_some();
                     self.tuned_transpose(plan, dim, dst.dtype, vec4, narrow)?
                 }
                 // 4-byte elements through strided_rows.wgsl (on lavapipe, as fast as the vec4
@@ -370,14 +385,14 @@ impl GpuContext {
             }
             CopyPath::TransposeVec4 { wg, tile, order } => {
                 let u = 16 / de as u32;
-                let p = if same_type { transpose_vec4_plan(plan, de) } else { None }.filter(|p| tile % u == 0 && tile > 0 && self.binds_one_block(p, de)).ok_or_else(|| {
+                let p = if same_type { self.transpose_vec4_plan(plan, de) } else { None }.filter(|_| tile % u == 0 && tile > 0).ok_or_else(|| {
                     Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements, one matrix of which fits a binding, and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
                 })?;
                 let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)] };
                 self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile })
             }
             CopyPath::TransposeNarrow { wg } => {
-                let (p, side, c) = if same_type { transpose_narrow_plan(plan, de) } else { None }.filter(|(p, _, _)| self.binds_one_block(p, de)).ok_or_else(|| {
+                let (p, side, c) = if same_type { self.transpose_narrow_plan(plan, de) } else { None }.ok_or_else(|| {
                     Error::invalid(OP, format!("the narrow transpose kernel needs a batched transpose of 4-byte elements of one type, with one transposed dim of 2 or 3 packed elements, the rest aligned to 4, and one matrix fitting a binding; plan {plan:?}, {} to {}", src.dtype, dst.dtype))
                 })?;
                 let key = PipelineKey { shader: "transpose_narrow", constants: vec![("WG", wg as i64), ("TILE", 4), ("ORDER", 0), ("C", c as i64), ("NARROW", side as i64)] };
@@ -427,17 +442,6 @@ impl GpuContext {
                 self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Runs { per: ept })
             }
         }
-    }
-
-    /// Whether one matrix (plan dims 0 and 1) of a transposed plan fits a binding in each
-    /// operand, so that splitting the plan for the binding limit only splits batch dims: the
-    /// vec4 and narrow transpose kernels rely on the sizes and alignment of dims 0 and 1.
-    fn binds_one_block(&self, p: &CopyPlan, esize: usize) -> bool {
-        let r = &self.inner.report;
-        let slack = 2 * (r.min_storage_buffer_offset_alignment as u128).max(16);
-        let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1) as u128;
-        let extent = |s: &[isize]| (0..2).map(|d| (p.sizes()[d] as u128 - 1) * s[d].unsigned_abs() as u128).sum::<u128>() + 1;
-        p.rank() >= 2 && [p.dst_strides(), p.src_strides()].iter().all(|s| extent(s) * esize as u128 + slack <= max_bind)
     }
 
     /// Splits `plan` into pieces whose bound windows, rank and index ranges fit, and records one
