@@ -50,6 +50,34 @@ pub enum CopyKind {
     Gather,
 }
 
+/// Where [`CopyPlan::pieces`] may cut a plan: a kernel that relies on the sizes or alignment
+/// of its inner dims keeps them whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cuts {
+    /// Dims below this are never cut.
+    pub keep: usize,
+    /// Dim 0 (when `keep` is 0) is cut only at multiples of this many elements.
+    pub grain0: usize,
+    /// Plans with more dims than this are cut along their outermost dim until they have fewer.
+    pub max_rank: usize,
+}
+
+impl Cuts {
+    /// Every dim, anywhere.
+    pub(crate) const ANY: Cuts = Cuts { keep: 0, grain0: 1, max_rank: usize::MAX };
+    /// Every dim, anywhere, outermost first (a representative piece keeps the inner dims).
+    pub(crate) const OUTERMOST: Cuts = Cuts { max_rank: 0, ..Cuts::ANY };
+
+    /// The grain at which dim `d` may be cut, if at all.
+    fn grain(self, d: usize) -> Option<usize> {
+        match d {
+            _ if d < self.keep => None,
+            0 => Some(self.grain0.max(1)),
+            _ => Some(1),
+        }
+    }
+}
+
 impl CopyPlan {
     /// The plan for `dst.copy_(src)`: `src` is broadcast to `dst`'s shape.
     ///
@@ -213,10 +241,14 @@ impl CopyPlan {
         (span(self.dst_offset, &self.dst_strides), span(self.src_offset, &self.src_strides))
     }
 
-    /// Splits the plan into pieces that each satisfy `fits` (a binding-size or rank limit), by
-    /// halving the outermost dim (and dropping it once it has size 1). Fails only when a
-    /// single element does not fit.
-    pub(crate) fn pieces(&self, fits: impl Fn(&CopyPlan) -> bool) -> Option<Vec<CopyPlan>> {
+    /// Splits the plan into pieces that each satisfy `fits` (a binding-size or rank limit).
+    /// Each step halves one dim that `cuts` allows (see [`Cuts`]): the outermost while the plan
+    /// has more than `cuts.max_rank` dims, else the one whose extent in either operand is the
+    /// largest, so that a dim whose stride makes the span too wide is the one cut. A batch dim
+    /// (2 and up) cut down to size 1 is dropped; dims 0 and 1 stay, since the row and
+    /// transpose kernels read their strides. Fails with the piece that no allowed cut can
+    /// shrink further.
+    pub(crate) fn pieces(&self, cuts: Cuts, fits: impl Fn(&CopyPlan) -> bool) -> std::result::Result<Vec<CopyPlan>, CopyPlan> {
         let mut out = Vec::new();
         let mut stack = vec![self.clone()];
         while let Some(p) = stack.pop() {
@@ -227,26 +259,38 @@ impl CopyPlan {
                 out.push(p);
                 continue;
             }
-            let d = p.rank().checked_sub(1)?;
+            let Some((d, g)) = p.next_cut(cuts) else { return Err(p) };
             let n = p.sizes[d];
-            let half = n / 2;
+            let half = n / g / 2 * g;
             // Push the upper half first so that pieces come out in order.
             for (start, len) in [(half, n - half), (0, half)] {
                 let mut q = p.clone();
                 q.dst_offset = (q.dst_offset as isize + start as isize * q.dst_strides[d]) as usize;
                 q.src_offset = (q.src_offset as isize + start as isize * q.src_strides[d]) as usize;
                 q.numel = p.numel / n * len;
-                if len == 1 {
-                    q.sizes.pop();
-                    q.dst_strides.pop();
-                    q.src_strides.pop();
+                if len == 1 && d > 1 {
+                    q.sizes.remove(d);
+                    q.dst_strides.remove(d);
+                    q.src_strides.remove(d);
                 } else {
                     q.sizes[d] = len;
                 }
                 stack.push(q);
             }
         }
-        Some(out)
+        Ok(out)
+    }
+
+    /// The dim `pieces` halves next and its grain, among the dims `cuts` allows that hold at
+    /// least two grains.
+    fn next_cut(&self, cuts: Cuts) -> Option<(usize, usize)> {
+        let mut cuttable = (0..self.rank()).filter_map(|d| cuts.grain(d).filter(|&g| self.sizes[d] / g >= 2).map(|g| (d, g)));
+        if self.rank() > cuts.max_rank {
+            return cuttable.next_back();
+        }
+        let extent = |d: usize| (self.sizes[d] as u128 - 1) * self.dst_strides[d].unsigned_abs().max(self.src_strides[d].unsigned_abs()) as u128;
+        // `max_by_key` keeps the last of equal keys: the outermost.
+        cuttable.max_by_key(|&(d, _)| extent(d))
     }
 
     /// The same copy with plan dim `from` moved to position `to` (the linear order changes,
@@ -313,5 +357,89 @@ impl CopyPlan {
             src_offset: self.src_offset / unit,
             numel: self.numel / unit,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::MemoryFormat;
+
+    /// Every (destination, source) pair of a plan, sorted.
+    fn pairs(p: &CopyPlan) -> Vec<(usize, usize)> {
+        let mut v: Vec<_> = (0..p.numel()).map(|i| p.offsets(i)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn span_fits(limit: usize) -> impl Fn(&CopyPlan) -> bool {
+        move |p: &CopyPlan| {
+            let ((dlo, dhi), (slo, shi)) = p.spans();
+            dhi - dlo < limit && shi - slo < limit
+        }
+    }
+
+    fn channels_last(shape: &[usize]) -> CopyPlan {
+        let src = Layout::contiguous(shape).unwrap();
+        let dst = Layout::with_format(shape, MemoryFormat::ChannelsLast).unwrap();
+        CopyPlan::new(&dst, &src).unwrap()
+    }
+
+    #[test]
+    fn pieces_cut_the_dim_that_makes_the_span_too_wide() {
+        // 4 channels of 1200 pixels to channels-last; a "binding" of 1500 elements holds one
+        // channel plane but not three, so the channel dim must be cut: 4 pieces, not hundreds.
+        let plan = channels_last(&[1, 4, 2, 600]);
+        let pieces = plan.pieces(Cuts::ANY, span_fits(1500)).unwrap();
+        assert!(pieces.len() <= 8, "{} pieces", pieces.len());
+        let mut all: Vec<_> = pieces.iter().flat_map(pairs).collect();
+        all.sort_unstable();
+        assert_eq!(all, pairs(&plan));
+    }
+
+    #[test]
+    fn pieces_respect_kept_dims_and_grains() {
+        // A column of 60 elements, 1000 apart, with a span limit of 20,000: dim 0 may only be
+        // cut at multiples of 4, so every piece keeps whole words and aligned offsets.
+        let src = Layout::contiguous(&[60, 1000]).unwrap().select(1, 7).unwrap();
+        let dst = Layout::contiguous(&[60]).unwrap();
+        let plan = CopyPlan::new(&dst, &src).unwrap();
+        let cuts = Cuts { grain0: 4, ..Cuts::ANY };
+        let pieces = plan.pieces(cuts, span_fits(20_000)).unwrap();
+        assert!(pieces.len() > 1);
+        for p in &pieces {
+            assert!(p.sizes()[0].is_multiple_of(4) && p.dst_offset().is_multiple_of(4), "{p:?}");
+        }
+        let mut all: Vec<_> = pieces.iter().flat_map(pairs).collect();
+        all.sort_unstable();
+        assert_eq!(all, pairs(&plan));
+        // Four elements span 3,001: a smaller limit cannot be met, and the piece is returned.
+        let err = plan.pieces(cuts, span_fits(3000)).unwrap_err();
+        assert_eq!(err.sizes()[0], 4);
+
+        // Kept dims 0 and 1: only batch dims are cut, and a plan of one matrix is left whole.
+        let plan = channels_last(&[6, 4, 3, 5]);
+        let keep = Cuts { keep: 2, ..Cuts::ANY };
+        let pieces = plan.pieces(keep, span_fits(60)).unwrap();
+        assert_eq!(pieces.len(), 6);
+        assert!(pieces.iter().all(|p| p.sizes()[..2] == plan.sizes()[..2]));
+        assert!(plan.pieces(keep, span_fits(40)).is_err());
+    }
+
+    #[test]
+    fn pieces_lower_the_rank_from_the_outermost_dim() {
+        // Nine dims of 2 that cannot merge in the source (strides 4^8 .. 4^0).
+        let shape = [2usize; 9];
+        let strides: Vec<isize> = (0..9).rev().map(|k| 1isize << (2 * k)).collect();
+        let src = Layout::new(shape.to_vec(), strides, 0).unwrap();
+        let dst = Layout::contiguous(&shape).unwrap().permute(&[8, 7, 6, 5, 4, 3, 2, 1, 0]).unwrap();
+        let plan = CopyPlan::new(&dst, &src).unwrap();
+        assert_eq!(plan.rank(), 9);
+        let cuts = Cuts { max_rank: 8, ..Cuts::ANY };
+        let pieces = plan.pieces(cuts, |p| p.rank() <= 8).unwrap();
+        assert_eq!(pieces.len(), 2);
+        let mut all: Vec<_> = pieces.iter().flat_map(pairs).collect();
+        all.sort_unstable();
+        assert_eq!(all, pairs(&plan));
     }
 }

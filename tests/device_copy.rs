@@ -207,8 +207,7 @@ fn copy_larger_than_one_binding_through_a_permute() {
     // One RGB image over a binding, to channels-last. The narrow transpose kernel needs each
     // image in one binding (splitting this one in halves would leave pixel counts that are not
     // multiples of 4: 11,793,396 / 2 is 2 mod 4); it is refused, and the automatic path takes
-    // another kernel. (The same with 4 channels and the vec4 kernel is not tested: splitting
-    // by halving the outermost dim makes millions of pieces there; see the issue note.)
+    // another kernel.
     let shape = [1usize, 3, 2, 5896698];
     let n: usize = shape.iter().product();
     let data: Vec<u32> = (0..n as u32).collect();
@@ -223,6 +222,45 @@ fn copy_larger_than_one_binding_through_a_permute() {
         let mut got = vec![0u32; n];
         out.as_strided(&[n], &[1], 0).unwrap().download_into(&mut got).unwrap();
         assert!(got == want, "{}: an RGB image over a binding to channels-last differs", name(ctx));
+    }
+}
+
+/// Copies whose single image or row spans more than a binding: the plan must be cut inside
+/// the matrix (the channel dim) or inside a row (at whole words of the strided-rows kernel).
+#[test]
+fn copies_cut_inside_a_matrix_or_a_row() {
+    // A 4-channel image of 188 MB to channels-last: 3 channel planes span over a binding in
+    // the source, so the channel dim itself must be cut (cutting only the pixel dim would take
+    // millions of pieces).
+    let shape = [1usize, 4, 2, 5896698];
+    let n: usize = shape.iter().product();
+    let data: Vec<u32> = (0..n as u32).collect();
+    let want = HostTensor::from_vec(data.clone(), &shape).unwrap().permute(&[0, 2, 3, 1]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<u32>().unwrap();
+    for ctx in contexts() {
+        let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
+        for path in [CopyPath::Auto, CopyPath::Transpose { wg: 64, tile: 4, order: 0 }, CopyPath::Gather { wg: 256, ept: 16 }] {
+            let out = DeviceTensor::zeros(ctx, &shape, DType::U32, MemoryFormat::ChannelsLast).unwrap();
+            out.copy_with(&d, path).unwrap();
+            let mut got = vec![0u32; n];
+            out.as_strided(&[n], &[1], 0).unwrap().download_into(&mut got).unwrap();
+            assert!(got == want, "{}: a 4-channel image over a binding to channels-last differs ({path:?})", name(ctx));
+        }
+    }
+    // A column of a [60, 600000] matrix (144 MB): 60 elements whose source span is over a
+    // binding. The strided-rows kernel writes whole vec4 words, so the row may only be cut at
+    // multiples of 4 elements (a cut at 30 wrote the second half one word off).
+    let (rows, cols) = (60usize, 600_000usize);
+    let data: Vec<u32> = (0..(rows * cols) as u32).collect();
+    let want: Vec<u32> = (0..rows).map(|r| data[r * cols + 7]).collect();
+    for ctx in contexts() {
+        let d = DeviceTensor::from_slice(ctx, &data, &[rows, cols]).unwrap();
+        let col = d.select(1, 7).unwrap();
+        for path in [CopyPath::Auto, CopyPath::StridedRows { wg: 64, rows: 1 }] {
+            let out = DeviceTensor::empty(ctx, &[rows], DType::U32, MemoryFormat::Contiguous).unwrap();
+            out.copy_with(&col, path).unwrap();
+            let got = out.download().unwrap().to_vec::<u32>().unwrap();
+            assert!(got == want, "{}: a column over a binding differs ({path:?})", name(ctx));
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::context::{GpuContext, PipelineKey};
 use crate::gpu::pool::Pooled;
-use crate::plan::{CopyKind, CopyPlan};
+use crate::plan::{CopyKind, CopyPlan, Cuts};
 
 /// Dims a kernel's uniform holds; plans with more are split along their outer dims.
 pub const MAX_DIMS: usize = 8;
@@ -219,11 +219,17 @@ impl GpuContext {
     /// operand, so that splitting the plan for the binding limit only splits batch dims: the
     /// vec4 and narrow transpose kernels rely on the sizes and alignment of dims 0 and 1.
     fn binds_one_block(&self, p: &CopyPlan, esize: usize) -> bool {
+        p.rank() >= 2 && self.binds_block(p, esize, &p.sizes()[..2])
+    }
+
+    /// Whether a block of `sizes` along the plan's inner dims (a piece no cut may shrink) fits a
+    /// binding in each operand, with room for the window's alignment.
+    fn binds_block(&self, p: &CopyPlan, esize: usize, sizes: &[usize]) -> bool {
         let r = &self.inner.report;
         let slack = 2 * (r.min_storage_buffer_offset_alignment as u128).max(16);
         let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1) as u128;
-        let extent = |s: &[isize]| (0..2).map(|d| (p.sizes()[d] as u128 - 1) * s[d].unsigned_abs() as u128).sum::<u128>() + 1;
-        p.rank() >= 2 && [p.dst_strides(), p.src_strides()].iter().all(|s| extent(s) * esize as u128 + slack <= max_bind)
+        let extent = |s: &[isize]| sizes.iter().zip(s).map(|(&n, &st)| (n.max(1) as u128 - 1) * st.unsigned_abs() as u128).sum::<u128>() + 1;
+        p.rank() >= sizes.len() && [p.dst_strides(), p.src_strides()].iter().all(|s| extent(s) * esize as u128 + slack <= max_bind)
     }
 }
 
@@ -331,9 +337,9 @@ impl GpuContext {
                 // pairs of a stepped word plan); 2- and 1-byte elements of a slice ::2 through
                 // vec4 words (several times faster there than gathering them one by one).
                 CopyKind::StridedRows { .. } if same_type => match (strided_rows_step(plan, de), vec4_rows_plan(plan, de)) {
-                    (Some(_), _) => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, 4) },
+                    (Some(_), _) if self.binds_block(plan, de, &[4]) => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, 4) },
                     (None, Some((w, _))) => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
-                    (None, None) => GATHER_DEFAULT,
+                    _ => GATHER_DEFAULT,
                 },
                 _ => GATHER_DEFAULT,
             },
@@ -360,7 +366,7 @@ impl GpuContext {
                     Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}"))
                 })?;
                 let key = PipelineKey { shader: "copy_vec4", constants: vec![("WG", wg as i64), ("WPT", wpt as i64)] };
-                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, Units::of(16, 16), key, wg, Grid::WorkgroupRuns { per: wg * wpt })
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, Units::of(16, 16), key, wg, Grid::WorkgroupRuns { per: wg * wpt }, Cuts::ANY)
             }
             CopyPath::Vec4Rows { wg, rows } => {
                 let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
@@ -371,7 +377,7 @@ impl GpuContext {
                 })?;
                 let key = PipelineKey { shader: "copy_rows_vec4", constants: vec![("WG", wg as i64), ("STEP", step as i64), ("EB", de as i64)] };
                 let units = Units { src_run: step as usize, ..Units::of(16, 16) };
-                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, units, key, wg, Grid::WordColumns { rows, unit: 1 })
+                self.dispatch_pieces(rec, &words, dst.buffer, src.buffer, units, key, wg, Grid::WordColumns { rows, unit: 1 }, Cuts::ANY)
             }
             CopyPath::Transpose { wg, tile, order } => {
                 let CopyKind::BatchedTranspose { dim } = plan.kind() else {
@@ -381,7 +387,7 @@ impl GpuContext {
                     return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {} to {}", src.dtype, dst.dtype)));
                 }
                 let key = PipelineKey { shader: "transpose_block", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)] };
-                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile })
+                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile }, Cuts::ANY)
             }
             CopyPath::TransposeVec4 { wg, tile, order } => {
                 let u = 16 / de as u32;
@@ -389,14 +395,14 @@ impl GpuContext {
                     Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements, one matrix of which fits a binding, and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
                 })?;
                 let key = PipelineKey { shader: "transpose_vec4", constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)] };
-                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile })
+                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile }, Cuts { keep: 2, ..Cuts::ANY })
             }
             CopyPath::TransposeNarrow { wg } => {
                 let (p, side, c) = if same_type { self.transpose_narrow_plan(plan, de) } else { None }.ok_or_else(|| {
                     Error::invalid(OP, format!("the narrow transpose kernel needs a batched transpose of 4-byte elements of one type, with one transposed dim of 2 or 3 packed elements, the rest aligned to 4, and one matrix fitting a binding; plan {plan:?}, {} to {}", src.dtype, dst.dtype))
                 })?;
                 let key = PipelineKey { shader: "transpose_narrow", constants: vec![("WG", wg as i64), ("TILE", 4), ("ORDER", 0), ("C", c as i64), ("NARROW", side as i64)] };
-                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile: 4 })
+                self.dispatch_pieces(rec, &p, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Blocks { tile: 4 }, Cuts { keep: 2, ..Cuts::ANY })
             }
             CopyPath::TransposeTile { wg, tile } => {
                 let CopyKind::BatchedTranspose { dim } = plan.kind() else {
@@ -409,7 +415,7 @@ impl GpuContext {
                     shader: "transpose_tile",
                     constants: vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)],
                 };
-                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::WorkgroupBlocks { tile })
+                self.dispatch_pieces(rec, &plan.transpose_order(dim), dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::WorkgroupBlocks { tile }, Cuts::ANY)
             }
             CopyPath::StridedRows { wg, rows } => {
                 let step = if same_type { strided_rows_step(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
@@ -419,7 +425,7 @@ impl GpuContext {
                     )
                 })?;
                 let key = PipelineKey { shader: "strided_rows", constants: vec![("WG", wg as i64), ("STEP", step)] };
-                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::WordColumns { rows, unit: 4 })
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
             }
             CopyPath::Gather { wg, ept } => {
                 let kind = |t: DType| match (same_type, t) {
@@ -439,7 +445,7 @@ impl GpuContext {
                         ("DST_KIND", kind(dst.dtype)),
                     ],
                 };
-                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Runs { per: ept })
+                self.dispatch_pieces(rec, plan, dst.buffer, src.buffer, Units::of(de, se), key, wg, Grid::Runs { per: ept }, Cuts::ANY)
             }
         }
     }
@@ -457,6 +463,7 @@ impl GpuContext {
         key: PipelineKey,
         wg: u32,
         grid: Grid,
+        cuts: Cuts,
     ) -> Result<()> {
         const OP: &str = "copy_";
         let (de, se, run) = (units.dst, units.src, units.src_run.max(1) - 1);
@@ -485,12 +492,18 @@ impl GpuContext {
                 && small(p.dst_strides())
                 && small(p.src_strides())
         };
-        let pieces = plan.pieces(fits).ok_or_else(|| Error::Limit {
-            op: OP,
-            what: "binding one element of the copy".into(),
-            limit: "max_storage_buffer_binding_size",
-            requested: (de.max(se)) as u64,
-            max: max_bind,
+        let cuts = Cuts { max_rank: MAX_DIMS, ..cuts };
+        let pieces = plan.pieces(cuts, fits).map_err(|p| {
+            let ((dlo, dhi), (slo, shi)) = p.spans();
+            let (_, dlen) = window(dlo, dhi, de, dst.size());
+            let (_, slen) = window(slo, shi + run, se, src.size());
+            Error::Limit {
+                op: OP,
+                what: format!("binding the smallest piece the {} kernel can move (plan {p:?})", key.shader),
+                limit: "max_storage_buffer_binding_size",
+                requested: dlen.max(slen),
+                max: max_bind,
+            }
         })?;
         let pipeline = self.pipeline(key, "copy")?;
         let bgl = self.bind_group_layout("copy")?;

@@ -13,7 +13,7 @@ use crate::gpu::context::{lock, GpuContext};
 use crate::gpu::copy::{CopyPath, Operand};
 use crate::gpu::timing::GpuTimer;
 use crate::gpu::pool::Pooled;
-use crate::plan::CopyPlan;
+use crate::plan::{CopyPlan, Cuts};
 
 /// The most elements a tuning run copies.
 pub const TUNE_ELEMENTS: usize = 1 << 20;
@@ -72,7 +72,7 @@ impl GpuContext {
             return Ok(p);
         }
         // A representative piece, moved to scratch buffers.
-        let piece = plan.pieces(|p| p.numel() <= TUNE_ELEMENTS).and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
+        let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= TUNE_ELEMENTS).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
         let ((dlo, dhi), (slo, shi)) = piece.spans();
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
         let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);
