@@ -1,20 +1,25 @@
-//! `cargo run --release -- bench [--json]`: copy throughput on the chosen adapter, in one run,
+//! `cargo run --release -- bench [--json] [--warm N | --interleave]`: copy throughput on the chosen adapter, in one run,
 //! then the 1x1 convolution rows (`bench_conv`).
 //!
 //! Each row is timed with GPU timestamps around the recorded work when the adapter has them
 //! (else wall clock around submit + wait), after warm-up, and reported as the median of
 //! several runs. Rows are timed round-robin, each round timing every row once, so that slow
 //! periods of a shared machine fall on all rows alike rather than on whichever row was being
-//! timed. By default each timed run directly follows an untimed run of the same copy, which
-//! brings the copy's data into the caches (what the previous row wrote may still be there, and
-//! on lavapipe that can slow a small copy down); `--interleave` drops that run, so every timed
-//! run starts with caches that the other rows have filled. GB/s counts bytes read
-//! plus bytes written (each element moved is read once and written once).
+//! timed. Each timed run directly follows `warm` untimed runs of the same copy (default
+//! [`DEFAULT_WARM`]), which bring the copy's data back into the caches after the previous row
+//! (the 64 MiB rows evict everything). A copy whose source the caches only just hold needs
+//! several: on lavapipe, `slice_step` run over and over right after the 64 MiB copy took
+//! 1.35-1.39, 1.12-1.25, 0.95-1.09, ... 0.60-0.65 ms on its 1st, 2nd, 3rd, ... 8th run, while a
+//! contiguous copy of its output was steady from its 2nd run. `--warm 0`
+//! (or `--interleave`) times every run with the caches the other rows left. GB/s counts
+//! bytes read plus bytes written (each element moved is read once and written once).
 
 use strided_wgpu::{CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 3;
 const RUNS: usize = 15;
+/// Untimed runs of a copy directly before each of its timed runs, unless `--warm` says.
+pub const DEFAULT_WARM: usize = 8;
 
 /// One measured row.
 pub struct Row {
@@ -47,14 +52,13 @@ struct Case {
     note: String,
 }
 
-/// Times every case RUNS times after WARMUP rounds, round-robin. Unless `interleave`, each
-/// timed run directly follows an untimed run of the same case (warm caches); with it, the
-/// timed run follows the previous case's (cold caches).
-fn measure(timer: &GpuTimer, cases: &[Case], interleave: bool) -> Result<Vec<Row>> {
+/// Times every case RUNS times after WARMUP rounds, round-robin; each timed run directly
+/// follows `warm` untimed runs of the same case.
+fn measure(timer: &GpuTimer, cases: &[Case], warm: usize) -> Result<Vec<Row>> {
     let mut times = vec![Vec::new(); cases.len()];
     for round in 0..WARMUP + RUNS {
         for (c, t) in cases.iter().zip(&mut times) {
-            if !interleave {
+            for _ in 0..warm {
                 timer.time(|b| b.copy_with(&c.dst, &c.src, c.path))?;
             }
             let ms = timer.time(|b| b.copy_with(&c.dst, &c.src, c.path))?;
@@ -78,7 +82,7 @@ fn measure(timer: &GpuTimer, cases: &[Case], interleave: bool) -> Result<Vec<Row
 }
 
 /// Every row of the copy benchmark.
-pub fn rows(ctx: &GpuContext, interleave: bool) -> Result<Vec<Row>> {
+pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     let timer = GpuTimer::new(ctx)?;
     let f32s = |shape: &[usize]| DeviceTensor::zeros(ctx, shape, DType::F32, MemoryFormat::Contiguous);
     let case = |op: &str, shape: &[usize], dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath| Case {
@@ -97,7 +101,7 @@ pub fn rows(ctx: &GpuContext, interleave: bool) -> Result<Vec<Row>> {
         .into_iter()
         .map(|(wg, wpt)| Case { note: format!("wg={wg} wpt={wpt}"), ..case("copy_kernel_vec4", &[n], &b, &a, CopyPath::Vec4 { wg, wpt }) })
         .collect();
-    let tuned = measure(&timer, &shapes, interleave)?;
+    let tuned = measure(&timer, &shapes, warm)?;
     let best = tuned.iter().enumerate().min_by(|x, y| x.1.median().total_cmp(&y.1.median())).map_or(0, |(i, _)| i);
     let mut cases = vec![case("device_copy", &[n], &b, &a, CopyPath::BufferCopy)];
     cases.extend(shapes.into_iter().nth(best));
@@ -127,24 +131,24 @@ pub fn rows(ctx: &GpuContext, interleave: bool) -> Result<Vec<Row>> {
             cases.push(case(back, shape, &first, &last, CopyPath::Auto));
         }
     }
-    measure(&timer, &cases, interleave)
+    measure(&timer, &cases, warm)
 }
 
 /// Runs the benchmark and prints it as a table or as JSON lines.
-pub fn run(json: bool, interleave: bool) -> Result<()> {
+pub fn run(json: bool, warm: usize) -> Result<()> {
     let ctx = GpuContext::new()?;
     let a = ctx.adapter();
-    let rows = rows(&ctx, interleave)?;
+    let rows = rows(&ctx, warm)?;
     let gb = |op: &str| rows.iter().find(|r| r.op == op).map_or(f64::NAN, Row::gbps);
     let (kernel, device) = (gb("copy_kernel_vec4"), gb("device_copy"));
     if !json {
         println!(
-            "adapter: {} ({:?}, {:?}); timing: {}, {}",
+            "adapter: {} ({:?}, {:?}); timing: {}, rows round-robin, each timed run after {} warming run(s) of the same copy",
             a.name,
             a.backend,
             a.device_type,
             if a.timestamps { "GPU timestamps" } else { "wall clock" },
-            if interleave { "rows round-robin, cold caches" } else { "rows round-robin, each timed run after a warming run" }
+            warm
         );
         println!("{:<18} {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}  note", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "x kernel", "x device");
     }
