@@ -450,8 +450,9 @@ impl GpuContext {
         }
     }
 
-    /// Splits `plan` into pieces whose bound windows, rank and index ranges fit, and records one
-    /// dispatch per piece, with invocations laid out by `grid`.
+    /// Splits `plan` into pieces whose bound windows, rank and index ranges fit, cutting only
+    /// where the kernel allows (`cuts`), and records one dispatch per piece, with invocations
+    /// laid out by `grid`.
     #[allow(clippy::too_many_arguments)]
     fn dispatch_pieces(
         &self,
