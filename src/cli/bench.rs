@@ -1,5 +1,5 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave]`: copy throughput on the chosen adapter, in one run,
-//! then the 1x1 convolution rows (`bench_conv`).
+//! `cargo run --release -- bench [--json] [--warm N | --interleave]`: copy throughput on the
+//! chosen adapter, in one run, then the 1x1 convolution rows (`bench_conv`).
 //!
 //! Each row is timed with GPU timestamps around the recorded work when the adapter has them
 //! (else wall clock around submit + wait), after warm-up, and reported as the median of

@@ -478,10 +478,13 @@ impl GpuContext {
             let end = (((hi + 1) * esize) as u64).div_ceil(16) * 16;
             (start, end.min(buf_len) - start)
         };
-        let fits = |p: &CopyPlan| {
+        // The bound (start, length) of a piece in each operand: (destination, source).
+        let windows = |p: &CopyPlan| {
             let ((dlo, dhi), (slo, shi)) = p.spans();
-            let (_, dlen) = window(dlo, dhi, de, dst.size());
-            let (_, slen) = window(slo, shi + run, se, src.size());
+            (window(dlo, dhi, de, dst.size()), window(slo, shi + run, se, src.size()))
+        };
+        let fits = |p: &CopyPlan| {
+            let ((_, dlen), (_, slen)) = windows(p);
             let small = |s: &[isize]| s.iter().all(|&x| i32::try_from(x).is_ok());
             let cover = grid.of(p, wg);
             p.rank() <= MAX_DIMS
@@ -495,9 +498,7 @@ impl GpuContext {
         };
         let cuts = Cuts { max_rank: MAX_DIMS, ..cuts };
         let pieces = plan.pieces(cuts, fits).map_err(|p| {
-            let ((dlo, dhi), (slo, shi)) = p.spans();
-            let (_, dlen) = window(dlo, dhi, de, dst.size());
-            let (_, slen) = window(slo, shi + run, se, src.size());
+            let ((_, dlen), (_, slen)) = windows(&p);
             Error::Limit {
                 op: OP,
                 what: format!("binding the smallest piece the {} kernel can move (plan {p:?})", key.shader),
@@ -509,9 +510,7 @@ impl GpuContext {
         let pipeline = self.pipeline(key, "copy")?;
         let bgl = self.bind_group_layout("copy")?;
         for p in pieces {
-            let ((dlo, dhi), (slo, shi)) = p.spans();
-            let (dstart, dlen) = window(dlo, dhi, de, dst.size());
-            let (sstart, slen) = window(slo, shi + run, se, src.size());
+            let ((dstart, dlen), (sstart, slen)) = windows(&p);
             let cover = grid.of(&p, wg);
             let (gx, gy) = cover.groups(wg, max_groups);
             let mut u = PlanUniform::zeroed();
