@@ -145,6 +145,24 @@ pub enum Error {
         /// wgpu's message.
         message: String,
     },
+    /// The device was lost (destroyed, reset, or its driver failed). Every later call of the
+    /// crate on that device returns this error too.
+    #[error("{op}: the device was lost: {detail}")]
+    DeviceLost {
+        /// The operation.
+        op: &'static str,
+        /// What reported the loss.
+        detail: String,
+    },
+    /// Tuning choices that could not be saved or loaded (an unreadable file, another
+    /// adapter's or crate version's choices, a malformed entry).
+    #[error("{op}: {detail}")]
+    Tuning {
+        /// The operation.
+        op: &'static str,
+        /// What went wrong, with the file and entry involved.
+        detail: String,
+    },
     /// A tensor that lives on another device context than the operation's.
     #[error("{op}: {detail}")]
     Device {
@@ -170,6 +188,8 @@ impl Error {
             | Error::Overflow { op, .. }
             | Error::Limit { op, .. }
             | Error::Gpu { op, .. }
+            | Error::DeviceLost { op, .. }
+            | Error::Tuning { op, .. }
             | Error::Device { op, .. } => op,
             Error::Adapter(_) => "adapter",
         }

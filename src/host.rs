@@ -6,9 +6,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::cpu::{self, Source};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::layout::{checked_numel, Layout, MemoryFormat, Overlap, Reshape};
+use crate::layout::{checked_numel, Layout, MemoryFormat, Overlap};
 use crate::plan::CopyPlan;
-use crate::strided::Strided;
+use crate::strided::{Strided, Token};
 
 /// Element bytes shared by every view of them.
 #[derive(Debug)]
@@ -40,8 +40,20 @@ impl Strided for HostTensor {
     fn layout(&self) -> &Layout {
         &self.layout
     }
-    fn with_layout(&self, layout: Layout) -> Self {
+    fn with_layout(&self, layout: Layout, _: Token) -> Self {
         HostTensor { storage: self.storage.clone(), layout }
+    }
+    fn storage_len(&self) -> usize {
+        self.storage.len
+    }
+    fn dtype(&self) -> DType {
+        self.storage.dtype
+    }
+    /// A copy of the view into new storage in `format`, converting to `dtype` (float types only).
+    fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<HostTensor> {
+        let out = HostTensor::zeros(self.shape(), dtype, format)?;
+        out.copy_(self)?;
+        Ok(out)
     }
 }
 
@@ -80,22 +92,9 @@ impl HostTensor {
         Self::from_bytes(dtype, vec![0; bytes], layout)
     }
 
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        self.storage.dtype
-    }
-    /// The number of elements in the storage (not in the view).
-    pub fn storage_len(&self) -> usize {
-        self.storage.len
-    }
     /// Whether two tensors are views of one storage.
     pub fn shares_storage(&self, other: &HostTensor) -> bool {
         Arc::ptr_eq(&self.storage, &other.storage)
-    }
-
-    /// `torch.as_strided`: another view of this tensor's storage, checked against it.
-    pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<HostTensor> {
-        Ok(self.with_layout(Layout::as_strided(shape, strides, offset, self.storage.len)?))
     }
 
     /// The elements in logical row-major order.
@@ -115,54 +114,6 @@ impl HostTensor {
         Ok(v)
     }
 
-    /// `Tensor.contiguous(memory_format=format)`: this same view (sharing storage) when it
-    /// already satisfies the format, else a copy into new storage in that format.
-    pub fn contiguous(&self, format: MemoryFormat) -> Result<HostTensor> {
-        if self.layout.is_contiguous_for(format) {
-            return Ok(self.clone());
-        }
-        self.materialize(format, self.dtype())
-    }
-
-    /// A copy of the view into new storage in `format`, converting to `dtype` (float types only).
-    pub fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<HostTensor> {
-        let out = HostTensor::zeros(self.shape(), dtype, format)?;
-        out.copy_(self)?;
-        Ok(out)
-    }
-
-    /// `Tensor.reshape`: a view when the strides allow one, else a contiguous copy.
-    pub fn reshape(&self, shape: &[isize]) -> Result<HostTensor> {
-        self.resolve(self.layout.reshape(shape)?)
-    }
-
-    /// `x.to(memory_format=format)`: the logical shape stays (NCHW stays NCHW), only the
-    /// strides and the storage order change. Returns this same view when it already is in
-    /// `format`, else a copy (a batched transpose) into new storage.
-    ///
-    /// Channels-last formats need 4-d (`ChannelsLast`) or 5-d (`ChannelsLast3d`) tensors.
-    pub fn to_memory_format(&self, format: MemoryFormat) -> Result<HostTensor> {
-        if format.dim_order(self.rank()).is_none() {
-            return Err(Error::invalid("to_memory_format", format!("{format:?} does not apply to shape {:?}", self.shape())));
-        }
-        self.contiguous(format)
-    }
-
-    /// `torch.flatten(start_dim, end_dim)`: a view when possible, else a copy.
-    pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Result<HostTensor> {
-        self.resolve(self.layout.flatten(start_dim, end_dim)?)
-    }
-
-    fn resolve(&self, r: Reshape) -> Result<HostTensor> {
-        match r {
-            Reshape::View(l) => Ok(self.with_layout(l)),
-            Reshape::Copy(shape) => {
-                let c = self.materialize(MemoryFormat::Contiguous, self.dtype())?;
-                Ok(c.with_layout(Layout::contiguous(&shape)?))
-            }
-        }
-    }
-
     /// `Tensor.copy_(src)`: writes `src`, broadcast to this view's shape, into this view.
     /// Float types convert; other types must match. A destination that reaches an element
     /// twice, or that partially overlaps `src`, is an error; copying a view onto itself does
@@ -173,11 +124,19 @@ impl HostTensor {
         if self.shares_storage(src) {
             let mut bytes = self.write();
             cpu::execute(&plan, &mut bytes, self.dtype(), Source::Same, src.dtype());
-        } else {
-            let src_bytes = src.read();
-            let mut bytes = self.write();
-            cpu::execute(&plan, &mut bytes, self.dtype(), Source::Other(&src_bytes), src.dtype());
+            return Ok(());
         }
+        // Two storages are locked in one global order (by address), whatever the argument
+        // order, so that `a.copy_(&b)` and `b.copy_(&a)` on two threads cannot deadlock.
+        let (mut bytes, src_bytes);
+        if Arc::as_ptr(&self.storage) < Arc::as_ptr(&src.storage) {
+            bytes = self.write();
+            src_bytes = src.read();
+        } else {
+            src_bytes = src.read();
+            bytes = self.write();
+        }
+        cpu::execute(&plan, &mut bytes, self.dtype(), Source::Other(&src_bytes), src.dtype());
         Ok(())
     }
 

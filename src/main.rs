@@ -2,12 +2,18 @@
 //! `cargo run --release -- bench [--json] [--warm N | --interleave]`: copy and 1x1 convolution
 //! throughput on the chosen adapter.
 
+#[cfg(not(target_arch = "wasm32"))]
 mod cli {
     pub mod bench;
     pub mod bench_conv;
     pub mod walkthrough;
 }
 
+/// The main program drives the GPU with the blocking API, which exists on native targets only.
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -30,6 +36,7 @@ fn main() {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run: `--warm N`, `--interleave` (0), or the default.
 fn bench_warm(args: &[String]) -> Result<usize, String> {
     let mut warm = cli::bench::DEFAULT_WARM;

@@ -1,218 +1,17 @@
-//! 1x1 convolution on the device, as an implicit GEMM: every operand is read through its strides
-//! (no im2col buffer, no hidden copy of the input).
-//!
-//! The work is cut into windows: 4*CQ input channels of one group (CQ, the channel quads an
-//! invocation holds, is C/groups rounded up to a power of two, at most 16 quads = 64 channels)
-//! x 16384 / (4*CQ) output channels, and a range of images small enough that input and output
-//! bind within `max_storage_buffer_binding_size`. Each window's weights are packed by the
-//! host-side plan into a 64 KiB uniform block (a copy of K*C elements, tiny next to the
-//! N*K*C*H*W work), which every invocation reads at the same address: the cheapest operand on
-//! any adapter. Channel windows after the first add into the output. Kernels: see [`ConvKernel`].
+//! 1x1 convolution on device tensors: checks, the kernel choice, and recording into a batch
+//! (the kernels are in `crate::kernels::conv`).
 
-use std::num::NonZeroU64;
-
-use bytemuck::{Pod, Zeroable};
-
-use crate::conv::{conv1x1_shape, Conv1x1Options, Conv1x1Shape};
+use crate::conv::{conv1x1_shape, Conv1x1Options};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::context::PipelineKey;
-use crate::gpu::conv_tune::{ConvClass, CONV_CANDIDATES};
-use crate::gpu::pool::Pooled;
-use crate::gpu::tensor::{Batch, DeviceTensor};
+use crate::gpu::batch::Batch;
+use crate::gpu::tensor::DeviceTensor;
+use crate::gpu::tuning::conv_class;
+use crate::kernels::conv::{self, ConvKernel, View};
 use crate::layout::Overlap;
 use crate::strided::Strided;
 
 const OP: &str = "conv1x1";
-/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/conv.wgsl`).
-const BLOCK: usize = 16384;
-/// The most channel quads an invocation holds (the `xm` array of the kernels).
-const MAX_CQ: usize = 16;
-/// Output pixels per invocation (two quads).
-const PIXELS: usize = 8;
-
-/// A 1x1 convolution kernel. Every kernel reads any input and output strides; they differ in
-/// which dim they vectorize and whether they stage the input through workgroup memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConvKernel {
-    /// Chosen per adapter and shape class by a one-time measurement.
-    Auto,
-    /// `conv1x1_nchw.wgsl`: vectors over 4 pixels (the NCHW orientation), barrier-free.
-    Nchw,
-    /// `conv1x1_nhwc.wgsl`: vectors over 4 channels (the NHWC orientation), barrier-free.
-    Nhwc,
-    /// [`ConvKernel::Nchw`] with each channel quad of the workgroup's input staged through
-    /// workgroup memory (consecutive invocations load consecutive quads).
-    NchwTiled,
-    /// [`ConvKernel::Nhwc`] with the input staged through workgroup memory.
-    NhwcTiled,
-}
-
-impl ConvKernel {
-    /// Whether the kernel vectorizes over channels (the NHWC orientation).
-    fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled)
-    }
-    /// The registered kernel: its file, with the weights prelude the adapter wants.
-    fn shader(self, shuffled_weights: bool) -> &'static str {
-        match (self.channels(), shuffled_weights) {
-            (true, false) => "conv1x1_nhwc",
-            (false, false) => "conv1x1_nchw",
-            (true, true) => "conv1x1_nhwc_shuffled",
-            (false, true) => "conv1x1_nchw_shuffled",
-        }
-    }
-    fn tiled(self) -> bool {
-        matches!(self, ConvKernel::NchwTiled | ConvKernel::NhwcTiled)
-    }
-    /// Element (k, c) of a window's weight block, as (row stride of k, of c).
-    fn block_strides(self, t: Tiling) -> [isize; 2] {
-        if self.channels() {
-            [1, t.chunk_k() as isize]
-        } else {
-            [t.chunk_c() as isize, 1]
-        }
-    }
-
-    /// Whether the kernel's 4-vectors of input, and of output, are contiguous and 16-byte
-    /// aligned in every dispatch of `images` images (then they move as vec4 words).
-    #[allow(clippy::too_many_arguments)]
-    fn vectors(self, g: &Conv1x1Shape, o: &Conv1x1Options, xs: &[isize], ys: &[isize], xbase: isize, ybase: isize, images: usize) -> (bool, bool) {
-        let m4 = |v: isize| v % 4 == 0;
-        let batch = |s: isize| images == 1 || m4(s);
-        let groups = o.groups.max(1);
-        if self.channels() {
-            return (
-                xs[1] == 1 && (g.c / groups).is_multiple_of(4) && batch(xs[0]) && m4(xs[2]) && m4(xs[3]) && m4(xbase),
-                ys[1] == 1 && (g.k / groups).is_multiple_of(4) && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase),
-            );
-        }
-        let plane = (g.oh * g.ow).is_multiple_of(4);
-        let direct = o.stride == (1, 1) && o.padding == (0, 0);
-        (
-            direct && plane && xs[3] == 1 && xs[2] == g.w as isize && batch(xs[0]) && m4(xs[1]) && m4(xbase),
-            plane && ys[3] == 1 && ys[2] == g.ow as isize && batch(ys[0]) && m4(ys[1]) && m4(ybase),
-        )
-    }
-}
-
-/// The uniform of `shaders/conv.wgsl` (`ConvParams` there).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct ConvParams {
-    xs: [i32; 4],
-    ys: [i32; 4],
-    geo: [u32; 4],
-    conv: [u32; 4],
-    base: [i32; 4],
-    work: [u32; 4],
-}
-
-/// One window: output channels [k0, k0 + kn) and input channels [c0, c0 + cn).
-#[derive(Clone, Copy, Debug)]
-struct Window {
-    k0: usize,
-    kn: usize,
-    c0: usize,
-    cn: usize,
-    /// c0 within the group (the weight's channel index).
-    cw: usize,
-    first: bool,
-    last: bool,
-}
-
-/// How a window is cut: CQ channel quads per invocation (a power of two); a weight block holds
-/// 4*CQ input channels x BLOCK / (4*CQ) output channels.
-#[derive(Clone, Copy, Debug)]
-struct Tiling {
-    cq: usize,
-}
-
-impl Tiling {
-    fn new(cg: usize) -> Tiling {
-        Tiling { cq: cg.div_ceil(4).max(1).next_power_of_two().min(MAX_CQ) }
-    }
-    fn chunk_c(self) -> usize {
-        4 * self.cq
-    }
-    fn chunk_k(self) -> usize {
-        BLOCK / self.chunk_c()
-    }
-}
-
-fn windows(g: &Conv1x1Shape, groups: usize, t: Tiling) -> Vec<Window> {
-    let (kg, cg) = (g.k / groups, g.c / groups);
-    let mut out = Vec::new();
-    for gi in 0..groups {
-        for k0 in (0..kg).step_by(t.chunk_k()) {
-            let chunks = cg.div_ceil(t.chunk_c()).max(1);
-            for ci in 0..chunks {
-                let c0 = ci * t.chunk_c();
-                out.push(Window { k0: gi * kg + k0, kn: (kg - k0).min(t.chunk_k()), c0: gi * cg + c0, cw: c0, cn: cg.saturating_sub(c0).min(t.chunk_c()), first: ci == 0, last: ci + 1 == chunks });
-            }
-        }
-    }
-    out
-}
-
-/// A range of images and the byte windows of input and output that it binds.
-struct Images {
-    n0: usize,
-    n1: usize,
-    x: (u64, u64),
-    y: (u64, u64),
-}
-
-/// The byte window (aligned offset, size) that binds images [n0, n1) of `t`.
-fn window_of(t: &DeviceTensor, n0: usize, n1: usize, align: u64) -> Result<(u64, u64)> {
-    let part = t.layout().narrow(0, n0 as isize, n1 - n0)?;
-    let (lo, hi) = part.span().unwrap_or((0, 0));
-    let start = lo as u64 * 4 / align * align;
-    Ok((start, (hi as u64 + 1) * 4 - start))
-}
-
-/// Splits the images into ranges whose input and output windows each fit one binding.
-fn image_ranges(input: &DeviceTensor, out: &DeviceTensor, n: usize, max: u64, align: u64) -> Result<Vec<Images>> {
-    let mut ranges = Vec::new();
-    let mut n0 = 0;
-    while n0 < n {
-        let fits = |n1: usize| -> Result<bool> { Ok(window_of(input, n0, n1, align)?.1 <= max && window_of(out, n0, n1, align)?.1 <= max) };
-        if !fits(n0 + 1)? {
-            let need = window_of(input, n0, n0 + 1, align)?.1.max(window_of(out, n0, n0 + 1, align)?.1);
-            return Err(Error::Limit { op: OP, what: format!("binding one image of input {:?} (strides {:?}) or output {:?}", input.shape(), input.strides(), out.shape()), limit: "max_storage_buffer_binding_size", requested: need, max });
-        }
-        // The largest n1 that fits (windows grow with n1).
-        let (mut lo, mut hi) = (n0 + 1, n);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if fits(mid)? {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        ranges.push(Images { n0, n1: lo, x: window_of(input, n0, lo, align)?, y: window_of(out, n0, lo, align)? });
-        n0 = lo;
-    }
-    Ok(ranges)
-}
-
-fn bind(b: &wgpu::Buffer, (offset, size): (u64, u64)) -> wgpu::BindingResource<'_> {
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: NonZeroU64::new(size.div_ceil(4) * 4) })
-}
-
-/// A window as whole vec4 words (every vec4 the kernels move lies inside it).
-fn words((offset, size): (u64, u64)) -> (u64, u64) {
-    (offset, (size / 16 * 16).max(16))
-}
-
-fn i32_of(v: isize, what: &str) -> Result<i32> {
-    i32::try_from(v).map_err(|_| Error::overflow(OP, format!("{what} = {v} in i32")))
-}
-
-fn u32_of(v: usize, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::overflow(OP, format!("{what} = {v} in u32")))
-}
 
 /// `torch.nn.functional.conv2d` with a 1x1 kernel, f32, on the device. `input` is logically
 /// [N, C, H, W] in any strides; `weight` [K, C/groups, 1, 1] or [K, C/groups]; `bias` [K].
@@ -222,27 +21,32 @@ pub fn conv1x1(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&Device
     conv1x1_with(input, weight, bias, options, ConvKernel::Auto)
 }
 
-/// [`conv1x1`] through a chosen kernel.
+/// [`conv1x1`] through a chosen kernel. The convolution is submitted, not waited for.
 pub fn conv1x1_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, kernel: ConvKernel) -> Result<DeviceTensor> {
     let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-    let out = DeviceTensor::empty(input.context(), &[g.n, g.k, g.oh, g.ow], DType::F32, g.format)?;
-    let mut batch = input.context().batch();
+    let ctx = input.context();
+    let out = DeviceTensor::empty(ctx, &[g.n, g.k, g.oh, g.ow], DType::F32, g.format)?;
+    // The first convolution of a shape class measures the kernels, outside any recording.
+    #[cfg(not(target_arch = "wasm32"))]
+    if kernel == ConvKernel::Auto && [Some(weight), bias].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+        pollster::block_on(ctx.tune_conv_into(out.layout(), input, weight, bias, options, &g, crate::runtime::submit::Drive::Wait))?;
+    }
+    let mut batch = ctx.batch();
     batch.conv1x1(&out, input, weight, bias, options, kernel)?;
-    batch.submit()?;
+    let _ = batch.submit()?;
     Ok(out)
 }
 
-impl Batch {
+impl Batch<'_> {
     /// Records a 1x1 convolution into `out` (a view of shape [N, K, OH, OW], f32, in any
     /// strides; `options.output_format` is ignored). `out` must not overlap itself or an operand.
+    /// With [`ConvKernel::Auto`] the tuned kernel of the shape class runs, or, when the class is
+    /// not tuned yet, the adapter's default (see [`crate::GpuContext::tune_conv1x1`]).
     pub fn conv1x1(&mut self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, kernel: ConvKernel) -> Result<()> {
         let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let ctx = self.context().clone();
-        for t in [Some(input), Some(weight), bias, Some(out)].into_iter().flatten() {
-            if !t.context().same_device(&ctx) {
-                return Err(Error::Device { op: OP, detail: "the operands live on another GpuContext than the batch".into() });
-            }
-        }
+        let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out)].into_iter().flatten().collect();
+        self.check_context(OP, &operands)?;
         if out.shape() != [g.n, g.k, g.oh, g.ow] || out.dtype() != DType::F32 {
             return Err(Error::invalid(OP, format!("the output must be f32 of shape {:?}, got {} of shape {:?}", [g.n, g.k, g.oh, g.ow], out.dtype(), out.shape())));
         }
@@ -259,135 +63,18 @@ impl Batch {
         if out.numel() == 0 {
             return Ok(());
         }
-        let kernel = match kernel {
-            ConvKernel::Auto => {
-                let (xs, ys) = (input.strides(), out.strides());
-                let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
-                let vectors = CONV_CANDIDATES.map(|k| k.vectors(&g, options, xs, ys, input.storage_offset() as isize, out.storage_offset() as isize, g.n));
-                let class = ConvClass { vectors, log2: [log2(g.c / options.groups), log2(g.k / options.groups), log2(g.oh * g.ow)], direct: options.stride == (1, 1) && options.padding == (0, 0) };
-                ctx.tuned_conv(class, input, weight, bias, options, &g, out)?
-            }
-            k => k,
-        };
-        self.record_conv(out, input, weight, bias, options, &g, kernel)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record_conv(&mut self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, g: &Conv1x1Shape, kernel: ConvKernel) -> Result<()> {
-        let ctx = self.context().clone();
-        let report = ctx.adapter().clone();
-        let cg = g.c / options.groups;
-        let tiling = Tiling::new(cg);
-        let wins = windows(g, options.groups, tiling);
-        let ranges = image_ranges(input, out, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64)?;
-        if let Some(b) = bias {
-            if b.buffer().size() > report.max_storage_buffer_binding_size {
-                return Err(Error::Limit { op: OP, what: format!("binding the bias ({} bytes)", b.buffer().size()), limit: "max_storage_buffer_binding_size", requested: b.buffer().size(), max: report.max_storage_buffer_binding_size });
-            }
+        let kernel = ctx.conv_choice(&conv_class(&g, options, input.layout(), out.layout()), kernel);
+        
+        let (enc, keep) = self.parts(OP)?;
+        conv::record(&ctx.rt, enc, keep, view(out), view(input), view(weight), bias.map(view), options, &g, kernel)?;
+        for t in operands {
+            keep.hold(t.storage());
         }
-        let max_groups = report.max_compute_workgroups_per_dimension as u64;
-        // The tiled kernels' stage holds 2 * WG quads (`shaders/conv.wgsl`).
-        let wg: u32 = 64;
-        // Every parameter is checked before anything is recorded.
-        let ws = weight.strides();
-        let w2 = weight.as_strided(&[g.k, cg], &[ws[0], ws[1]], weight.storage_offset())?;
-        let bs = bias.map_or(0, |b| b.strides()[0]);
-        let xs = input.strides();
-        let ys = out.strides();
-        let mut params = Vec::new();
-        let mut specs = Vec::new();
-        let mut grids = Vec::new();
-        for r in &ranges {
-            let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-            let groups = (pixels.div_ceil(PIXELS) as u64).div_ceil(wg as u64);
-            let gx = groups.min(max_groups);
-            let gy = groups.div_ceil(gx);
-            if gy > max_groups {
-                return Err(Error::Limit { op: OP, what: format!("{pixels} output pixels in one dispatch"), limit: "max_compute_workgroups_per_dimension", requested: gy, max: max_groups });
-            }
-            grids.push((gx as u32, gy as u32));
-            for w in &wins {
-                let xbase = input.storage_offset() as isize + r.n0 as isize * xs[0] + w.c0 as isize * xs[1] - (r.x.0 / 4) as isize;
-                let ybase = out.storage_offset() as isize + r.n0 as isize * ys[0] + w.k0 as isize * ys[1] - (r.y.0 / 4) as isize;
-                let bbase = bias.map_or(0, |b| b.storage_offset() as isize + w.k0 as isize * bs);
-                let mode = if !w.first { 2 } else if bias.is_some() { 1 } else { 0 };
-                let (vin, vout) = kernel.vectors(g, options, xs, ys, xbase, ybase, r.n1 - r.n0);
-                specs.push([("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)]);
-                params.push(ConvParams {
-                    xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
-                    ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
-                    geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
-                    conv: [u32_of(options.stride.0, "stride")?, u32_of(options.stride.1, "stride")?, u32_of(options.padding.0, "padding")?, u32_of(options.padding.1, "padding")?],
-                    base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
-                    work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, (gx * wg as u64) as u32],
-                });
-            }
-        }
-        let mut pipelines = Vec::new();
-        for spec in &specs {
-            let mut constants = vec![("WG", wg as i64), ("CQ", tiling.cq as i64), ("TILED", kernel.tiled() as i64)];
-            constants.extend_from_slice(spec);
-            pipelines.push(ctx.pipeline(PipelineKey { shader: kernel.shader(report.shuffled_weights), constants }, "conv")?);
-        }
-        let bgl = ctx.bind_group_layout("conv")?;
-        // The weight blocks, zero-padded, filled by copies recorded ahead of the dispatches.
-        let blocks = DeviceTensor::scratch(&ctx, wins.len() * BLOCK, wgpu::BufferUsages::UNIFORM)?;
-        {
-            let rec = self.rec.as_mut().ok_or_else(|| Error::invalid(OP, "the batch was already submitted"))?;
-            ctx.scoped(OP, || {
-                rec.encoder.clear_buffer(blocks.buffer(), 0, None);
-                Ok(())
-            })?;
-        }
-        let [sk, sc] = kernel.block_strides(tiling);
-        for (i, w) in wins.iter().enumerate() {
-            let dst = blocks.as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK)?;
-            let src = w2.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;
-            self.copy_(&dst, &src)?;
-        }
-        let stride = 256u64;
-        let rec = self.rec.as_mut().ok_or_else(|| Error::invalid(OP, "the batch was already submitted"))?;
-        ctx.scoped(OP, || {
-            let d = ctx.device();
-            let ubuf = Pooled::get(d, &ctx.inner.pool, params.len() as u64 * stride, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
-            let mut bytes = vec![0u8; params.len() * stride as usize];
-            for (i, p) in params.iter().enumerate() {
-                bytes[i * stride as usize..][..std::mem::size_of::<ConvParams>()].copy_from_slice(bytemuck::bytes_of(p));
-            }
-            ctx.queue().write_buffer(ubuf.buffer(), 0, &bytes);
-            let bias_buf = bias.map_or(blocks.buffer(), |b| b.buffer());
-            let mut groups_bound = Vec::new();
-            for (ri, r) in ranges.iter().enumerate() {
-                for wi in 0..wins.len() {
-                    let pi = ri * wins.len() + wi;
-                    let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some(OP),
-                        layout: &bgl,
-                        entries: &[
-                            wgpu::BindGroupEntry { binding: 0, resource: bind(ubuf.buffer(), (pi as u64 * stride, std::mem::size_of::<ConvParams>() as u64)) },
-                            wgpu::BindGroupEntry { binding: 1, resource: bind(input.buffer(), r.x) },
-                            wgpu::BindGroupEntry { binding: 2, resource: bind(blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)) },
-                            wgpu::BindGroupEntry { binding: 3, resource: bind(bias_buf, (0, bias_buf.size())) },
-                            wgpu::BindGroupEntry { binding: 4, resource: bind(out.buffer(), r.y) },
-                            wgpu::BindGroupEntry { binding: 5, resource: bind(input.buffer(), words(r.x)) },
-                            wgpu::BindGroupEntry { binding: 6, resource: bind(out.buffer(), words(r.y)) },
-                        ],
-                    });
-                    groups_bound.push((bg, grids[ri], &pipelines[pi]));
-                }
-            }
-            let mut pass = rec.encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: None });
-            for (bg, (gx, gy), pipeline) in &groups_bound {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bg, &[]);
-                pass.dispatch_workgroups(*gx, *gy, 1);
-            }
-            drop(pass);
-            rec.temps.push(ubuf);
-            Ok(())
-        })?;
-        self.keep(blocks);
         Ok(())
     }
 }
 
+/// A device tensor as a kernel operand.
+fn view(t: &DeviceTensor) -> View<'_> {
+    View { buffer: t.buffer(), layout: t.layout() }
+}

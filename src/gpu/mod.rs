@@ -1,11 +1,9 @@
-//! Everything that touches wgpu: the context, device tensors, and the copy kernels.
+//! Tensors on top of the runtime: the context, device tensors, batches, the convolution API,
+//! and the tuning calls that wire the kernel families to the tuner.
 
+pub mod batch;
 pub mod context;
 pub mod conv;
-pub mod conv_tune;
-pub mod copy;
-mod pool;
-pub mod shaders;
 pub mod tensor;
 pub mod timing;
-pub mod tune;
+pub mod tuning;

@@ -49,3 +49,34 @@ pub fn contexts() -> &'static [GpuContext] {
 pub fn name(c: &GpuContext) -> String {
     format!("{} ({:?})", c.adapter().name, c.adapter().backend)
 }
+
+/// A fresh device of its own on `ctx`'s backend (tests that destroy it, or that install the
+/// host's own handlers), with its adapter's info.
+pub fn own_device(ctx: &GpuContext) -> Option<(wgpu::Device, wgpu::Queue, wgpu::AdapterInfo)> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
+    let adapter = adapters.into_iter().next()?;
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("test host"),
+        required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+        required_limits: adapter.limits(),
+        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        memory_hints: wgpu::MemoryHints::default(),
+        trace: wgpu::Trace::Off,
+    }))
+    .ok()?;
+    Some((device, queue, adapter.get_info()))
+}
+
+/// Runs a future to completion on this thread without ever blocking it: polled in a loop with
+/// a waker that does nothing, yielding between polls.
+pub fn spin<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}

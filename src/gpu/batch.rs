@@ -1,0 +1,161 @@
+//! Batches: operations recorded into one command encoder (the crate's own, or the caller's),
+//! holding every operand and temporary until the GPU has finished the work.
+
+use crate::error::{Error, Result};
+use crate::gpu::context::GpuContext;
+use crate::gpu::tensor::DeviceTensor;
+use crate::host::check_copy;
+use crate::kernels::copy::{self, CopyPath};
+use crate::runtime::submit::{self, Keep, Submission};
+use crate::strided::Strided;
+
+/// The encoder a batch records into.
+enum Encoder<'e> {
+    Owned(wgpu::CommandEncoder),
+    Borrowed(&'e mut wgpu::CommandEncoder),
+}
+
+/// Operations recorded into one command encoder. Recording never submits, waits or measures:
+/// an automatic kernel choice whose shape class is not tuned yet runs the adapter's default.
+///
+/// A batch from [`GpuContext::batch`] owns its encoder: [`Batch::submit`] submits it, and
+/// [`Batch::finish`] hands its command buffer to the caller to submit with others. A batch from
+/// [`GpuContext::record_into`] records into the caller's encoder, among the caller's own
+/// passes; the caller submits it. Either way every tensor the batch reads or writes, and every
+/// temporary, is held until that command buffer has finished on the GPU, so dropping a tensor
+/// after recording it is safe.
+pub struct Batch<'e> {
+    ctx: GpuContext,
+    enc: Option<Encoder<'e>>,
+    keep: Keep,
+}
+
+impl GpuContext {
+    /// Starts recording operations into a new encoder of the crate's.
+    pub fn batch(&self) -> Batch<'static> {
+        let enc = self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
+        Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), keep: Keep::default() }
+    }
+
+    /// Starts recording operations into the caller's `encoder` (of this context's device). The
+    /// operations run where they are recorded among the caller's passes, when the caller
+    /// submits the encoder. End the batch ([`Batch::end`], or drop it) before finishing the
+    /// encoder.
+    pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
+        Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), keep: Keep::default() }
+    }
+}
+
+impl Batch<'_> {
+    /// The context the batch records for.
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// The encoder, and what the recording holds.
+    pub(crate) fn parts(&mut self, op: &'static str) -> Result<(&mut wgpu::CommandEncoder, &mut Keep)> {
+        match &mut self.enc {
+            Some(Encoder::Owned(e)) => Ok((e, &mut self.keep)),
+            Some(Encoder::Borrowed(e)) => Ok((e, &mut self.keep)),
+            None => Err(Error::invalid(op, "the batch was already ended")),
+        }
+    }
+
+    /// Fails unless every tensor lives on this batch's context.
+    pub(crate) fn check_context(&self, op: &'static str, tensors: &[&DeviceTensor]) -> Result<()> {
+        match tensors.iter().all(|t| t.context().same_device(&self.ctx)) {
+            true => self.ctx.rt.errors.check_lost(op),
+            false => Err(Error::Device { op, detail: "the tensors live on another GpuContext than the batch".into() }),
+        }
+    }
+
+    /// Records `dst.copy_(src)`.
+    pub fn copy_(&mut self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<()> {
+        self.copy_with(dst, src, CopyPath::Auto)
+    }
+
+    /// Records `dst.copy_(src)` through a forced kernel path. Bad input, and a forced path that
+    /// does not apply, are errors and nothing is recorded.
+    pub fn copy_with(&mut self, dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Result<()> {
+        const OP: &str = "copy_";
+        self.check_context(OP, &[dst, src])?;
+        let same = dst.shares_storage(src);
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
+        let ctx = self.ctx.clone();
+        let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), path) else { return Ok(()) };
+        let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
+        let (enc, keep) = self.parts(OP)?;
+        let rt = &ctx.rt;
+        keep.hold(dst.storage());
+        keep.hold(src.storage());
+        let d = dst.buffer();
+        if !same {
+            return copy::record(rt, enc, keep, prepared, d, src.buffer());
+        }
+        // One buffer cannot be bound for reading and writing at once: read a copy.
+        let size = src.buffer().size();
+        let tmp = rt.scoped(OP, || {
+            let tmp = rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+            enc.copy_buffer_to_buffer(src.buffer(), 0, tmp.buffer(), 0, size);
+            Ok(tmp)
+        })?;
+        let r = copy::record(rt, enc, keep, prepared, d, tmp.buffer());
+        keep.hold(tmp);
+        r
+    }
+
+    /// Ends recording into the caller's encoder: what the batch holds is handed to the encoder,
+    /// to be released when its work has finished. Dropping the batch does the same.
+    pub fn end(mut self) {
+        self.release();
+    }
+
+    /// Finishes the crate's encoder into a command buffer for the caller to submit (with its
+    /// own, in one submission). What the batch holds is released when that command buffer's
+    /// work has finished. An error for a batch recording into the caller's encoder.
+    pub fn finish(mut self) -> Result<wgpu::CommandBuffer> {
+        match self.enc.take() {
+            Some(Encoder::Owned(enc)) => {
+                let rt = self.ctx.rt.clone();
+                self.keep.attach(&enc);
+                rt.scoped("finish", || Ok(enc.finish()))
+            }
+            other => {
+                self.enc = other;
+                Err(Error::invalid("finish", "the batch records into the caller's encoder; the caller finishes it"))
+            }
+        }
+    }
+
+    /// Submits everything recorded; errors wgpu reports are returned here. The returned
+    /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish.
+    pub fn submit(mut self) -> Result<Submission> {
+        match self.enc.take() {
+            Some(Encoder::Owned(enc)) => submit::submit(&self.ctx.rt, "submit", enc, std::mem::take(&mut self.keep)),
+            other => {
+                self.enc = other;
+                Err(Error::invalid("submit", "the batch records into the caller's encoder; the caller submits it"))
+            }
+        }
+    }
+
+    /// Submits everything recorded and waits for it to finish (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn submit_and_wait(self) -> Result<()> {
+        self.submit()?.wait()
+    }
+
+    fn release(&mut self) {
+        match self.enc.take() {
+            Some(Encoder::Owned(e)) => self.keep.attach(&e),
+            Some(Encoder::Borrowed(e)) => self.keep.attach(e),
+            None => {}
+        }
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

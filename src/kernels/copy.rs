@@ -1,0 +1,606 @@
+//! The copy kernels: which path moves a plan ([`auto_path`], from the plan's class and, for
+//! batched transposes, a tuned or default choice given by the caller), whether a path applies
+//! ([`prepare`], the one eligibility check of every path, used by the automatic choice and by
+//! forced paths alike), and recording a prepared path into an encoder ([`record`]): the plan is
+//! split into pieces whose bindings fit the adapter, and each piece is one dispatch.
+
+use std::num::NonZeroU64;
+
+use bytemuck::{Pod, Zeroable};
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::shaders;
+use crate::plan::{CopyKind, CopyPlan, Cuts};
+use crate::runtime::submit::Keep;
+use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
+
+/// The bindings of every copy kernel: the plan uniform, a read-only source, a read-write
+/// destination.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write];
+
+/// Dims a kernel's uniform holds; plans with more are split along their outer dims.
+pub const MAX_DIMS: usize = 8;
+
+/// The uniform every copy kernel reads (`Plan` in shaders/plan.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable, Debug)]
+pub(crate) struct PlanUniform {
+    sizes: [u32; MAX_DIMS],
+    dst_strides: [i32; MAX_DIMS],
+    src_strides: [i32; MAX_DIMS],
+    rank: u32,
+    dst_offset: u32,
+    src_offset: u32,
+    inner_chunks: u32,
+    threads: u32,
+    grid_row: u32,
+    aux: u32,
+    aux2: u32,
+}
+
+fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: NonZeroU64::new(size) })
+}
+
+/// Which kernel variant moves a plan, and how it is shaped. Tests and benchmarks can force one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CopyPath {
+    /// The path the plan's class selects.
+    Auto,
+    /// `copy_buffer_to_buffer` (dense, same type, 4-byte aligned).
+    BufferCopy,
+    /// `copy_vec4.wgsl` with the given workgroup size and words per invocation.
+    Vec4 {
+        /// Workgroup size.
+        wg: u32,
+        /// vec4 words per invocation.
+        wpt: u32,
+    },
+    /// `transpose_block.wgsl` (batched transposes of 4-byte elements): workgroup size, block
+    /// edge, and which neighbouring blocks neighbouring invocations take (0: along the
+    /// destination's contiguous dim, 1: along the source's).
+    Transpose {
+        /// Workgroup size.
+        wg: u32,
+        /// Block edge (elements).
+        tile: u32,
+        /// Block order.
+        order: u32,
+    },
+    /// `transpose_vec4.wgsl`: like `Transpose`, with vec4 loads and stores; needs dims 0 and 1,
+    /// the strides and the offsets aligned to 4 elements. `tile` is a multiple of 4.
+    TransposeVec4 {
+        /// Workgroup size.
+        wg: u32,
+        /// Block edge (elements, a multiple of 4).
+        tile: u32,
+        /// Block order.
+        order: u32,
+    },
+    /// `transpose_narrow.wgsl`: a batched transpose of 4-byte elements in which one transposed
+    /// dim has 2 or 3 elements (NHWC <-> NCHW with 3 channels), packed on its side, with the
+    /// other dim, the narrow side's row strides and both offsets multiples of 4.
+    TransposeNarrow {
+        /// Workgroup size.
+        wg: u32,
+    },
+    /// `transpose_tile.wgsl` (batched transposes of 1-, 2- or 4-byte elements of one type):
+    /// one `tile` x `tile` block per workgroup through padded workgroup memory. `tile` <= 32
+    /// and `wg` a multiple of `tile`.
+    TransposeTile {
+        /// Workgroup size.
+        wg: u32,
+        /// Block edge (elements).
+        tile: u32,
+    },
+    /// `strided_rows.wgsl` (4-byte elements of one type, rows contiguous in the destination
+    /// and strided in the source): workgroup size and rows per invocation. Needs plan dim 0
+    /// of destination stride 1, its size, the other destination strides and the destination
+    /// offset multiples of 4.
+    StridedRows {
+        /// Workgroup size.
+        wg: u32,
+        /// Rows (along plan dim 1) each invocation moves one vec4 word of.
+        rows: u32,
+    },
+    /// `copy_rows_vec4.wgsl`: rows of whole 16-byte aligned vec4 words, contiguous in the
+    /// destination and contiguous or stepped by 2 elements (a slice `::2`) in the source, with
+    /// the workgroup size and rows per invocation. The automatic choice for contiguous rows
+    /// under `SHORT_ROW_WORDS` words, where `Vec4`'s runs of `wg * wpt` words would leave most
+    /// invocations idle, and for slices `::2` of 2- and 1-byte elements.
+    Vec4Rows {
+        /// Workgroup size.
+        wg: u32,
+        /// Rows (along plan dim 1) each invocation moves one vec4 word of.
+        rows: u32,
+    },
+    /// `gather.wgsl` with the given workgroup size and elements per invocation.
+    Gather {
+        /// Workgroup size.
+        wg: u32,
+        /// Elements of dim 0 per invocation.
+        ept: u32,
+    },
+}
+
+/// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
+pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
+pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
+
+/// Rows of fewer vec4 words than this go through `copy_rows_vec4.wgsl` rather than
+/// `copy_vec4.wgsl` (whose default workgroup moves runs of 1024 words).
+pub(crate) const SHORT_ROW_WORDS: usize = 256;
+
+/// Words of `unit` elements in a row of `n0` elements, padded to a multiple of 8: the word
+/// columns of one row (plan.wgsl's `word_column`).
+fn padded_words(n0: u64, unit: u64) -> u64 {
+    (n0 / unit.max(1)).div_ceil(8) * 8
+}
+
+/// Rows per invocation for a word-column kernel over a plan whose words are `unit` elements
+/// of dim 0: as many as leave about 4096 invocations (16 workgroups of 256, enough to keep
+/// every core of a CPU adapter busy), between 1 and 32.
+fn column_rows(plan: &CopyPlan, unit: u64) -> u32 {
+    let n0 = plan.sizes()[0].max(1) as u64;
+    (padded_words(n0, unit) * (plan.numel() as u64 / n0) / 4096).clamp(1, 32) as u32
+}
+
+/// The word plan and `STEP` constant of `copy_rows_vec4.wgsl` for a plan of `esize`-byte
+/// elements of one type: rows of whole 16-byte words contiguous in both operands (step 1), or
+/// taking every other source element (step 2, a slice `::2`).
+pub(crate) fn vec4_rows_plan(plan: &CopyPlan, esize: usize) -> Option<(CopyPlan, u32)> {
+    let unit = 16 / esize;
+    plan.in_words(unit, 1).map(|w| (w, 1)).or_else(|| plan.in_words(unit, 2).map(|w| (w, 2)))
+}
+
+/// The `STEP` constant of `strided_rows.wgsl` for a plan of `esize`-byte elements, when that
+/// kernel can move it: 0 for broadcast rows, -1 for any other source stride.
+pub(crate) fn strided_rows_step(plan: &CopyPlan, esize: usize) -> Option<i64> {
+    let CopyKind::StridedRows { step } = plan.kind() else { return None };
+    let whole = |x: isize| x.rem_euclid(4) == 0;
+    let ok = esize == 4 && plan.sizes()[0].is_multiple_of(4) && plan.dst_offset().is_multiple_of(4) && plan.dst_strides()[1..].iter().all(|&s| whole(s));
+    ok.then_some(if step == 0 { 0 } else { -1 })
+}
+
+/// Bytes per plan element in each operand, and how many consecutive source elements a kernel
+/// reads from each source index of the plan (`copy_rows_vec4.wgsl` with STEP 2 reads two
+/// words), which the source binding must cover.
+#[derive(Clone, Copy)]
+pub(crate) struct Units {
+    dst: usize,
+    src: usize,
+    src_run: usize,
+}
+
+impl Units {
+    fn of(dst: usize, src: usize) -> Units {
+        Units { dst, src, src_run: 1 }
+    }
+}
+
+/// The plan of a batched transpose with the source-contiguous dim moved to position 1, when
+/// the vec4 transpose kernel can move it: with U = 16 / element size elements per vec4 word,
+/// the sizes of dims 0 and 1, every other stride and both offsets are multiples of U, and one
+/// matrix fits a binding (`binds_one_block`).
+fn transpose_vec4_plan(r: &AdapterReport, plan: &CopyPlan, esize: usize) -> Option<CopyPlan> {
+    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+    let p = plan.transpose_order(dim);
+    let u = 16 / esize;
+    let whole = |x: isize| x.rem_euclid(u as isize) == 0;
+    let ok = p.sizes()[0].is_multiple_of(u)
+        && p.sizes()[1].is_multiple_of(u)
+        && p.dst_offset().is_multiple_of(u)
+        && p.src_offset().is_multiple_of(u)
+        && p.dst_strides()[1..].iter().all(|&s| whole(s))
+        && whole(p.src_strides()[0])
+        && p.src_strides()[2..].iter().all(|&s| whole(s));
+    ok.then_some(p).filter(|p| binds_one_block(r, p, esize))
+}
+
+/// The plan of a batched transpose with the source-contiguous dim moved to position 1, and the
+/// `NARROW` and `C` constants of `transpose_narrow.wgsl`, when that kernel can move it: 4-byte
+/// elements; dim 1 (NARROW 1) or dim 0 (NARROW 0) of 2 or 3 elements, packed on the side where
+/// it is contiguous (its neighbour's stride there equals its size); the other dim, the strides
+/// of the narrow dim's rows on the other side, every batch stride and both offsets multiples
+/// of 4; and one matrix fits a binding (`binds_one_block`).
+fn transpose_narrow_plan(r: &AdapterReport, plan: &CopyPlan, esize: usize) -> Option<(CopyPlan, u32, u32)> {
+    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+    let p = plan.transpose_order(dim);
+    let (m, n) = (p.sizes()[0], p.sizes()[1]);
+    let four = |x: isize| x.rem_euclid(4) == 0;
+    let narrow = |k: usize| (2..=3).contains(&k);
+    let aligned = p.dst_offset().is_multiple_of(4) && p.src_offset().is_multiple_of(4) && p.dst_strides()[2..].iter().chain(&p.src_strides()[2..]).all(|&s| four(s));
+    let (side, c) = if narrow(n) && m.is_multiple_of(4) && p.src_strides()[0] == n as isize && four(p.dst_strides()[1]) {
+        (1, n)
+    } else if narrow(m) && n.is_multiple_of(4) && p.dst_strides()[1] == m as isize && four(p.src_strides()[0]) {
+        (0, m)
+    } else {
+        return None;
+    };
+    (esize == 4 && aligned && binds_one_block(r, &p, esize)).then_some((p, side, c as u32))
+}
+
+/// Whether one matrix (plan dims 0 and 1) of a transposed plan fits a binding in each
+/// operand, so that splitting the plan for the binding limit only splits batch dims: the
+/// vec4 and narrow transpose kernels rely on the sizes and alignment of dims 0 and 1.
+fn binds_one_block(r: &AdapterReport, p: &CopyPlan, esize: usize) -> bool {
+    p.rank() >= 2 && binds_block(r, p, esize, &p.sizes()[..2])
+}
+
+/// Whether a block of `sizes` along the plan's inner dims (a piece no cut may shrink) fits a
+/// binding in each operand, with room for the window's alignment.
+fn binds_block(r: &AdapterReport, p: &CopyPlan, esize: usize, sizes: &[usize]) -> bool {
+    let slack = 2 * (r.min_storage_buffer_offset_alignment as u128).max(16);
+    let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1) as u128;
+    let extent = |s: &[isize]| sizes.iter().zip(s).map(|(&n, &st)| (n.max(1) as u128 - 1) * st.unsigned_abs() as u128).sum::<u128>() + 1;
+    p.rank() >= sizes.len() && [p.dst_strides(), p.src_strides()].iter().all(|s| extent(s) * esize as u128 + slack <= max_bind)
+}
+
+/// How a kernel's invocations cover a plan piece.
+#[derive(Clone, Copy)]
+pub(crate) enum Grid {
+    /// Each invocation moves `per` consecutive elements of dim 0.
+    Runs { per: u32 },
+    /// Each workgroup moves `per` consecutive elements of dim 0.
+    WorkgroupRuns { per: u32 },
+    /// Each invocation moves a `tile` x `tile` block of dims 0 and 1.
+    Blocks { tile: u32 },
+    /// Each workgroup moves a `tile` x `tile` block of dims 0 and 1.
+    WorkgroupBlocks { tile: u32 },
+    /// Each invocation moves one word of `unit` elements of dim 0 in `rows` consecutive rows
+    /// along dim 1; the words of a row are padded to a multiple of 8, so that 8 neighbouring
+    /// invocations share a row (plan.wgsl's `word_column`).
+    WordColumns { rows: u32, unit: u32 },
+}
+
+/// What a grid gives one piece: the plan uniform's `threads`, `inner_chunks`, `aux` and `aux2`.
+#[derive(Clone, Copy)]
+struct Cover {
+    /// Invocations with work.
+    threads: u64,
+    /// Chunks along dim 0.
+    inner_chunks: u64,
+    /// Chunks along dim 1.
+    aux: u64,
+    /// Rows per invocation (word columns), else 0.
+    aux2: u32,
+}
+
+impl Cover {
+    /// Workgroups along x and y: the linear count spread over rows of at most `max_groups`.
+    fn groups(self, wg: u32, max_groups: u64) -> (u64, u64) {
+        let groups = self.threads.div_ceil(wg as u64);
+        let gx = groups.min(max_groups);
+        (gx, groups.div_ceil(gx.max(1)))
+    }
+}
+
+impl Grid {
+    /// How the grid covers a piece.
+    fn of(self, p: &CopyPlan, wg: u32) -> Cover {
+        let n0 = p.sizes().first().copied().unwrap_or(1).max(1) as u64;
+        let n1 = p.sizes().get(1).copied().unwrap_or(1).max(1) as u64;
+        let numel = p.numel() as u64;
+        let cover = |threads, inner_chunks, aux| Cover { threads, inner_chunks, aux, aux2: 0 };
+        match self {
+            Grid::Runs { per } => cover(numel / n0 * n0.div_ceil(per as u64), n0.div_ceil(per as u64), 0),
+            Grid::WorkgroupRuns { per } => cover(numel / n0 * n0.div_ceil(per as u64) * wg as u64, n0.div_ceil(per as u64), 0),
+            Grid::Blocks { tile } => {
+                let (bm, bn) = (n0.div_ceil(tile as u64), n1.div_ceil(tile as u64));
+                cover(numel / (n0 * n1) * bm * bn, bm, bn)
+            }
+            Grid::WorkgroupBlocks { tile } => {
+                let c = Grid::Blocks { tile }.of(p, wg);
+                Cover { threads: c.threads * wg as u64, ..c }
+            }
+            Grid::WordColumns { rows, unit } => {
+                let padded = padded_words(n0, unit as u64);
+                let blocks = n1.div_ceil(rows.max(1) as u64);
+                Cover { aux2: rows, ..cover(numel / (n0 * n1) * blocks * padded, padded, blocks) }
+            }
+        }
+    }
+}
+
+/// The shape class of a batched transpose, under which the tuner keeps its kernel choice: the
+/// element size, whether the vec4 and narrow kernels apply, and the magnitudes of the two
+/// transposed dims and of the batch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ShapeClass {
+    /// Bytes per element.
+    pub element_bytes: usize,
+    /// Whether the vec4 transpose kernel applies.
+    pub vec4: bool,
+    /// Whether the narrow transpose kernel (a transposed dim of 2 or 3) applies.
+    pub narrow: bool,
+    /// floor(log2) of the destination-contiguous dim, the source-contiguous dim, the batch.
+    pub log2: [u32; 3],
+}
+
+/// The tuner's name for the transpose family.
+pub(crate) const TRANSPOSE_FAMILY: &str = "copy.transpose";
+
+/// The shape class of `plan` when it is a batched transpose of one type.
+pub(crate) fn transpose_class(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType) -> Option<ShapeClass> {
+    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+    if dst != src {
+        return None;
+    }
+    let es = dst.size();
+    let (m, n) = (plan.sizes()[0], plan.sizes()[dim]);
+    let batch = plan.numel() / (m * n).max(1);
+    let log2 = |x: usize| usize::BITS - 1 - x.max(1).leading_zeros();
+    Some(ShapeClass {
+        element_bytes: es,
+        vec4: transpose_vec4_plan(r, plan, es).is_some(),
+        narrow: transpose_narrow_plan(r, plan, es).is_some(),
+        log2: [log2(m), log2(n), log2(batch)],
+    })
+}
+
+/// The transpose kernels the tuner measures for a class.
+pub(crate) fn transpose_candidates(c: &ShapeClass) -> Vec<CopyPath> {
+    let mut v = Vec::new();
+    if c.narrow {
+        for wg in [64, 256] {
+            v.push(CopyPath::TransposeNarrow { wg });
+        }
+    }
+    if c.vec4 {
+        // Block edges that are whole vec4 words of U = 16 / element_bytes elements.
+        for tile in [16, 8] {
+            if tile % (16 / c.element_bytes as u32) == 0 {
+                for wg in [64, 256] {
+                    v.push(CopyPath::TransposeVec4 { wg, tile, order: 0 });
+                }
+            }
+        }
+    }
+    if c.element_bytes == 4 {
+        v.push(CopyPath::Transpose { wg: 64, tile: 8, order: 0 });
+    }
+    v.push(CopyPath::TransposeTile { wg: 256, tile: 32 });
+    v.push(CopyPath::TransposeTile { wg: 64, tile: 16 });
+    v.push(GATHER_DEFAULT);
+    v
+}
+
+/// The transpose kernel used before (or without) tuning: on a CPU adapter, where barriers are
+/// dear, the register-blocked kernels; on a GPU the workgroup-memory tile, which coalesces both
+/// sides.
+pub(crate) fn transpose_default(r: &AdapterReport, c: &ShapeClass) -> CopyPath {
+    match (r.device_type == wgpu::DeviceType::Cpu, c) {
+        (_, c) if c.narrow => CopyPath::TransposeNarrow { wg: 64 },
+        (true, c) if c.vec4 => CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 },
+        (true, c) if c.element_bytes == 4 => CopyPath::Transpose { wg: 64, tile: 8, order: 0 },
+        _ => CopyPath::TransposeTile { wg: 256, tile: 32 },
+    }
+}
+
+/// The path the plan's class selects; `transpose` gives the kernel of a batched transpose
+/// (tuned, or [`transpose_default`]). `None` for an empty plan.
+pub(crate) fn auto_path(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType, transpose: impl FnOnce(&ShapeClass) -> CopyPath) -> Option<CopyPath> {
+    let (de, se) = (dst.size(), src.size());
+    let same_type = dst == src;
+    Some(match plan.kind() {
+        CopyKind::Empty => return None,
+        CopyKind::Dense if same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => CopyPath::BufferCopy,
+        CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de, 1) {
+            Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
+            Some(_) => VEC4_DEFAULT,
+            None => GATHER_DEFAULT,
+        },
+        CopyKind::BatchedTranspose { .. } if same_type => match transpose_class(r, plan, dst, src) {
+            Some(c) => transpose(&c),
+            None => GATHER_DEFAULT,
+        },
+        // 4-byte elements through strided_rows.wgsl (on lavapipe, as fast as the vec4 pairs of
+        // a stepped word plan); 2- and 1-byte elements of a slice ::2 through vec4 words
+        // (several times faster there than gathering them one by one).
+        CopyKind::StridedRows { .. } if same_type => match (strided_rows_step(plan, de), vec4_rows_plan(plan, de)) {
+            (Some(_), _) if binds_block(r, plan, de, &[4]) => CopyPath::StridedRows { wg: 256, rows: column_rows(plan, 4) },
+            (None, Some((w, _))) => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
+            _ => GATHER_DEFAULT,
+        },
+        _ => GATHER_DEFAULT,
+    })
+}
+
+/// A path that applies to a plan, ready to record.
+pub(crate) enum Prepared {
+    /// Nothing to move.
+    Nothing,
+    /// `copy_buffer_to_buffer`: (destination, source, length) in bytes.
+    Buffer(u64, u64, u64),
+    /// A kernel over the plan as it reads it (in words, transposed order, ...).
+    Kernel { plan: CopyPlan, key: PipelineKey, units: Units, wg: u32, grid: Grid, cuts: Cuts },
+}
+
+/// Whether `path` can move `plan` from `src` into `dst`, and how: the one eligibility check of
+/// every path (its error says what the path needs). `path` is not `Auto`.
+pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType, path: CopyPath) -> Result<Prepared> {
+    const OP: &str = "copy_";
+    let (de, se) = (dst.size(), src.size());
+    let same_type = dst == src;
+    if plan.numel() == 0 && path != CopyPath::Auto {
+        return Ok(Prepared::Nothing);
+    }
+    let kernel = |plan: CopyPlan, shader: &'static str, constants: Vec<(&'static str, i64)>, units: Units, wg: u32, grid: Grid, cuts: Cuts| {
+        Ok(Prepared::Kernel { plan, key: PipelineKey { shader, constants }, units, wg, grid, cuts })
+    };
+    match path {
+        CopyPath::Auto => Err(Error::invalid(OP, "no kernel path was resolved for the plan")),
+        CopyPath::BufferCopy => {
+            if !same_type || plan.kind() != CopyKind::Dense {
+                return Err(Error::invalid(OP, format!("a buffer copy needs a dense plan of one type, got {:?} from {src} to {dst}", plan.kind())));
+            }
+            let (d, s, n) = ((plan.dst_offset() * de) as u64, (plan.src_offset() * se) as u64, (plan.numel() * de) as u64);
+            if d % 4 != 0 || s % 4 != 0 || n % 4 != 0 {
+                return Err(Error::invalid(OP, format!("a buffer copy needs 4-byte aligned offsets and size, got dst {d}, src {s}, size {n} bytes")));
+            }
+            Ok(Prepared::Buffer(d, s, n))
+        }
+        CopyPath::Vec4 { wg, wpt } => {
+            let words = if same_type { plan.in_words(16 / de, 1) } else { None }
+                .ok_or_else(|| Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}")))?;
+            kernel(words, "copy_vec4", vec![("WG", wg as i64), ("WPT", wpt as i64)], Units::of(16, 16), wg, Grid::WorkgroupRuns { per: wg * wpt }, Cuts::ANY)
+        }
+        CopyPath::Vec4Rows { wg, rows } => {
+            let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
+                Error::invalid(
+                    OP,
+                    format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous or stepped by 2 in the source, and rows > 0; plan {plan:?}, rows {rows}"),
+                )
+            })?;
+            let units = Units { src_run: step as usize, ..Units::of(16, 16) };
+            kernel(words, "copy_rows_vec4", vec![("WG", wg as i64), ("STEP", step as i64), ("EB", de as i64)], units, wg, Grid::WordColumns { rows, unit: 1 }, Cuts::ANY)
+        }
+        CopyPath::Transpose { wg, tile, order } => {
+            let CopyKind::BatchedTranspose { dim } = plan.kind() else {
+                return Err(Error::invalid(OP, format!("the transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
+            };
+            if !same_type || de != 4 {
+                return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {src} to {dst}")));
+            }
+            kernel(plan.transpose_order(dim), "transpose_block", vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)], Units::of(de, se), wg, Grid::Blocks { tile }, Cuts::ANY)
+        }
+        CopyPath::TransposeVec4 { wg, tile, order } => {
+            let u = 16 / de as u32;
+            let p = if same_type { transpose_vec4_plan(r, plan, de) } else { None }.filter(|_| tile % u == 0 && tile > 0).ok_or_else(|| {
+                Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements, one matrix of which fits a binding, and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
+            })?;
+            let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)];
+            kernel(p, "transpose_vec4", constants, Units::of(de, se), wg, Grid::Blocks { tile }, Cuts { keep: 2, ..Cuts::ANY })
+        }
+        CopyPath::TransposeNarrow { wg } => {
+            let (p, side, c) = if same_type { transpose_narrow_plan(r, plan, de) } else { None }.ok_or_else(|| {
+                Error::invalid(OP, format!("the narrow transpose kernel needs a batched transpose of 4-byte elements of one type, with one transposed dim of 2 or 3 packed elements, the rest aligned to 4, and one matrix fitting a binding; plan {plan:?}, {src} to {dst}"))
+            })?;
+            let constants = vec![("WG", wg as i64), ("TILE", 4), ("ORDER", 0), ("C", c as i64), ("NARROW", side as i64)];
+            kernel(p, "transpose_narrow", constants, Units::of(de, se), wg, Grid::Blocks { tile: 4 }, Cuts { keep: 2, ..Cuts::ANY })
+        }
+        CopyPath::TransposeTile { wg, tile } => {
+            let CopyKind::BatchedTranspose { dim } = plan.kind() else {
+                return Err(Error::invalid(OP, format!("the tiled transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
+            };
+            if !same_type || tile == 0 || tile > 32 || wg % tile != 0 {
+                return Err(Error::invalid(OP, format!("the tiled transpose moves elements of one type with 0 < tile <= 32 dividing wg; got {src} to {dst}, tile {tile}, wg {wg}")));
+            }
+            let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)];
+            kernel(plan.transpose_order(dim), "transpose_tile", constants, Units::of(de, se), wg, Grid::WorkgroupBlocks { tile }, Cuts::ANY)
+        }
+        CopyPath::StridedRows { wg, rows } => {
+            let step = if same_type { strided_rows_step(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
+                Error::invalid(OP, format!("the strided-rows kernel needs 4-byte elements of one type, rows contiguous in the destination and 4-aligned there, and rows > 0; plan {plan:?}, {src} to {dst}, rows {rows}"))
+            })?;
+            kernel(plan.clone(), "strided_rows", vec![("WG", wg as i64), ("STEP", step)], Units::of(de, se), wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
+        }
+        CopyPath::Gather { wg, ept } => {
+            let kind = |t: DType| match (same_type, t) {
+                (true, _) => 0,
+                (false, DType::F32) => 1,
+                (false, DType::F16) => 2,
+                (false, _) => 3,
+            };
+            let constants = vec![("WG", wg as i64), ("EPT", ept as i64), ("SRC_BYTES", se as i64), ("DST_BYTES", de as i64), ("SRC_KIND", kind(src)), ("DST_KIND", kind(dst))];
+            kernel(plan.clone(), "gather", constants, Units::of(de, se), wg, Grid::Runs { per: ept }, Cuts::ANY)
+        }
+    }
+}
+
+/// Records a prepared copy from buffer `src` into buffer `dst` into `enc`; its temporaries go to `keep`.
+/// The caller has validated the copy and holds the operands until the work is done.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, prepared: Prepared, dst: &wgpu::Buffer, src: &wgpu::Buffer) -> Result<()> {
+    match prepared {
+        Prepared::Nothing => Ok(()),
+        Prepared::Buffer(d, s, n) => rt.scoped("copy_", || {
+            enc.copy_buffer_to_buffer(src, s, dst, d, n);
+            Ok(())
+        }),
+        Prepared::Kernel { plan, key, units, wg, grid, cuts } => rt.scoped("copy_", || dispatch_pieces(rt, enc, keep, &plan, dst, src, units, key, wg, grid, cuts)),
+    }
+}
+
+/// Splits `plan` into pieces whose bound windows, rank and index ranges fit, cutting only
+/// where the kernel allows (`cuts`), and records one dispatch per piece, with invocations
+/// laid out by `grid`.
+#[allow(clippy::too_many_arguments)]
+fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, plan: &CopyPlan, dst: &wgpu::Buffer, src: &wgpu::Buffer, units: Units, key: PipelineKey, wg: u32, grid: Grid, cuts: Cuts) -> Result<()> {
+    const OP: &str = "copy_";
+    let (de, se, run) = (units.dst, units.src, units.src_run.max(1) - 1);
+    let r = &rt.report;
+    let align = (r.min_storage_buffer_offset_alignment as u64).max(16);
+    let max_bind = r.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    let max_groups = r.max_compute_workgroups_per_dimension as u64;
+    let window = |lo: usize, hi: usize, esize: usize, buf_len: u64| -> (u64, u64) {
+        let start = (lo * esize) as u64 / align * align;
+        // Whole 16-byte words: kernels that read vec4 words may read the rest of the last.
+        let end = (((hi + 1) * esize) as u64).div_ceil(16) * 16;
+        (start, end.min(buf_len) - start)
+    };
+    // The bound (start, length) of a piece in each operand: (destination, source).
+    let windows = |p: &CopyPlan| {
+        let ((dlo, dhi), (slo, shi)) = p.spans();
+        (window(dlo, dhi, de, dst.size()), window(slo, shi + run, se, src.size()))
+    };
+    let fits = |p: &CopyPlan| {
+        let ((_, dlen), (_, slen)) = windows(p);
+        let small = |s: &[isize]| s.iter().all(|&x| i32::try_from(x).is_ok());
+        let cover = grid.of(p, wg);
+        p.rank() <= MAX_DIMS
+            && dlen <= max_bind
+            && slen <= max_bind
+            && p.numel() <= u32::MAX as usize
+            && cover.threads <= u32::MAX as u64
+            && cover.groups(wg, max_groups).1 <= max_groups
+            && small(p.dst_strides())
+            && small(p.src_strides())
+    };
+    let cuts = Cuts { max_rank: MAX_DIMS, ..cuts };
+    let pieces = plan.pieces(cuts, fits).map_err(|p| {
+        let ((_, dlen), (_, slen)) = windows(&p);
+        Error::Limit { op: OP, what: format!("binding the smallest piece the {} kernel can move (plan {p:?})", key.shader), limit: "max_storage_buffer_binding_size", requested: dlen.max(slen), max: max_bind }
+    })?;
+    let pipeline = rt.pipeline(&key, SLOTS, || shaders::source(key.shader))?;
+    let bgl = rt.bind_group_layout(SLOTS)?;
+    for p in pieces {
+        let ((dstart, dlen), (sstart, slen)) = windows(&p);
+        let cover = grid.of(&p, wg);
+        let (gx, gy) = cover.groups(wg, max_groups);
+        let mut u = PlanUniform::zeroed();
+        u.sizes = [1; MAX_DIMS];
+        for d in 0..p.rank() {
+            u.sizes[d] = p.sizes()[d] as u32;
+            u.dst_strides[d] = p.dst_strides()[d] as i32;
+            u.src_strides[d] = p.src_strides()[d] as i32;
+        }
+        u.rank = p.rank() as u32;
+        u.dst_offset = (p.dst_offset() - (dstart as usize / de)) as u32;
+        u.src_offset = (p.src_offset() - (sstart as usize / se)) as u32;
+        u.inner_chunks = cover.inner_chunks as u32;
+        u.threads = cover.threads as u32;
+        u.aux = cover.aux as u32;
+        u.aux2 = cover.aux2;
+        u.grid_row = (gx * wg as u64) as u32;
+        let uniform = rt.buffer(OP, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+        rt.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));
+        let bg = rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("copy"),
+            layout: &bgl,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: uniform.buffer().as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: bind(src, sstart, slen) },
+                wgpu::BindGroupEntry { binding: 2, resource: bind(dst, dstart, dlen) },
+            ],
+        });
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("copy"), timestamp_writes: None });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bg, &[]);
+        pass.dispatch_workgroups(gx as u32, gy as u32, 1);
+        drop(pass);
+        keep.hold(uniform);
+    }
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! Kernel families. Each records into a caller's encoder, given a resolved kernel choice, and
+//! holds its temporaries in the recording's `Keep`; none submits or waits. Each path has one
+//! eligibility check (`copy::prepare`, the convolution's `vectors` and shape checks), used by
+//! the automatic choice and by forced paths alike.
+
+pub mod conv;
+pub mod copy;
+pub mod shaders;

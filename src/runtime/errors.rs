@@ -1,0 +1,143 @@
+//! Error capture: the crate's own error scopes around each call, device loss, and the GL turn.
+//!
+//! The crate never installs an uncaptured-error handler or a device-lost callback: those belong
+//! to the host program. Each crate call pushes validation, out-of-memory and internal scopes,
+//! does its device work and pops them. wgpu's scopes are per thread, so the host's own work on
+//! any thread is never caught by them, and an error of the host's never fails a crate call.
+//!
+//! Popping a scope gives a future. On native backends it is ready at once and is read without
+//! waiting (one poll); on WebGPU it settles later, so it is kept and awaited by the next async
+//! completion of the crate ([`Capture::settle`]): there the error comes back from that await.
+//!
+//! wgpu reports device loss only to the device-lost callback (the host's), not to scopes. The
+//! crate learns of a loss where wgpu tells every caller: a failed poll, a failed buffer map, or
+//! a submission that can no longer complete. From then on every call returns
+//! [`Error::DeviceLost`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use crate::error::{Error, Result};
+use crate::runtime::lock;
+
+type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>> + Send>>;
+
+/// The crate's error state for one device.
+pub(crate) struct Capture {
+    /// Set once the device is known lost.
+    lost: Mutex<Option<String>>,
+    /// Scope results not yet settled (WebGPU), with the operation that pushed them.
+    pending: Mutex<Vec<(&'static str, ScopeFuture)>>,
+    /// On the GL backend, one thread at a time does this crate's device work (see `gl_turn`).
+    gl_turn: Option<Mutex<()>>,
+}
+
+thread_local! {
+    /// Whether this thread holds a GL turn of some runtime (`scoped` nests).
+    static IN_GL_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A held GL turn; dropping it passes the turn on.
+pub(crate) struct GlTurn<'a> {
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Drop for GlTurn<'_> {
+    fn drop(&mut self) {
+        IN_GL_TURN.with(|c| c.set(false));
+    }
+}
+
+/// Polls a future once, with a waker that does nothing.
+pub(crate) fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+    f.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+impl Capture {
+    pub fn new(gl: bool) -> Capture {
+        Capture { lost: Mutex::new(None), pending: Mutex::new(Vec::new()), gl_turn: gl.then(|| Mutex::new(())) }
+    }
+
+    /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
+    /// they caught as [`Error::Gpu`] for `op`. Fails at once when the device is known lost.
+    pub fn scoped<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_lost(op)?;
+        let _turn = self.gl_turn();
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let mut caught = None;
+        for guard in [validation, oom, internal] {
+            let mut fut: ScopeFuture = Box::pin(guard.pop());
+            match poll_once(fut.as_mut()) {
+                Poll::Ready(Some(e)) => {
+                    caught.get_or_insert(e);
+                }
+                Poll::Ready(None) => {}
+                Poll::Pending => lock(&self.pending).push((op, fut)),
+            }
+        }
+        if let Some(e) = caught {
+            return Err(Error::Gpu { op, message: describe(&e) });
+        }
+        self.check_lost(op)?;
+        out
+    }
+
+    /// Awaits the scope results that were not ready when their call returned (WebGPU) and
+    /// returns the first error among them.
+    pub async fn settle(&self) -> Result<()> {
+        let pending: Vec<_> = std::mem::take(&mut *lock(&self.pending));
+        let mut first = None;
+        for (op, fut) in pending {
+            if let Some(e) = fut.await {
+                first.get_or_insert(Error::Gpu { op, message: describe(&e) });
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Records that the device is lost, and returns the error for `op` (naming the first
+    /// report of the loss).
+    pub fn lost(&self, op: &'static str, detail: impl Into<String>) -> Error {
+        let detail = lock(&self.lost).get_or_insert_with(|| detail.into()).clone();
+        Error::DeviceLost { op, detail }
+    }
+
+    /// Fails when the device is known lost.
+    pub fn check_lost(&self, op: &'static str) -> Result<()> {
+        match &*lock(&self.lost) {
+            Some(detail) => Err(Error::DeviceLost { op, detail: detail.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// On the GL backend, waits for this thread's turn at the device. wgpu drives GL through one
+    /// context behind a lock that panics when a thread waits for it longer than a few seconds
+    /// (`CONTEXT_LOCK_TIMEOUT_SECS` in wgpu-hal), and a shader compile or a wait for a long
+    /// dispatch on llvmpipe holds it that long. Every crate call that reaches the device runs
+    /// inside `scoped` or a wait, so threads sharing a device queue on this mutex instead, which
+    /// has no timeout. `None` on other backends, and when this thread already holds a GL turn.
+    pub fn gl_turn(&self) -> Option<GlTurn<'_>> {
+        let m = self.gl_turn.as_ref()?;
+        if IN_GL_TURN.with(|c| c.get()) {
+            return None;
+        }
+        let guard = lock(m);
+        IN_GL_TURN.with(|c| c.set(true));
+        Some(GlTurn { _guard: guard })
+    }
+}
+
+/// A wgpu error with its detail: the `description` of validation and internal errors (the
+/// top-level text alone says only "Validation Error"), else the source chain.
+pub(crate) fn describe(e: &wgpu::Error) -> String {
+    match e {
+        wgpu::Error::Validation { description, .. } => format!("validation error: {}", description.trim()),
+        wgpu::Error::Internal { description, .. } => format!("internal error: {}", description.trim()),
+        wgpu::Error::OutOfMemory { source } => format!("out of memory: {source}"),
+    }
+}

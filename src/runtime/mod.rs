@@ -1,0 +1,184 @@
+//! The runtime: a wgpu device and queue, what the crate caches for them (compiled pipelines,
+//! bind group layouts, the buffer pool), error capture, and completion of submitted work.
+//!
+//! It knows no kernel. Kernel modules (`crate::kernels`) record into an encoder through it, the
+//! tuner (`crate::tune`) measures them beside it, and tensors (`crate::gpu`) sit on top. Its
+//! invariants:
+//!
+//! 1. Every crate call that reaches the device runs inside [`Runtime::scoped`]: the crate's own
+//!    error scopes catch what the call caused; the host program's handlers are never replaced.
+//! 2. Nothing here waits inside a recording: waiting happens only on a [`submit::Completion`].
+//! 3. A pooled buffer returns to the pool only when no tensor and no unfinished recording holds
+//!    it.
+
+pub mod errors;
+pub mod pool;
+pub mod submit;
+pub mod timing;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use pool::{BufferPool, Pooled};
+
+/// Adapter facts and the limits this crate works within.
+#[derive(Clone, Debug)]
+pub struct AdapterReport {
+    /// Adapter name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// The driver and its version, as the adapter reports them.
+    pub driver: String,
+    /// Backend (Vulkan, Metal, Dx12, Gl, BrowserWebGpu).
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, CPU, ...
+    pub device_type: wgpu::DeviceType,
+    /// Largest storage-buffer binding, bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer, bytes.
+    pub max_buffer_size: u64,
+    /// Required alignment of storage-binding offsets, bytes.
+    pub min_storage_buffer_offset_alignment: u32,
+    /// Workgroups per dispatch dimension.
+    pub max_compute_workgroups_per_dimension: u32,
+    /// Invocations per workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Whether GPU timestamps can be written inside command encoders.
+    pub timestamps: bool,
+    /// Whether the convolution kernels read their weights through subgroup shuffles
+    /// (`shaders/conv_weights_shuffled.wgsl`): on CPU adapters whose device has
+    /// `Features::SUBGROUP` with subgroups of at least 8 invocations. There a uniform-buffer read
+    /// at a loop-dependent offset costs a read per lane; GPUs broadcast it.
+    pub shuffled_weights: bool,
+}
+
+/// A compiled kernel: its registered name and override constants.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PipelineKey {
+    pub shader: &'static str,
+    pub constants: Vec<(&'static str, i64)>,
+}
+
+/// One binding of a kernel's bind group layout, in binding order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Slot {
+    /// A uniform buffer.
+    Uniform,
+    /// A read-only storage buffer.
+    Read,
+    /// A read-write storage buffer.
+    Write,
+}
+
+/// The device, its queue and the crate's caches for them.
+pub(crate) struct Runtime {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub report: AdapterReport,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    layouts: Mutex<HashMap<&'static [Slot], Arc<wgpu::BindGroupLayout>>>,
+    pub pool: Arc<Mutex<BufferPool>>,
+    pub errors: errors::Capture,
+}
+
+impl Runtime {
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> Runtime {
+        let limits = device.limits();
+        let report = AdapterReport {
+            name: info.name.clone(),
+            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+            backend: info.backend,
+            device_type: info.device_type,
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+            max_buffer_size: limits.max_buffer_size,
+            min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+            max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+            shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && device.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 8,
+        };
+        let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
+        Runtime {
+            device,
+            queue,
+            report,
+            pipelines: Mutex::new(HashMap::new()),
+            layouts: Mutex::new(HashMap::new()),
+            pool: Arc::new(Mutex::new(BufferPool::default())),
+            errors,
+        }
+    }
+
+    /// Runs `f` inside the crate's error scopes and returns what they caught as an error of
+    /// `op` (see [`errors::Capture::scoped`]).
+    pub fn scoped<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.errors.scoped(&self.device, op, f)
+    }
+
+    /// A pooled buffer of at least `size` bytes; call inside `scoped`.
+    pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
+        Pooled::get(&self.device, &self.pool, size, usage).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))
+    }
+
+    /// The pipeline for `key`, compiled once per runtime from `source` with the layout `slots`.
+    pub fn pipeline(&self, key: &PipelineKey, slots: &'static [Slot], source: impl FnOnce() -> Option<String>) -> Result<Arc<wgpu::ComputePipeline>> {
+        if let Some(p) = lock(&self.pipelines).get(key) {
+            return Ok(p.clone());
+        }
+        let bgl = self.bind_group_layout(slots)?;
+        let source = source().ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
+        let pipeline = self.scoped("pipeline", || {
+            let d = &self.device;
+            let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
+            let module = d.create_shader_module(desc);
+            let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(key.shader), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
+            let constants: Vec<(&str, f64)> = key.constants.iter().map(|&(k, v)| (k, v as f64)).collect();
+            Ok(d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(key.shader),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
+                cache: None,
+            }))
+        })?;
+        let p = Arc::new(pipeline);
+        lock(&self.pipelines).insert(key.clone(), p.clone());
+        Ok(p)
+    }
+
+    /// The bind group layout of `slots` (binding i is `slots[i]`, visible to compute), created
+    /// once per runtime.
+    pub fn bind_group_layout(&self, slots: &'static [Slot]) -> Result<Arc<wgpu::BindGroupLayout>> {
+        if let Some(l) = lock(&self.layouts).get(slots) {
+            return Ok(l.clone());
+        }
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: match s {
+                        Slot::Uniform => wgpu::BufferBindingType::Uniform,
+                        Slot::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                        Slot::Write => wgpu::BufferBindingType::Storage { read_only: false },
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let l = Arc::new(self.scoped("bind_group_layout", || Ok(self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries })))?);
+        lock(&self.layouts).insert(slots, l.clone());
+        Ok(l)
+    }
+}
+
+/// Locks a mutex, taking the data of a poisoned one (every guarded structure stays valid
+/// between statements).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

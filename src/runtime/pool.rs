@@ -1,0 +1,127 @@
+//! Recycled GPU buffers, by size class and usage.
+//!
+//! A request is rounded up to its size class (a power of two, or 1.25, 1.5 or 1.75 times one;
+//! at least 256 bytes), so a buffer serves every later request of its class and usage: at most
+//! 25% of a buffer is slack. A buffer returns to the pool only when nothing can still use it:
+//! the tensor that owned it is dropped and every recording that used it has finished on the GPU
+//! (recordings hold their operands until then, see `runtime::submit::Keep`). Idle buffers beyond
+//! the pool's cap are destroyed; [`BufferPool::trim`] destroys all idle ones.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::runtime::lock;
+
+/// The default cap on idle bytes the pool keeps.
+pub const DEFAULT_POOL_BYTES: u64 = 512 << 20;
+
+/// The size class of a request of `size` bytes: the smallest of 2^k x {1, 1.25, 1.5, 1.75}
+/// (at least 256) that holds it. `None` when it would overflow.
+pub(crate) fn size_class(size: u64) -> Option<u64> {
+    let size = size.max(256);
+    let top = 63 - size.leading_zeros() as u64; // 2^top <= size
+    let base = 1u64 << top;
+    let quarter = base / 4;
+    (0..=4u64).map(|q| base.checked_add(q * quarter)).find_map(|c| c.filter(|&c| c >= size))
+}
+
+/// Idle buffers by (size class, usage), and the bytes they hold.
+pub(crate) struct BufferPool {
+    free: HashMap<(u64, wgpu::BufferUsages), Vec<wgpu::Buffer>>,
+    bytes: u64,
+    cap: u64,
+}
+
+impl Default for BufferPool {
+    fn default() -> Self {
+        BufferPool { free: HashMap::new(), bytes: 0, cap: DEFAULT_POOL_BYTES }
+    }
+}
+
+impl BufferPool {
+    fn take(&mut self, class: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
+        let b = self.free.get_mut(&(class, usage))?.pop()?;
+        self.bytes -= class;
+        Some(b)
+    }
+    fn put(&mut self, b: wgpu::Buffer) {
+        let size = b.size();
+        if self.bytes + size > self.cap {
+            b.destroy();
+            return;
+        }
+        self.bytes += size;
+        self.free.entry((size, b.usage())).or_default().push(b);
+    }
+    /// Idle bytes held.
+    pub(crate) fn idle_bytes(&self) -> u64 {
+        self.bytes
+    }
+    /// Sets the cap on idle bytes, destroying idle buffers beyond it.
+    pub(crate) fn set_cap(&mut self, cap: u64) {
+        self.cap = cap;
+        if self.bytes > cap {
+            self.trim();
+        }
+    }
+    /// Destroys every idle buffer (their memory returns to the driver); returns the bytes freed.
+    pub(crate) fn trim(&mut self) -> u64 {
+        let freed = self.bytes;
+        for (_, v) in self.free.drain() {
+            for b in v {
+                b.destroy();
+            }
+        }
+        self.bytes = 0;
+        freed
+    }
+}
+
+/// A buffer on loan from the pool; it goes back when dropped.
+pub(crate) struct Pooled {
+    buffer: wgpu::Buffer,
+    pool: Arc<Mutex<BufferPool>>,
+}
+
+impl Pooled {
+    /// A buffer of `size` bytes rounded up to its size class, with `usage`, recycled when one is
+    /// idle. Must be called inside an error scope: creation may fail validation. `None` when the
+    /// size class overflows.
+    pub(crate) fn get(device: &wgpu::Device, pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages) -> Option<Pooled> {
+        let class = size_class(size)?;
+        let buffer = lock(pool).take(class, usage).unwrap_or_else(|| {
+            device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })
+        });
+        Some(Pooled { buffer, pool: pool.clone() })
+    }
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        // A handle clone: the pool keeps the same GPU buffer.
+        lock(&self.pool).put(self.buffer.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_hold_the_request_with_at_most_a_quarter_of_slack() {
+        assert_eq!(size_class(0), Some(256));
+        assert_eq!(size_class(256), Some(256));
+        assert_eq!(size_class(257), Some(320));
+        assert_eq!(size_class(1000), Some(1024));
+        assert_eq!(size_class(1025), Some(1280));
+        assert_eq!(size_class(u64::MAX), None);
+        for s in [300u64, 4097, 65_537, 100_000_000, 3 << 40] {
+            let c = size_class(s).unwrap();
+            assert!(c >= s && (c - s) * 4 <= c, "{s} -> {c}");
+            assert_eq!(size_class(c), Some(c), "a class is its own class");
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Lifetimes of recorded work, and completion of submitted work.
+//!
+//! A recording holds every tensor it reads or writes and every temporary it made in a [`Keep`],
+//! attached to its command encoder: wgpu drops it when that command buffer's work has finished
+//! on the GPU (or when an encoder that was never submitted is dropped), and only then do pooled
+//! buffers return to the pool.
+//!
+//! A [`Completion`] is a future that resolves when a callback wgpu runs after submitted work
+//! (work done, a buffer mapped) has fired. On native backends the callbacks run inside
+//! `Device::poll`: an awaited completion polls the device without blocking (a zero timeout)
+//! and asks to be polled again, so an executor that never blocks the thread drives it; the
+//! blocking wrappers drive the same future with a waiting poll. On WebGPU the browser's event
+//! loop runs the callbacks, which wake the future.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use crate::error::Result;
+use crate::runtime::{lock, Runtime};
+
+/// Everything a recording holds until the GPU has finished with it.
+#[derive(Default)]
+pub(crate) struct Keep(Vec<Box<dyn std::any::Any + Send + Sync>>);
+
+impl Keep {
+    /// Holds `t` until the recording's work is done.
+    pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
+        self.0.push(Box::new(t));
+    }
+    /// Hands everything held to `encoder`: it is dropped when the encoder's command buffer has
+    /// finished on the GPU, or with the encoder if that is never submitted.
+    pub fn attach(&mut self, encoder: &wgpu::CommandEncoder) {
+        if !self.0.is_empty() {
+            let held = std::mem::take(self);
+            encoder.on_submitted_work_done(move || drop(held));
+        }
+    }
+}
+
+/// A value set once by a wgpu callback, and the waker of whoever awaits it.
+pub(crate) struct Signal<T>(Arc<Mutex<(Option<T>, Option<Waker>)>>);
+
+impl<T> Clone for Signal<T> {
+    fn clone(&self) -> Self {
+        Signal(self.0.clone())
+    }
+}
+
+impl<T> Signal<T> {
+    pub fn new() -> Signal<T> {
+        Signal(Arc::new(Mutex::new((None, None))))
+    }
+    /// Sets the value and wakes the waiter.
+    pub fn set(&self, v: T) {
+        let waker = {
+            let mut g = lock(&self.0);
+            g.0 = Some(v);
+            g.1.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+    fn is_set(&self) -> bool {
+        lock(&self.0).0.is_some()
+    }
+    fn take(&self, cx: &mut Context<'_>) -> Option<T> {
+        let mut g = lock(&self.0);
+        let v = g.0.take();
+        if v.is_none() {
+            g.1 = Some(cx.waker().clone());
+        }
+        v
+    }
+}
+
+/// How a completion drives the device while it waits.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Drive {
+    /// Polls without blocking and asks to be polled again (async callers).
+    Poll,
+    /// Waits for the submission (the blocking wrappers; native only).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    Wait,
+}
+
+/// A future of the value a callback of submission `index` sets.
+pub(crate) struct Completion<T> {
+    rt: Arc<Runtime>,
+    op: &'static str,
+    pub(crate) index: wgpu::SubmissionIndex,
+    signal: Signal<T>,
+    pub(crate) drive: Drive,
+}
+
+impl<T> Completion<T> {
+    pub fn new(rt: Arc<Runtime>, op: &'static str, index: wgpu::SubmissionIndex, signal: Signal<T>, drive: Drive) -> Completion<T> {
+        Completion { rt, op, index, signal, drive }
+    }
+}
+
+impl<T> Unpin for Completion<T> {}
+
+impl<T> Future for Completion<T> {
+    type Output = Result<T>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        let this = self.get_mut();
+        if let Err(e) = this.rt.errors.check_lost(this.op) {
+            return Poll::Ready(Err(e));
+        }
+        if cfg!(target_arch = "wasm32") {
+            // The browser's event loop runs the callback, which wakes this future.
+            return match this.signal.take(cx) {
+                Some(v) => Poll::Ready(Ok(v)),
+                None => Poll::Pending,
+            };
+        }
+        // Callbacks run inside polls. A poll with a zero timeout is not used: in wgpu 30 it
+        // races with other threads' submits and polls (an assertion in `Device::maintain`).
+        if this.drive == Drive::Poll {
+            let _turn = this.rt.errors.gl_turn();
+            let _ = this.rt.device.poll(wgpu::PollType::Poll);
+        }
+        if this.drive == Drive::Poll && !this.signal.is_set() {
+            // Nothing else will wake this future on native: ask to be polled again.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        // Done (or, blocking, about to be): a wait on the index returns at once, and it is what
+        // says that a submission never ran on a lost device (wgpu still runs its callbacks).
+        let waited = {
+            let _turn = this.rt.errors.gl_turn();
+            this.rt.device.poll(wgpu::PollType::Wait { submission_index: Some(this.index.clone()), timeout: None })
+        };
+        if let Err(e) = waited {
+            return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
+        }
+        match this.signal.take(cx) {
+            Some(v) => Poll::Ready(Ok(v)),
+            None => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Work the crate submitted: await it (or, on native, [`Submission::wait`]) to know it has
+/// finished on the GPU. Dropping it does not cancel the work.
+pub struct Submission {
+    pub(crate) done: Completion<()>,
+}
+
+impl Submission {
+    /// Resolves when the work has finished on the GPU, with the errors wgpu reported for it
+    /// (on WebGPU, also those of earlier calls whose scopes were still open).
+    pub async fn finished(self) -> Result<()> {
+        let rt = self.done.rt.clone();
+        rt.errors.settle().await?;
+        self.done.await
+    }
+
+    /// Blocks until the work has finished on the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn wait(mut self) -> Result<()> {
+        self.done.drive = Drive::Wait;
+        pollster::block_on(self.finished())
+    }
+}
+
+impl std::fmt::Debug for Submission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Submission").field("op", &self.done.op).finish()
+    }
+}
+
+/// Submits `encoder` (with `keep` attached) and returns its completion.
+pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, mut keep: Keep) -> Result<Submission> {
+    let signal = Signal::new();
+    let index = rt.scoped(op, || {
+        keep.attach(&encoder);
+        let s = signal.clone();
+        encoder.on_submitted_work_done(move || s.set(()));
+        Ok(rt.queue.submit([encoder.finish()]))
+    })?;
+    Ok(Submission { done: Completion::new(rt.clone(), op, index, signal, Drive::Poll) })
+}
+
+/// Maps `range` of `buffer` for reading once `encoder`'s work is done, submits it, and awaits
+/// the mapping. The caller reads the mapped range, then unmaps.
+pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep, buffer: &wgpu::Buffer, range: std::ops::Range<u64>, drive: Drive) -> Result<()> {
+    let mapped = Signal::new();
+    let s = mapped.clone();
+    rt.scoped(op, || {
+        encoder.map_buffer_on_submit(buffer, wgpu::MapMode::Read, range, move |r| s.set(r));
+        Ok(())
+    })?;
+    let mut sub = submit(rt, op, encoder, keep)?;
+    sub.done.drive = drive;
+    let index = sub.done.index.clone();
+    sub.finished().await?;
+    match Completion::new(rt.clone(), op, index, mapped, drive).await? {
+        Ok(()) => Ok(()),
+        // Mapping fails only when the device is gone (the range and usage were validated).
+        Err(e) => Err(rt.errors.lost(op, format!("mapping a buffer failed ({e})"))),
+    }
+}
+
+impl Runtime {
+    /// Runs the callbacks of finished work without waiting, so that buffers whose recordings
+    /// are done return to the pool before a new one is made.
+    pub fn reclaim(&self) {
+        if cfg!(not(target_arch = "wasm32")) {
+            let _turn = self.errors.gl_turn();
+            let _ = self.device.poll(wgpu::PollType::Poll);
+        }
+    }
+
+    /// Learns whether the device is still there: a 4-byte buffer mapped at creation, which a
+    /// lost device cannot make (no submission, no poll). Called by entry points that are not
+    /// recordings.
+    pub fn probe(&self, op: &'static str) -> Result<()> {
+        self.errors.check_lost(op)?;
+        let mapped = self.scoped(op, || {
+            let b = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu probe"), size: 4, usage: wgpu::BufferUsages::COPY_SRC, mapped_at_creation: true });
+            let ok = b.slice(..).get_mapped_range().is_ok();
+            b.destroy();
+            Ok(ok)
+        })?;
+        match mapped {
+            true => Ok(()),
+            false => Err(self.errors.lost(op, "the device can no longer create buffers")),
+        }
+    }
+}

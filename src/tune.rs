@@ -1,0 +1,129 @@
+//! The tuner: kernel choices measured once per kernel family and shape class, kept per context,
+//! and saved to or loaded from a file.
+//!
+//! It knows no kernel: a family names its classes and choices (any serde types), gives the
+//! candidates and records each one into an encoder; [`Tuner::measure`] times them all with one
+//! loop (the first run of each compiles its pipelines and is not counted; the best of the rest
+//! wins). Measuring submits and waits, so it runs only outside recordings: when a blocking call
+//! that is not a recording first meets a class (`DeviceTensor::copy_`, `conv1x1`), or at an
+//! explicit `GpuContext::tune_*` call. A recording that meets an untuned class uses the
+//! family's default choice for the adapter.
+//!
+//! A saved file is JSON: a list of sections, each keyed by adapter name, driver, backend and
+//! crate version, holding that adapter's choices. Loading takes the section of this adapter
+//! (and none of another's); with it, a first copy or convolution measures nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::runtime::submit::{Drive, Keep};
+use crate::runtime::timing::Timer;
+use crate::runtime::{lock, AdapterReport};
+
+/// Runs per candidate: the first compiles its pipelines and is not counted.
+const RUNS: usize = 4;
+
+/// Choices by family, then by class, each as JSON text.
+#[derive(Default)]
+pub(crate) struct Tuner {
+    choices: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+}
+
+/// One adapter's section of a tuning file.
+#[derive(Serialize, Deserialize)]
+struct Section {
+    adapter: String,
+    driver: String,
+    backend: String,
+    crate_version: String,
+    choices: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("tuning keys and choices serialize")
+}
+
+impl Tuner {
+    /// The choice kept for `class` of `family`.
+    pub fn get<C: Serialize, K: DeserializeOwned>(&self, family: &str, class: &C) -> Option<K> {
+        let g = lock(&self.choices);
+        serde_json::from_str(g.get(family)?.get(&json(class))?).ok()
+    }
+
+    /// Keeps `choice` for `class` of `family`.
+    pub fn set<C: Serialize, K: Serialize>(&self, family: &str, class: &C, choice: &K) {
+        lock(&self.choices).entry(family.to_string()).or_default().insert(json(class), json(choice));
+    }
+
+    /// Every (class, choice) of `family` that parses as the given types.
+    pub fn entries<C: DeserializeOwned, K: DeserializeOwned>(&self, family: &str) -> Vec<(C, K)> {
+        let g = lock(&self.choices);
+        g.get(family).into_iter().flatten().filter_map(|(c, k)| Some((serde_json::from_str(c).ok()?, serde_json::from_str(k).ok()?))).collect()
+    }
+
+    /// Times every candidate that `record` accepts and returns the fastest (`None` when none
+    /// ran). A candidate whose recording fails (it does not apply) is skipped.
+    pub async fn measure<K: Copy>(timer: &Timer, candidates: &[K], drive: Drive, record: impl Fn(K, &mut wgpu::CommandEncoder, &mut Keep) -> Result<()>) -> Result<Option<K>> {
+        let mut best: Option<(f64, K)> = None;
+        for &k in candidates {
+            let mut times = Vec::new();
+            for _ in 0..RUNS {
+                match timer.time(drive, |enc, keep| record(k, enc, keep)).await {
+                    Ok(ms) => times.push(ms),
+                    Err(e @ Error::DeviceLost { .. }) => return Err(e),
+                    Err(_) => break,
+                }
+            }
+            if let Some(t) = times.iter().skip(1).copied().reduce(f64::min) {
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, k));
+                }
+            }
+        }
+        Ok(best.map(|(_, k)| k))
+    }
+
+    fn section(&self, r: &AdapterReport) -> Section {
+        Section {
+            adapter: r.name.clone(),
+            driver: r.driver.clone(),
+            backend: format!("{:?}", r.backend),
+            crate_version: env!("CARGO_PKG_VERSION").to_string(),
+            choices: lock(&self.choices).clone(),
+        }
+    }
+
+    fn matches(s: &Section, r: &AdapterReport) -> bool {
+        s.adapter == r.name && s.driver == r.driver && s.backend == format!("{:?}", r.backend) && s.crate_version == env!("CARGO_PKG_VERSION")
+    }
+
+    /// `existing` (a tuning file's text, or empty) with this adapter's section replaced by the
+    /// choices kept now.
+    pub fn to_json(&self, r: &AdapterReport, existing: &str) -> Result<String> {
+        let mut sections: Vec<Section> = if existing.trim().is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str(existing).map_err(|e| Error::Tuning { op: "save_tuning", detail: format!("the existing file is not a tuning file: {e}") })?
+        };
+        sections.retain(|s| !Self::matches(s, r));
+        sections.push(self.section(r));
+        serde_json::to_string_pretty(&sections).map_err(|e| Error::Tuning { op: "save_tuning", detail: e.to_string() })
+    }
+
+    /// Takes this adapter's choices from a tuning file's text; returns how many it took.
+    pub fn load_json(&self, r: &AdapterReport, text: &str) -> Result<usize> {
+        let sections: Vec<Section> = serde_json::from_str(text).map_err(|e| Error::Tuning { op: "load_tuning", detail: format!("not a tuning file: {e}") })?;
+        let Some(mine) = sections.into_iter().find(|s| Self::matches(s, r)) else { return Ok(0) };
+        let mut g = lock(&self.choices);
+        let mut n = 0;
+        for (family, classes) in mine.choices {
+            n += classes.len();
+            g.entry(family).or_default().extend(classes);
+        }
+        Ok(n)
+    }
+}

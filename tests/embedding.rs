@@ -1,0 +1,206 @@
+//! The crate inside a host program: recordings hold their operands until the GPU is done, host
+//! tensors copy both ways on two threads, the host's error handlers and device stay the host's,
+//! a lost device is its own error, the async API runs on an executor that never blocks, tuning
+//! happens outside recordings and persists, and the buffer pool can be capped and trimmed.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::gpu::{contexts, name, own_device, spin};
+use strided_wgpu::{conv1x1, Conv1x1Options, CopyPath, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided};
+
+#[test]
+fn a_batch_holds_its_operands_until_the_work_is_done() {
+    // Record dst.copy_(src), drop src, upload another tensor of src's size (which would take
+    // src's pooled buffer, its upload running before the batch), then submit.
+    let n = 65_536;
+    for ctx in contexts() {
+        let want: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let src = DeviceTensor::from_slice(ctx, &want, &[256, 256]).unwrap();
+        let dst = DeviceTensor::zeros(ctx, &[256, 256], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let mut batch = ctx.batch();
+        batch.copy_(&dst, &src.transpose(0, 1).unwrap().transpose(0, 1).unwrap()).unwrap();
+        drop(src);
+        let other = DeviceTensor::from_slice(ctx, &vec![-1f32; n], &[256, 256]).unwrap();
+        batch.submit_and_wait().unwrap();
+        let got = dst.download().unwrap().to_vec::<f32>().unwrap();
+        let wrong = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(wrong, 0, "{}: {wrong} of {n} elements hold another tensor's values", name(ctx));
+        assert_eq!(other.download().unwrap().to_vec::<f32>().unwrap(), vec![-1f32; n]);
+    }
+}
+
+#[test]
+fn host_copies_both_ways_on_two_threads_do_not_deadlock() {
+    let a = HostTensor::from_vec(vec![1f32; 1 << 16], &[1 << 16]).unwrap();
+    let b = HostTensor::from_vec(vec![2f32; 1 << 16], &[1 << 16]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (x, y) in [(a.clone(), b.clone()), (b.clone(), a.clone())] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for _ in 0..2000 {
+                x.copy_(&y).unwrap();
+            }
+            tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        rx.recv_timeout(std::time::Duration::from_secs(60)).expect("a.copy_(&b) and b.copy_(&a) on two threads deadlocked");
+    }
+}
+
+#[test]
+fn the_hosts_error_handler_stays_and_its_errors_are_not_ours() {
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        device.on_uncaptured_error(Arc::new(move |_: wgpu::Error| {
+            s.fetch_add(1, Ordering::SeqCst);
+        }));
+        let mine = GpuContext::from_device(device.clone(), queue, &info);
+        // The host's own invalid work (a mappable storage buffer) reaches the host's handler.
+        let _bad = device.create_buffer(&wgpu::BufferDescriptor { label: Some("host's bad buffer"), size: 64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "{}: the host's handler did not see the host's error", name(ctx));
+        // ... and never fails a later call of the crate.
+        let t = DeviceTensor::from_slice(&mine, &[1f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+        let out = t.transpose(0, 1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), vec![1., 4., 2., 5., 3., 6.]);
+        // The crate's own bad input is the crate's typed error, not the host's.
+        let e = DeviceTensor::from_slice(&mine, &[0f32; 6], &[2, 3]).unwrap().copy_with(&t, CopyPath::TransposeTile { wg: 256, tile: 32 }).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }), "{e}");
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "{}: the crate's work reached the host's handler", name(ctx));
+    }
+}
+
+#[test]
+fn every_call_after_device_loss_returns_device_lost() {
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let mine = GpuContext::from_device(device.clone(), queue, &info);
+        let x = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[1, 4, 4, 4]).unwrap();
+        let w = DeviceTensor::from_slice(&mine, &[1f32; 16], &[4, 4]).unwrap();
+        let out = DeviceTensor::zeros(&mine, &[4, 4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+        device.destroy();
+        let lost = |r: Result<(), Error>, what: &str| assert!(matches!(r, Err(Error::DeviceLost { .. })), "{} {what}: {r:?}", name(ctx));
+        lost(out.copy_(&x.select(0, 0).unwrap().permute(&[1, 2, 0]).unwrap()), "copy_");
+        lost(x.download().map(|_| ()), "download");
+        lost(DeviceTensor::from_slice(&mine, &[1f32; 4], &[4]).map(|_| ()), "from_slice");
+        lost(DeviceTensor::zeros(&mine, &[4], DType::F32, MemoryFormat::Contiguous).map(|_| ()), "zeros");
+        lost(conv1x1(&x, &w, None, &Conv1x1Options::default()).map(|_| ()), "conv1x1");
+        lost(spin(x.download_async()).map(|_| ()), "download_async");
+        let mut b = mine.batch();
+        lost(b.copy_(&out, &x.select(0, 0).unwrap()), "Batch::copy_");
+    }
+}
+
+#[test]
+fn the_async_api_runs_on_an_executor_that_never_blocks() {
+    for ctx in contexts() {
+        let h = HostTensor::from_vec((0..2 * 8 * 6 * 4).map(|i| i as f32 * 0.5 - 7.0).collect(), &[2, 8, 6, 4]).unwrap();
+        let x = DeviceTensor::upload(ctx, &h).unwrap();
+        let nhwc = DeviceTensor::empty(ctx, &[2, 8, 6, 4], DType::F32, MemoryFormat::ChannelsLast).unwrap();
+        spin(async {
+            ctx.tune_copy_async(&nhwc, &x).await.unwrap();
+            let mut b = ctx.batch();
+            b.copy_(&nhwc, &x).unwrap();
+            b.submit().unwrap().finished().await.unwrap();
+            let got = nhwc.download_async().await.unwrap();
+            assert_eq!(got.to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap(), "{}", name(ctx));
+            let mut raw = vec![0f32; nhwc.storage_len()];
+            nhwc.as_strided(&[nhwc.storage_len()], &[1], 0).unwrap().download_into_async(&mut raw).await.unwrap();
+            let want = h.contiguous(MemoryFormat::ChannelsLast).unwrap();
+            assert_eq!(raw, want.as_strided(&[want.storage_len()], &[1], 0).unwrap().to_vec::<f32>().unwrap());
+            let timer = GpuTimer::new(ctx).unwrap();
+            let ms = timer.time_async(|b| b.copy_(&nhwc, &x)).await.unwrap();
+            assert!(ms >= 0.0);
+            let w = DeviceTensor::from_slice(ctx, &(0..5 * 8).map(|i| i as f32 * 0.1).collect::<Vec<_>>(), &[5, 8]).unwrap();
+            ctx.tune_conv1x1_async(&nhwc, &w, None, &Conv1x1Options::default()).await.unwrap();
+            assert!(!ctx.tuned_conv_choices().is_empty());
+        });
+    }
+}
+
+#[test]
+fn recordings_never_tune_and_tuning_persists() {
+    for ctx in contexts() {
+        // A context of its own, so that no other test has tuned its classes.
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let fresh = GpuContext::from_device(device, queue, &info);
+        let x = DeviceTensor::from_slice(&fresh, &(0..3 * 40 * 24).map(|i| i as f32).collect::<Vec<_>>(), &[3, 40, 24]).unwrap();
+        let out = DeviceTensor::empty(&fresh, &[3, 24, 40], DType::F32, MemoryFormat::Contiguous).unwrap();
+        // Recording an untuned transpose runs the default kernel and measures nothing.
+        let mut b = fresh.batch();
+        b.copy_(&out, &x.transpose(1, 2).unwrap()).unwrap();
+        b.submit_and_wait().unwrap();
+        assert!(fresh.tuned_choices().is_empty(), "{}: a recording tuned", name(ctx));
+        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), x.download().unwrap().transpose(1, 2).unwrap().to_vec::<f32>().unwrap());
+        // Tuning outside the recording measures once, and the file carries it to another context.
+        assert!(fresh.tune_copy(&out, &x.transpose(1, 2).unwrap()).unwrap());
+        assert!(!fresh.tune_copy(&out, &x.transpose(1, 2).unwrap()).unwrap());
+        let path = std::env::temp_dir().join(format!("strided-wgpu-tuning-{}-{:?}.json", std::process::id(), info.backend));
+        let _ = std::fs::remove_file(&path);
+        fresh.save_tuning(&path).unwrap();
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let loaded = GpuContext::from_device(device, queue, &info);
+        assert_eq!(loaded.load_tuning(&path).unwrap(), 1);
+        assert_eq!(loaded.tuned_choices(), fresh.tuned_choices());
+        let y = DeviceTensor::from_slice(&loaded, &(0..3 * 40 * 24).map(|i| i as f32).collect::<Vec<_>>(), &[3, 40, 24]).unwrap();
+        let out2 = DeviceTensor::empty(&loaded, &[3, 24, 40], DType::F32, MemoryFormat::Contiguous).unwrap();
+        assert!(!loaded.tune_copy(&out2, &y.transpose(1, 2).unwrap()).unwrap(), "{}: a loaded class was measured again", name(ctx));
+        // Another adapter's or crate version's section is not taken; garbage is a typed error.
+        let text = std::fs::read_to_string(&path).unwrap().replace(&info.name, "another adapter");
+        assert_eq!(loaded.load_tuning_json(&text).unwrap(), 0);
+        assert!(matches!(loaded.load_tuning_json("{not json"), Err(Error::Tuning { .. })));
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+#[test]
+fn caller_buffers_are_checked_and_never_pooled() {
+    for ctx in contexts() {
+        let d = ctx.device();
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buf = d.create_buffer(&wgpu::BufferDescriptor { label: Some("caller's"), size: 64, usage, mapped_at_creation: false });
+        let e = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[17]).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds { op: "from_buffer", .. }), "{e}");
+        let uniform = d.create_buffer(&wgpu::BufferDescriptor { label: None, size: 64, usage: wgpu::BufferUsages::UNIFORM, mapped_at_creation: false });
+        assert!(matches!(DeviceTensor::from_buffer(ctx, uniform, DType::F32, Layout::contiguous(&[16]).unwrap()), Err(Error::InvalidArgument { .. })));
+        let t = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[4, 4]).unwrap()).unwrap();
+        t.copy_(&DeviceTensor::from_slice(ctx, &(0..16).map(|i| i as f32).collect::<Vec<_>>(), &[4, 4]).unwrap().transpose(0, 1).unwrap()).unwrap();
+        let got = t.download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(got, (0..16).map(|i| ((i % 4) * 4 + i / 4) as f32).collect::<Vec<_>>());
+        // Dropping the tensor leaves the caller's buffer usable, and out of the pool.
+        drop(t);
+        ctx.trim_pool();
+        let again = DeviceTensor::from_buffer(ctx, buf, DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap();
+        assert_eq!(again.download().unwrap().to_vec::<f32>().unwrap(), got);
+    }
+}
+
+#[test]
+fn the_pool_is_capped_and_trimmed() {
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let mine = GpuContext::from_device(device, queue, &info);
+        let ts: Vec<DeviceTensor> = (0..4).map(|_| DeviceTensor::zeros(&mine, &[1 << 18], DType::F32, MemoryFormat::Contiguous).unwrap()).collect();
+        ts[0].download().unwrap();
+        drop(ts);
+        assert!(mine.pool_idle_bytes() >= 4 << 20, "{}: {}", name(ctx), mine.pool_idle_bytes());
+        mine.set_pool_limit(2 << 20);
+        assert!(mine.pool_idle_bytes() <= 2 << 20);
+        assert!(mine.trim_pool() <= 2 << 20);
+        assert_eq!(mine.pool_idle_bytes(), 0);
+        // A size between two classes reuses the larger class's buffer.
+        mine.set_pool_limit(64 << 20);
+        drop(DeviceTensor::zeros(&mine, &[1000], DType::F32, MemoryFormat::Contiguous).unwrap());
+        // Its clearing has finished (and released it) once later work has.
+        mine.batch().submit_and_wait().unwrap();
+        let before = mine.pool_idle_bytes();
+        let t = DeviceTensor::zeros(&mine, &[990], DType::F32, MemoryFormat::Contiguous).unwrap();
+        assert!(mine.pool_idle_bytes() < before, "{}: 990 floats did not reuse the buffer of 1000", name(ctx));
+        drop(t);
+    }
+}
