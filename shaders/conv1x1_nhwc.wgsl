@@ -29,11 +29,10 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
 @compute @workgroup_size(WG)
 fn main(inv: Invocation) {
     let q = inv.gid.x + inv.gid.y * cp.work.w;
-    // Every invocation takes part in the tiled variant's staging and in shuffled weight reads;
-    // quads past the work load zeros and store nothing.
-    if (!TILED && !ALL_LANES && q * 8u >= cp.work.x) {
-        return;
-    }
+    // No invocation returns early: every one takes part in the tiled variant's staging and in
+    // shuffled weight reads, and WGSL's uniformity rules (enforced by browsers' compilers) allow
+    // a barrier only where no invocation can have left. Quads past the work load zeros and
+    // store nothing.
     let t = tile_at(q, inv.lid);
     let h = hold(t);
     for (var kq = 0u; kq * 4u < cp.work.z; kq = kq + 1u) {

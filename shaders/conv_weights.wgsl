@@ -2,16 +2,12 @@
 // conv.wgsl): every invocation reads each weight itself, at an offset uniform across the
 // dispatch. GPUs serve such reads from a broadcast (constant or scalar) cache. The kernels see
 // this file's interface: `Invocation` (the entry point's built-ins), `Weights` (the rows a
-// block of output channels reads), `weights` and `weight`, and `ALL_LANES`.
+// block of output channels reads), and `weights` and `weight`.
 
 struct Invocation {
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 }
-
-// Whether every invocation of the grid must reach the weight reads (those past the work may
-// return early here).
-const ALL_LANES: bool = false;
 
 // Rows base, base + stride, base + 2*stride, ... of the weight block.
 struct Weights {

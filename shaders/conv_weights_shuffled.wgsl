@@ -5,15 +5,13 @@
 // 4 scalar reads for every lane. Here lane l of each subgroup reads rows l, l + 8, l + 16, ...
 // once, and every row reaches all lanes by a shuffle from a constant lane, so a block of 4*CQ
 // rows costs each lane CQ / 2 reads instead of 4*CQ. Needs subgroups of at least 8
-// invocations, all of them active: no invocation returns early (`ALL_LANES`).
+// invocations, all of them active (the kernels never return early).
 
 struct Invocation {
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
     @builtin(subgroup_invocation_id) sid: u32,
 }
-
-const ALL_LANES: bool = true;
 
 // This lane's reads: rows 8j + (sid % 8) for j = 0..7 (those past the 4*CQ rows are zero).
 struct Weights {

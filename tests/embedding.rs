@@ -204,3 +204,26 @@ fn the_pool_is_capped_and_trimmed() {
         drop(t);
     }
 }
+
+#[test]
+fn a_finished_batch_is_submitted_by_the_caller_with_its_own_work() {
+    for ctx in contexts() {
+        let h = HostTensor::from_vec((0..6 * 10).map(|i| i as u32).collect(), &[6, 10]).unwrap();
+        let src = DeviceTensor::upload(ctx, &h).unwrap();
+        let dst = DeviceTensor::zeros(ctx, &[10, 6], DType::U32, MemoryFormat::Contiguous).unwrap();
+        let mut batch = ctx.batch();
+        batch.copy_(&dst, &src.transpose(0, 1).unwrap()).unwrap();
+        let ours = batch.finish().unwrap();
+        drop(src);
+        // The caller's own command buffer, submitted with ours.
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let scratch = ctx.device().create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage: wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        enc.clear_buffer(&scratch, 0, None);
+        ctx.queue().submit([enc.finish(), ours]);
+        assert_eq!(dst.download().unwrap().to_vec::<u32>().unwrap(), h.transpose(0, 1).unwrap().to_vec::<u32>().unwrap(), "{}", name(ctx));
+        // A batch recording into the caller's encoder is submitted by the caller, not by us.
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let b = ctx.record_into(&mut enc);
+        assert!(matches!(b.submit(), Err(Error::InvalidArgument { op: "submit", .. })));
+    }
+}

@@ -5,7 +5,7 @@
 //! cargo test --target wasm32-unknown-unknown --features webgpu --test web`
 #![cfg(target_arch = "wasm32")]
 
-use strided_wgpu::{conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);

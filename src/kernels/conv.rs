@@ -323,10 +323,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
         rt.queue.write_buffer(ubuf.buffer(), 0, &bytes);
         let bias_buf = bias.map_or(blocks.buffer(), |b| b.buffer);
+        // The output is bound once as writable storage: as f32 (binding 4) or as vec4 words
+        // (binding 6), as the pipeline's VOUT says; the other binding gets a scratch word that
+        // the kernel never touches (WebGPU forbids two writable bindings of one range).
+        let unused = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
         let mut groups_bound = Vec::new();
         for (ri, r) in ranges.iter().enumerate() {
             for wi in 0..wins.len() {
                 let pi = ri * wins.len() + wi;
+                let vout = specs[pi][3] == ("VOUT", 1);
                 let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some(OP),
                     layout: &bgl,
@@ -335,9 +340,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                         wgpu::BindGroupEntry { binding: 1, resource: bind(input.buffer, r.x) },
                         wgpu::BindGroupEntry { binding: 2, resource: bind(blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)) },
                         wgpu::BindGroupEntry { binding: 3, resource: bind(bias_buf, (0, bias_buf.size())) },
-                        wgpu::BindGroupEntry { binding: 4, resource: bind(out.buffer, r.y) },
+                        wgpu::BindGroupEntry { binding: 4, resource: if vout { bind(unused.buffer(), (0, 16)) } else { bind(out.buffer, r.y) } },
                         wgpu::BindGroupEntry { binding: 5, resource: bind(input.buffer, words(r.x)) },
-                        wgpu::BindGroupEntry { binding: 6, resource: bind(out.buffer, words(r.y)) },
+                        wgpu::BindGroupEntry { binding: 6, resource: if vout { bind(out.buffer, words(r.y)) } else { bind(unused.buffer(), (0, 16)) } },
                     ],
                 });
                 groups_bound.push((bg, grids[ri], &pipelines[pi]));
@@ -351,6 +356,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
         drop(pass);
         keep.hold(ubuf);
+        keep.hold(unused);
         Ok(())
     })?;
     keep.hold(blocks);

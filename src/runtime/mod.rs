@@ -95,7 +95,11 @@ impl Runtime {
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
-            shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && device.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 8,
+            // Native only: browsers need `enable subgroups;`, which naga does not take yet.
+            shuffled_weights: info.device_type == wgpu::DeviceType::Cpu
+                && info.backend != wgpu::Backend::BrowserWebGpu
+                && device.features().contains(wgpu::Features::SUBGROUP)
+                && info.subgroup_min_size >= 8,
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {
