@@ -8,10 +8,18 @@ use crate::error::{Error, Result};
 use crate::layout::{Layout, MemoryFormat, Reshape};
 
 /// The proof that a layout passed to [`Strided::with_layout`] was derived inside this crate
-/// from a layout already within the storage. It cannot be made outside the crate, so no public
-/// API lets a view reach outside its storage.
+/// from a layout already within the storage. It cannot be made outside the crate, and
+/// [`Strided`] is sealed (only the crate's tensor types implement it), so no public API lets a
+/// view reach outside its storage.
 #[doc(hidden)]
 pub struct Token(pub(crate) ());
+
+mod sealed {
+    /// Implemented by the crate's tensor types only.
+    pub trait Sealed {}
+    impl Sealed for crate::HostTensor {}
+    impl Sealed for crate::DeviceTensor {}
+}
 
 /// A tensor made of a layout over shared storage. Implemented by
 /// [`HostTensor`](crate::HostTensor) and [`DeviceTensor`](crate::DeviceTensor); every view
@@ -25,7 +33,7 @@ pub struct Token(pub(crate) ());
 /// // A 1,000-element view of a 4-element storage does not compile.
 /// let _ = x.with_layout(Layout::contiguous(&[1000]).unwrap());
 /// ```
-pub trait Strided: Sized {
+pub trait Strided: Sized + sealed::Sealed {
     /// The view's layout.
     fn layout(&self) -> &Layout;
     /// The same storage seen through another layout, which the crate has derived from this

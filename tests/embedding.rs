@@ -77,22 +77,36 @@ fn the_hosts_error_handler_stays_and_its_errors_are_not_ours() {
 
 #[test]
 fn every_call_after_device_loss_returns_device_lost() {
+    // Each call is the first after the loss on a context of its own (no call learns of the
+    // loss from an earlier one), then the loss sticks.
+    type Call = fn(&GpuContext, &DeviceTensor, &DeviceTensor, &DeviceTensor) -> Result<(), Error>;
+    let calls: [(&str, Call); 8] = [
+        ("copy_ (dense)", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap())),
+        ("copy_ (transpose)", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap().permute(&[1, 2, 0]).unwrap())),
+        ("download", |_, x, _, _| x.download().map(|_| ())),
+        ("from_slice", |c, _, _, _| DeviceTensor::from_slice(c, &[1f32; 4], &[4]).map(|_| ())),
+        ("zeros", |c, _, _, _| DeviceTensor::zeros(c, &[4], DType::F32, MemoryFormat::Contiguous).map(|_| ())),
+        ("conv1x1", |_, x, w, _| conv1x1(x, w, None, &Conv1x1Options::default()).map(|_| ())),
+        ("download_async", |_, x, _, _| spin(x.download_async()).map(|_| ())),
+        ("Batch::submit", |c, x, _, out| {
+            let mut b = c.batch();
+            b.copy_(out, &x.select(0, 0).unwrap())?;
+            b.submit().map(|_| ())
+        }),
+    ];
     for ctx in contexts() {
-        let Some((device, queue, info)) = own_device(ctx) else { continue };
-        let mine = GpuContext::from_device(device.clone(), queue, &info);
-        let x = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[1, 4, 4, 4]).unwrap();
-        let w = DeviceTensor::from_slice(&mine, &[1f32; 16], &[4, 4]).unwrap();
-        let out = DeviceTensor::zeros(&mine, &[4, 4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
-        device.destroy();
-        let lost = |r: Result<(), Error>, what: &str| assert!(matches!(r, Err(Error::DeviceLost { .. })), "{} {what}: {r:?}", name(ctx));
-        lost(out.copy_(&x.select(0, 0).unwrap().permute(&[1, 2, 0]).unwrap()), "copy_");
-        lost(x.download().map(|_| ()), "download");
-        lost(DeviceTensor::from_slice(&mine, &[1f32; 4], &[4]).map(|_| ()), "from_slice");
-        lost(DeviceTensor::zeros(&mine, &[4], DType::F32, MemoryFormat::Contiguous).map(|_| ()), "zeros");
-        lost(conv1x1(&x, &w, None, &Conv1x1Options::default()).map(|_| ()), "conv1x1");
-        lost(spin(x.download_async()).map(|_| ()), "download_async");
-        let mut b = mine.batch();
-        lost(b.copy_(&out, &x.select(0, 0).unwrap()), "Batch::copy_");
+        for (what, call) in calls {
+            let Some((device, queue, info)) = own_device(ctx) else { continue };
+            let mine = GpuContext::from_device(device.clone(), queue, &info);
+            let x = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[1, 4, 4, 4]).unwrap();
+            let w = DeviceTensor::from_slice(&mine, &[1f32; 16], &[4, 4]).unwrap();
+            let out = DeviceTensor::zeros(&mine, &[4, 4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+            device.destroy();
+            let r = call(&mine, &x, &w, &out);
+            assert!(matches!(r, Err(Error::DeviceLost { .. })), "{} {what}: {r:?}", name(ctx));
+            let again = DeviceTensor::from_slice(&mine, &[1f32; 4], &[4]).map(|_| ());
+            assert!(matches!(again, Err(Error::DeviceLost { .. })), "{} after {what}: {again:?}", name(ctx));
+        }
     }
 }
 
@@ -115,7 +129,7 @@ fn the_async_api_runs_on_an_executor_that_never_blocks() {
             assert_eq!(raw, want.as_strided(&[want.storage_len()], &[1], 0).unwrap().to_vec::<f32>().unwrap());
             let timer = GpuTimer::new(ctx).unwrap();
             let ms = timer.time_async(|b| b.copy_(&nhwc, &x)).await.unwrap();
-            assert!(ms >= 0.0);
+            assert!(ms > 0.0, "{}: a copy took {ms} ms", name(ctx));
             let w = DeviceTensor::from_slice(ctx, &(0..5 * 8).map(|i| i as f32 * 0.1).collect::<Vec<_>>(), &[5, 8]).unwrap();
             ctx.tune_conv1x1_async(&nhwc, &w, None, &Conv1x1Options::default()).await.unwrap();
             assert!(!ctx.tuned_conv_choices().is_empty());
@@ -193,7 +207,7 @@ fn the_pool_is_capped_and_trimmed() {
         assert!(mine.pool_idle_bytes() <= 2 << 20);
         assert!(mine.trim_pool() <= 2 << 20);
         assert_eq!(mine.pool_idle_bytes(), 0);
-        // A size between two classes reuses the larger class's buffer.
+        // Two sizes of one class (1000 and 990 floats: 4096 bytes) share a buffer.
         mine.set_pool_limit(64 << 20);
         drop(DeviceTensor::zeros(&mine, &[1000], DType::F32, MemoryFormat::Contiguous).unwrap());
         // Its clearing has finished (and released it) once later work has.
@@ -225,5 +239,37 @@ fn a_finished_batch_is_submitted_by_the_caller_with_its_own_work() {
         let mut enc = ctx.device().create_command_encoder(&Default::default());
         let b = ctx.record_into(&mut enc);
         assert!(matches!(b.submit(), Err(Error::InvalidArgument { op: "submit", .. })));
+    }
+}
+
+#[test]
+fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
+    // A caller's buffer with STORAGE usage alone: a dense copy into it, recorded into the
+    // caller's encoder, must not use copy_buffer_to_buffer (the caller's finish would fail, in
+    // the host's handler).
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        device.on_uncaptured_error(Arc::new(move |_: wgpu::Error| {
+            s.fetch_add(1, Ordering::SeqCst);
+        }));
+        let mine = GpuContext::from_device(device.clone(), queue.clone(), &info);
+        let buf = device.create_buffer(&wgpu::BufferDescriptor { label: Some("storage only"), size: 64 * 4, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
+        let t = DeviceTensor::from_buffer(&mine, buf.clone(), DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();
+        let src = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[64]).unwrap();
+        let mut enc = device.create_command_encoder(&Default::default());
+        let mut b = mine.record_into(&mut enc);
+        b.copy_(&t, &src).unwrap();
+        assert!(b.copy_with(&t, &src, CopyPath::BufferCopy).is_err(), "a forced buffer copy into a STORAGE-only buffer was accepted");
+        b.end();
+        queue.submit([enc.finish()]);
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "{}: the crate's recording failed in the host's handler", name(ctx));
+        // Read back (the download copies the view through a kernel, as COPY_SRC is missing).
+        assert_eq!(t.download().unwrap().to_vec::<f32>().unwrap(), (0..64).map(|i| i as f32).collect::<Vec<_>>());
+        // Two wrappers of one buffer share storage: a partial overlap between them is refused.
+        let u = DeviceTensor::from_buffer(&mine, buf, DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();
+        assert!(t.shares_storage(&u));
+        assert!(matches!(t.narrow(0, 0, 32).unwrap().copy_(&u.narrow(0, 16, 32).unwrap()), Err(Error::Overlap { .. })));
     }
 }

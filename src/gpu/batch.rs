@@ -82,7 +82,11 @@ impl Batch<'_> {
         let same = dst.shares_storage(src);
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
         let ctx = self.ctx.clone();
-        let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), path) else { return Ok(()) };
+        let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
+        if path == CopyPath::BufferCopy && !buffer_copy {
+            return Err(Error::invalid(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
+        }
+        let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), buffer_copy, path) else { return Ok(()) };
         let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
         let (enc, keep) = self.parts(OP)?;
         let rt = &ctx.rt;
@@ -93,6 +97,9 @@ impl Batch<'_> {
             return copy::record(rt, enc, keep, prepared, d, src.buffer());
         }
         // One buffer cannot be bound for reading and writing at once: read a copy.
+        if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
+            return Err(Error::invalid(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
+        }
         let size = src.buffer().size();
         let tmp = rt.scoped(OP, || {
             let tmp = rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
@@ -117,6 +124,7 @@ impl Batch<'_> {
         match self.enc.take() {
             Some(Encoder::Owned(enc)) => {
                 let rt = self.ctx.rt.clone();
+                rt.probe("finish")?;
                 self.keep.attach(&enc);
                 rt.scoped("finish", || Ok(enc.finish()))
             }
@@ -131,7 +139,10 @@ impl Batch<'_> {
     /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish.
     pub fn submit(mut self) -> Result<Submission> {
         match self.enc.take() {
-            Some(Encoder::Owned(enc)) => submit::submit(&self.ctx.rt, "submit", enc, std::mem::take(&mut self.keep)),
+            Some(Encoder::Owned(enc)) => {
+                self.ctx.rt.probe("submit")?;
+                submit::submit(&self.ctx.rt, "submit", enc, std::mem::take(&mut self.keep))
+            }
             other => {
                 self.enc = other;
                 Err(Error::invalid("submit", "the batch records into the caller's encoder; the caller submits it"))

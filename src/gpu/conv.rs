@@ -66,11 +66,10 @@ impl Batch<'_> {
         let kernel = ctx.conv_choice(&conv_class(&g, options, input.layout(), out.layout()), kernel);
         
         let (enc, keep) = self.parts(OP)?;
-        conv::record(&ctx.rt, enc, keep, view(out), view(input), view(weight), bias.map(view), options, &g, kernel)?;
         for t in operands {
             keep.hold(t.storage());
         }
-        Ok(())
+        conv::record(&ctx.rt, enc, keep, view(out), view(input), view(weight), bias.map(view), options, &g, kernel)
     }
 }
 

@@ -9,7 +9,7 @@ use crate::gpu::context::GpuContext;
 use crate::host::HostTensor;
 use crate::kernels::copy::CopyPath;
 use crate::layout::{checked_numel, Layout, MemoryFormat};
-use crate::runtime::pool::Pooled;
+use crate::runtime::pool::{MapGuard, Pooled};
 use crate::runtime::submit::{submit_and_map, Drive, Keep};
 use crate::strided::{Strided, Token};
 
@@ -22,9 +22,11 @@ enum Backing {
     Foreign(wgpu::Buffer),
 }
 
-pub(crate) struct DeviceStorage {
+struct DeviceStorage {
     ctx: GpuContext,
-    buffer: Backing,
+    /// Shared with the recordings that use it, which hold only this (not the context: a
+    /// recording's callbacks live in the device's queue, which the context owns).
+    buffer: Arc<Backing>,
     dtype: DType,
     len: usize,
 }
@@ -102,7 +104,7 @@ impl DeviceTensor {
         }
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let buffer = ctx.rt.scoped("alloc", || ctx.rt.buffer("alloc", bytes, usage))?;
-        Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Backing::Pooled(buffer), dtype, len }), layout })
+        Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Arc::new(Backing::Pooled(buffer)), dtype, len }), layout })
     }
 
     /// Wraps a buffer the caller owns, without copying, as a tensor of `dtype` seen through
@@ -121,7 +123,7 @@ impl DeviceTensor {
         }
         let len = usize::try_from(buffer.size() / dtype.size() as u64).map_err(|_| Error::overflow(OP, format!("the element count of a buffer of {} bytes", buffer.size())))?;
         layout.check_within(OP, len)?;
-        Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Backing::Foreign(buffer), dtype, len }), layout })
+        Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Arc::new(Backing::Foreign(buffer)), dtype, len }), layout })
     }
 
     /// Uploads `data` as a contiguous tensor of `shape`.
@@ -163,20 +165,21 @@ impl DeviceTensor {
     pub fn context(&self) -> &GpuContext {
         &self.storage.ctx
     }
-    /// Whether two tensors are views of one buffer.
+    /// Whether two tensors are views of one buffer (also when they wrap one caller's buffer
+    /// through two [`DeviceTensor::from_buffer`] calls).
     pub fn shares_storage(&self, other: &DeviceTensor) -> bool {
-        Arc::ptr_eq(&self.storage, &other.storage)
+        Arc::ptr_eq(&self.storage, &other.storage) || self.buffer() == other.buffer()
     }
     /// The wgpu buffer behind the view.
     pub fn buffer(&self) -> &wgpu::Buffer {
-        match &self.storage.buffer {
+        match &*self.storage.buffer {
             Backing::Pooled(p) => p.buffer(),
             Backing::Foreign(b) => b,
         }
     }
-    /// The storage, for recordings to hold until their work is done.
-    pub(crate) fn storage(&self) -> Arc<DeviceStorage> {
-        self.storage.clone()
+    /// The buffer, for recordings to hold until their work is done.
+    pub(crate) fn storage(&self) -> impl Send + Sync + 'static {
+        self.storage.buffer.clone()
     }
 
     /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, float types
@@ -191,6 +194,7 @@ impl DeviceTensor {
     /// [`DeviceTensor::copy_`] through a forced kernel path (for tests and benchmarks).
     pub fn copy_with(&self, src: &DeviceTensor, path: CopyPath) -> Result<()> {
         let ctx = self.context();
+        ctx.rt.probe("copy_")?;
         #[cfg(not(target_arch = "wasm32"))]
         if path == CopyPath::Auto && src.context().same_device(ctx) {
             ctx.tune_copy(self, src)?;
@@ -213,7 +217,12 @@ impl DeviceTensor {
     }
 
     async fn download_with(&self, drive: Drive) -> Result<HostTensor> {
-        let mut bytes = vec![0u8; self.numel() * self.dtype().size()];
+        let n = self.numel().checked_mul(self.dtype().size()).ok_or_else(|| Error::overflow("download", format!("the byte size of a view of shape {:?}", self.shape())))?;
+        let max = self.context().adapter().max_buffer_size;
+        if n as u64 > max {
+            return Err(Error::Limit { op: "download", what: format!("staging a view of shape {:?} ({} {})", self.shape(), self.numel(), self.dtype()), limit: "max_buffer_size", requested: n as u64, max });
+        }
+        let mut bytes = vec![0u8; n];
         self.download_bytes(&mut bytes, drive).await?;
         HostTensor::from_bytes(self.dtype(), bytes, Layout::contiguous(self.shape())?)
     }
@@ -263,20 +272,21 @@ impl DeviceTensor {
         let es = self.dtype().size() as u64;
         let start = dense.layout.offset() as u64 * es;
         let (lo, hi) = (start / 4 * 4, (start + out.len() as u64).div_ceil(4) * 4);
+        // The guard unmaps the staging buffer however this future ends (finished, failed or
+        // dropped), and the recording holds it until its work is done: it returns to the pool
+        // unmapped and unused.
         let staging = rt.scoped(OP, || {
-            let staging = rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?;
+            let staging = MapGuard(Arc::new(rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?));
             enc.copy_buffer_to_buffer(dense.buffer(), lo, staging.buffer(), 0, hi - lo);
             Ok(staging)
         })?;
         let mut keep = Keep::default();
         keep.hold(dense.storage());
+        keep.hold(staging.held());
         submit_and_map(rt, OP, enc, keep, staging.buffer(), 0..hi - lo, drive).await?;
-        {
-            let view = staging.buffer().slice(0..hi - lo).get_mapped_range().map_err(|e| Error::Gpu { op: OP, message: e.to_string() })?;
-            let skip = (start - lo) as usize;
-            out.copy_from_slice(&view[skip..skip + out.len()]);
-        }
-        staging.buffer().unmap();
+        let view = staging.buffer().slice(0..hi - lo).get_mapped_range().map_err(|e| Error::Gpu { op: OP, message: e.to_string() })?;
+        let skip = (start - lo) as usize;
+        out.copy_from_slice(&view[skip..skip + out.len()]);
         Ok(())
     }
 }

@@ -1,6 +1,8 @@
 //! The kernel families' tuning inputs (classes, candidates, what a measurement records) and
 //! the context's tuning calls. Measuring happens only here, outside any recording.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::conv::{conv1x1_shape, Conv1x1Options, Conv1x1Shape};
@@ -59,12 +61,12 @@ fn conv_default(c: &ConvClass) -> ConvKernel {
 impl GpuContext {
     /// The copy path for `plan`: `path` when forced, else the plan's class with the tuned (or
     /// default) transpose kernel. `None` for an empty plan.
-    pub(crate) fn copy_choice(&self, plan: &CopyPlan, dst: DType, src: DType, path: CopyPath) -> Option<CopyPath> {
+    pub(crate) fn copy_choice(&self, plan: &CopyPlan, dst: DType, src: DType, buffer_copy: bool, path: CopyPath) -> Option<CopyPath> {
         if path != CopyPath::Auto {
             return Some(path);
         }
         let r = &self.rt.report;
-        copy::auto_path(r, plan, dst, src, |c| self.tuner.get(TRANSPOSE_FAMILY, c).unwrap_or_else(|| copy::transpose_default(r, c)))
+        copy::auto_path(r, plan, dst, src, buffer_copy, |c| self.tuner.get(TRANSPOSE_FAMILY, c).unwrap_or_else(|| copy::transpose_default(r, c)))
     }
 
     /// The convolution kernel: `kernel` when forced, else the tuned (or default) one.
@@ -89,6 +91,7 @@ impl GpuContext {
     }
 
     async fn tune_copy_with(&self, dst: &DeviceTensor, src: &DeviceTensor, drive: Drive) -> Result<bool> {
+        self.rt.probe("tune")?;
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(false) };
         let r = &self.rt.report;
         let Some(class) = copy::transpose_class(r, &plan, dst.dtype(), src.dtype()) else { return Ok(false) };
@@ -104,15 +107,21 @@ impl GpuContext {
         let dtype = dst.dtype();
         let es = dtype.size() as u64;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let (d, s) = self.rt.scoped("tune", || Ok((self.rt.buffer("tune", (dhi - dlo + 1) as u64 * es, usage)?, self.rt.buffer("tune", (shi - slo + 1) as u64 * es, usage)?)))?;
+        // Each run's recording holds the scratch buffers, so that they return to the pool only
+        // when its work is done, also if this future is dropped half-way.
+        let (d, s) = self.rt.scoped("tune", || Ok((Arc::new(self.rt.buffer("tune", (dhi - dlo + 1) as u64 * es, usage)?), Arc::new(self.rt.buffer("tune", (shi - slo + 1) as u64 * es, usage)?))))?;
         let timer = Timer::new(&self.rt)?;
         let candidates = copy::transpose_candidates(&class);
         let best = Tuner::measure(&timer, &candidates, drive, |path, enc, keep| {
             let prepared = copy::prepare(r, &piece, dtype, dtype, path)?;
+            keep.hold(d.clone());
+            keep.hold(s.clone());
             copy::record(&self.rt, enc, keep, prepared, d.buffer(), s.buffer())
         })
         .await?;
-        self.tuner.set(TRANSPOSE_FAMILY, &class, &best.unwrap_or_else(|| copy::transpose_default(r, &class)));
+        // Nothing measured (no candidate could be timed): keep no choice, the default runs.
+        let Some(best) = best else { return Ok(false) };
+        self.tuner.set(TRANSPOSE_FAMILY, &class, &best);
         Ok(true)
     }
 
@@ -151,16 +160,18 @@ impl GpuContext {
         let span = (1..4).map(|d| (out.shape()[d].max(1) - 1) * os[d].unsigned_abs()).sum::<usize>() + 1;
         let min_offset: isize = (1..4).map(|d| if os[d] < 0 { -(os[d]) * (out.shape()[d].max(1) as isize - 1) } else { 0 }).sum();
         let dst = Layout::as_strided(&[1, g.k, g.oh, g.ow], &[0, os[1], os[2], os[3]], min_offset as usize, span)?;
-        let scratch = self.rt.scoped("tune", || self.rt.buffer("tune", span as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
+        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", span as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let g1 = Conv1x1Shape { n: 1, ..g.clone() };
         let timer = Timer::new(&self.rt)?;
         let best = Tuner::measure(&timer, &CONV_CANDIDATES, drive, |kernel, enc, keep| {
             
             let (x, w) = (View { buffer: input.buffer(), layout: &one }, view(weight));
+            keep.hold(scratch.clone());
             conv::record(&self.rt, enc, keep, View { buffer: scratch.buffer(), layout: &dst }, x, w, bias.map(view), options, &g1, kernel)
         })
         .await?;
-        self.tuner.set(CONV_FAMILY, &class, &best.unwrap_or_else(|| conv_default(&class)));
+        let Some(best) = best else { return Ok(false) };
+        self.tuner.set(CONV_FAMILY, &class, &best);
         Ok(true)
     }
 }

@@ -309,7 +309,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let dst = Layout::as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK, block_elems)?;
         let src = w2.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;
         let plan = CopyPlan::new(&dst, &src)?;
-        let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, |c| copy::transpose_default(report, c)) else { continue };
+        let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) else { continue };
         let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
         copy::record(rt, enc, keep, prepared, blocks.buffer(), weight.buffer)?;
     }

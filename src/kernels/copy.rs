@@ -380,13 +380,15 @@ pub(crate) fn transpose_default(r: &AdapterReport, c: &ShapeClass) -> CopyPath {
 }
 
 /// The path the plan's class selects; `transpose` gives the kernel of a batched transpose
-/// (tuned, or [`transpose_default`]). `None` for an empty plan.
-pub(crate) fn auto_path(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType, transpose: impl FnOnce(&ShapeClass) -> CopyPath) -> Option<CopyPath> {
+/// (tuned, or [`transpose_default`]); `buffer_copy` says whether the buffers' usages allow
+/// `copy_buffer_to_buffer` (COPY_SRC on the source, COPY_DST on the destination). `None` for an
+/// empty plan.
+pub(crate) fn auto_path(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType, buffer_copy: bool, transpose: impl FnOnce(&ShapeClass) -> CopyPath) -> Option<CopyPath> {
     let (de, se) = (dst.size(), src.size());
     let same_type = dst == src;
     Some(match plan.kind() {
         CopyKind::Empty => return None,
-        CopyKind::Dense if same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => CopyPath::BufferCopy,
+        CopyKind::Dense if buffer_copy && same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => CopyPath::BufferCopy,
         CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de, 1) {
             Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
             Some(_) => VEC4_DEFAULT,

@@ -30,6 +30,8 @@ pub(crate) struct Capture {
     lost: Mutex<Option<String>>,
     /// Scope results not yet settled (WebGPU), with the operation that pushed them.
     pending: Mutex<Vec<(&'static str, ScopeFuture)>>,
+    /// The first error among settled ones not yet reported (WebGPU).
+    deferred: Mutex<Option<Error>>,
     /// On the GL backend, one thread at a time does this crate's device work (see `gl_turn`).
     gl_turn: Option<Mutex<()>>,
 }
@@ -57,7 +59,7 @@ pub(crate) fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
 
 impl Capture {
     pub fn new(gl: bool) -> Capture {
-        Capture { lost: Mutex::new(None), pending: Mutex::new(Vec::new()), gl_turn: gl.then(|| Mutex::new(())) }
+        Capture { lost: Mutex::new(None), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Mutex::new(())) }
     }
 
     /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
@@ -69,6 +71,7 @@ impl Capture {
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let out = f();
+        self.drain();
         let mut caught = None;
         for guard in [validation, oom, internal] {
             let mut fut: ScopeFuture = Box::pin(guard.pop());
@@ -87,11 +90,30 @@ impl Capture {
         out
     }
 
+    /// Drops the pending scope results that have settled without an error, and keeps the
+    /// first error among them for the next [`Capture::settle`] (so that they do not pile up
+    /// where nothing awaits, as when the host submits the crate's recordings).
+    fn drain(&self) {
+        let mut pending = lock(&self.pending);
+        let mut found = None;
+        pending.retain_mut(|(op, fut)| match poll_once(fut.as_mut()) {
+            Poll::Pending => true,
+            Poll::Ready(None) => false,
+            Poll::Ready(Some(e)) => {
+                found.get_or_insert(Error::Gpu { op: *op, message: describe(&e) });
+                false
+            }
+        });
+        if let Some(e) = found {
+            lock(&self.deferred).get_or_insert(e);
+        }
+    }
+
     /// Awaits the scope results that were not ready when their call returned (WebGPU) and
     /// returns the first error among them.
     pub async fn settle(&self) -> Result<()> {
         let pending: Vec<_> = std::mem::take(&mut *lock(&self.pending));
-        let mut first = None;
+        let mut first = lock(&self.deferred).take();
         for (op, fut) in pending {
             if let Some(e) = fut.await {
                 first.get_or_insert(Error::Gpu { op, message: describe(&e) });

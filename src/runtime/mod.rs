@@ -121,7 +121,7 @@ impl Runtime {
 
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
     pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
-        Pooled::get(&self.device, &self.pool, size, usage).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))
+        Pooled::get(&self.device, &self.pool, size, usage, self.report.max_buffer_size).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))
     }
 
     /// The pipeline for `key`, compiled once per runtime from `source` with the layout `slots`.

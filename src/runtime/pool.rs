@@ -87,15 +87,38 @@ impl Pooled {
     /// A buffer of `size` bytes rounded up to its size class, with `usage`, recycled when one is
     /// idle. Must be called inside an error scope: creation may fail validation. `None` when the
     /// size class overflows.
-    pub(crate) fn get(device: &wgpu::Device, pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages) -> Option<Pooled> {
+    /// A class above `max` (the device's `max_buffer_size`) gives way to the size itself,
+    /// rounded up to 4 bytes.
+    pub(crate) fn get(device: &wgpu::Device, pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64) -> Option<Pooled> {
         let class = size_class(size)?;
-        let buffer = lock(pool).take(class, usage).unwrap_or_else(|| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })
-        });
+        let class = if class > max { size.max(4).checked_next_multiple_of(4)? } else { class };
+        let idle = lock(pool).take(class, usage);
+        let buffer = idle.unwrap_or_else(|| device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false }));
         Some(Pooled { buffer, pool: pool.clone() })
     }
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
+    }
+}
+
+/// A pooled buffer that is mapped, or may have a mapping pending: dropping the guard unmaps it
+/// (aborting a pending mapping), so that no buffer returns to the pool mapped, also when the
+/// future that waited for the mapping is dropped. A recording holds the buffer itself (`held`)
+/// until its work is done.
+pub(crate) struct MapGuard(pub Arc<Pooled>);
+
+impl MapGuard {
+    pub(crate) fn held(&self) -> Arc<Pooled> {
+        self.0.clone()
+    }
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        self.0.buffer()
+    }
+}
+
+impl Drop for MapGuard {
+    fn drop(&mut self) {
+        self.0.buffer().unmap();
     }
 }
 

@@ -7,8 +7,9 @@
 //!
 //! A [`Completion`] is a future that resolves when a callback wgpu runs after submitted work
 //! (work done, a buffer mapped) has fired. On native backends the callbacks run inside
-//! `Device::poll`: an awaited completion polls the device without blocking (a zero timeout)
-//! and asks to be polled again, so an executor that never blocks the thread drives it; the
+//! `Device::poll`: an awaited completion polls the device without waiting and asks to be
+//! polled again (a cooperative busy loop: it keeps its executor's thread busy until the work is
+//! done), so an executor that never blocks the thread drives it; the
 //! blocking wrappers drive the same future with a waiting poll. On WebGPU the browser's event
 //! loop runs the callbacks, which wake the future.
 
@@ -17,7 +18,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::{lock, Runtime};
 
 /// Everything a recording holds until the GPU has finished with it.
@@ -120,8 +121,13 @@ impl<T> Future for Completion<T> {
         // Callbacks run inside polls. A poll with a zero timeout is not used: in wgpu 30 it
         // races with other threads' submits and polls (an assertion in `Device::maintain`).
         if this.drive == Drive::Poll {
-            let _turn = this.rt.errors.gl_turn();
-            let _ = this.rt.device.poll(wgpu::PollType::Poll);
+            let polled = {
+                let _turn = this.rt.errors.gl_turn();
+                this.rt.device.poll(wgpu::PollType::Poll)
+            };
+            if let Err(e) = polled {
+                return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("polling the device failed ({e})"))));
+            }
         }
         if this.drive == Drive::Poll && !this.signal.is_set() {
             // Nothing else will wake this future on native: ask to be polled again.
@@ -203,8 +209,11 @@ pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder:
     sub.finished().await?;
     match Completion::new(rt.clone(), op, index, mapped, drive).await? {
         Ok(()) => Ok(()),
-        // Mapping fails only when the device is gone (the range and usage were validated).
-        Err(e) => Err(rt.errors.lost(op, format!("mapping a buffer failed ({e})"))),
+        // A failed mapping is a loss only when the device says so.
+        Err(e) => {
+            rt.probe(op)?;
+            Err(Error::Gpu { op, message: format!("mapping a buffer for reading failed: {e}") })
+        }
     }
 }
 

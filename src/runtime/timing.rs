@@ -6,34 +6,23 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::submit::{submit_and_map, Drive, Keep};
+use crate::runtime::pool::MapGuard;
 use crate::runtime::Runtime;
 
-/// Reusable timestamp resources for one runtime.
+/// Times recorded work on one runtime. Each measurement has its own query set and buffers, so
+/// measurements may run concurrently, and one that is dropped half-way leaves nothing behind.
 pub(crate) struct Timer {
     rt: Arc<Runtime>,
-    queries: Option<wgpu::QuerySet>,
-    resolve: wgpu::Buffer,
-    read: wgpu::Buffer,
 }
 
 impl Timer {
     pub fn new(rt: &Arc<Runtime>) -> Result<Timer> {
-        let d = &rt.device;
-        rt.scoped("timer", || {
-            let queries = rt.report.timestamps.then(|| d.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 }));
-            let buffer = |usage| d.create_buffer(&wgpu::BufferDescriptor { label: Some("timer"), size: 16, usage, mapped_at_creation: false });
-            Ok(Timer {
-                rt: rt.clone(),
-                queries,
-                resolve: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
-                read: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
-            })
-        })
+        Ok(Timer { rt: rt.clone() })
     }
 
     /// Whether GPU timestamps (rather than the wall clock) time the work.
     pub fn uses_timestamps(&self) -> bool {
-        self.queries.is_some()
+        self.rt.report.timestamps
     }
 
     /// Records what `record` adds to a fresh encoder, submits it, and resolves to the time it
@@ -42,28 +31,33 @@ impl Timer {
         let rt = &self.rt;
         let mut keep = Keep::default();
         let mut enc = rt.scoped("timer", || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("timer") })))?;
-        let Some(q) = &self.queries else {
+        if !rt.report.timestamps {
             record(&mut enc, &mut keep)?;
             return wall_clock(rt, enc, keep, drive).await;
-        };
-        rt.scoped("timer", || {
-            enc.write_timestamp(q, 0);
-            Ok(())
+        }
+        let (queries, resolve, read) = rt.scoped("timer", || {
+            let q = rt.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
+            let resolve = rt.buffer("timer", 16, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC)?;
+            let read = MapGuard(Arc::new(rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?));
+            enc.write_timestamp(&q, 0);
+            Ok((q, resolve, read))
         })?;
         record(&mut enc, &mut keep)?;
         rt.scoped("timer", || {
-            enc.write_timestamp(q, 1);
-            enc.resolve_query_set(q, 0..2, &self.resolve, 0);
-            enc.copy_buffer_to_buffer(&self.resolve, 0, &self.read, 0, 16);
+            enc.write_timestamp(&queries, 1);
+            enc.resolve_query_set(&queries, 0..2, resolve.buffer(), 0);
+            enc.copy_buffer_to_buffer(resolve.buffer(), 0, read.buffer(), 0, 16);
             Ok(())
         })?;
-        submit_and_map(rt, "timer", enc, keep, &self.read, 0..16, drive).await?;
+        keep.hold(resolve);
+        keep.hold(read.held());
+        keep.hold(queries);
+        submit_and_map(rt, "timer", enc, keep, read.buffer(), 0..16, drive).await?;
         let ticks = {
-            let view = self.read.slice(..).get_mapped_range().map_err(|e| Error::Gpu { op: "timer", message: e.to_string() })?;
+            let view = read.buffer().slice(0..16).get_mapped_range().map_err(|e| Error::Gpu { op: "timer", message: e.to_string() })?;
             let v: &[u64] = bytemuck::cast_slice(&view);
             v[1].saturating_sub(v[0])
         };
-        self.read.unmap();
         Ok(ticks as f64 * rt.queue.get_timestamp_period() as f64 / 1e6)
     }
 }
