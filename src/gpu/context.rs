@@ -147,12 +147,21 @@ impl GpuContext {
     /// Caps the idle bytes the buffer pool keeps (512 MiB by default); idle buffers beyond the
     /// cap are destroyed now and whenever one returns.
     pub fn set_pool_limit(&self, bytes: u64) {
-        lock(&self.rt.pool).set_cap(bytes);
+        let (excess, gl) = {
+            let mut pool = lock(&self.rt.pool);
+            (pool.set_cap(bytes), pool.gl())
+        };
+        crate::runtime::pool::destroy(&gl, excess);
     }
     /// Destroys every idle pooled buffer, returning its memory to the driver; returns the bytes
     /// freed. Buffers held by tensors or by unfinished work are not idle.
     pub fn trim_pool(&self) -> u64 {
-        lock(&self.rt.pool).trim()
+        let ((freed, idle), gl) = {
+            let mut pool = lock(&self.rt.pool);
+            (pool.trim(), pool.gl())
+        };
+        crate::runtime::pool::destroy(&gl, idle);
+        freed
     }
     /// Bytes held by idle pooled buffers.
     pub fn pool_idle_bytes(&self) -> u64 {

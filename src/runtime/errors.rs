@@ -16,7 +16,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
@@ -33,7 +33,7 @@ pub(crate) struct Capture {
     /// The first error among settled ones not yet reported (WebGPU).
     deferred: Mutex<Option<Error>>,
     /// On the GL backend, one thread at a time does this crate's device work (see `gl_turn`).
-    gl_turn: Option<Mutex<()>>,
+    gl_turn: Option<Arc<Mutex<()>>>,
 }
 
 thread_local! {
@@ -59,7 +59,7 @@ pub(crate) fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
 
 impl Capture {
     pub fn new(gl: bool) -> Capture {
-        Capture { lost: Mutex::new(None), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Mutex::new(())) }
+        Capture { lost: Mutex::new(None), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Arc::new(Mutex::new(()))) }
     }
 
     /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
@@ -144,13 +144,12 @@ impl Capture {
     /// inside `scoped` or a wait, so threads sharing a device queue on this mutex instead, which
     /// has no timeout. `None` on other backends, and when this thread already holds a GL turn.
     pub fn gl_turn(&self) -> Option<GlTurn<'_>> {
-        let m = self.gl_turn.as_ref()?;
-        if IN_GL_TURN.with(|c| c.get()) {
-            return None;
-        }
-        let guard = lock(m);
-        IN_GL_TURN.with(|c| c.set(true));
-        Some(GlTurn { _guard: guard })
+        turn(&self.gl_turn)
+    }
+
+    /// The GL turn's mutex, for the buffer pool (which destroys buffers).
+    pub fn gl_lock(&self) -> Option<Arc<Mutex<()>>> {
+        self.gl_turn.clone()
     }
 }
 
@@ -162,4 +161,15 @@ pub(crate) fn describe(e: &wgpu::Error) -> String {
         wgpu::Error::Internal { description, .. } => format!("internal error: {}", description.trim()),
         wgpu::Error::OutOfMemory { source } => format!("out of memory: {source}"),
     }
+}
+
+/// Takes the GL turn of `m` (`None` off GL, or when this thread holds a turn already).
+pub(crate) fn turn(m: &Option<Arc<Mutex<()>>>) -> Option<GlTurn<'_>> {
+    let m = m.as_ref()?;
+    if IN_GL_TURN.with(|c| c.get()) {
+        return None;
+    }
+    let guard = lock(m);
+    IN_GL_TURN.with(|c| c.set(true));
+    Some(GlTurn { _guard: guard })
 }

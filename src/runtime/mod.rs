@@ -108,7 +108,7 @@ impl Runtime {
             report,
             pipelines: Mutex::new(HashMap::new()),
             layouts: Mutex::new(HashMap::new()),
-            pool: Arc::new(Mutex::new(BufferPool::default())),
+            pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
             errors,
         }
     }

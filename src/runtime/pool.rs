@@ -30,50 +30,63 @@ pub(crate) struct BufferPool {
     free: HashMap<(u64, wgpu::BufferUsages), Vec<wgpu::Buffer>>,
     bytes: u64,
     cap: u64,
+    /// The runtime's GL turn (GL backend only): destroying a buffer reaches the GL context.
+    gl: Option<Arc<Mutex<()>>>,
 }
 
-impl Default for BufferPool {
-    fn default() -> Self {
-        BufferPool { free: HashMap::new(), bytes: 0, cap: DEFAULT_POOL_BYTES }
+/// Destroys `buffers` in the GL turn, outside the pool's lock (the turn is taken before the
+/// pool's lock elsewhere, so never after it).
+pub(crate) fn destroy(gl: &Option<Arc<Mutex<()>>>, buffers: Vec<wgpu::Buffer>) {
+    if buffers.is_empty() {
+        return;
+    }
+    let _turn = crate::runtime::errors::turn(gl);
+    for b in buffers {
+        b.destroy();
     }
 }
 
 impl BufferPool {
+    pub(crate) fn new(gl: Option<Arc<Mutex<()>>>) -> BufferPool {
+        BufferPool { free: HashMap::new(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl }
+    }
+    /// The GL turn's mutex.
+    pub(crate) fn gl(&self) -> Option<Arc<Mutex<()>>> {
+        self.gl.clone()
+    }
     fn take(&mut self, class: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
         let b = self.free.get_mut(&(class, usage))?.pop()?;
         self.bytes -= class;
         Some(b)
     }
-    fn put(&mut self, b: wgpu::Buffer) {
+    /// Keeps `b` idle, or returns it for destruction when the pool is full.
+    fn put(&mut self, b: wgpu::Buffer) -> Option<wgpu::Buffer> {
         let size = b.size();
         if self.bytes + size > self.cap {
-            b.destroy();
-            return;
+            return Some(b);
         }
         self.bytes += size;
         self.free.entry((size, b.usage())).or_default().push(b);
+        None
     }
     /// Idle bytes held.
     pub(crate) fn idle_bytes(&self) -> u64 {
         self.bytes
     }
-    /// Sets the cap on idle bytes, destroying idle buffers beyond it.
-    pub(crate) fn set_cap(&mut self, cap: u64) {
+    /// Sets the cap on idle bytes; returns the idle buffers to destroy when over it.
+    pub(crate) fn set_cap(&mut self, cap: u64) -> Vec<wgpu::Buffer> {
         self.cap = cap;
         if self.bytes > cap {
-            self.trim();
+            return self.trim().1;
         }
+        Vec::new()
     }
-    /// Destroys every idle buffer (their memory returns to the driver); returns the bytes freed.
-    pub(crate) fn trim(&mut self) -> u64 {
+    /// Takes every idle buffer out (the caller destroys them, returning their memory to the
+    /// driver); returns the bytes freed and the buffers.
+    pub(crate) fn trim(&mut self) -> (u64, Vec<wgpu::Buffer>) {
         let freed = self.bytes;
-        for (_, v) in self.free.drain() {
-            for b in v {
-                b.destroy();
-            }
-        }
         self.bytes = 0;
-        freed
+        (freed, self.free.drain().flat_map(|(_, v)| v).collect())
     }
 }
 
@@ -118,6 +131,8 @@ impl MapGuard {
 
 impl Drop for MapGuard {
     fn drop(&mut self) {
+        let gl = lock(&self.0.pool).gl();
+        let _turn = crate::runtime::errors::turn(&gl);
         self.0.buffer().unmap();
     }
 }
@@ -125,7 +140,11 @@ impl Drop for MapGuard {
 impl Drop for Pooled {
     fn drop(&mut self) {
         // A handle clone: the pool keeps the same GPU buffer.
-        lock(&self.pool).put(self.buffer.clone());
+        let (excess, gl) = {
+            let mut pool = lock(&self.pool);
+            (pool.put(self.buffer.clone()), pool.gl())
+        };
+        destroy(&gl, excess.into_iter().collect());
     }
 }
 
