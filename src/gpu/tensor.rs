@@ -276,14 +276,14 @@ impl DeviceTensor {
         // dropped), and the recording holds it until its work is done: it returns to the pool
         // unmapped and unused.
         let staging = rt.scoped(OP, || {
-            let staging = MapGuard(Arc::new(rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?));
+            let staging = MapGuard::new(rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             enc.copy_buffer_to_buffer(dense.buffer(), lo, staging.buffer(), 0, hi - lo);
             Ok(staging)
         })?;
         let mut keep = Keep::default();
         keep.hold(dense.storage());
         keep.hold(staging.held());
-        submit_and_map(rt, OP, enc, keep, staging.buffer(), 0..hi - lo, drive).await?;
+        submit_and_map(rt, OP, enc, keep, &staging, 0..hi - lo, drive).await?;
         let view = staging.buffer().slice(0..hi - lo).get_mapped_range().map_err(|e| Error::Gpu { op: OP, message: e.to_string() })?;
         let skip = (start - lo) as usize;
         out.copy_from_slice(&view[skip..skip + out.len()]);

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
+use crate::runtime::pool::MapGuard;
 use crate::runtime::{lock, Runtime};
 
 /// Everything a recording holds until the GPU has finished with it.
@@ -196,14 +197,16 @@ pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::Command
 
 /// Maps `range` of `buffer` for reading once `encoder`'s work is done, submits it, and awaits
 /// the mapping. The caller reads the mapped range, then unmaps.
-pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep, buffer: &wgpu::Buffer, range: std::ops::Range<u64>, drive: Drive) -> Result<()> {
+pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep, buffer: &MapGuard, range: std::ops::Range<u64>, drive: Drive) -> Result<()> {
     let mapped = Signal::new();
     let s = mapped.clone();
     rt.scoped(op, || {
-        encoder.map_buffer_on_submit(buffer, wgpu::MapMode::Read, range, move |r| s.set(r));
+        encoder.map_buffer_on_submit(buffer.buffer(), wgpu::MapMode::Read, range, move |r| s.set(r));
         Ok(())
     })?;
     let mut sub = submit(rt, op, encoder, keep)?;
+    // Submitted: the mapping is under way, and the guard unmaps it however this ends.
+    buffer.arm();
     sub.done.drive = drive;
     let index = sub.done.index.clone();
     sub.finished().await?;
@@ -211,6 +214,7 @@ pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder:
         Ok(()) => Ok(()),
         // A failed mapping is a loss only when the device says so.
         Err(e) => {
+            buffer.disarm();
             rt.probe(op)?;
             Err(Error::Gpu { op, message: format!("mapping a buffer for reading failed: {e}") })
         }

@@ -38,7 +38,7 @@ impl Timer {
         let (queries, resolve, read) = rt.scoped("timer", || {
             let q = rt.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
             let resolve = rt.buffer("timer", 16, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC)?;
-            let read = MapGuard(Arc::new(rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?));
+            let read = MapGuard::new(rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             enc.write_timestamp(&q, 0);
             Ok((q, resolve, read))
         })?;
@@ -52,7 +52,7 @@ impl Timer {
         keep.hold(resolve);
         keep.hold(read.held());
         keep.hold(queries);
-        submit_and_map(rt, "timer", enc, keep, read.buffer(), 0..16, drive).await?;
+        submit_and_map(rt, "timer", enc, keep, &read, 0..16, drive).await?;
         let ticks = {
             let view = read.buffer().slice(0..16).get_mapped_range().map_err(|e| Error::Gpu { op: "timer", message: e.to_string() })?;
             let v: &[u64] = bytemuck::cast_slice(&view);
