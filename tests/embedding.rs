@@ -11,6 +11,16 @@ use std::sync::Arc;
 use common::gpu::{contexts, name, own_device, spin};
 use strided_wgpu::{conv1x1, Conv1x1Options, CopyPath, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided};
 
+/// Installs the host's own uncaptured-error handler, which counts the errors it sees.
+fn count_host_errors(device: &wgpu::Device) -> Arc<AtomicUsize> {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = seen.clone();
+    device.on_uncaptured_error(Arc::new(move |_: wgpu::Error| {
+        s.fetch_add(1, Ordering::SeqCst);
+    }));
+    seen
+}
+
 #[test]
 fn a_batch_holds_its_operands_until_the_work_is_done() {
     // Record dst.copy_(src), drop src, upload another tensor of src's size (which would take
@@ -55,11 +65,7 @@ fn host_copies_both_ways_on_two_threads_do_not_deadlock() {
 fn the_hosts_error_handler_stays_and_its_errors_are_not_ours() {
     for ctx in contexts() {
         let Some((device, queue, info)) = own_device(ctx) else { continue };
-        let seen = Arc::new(AtomicUsize::new(0));
-        let s = seen.clone();
-        device.on_uncaptured_error(Arc::new(move |_: wgpu::Error| {
-            s.fetch_add(1, Ordering::SeqCst);
-        }));
+        let seen = count_host_errors(&device);
         let mine = GpuContext::from_device(device.clone(), queue, &info);
         // The host's own invalid work (a mappable storage buffer) reaches the host's handler.
         let _bad = device.create_buffer(&wgpu::BufferDescriptor { label: Some("host's bad buffer"), size: 64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
@@ -249,11 +255,7 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
     // the host's handler).
     for ctx in contexts() {
         let Some((device, queue, info)) = own_device(ctx) else { continue };
-        let seen = Arc::new(AtomicUsize::new(0));
-        let s = seen.clone();
-        device.on_uncaptured_error(Arc::new(move |_: wgpu::Error| {
-            s.fetch_add(1, Ordering::SeqCst);
-        }));
+        let seen = count_host_errors(&device);
         let mine = GpuContext::from_device(device.clone(), queue.clone(), &info);
         let buf = device.create_buffer(&wgpu::BufferDescriptor { label: Some("storage only"), size: 64 * 4, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
         let t = DeviceTensor::from_buffer(&mine, buf.clone(), DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();

@@ -98,7 +98,6 @@ impl GpuContext {
         if self.tuner.get::<_, CopyPath>(TRANSPOSE_FAMILY, &class).is_some() {
             return Ok(false);
         }
-        self.rt.probe("tune")?;
         let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= TUNE_ELEMENTS).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
         let ((dlo, dhi), (slo, shi)) = piece.spans();
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
