@@ -1,4 +1,6 @@
-// Shared by the 1x1 convolution kernels: their uniform, bindings, and the pixel arithmetic.
+// Shared by the register-blocked convolution kernels: their uniform, bindings, and the pixel
+// arithmetic. A kh x kw kernel runs as kh*kw dispatches, one per tap: a 1x1 convolution of the
+// input shifted by the tap (`conv.zw`), adding into the output.
 //
 // One dispatch covers a window: a range of images (so that input and output bind within
 // max_storage_buffer_binding_size), 4*CQ input channels of one group and 16384 / (4*CQ) output
@@ -13,8 +15,9 @@ struct ConvParams {
     ys: vec4<i32>,
     // h, w, oh, ow
     geo: vec4<u32>,
-    // sh, sw, ph, pw
-    conv: vec4<u32>,
+    // sh, sw, and the input row and column that output (0, 0) reads under this dispatch's tap
+    // (ky * dh - ph, kx * dw - pw)
+    conv: vec4<i32>,
     // Element offsets within the bound windows: x at (n0, c0), y at (n0, k0), bias at k0;
     // then the bias stride.
     base: vec4<i32>,
@@ -97,8 +100,8 @@ fn quad_at(q: u32) -> Quad {
         let rem = pp - n * plane;
         let oy = rem / cp.geo.w;
         let ox = rem - oy * cp.geo.w;
-        let iy = i32(oy * cp.conv.x) - i32(cp.conv.z);
-        let ix = i32(ox * cp.conv.y) - i32(cp.conv.w);
+        let iy = i32(oy) * cp.conv.x + cp.conv.z;
+        let ix = i32(ox) * cp.conv.y + cp.conv.w;
         r.inside[j] = r.valid[j] && iy >= 0 && ix >= 0 && u32(iy) < cp.geo.x && u32(ix) < cp.geo.y;
         r.xoff[j] = cp.base.x + i32(n) * cp.xs.x + iy * cp.xs.z + ix * cp.xs.w;
         r.yoff[j] = cp.base.y + i32(n) * cp.ys.x + i32(oy) * cp.ys.z + i32(ox) * cp.ys.w;

@@ -1,10 +1,12 @@
-//! 1x1 convolution: options, shape checks, and the CPU reference.
+//! 2-d convolution: options, shape checks, and the CPU reference.
 //!
-//! `input` is logically [N, C, H, W] in any strides, `weight` [K, C/groups, 1, 1] or
-//! [K, C/groups], `bias` [K]. The output is [N, K, OH, OW] with OH = (H + 2*ph - 1) / sh + 1
-//! (OW likewise), in the input's memory format (channels_last in, channels_last out) unless the
-//! options name one. The reference reads every operand through its strides and accumulates in
-//! f64: a plain loop that is obviously correct, which every device result is compared with.
+//! `input` is logically [N, C, H, W] in any strides, `weight` [K, C/groups, kh, kw] (a 1x1
+//! weight may also be [K, C/groups]), `bias` [K]. The output is [N, K, OH, OW] with
+//! OH = (H + 2*ph - dh*(kh-1) - 1) / sh + 1 (OW likewise), in the input's memory format
+//! (channels_last in, channels_last out) unless the options name one: PyTorch's
+//! `torch.nn.functional.conv2d`. The reference reads every operand through its strides and
+//! accumulates in f64: a plain loop that is obviously correct, which every device result is
+//! compared with.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -12,15 +14,17 @@ use crate::host::HostTensor;
 use crate::layout::{Layout, MemoryFormat};
 use crate::strided::Strided;
 
-/// Options of [`conv1x1`](crate::conv::conv1x1_cpu): stride, zero padding, groups, fused ReLU,
-/// and the output's memory format.
+/// Options of a convolution: stride, zero padding, dilation, groups, fused ReLU, and the
+/// output's memory format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Conv1x1Options {
+pub struct Conv2dOptions {
     /// (sh, sw), each >= 1.
     pub stride: (usize, usize),
     /// (ph, pw): zero padding on each side.
     pub padding: (usize, usize),
-    /// Channel groups; C and K must be divisible by it.
+    /// (dh, dw), each >= 1: the spacing of the kernel's taps.
+    pub dilation: (usize, usize),
+    /// Channel groups; C and K must be divisible by it (depthwise: groups == C).
     pub groups: usize,
     /// Apply max(x, 0) to the output.
     pub relu: bool,
@@ -28,25 +32,32 @@ pub struct Conv1x1Options {
     pub output_format: Option<MemoryFormat>,
 }
 
-impl Default for Conv1x1Options {
+/// The options of [`conv1x1`](crate::conv1x1): a convolution's, whose dilation does not matter.
+pub type Conv1x1Options = Conv2dOptions;
+
+impl Default for Conv2dOptions {
     fn default() -> Self {
-        Conv1x1Options { stride: (1, 1), padding: (0, 0), groups: 1, relu: false, output_format: None }
+        Conv2dOptions { stride: (1, 1), padding: (0, 0), dilation: (1, 1), groups: 1, relu: false, output_format: None }
     }
 }
 
-/// The checked geometry of a 1x1 convolution.
+/// The checked geometry of a convolution.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conv1x1Shape {
+pub struct Conv2dShape {
     /// Batch.
     pub n: usize,
     /// Input channels.
     pub c: usize,
-    /// Input height and width.
+    /// Input height.
     pub h: usize,
     /// Input width.
     pub w: usize,
     /// Output channels.
     pub k: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
     /// Output height.
     pub oh: usize,
     /// Output width.
@@ -55,62 +66,114 @@ pub struct Conv1x1Shape {
     pub format: MemoryFormat,
 }
 
-impl Conv1x1Shape {
-    /// Multiply-adds counted as 2 flops: 2 * N * K * (C / groups) * OH * OW.
+/// The geometry of a 1x1 convolution (kh = kw = 1).
+pub type Conv1x1Shape = Conv2dShape;
+
+impl Conv2dShape {
+    /// Multiply-adds counted as 2 flops: 2 * N * K * (C / groups) * kh * kw * OH * OW.
     pub fn flops(&self, groups: usize) -> f64 {
-        2.0 * (self.n * self.k * (self.c / groups.max(1)) * self.oh * self.ow) as f64
+        2.0 * (self.n * self.k * (self.c / groups.max(1)) * self.kh * self.kw * self.oh * self.ow) as f64
+    }
+    /// The output's shape, [N, K, OH, OW].
+    pub fn out_shape(&self) -> [usize; 4] {
+        [self.n, self.k, self.oh, self.ow]
     }
 }
 
-/// Checks shapes, types and options; returns the geometry. Every failure names the op, the
-/// shapes involved and what was expected.
+/// Checks shapes, types and options of `conv2d`; returns the geometry. Every failure names the
+/// op, the shapes involved and what was expected.
+pub fn conv2d_shape(input: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3], o: &Conv2dOptions) -> Result<Conv2dShape> {
+    shape_of("conv2d", input, weight, bias, dtypes, o)
+}
+
+/// [`conv2d_shape`] for a 1x1 convolution: the weight must be [K, C/groups, 1, 1] or [K, C/groups].
 pub fn conv1x1_shape(input: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3], o: &Conv1x1Options) -> Result<Conv1x1Shape> {
-    const OP: &str = "conv1x1";
-    let bad = |d: String| Error::invalid(OP, d);
+    if !matches!(weight.shape(), [_, _] | [_, _, 1, 1]) {
+        return Err(Error::invalid("conv1x1", format!("weight must be [K, C/groups, 1, 1] or [K, C/groups], got shape {:?}", weight.shape())));
+    }
+    shape_of("conv1x1", input, weight, bias, dtypes, o)
+}
+
+fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3], o: &Conv2dOptions) -> Result<Conv2dShape> {
+    let bad = |d: String| Error::invalid(op, d);
     for (name, t) in [("input", dtypes[0]), ("weight", dtypes[1]), ("bias", dtypes[2])] {
         if let Some(t) = t {
             if t != DType::F32 {
-                return Err(Error::DType { op: OP, got: format!("{t} ({name})"), expected: "f32 for input, weight and bias".into() });
+                return Err(Error::DType { op, got: format!("{t} ({name})"), expected: "f32 for input, weight and bias".into() });
             }
         }
     }
     let &[n, c, h, w] = input.shape() else {
         return Err(bad(format!("input must be [N, C, H, W], got shape {:?}", input.shape())));
     };
-    let (k, cg) = match weight.shape() {
-        &[k, cg] | &[k, cg, 1, 1] => (k, cg),
-        s => return Err(bad(format!("weight must be [K, C/groups, 1, 1] or [K, C/groups], got shape {s:?}"))),
+    let (k, cg, kh, kw) = match weight.shape() {
+        &[k, cg] => (k, cg, 1, 1),
+        &[k, cg, kh, kw] => (k, cg, kh, kw),
+        s => return Err(bad(format!("weight must be [K, C/groups, kh, kw], got shape {s:?}"))),
     };
     if o.groups == 0 || c % o.groups != 0 || k % o.groups != 0 {
-        return Err(bad(format!("groups = {} must be >= 1 and divide C = {c} and K = {k}", o.groups)));
+        return Err(bad(format!("groups = {} must be >= 1 and divide C = {c} (input {:?}) and K = {k} (weight {:?})", o.groups, input.shape(), weight.shape())));
     }
     if cg != c / o.groups {
         return Err(bad(format!("weight shape {:?} has {cg} input channels per group, but input {:?} with groups = {} has {}", weight.shape(), input.shape(), o.groups, c / o.groups)));
     }
     if let Some(b) = bias {
         if b.shape() != [k] {
-            return Err(bad(format!("bias must have shape [{k}] (K), got {:?}", b.shape())));
+            return Err(bad(format!("bias must have shape [{k}] (K of weight {:?}), got {:?}", weight.shape(), b.shape())));
         }
     }
     if o.stride.0 == 0 || o.stride.1 == 0 {
         return Err(bad(format!("stride must be >= 1 in both dims, got {:?}", o.stride)));
     }
-    let out = |len: usize, pad: usize, s: usize| -> Result<usize> {
-        let padded = pad.checked_mul(2).and_then(|p| p.checked_add(len)).ok_or_else(|| Error::overflow(OP, format!("{len} + 2 * {pad}")))?;
-        Ok(if padded == 0 { 0 } else { (padded - 1) / s + 1 })
+    if o.dilation.0 == 0 || o.dilation.1 == 0 {
+        return Err(bad(format!("dilation must be >= 1 in both dims, got {:?}", o.dilation)));
+    }
+    if kh == 0 || kw == 0 {
+        return Err(bad(format!("the kernel must be at least 1x1, got weight {:?}", weight.shape())));
+    }
+    let ovf = |what: String| Error::overflow(op, what);
+    let out = |len: usize, pad: usize, dil: usize, ks: usize, s: usize, dim: &str| -> Result<usize> {
+        let padded = pad.checked_mul(2).and_then(|p| p.checked_add(len)).ok_or_else(|| ovf(format!("{len} + 2 * {pad}")))?;
+        let span = dil.checked_mul(ks - 1).and_then(|v| v.checked_add(1)).ok_or_else(|| ovf(format!("{dil} * ({ks} - 1) + 1")))?;
+        if span > padded {
+            return Err(bad(format!(
+                "the kernel's {dim} extent {span} (size {ks}, dilation {dil}) exceeds the padded input's {padded} (input {:?}, padding {:?}, weight {:?})",
+                input.shape(),
+                o.padding,
+                weight.shape()
+            )));
+        }
+        Ok((padded - span) / s + 1)
     };
-    let (oh, ow) = (out(h, o.padding.0, o.stride.0)?, out(w, o.padding.1, o.stride.1)?);
+    let oh = out(h, o.padding.0, o.dilation.0, kh, o.stride.0, "height")?;
+    let ow = out(w, o.padding.1, o.dilation.1, kw, o.stride.1, "width")?;
     // PyTorch's rule: the output follows the input's suggested memory format.
     let format = o.output_format.unwrap_or(input.suggest_memory_format());
     if format == MemoryFormat::ChannelsLast3d {
         return Err(bad(format!("output_format {format:?} does not apply to a 4-d output")));
     }
-    Ok(Conv1x1Shape { n, c, h, w, k, oh, ow, format })
+    // Every index the kernels form stays within i32/u32: checked here once.
+    for (what, v) in [("N*K*OH*OW", n.checked_mul(k).and_then(|v| v.checked_mul(oh)).and_then(|v| v.checked_mul(ow))), ("C/groups*kh*kw", cg.checked_mul(kh).and_then(|v| v.checked_mul(kw)))] {
+        if v.is_none_or(|v| v > i32::MAX as usize) {
+            return Err(ovf(format!("{what} of input {:?} and weight {:?}", input.shape(), weight.shape())));
+        }
+    }
+    Ok(Conv2dShape { n, c, h, w, k, kh, kw, oh, ow, format })
 }
 
-/// The CPU reference: f64 accumulation over every operand read through its strides.
+/// The CPU reference of `conv2d`: f64 accumulation over every operand read through its strides.
+pub fn conv2d_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv2dOptions) -> Result<HostTensor> {
+    let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], o)?;
+    reference(input, weight, bias, o, &g)
+}
+
+/// The CPU reference of `conv1x1` ([`conv2d_cpu`] with a 1x1 weight).
 pub fn conv1x1_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv1x1Options) -> Result<HostTensor> {
     let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], o)?;
+    reference(input, weight, bias, o, &g)
+}
+
+fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv2dOptions, g: &Conv2dShape) -> Result<HostTensor> {
     let x = input.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
     let wt = weight.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
     let b = bias.map(|b| b.to_vec::<f32>()).transpose()?;
@@ -123,14 +186,22 @@ pub fn conv1x1_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTe
             for oy in 0..g.oh {
                 for ox in 0..g.ow {
                     let mut acc = b.as_ref().map_or(0.0, |b| b[ki] as f64);
-                    // Input position read by this output; outside the image reads zero padding.
-                    let iy = (oy * o.stride.0) as isize - o.padding.0 as isize;
-                    let ix = (ox * o.stride.1) as isize - o.padding.1 as isize;
-                    if iy >= 0 && ix >= 0 && (iy as usize) < g.h && (ix as usize) < g.w {
-                        for cj in 0..cg {
-                            let ci = grp * cg + cj;
-                            let xv = x[((ni * g.c + ci) * g.h + iy as usize) * g.w + ix as usize] as f64;
-                            acc += xv * wt[ki * cg + cj] as f64;
+                    for cj in 0..cg {
+                        let ci = grp * cg + cj;
+                        for ky in 0..g.kh {
+                            // Input row read by this tap; outside the image reads zero padding.
+                            let iy = (oy * o.stride.0 + ky * o.dilation.0) as isize - o.padding.0 as isize;
+                            if iy < 0 || iy as usize >= g.h {
+                                continue;
+                            }
+                            for kx in 0..g.kw {
+                                let ix = (ox * o.stride.1 + kx * o.dilation.1) as isize - o.padding.1 as isize;
+                                if ix < 0 || ix as usize >= g.w {
+                                    continue;
+                                }
+                                let xv = x[((ni * g.c + ci) * g.h + iy as usize) * g.w + ix as usize] as f64;
+                                acc += xv * wt[((ki * cg + cj) * g.kh + ky) * g.kw + kx] as f64;
+                            }
                         }
                     }
                     if o.relu {
@@ -142,7 +213,7 @@ pub fn conv1x1_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTe
         }
     }
     // The output is allocated in its format, as on the device, so both give the same layout.
-    let out = HostTensor::zeros(&[g.n, g.k, g.oh, g.ow], DType::F32, g.format)?;
-    out.copy_(&HostTensor::from_vec(y, &[g.n, g.k, g.oh, g.ow])?)?;
+    let out = HostTensor::zeros(&g.out_shape(), DType::F32, g.format)?;
+    out.copy_(&HostTensor::from_vec(y, &g.out_shape())?)?;
     Ok(out)
 }

@@ -1,6 +1,6 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave]`: copy and 1x1 convolution
-//! throughput on the chosen adapter.
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|conv]`: copy and
+//! convolution throughput on the chosen adapter.
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -18,15 +18,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("bench") => match bench_warm(&args[1..]) {
-            Ok(warm) => cli::bench::run(args.iter().any(|a| a == "--json"), warm),
+            Ok((warm, only)) => cli::bench::run(args.iter().any(|a| a == "--json"), warm, only),
             Err(e) => {
-                eprintln!("{e}; usage: strided-wgpu [bench [--json] [--warm N | --interleave]]");
+                eprintln!("{e}; {USAGE}");
                 std::process::exit(2);
             }
         },
         None => cli::walkthrough::run(),
         Some(other) => {
-            eprintln!("unknown command {other:?}; usage: strided-wgpu [bench [--json] [--warm N | --interleave]]");
+            eprintln!("unknown command {other:?}; {USAGE}");
             std::process::exit(2);
         }
     };
@@ -37,13 +37,22 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-/// The bench's warming runs per timed run: `--warm N`, `--interleave` (0), or the default.
-fn bench_warm(args: &[String]) -> Result<usize, String> {
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|conv]]";
+
+#[cfg(not(target_arch = "wasm32"))]
+/// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
+/// which rows it runs (`--only copy` or `--only conv`; all by default).
+fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
     let mut warm = cli::bench::DEFAULT_WARM;
+    let mut only = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => {}
+            "--only" => match it.next().map(String::as_str) {
+                Some(v @ ("copy" | "conv")) => only = Some(v.to_string()),
+                v => return Err(format!("--only needs copy or conv, got {v:?}")),
+            },
             "--interleave" => warm = 0,
             "--warm" => {
                 let v = it.next().ok_or("--warm needs a count")?;
@@ -52,5 +61,5 @@ fn bench_warm(args: &[String]) -> Result<usize, String> {
             other => return Err(format!("unknown bench option {other:?}")),
         }
     }
-    Ok(warm)
+    Ok((warm, only))
 }

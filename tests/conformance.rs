@@ -1,14 +1,16 @@
 //! PyTorch conformance: replays tests/data/views.jsonl (or the file named by
 //! `CONFORMANCE_VIEWS`) on host tensors, then on every GPU adapter for f32, f16 and u8, and
 //! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
-//! M failed`. Exits non-zero on any failure.
+//! M failed`; then conv1x1.jsonl and conv2d.jsonl (`CONFORMANCE_CONV1X1`, `CONFORMANCE_CONV2D`)
+//! on the host and every adapter, printing `conformance conv1x1: ...` and `conformance conv2d:
+//! N passed, M failed`. Exits non-zero on any failure.
 
 mod common;
 
 use common::conv as convcase;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
-use strided_wgpu::{conv1x1, conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1, conv1x1_cpu, conv2d, conv2d_cpu, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 
 impl Replay for HostTensor {
     fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {
@@ -109,7 +111,8 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    ok &= conv1x1_suite();
+    ok &= conv_suite("conv1x1", "conv1x1.jsonl", "CONFORMANCE_CONV1X1");
+    ok &= conv_suite("conv2d", "conv2d.jsonl", "CONFORMANCE_CONV2D");
     if !ok {
         std::process::exit(1);
     }
@@ -123,46 +126,50 @@ fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
         .expect("device view")
 }
 
-/// Replays conv1x1.jsonl (or `CONFORMANCE_CONV1X1`) through the CPU reference and on every GPU
-/// adapter, for an NCHW, a channels-last and a non-dense input.
-fn conv1x1_suite() -> bool {
-    let (path, cases) = convcase::load();
+/// Replays a convolution file (conv1x1.jsonl or conv2d.jsonl, or the file its env var names)
+/// through the CPU reference and on every GPU adapter, for an NCHW, a channels-last and a
+/// non-dense input; prints `conformance <label>: N passed, M failed`. A case PyTorch rejects
+/// must be an error on every path.
+fn conv_suite(label: &str, file: &str, env: &str) -> bool {
+    let (path, cases) = convcase::load(file, env);
     assert!(!cases.is_empty(), "{path} holds no cases");
+    let one = label == "conv1x1";
     let (mut pass, mut fail) = (0, 0);
+    let mut tally = |errs: Vec<String>, what: &str, id: &str, layout: &str| {
+        if errs.is_empty() {
+            pass += 1;
+        } else {
+            fail += 1;
+            eprintln!("FAIL {label} {id} ({path}) {what} {layout}:\n  {}", errs.join("\n  "));
+        }
+    };
+    let judge = |case: &convcase::ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: Result<(Vec<usize>, Vec<f32>), Error>| -> Vec<String> {
+        match got {
+            Err(_) if case.expect_error => vec![],
+            Err(e) => vec![e.to_string()],
+            Ok(_) if case.expect_error => vec!["succeeded, but PyTorch rejects it".into()],
+            Ok((shape, _)) if shape != case.expect_shape => vec![format!("shape {shape:?}, want {:?}", case.expect_shape)],
+            Ok((_, values)) => convcase::compare(case, x, w, b, &values),
+        }
+    };
     for case in &cases {
         let (x, w, b) = convcase::inputs(case);
-        let weight = HostTensor::from_slice(&w, &[case.k, case.c, 1, 1]).expect("weight");
+        let weight = HostTensor::from_slice(&w, &case.weight_shape()).expect("weight");
         let bias = b.as_ref().map(|b| HostTensor::from_slice(b, &[case.k]).expect("bias"));
-        let opts = Conv1x1Options { stride: case.stride, padding: case.padding, ..Default::default() };
+        let opts = case.options();
         for (layout, input) in convcase::input_variants(case, &x) {
-            let errs = match conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) {
-                Ok(out) if out.shape() != case.expect_shape.as_slice() => vec![format!("shape {:?}, want {:?}", out.shape(), case.expect_shape)],
-                Ok(out) => convcase::compare(case, &x, &w, b.as_deref(), &out.to_vec::<f32>().expect("values")),
-                Err(e) => vec![e.to_string()],
-            };
-            if errs.is_empty() {
-                pass += 1;
-            } else {
-                fail += 1;
-                eprintln!("FAIL conv1x1 {} ({path}) host {layout}:\n  {}", case.id, errs.join("\n  "));
-            }
+            let host = if one { conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) } else { conv2d_cpu(&input, &weight, bias.as_ref(), &opts) };
+            let got = host.and_then(|out| Ok((out.shape().to_vec(), out.to_vec::<f32>()?)));
+            tally(judge(case, &x, &w, b.as_deref(), got), "host", &case.id, layout);
             for ctx in contexts() {
                 let (di, dw) = (to_device(ctx, &input), to_device(ctx, &weight));
                 let db = bias.as_ref().map(|b| to_device(ctx, b));
-                let errs = match conv1x1(&di, &dw, db.as_ref(), &opts) {
-                    Ok(out) if out.shape() != case.expect_shape.as_slice() => vec![format!("shape {:?}, want {:?}", out.shape(), case.expect_shape)],
-                    Ok(out) => convcase::compare(case, &x, &w, b.as_deref(), &out.download().and_then(|h| h.to_vec::<f32>()).expect("download")),
-                    Err(e) => vec![e.to_string()],
-                };
-                if errs.is_empty() {
-                    pass += 1;
-                } else {
-                    fail += 1;
-                    eprintln!("FAIL conv1x1 {} ({path}) {} {layout}:\n  {}", case.id, name(ctx), errs.join("\n  "));
-                }
+                let out = if one { conv1x1(&di, &dw, db.as_ref(), &opts) } else { conv2d(&di, &dw, db.as_ref(), &opts) };
+                let got = out.and_then(|out| Ok((out.shape().to_vec(), out.download()?.to_vec::<f32>()?)));
+                tally(judge(case, &x, &w, b.as_deref(), got), &name(ctx), &case.id, layout);
             }
         }
     }
-    println!("conformance conv1x1: {pass} passed, {fail} failed");
+    println!("conformance {label}: {pass} passed, {fail} failed");
     fail == 0
 }

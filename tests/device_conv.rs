@@ -63,6 +63,7 @@ fn random_convolutions_match_cpu() {
                 groups,
                 relu: rng.below(2) == 0,
                 output_format: None,
+                dilation: (1, 1),
             };
             let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
             let x = match rng.below(4) {
@@ -192,7 +193,11 @@ fn bad_convolution_input_is_a_typed_error() {
         // A good call on the same context still works afterwards.
         let y = conv1x1(&x, &w, None, &o).unwrap();
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vec![4.0; 2 * 6 * 9]);
+        // PyTorch rejects an empty image (the kernel exceeds the padded input) and accepts an
+        // empty batch.
         let z = DeviceTensor::zeros(ctx, &[1, 4, 0, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
-        assert_eq!(conv1x1(&z, &w, None, &o).unwrap().shape(), &[1, 6, 0, 3]);
+        assert!(conv1x1(&z, &w, None, &o).unwrap_err().to_string().contains("exceeds the padded input"));
+        let z = DeviceTensor::zeros(ctx, &[0, 4, 3, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
+        assert_eq!(conv1x1(&z, &w, None, &o).unwrap().shape(), &[0, 6, 3, 3]);
     }
 }

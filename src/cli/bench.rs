@@ -1,5 +1,6 @@
 //! `cargo run --release -- bench [--json] [--warm N | --interleave]`: copy throughput on the
-//! chosen adapter, in one run, then the 1x1 convolution rows (`bench_conv`).
+//! chosen adapter, in one run, then the convolution rows (`bench_conv`); `--only copy|conv` runs
+//! one of the two.
 //!
 //! Each row is timed with GPU timestamps around the recorded work when the adapter has them
 //! (else wall clock around submit + wait), after warm-up, and reported as the median of
@@ -139,10 +140,22 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
 }
 
 /// Runs the benchmark and prints it as a table or as JSON lines.
-pub fn run(json: bool, warm: usize) -> Result<()> {
+pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     let ctx = GpuContext::new()?;
+    if only.as_deref() != Some("conv") {
+        copies(&ctx, json, warm)?;
+    }
+    if only.as_deref() != Some("copy") {
+        let conv = crate::cli::bench_conv::rows(&ctx)?;
+        crate::cli::bench_conv::print(&ctx, &conv, json);
+    }
+    Ok(())
+}
+
+/// The copy rows.
+fn copies(ctx: &GpuContext, json: bool, warm: usize) -> Result<()> {
     let a = ctx.adapter();
-    let rows = rows(&ctx, warm)?;
+    let rows = rows(ctx, warm)?;
     let gb = |op: &str| rows.iter().find(|r| r.op == op).map_or(f64::NAN, Row::gbps);
     let (kernel, device) = (gb("copy_kernel_vec4"), gb("device_copy"));
     if !json {
@@ -177,7 +190,5 @@ pub fn run(json: bool, warm: usize) -> Result<()> {
             println!("tuned: {class:?} -> {path:?}");
         }
     }
-    let conv = crate::cli::bench_conv::rows(&ctx)?;
-    crate::cli::bench_conv::print(&ctx, &conv, json);
     Ok(())
 }

@@ -1,34 +1,73 @@
-//! The 1x1 convolution rows of `bench`: each shape in NCHW, in NHWC, and NCHW converted to NHWC
-//! then convolved (conversion included), with the kernel the autotuner picks. GFLOP/s counts
-//! 2 * N * K * (C / groups) * OH * OW per convolution. Timing as for the copy rows: GPU
-//! timestamps around the recorded work, medians of 15 runs after 2 warm-up runs.
+//! The convolution rows of `bench`: each shape with an NCHW and with a channels-last input
+//! (output in the same format), through the kernel the autotuner picks, and the best of the
+//! two; the 1x1 shapes also NCHW converted to NHWC then convolved (conversion included).
+//! GFLOP/s counts 2 * N * K * (C / groups) * kh * kw * OH * OW per convolution. The depthwise
+//! row, bound by memory, also reports GB/s (input, weight, bias and output bytes) and the
+//! ratio to a contiguous copy kernel moving the same bytes, timed in the same run with the
+//! same warm-up. Timing as for the copy rows: GPU timestamps around the recorded work, medians
+//! of 15 runs after 2 warm-up runs.
 
-use strided_wgpu::{conv1x1_shape, Conv1x1Options, ConvKernel, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{conv2d_shape, Conv2dOptions, ConvKernel, CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 2;
 const RUNS: usize = 15;
 
-/// The shapes the bench reports: input [N, C, H, W], K, stride.
-pub const SHAPES: [([usize; 4], usize, usize); 4] = [([8, 64, 56, 56], 256, 1), ([8, 256, 56, 56], 64, 1), ([8, 256, 56, 56], 512, 2), ([1, 32, 112, 112], 64, 1)];
+/// A benchmarked convolution: input [N, C, H, W], K, kernel size, stride, padding, groups.
+pub struct Shape {
+    pub name: &'static str,
+    pub input: [usize; 4],
+    pub k: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub pad: usize,
+    pub groups: usize,
+}
+
+const fn shape(name: &'static str, input: [usize; 4], k: usize, kernel: usize, stride: usize, pad: usize, groups: usize) -> Shape {
+    Shape { name, input, k, kernel, stride, pad, groups }
+}
+
+/// The shapes the bench reports.
+pub const SHAPES: [Shape; 10] = [
+    shape("conv1x1", [8, 64, 56, 56], 256, 1, 1, 0, 1),
+    shape("conv1x1", [8, 256, 56, 56], 64, 1, 1, 0, 1),
+    shape("conv1x1", [8, 256, 56, 56], 512, 1, 2, 0, 1),
+    shape("conv1x1", [1, 32, 112, 112], 64, 1, 1, 0, 1),
+    shape("conv3x3", [8, 64, 56, 56], 64, 3, 1, 1, 1),
+    shape("conv3x3", [8, 128, 28, 28], 128, 3, 1, 1, 1),
+    shape("conv3x3", [8, 256, 14, 14], 256, 3, 1, 1, 1),
+    shape("conv3x3_s2", [8, 128, 56, 56], 128, 3, 2, 1, 1),
+    shape("depthwise3x3", [8, 144, 56, 56], 144, 3, 1, 1, 144),
+    shape("stem7x7_s2", [8, 3, 224, 224], 64, 7, 2, 3, 1),
+];
 
 /// One measured row.
 pub struct ConvRow {
-    pub op: &'static str,
-    pub shape: [usize; 4],
-    pub k: usize,
-    pub stride: usize,
+    pub op: String,
+    pub shape: &'static Shape,
     pub times_ms: Vec<f64>,
     pub flops: f64,
+    /// Bytes read and written by the convolution, and the median of a contiguous copy kernel
+    /// moving as many (depthwise rows only).
+    pub bytes: f64,
+    pub copy_ms: Option<f64>,
+}
+
+fn median(t: &[f64]) -> f64 {
+    let mut t = t.to_vec();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
 }
 
 impl ConvRow {
     pub fn median(&self) -> f64 {
-        let mut t = self.times_ms.clone();
-        t.sort_by(f64::total_cmp);
-        t[t.len() / 2]
+        median(&self.times_ms)
     }
     pub fn gflops(&self) -> f64 {
         self.flops / (self.median() * 1e-3) / 1e9
+    }
+    pub fn gbps(&self) -> f64 {
+        self.bytes / (self.median() * 1e-3) / 1e9
     }
 }
 
@@ -39,43 +78,59 @@ fn filled(ctx: &GpuContext, shape: &[usize], seed: usize) -> Result<DeviceTensor
     DeviceTensor::from_slice(ctx, &v, shape)
 }
 
+/// Times `f` WARMUP + RUNS times; returns the timed runs.
+fn time(timer: &GpuTimer, mut f: impl FnMut(&mut strided_wgpu::Batch<'_>) -> Result<()>) -> Result<Vec<f64>> {
+    let mut times_ms = Vec::new();
+    for run in 0..WARMUP + RUNS {
+        let ms = timer.time(&mut f)?;
+        if run >= WARMUP {
+            times_ms.push(ms);
+        }
+    }
+    Ok(times_ms)
+}
+
 /// Every convolution row, shape by shape.
 pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
     let timer = GpuTimer::new(ctx)?;
     let mut out = Vec::new();
-    for (shape, k, s) in SHAPES {
-        let o = Conv1x1Options { stride: (s, s), ..Default::default() };
-        let x = filled(ctx, &shape, 1)?;
-        let w = filled(ctx, &[k, shape[1]], 2)?;
-        let b = filled(ctx, &[k], 3)?;
-        let xl = DeviceTensor::empty(ctx, &shape, DType::F32, MemoryFormat::ChannelsLast)?;
+    for s in &SHAPES {
+        let o = Conv2dOptions { stride: (s.stride, s.stride), padding: (s.pad, s.pad), groups: s.groups, ..Default::default() };
+        let x = filled(ctx, &s.input, 1)?;
+        let w = filled(ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?;
+        let b = filled(ctx, &[s.k], 3)?;
+        let xl = DeviceTensor::empty(ctx, &s.input, DType::F32, MemoryFormat::ChannelsLast)?;
         xl.copy_(&x)?;
-        let g = conv1x1_shape(x.layout(), w.layout(), Some(b.layout()), [None; 3], &o)?;
-        let oshape = [g.n, g.k, g.oh, g.ow];
-        let yn = DeviceTensor::empty(ctx, &oshape, DType::F32, MemoryFormat::Contiguous)?;
-        let yl = DeviceTensor::empty(ctx, &oshape, DType::F32, MemoryFormat::ChannelsLast)?;
-        let mut time = |op: &'static str, convert: bool, xin: &DeviceTensor, y: &DeviceTensor| -> Result<()> {
+        let g = conv2d_shape(x.layout(), w.layout(), Some(b.layout()), [None; 3], &o)?;
+        let yn = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, MemoryFormat::Contiguous)?;
+        let yl = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, MemoryFormat::ChannelsLast)?;
+        let bytes = 4.0 * (x.numel() + w.numel() + b.numel() + yn.numel()) as f64;
+        // A contiguous copy of the same bytes (half read, half written), for the depthwise row.
+        let copy_ms = if s.groups > 1 && s.groups == s.input[1] {
+            let n = (bytes / 8.0) as usize;
+            let (a, c) = (DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?);
+            Some(median(&time(&timer, |bt| bt.copy_with(&c, &a, CopyPath::Vec4 { wg: 256, wpt: 4 }))?))
+        } else {
+            None
+        };
+        let mut row = |op: String, convert: bool, xin: &DeviceTensor, y: &DeviceTensor| -> Result<()> {
             // Recordings never tune: measure this class's kernels (and the conversion's) first.
             ctx.tune_copy(&xl, &x)?;
-            ctx.tune_conv1x1(xin, &w, Some(&b), &Conv1x1Options { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
-            let mut times_ms = Vec::new();
-            for run in 0..WARMUP + RUNS {
-                let ms = timer.time(|bt| {
-                    if convert {
-                        bt.copy_(&xl, &x)?;
-                    }
-                    bt.conv1x1(y, xin, &w, Some(&b), &o, ConvKernel::Auto)
-                })?;
-                if run >= WARMUP {
-                    times_ms.push(ms);
+            ctx.tune_conv2d(xin, &w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
+            let times_ms = time(&timer, |bt| {
+                if convert {
+                    bt.copy_(&xl, &x)?;
                 }
-            }
-            out.push(ConvRow { op, shape, k, stride: s, times_ms, flops: g.flops(1) });
+                bt.conv2d(y, xin, &w, Some(&b), &o, ConvKernel::Auto)
+            })?;
+            out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms });
             Ok(())
         };
-        time("conv1x1_nchw", false, &x, &yn)?;
-        time("conv1x1_nhwc", false, &xl, &yl)?;
-        time("conv1x1_nchw_via_nhwc", true, &xl, &yl)?;
+        row(format!("{}_nchw", s.name), false, &x, &yn)?;
+        row(format!("{}_nhwc", s.name), false, &xl, &yl)?;
+        if s.kernel == 1 {
+            row(format!("{}_nchw_via_nhwc", s.name), true, &xl, &yl)?;
+        }
     }
     Ok(out)
 }
@@ -85,21 +140,39 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
     if json {
         for r in rows {
             let (min, max) = r.times_ms.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-            let line = serde_json::json!({
-                "op": r.op, "shape": r.shape, "k": r.k, "stride": r.stride, "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(),
+            let s = r.shape;
+            let mut line = serde_json::json!({
+                "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups,
+                "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(),
             });
+            if let Some(c) = r.copy_ms {
+                line["gbps"] = r.gbps().into();
+                line["copy_median_ms"] = c.into();
+                line["ratio_to_copy"] = (c / r.median()).into();
+            }
             println!("{line}");
         }
         return;
     }
     println!();
-    println!("{:<20} {:>4} {:>6} {:>22} {:>22} {:>22}", "conv1x1 input", "K", "stride", "NCHW ms (GFLOP/s)", "NHWC ms (GFLOP/s)", "NCHW->NHWC+conv");
-    for chunk in rows.chunks(3) {
+    println!("{:<14} {:<18} {:>4} {:>6} {:>20} {:>20} {:>10} {:>20}", "conv", "input", "K", "stride", "NCHW ms (GFLOP/s)", "NHWC ms (GFLOP/s)", "best", "NCHW->NHWC+conv");
+    let mut i = 0;
+    while i < rows.len() {
+        let s = rows[i].shape;
+        let n = if s.kernel == 1 { 3 } else { 2 };
+        let chunk = &rows[i..i + n];
         let cell = |r: &ConvRow| format!("{:.2} ({:.1})", r.median(), r.gflops());
-        let r = &chunk[0];
-        println!("{:<20} {:>4} {:>6} {:>22} {:>22} {:>22}", format!("{:?}", r.shape), r.k, r.stride, cell(&chunk[0]), cell(&chunk[1]), cell(&chunk[2]));
+        let best = chunk[0].gflops().max(chunk[1].gflops());
+        let via = chunk.get(2).map_or(String::new(), cell);
+        println!("{:<14} {:<18} {:>4} {:>6} {:>20} {:>20} {:>10.1} {:>20}", s.name, format!("{:?}", s.input), s.k, s.stride, cell(&chunk[0]), cell(&chunk[1]), best, via);
+        for r in chunk.iter().take(2) {
+            if let Some(c) = r.copy_ms {
+                println!("    {}: {:.2} GB/s, a contiguous copy of the same bytes {:.2} GB/s: ratio_to_copy {:.2}", r.op, r.gbps(), r.bytes / (c * 1e-3) / 1e9, c / r.median());
+            }
+        }
+        i += n;
     }
     for (class, kernel) in ctx.tuned_conv_choices() {
-        println!("tuned conv: {class:?} -> {kernel:?}");
+        println!("tuned conv: {:?} {:?} {:?} -> {kernel:?}", class.window, class.log2, class.kernels.iter().map(|(k, v)| format!("{k:?}{v:?}")).collect::<Vec<_>>());
     }
 }

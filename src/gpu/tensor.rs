@@ -118,7 +118,7 @@ impl DeviceTensor {
         if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
             return Err(Error::invalid(OP, format!("the buffer's usage {:?} lacks STORAGE", buffer.usage())));
         }
-        if buffer.size() % 4 != 0 {
+        if !buffer.size().is_multiple_of(4) {
             return Err(Error::invalid(OP, format!("the buffer's size {} is not a multiple of 4 bytes", buffer.size())));
         }
         let len = usize::try_from(buffer.size() / dtype.size() as u64).map_err(|_| Error::overflow(OP, format!("the element count of a buffer of {} bytes", buffer.size())))?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::conv::{conv1x1_shape, Conv1x1Options, Conv1x1Shape};
+use crate::conv::{conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
@@ -23,38 +23,59 @@ use crate::tune::Tuner;
 /// The most elements a transpose tuning run copies.
 pub const TUNE_ELEMENTS: usize = 1 << 20;
 
-/// The tuner's name for the 1x1 convolution family.
-pub(crate) const CONV_FAMILY: &str = "conv1x1";
+/// The tuner's name for the convolution family.
+pub(crate) const CONV_FAMILY: &str = "conv2d";
 
-/// A convolution shape class: the vec4 paths each kernel gets, and the magnitudes of the
-/// channels per group, output channels per group and output pixels per image.
+/// A convolution shape class: the candidate kernels with the vec4 paths each gets, the kernel
+/// window, and the magnitudes of the channels per group, output channels per group and output
+/// pixels per image.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ConvClass {
-    /// For each of [`CONV_CANDIDATES`]: (vec4 input, vec4 output).
-    pub vectors: [(bool, bool); 4],
+    /// The candidates ([`conv_candidates`]) and, for each, (vec4 input, vec4 output).
+    pub kernels: Vec<(ConvKernel, (bool, bool))>,
     /// floor(log2) of C/groups, K/groups and OH*OW.
     pub log2: [u32; 3],
-    /// Whether stride and padding are trivial.
-    pub direct: bool,
+    /// kh, kw, sh, sw, dh, dw.
+    pub window: [usize; 6],
+    /// Whether the convolution is depthwise (groups == C).
+    pub depthwise: bool,
 }
 
-/// The kernels the tuner compares.
-pub const CONV_CANDIDATES: [ConvKernel; 4] = [ConvKernel::Nchw, ConvKernel::Nhwc, ConvKernel::NchwTiled, ConvKernel::NhwcTiled];
+/// The kernels the tuner compares for a convolution on an adapter of `device_type`: on a CPU
+/// adapter every eligible kernel, elsewhere the GPU-shaped ones only (see
+/// [`ConvKernel::gpu_shaped`]). Eligibility is [`ConvKernel::eligible`], as for forced kernels.
+pub fn conv_candidates(device_type: wgpu::DeviceType, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
+    let cpu = device_type == wgpu::DeviceType::Cpu;
+    ConvKernel::ALL.into_iter().filter(|k| (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok()).collect()
+}
 
-/// The class of a convolution of `g` from `input` into `out`.
-pub(crate) fn conv_class(g: &Conv1x1Shape, options: &Conv1x1Options, input: &Layout, out: &Layout) -> ConvClass {
+/// The class of a convolution of `g` from `input` into `out` on an adapter of `device_type`.
+pub(crate) fn conv_class(device_type: wgpu::DeviceType, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, out: &Layout) -> ConvClass {
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
-    let vectors = CONV_CANDIDATES.map(|k| k.vectors(g, options, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n));
-    ConvClass { vectors, log2: [log2(g.c / options.groups), log2(g.k / options.groups), log2(g.oh * g.ow)], direct: options.stride == (1, 1) && options.padding == (0, 0) }
+    let kernels = conv_candidates(device_type, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
+    ConvClass {
+        kernels,
+        log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(g.oh * g.ow)],
+        window: [g.kh, g.kw, o.stride.0, o.stride.1, o.dilation.0, o.dilation.1],
+        depthwise: o.groups == g.c && g.c > 1,
+    }
 }
 
-/// The convolution kernel used before (or without) tuning: the channel-vectorized kernel where
-/// it moves both operands as vec4 words, else the pixel-vectorized one.
-fn conv_default(c: &ConvClass) -> ConvKernel {
-    if c.vectors[1] == (true, true) {
-        ConvKernel::Nhwc
+/// The convolution kernel used before (or without) tuning: the depthwise kernel for a depthwise
+/// convolution; on a CPU the register-blocked kernel that moves both operands as vec4 words
+/// (else the pixel-vectorized one); elsewhere the GEMM in the output's orientation.
+fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
+    let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
+    if has(ConvKernel::DepthwiseNchw) {
+        return if channels_last_out { ConvKernel::DepthwiseNhwc } else { ConvKernel::DepthwiseNchw };
+    }
+    if device_type == wgpu::DeviceType::Cpu {
+        return if c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) { ConvKernel::Nhwc } else { ConvKernel::Nchw };
+    }
+    if channels_last_out {
+        ConvKernel::GemmNhwc
     } else {
-        ConvKernel::Nchw
+        ConvKernel::GemmNchw
     }
 }
 
@@ -70,9 +91,9 @@ impl GpuContext {
     }
 
     /// The convolution kernel: `kernel` when forced, else the tuned (or default) one.
-    pub(crate) fn conv_choice(&self, class: &ConvClass, kernel: ConvKernel) -> ConvKernel {
+    pub(crate) fn conv_choice(&self, class: &ConvClass, out: &Layout, kernel: ConvKernel) -> ConvKernel {
         match kernel {
-            ConvKernel::Auto => self.tuner.get(CONV_FAMILY, class).unwrap_or_else(|| conv_default(class)),
+            ConvKernel::Auto => self.tuner.get(CONV_FAMILY, class).unwrap_or_else(|| conv_default(self.rt.report.device_type, class, out.strides()[1] == 1 && out.shape()[1] > 1)),
             k => k,
         }
     }
@@ -124,22 +145,35 @@ impl GpuContext {
         Ok(true)
     }
 
-    /// Measures the convolution kernels for the shape class of this convolution (into an
-    /// output of `output_format`, or the input's) unless it is tuned already: each kernel
-    /// convolves one image of the real input (read only) into a scratch output. Returns whether
-    /// it measured.
+    /// Measures the convolution kernels ([`conv_candidates`]) for the shape class of this
+    /// convolution (into an output of `output_format`, or the input's) unless it is tuned
+    /// already: each kernel convolves one image of the real input (read only) into a scratch
+    /// output. Returns whether it measured.
+    pub async fn tune_conv2d_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
+        self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
+    }
+
+    /// [`GpuContext::tune_conv2d_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_conv2d(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
+        pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
+    }
+
+    /// [`GpuContext::tune_conv2d_async`] of a 1x1 convolution.
     pub async fn tune_conv1x1_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
+        conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
         self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
     }
 
     /// [`GpuContext::tune_conv1x1_async`], blocking (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn tune_conv1x1(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
+        conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
         pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
     }
 
-    async fn tune_conv_with(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, drive: Drive) -> Result<bool> {
-        let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+    async fn tune_conv_with(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, drive: Drive) -> Result<bool> {
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let out_layout = Layout::with_format(&[g.n, g.k, g.oh, g.ow], g.format)?;
         self.tune_conv_into(&out_layout, input, weight, bias, options, &g, drive).await
     }
@@ -147,8 +181,9 @@ impl GpuContext {
     /// Measures the kernels for a convolution into an output laid out as `out` (only its
     /// strides and offset matter) unless its class is tuned already.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, g: &Conv1x1Shape, drive: Drive) -> Result<bool> {
-        let class = conv_class(g, options, input.layout(), out);
+    pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
+        let device_type = self.rt.report.device_type;
+        let class = conv_class(device_type, g, options, input.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<_, ConvKernel>(CONV_FAMILY, &class).is_some() {
             return Ok(false);
         }
@@ -160,10 +195,10 @@ impl GpuContext {
         let min_offset: isize = (1..4).map(|d| if os[d] < 0 { -(os[d]) * (out.shape()[d].max(1) as isize - 1) } else { 0 }).sum();
         let dst = Layout::as_strided(&[1, g.k, g.oh, g.ow], &[0, os[1], os[2], os[3]], min_offset as usize, span)?;
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", span as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
-        let g1 = Conv1x1Shape { n: 1, ..g.clone() };
+        let g1 = Conv2dShape { n: 1, ..g.clone() };
         let timer = Timer::new(&self.rt)?;
-        let best = Tuner::measure(&timer, &CONV_CANDIDATES, drive, |kernel, enc, keep| {
-            
+        let candidates: Vec<ConvKernel> = class.kernels.iter().map(|(k, _)| *k).collect();
+        let best = Tuner::measure(&timer, &candidates, drive, |kernel, enc, keep| {
             let (x, w) = (View { buffer: input.buffer(), layout: &one }, view(weight));
             keep.hold(scratch.clone());
             conv::record(&self.rt, enc, keep, View { buffer: scratch.buffer(), layout: &dst }, x, w, bias.map(view), options, &g1, kernel)

@@ -33,6 +33,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
     ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
     ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv2d_gemm", &[], include_str!("../../shaders/conv2d_gemm.wgsl")),
+    ("conv2d_depthwise", &[], include_str!("../../shaders/conv2d_depthwise.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes followed by the kernel.

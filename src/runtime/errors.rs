@@ -100,7 +100,7 @@ impl Capture {
             Poll::Pending => true,
             Poll::Ready(None) => false,
             Poll::Ready(Some(e)) => {
-                found.get_or_insert(Error::Gpu { op: *op, message: describe(&e) });
+                found.get_or_insert(Error::Gpu { op, message: describe(&e) });
                 false
             }
         });

@@ -1,7 +1,8 @@
-//! Replays `conv1x1.jsonl` cases (format: tests/data/README.md).
+//! Replays `conv1x1.jsonl` and `conv2d.jsonl` cases (format: tests/data/README.md). A conv1x1
+//! case is a conv2d case with a 1x1 kernel, no dilation and one group.
 
 use serde_json::Value;
-use strided_wgpu::{HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{Conv2dOptions, HostTensor, MemoryFormat, Strided};
 
 pub struct ConvCase {
     pub id: String,
@@ -10,32 +11,49 @@ pub struct ConvCase {
     pub h: usize,
     pub w: usize,
     pub k: usize,
+    pub kernel: (usize, usize),
     pub stride: (usize, usize),
     pub padding: (usize, usize),
+    pub dilation: (usize, usize),
+    pub groups: usize,
     pub bias: bool,
+    pub expect_error: bool,
     pub expect_shape: Vec<usize>,
     pub output: Vec<f64>,
 }
 
-pub fn load() -> (String, Vec<ConvCase>) {
-    let (path, lines) = super::views::jsonl("conv1x1.jsonl", "CONFORMANCE_CONV1X1");
+impl ConvCase {
+    pub fn options(&self) -> Conv2dOptions {
+        Conv2dOptions { stride: self.stride, padding: self.padding, dilation: self.dilation, groups: self.groups, ..Default::default() }
+    }
+    pub fn weight_shape(&self) -> [usize; 4] {
+        [self.k, self.c / self.groups, self.kernel.0, self.kernel.1]
+    }
+}
+
+/// The cases of `file` (or of the file named by `env`).
+pub fn load(file: &str, env: &str) -> (String, Vec<ConvCase>) {
+    let (path, lines) = super::views::jsonl(file, env);
     let u = |v: &Value| v.as_u64().expect("size") as usize;
+    let pair = |v: &Value, default: usize| if v.is_null() { (default, default) } else { (u(&v[0]), u(&v[1])) };
     let cases = lines
         .into_iter()
-        .map(|v| {
-            ConvCase {
-                id: v["id"].as_str().unwrap_or("?").into(),
-                n: u(&v["n"]),
-                c: u(&v["c"]),
-                h: u(&v["h"]),
-                w: u(&v["w"]),
-                k: u(&v["k"]),
-                stride: (u(&v["stride"][0]), u(&v["stride"][1])),
-                padding: (u(&v["padding"][0]), u(&v["padding"][1])),
-                bias: v["bias"].as_bool().unwrap_or(false),
-                expect_shape: v["expect_shape"].as_array().map(|a| a.iter().map(u).collect()).unwrap_or_default(),
-                output: v["output_nchw"].as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default(),
-            }
+        .map(|v| ConvCase {
+            id: v["id"].as_str().unwrap_or("?").into(),
+            n: u(&v["n"]),
+            c: u(&v["c"]),
+            h: u(&v["h"]),
+            w: u(&v["w"]),
+            k: u(&v["k"]),
+            kernel: pair(&v["kernel"], 1),
+            stride: pair(&v["stride"], 1),
+            padding: pair(&v["padding"], 0),
+            dilation: pair(&v["dilation"], 1),
+            groups: v["groups"].as_u64().map_or(1, |g| g as usize),
+            bias: v["bias"].as_bool().unwrap_or(false),
+            expect_error: v["expect_error"].as_bool().unwrap_or(false),
+            expect_shape: v["expect_shape"].as_array().map(|a| a.iter().map(u).collect()).unwrap_or_default(),
+            output: v["output_nchw"].as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default(),
         })
         .collect();
     (path, cases)
@@ -44,7 +62,7 @@ pub fn load() -> (String, Vec<ConvCase>) {
 /// The inputs the data README defines, as f32.
 pub fn inputs(case: &ConvCase) -> (Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
     let x = (0..case.n * case.c * case.h * case.w).map(|i| (((i * 37) % 101) as f64 / 50.0 - 1.0) as f32).collect();
-    let w = (0..case.k * case.c).map(|j| (((j * 53) % 97) as f64 / 48.0 - 1.0) as f32).collect();
+    let w = (0..case.weight_shape().iter().product::<usize>()).map(|j| (((j * 53) % 97) as f64 / 48.0 - 1.0) as f32).collect();
     let b = case.bias.then(|| (0..case.k).map(|q| (((q * 29) % 31) as f64 / 15.0 - 1.0) as f32).collect());
     (x, w, b)
 }
@@ -62,21 +80,30 @@ pub fn input_variants(case: &ConvCase, x: &[f32]) -> Vec<(&'static str, HostTens
     vec![("nchw", nchw), ("nhwc", nhwc), ("strided", view)]
 }
 
-/// Compares with the f32 tolerance rule of the data README; returns mismatches.
+/// Compares with the f32 tolerance rule of the data README (a bound scaled to the sum of
+/// |terms| of each output); returns mismatches.
 pub fn compare(case: &ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: &[f32]) -> Vec<String> {
     let mut errs = Vec::new();
     if got.len() != case.output.len() {
         return vec![format!("{} values, want {}", got.len(), case.output.len())];
     }
     let (oh, ow) = (case.expect_shape[2], case.expect_shape[3]);
+    let [_, cg, kh, kw] = case.weight_shape();
+    let kg = case.k / case.groups;
     for (idx, (&g, &want)) in got.iter().zip(&case.output).enumerate() {
         let (ni, ki, oy, ox) = (idx / (case.k * oh * ow), (idx / (oh * ow)) % case.k, (idx / ow) % oh, idx % ow);
         let mut scale = b.map_or(0.0, |b| (b[ki] as f64).abs());
-        let iy = (oy * case.stride.0) as isize - case.padding.0 as isize;
-        let ix = (ox * case.stride.1) as isize - case.padding.1 as isize;
-        if iy >= 0 && ix >= 0 && (iy as usize) < case.h && (ix as usize) < case.w {
-            for ci in 0..case.c {
-                scale += (x[((ni * case.c + ci) * case.h + iy as usize) * case.w + ix as usize] as f64 * w[ki * case.c + ci] as f64).abs();
+        for cj in 0..cg {
+            let ci = (ki / kg) * cg + cj;
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    let iy = (oy * case.stride.0 + ky * case.dilation.0) as isize - case.padding.0 as isize;
+                    let ix = (ox * case.stride.1 + kx * case.dilation.1) as isize - case.padding.1 as isize;
+                    if iy >= 0 && ix >= 0 && (iy as usize) < case.h && (ix as usize) < case.w {
+                        let xv = x[((ni * case.c + ci) * case.h + iy as usize) * case.w + ix as usize] as f64;
+                        scale += (xv * w[((ki * cg + cj) * kh + ky) * kw + kx] as f64).abs();
+                    }
+                }
             }
         }
         if (g as f64 - want).abs() > 1e-5 * scale + 1e-6 {

@@ -1,0 +1,172 @@
+// Depthwise convolution (groups == C, K a multiple of C): output channel k reads only input
+// channel k / (K / C), so the work is a stencil per channel, bound by memory, not arithmetic.
+// Each invocation computes 4 outputs along the orientation's fast dim and walks the kernel's
+// taps: CHANNELS false (NCHW), 4 consecutive pixels of one row of one channel; CHANNELS true
+// (NHWC), 4 consecutive channels of one pixel (VIN: their inputs are one aligned vec4 word).
+// Input, weight and output are all read through their strides; the weight is tiny and cached.
+
+struct DepthwiseParams {
+    // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.
+    xs: vec4<i32>,
+    ys: vec4<i32>,
+    // h, w, oh, ow
+    geo: vec4<u32>,
+    // sh, sw, ph, pw
+    conv: vec4<i32>,
+    // kh, kw, dh, dw
+    taps: vec4<i32>,
+    // Weight strides (k, -, ky, kx).
+    ws: vec4<i32>,
+    // Element offsets within the bound windows: input, output, weight, bias.
+    base: vec4<i32>,
+    // Units of 4 outputs in this dispatch, K / C, K, the bias stride.
+    work: vec4<u32>,
+}
+
+override CHANNELS: bool = false;
+// 0: start from zero; 1: start from the bias.
+override MODE: u32 = 0u;
+override RELU: bool = false;
+override VIN: bool = false;
+override VOUT: bool = false;
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<uniform> dp: DepthwiseParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> wt: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
+
+fn bias_at(k: u32) -> f32 {
+    if (MODE != 1u || k >= dp.work.z) {
+        return 0.0;
+    }
+    return bias[u32(dp.base.w + i32(k) * i32(dp.work.w))];
+}
+
+fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    var o = v;
+    if (MODE == 1u) {
+        o = o + b;
+    }
+    if (RELU) {
+        o = max(o, vec4<f32>(0.0));
+    }
+    return o;
+}
+
+fn inside(iy: i32, ix: i32) -> bool {
+    return iy >= 0 && ix >= 0 && u32(iy) < dp.geo.x && u32(ix) < dp.geo.y;
+}
+
+// 4 consecutive output pixels (ox0 .. ox0+3) of channel k in row oy of image n.
+fn pixels(n: u32, k: u32, oy: u32, ox0: u32) {
+    let c = k / dp.work.y;
+    let xoff = dp.base.x + i32(n) * dp.xs.x + i32(c) * dp.xs.y;
+    let woff = dp.base.z + i32(k) * dp.ws.x;
+    let iy0 = i32(oy) * dp.conv.x - dp.conv.z;
+    let ix0 = i32(ox0) * dp.conv.y - dp.conv.w;
+    var acc = vec4<f32>(0.0);
+    for (var ky = 0; ky < dp.taps.x; ky = ky + 1) {
+        let iy = iy0 + ky * dp.taps.z;
+        if (iy < 0 || u32(iy) >= dp.geo.x) {
+            continue;
+        }
+        for (var kx = 0; kx < dp.taps.y; kx = kx + 1) {
+            let w = wt[u32(woff + ky * dp.ws.z + kx * dp.ws.w)];
+            for (var j = 0; j < 4; j = j + 1) {
+                let ix = ix0 + j * dp.conv.y + kx * dp.taps.w;
+                if (inside(iy, ix)) {
+                    acc[j] = acc[j] + w * x[u32(xoff + iy * dp.xs.z + ix * dp.xs.w)];
+                }
+            }
+        }
+    }
+    let v = finish(acc, vec4<f32>(bias_at(k)));
+    let yoff = dp.base.y + i32(n) * dp.ys.x + i32(k) * dp.ys.y + i32(oy) * dp.ys.z + i32(ox0) * dp.ys.w;
+    if (VOUT) {
+        // OW is a multiple of 4: the 4 pixels all exist.
+        y4[u32(yoff) / 4u] = v;
+        return;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (ox0 + j < dp.geo.w) {
+            y[u32(yoff + i32(j) * dp.ys.w)] = v[j];
+        }
+    }
+}
+
+// 4 consecutive output channels (k0 .. k0+3) of pixel (oy, ox) of image n.
+fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
+    let iy0 = i32(oy) * dp.conv.x - dp.conv.z;
+    let ix0 = i32(ox) * dp.conv.y - dp.conv.w;
+    let xn = dp.base.x + i32(n) * dp.xs.x;
+    var acc = vec4<f32>(0.0);
+    for (var ky = 0; ky < dp.taps.x; ky = ky + 1) {
+        let iy = iy0 + ky * dp.taps.z;
+        for (var kx = 0; kx < dp.taps.y; kx = kx + 1) {
+            let ix = ix0 + kx * dp.taps.w;
+            if (!inside(iy, ix)) {
+                continue;
+            }
+            let at = xn + iy * dp.xs.z + ix * dp.xs.w;
+            var xv = vec4<f32>(0.0);
+            var w = vec4<f32>(0.0);
+            if (VIN) {
+                // K == C and 4 consecutive channels are one aligned word.
+                xv = x4[u32(at + i32(k0)) / 4u];
+            }
+            for (var j = 0u; j < 4u; j = j + 1u) {
+                let k = k0 + j;
+                if (k < dp.work.z) {
+                    w[j] = wt[u32(dp.base.z + i32(k) * dp.ws.x + ky * dp.ws.z + kx * dp.ws.w)];
+                    if (!VIN) {
+                        xv[j] = x[u32(at + i32(k / dp.work.y) * dp.xs.y)];
+                    }
+                }
+            }
+            acc = acc + w * xv;
+        }
+    }
+    let b = vec4<f32>(bias_at(k0), bias_at(k0 + 1u), bias_at(k0 + 2u), bias_at(k0 + 3u));
+    let v = finish(acc, b);
+    let yoff = dp.base.y + i32(n) * dp.ys.x + i32(oy) * dp.ys.z + i32(ox) * dp.ys.w + i32(k0) * dp.ys.y;
+    if (VOUT) {
+        // K is a multiple of 4: the 4 channels all exist.
+        y4[u32(yoff) / 4u] = v;
+        return;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (k0 + j < dp.work.z) {
+            y[u32(yoff + i32(j) * dp.ys.y)] = v[j];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let u = gid.x + gid.y * nwg.x * WG;
+    if (u >= dp.work.x) {
+        return;
+    }
+    if (CHANNELS) {
+        let kq = (dp.work.z + 3u) / 4u;
+        let q = u % kq;
+        let p = u / kq;
+        let plane = dp.geo.z * dp.geo.w;
+        let n = p / plane;
+        let rem = p - n * plane;
+        let oy = rem / dp.geo.w;
+        channels(n, oy, rem - oy * dp.geo.w, 4u * q);
+        return;
+    }
+    let oq = (dp.geo.w + 3u) / 4u;
+    let q = u % oq;
+    let row = u / oq;
+    let oy = row % dp.geo.z;
+    let nk = row / dp.geo.z;
+    let k = nk % dp.work.z;
+    pixels(nk / dp.work.z, k, oy, 4u * q);
+}

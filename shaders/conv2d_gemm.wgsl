@@ -1,0 +1,293 @@
+// Convolution as an implicit GEMM shaped for GPUs: out[m, k] = sum_r A[m, r] * B[r, k] per group,
+// where m runs over output pixels (n, oy, ox), k over the group's output channels and r over the
+// reduction (c, ky, kx). A is never built: each element is read from the input through its
+// strides at the tap's position (zero in the padding); B is the weight, packed by the host as
+// [group][r][k] rows of vec4 words (4 output channels each, zero past K/groups).
+//
+// A workgroup of 256 invocations computes a 64 x 64 tile (pixels x output channels); each
+// invocation a 4 x 4 register block (4 pixels x 4 channels: 16 accumulators). The reduction is
+// walked 16 at a time: the workgroup stages a 16 x 64 slice of A and of B in workgroup memory
+// (8 KiB), then every invocation takes 16 steps of one vec4 of A and one of B. So each element
+// loaded from memory feeds 64 multiply-adds, and an invocation holds about 50 values: room for
+// 8 or more waves per SIMD on a GPU.
+//
+// CHANNELS picks the orientation: false (NCHW), lanes run along pixels and r = (c, ky, kx), so
+// neighbouring lanes read neighbouring pixels of a row-major plane; true (NHWC), lanes run along
+// channels and r = (ky, kx, c), so they read neighbouring channels of a channels-last pixel
+// (VIN: 4 channels as one aligned vec4 word). The host packs B in the same r order.
+
+struct GemmParams {
+    // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.
+    xs: vec4<i32>,
+    ys: vec4<i32>,
+    // h, w, oh, ow
+    geo: vec4<u32>,
+    // sh, sw, ph, pw
+    conv: vec4<i32>,
+    // kh, kw, dh, dw
+    taps: vec4<i32>,
+    // C/groups, K/groups, R = C/groups * kh * kw, vec4 words per packed weight row
+    red: vec4<u32>,
+    // Element offsets within the bound windows: input at image n0, output at image n0, bias;
+    // then the bias stride.
+    base: vec4<i32>,
+    // Output pixels in this dispatch, tiles along the pixels, tiles along the channels,
+    // workgroups in all (tiles along pixels x along channels x groups).
+    work: vec4<u32>,
+}
+
+override CHANNELS: bool = false;
+// 0: start from zero; 1: start from the bias.
+override MODE: u32 = 0u;
+override RELU: bool = false;
+// Whether 4 consecutive input channels (NHWC) are one aligned vec4 word.
+override VIN: bool = false;
+// Whether an invocation's 4 outputs along its fast dim (pixels for NCHW, channels for NHWC)
+// are one aligned vec4 word.
+override VOUT: bool = false;
+
+const BM: u32 = 64u;
+const BN: u32 = 64u;
+const BK: u32 = 16u;
+
+@group(0) @binding(0) var<uniform> gp: GemmParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
+
+// The staged slices: ta[r * 16 + i] holds pixels 4i .. 4i+3 of reduction step r, tb[r * 16 + j]
+// output channels 4j .. 4j+3.
+var<workgroup> ta: array<vec4<f32>, 256>;
+var<workgroup> tb: array<vec4<f32>, 256>;
+
+// Where a pixel of the tile reads: its image's element offset (channel 0 of the group), its
+// tap-(0, 0) row and column, and whether it exists.
+struct Pixel {
+    off: i32,
+    iy: i32,
+    ix: i32,
+    valid: bool,
+}
+
+fn pixel_at(m: u32, group: u32) -> Pixel {
+    var p: Pixel;
+    p.valid = m < gp.work.x;
+    let mm = min(m, gp.work.x - 1u);
+    let plane = gp.geo.z * gp.geo.w;
+    let n = mm / plane;
+    let rem = mm - n * plane;
+    let oy = rem / gp.geo.w;
+    let ox = rem - oy * gp.geo.w;
+    p.off = gp.base.x + i32(n) * gp.xs.x + i32(group * gp.red.x) * gp.xs.y;
+    p.iy = i32(oy) * gp.conv.x - gp.conv.z;
+    p.ix = i32(ox) * gp.conv.y - gp.conv.w;
+    return p;
+}
+
+// Reduction index r as (c, ky, kx), in the orientation's order.
+fn tap_of(r: u32) -> vec3<i32> {
+    let kk = u32(gp.taps.x * gp.taps.y);
+    if (CHANNELS) {
+        let t = r / gp.red.x;
+        let c = r - t * gp.red.x;
+        let ky = t / u32(gp.taps.y);
+        return vec3<i32>(i32(c), i32(ky), i32(t - ky * u32(gp.taps.y)));
+    }
+    let c = r / kk;
+    let t = r - c * kk;
+    let ky = t / u32(gp.taps.y);
+    return vec3<i32>(i32(c), i32(ky), i32(t - ky * u32(gp.taps.y)));
+}
+
+// A[m, r]: the input under tap r of pixel p (zero in the padding, past the pixels and past R).
+fn load_a(p: Pixel, r: u32) -> f32 {
+    if (!p.valid || r >= gp.red.z) {
+        return 0.0;
+    }
+    let t = tap_of(r);
+    let iy = p.iy + t.y * gp.taps.z;
+    let ix = p.ix + t.z * gp.taps.w;
+    if (iy < 0 || ix < 0 || u32(iy) >= gp.geo.x || u32(ix) >= gp.geo.y) {
+        return 0.0;
+    }
+    return x[u32(p.off + t.x * gp.xs.y + iy * gp.xs.z + ix * gp.xs.w)];
+}
+
+// A[m, r .. r+3] as one vec4 word (VIN: 4 channels of one tap, C/groups a multiple of 4).
+fn load_a4(p: Pixel, r: u32) -> vec4<f32> {
+    if (!p.valid || r >= gp.red.z) {
+        return vec4<f32>(0.0);
+    }
+    let t = tap_of(r);
+    let iy = p.iy + t.y * gp.taps.z;
+    let ix = p.ix + t.z * gp.taps.w;
+    if (iy < 0 || ix < 0 || u32(iy) >= gp.geo.x || u32(ix) >= gp.geo.y) {
+        return vec4<f32>(0.0);
+    }
+    return x4[u32(p.off + t.x + iy * gp.xs.z + ix * gp.xs.w) / 4u];
+}
+
+// B[r, 4j .. 4j+3] of the group (zero past R and past the packed row).
+fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
+    if (r >= gp.red.z || j >= gp.red.w) {
+        return vec4<f32>(0.0);
+    }
+    return wp[(group * gp.red.z + r) * gp.red.w + j];
+}
+
+fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    var o = v;
+    if (MODE == 1u) {
+        o = o + b;
+    }
+    if (RELU) {
+        o = max(o, vec4<f32>(0.0));
+    }
+    return o;
+}
+
+// The bias of output channel k of group `group`.
+fn bias_at(group: u32, k: u32) -> f32 {
+    if (MODE != 1u || k >= gp.red.y) {
+        return 0.0;
+    }
+    return bias[u32(gp.base.z + i32(group * gp.red.y + k) * gp.base.w)];
+}
+
+// The output element offset of pixel m (channel 0 of the window).
+fn out_offset(m: u32) -> i32 {
+    let plane = gp.geo.z * gp.geo.w;
+    let n = m / plane;
+    let rem = m - n * plane;
+    let oy = rem / gp.geo.w;
+    let ox = rem - oy * gp.geo.w;
+    return gp.base.y + i32(n) * gp.ys.x + i32(oy) * gp.ys.z + i32(ox) * gp.ys.w;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    // Whole workgroups past the work leave together (the id is uniform across the workgroup,
+    // so the barriers below stay in uniform control flow).
+    let id = wid.x + wid.y * nwg.x;
+    if (id >= gp.work.w) {
+        return;
+    }
+    let tile_m = id % gp.work.y;
+    let rest = id / gp.work.y;
+    let tile_n = rest % gp.work.z;
+    let group = rest / gp.work.z;
+    let m0 = tile_m * BM;
+    let n0 = tile_n * BN;
+
+    // The register block: pixels 4tx .. 4tx+3 x channels 4ty .. 4ty+3 of the tile. Lanes run
+    // along the orientation's fast dim.
+    var tx = lid % 16u;
+    var ty = lid / 16u;
+    if (CHANNELS) {
+        tx = lid / 16u;
+        ty = lid % 16u;
+    }
+
+    // What this invocation stages of A: NCHW, one pixel (lid % 64) at 4 reduction steps;
+    // NHWC, 4 pixels (lid / 16 + 16i) at one step (lid % 16), or, under VIN, one pixel
+    // (lid / 4) at 4 consecutive steps (4 * (lid % 4)).
+    var pa: array<Pixel, 4>;
+    if (CHANNELS && !VIN) {
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            pa[i] = pixel_at(m0 + lid / 16u + 16u * i, group);
+        }
+    } else if (CHANNELS) {
+        pa[0] = pixel_at(m0 + lid / 4u, group);
+    } else {
+        pa[0] = pixel_at(m0 + lid % 64u, group);
+    }
+
+    var acc = mat4x4<f32>();
+    for (var r0 = 0u; r0 < gp.red.z; r0 = r0 + BK) {
+        var av = vec4<f32>(0.0);
+        if (CHANNELS && VIN) {
+            av = load_a4(pa[0], r0 + 4u * (lid % 4u));
+        } else if (CHANNELS) {
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                av[i] = load_a(pa[i], r0 + lid % 16u);
+            }
+        } else {
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                av[i] = load_a(pa[0], r0 + lid / 64u + 4u * i);
+            }
+        }
+        let bv = load_b(group, r0 + lid / 16u, n0 / 4u + lid % 16u);
+        workgroupBarrier();
+        if (CHANNELS && VIN) {
+            let m = lid / 4u;
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                ta[(4u * (lid % 4u) + i) * 16u + m / 4u][m % 4u] = av[i];
+            }
+        } else if (CHANNELS) {
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                let m = lid / 16u + 16u * i;
+                ta[(lid % 16u) * 16u + m / 4u][m % 4u] = av[i];
+            }
+        } else {
+            let m = lid % 64u;
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                ta[(lid / 64u + 4u * i) * 16u + m / 4u][m % 4u] = av[i];
+            }
+        }
+        tb[lid] = bv;
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK; kk = kk + 1u) {
+            let a = ta[kk * 16u + tx];
+            let b = tb[kk * 16u + ty];
+            acc[0] = acc[0] + a.x * b;
+            acc[1] = acc[1] + a.y * b;
+            acc[2] = acc[2] + a.z * b;
+            acc[3] = acc[3] + a.w * b;
+        }
+    }
+
+    // acc[i] holds pixel 4tx + i at channels 4ty .. 4ty+3.
+    let k = n0 + 4u * ty;
+    let kg = group * gp.red.y;
+    let b = vec4<f32>(bias_at(group, k), bias_at(group, k + 1u), bias_at(group, k + 2u), bias_at(group, k + 3u));
+    let m = m0 + 4u * tx;
+    let ks = i32(kg + k) * gp.ys.y;
+    if (CHANNELS) {
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            if (m + i < gp.work.x && k < gp.red.y) {
+                let at = out_offset(m + i) + ks;
+                let v = finish(acc[i], b);
+                if (VOUT) {
+                    y4[u32(at) / 4u] = v;
+                } else {
+                    for (var j = 0u; j < 4u; j = j + 1u) {
+                        if (k + j < gp.red.y) {
+                            y[u32(at + i32(j) * gp.ys.y)] = v[j];
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
+    let t = transpose(acc);
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (k + j < gp.red.y && m < gp.work.x) {
+            let v = finish(t[j], vec4<f32>(b[j]));
+            let at = out_offset(m) + ks + i32(j) * gp.ys.y;
+            if (VOUT) {
+                // A vec4 of pixels lies in one image row: all 4 exist or none does.
+                y4[u32(at) / 4u] = v;
+            } else {
+                for (var i = 0u; i < 4u; i = i + 1u) {
+                    if (m + i < gp.work.x) {
+                        y[u32(out_offset(m + i) + ks + i32(j) * gp.ys.y)] = v[i];
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The register-blocked convolution kernels, shaped for CPU adapters (`conv1x1_nchw.wgsl`,
+//! `conv1x1_nhwc.wgsl`, prelude `conv.wgsl`).
+//!
+//! The work is cut into windows: 4*CQ input channels of one group (CQ, the channel quads an
+//! invocation holds, is C/groups rounded up to a power of two, at most 16 quads = 64 channels)
+//! x 16384 / (4*CQ) output channels, one tap (ky, kx) of the kernel, and the image ranges that
+//! bind within `max_storage_buffer_binding_size`. Each window's weights are packed into a 64 KiB
+//! uniform block (a copy of K*C elements per tap, tiny next to the work), which every invocation
+//! reads at the same address: the cheapest operand on a CPU. A tap is the 1x1 convolution of the
+//! input shifted by (ky*dh - ph, kx*dw - pw); windows after the first of an output channel block
+//! add into the output, and the last applies ReLU.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::conv::{Conv2dOptions, Conv2dShape};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::kernels::conv::{dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
+use crate::kernels::copy;
+use crate::layout::Layout;
+use crate::plan::CopyPlan;
+use crate::runtime::submit::Keep;
+use crate::runtime::{PipelineKey, Runtime, Slot};
+
+/// The bindings: the parameters (uniform), the input (read-only), a window's packed weights
+/// (uniform), the bias (read-only), the output, and the input and output windows again as vec4
+/// words.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
+
+/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/conv.wgsl`).
+const BLOCK: usize = 16384;
+/// The most channel quads an invocation holds (the `xm` array of the kernels).
+const MAX_CQ: usize = 16;
+/// Output pixels per invocation (two quads).
+const PIXELS: usize = 8;
+/// Invocations per workgroup (the tiled kernels' stage holds 2 * WG quads).
+const WG: u32 = 64;
+
+fn shader(kernel: ConvKernel, shuffled_weights: bool) -> &'static str {
+    match (kernel.channels(), shuffled_weights) {
+        (true, false) => "conv1x1_nhwc",
+        (false, false) => "conv1x1_nchw",
+        (true, true) => "conv1x1_nhwc_shuffled",
+        (false, true) => "conv1x1_nchw_shuffled",
+    }
+}
+
+fn tiled(kernel: ConvKernel) -> bool {
+    matches!(kernel, ConvKernel::NchwTiled | ConvKernel::NhwcTiled)
+}
+
+/// Element (k, c) of a window's weight block, as (row stride of k, of c).
+fn block_strides(kernel: ConvKernel, t: Tiling) -> [isize; 2] {
+    if kernel.channels() {
+        [1, t.chunk_k() as isize]
+    } else {
+        [t.chunk_c() as isize, 1]
+    }
+}
+
+/// [`ConvKernel::vectors`] of this family.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOptions, xs: &[isize], ys: &[isize], xbase: isize, ybase: isize, images: usize) -> (bool, bool) {
+    let m4 = |v: isize| v % 4 == 0;
+    let batch = |s: isize| images == 1 || m4(s);
+    let groups = o.groups.max(1);
+    if kernel.channels() {
+        return (
+            xs[1] == 1 && (g.c / groups).is_multiple_of(4) && batch(xs[0]) && m4(xs[2]) && m4(xs[3]) && m4(xbase),
+            ys[1] == 1 && (g.k / groups).is_multiple_of(4) && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase),
+        );
+    }
+    let plane = (g.oh * g.ow).is_multiple_of(4);
+    // 4 consecutive output pixels read 4 consecutive input elements: a 1x1 tap, unit stride,
+    // no padding.
+    let direct = o.stride == (1, 1) && o.padding == (0, 0) && g.kh == 1 && g.kw == 1;
+    (
+        direct && plane && xs[3] == 1 && xs[2] == g.w as isize && batch(xs[0]) && m4(xs[1]) && m4(xbase),
+        plane && ys[3] == 1 && ys[2] == g.ow as isize && batch(ys[0]) && m4(ys[1]) && m4(ybase),
+    )
+}
+
+/// The uniform of `shaders/conv.wgsl` (`ConvParams` there).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ConvParams {
+    xs: [i32; 4],
+    ys: [i32; 4],
+    geo: [u32; 4],
+    conv: [i32; 4],
+    base: [i32; 4],
+    work: [u32; 4],
+}
+
+/// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn), tap (ky, kx).
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    k0: usize,
+    kn: usize,
+    c0: usize,
+    cn: usize,
+    /// c0 within the group (the weight's channel index).
+    cw: usize,
+    ky: usize,
+    kx: usize,
+    first: bool,
+    last: bool,
+}
+
+/// How a window is cut: CQ channel quads per invocation (a power of two); a weight block holds
+/// 4*CQ input channels x BLOCK / (4*CQ) output channels.
+#[derive(Clone, Copy, Debug)]
+struct Tiling {
+    cq: usize,
+}
+
+impl Tiling {
+    fn new(cg: usize) -> Tiling {
+        Tiling { cq: cg.div_ceil(4).max(1).next_power_of_two().min(MAX_CQ) }
+    }
+    fn chunk_c(self) -> usize {
+        4 * self.cq
+    }
+    fn chunk_k(self) -> usize {
+        BLOCK / self.chunk_c()
+    }
+}
+
+fn windows(g: &Conv2dShape, groups: usize, t: Tiling) -> Vec<Window> {
+    let (kg, cg) = (g.k / groups, g.c / groups);
+    let chunks = cg.div_ceil(t.chunk_c()).max(1);
+    let passes = chunks * g.kh * g.kw;
+    let mut out = Vec::new();
+    for gi in 0..groups {
+        for k0 in (0..kg).step_by(t.chunk_k()) {
+            for pass in 0..passes {
+                let (tap, ci) = (pass / chunks, pass % chunks);
+                let c0 = ci * t.chunk_c();
+                out.push(Window {
+                    k0: gi * kg + k0,
+                    kn: (kg - k0).min(t.chunk_k()),
+                    c0: gi * cg + c0,
+                    cw: c0,
+                    cn: cg.saturating_sub(c0).min(t.chunk_c()),
+                    ky: tap / g.kw,
+                    kx: tap % g.kw,
+                    first: pass == 0,
+                    last: pass + 1 == passes,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Records the convolution of `ops` through a register-blocked kernel.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+    let (g, options, kernel) = (ops.g, ops.options, ops.kernel);
+    let report = &rt.report;
+    let tiling = Tiling::new(g.c / options.groups);
+    let wins = windows(g, options.groups, tiling);
+    // The weight as [K, C/groups, kh, kw].
+    let w4 = match ops.weight.layout.rank() {
+        2 => ops.weight.layout.unsqueeze(-1)?.unsqueeze(-1)?,
+        _ => ops.weight.layout.clone(),
+    };
+    let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let xs = ops.input.layout.strides();
+    let ys = ops.out.layout.strides();
+    // Every parameter is checked before anything is recorded.
+    let mut plan = Vec::new();
+    for r in ops.ranges {
+        let pixels = (r.n1 - r.n0) * g.oh * g.ow;
+        let grid = super::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        let (x0, y0) = ops.bases(r);
+        for (wi, w) in wins.iter().enumerate() {
+            let xbase = x0 + w.c0 as isize * xs[1];
+            let ybase = y0 + w.k0 as isize * ys[1];
+            let bbase = ops.bias.map_or(0, |b| b.layout.offset() as isize + w.k0 as isize * bs);
+            let mode = if !w.first { 2 } else if ops.bias.is_some() { 1 } else { 0 };
+            let (vin, vout) = vectors(kernel, g, options, xs, ys, xbase, ybase, r.n1 - r.n0);
+            let origin = |k: usize, d: usize, p: usize, what| i32_of((k * d) as isize - p as isize, what);
+            let params = ConvParams {
+                xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
+                ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
+                geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+                conv: [i32_of(options.stride.0 as isize, "stride")?, i32_of(options.stride.1 as isize, "stride")?, origin(w.ky, options.dilation.0, options.padding.0, "tap row")?, origin(w.kx, options.dilation.1, options.padding.1, "tap column")?],
+                base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
+                work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
+            };
+            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            plan.push((r, wi, params, PipelineKey { shader: shader(kernel, report.shuffled_weights), constants }, vout, grid));
+        }
+    }
+    // The weight blocks, zero-padded, filled by copies recorded ahead of the dispatches.
+    let block_elems = wins.len() * BLOCK;
+    let blocks = rt.scoped(OP, || {
+        let b = rt.buffer(OP, (block_elems * 4) as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        enc.clear_buffer(b.buffer(), 0, None);
+        Ok(b)
+    })?;
+    let [sk, sc] = block_strides(kernel, tiling);
+    for (i, w) in wins.iter().enumerate() {
+        let dst = Layout::as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK, block_elems)?;
+        let src = w4.select(3, w.kx as isize)?.select(2, w.ky as isize)?.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;
+        let copy_plan = CopyPlan::new(&dst, &src)?;
+        let Some(path) = copy::auto_path(report, &copy_plan, DType::F32, DType::F32, ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) else { continue };
+        let prepared = copy::prepare(report, &copy_plan, DType::F32, DType::F32, path)?;
+        copy::record(rt, enc, keep, prepared, blocks.buffer(), ops.weight.buffer)?;
+    }
+    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let bias_buf = ops.bias.map_or(blocks.buffer(), |b| b.buffer);
+    let dispatches: Vec<Dispatch<'_, ConvParams>> = plan
+        .into_iter()
+        .map(|(r, wi, params, key, vout, grid)| {
+            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
+            Dispatch {
+                key,
+                params,
+                bindings: [(ops.input.buffer, r.x), (blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), (bias_buf, (0, bias_buf.size())), o4, (ops.input.buffer, words(r.x)), o6],
+                grid,
+            }
+        })
+        .collect();
+    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
+    keep.hold(unused);
+    keep.hold(blocks);
+    Ok(())
+}

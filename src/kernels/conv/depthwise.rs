@@ -1,0 +1,80 @@
+//! The depthwise convolution (`conv2d_depthwise.wgsl`, groups == C): each output channel reads
+//! one input channel, so the kernel is a per-channel stencil bound by memory. Every operand,
+//! the weight included, is read in place through its strides.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::Result;
+use crate::kernels::conv::{dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
+use crate::runtime::submit::Keep;
+use crate::runtime::{PipelineKey, Runtime, Slot};
+
+/// The bindings: the parameters, the input, the weight, the bias, the output, and the input and
+/// output windows again as vec4 words.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
+
+/// Invocations per workgroup.
+pub(crate) const WG: u32 = 64;
+
+/// The uniform of `shaders/conv2d_depthwise.wgsl` (`DepthwiseParams` there).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct DepthwiseParams {
+    xs: [i32; 4],
+    ys: [i32; 4],
+    geo: [u32; 4],
+    conv: [i32; 4],
+    taps: [i32; 4],
+    ws: [i32; 4],
+    base: [i32; 4],
+    work: [u32; 4],
+}
+
+/// Records the convolution of `ops` (depthwise: checked by the caller) through the depthwise
+/// kernel.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+    let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
+    let xs = ops.input.layout.strides();
+    let ys = ops.out.layout.strides();
+    let wl = ops.weight.layout;
+    // Weight strides of (k, -, ky, kx); a 2-d weight [K, 1] is a 1x1 kernel.
+    let ws = match wl.strides() {
+        &[k, c, y, x] => [k, c, y, x],
+        &[k, c] => [k, c, 0, 0],
+        s => unreachable!("weight strides {s:?} of a checked convolution"),
+    };
+    let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let mut plan = Vec::new();
+    for r in ops.ranges {
+        let images = r.n1 - r.n0;
+        let units = if kernel.channels() { images * g.oh * g.ow * g.k.div_ceil(4) } else { images * g.k * g.oh * g.ow.div_ceil(4) };
+        let grid = super::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
+        let (xbase, ybase) = ops.bases(r);
+        let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
+        let params = DepthwiseParams {
+            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
+            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
+            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+            conv: [i32_of(o.stride.0 as isize, "stride")?, i32_of(o.stride.1 as isize, "stride")?, i32_of(o.padding.0 as isize, "padding")?, i32_of(o.padding.1 as isize, "padding")?],
+            taps: [i32_of(g.kh as isize, "kh")?, i32_of(g.kw as isize, "kw")?, i32_of(o.dilation.0 as isize, "dilation")?, i32_of(o.dilation.1 as isize, "dilation")?],
+            ws: [i32_of(ws[0], "weight stride k")?, i32_of(ws[1], "weight stride c")?, i32_of(ws[2], "weight stride kh")?, i32_of(ws[3], "weight stride kw")?],
+            base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(wl.offset() as isize, "weight offset")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
+            work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, i32_of(bs, "bias stride")? as u32],
+        };
+        let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
+        plan.push((r, params, PipelineKey { shader: "conv2d_depthwise", constants }, vout, grid));
+    }
+    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let wbuf = ops.weight.buffer;
+    let bias_buf = ops.bias.map_or(wbuf, |b| b.buffer);
+    let dispatches: Vec<Dispatch<'_, DepthwiseParams>> = plan
+        .into_iter()
+        .map(|(r, params, key, vout, grid)| {
+            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
+            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), (bias_buf, (0, bias_buf.size())), o4, (ops.input.buffer, words(r.x)), o6], grid }
+        })
+        .collect();
+    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
+    keep.hold(unused);
+    Ok(())
+}

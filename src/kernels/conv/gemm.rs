@@ -1,0 +1,106 @@
+//! The tiled implicit-GEMM convolution (`conv2d_gemm.wgsl`), shaped for GPUs: 64 x 64 output
+//! tiles per workgroup, a 4 x 4 register block per invocation, the reduction staged through
+//! workgroup memory. The weight is packed once per call into [group][r][K/groups rounded up
+//! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
+//! kh*kw elements, tiny next to the work); the input is read in place.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::conv::{dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
+use crate::kernels::copy;
+use crate::layout::Layout;
+use crate::plan::CopyPlan;
+use crate::runtime::submit::Keep;
+use crate::runtime::{PipelineKey, Runtime, Slot};
+
+/// The bindings: the parameters, the input, the packed weight, the bias, the output, and the
+/// input and output windows again as vec4 words.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
+
+/// The output tile of a workgroup: pixels x output channels (`BM`, `BN` of the kernel).
+const TILE: usize = 64;
+
+/// The uniform of `shaders/conv2d_gemm.wgsl` (`GemmParams` there).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GemmParams {
+    xs: [i32; 4],
+    ys: [i32; 4],
+    geo: [u32; 4],
+    conv: [i32; 4],
+    taps: [i32; 4],
+    red: [u32; 4],
+    base: [i32; 4],
+    work: [u32; 4],
+}
+
+/// Records the convolution of `ops` through the GEMM kernel.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+    let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
+    let report = &rt.report;
+    let groups = o.groups;
+    let (cg, kg) = (g.c / groups, g.k / groups);
+    let r_len = cg * g.kh * g.kw;
+    let row = kg.div_ceil(4);
+    // The packed weight: [groups][r][row] vec4 words, r in the kernel's order.
+    let packed_elems = groups.checked_mul(r_len).and_then(|v| v.checked_mul(row * 4)).ok_or_else(|| Error::overflow(OP, format!("packing weight {:?}", ops.weight.layout.shape())))?;
+    let packed_bytes = packed_elems as u64 * 4;
+    if packed_bytes > report.max_storage_buffer_binding_size {
+        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", ops.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
+    }
+    let xs = ops.input.layout.strides();
+    let ys = ops.out.layout.strides();
+    let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let mut plan = Vec::new();
+    for r in ops.ranges {
+        let pixels = (r.n1 - r.n0) * g.oh * g.ow;
+        let (tm, tn) = (pixels.div_ceil(TILE), kg.div_ceil(TILE));
+        let total = tm as u64 * tn as u64 * groups as u64;
+        let grid = super::grid(rt, total, &format!("{total} workgroups of 64 x 64 outputs"))?;
+        let (xbase, ybase) = ops.bases(r);
+        let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, r.n1 - r.n0);
+        let params = GemmParams {
+            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
+            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
+            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+            conv: [i32_of(o.stride.0 as isize, "stride")?, i32_of(o.stride.1 as isize, "stride")?, i32_of(o.padding.0 as isize, "padding")?, i32_of(o.padding.1 as isize, "padding")?],
+            taps: [i32_of(g.kh as isize, "kh")?, i32_of(g.kw as isize, "kw")?, i32_of(o.dilation.0 as isize, "dilation")?, i32_of(o.dilation.1 as isize, "dilation")?],
+            red: [u32_of(cg, "C/groups")?, u32_of(kg, "K/groups")?, u32_of(r_len, "C/groups*kh*kw")?, u32_of(row, "packed row")?],
+            base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?, i32_of(bs, "bias stride")?],
+            work: [u32_of(pixels, "output pixels per dispatch")?, tm as u32, tn as u32, u32_of(total as usize, "workgroups")?],
+        };
+        let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+        plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, vout, grid));
+    }
+    let packed = rt.scoped(OP, || {
+        let b = rt.buffer(OP, packed_bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        enc.clear_buffer(b.buffer(), 0, None);
+        Ok(b)
+    })?;
+    // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),
+    // copied into the packed rows: element (g, k, c, ky, kx) at ((g * R + r) * row) * 4 + k.
+    let w = ops.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
+    let rs = (row * 4) as isize;
+    let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
+    let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
+    let copy_plan = CopyPlan::new(&dst, &w)?;
+    if let Some(path) = copy::auto_path(report, &copy_plan, DType::F32, DType::F32, ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) {
+        let prepared = copy::prepare(report, &copy_plan, DType::F32, DType::F32, path)?;
+        copy::record(rt, enc, keep, prepared, packed.buffer(), ops.weight.buffer)?;
+    }
+    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let bias_buf = ops.bias.map_or(packed.buffer(), |b| b.buffer);
+    let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
+        .into_iter()
+        .map(|(r, params, key, vout, grid)| {
+            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
+            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), (bias_buf, (0, bias_buf.size())), o4, (ops.input.buffer, words(r.x)), o6], grid }
+        })
+        .collect();
+    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
+    keep.hold(unused);
+    keep.hold(packed);
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! conv2d on the device against the CPU reference: random geometry (kernel sizes, stride,
+//! padding, dilation, groups, depthwise), bias, ReLU and input layouts through every kernel
+//! family the tuner can pick (the GPU-shaped ones forced on software adapters too), compared
+//! with a tolerance scaled to each output's sum of |terms|; edges of the tiles and grids.
+
+mod common;
+
+use common::gpu::{contexts, name};
+use common::rng::Rng;
+use strided_wgpu::{conv2d_cpu, conv2d_with, Conv2dOptions, ConvKernel, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+
+fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
+    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).unwrap();
+    DeviceTensor::from_slice(ctx, &storage, &[storage.len()]).and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset())).unwrap()
+}
+
+fn abs(h: &HostTensor) -> HostTensor {
+    let v: Vec<f32> = h.to_vec::<f32>().unwrap().into_iter().map(f32::abs).collect();
+    HostTensor::from_vec(v, h.shape()).unwrap()
+}
+
+fn vals(rng: &mut Rng, len: usize) -> Vec<f32> {
+    (0..len).map(|_| (rng.below(2001) as f32 - 1000.0) / 500.0).collect()
+}
+
+/// Runs one convolution through `kernel` and compares every output with the CPU reference.
+/// Returns how many outputs were compared.
+fn check(ctx: &GpuContext, x: &HostTensor, wt: &HostTensor, b: Option<&HostTensor>, o: &Conv2dOptions, kernel: ConvKernel, label: &str) -> usize {
+    let want = conv2d_cpu(x, wt, b, o).unwrap();
+    let scale = conv2d_cpu(&abs(x), &abs(wt), b.map(abs).as_ref(), &Conv2dOptions { relu: false, ..*o }).unwrap();
+    let got = conv2d_with(&to_device(ctx, x), &to_device(ctx, wt), b.map(|b| to_device(ctx, b)).as_ref(), o, kernel).unwrap_or_else(|e| panic!("{} {label} {kernel:?}: {e}", name(ctx)));
+    assert_eq!(got.layout(), want.layout(), "{label}: output layout");
+    let (g, wv, s) = (got.download().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), scale.to_vec::<f32>().unwrap());
+    for i in 0..g.len() {
+        assert!(
+            approx::abs_diff_eq!(g[i], wv[i], epsilon = 1e-5 * s[i] + 1e-6),
+            "{} {label} x {:?} strides {:?} w {:?} {o:?} {kernel:?}: output {i}: {} vs {}",
+            name(ctx),
+            x.shape(),
+            x.strides(),
+            wt.shape(),
+            g[i],
+            wv[i]
+        );
+    }
+    g.len()
+}
+
+/// The input in one of four layouts: NCHW, channels-last, flipped, and non-dense.
+fn layout(rng: &mut Rng, x: HostTensor) -> HostTensor {
+    match rng.below(4) {
+        0 => x,
+        1 => x.contiguous(MemoryFormat::ChannelsLast).unwrap(),
+        2 => x.flip(3).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().flip(3).unwrap(),
+        _ => {
+            let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+            let big = HostTensor::zeros(&[n, h, c + 1, w + 2], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
+            let v = big.narrow(2, 1, c).and_then(|v| v.narrow(3, 2, w)).and_then(|v| v.permute(&[0, 2, 1, 3])).unwrap();
+            v.copy_(&x).unwrap();
+            v
+        }
+    }
+}
+
+const KERNELS: [ConvKernel; 5] = [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled];
+
+#[test]
+fn random_convolutions_match_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(7);
+        let mut compared = 0;
+        for case in 0..50 {
+            let groups = [1, 1, 2, 3][rng.below(4)];
+            let (kh, kw) = (1 + rng.below(4), 1 + rng.below(4));
+            let dil = (1 + rng.below(2), 1 + rng.below(2));
+            let pad = (rng.below(3), rng.below(3));
+            let n = 1 + rng.below(2);
+            // Big enough for the kernel's extent.
+            let h = (dil.0 * (kh - 1) + 1).saturating_sub(2 * pad.0).max(1) + rng.below(8);
+            let w = (dil.1 * (kw - 1) + 1).saturating_sub(2 * pad.1).max(1) + rng.below(8);
+            let c = groups * (1 + rng.below(9));
+            let k = groups * (1 + rng.below(9));
+            let o = Conv2dOptions { stride: (1 + rng.below(2), 1 + rng.below(3)), padding: pad, dilation: dil, groups, relu: rng.below(2) == 0, output_format: None };
+            let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
+            let x = layout(&mut rng, x);
+            let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups) * kh * kw), &[k, c / groups, kh, kw]).unwrap();
+            let wt = if rng.below(3) == 0 { wt.contiguous(MemoryFormat::ChannelsLast).unwrap() } else { wt };
+            let b = (rng.below(2) == 0).then(|| HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap());
+            compared += check(ctx, &x, &wt, b.as_ref(), &o, KERNELS[case % KERNELS.len()], &format!("case {case}"));
+        }
+        assert!(compared > 1000, "only {compared} outputs compared");
+    }
+}
+
+#[test]
+fn depthwise_convolutions_match_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(11);
+        for case in 0..24 {
+            let c = 1 + rng.below(9);
+            let mult = 1 + rng.below(2);
+            let (kh, kw) = (1 + rng.below(4), 1 + rng.below(4));
+            let (n, h, w) = (1 + rng.below(2), kh + rng.below(7), kw + rng.below(7));
+            let o = Conv2dOptions { stride: (1 + rng.below(2), 1 + rng.below(2)), padding: (rng.below(2), rng.below(2)), dilation: (1, 1), groups: c, relu: rng.below(2) == 0, output_format: None };
+            let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
+            let x = layout(&mut rng, x);
+            let wt = HostTensor::from_vec(vals(&mut rng, c * mult * kh * kw), &[c * mult, 1, kh, kw]).unwrap();
+            let b = (rng.below(2) == 0).then(|| HostTensor::from_vec(vals(&mut rng, c * mult), &[c * mult]).unwrap());
+            let kernel = [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::Auto][case % 3];
+            check(ctx, &x, &wt, b.as_ref(), &o, kernel, &format!("depthwise case {case}"));
+        }
+    }
+}
+
+/// A device on the same adapter as `ctx` with lowered limits.
+fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> Option<GpuContext> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
+    let adapter = adapters.into_iter().next()?;
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: None,
+        required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+        required_limits: limits(adapter.limits()),
+        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        memory_hints: wgpu::MemoryHints::default(),
+        trace: wgpu::Trace::Off,
+    }))
+    .unwrap();
+    Some(GpuContext::from_device(device, queue, &adapter.get_info()))
+}
+
+/// Grids past the per-dimension workgroup limit fold into two dimensions (a device with a
+/// limit of 16 per dimension, and a real 70,000-workgroup GEMM); one past the square of the
+/// limit is an error; inputs over one binding (64 KiB) run by ranges of images; 1-pixel images.
+#[test]
+fn grids_bindings_and_tiny_images() {
+    for ctx in contexts() {
+        let mut rng = Rng(5);
+        let o3 = Conv2dOptions { padding: (1, 1), ..Default::default() };
+        let x = |rng: &mut Rng, s: &[usize]| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap();
+        let small = limited(ctx, |l| wgpu::Limits { max_compute_workgroups_per_dimension: 16, ..l }).unwrap();
+        let (big, mid) = (x(&mut rng, &[2, 8, 80, 80]), x(&mut rng, &[2, 8, 40, 40]));
+        let w = x(&mut rng, &[8, 8, 3, 3]);
+        let dw = x(&mut rng, &[8, 1, 3, 3]);
+        for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled] {
+                check(&small, &big.contiguous(format).unwrap(), &w, None, &o3, kernel, "2-d grid");
+            }
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc] {
+                check(&small, &mid.contiguous(format).unwrap(), &dw, None, &Conv2dOptions { groups: 8, ..o3 }, kernel, "2-d grid");
+            }
+        }
+        let too_big = to_device(&small, &x(&mut rng, &[8, 8, 80, 80]));
+        let e = conv2d_with(&too_big, &to_device(&small, &w), None, &o3, ConvKernel::GemmNchw).unwrap_err();
+        assert!(matches!(&e, Error::Limit { limit: "max_compute_workgroups_per_dimension", .. }), "{e}");
+
+        // 70,000 groups of one channel: 70,000 GEMM workgroups on the real device.
+        let n = 70_000;
+        let xg = x(&mut rng, &[1, n, 1, 1]);
+        let wg = x(&mut rng, &[n, 1, 1, 1]);
+        check(ctx, &xg, &wg, None, &Conv2dOptions { groups: n, ..Default::default() }, ConvKernel::GemmNchw, "70,000 workgroups");
+
+        // 16 x 20 x 20 floats = 25.6 KB per image: 6 images do not fit one 64 KiB binding.
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l }).unwrap();
+        let xs = x(&mut rng, &[6, 16, 20, 20]);
+        let ws = x(&mut rng, &[8, 16, 3, 3]);
+        let wd = x(&mut rng, &[16, 1, 3, 3]);
+        for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc] {
+                check(&tight, &xs.contiguous(format).unwrap(), &ws, None, &o3, kernel, "split by image");
+            }
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc] {
+                check(&tight, &xs.contiguous(format).unwrap(), &wd, None, &Conv2dOptions { groups: 16, ..o3 }, kernel, "split by image");
+            }
+        }
+
+        // 1-pixel images, with and without padding around them.
+        let one = x(&mut rng, &[3, 5, 1, 1]);
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc)) {
+            check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
+            check(ctx, &one, &x(&mut rng, &[7, 5, 3, 3]), Some(&x(&mut rng, &[7])), &o3, kernel, "1 pixel, padded");
+        }
+    }
+}
+
+/// Bad input: a typed error naming the problem, and nothing dispatched (the output a batch was
+/// given keeps its contents).
+#[test]
+fn bad_input_is_a_typed_error_and_writes_nothing() {
+    for ctx in contexts() {
+        let f = |s: &[usize], v: f32| DeviceTensor::from_slice(ctx, &vec![v; s.iter().product()], s).unwrap();
+        let x = f(&[2, 4, 5, 5], 1.0);
+        let w = f(&[6, 4, 3, 3], 1.0);
+        let o = Conv2dOptions::default();
+        let out = f(&[2, 6, 3, 3], 7.0);
+        let msg = |r: Result<(), Error>| r.unwrap_err().to_string();
+        let record = |x: &DeviceTensor, w: &DeviceTensor, b: Option<&DeviceTensor>, o: &Conv2dOptions, out: &DeviceTensor| -> Result<(), Error> {
+            let mut batch = ctx.batch();
+            let r = batch.conv2d(out, x, w, b, o, ConvKernel::Auto);
+            batch.submit()?.wait()?;
+            r
+        };
+        let cases: Vec<(String, &str)> = vec![
+            (msg(record(&x, &f(&[6, 3, 3, 3], 1.0), None, &o, &out)), "input channels per group"),
+            (msg(record(&x, &w, None, &Conv2dOptions { groups: 3, ..o }, &out)), "groups = 3"),
+            (msg(record(&x, &w, None, &Conv2dOptions { stride: (0, 1), ..o }, &out)), "stride"),
+            (msg(record(&x, &w, None, &Conv2dOptions { dilation: (1, 0), ..o }, &out)), "dilation"),
+            (msg(record(&x, &f(&[6, 4, 7, 3], 1.0), None, &o, &out)), "exceeds the padded input"),
+            (msg(record(&x, &w, None, &Conv2dOptions { dilation: (3, 1), ..o }, &out)), "exceeds the padded input"),
+            (msg(record(&x, &w, Some(&f(&[5], 1.0)), &o, &out)), "bias must have shape [6]"),
+            (msg(record(&x, &w, None, &o, &f(&[2, 6, 4, 3], 7.0))), "output must be f32 of shape [2, 6, 3, 3]"),
+            (msg(record(&x, &w, None, &Conv2dOptions { groups: 2, ..o }, &out)), "input channels per group"),
+        ];
+        for (m, want) in &cases {
+            assert!(m.contains(want), "{}: {m:?} should name {want:?}", name(ctx));
+            assert!(m.starts_with("conv2d"), "{m:?} should name the op");
+        }
+        let xh = DeviceTensor::from_slice(ctx, &[half::f16::ONE; 200], &[2, 4, 5, 5]).unwrap();
+        assert!(matches!(record(&xh, &w, None, &o, &out), Err(Error::DType { op: "conv2d", .. })));
+        // An output overlapping the input, or itself.
+        let shared = f(&[2 * 6 * 3 * 3 + 200], 1.0);
+        let xin = shared.narrow(0, 0, 200).unwrap().view(&[2, 4, 5, 5]).unwrap();
+        let yov = shared.narrow(0, 100, 108).unwrap().view(&[2, 6, 3, 3]).unwrap();
+        assert!(matches!(record(&xin, &w, None, &o, &yov), Err(Error::Overlap { .. })));
+        let selfish = f(&[9], 7.0).as_strided(&[2, 6, 3, 3], &[0, 0, 3, 1], 0).unwrap();
+        assert!(matches!(record(&x, &w, None, &o, &selfish), Err(Error::Overlap { .. })));
+        // Forcing a depthwise kernel on a convolution that is not depthwise.
+        let e = conv2d_with(&x, &w, None, &o, ConvKernel::DepthwiseNchw).unwrap_err();
+        assert!(e.to_string().contains("groups == C"), "{e}");
+        // Nothing was written anywhere.
+        assert!(out.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0));
+        assert!(shared.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 1.0));
+        // A good call on the same context still works afterwards: 4 * 9 ones.
+        record(&x, &w, None, &o, &out).unwrap();
+        assert!(out.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 36.0));
+    }
+}
