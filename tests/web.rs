@@ -1,11 +1,12 @@
-//! The async API on WebGPU in a browser (wasm32 only): a copy and a 1x1 convolution, checked
-//! against the CPU reference, with nothing that blocks. Run headless by `.ci/run` (Chromium's
+//! The async API on WebGPU in a browser (wasm32 only): a copy, a 1x1 convolution and 3x3
+//! convolutions through every GPU-shaped kernel (browsers' shader compilers are stricter than
+//! naga), checked against the CPU reference, with nothing that blocks. Run headless by `.ci/run` (Chromium's
 //! WebGPU on SwiftShader):
 //! `CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 //! cargo test --target wasm32-unknown-unknown --features webgpu --test web`
 #![cfg(target_arch = "wasm32")]
 
-use strided_wgpu::{conv1x1_cpu, Conv1x1Options, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat};
+use strided_wgpu::{conv1x1_cpu, conv2d_cpu, Conv1x1Options, Conv2dOptions, ConvKernel, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -34,5 +35,34 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "element {i}: {g} vs {w}");
+    }
+    // 3x3 convolutions through the GEMM and depthwise kernels, forced, in both layouts.
+    let o3 = Conv2dOptions { padding: (1, 1), ..Default::default() };
+    let od = Conv2dOptions { groups: 6, ..o3 };
+    let w3h = HostTensor::from_vec((0..5 * 6 * 9).map(|i| (i % 11) as f32 * 0.25 - 1.0).collect(), &[5, 6, 3, 3]).unwrap();
+    let wdh = HostTensor::from_vec((0..6 * 9).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect(), &[6, 1, 3, 3]).unwrap();
+    let bh = HostTensor::from_vec(vec![0.5f32; 6], &[6]).unwrap();
+    let (w3, wd, b) = (DeviceTensor::upload(&ctx, &w3h).unwrap(), DeviceTensor::upload(&ctx, &wdh).unwrap(), DeviceTensor::upload(&ctx, &bh).unwrap());
+    let b5 = b.narrow(0, 0, 5).unwrap();
+    let cases = [
+        (ConvKernel::GemmNchw, &w3, &w3h, &o3),
+        (ConvKernel::GemmNhwc, &w3, &w3h, &o3),
+        (ConvKernel::DepthwiseNchw, &wd, &wdh, &od),
+        (ConvKernel::DepthwiseNhwc, &wd, &wdh, &od),
+    ];
+    for (kernel, w, wh, o) in cases {
+        for input in [&x, &nhwc] {
+            let k = wh.shape()[0];
+            let bias = if k == 5 { b5.clone() } else { b.clone() };
+            let want = conv2d_cpu(&h, wh, Some(&bh.narrow(0, 0, k).unwrap()), o).unwrap().to_vec::<f32>().unwrap();
+            let y = DeviceTensor::empty(&ctx, &[2, k, 5, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+            let mut batch = ctx.batch();
+            batch.conv2d(&y, input, w, Some(&bias), o, kernel).unwrap();
+            batch.submit().unwrap().finished().await.unwrap();
+            let got = y.download_async().await.unwrap().to_vec::<f32>().unwrap();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{kernel:?} element {i}: {g} vs {w}");
+            }
+        }
     }
 }

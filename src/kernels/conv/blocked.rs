@@ -15,7 +15,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::conv::{dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
+use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
 use crate::kernels::copy;
 use crate::layout::Layout;
 use crate::plan::CopyPlan;
@@ -209,7 +209,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         copy::record(rt, enc, keep, prepared, blocks.buffer(), ops.weight.buffer)?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let bias_buf = ops.bias.map_or(blocks.buffer(), |b| b.buffer);
+    let bias = bias_binding(ops.bias, blocks.buffer());
     let dispatches: Vec<Dispatch<'_, ConvParams>> = plan
         .into_iter()
         .map(|(r, wi, params, key, vout, grid)| {
@@ -217,7 +217,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             Dispatch {
                 key,
                 params,
-                bindings: [(ops.input.buffer, r.x), (blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), (bias_buf, (0, bias_buf.size())), o4, (ops.input.buffer, words(r.x)), o6],
+                bindings: [(ops.input.buffer, r.x), (blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, (ops.input.buffer, words(r.x)), o6],
                 grid,
             }
         })

@@ -5,7 +5,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::kernels::conv::{dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
+use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -66,12 +66,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let wbuf = ops.weight.buffer;
-    let bias_buf = ops.bias.map_or(wbuf, |b| b.buffer);
+    let bias = bias_binding(ops.bias, wbuf);
     let dispatches: Vec<Dispatch<'_, DepthwiseParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), (bias_buf, (0, bias_buf.size())), o4, (ops.input.buffer, words(r.x)), o6], grid }
+            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
     dispatch(rt, enc, keep, SLOTS, &dispatches)?;

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::conv::{dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
+use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
 use crate::kernels::copy;
 use crate::layout::Layout;
 use crate::plan::CopyPlan;
@@ -91,12 +91,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         copy::record(rt, enc, keep, prepared, packed.buffer(), ops.weight.buffer)?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let bias_buf = ops.bias.map_or(packed.buffer(), |b| b.buffer);
+    let bias = bias_binding(ops.bias, packed.buffer());
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), (bias_buf, (0, bias_buf.size())), o4, (ops.input.buffer, words(r.x)), o6], grid }
+            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
     dispatch(rt, enc, keep, SLOTS, &dispatches)?;

@@ -315,6 +315,15 @@ pub(crate) fn out_bindings<'a>(out: &'a wgpu::Buffer, window: (u64, u64), scratc
     }
 }
 
+/// The bias binding: the bias's buffer, or, without a bias (which the kernels then never read),
+/// a few bytes of `fallback`.
+pub(crate) fn bias_binding<'a>(bias: Option<View<'a>>, fallback: &'a wgpu::Buffer) -> (&'a wgpu::Buffer, (u64, u64)) {
+    match bias {
+        Some(b) => (b.buffer, (0, b.buffer.size())),
+        None => (fallback, (0, fallback.size().min(16))),
+    }
+}
+
 /// One convolution pipeline: a registered kernel (see [`crate::shaders::source`]) and the
 /// override constants it is compiled with.
 #[derive(Clone, Debug, PartialEq, Eq)]
