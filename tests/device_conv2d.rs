@@ -96,7 +96,7 @@ fn random_convolutions_match_cpu() {
 fn depthwise_convolutions_match_cpu() {
     for ctx in contexts() {
         let mut rng = Rng(11);
-        for case in 0..24 {
+        for case in 0..32 {
             let c = 1 + rng.below(9);
             let mult = 1 + rng.below(2);
             let (kh, kw) = (1 + rng.below(4), 1 + rng.below(4));
@@ -106,7 +106,7 @@ fn depthwise_convolutions_match_cpu() {
             let x = layout(&mut rng, x);
             let wt = HostTensor::from_vec(vals(&mut rng, c * mult * kh * kw), &[c * mult, 1, kh, kw]).unwrap();
             let b = (rng.below(2) == 0).then(|| HostTensor::from_vec(vals(&mut rng, c * mult), &[c * mult]).unwrap());
-            let kernel = [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::Auto][case % 3];
+            let kernel = [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::Auto][case % 4];
             check(ctx, &x, &wt, b.as_ref(), &o, kernel, &format!("depthwise case {case}"));
         }
     }
@@ -146,7 +146,7 @@ fn grids_bindings_and_tiny_images() {
             for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled] {
                 check(&small, &big.contiguous(format).unwrap(), &w, None, &o3, kernel, "2-d grid");
             }
-            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc] {
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows] {
                 check(&small, &mid.contiguous(format).unwrap(), &dw, None, &Conv2dOptions { groups: 8, ..o3 }, kernel, "2-d grid");
             }
         }
@@ -169,14 +169,14 @@ fn grids_bindings_and_tiny_images() {
             for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc] {
                 check(&tight, &xs.contiguous(format).unwrap(), &ws, None, &o3, kernel, "split by image");
             }
-            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc] {
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows] {
                 check(&tight, &xs.contiguous(format).unwrap(), &wd, None, &Conv2dOptions { groups: 16, ..o3 }, kernel, "split by image");
             }
         }
 
         // 1-pixel images, with and without padding around them.
         let one = x(&mut rng, &[3, 5, 1, 1]);
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc)) {
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows)) {
             check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
             check(ctx, &one, &x(&mut rng, &[7, 5, 3, 3]), Some(&x(&mut rng, &[7])), &o3, kernel, "1 pixel, padded");
         }

@@ -35,6 +35,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
     ("conv2d_gemm", &[], include_str!("../../shaders/conv2d_gemm.wgsl")),
     ("conv2d_depthwise", &[], include_str!("../../shaders/conv2d_depthwise.wgsl")),
+    ("conv2d_depthwise_rows", &[], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes followed by the kernel.

@@ -1,11 +1,16 @@
-//! The depthwise convolution (`conv2d_depthwise.wgsl`, groups == C): each output channel reads
+//! The depthwise convolutions (`conv2d_depthwise.wgsl` and `conv2d_depthwise_rows.wgsl`,
+//! groups == C): each output channel reads
 //! one input channel, so the kernel is a per-channel stencil bound by memory. Every operand,
 //! the weight included, is read in place through its strides.
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
+use crate::dtype::DType;
+use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
+use crate::kernels::copy;
+use crate::layout::Layout;
+use crate::plan::CopyPlan;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -30,9 +35,12 @@ struct DepthwiseParams {
     work: [u32; 4],
 }
 
-/// Records the convolution of `ops` (depthwise: checked by the caller) through the depthwise
+/// Records the convolution of `ops` (depthwise: checked by the caller) through a depthwise
 /// kernel.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+    if ops.kernel == ConvKernel::DepthwiseRows {
+        return record_rows(rt, enc, keep, ops);
+    }
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
@@ -76,5 +84,87 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         .collect();
     dispatch(rt, enc, keep, SLOTS, &dispatches)?;
     keep.hold(unused);
+    Ok(())
+}
+
+/// The uniform of `shaders/conv2d_depthwise_rows.wgsl` (`RowsParams` there).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct RowsParams {
+    xs: [i32; 4],
+    ys: [i32; 4],
+    geo: [u32; 4],
+    conv: [i32; 4],
+    taps: [i32; 4],
+    base: [i32; 4],
+    work: [u32; 4],
+    strips: [u32; 4],
+}
+
+/// Output pixels along a row per invocation of the rows kernel.
+const STRIP: usize = 8;
+
+/// [`ConvKernel::DepthwiseRows`]: the weight packed as [tap][K rounded up to 4] (vec4 words of
+/// 4 channels), then 4 channels x 8 pixels of a row per invocation.
+fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+    let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
+    let report = &rt.report;
+    let xs = ops.input.layout.strides();
+    let ys = ops.out.layout.strides();
+    let kq = g.k.div_ceil(4);
+    let taps = g.kh * g.kw;
+    let packed_elems = taps * kq * 4;
+    let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let strips = g.ow.div_ceil(STRIP);
+    let mut plan = Vec::new();
+    for r in ops.ranges {
+        let images = r.n1 - r.n0;
+        let units = images * g.oh * strips * kq;
+        let grid = super::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
+        let (xbase, ybase) = ops.bases(r);
+        let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
+        let params = RowsParams {
+            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
+            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
+            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+            conv: [i32_of(o.stride.0 as isize, "stride")?, i32_of(o.stride.1 as isize, "stride")?, i32_of(o.padding.0 as isize, "padding")?, i32_of(o.padding.1 as isize, "padding")?],
+            taps: [i32_of(g.kh as isize, "kh")?, i32_of(g.kw as isize, "kw")?, i32_of(o.dilation.0 as isize, "dilation")?, i32_of(o.dilation.1 as isize, "dilation")?],
+            base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bs, "bias stride")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
+            work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, u32_of(kq, "channel quads")?],
+            strips: [u32_of(strips, "strips")?, 0, 0, 0],
+        };
+        let slide = o.stride.1 == 1 && o.dilation.1 == 1;
+        let constants = vec![("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64), ("SLIDE", slide as i64)];
+        plan.push((r, params, PipelineKey { shader: "conv2d_depthwise_rows", constants }, vout, grid));
+    }
+    let packed = rt.scoped(OP, || {
+        let b = rt.buffer(OP, packed_elems as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        enc.clear_buffer(b.buffer(), 0, None);
+        Ok(b)
+    })?;
+    // The weight as [K, 1, kh, kw], copied to element (ky * kw + kx) * 4 * kq + k.
+    let w4 = match ops.weight.layout.rank() {
+        2 => ops.weight.layout.unsqueeze(-1)?.unsqueeze(-1)?,
+        _ => ops.weight.layout.clone(),
+    };
+    let row = (4 * kq) as isize;
+    let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
+    let copy_plan = CopyPlan::new(&dst, &w4)?;
+    if let Some(path) = copy::auto_path(report, &copy_plan, DType::F32, DType::F32, ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) {
+        let prepared = copy::prepare(report, &copy_plan, DType::F32, DType::F32, path)?;
+        copy::record(rt, enc, keep, prepared, packed.buffer(), ops.weight.buffer)?;
+    }
+    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let bias = bias_binding(ops.bias, packed.buffer());
+    let dispatches: Vec<Dispatch<'_, RowsParams>> = plan
+        .into_iter()
+        .map(|(r, params, key, vout, grid)| {
+            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
+            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+        })
+        .collect();
+    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
+    keep.hold(unused);
+    keep.hold(packed);
     Ok(())
 }

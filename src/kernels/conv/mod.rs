@@ -61,6 +61,9 @@ pub enum ConvKernel {
     DepthwiseNchw,
     /// Depthwise: 4 channels of a pixel per invocation.
     DepthwiseNhwc,
+    /// Depthwise (`conv2d_depthwise_rows.wgsl`): 4 channels x 8 pixels of a row per invocation,
+    /// the input columns sliding from tap to tap (NHWC orientation).
+    DepthwiseRows,
 }
 
 /// A family of convolution kernels.
@@ -73,7 +76,7 @@ pub(crate) enum Family {
 
 impl ConvKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 8] = [
+    pub const ALL: [ConvKernel; 9] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -82,19 +85,20 @@ impl ConvKernel {
         ConvKernel::GemmNhwc,
         ConvKernel::DepthwiseNchw,
         ConvKernel::DepthwiseNhwc,
+        ConvKernel::DepthwiseRows,
     ];
 
     pub(crate) fn family(self) -> Family {
         match self {
             ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
-            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc => Family::Depthwise,
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows => Family::Depthwise,
             _ => Family::Blocked,
         }
     }
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows)
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
@@ -108,7 +112,7 @@ impl ConvKernel {
     pub fn eligible(self, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
         match self {
             ConvKernel::Auto => Err(Error::invalid(OP, "no kernel was resolved for the convolution")),
-            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc if o.groups != g.c => Err(Error::invalid(
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows if o.groups != g.c => Err(Error::invalid(
                 OP,
                 format!("{self:?} needs a depthwise convolution (groups == C), got groups = {} with input channels C = {} and K = {}", o.groups, g.c, g.k),
             )),
@@ -134,7 +138,7 @@ impl ConvKernel {
             ConvKernel::GemmNchw => (false, y_pixels),
             ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),
-            ConvKernel::DepthwiseNhwc => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
+            ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
         }
     }
 }
@@ -354,11 +358,22 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
             for vout in [0, 1] {
                 for mode in [0, 1] {
                     for relu in [0, 1] {
-                        let mut constants = vec![("CHANNELS", channels), ("MODE", mode), ("RELU", relu), ("VIN", vin), ("VOUT", vout)];
+                        let mut constants = vec![("MODE", mode), ("RELU", relu), ("VIN", vin), ("VOUT", vout)];
+                        if kernel != ConvKernel::DepthwiseRows {
+                            constants.insert(0, ("CHANNELS", channels));
+                        }
                         if kernel.family() == Family::Depthwise {
                             constants.push(("WG", depthwise::WG as i64));
                         }
-                        out.push(PipelineSpec { kernel: shader_of(kernel), constants });
+                        if kernel == ConvKernel::DepthwiseRows {
+                            for slide in [0, 1] {
+                                let mut c = constants.clone();
+                                c.push(("SLIDE", slide));
+                                out.push(PipelineSpec { kernel: shader_of(kernel), constants: c });
+                            }
+                        } else {
+                            out.push(PipelineSpec { kernel: shader_of(kernel), constants });
+                        }
                     }
                 }
             }
@@ -369,8 +384,9 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
 
 /// The registered kernel of a GPU-shaped kernel.
 fn shader_of(kernel: ConvKernel) -> &'static str {
-    match kernel.family() {
-        Family::Gemm => "conv2d_gemm",
+    match kernel {
+        ConvKernel::DepthwiseRows => "conv2d_depthwise_rows",
+        k if k.family() == Family::Gemm => "conv2d_gemm",
         _ => "conv2d_depthwise",
     }
 }
