@@ -201,7 +201,9 @@ fn block(h: Held, k: Weights) -> Acc {
 fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
     let c = 4u * cq;
     if (VIN) {
-        if (qd.inside[j]) {
+        // Quads past the chunk (C/groups not a power of two) read zeros, not the next
+        // channels: their zero weights would turn an infinity there into NaN.
+        if (qd.inside[j] && c < cp.work.y) {
             return x4[u32(qd.xoff[j] + i32(c)) / 4u];
         }
         return vec4<f32>(0.0);

@@ -1,11 +1,11 @@
-// Depthwise convolution (groups == C) shaped for CPU adapters, NHWC orientation: each
+// Depthwise convolution (groups == C), NHWC orientation, register-blocked along rows: each
 // invocation computes 4 output channels (one vec4) x 8 consecutive output pixels of one row,
 // held as 8 named accumulators. With unit stride and dilation (SLIDE) the 8 input columns under
 // tap kx are kept in 8 named registers and slide by one column per tap, so each input vec4 is
 // loaded once per kernel row instead of once per tap. The weights are packed by the host as
-// [tap][K rounded up to 4] so that a tap's 4 channels are one vec4 load. A CPU's JIT keeps the
-// 16 vec4 values in registers and does not unroll loops (hence the names, not arrays); the
-// GPU-shaped depthwise kernel is conv2d_depthwise.wgsl.
+// [tap][K rounded up to 4] so that a tap's 4 channels are one vec4 load. The 16 vec4 values
+// are named, not an array: CPU adapters' compilers do not unroll loops, and a GPU's keeps them
+// in registers (80 VGPRs on RADV, no spills: a candidate on every adapter).
 
 struct RowsParams {
     // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.

@@ -235,3 +235,62 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
         assert!(out.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 36.0));
     }
 }
+
+/// Channels past a window's chunk (C/groups a multiple of 4 but not a power of two, so the
+/// channel-vectorized kernels read whole quads) must read zeros: an infinity in the next
+/// pixel's channels stays out of this pixel's outputs.
+#[test]
+fn channels_past_the_chunk_stay_out_of_the_sum() {
+    for ctx in contexts() {
+        let mut v: Vec<f32> = (0..12 * 2).map(|i| (i % 5) as f32 - 2.0).collect();
+        v[1] = f32::INFINITY; // x[0, 0, 0, 1]
+        let x = HostTensor::from_vec(v, &[1, 12, 1, 2]).unwrap().contiguous(MemoryFormat::ChannelsLast).unwrap();
+        let w = HostTensor::from_vec((0..4 * 12).map(|i| (i % 3) as f32 - 1.0).collect(), &[4, 12, 1, 1]).unwrap();
+        let want = conv2d_cpu(&x, &w, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok()) {
+            let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, &w), None, &Conv2dOptions::default(), kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            for k in 0..4 {
+                // Pixel 0 of channel k is finite and equal; pixel 1 holds what the reference has.
+                assert_eq!(got[2 * k], want[2 * k], "{} {kernel:?} channel {k} pixel 0", name(ctx));
+                assert_eq!(got[2 * k + 1].to_bits() == want[2 * k + 1].to_bits() || (got[2 * k + 1].is_nan() && want[2 * k + 1].is_nan()), true, "{} {kernel:?} channel {k} pixel 1: {} vs {}", name(ctx), got[2 * k + 1], want[2 * k + 1]);
+            }
+        }
+    }
+}
+
+/// An output in the same buffer as its input (disjoint views) is written correctly: the input
+/// is read from a copy (one buffer cannot be bound for reading and writing in one dispatch).
+/// A packed weight over one binding is an error before anything is recorded.
+#[test]
+fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
+    for ctx in contexts() {
+        let mut rng = Rng(9);
+        let xv = vals(&mut rng, 200);
+        let mut storage = xv.clone();
+        storage.extend(std::iter::repeat_n(7.0f32, 108));
+        let shared = DeviceTensor::from_slice(ctx, &storage, &[308]).unwrap();
+        let xin = shared.narrow(0, 0, 200).unwrap().view(&[2, 4, 5, 5]).unwrap();
+        let out = shared.narrow(0, 200, 108).unwrap().view(&[2, 6, 3, 3]).unwrap();
+        let wh = HostTensor::from_vec(vals(&mut rng, 6 * 4 * 9), &[6, 4, 3, 3]).unwrap();
+        let w = to_device(ctx, &wh);
+        let mut batch = ctx.batch();
+        batch.conv2d(&out, &xin, &w, None, &Conv2dOptions::default(), ConvKernel::Auto).unwrap();
+        batch.submit().unwrap().wait().unwrap();
+        let want = conv2d_cpu(&HostTensor::from_vec(xv.clone(), &[2, 4, 5, 5]).unwrap(), &wh, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
+        let got = shared.download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(&got[..200], &xv[..], "{}: the input changed", name(ctx));
+        for (i, (g, w)) in got[200..].iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{} output {i}: {g} vs {w}", name(ctx));
+        }
+
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l }).unwrap();
+        let c = 4096;
+        let x = DeviceTensor::zeros(&tight, &[1, c, 1, 1], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
+        let w = DeviceTensor::zeros(&tight, &[1, 1, 3, 3], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap().expand(&[c as isize, 1, 3, 3]).unwrap();
+        let o = Conv2dOptions { padding: (1, 1), groups: c, ..Default::default() };
+        for kernel in [ConvKernel::DepthwiseRows, ConvKernel::GemmNchw] {
+            let e = conv2d_with(&x, &w, None, &o, kernel).unwrap_err();
+            assert!(matches!(&e, Error::Limit { limit: "max_storage_buffer_binding_size", .. }), "{kernel:?}: {e}");
+        }
+    }
+}

@@ -58,7 +58,9 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
 
 impl Batch<'_> {
     /// Records a convolution into `out` (a view of shape [N, K, OH, OW], f32, in any strides;
-    /// `options.output_format` is ignored). `out` must not overlap itself or an operand. With
+    /// `options.output_format` is only checked, `out` decides the layout). `out` must not
+    /// overlap itself or an operand; an operand in the same buffer as `out` (a disjoint view)
+    /// is read from a copy. With
     /// [`ConvKernel::Auto`] the tuned kernel of the shape class runs, or, when the class is not
     /// tuned yet, the adapter's default (see [`crate::GpuContext::tune_conv2d`]).
     pub fn conv2d(&mut self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, kernel: ConvKernel) -> Result<()> {
@@ -96,13 +98,43 @@ impl Batch<'_> {
         if out.numel() == 0 {
             return Ok(());
         }
+        for t in [Some(input), Some(weight), bias].into_iter().flatten() {
+            if out.shares_storage(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
+                return Err(Error::invalid(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
+            }
+        }
         let class = conv_class(ctx.rt.report.device_type, g, options, input.layout(), out.layout());
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
         let (enc, keep) = self.parts(op)?;
         for t in operands {
             keep.hold(t.storage());
         }
-        conv::record(&ctx.rt, enc, keep, view(out), view(input), view(weight), bias.map(view), options, g, kernel)
+        let rt = &ctx.rt;
+        // One buffer cannot be bound for reading and writing in one dispatch: an operand that
+        // shares the output's buffer (a disjoint view of it) is read from a copy.
+        let mut copies = Vec::new();
+        for t in [Some(input), Some(weight), bias] {
+            let copy = match t {
+                Some(t) if out.shares_storage(t) => {
+                    let size = t.buffer().size();
+                    Some(rt.scoped(op, || {
+                        let tmp = rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+                        enc.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
+                        Ok(tmp)
+                    })?)
+                }
+                _ => None,
+            };
+            copies.push(copy);
+        }
+        let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
+        let w = View { buffer: copies[1].as_ref().map_or(weight.buffer(), |c| c.buffer()), layout: weight.layout() };
+        let b = bias.map(|b| View { buffer: copies[2].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
+        let r = conv::record(rt, enc, keep, view(out), x, w, b, options, g, kernel);
+        for c in copies.into_iter().flatten() {
+            keep.hold(c);
+        }
+        r
     }
 }
 

@@ -201,6 +201,9 @@ impl GpuContext {
         let best = Tuner::measure(&timer, &candidates, drive, |kernel, enc, keep| {
             let (x, w) = (View { buffer: input.buffer(), layout: &one }, view(weight));
             keep.hold(scratch.clone());
+            for t in [Some(input), Some(weight), bias].into_iter().flatten() {
+                keep.hold(t.storage());
+            }
             conv::record(&self.rt, enc, keep, View { buffer: scratch.buffer(), layout: &dst }, x, w, bias.map(view), options, &g1, kernel)
         })
         .await?;

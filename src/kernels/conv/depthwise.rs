@@ -5,7 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::dtype::DType;
 use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
 use crate::kernels::copy;
@@ -114,6 +114,10 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
     let kq = g.k.div_ceil(4);
     let taps = g.kh * g.kw;
     let packed_elems = taps * kq * 4;
+    let packed_bytes = packed_elems as u64 * 4;
+    if packed_bytes > report.max_storage_buffer_binding_size {
+        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", ops.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
+    }
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let strips = g.ow.div_ceil(STRIP);
     let mut plan = Vec::new();
