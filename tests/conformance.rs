@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::conv as convcase;
+use common::conv::{self as convcase, to_device};
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use strided_wgpu::{conv1x1, conv1x1_cpu, conv2d, conv2d_cpu, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
@@ -116,14 +116,6 @@ fn main() {
     if !ok {
         std::process::exit(1);
     }
-}
-
-/// The same view of the same storage on the device.
-fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
-    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).expect("storage");
-    DeviceTensor::from_slice(ctx, &storage, &[storage.len()])
-        .and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset()))
-        .expect("device view")
 }
 
 /// Replays a convolution file (conv1x1.jsonl or conv2d.jsonl, or the file its env var names)

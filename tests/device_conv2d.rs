@@ -5,23 +5,10 @@
 
 mod common;
 
+use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, name};
 use common::rng::Rng;
 use strided_wgpu::{conv2d_cpu, conv2d_with, Conv2dOptions, ConvKernel, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
-
-fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
-    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).unwrap();
-    DeviceTensor::from_slice(ctx, &storage, &[storage.len()]).and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset())).unwrap()
-}
-
-fn abs(h: &HostTensor) -> HostTensor {
-    let v: Vec<f32> = h.to_vec::<f32>().unwrap().into_iter().map(f32::abs).collect();
-    HostTensor::from_vec(v, h.shape()).unwrap()
-}
-
-fn vals(rng: &mut Rng, len: usize) -> Vec<f32> {
-    (0..len).map(|_| (rng.below(2001) as f32 - 1000.0) / 500.0).collect()
-}
 
 /// Runs one convolution through `kernel` and compares every output with the CPU reference.
 /// Returns how many outputs were compared.

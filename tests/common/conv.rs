@@ -2,7 +2,7 @@
 //! case is a conv2d case with a 1x1 kernel, no dilation and one group.
 
 use serde_json::Value;
-use strided_wgpu::{Conv2dOptions, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
 
 pub struct ConvCase {
     pub id: String,
@@ -114,4 +114,21 @@ pub fn compare(case: &ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: &[
         }
     }
     errs
+}
+
+/// The same view of the same f32 storage on the device.
+pub fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
+    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).expect("storage");
+    DeviceTensor::from_slice(ctx, &storage, &[storage.len()]).and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset())).expect("device view")
+}
+
+/// Elementwise |h|, contiguous (the reference of |terms| that scales a tolerance).
+pub fn abs(h: &HostTensor) -> HostTensor {
+    let v: Vec<f32> = h.to_vec::<f32>().expect("values").into_iter().map(f32::abs).collect();
+    HostTensor::from_vec(v, h.shape()).expect("abs")
+}
+
+/// `len` values in [-2, 2] in steps of 1/500.
+pub fn vals(rng: &mut super::rng::Rng, len: usize) -> Vec<f32> {
+    (0..len).map(|_| (rng.below(2001) as f32 - 1000.0) / 500.0).collect()
 }

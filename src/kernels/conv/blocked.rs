@@ -168,6 +168,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
     // Every parameter is checked before anything is recorded.
+    let geom = ops.geometry()?;
     let mut plan = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
@@ -181,9 +182,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let (vin, vout) = vectors(kernel, g, options, xs, ys, xbase, ybase, r.n1 - r.n0);
             let origin = |k: usize, d: usize, p: usize, what| i32_of((k * d) as isize - p as isize, what);
             let params = ConvParams {
-                xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
-                ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
-                geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+                xs: geom.xs,
+                ys: geom.ys,
+                geo: geom.geo,
                 conv: [i32_of(options.stride.0 as isize, "stride")?, i32_of(options.stride.1 as isize, "stride")?, origin(w.ky, options.dilation.0, options.padding.0, "tap row")?, origin(w.kx, options.dilation.1, options.padding.1, "tap column")?],
                 base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
                 work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],

@@ -52,6 +52,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         s => unreachable!("weight strides {s:?} of a checked convolution"),
     };
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let geom = ops.geometry()?;
     let mut plan = Vec::new();
     for r in ops.ranges {
         let images = r.n1 - r.n0;
@@ -60,11 +61,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
         let params = DepthwiseParams {
-            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
-            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
-            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
-            conv: [i32_of(o.stride.0 as isize, "stride")?, i32_of(o.stride.1 as isize, "stride")?, i32_of(o.padding.0 as isize, "padding")?, i32_of(o.padding.1 as isize, "padding")?],
-            taps: [i32_of(g.kh as isize, "kh")?, i32_of(g.kw as isize, "kw")?, i32_of(o.dilation.0 as isize, "dilation")?, i32_of(o.dilation.1 as isize, "dilation")?],
+            xs: geom.xs,
+            ys: geom.ys,
+            geo: geom.geo,
+            conv: geom.conv,
+            taps: geom.taps,
             ws: [i32_of(ws[0], "weight stride k")?, i32_of(ws[1], "weight stride c")?, i32_of(ws[2], "weight stride kh")?, i32_of(ws[3], "weight stride kw")?],
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(wl.offset() as isize, "weight offset")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
             work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, i32_of(bs, "bias stride")? as u32],
@@ -120,6 +121,7 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
     }
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let strips = g.ow.div_ceil(STRIP);
+    let geom = ops.geometry()?;
     let mut plan = Vec::new();
     for r in ops.ranges {
         let images = r.n1 - r.n0;
@@ -128,11 +130,11 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
         let params = RowsParams {
-            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
-            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
-            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
-            conv: [i32_of(o.stride.0 as isize, "stride")?, i32_of(o.stride.1 as isize, "stride")?, i32_of(o.padding.0 as isize, "padding")?, i32_of(o.padding.1 as isize, "padding")?],
-            taps: [i32_of(g.kh as isize, "kh")?, i32_of(g.kw as isize, "kw")?, i32_of(o.dilation.0 as isize, "dilation")?, i32_of(o.dilation.1 as isize, "dilation")?],
+            xs: geom.xs,
+            ys: geom.ys,
+            geo: geom.geo,
+            conv: geom.conv,
+            taps: geom.taps,
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bs, "bias stride")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
             work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, u32_of(kq, "channel quads")?],
             strips: [u32_of(strips, "strips")?, 0, 0, 0],

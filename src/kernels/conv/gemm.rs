@@ -53,6 +53,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let geom = ops.geometry()?;
     let mut plan = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
@@ -62,11 +63,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, r.n1 - r.n0);
         let params = GemmParams {
-            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
-            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
-            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
-            conv: [i32_of(o.stride.0 as isize, "stride")?, i32_of(o.stride.1 as isize, "stride")?, i32_of(o.padding.0 as isize, "padding")?, i32_of(o.padding.1 as isize, "padding")?],
-            taps: [i32_of(g.kh as isize, "kh")?, i32_of(g.kw as isize, "kw")?, i32_of(o.dilation.0 as isize, "dilation")?, i32_of(o.dilation.1 as isize, "dilation")?],
+            xs: geom.xs,
+            ys: geom.ys,
+            geo: geom.geo,
+            conv: geom.conv,
+            taps: geom.taps,
             red: [u32_of(cg, "C/groups")?, u32_of(kg, "K/groups")?, u32_of(r_len, "C/groups*kh*kw")?, u32_of(row, "packed row")?],
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?, i32_of(bs, "bias stride")?],
             work: [u32_of(pixels, "output pixels per dispatch")?, tm as u32, tn as u32, u32_of(total as usize, "workgroups")?],

@@ -188,6 +188,30 @@ impl Operands<'_> {
     }
 }
 
+/// The fields every convolution uniform starts with, checked once: input strides (n, c, h, w),
+/// output strides (n, k, oh, ow), (h, w, oh, ow), (sh, sw, ph, pw) and (kh, kw, dh, dw).
+pub(crate) struct Geometry {
+    pub xs: [i32; 4],
+    pub ys: [i32; 4],
+    pub geo: [u32; 4],
+    pub conv: [i32; 4],
+    pub taps: [i32; 4],
+}
+
+impl Operands<'_> {
+    pub fn geometry(&self) -> Result<Geometry> {
+        let (xs, ys, g, o) = (self.input.layout.strides(), self.out.layout.strides(), self.g, self.options);
+        let i = |v: usize, what: &str| i32_of(v as isize, what);
+        Ok(Geometry {
+            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
+            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
+            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+            conv: [i(o.stride.0, "stride")?, i(o.stride.1, "stride")?, i(o.padding.0, "padding")?, i(o.padding.1, "padding")?],
+            taps: [i(g.kh, "kh")?, i(g.kw, "kw")?, i(o.dilation.0, "dilation")?, i(o.dilation.1, "dilation")?],
+        })
+    }
+}
+
 /// A range of images and the byte windows of input and output that it binds.
 pub(crate) struct Images {
     pub n0: usize,
