@@ -13,12 +13,9 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
-use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
-use crate::kernels::copy;
+use crate::kernels::conv::{bias_binding, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
 use crate::layout::Layout;
-use crate::plan::CopyPlan;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -159,11 +156,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let report = &rt.report;
     let tiling = Tiling::new(g.c / options.groups);
     let wins = windows(g, options.groups, tiling);
-    // The weight as [K, C/groups, kh, kw].
-    let w4 = match ops.weight.layout.rank() {
-        2 => ops.weight.layout.unsqueeze(-1)?.unsqueeze(-1)?,
-        _ => ops.weight.layout.clone(),
-    };
+    let w4 = ops.weight4()?;
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
@@ -195,19 +188,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     }
     // The weight blocks, zero-padded, filled by copies recorded ahead of the dispatches.
     let block_elems = wins.len() * BLOCK;
-    let blocks = rt.scoped(OP, || {
-        let b = rt.buffer(OP, (block_elems * 4) as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        enc.clear_buffer(b.buffer(), 0, None);
-        Ok(b)
-    })?;
+    let blocks = packed_buffer(rt, enc, block_elems, wgpu::BufferUsages::UNIFORM)?;
     let [sk, sc] = block_strides(kernel, tiling);
     for (i, w) in wins.iter().enumerate() {
         let dst = Layout::as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK, block_elems)?;
         let src = w4.select(3, w.kx as isize)?.select(2, w.ky as isize)?.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;
-        let copy_plan = CopyPlan::new(&dst, &src)?;
-        let Some(path) = copy::auto_path(report, &copy_plan, DType::F32, DType::F32, ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) else { continue };
-        let prepared = copy::prepare(report, &copy_plan, DType::F32, DType::F32, path)?;
-        copy::record(rt, enc, keep, prepared, blocks.buffer(), ops.weight.buffer)?;
+        pack(rt, enc, keep, ops, &dst, &src, blocks.buffer())?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, blocks.buffer());

@@ -5,12 +5,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::error::{Error, Result};
-use crate::dtype::DType;
-use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
-use crate::kernels::copy;
+use crate::error::Result;
+use crate::kernels::conv::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
 use crate::layout::Layout;
-use crate::plan::CopyPlan;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -109,16 +106,12 @@ const STRIP: usize = 8;
 /// 4 channels), then 4 channels x 8 pixels of a row per invocation.
 fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
-    let report = &rt.report;
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
     let kq = g.k.div_ceil(4);
     let taps = g.kh * g.kw;
     let packed_elems = taps * kq * 4;
-    let packed_bytes = packed_elems as u64 * 4;
-    if packed_bytes > report.max_storage_buffer_binding_size {
-        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", ops.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
-    }
+    check_packed(rt, packed_elems, ops.weight.layout)?;
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let strips = g.ow.div_ceil(STRIP);
     let geom = ops.geometry()?;
@@ -143,23 +136,12 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
         let constants = vec![("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64), ("SLIDE", slide as i64)];
         plan.push((r, params, PipelineKey { shader: "conv2d_depthwise_rows", constants }, vout, grid));
     }
-    let packed = rt.scoped(OP, || {
-        let b = rt.buffer(OP, packed_elems as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        enc.clear_buffer(b.buffer(), 0, None);
-        Ok(b)
-    })?;
     // The weight as [K, 1, kh, kw], copied to element (ky * kw + kx) * 4 * kq + k.
-    let w4 = match ops.weight.layout.rank() {
-        2 => ops.weight.layout.unsqueeze(-1)?.unsqueeze(-1)?,
-        _ => ops.weight.layout.clone(),
-    };
+    let w4 = ops.weight4()?;
     let row = (4 * kq) as isize;
     let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
-    let copy_plan = CopyPlan::new(&dst, &w4)?;
-    if let Some(path) = copy::auto_path(report, &copy_plan, DType::F32, DType::F32, ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) {
-        let prepared = copy::prepare(report, &copy_plan, DType::F32, DType::F32, path)?;
-        copy::record(rt, enc, keep, prepared, packed.buffer(), ops.weight.buffer)?;
-    }
+    let packed = packed_buffer(rt, enc, packed_elems, wgpu::BufferUsages::empty())?;
+    pack(rt, enc, keep, ops, &dst, &w4, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
     let dispatches: Vec<Dispatch<'_, RowsParams>> = plan

@@ -6,12 +6,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
-use crate::kernels::copy;
+use crate::kernels::conv::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
 use crate::layout::Layout;
-use crate::plan::CopyPlan;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -39,7 +36,6 @@ struct GemmParams {
 /// Records the convolution of `ops` through the GEMM kernel.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
-    let report = &rt.report;
     let groups = o.groups;
     let (cg, kg) = (g.c / groups, g.k / groups);
     let r_len = cg * g.kh * g.kw;
@@ -47,9 +43,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // The packed weight: [groups][r][row] vec4 words, r in the kernel's order.
     let packed_elems = groups.checked_mul(r_len).and_then(|v| v.checked_mul(row * 4)).ok_or_else(|| Error::overflow(OP, format!("packing weight {:?}", ops.weight.layout.shape())))?;
     let packed_bytes = packed_elems as u64 * 4;
-    if packed_bytes > report.max_storage_buffer_binding_size {
-        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", ops.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
-    }
+    check_packed(rt, packed_elems, ops.weight.layout)?;
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
@@ -75,22 +69,14 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
         plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, vout, grid));
     }
-    let packed = rt.scoped(OP, || {
-        let b = rt.buffer(OP, packed_bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        enc.clear_buffer(b.buffer(), 0, None);
-        Ok(b)
-    })?;
     // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),
     // copied into the packed rows: element (g, k, c, ky, kx) at ((g * R + r) * row) * 4 + k.
     let w = ops.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
     let rs = (row * 4) as isize;
     let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
-    let copy_plan = CopyPlan::new(&dst, &w)?;
-    if let Some(path) = copy::auto_path(report, &copy_plan, DType::F32, DType::F32, ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC), |c| copy::transpose_default(report, c)) {
-        let prepared = copy::prepare(report, &copy_plan, DType::F32, DType::F32, path)?;
-        copy::record(rt, enc, keep, prepared, packed.buffer(), ops.weight.buffer)?;
-    }
+    let packed = packed_buffer(rt, enc, packed_elems, wgpu::BufferUsages::empty())?;
+    pack(rt, enc, keep, ops, &dst, &w, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan

@@ -23,6 +23,10 @@ use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
+use crate::dtype::DType;
+use crate::kernels::copy;
+use crate::plan::CopyPlan;
+use crate::runtime::pool::Pooled;
 use crate::error::{Error, Result};
 use crate::kernels::shaders;
 use crate::layout::Layout;
@@ -341,6 +345,47 @@ pub(crate) fn out_bindings<'a>(out: &'a wgpu::Buffer, window: (u64, u64), scratc
     } else {
         [(out, window), (scratch, (0, 16))]
     }
+}
+
+impl Operands<'_> {
+    /// The weight as [K, C/groups, kh, kw] (a 2-d 1x1 weight [K, C/groups] gains its 1x1 dims).
+    pub fn weight4(&self) -> Result<Layout> {
+        match self.weight.layout.rank() {
+            2 => self.weight.layout.unsqueeze(-1)?.unsqueeze(-1),
+            _ => Ok(self.weight.layout.clone()),
+        }
+    }
+}
+
+/// Checks that a packed weight of `elems` f32, bound whole, fits one storage binding (before
+/// anything is recorded).
+pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Result<()> {
+    let (bytes, max) = (elems as u64 * 4, rt.report.max_storage_buffer_binding_size);
+    if bytes > max {
+        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", weight.shape()), limit: "max_storage_buffer_binding_size", requested: bytes, max });
+    }
+    Ok(())
+}
+
+/// A zeroed scratch buffer of `elems` f32 into which a family packs the weight (cleared by a
+/// command recorded ahead of the copies).
+pub(crate) fn packed_buffer(rt: &Runtime, enc: &mut wgpu::CommandEncoder, elems: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
+    rt.scoped(OP, || {
+        let b = rt.buffer(OP, elems as u64 * 4, usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        enc.clear_buffer(b.buffer(), 0, None);
+        Ok(b)
+    })
+}
+
+/// Records the copy of the weight view `src` (of `ops.weight`'s buffer) into the view `dst`
+/// of `packed`, through the copy path the adapter's default choice gives.
+pub(crate) fn pack(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer) -> Result<()> {
+    let report = &rt.report;
+    let plan = CopyPlan::new(dst, src)?;
+    let buffer_copy = ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
+    let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
+    let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
+    copy::record(rt, enc, keep, prepared, packed, ops.weight.buffer)
 }
 
 /// The bias binding: the bias's buffer, or, without a bias (which the kernels then never read),
