@@ -66,7 +66,7 @@ pub(crate) fn read_bits(b: &[u8]) -> u32 {
     u32::from_le_bytes(w)
 }
 
-fn write_bits(b: &mut [u8], bits: u32) {
+pub(crate) fn write_bits(b: &mut [u8], bits: u32) {
     let n = b.len();
     b.copy_from_slice(&bits.to_le_bytes()[..n]);
 }

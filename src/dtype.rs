@@ -152,3 +152,42 @@ pub fn f32_to_bf16_bits(x: u32) -> u16 {
     }
     ((x + 0x7fff + ((x >> 16) & 1)) >> 16) as u16
 }
+
+/// An element's bits converted from `from` to `to`: identity within a type; float to float
+/// through f32, rounding to nearest even; integer to integer keeping the low bits of the
+/// sign- or zero-extended value; integer to float rounding to nearest even (to f32, then to
+/// f16/bf16); float to integer truncating toward zero, saturating at the target's range, NaN
+/// to 0.
+pub fn cast_bits(from: DType, to: DType, bits: u32) -> u32 {
+    let int = |d: DType, b: u32| -> i64 {
+        match d {
+            DType::I8 => b as u8 as i8 as i64,
+            DType::U8 => (b & 0xff) as i64,
+            DType::I32 => b as i32 as i64,
+            _ => b as i64,
+        }
+    };
+    if from == to {
+        return bits;
+    }
+    match (from.is_float(), to.is_float()) {
+        (true, true) => f32_bits_to_float(to, float_bits_to_f32(from, bits)),
+        (false, false) => {
+            let v = int(from, bits) as u32;
+            match to.size() {
+                1 => v & 0xff,
+                _ => v,
+            }
+        }
+        (false, true) => f32_bits_to_float(to, (int(from, bits) as f32).to_bits()),
+        (true, false) => {
+            let f = f32::from_bits(float_bits_to_f32(from, bits));
+            match to {
+                DType::I32 => f as i32 as u32,
+                DType::U32 => f as u32,
+                DType::U8 => f as u8 as u32,
+                _ => f as i8 as u8 as u32,
+            }
+        }
+    }
+}

@@ -5,6 +5,10 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::cpu::{self, Source};
 use crate::dtype::{DType, Element};
+use crate::elementwise::api::{Elementwise, Target};
+use crate::elementwise::cpu::{execute, Src};
+use crate::elementwise::resolve::{resolve, Input};
+use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::layout::{checked_numel, Layout, MemoryFormat, Overlap};
 use crate::plan::CopyPlan;
@@ -194,4 +198,44 @@ pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType,
         }
     }
     Ok(Some(plan))
+}
+
+impl Elementwise for HostTensor {
+    /// Runs the op on the CPU (the reference of the device kernels).
+    fn run(op: Op, inputs: &[Input<'_, HostTensor>], target: Target<'_, HostTensor>) -> Result<HostTensor> {
+        let (r, tensors) = resolve(op, inputs, target, HostTensor::shares_storage)?;
+        let out = match target {
+            Target::New => {
+                let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
+                let bytes = len.checked_mul(r.out_dtype.size()).ok_or_else(|| Error::overflow(op.name(), format!("the byte size of a result of shape {:?}", r.out_layout.shape())))?;
+                HostTensor::from_bytes(r.out_dtype, vec![0; bytes], r.out_layout.clone())?
+            }
+            Target::InPlace => tensors[0].clone(),
+            Target::Out(t) => t.clone(),
+        };
+        // Lock each storage once, in one global order (by address): the destination's for
+        // writing, every other for reading.
+        let mut others: Vec<&HostTensor> = tensors.iter().copied().filter(|t| !t.shares_storage(&out)).collect();
+        others.sort_by_key(|t| Arc::as_ptr(&t.storage));
+        others.dedup_by(|a, b| a.shares_storage(b));
+        let out_ptr = Arc::as_ptr(&out.storage);
+        let (mut guards, mut dst) = (Vec::with_capacity(others.len()), None);
+        for t in &others {
+            if dst.is_none() && out_ptr < Arc::as_ptr(&t.storage) {
+                dst = Some(out.write());
+            }
+            guards.push((Arc::as_ptr(&t.storage), t.read()));
+        }
+        let mut dst = dst.unwrap_or_else(|| out.write());
+        let srcs: Vec<Src<'_>> = tensors
+            .iter()
+            .map(|t| match guards.iter().find(|(p, _)| *p == Arc::as_ptr(&t.storage)) {
+                Some((_, g)) => Src::Bytes(g.as_slice()),
+                None => Src::Dest,
+            })
+            .collect();
+        execute(&r, &mut dst, &srcs);
+        drop(dst);
+        Ok(out)
+    }
 }

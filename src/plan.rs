@@ -1,28 +1,38 @@
-//! Copy plans: what every copy kernel, CPU or GPU, receives.
+//! Iteration plans: what every elementwise kernel, CPU or GPU, receives, copies included.
 //!
-//! Built as PyTorch's TensorIterator builds one for `copy_`: the source is broadcast to the
-//! destination's shape, size-1 dims drop out, dims where the destination walks backwards are
-//! flipped in both operands, dims are ordered by the destination's strides (innermost first),
-//! and neighbouring dims that are contiguous in both operands are merged. A permuted but
-//! dense copy collapses to a few dims; a dense copy to one.
+//! Built as PyTorch's TensorIterator builds one: the inputs are broadcast to the output's
+//! shape, size-1 dims drop out, dims where the output walks backwards are flipped in every
+//! operand, dims are ordered by the operands' strides (the output's first, innermost first),
+//! and neighbouring dims that are contiguous in every operand are merged. A permuted but
+//! dense operation collapses to a few dims; a dense one to one.
 //!
-//! [`CopyPlan::offsets`] is the crate's one index formula in Rust; `shaders/gather.wgsl`'s
-//! `plan_offsets` is its WGSL twin, and a device test pins the two to each other.
+//! Operand 0 is the output, operands 1.. the tensor inputs. A copy is the one-input case
+//! ([`CopyPlan::new`]: operand 1 is the source), and the copy kernels read it through the
+//! two-operand accessors (`dst_*`, `src_*`).
+//!
+//! [`IterPlan::offsets_into`] is the crate's one index formula in Rust; `plan_offsets` in
+//! `shaders/plan.wgsl` (two operands) and `iter_offset` in `shaders/iter.wgsl` (any operand)
+//! are its WGSL twins, and device tests pin them to it.
 
 use crate::error::{Error, Result};
 use crate::layout::ops::broadcast_error;
 use crate::layout::Layout;
 
-/// A copy from one strided view into another, with dims ordered innermost first.
+/// Operands a plan holds at most: an output and three inputs.
+pub const MAX_OPERANDS: usize = 4;
+
+/// An elementwise traversal of an output and its inputs, with dims ordered innermost first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CopyPlan {
+pub struct IterPlan {
     sizes: Vec<usize>,
-    dst_strides: Vec<isize>,
-    src_strides: Vec<isize>,
-    dst_offset: usize,
-    src_offset: usize,
+    /// `strides[k][d]`: operand k's stride along plan dim d.
+    strides: Vec<Vec<isize>>,
+    offsets: Vec<usize>,
     numel: usize,
 }
+
+/// A copy's plan: the two-operand [`IterPlan`] (operand 0 the destination, 1 the source).
+pub type CopyPlan = IterPlan;
 
 /// The shape class of a plan, which picks the kernel on the CPU and the GPU alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +88,7 @@ impl Cuts {
     }
 }
 
-impl CopyPlan {
+impl IterPlan {
     /// The plan for `dst.copy_(src)`: `src` is broadcast to `dst`'s shape.
     ///
     /// ```
@@ -91,48 +101,73 @@ impl CopyPlan {
     /// assert_eq!(plan.src_strides(), &[20, 1]);
     /// ```
     pub fn new(dst: &Layout, src: &Layout) -> Result<CopyPlan> {
-        let src = src.broadcast_to(dst.shape()).map_err(|_| broadcast_error("copy_", src.shape(), dst.shape()))?;
-        let numel = dst.numel();
-        let (mut dst_offset, mut src_offset) = (dst.offset() as isize, src.offset() as isize);
-        // (size, dst stride, src stride), innermost first, size-1 dims dropped.
-        let mut dims: Vec<(usize, isize, isize)> = Vec::with_capacity(dst.rank());
+        Self::build("copy_", dst, &[src])
+    }
+
+    /// The plan of an elementwise operation writing `out` from `inputs` (1 to 3), each
+    /// broadcast to `out`'s shape; the error names the input and the dim that does not
+    /// broadcast. The caller checks overlap and types.
+    ///
+    /// ```
+    /// use strided_wgpu::{IterPlan, Layout, MemoryFormat};
+    /// // A channels-last output, a bias [1, 64, 1, 1] broadcast over it, and an NCHW input.
+    /// let out = Layout::with_format(&[8, 64, 4, 4], MemoryFormat::ChannelsLast).unwrap();
+    /// let bias = Layout::contiguous(&[1, 64, 1, 1]).unwrap();
+    /// let x = Layout::contiguous(&[8, 64, 4, 4]).unwrap();
+    /// let plan = IterPlan::build("add", &out, &[&bias, &x]).unwrap();
+    /// assert_eq!(plan.sizes(), &[64, 16, 8]);
+    /// assert_eq!(plan.strides(1), &[1, 0, 0]);
+    /// assert_eq!(plan.strides(2), &[16, 1, 1024]);
+    /// ```
+    pub fn build(op: &'static str, out: &Layout, inputs: &[&Layout]) -> Result<IterPlan> {
+        if inputs.is_empty() || inputs.len() >= MAX_OPERANDS {
+            return Err(Error::invalid(op, format!("a plan takes 1 to {} inputs, got {}", MAX_OPERANDS - 1, inputs.len())));
+        }
+        let mut layouts = vec![out.clone()];
+        for l in inputs {
+            layouts.push(l.broadcast_to(out.shape()).map_err(|_| broadcast_error(op, l.shape(), out.shape()))?);
+        }
+        let n_ops = layouts.len();
+        let numel = out.numel();
+        let mut offsets: Vec<isize> = layouts.iter().map(|l| l.offset() as isize).collect();
+        // (size, strides of every operand), innermost first, size-1 dims dropped.
+        let mut dims: Vec<(usize, Vec<isize>)> = Vec::with_capacity(out.rank());
         if numel > 0 {
-            for d in (0..dst.rank()).rev() {
-                let (n, mut ds, mut ss) = (dst.shape()[d], dst.strides()[d], src.strides()[d]);
+            for d in (0..out.rank()).rev() {
+                let n = out.shape()[d];
                 if n == 1 {
                     continue;
                 }
-                if ds < 0 || (ds == 0 && ss < 0) {
-                    // Walk this dim backwards in both operands: same pairs, forward destination.
-                    // In range: both offsets stay inside their (valid) views.
-                    dst_offset += ds * (n as isize - 1);
-                    src_offset += ss * (n as isize - 1);
-                    ds = -ds;
-                    ss = -ss;
+                let mut st: Vec<isize> = layouts.iter().map(|l| l.strides()[d]).collect();
+                if st.iter().find(|&&s| s != 0).is_some_and(|&s| s < 0) {
+                    // Walk this dim backwards in every operand: the same tuples, a forward
+                    // output. In range: every offset stays inside its (valid) view.
+                    for k in 0..n_ops {
+                        offsets[k] += st[k] * (n as isize - 1);
+                        st[k] = -st[k];
+                    }
                 }
-                dims.push((n, ds, ss));
+                dims.push((n, st));
             }
         }
         sort_dims(&mut dims);
-        let mut merged: Vec<(usize, isize, isize)> = Vec::with_capacity(dims.len());
-        for (n, ds, ss) in dims {
+        let mut merged: Vec<(usize, Vec<isize>)> = Vec::with_capacity(dims.len());
+        for (n, st) in dims {
             match merged.last_mut() {
-                Some((pn, pds, pss)) if *pds * *pn as isize == ds && *pss * *pn as isize == ss => {
-                    *pn = pn.checked_mul(n).ok_or_else(|| Error::overflow("copy_", "the plan's merged size"))?;
+                Some((pn, pst)) if pst.iter().zip(&st).all(|(&p, &s)| p * *pn as isize == s) => {
+                    *pn = pn.checked_mul(n).ok_or_else(|| Error::overflow(op, "the plan's merged size"))?;
                 }
-                _ => merged.push((n, ds, ss)),
+                _ => merged.push((n, st)),
             }
         }
         if numel == 0 {
-            merged = vec![(0, 1, 1)];
+            merged = vec![(0, vec![1; n_ops])];
         }
-        Ok(CopyPlan {
+        Ok(IterPlan {
             sizes: merged.iter().map(|d| d.0).collect(),
-            dst_strides: merged.iter().map(|d| d.1).collect(),
-            src_strides: merged.iter().map(|d| d.2).collect(),
+            strides: (0..n_ops).map(|k| merged.iter().map(|d| d.1[k]).collect()).collect(),
             // Non-negative: each is the index of an element its view reaches.
-            dst_offset: dst_offset as usize,
-            src_offset: src_offset as usize,
+            offsets: offsets.iter().map(|&o| o as usize).collect(),
             numel,
         })
     }
@@ -141,23 +176,37 @@ impl CopyPlan {
     pub fn sizes(&self) -> &[usize] {
         &self.sizes
     }
-    /// Destination strides, innermost first (never negative).
-    pub fn dst_strides(&self) -> &[isize] {
-        &self.dst_strides
+    /// The number of operands (the output and the tensor inputs).
+    pub fn operands(&self) -> usize {
+        self.strides.len()
     }
-    /// Source strides, innermost first (0 for broadcast dims, negative for reversed ones).
+    /// Operand `k`'s strides, innermost first (0 for broadcast dims, negative for reversed
+    /// inputs; the output's are never negative).
+    pub fn strides(&self, k: usize) -> &[isize] {
+        &self.strides[k]
+    }
+    /// Operand `k`'s element at linear index 0.
+    pub fn offset(&self, k: usize) -> usize {
+        self.offsets[k]
+    }
+    /// Destination strides (operand 0), innermost first (never negative).
+    pub fn dst_strides(&self) -> &[isize] {
+        &self.strides[0]
+    }
+    /// Source strides (operand 1), innermost first (0 for broadcast dims, negative for
+    /// reversed ones).
     pub fn src_strides(&self) -> &[isize] {
-        &self.src_strides
+        &self.strides[1]
     }
     /// The destination element of linear index 0.
     pub fn dst_offset(&self) -> usize {
-        self.dst_offset
+        self.offsets[0]
     }
     /// The source element of linear index 0.
     pub fn src_offset(&self) -> usize {
-        self.src_offset
+        self.offsets[1]
     }
-    /// The number of elements copied.
+    /// The number of elements written.
     pub fn numel(&self) -> usize {
         self.numel
     }
@@ -166,7 +215,7 @@ impl CopyPlan {
         self.sizes.len()
     }
 
-    /// The plan's shape class.
+    /// The shape class of the copy from operand 1 into operand 0.
     pub fn kind(&self) -> CopyKind {
         if self.numel == 0 {
             return CopyKind::Empty;
@@ -174,81 +223,119 @@ impl CopyPlan {
         let inner = |s: &[isize]| s.first().is_none_or(|&s| s == 1);
         match self.rank() {
             0 => CopyKind::Dense,
-            1 if inner(&self.dst_strides) && inner(&self.src_strides) => CopyKind::Dense,
-            _ if inner(&self.dst_strides) && inner(&self.src_strides) => CopyKind::InnerContiguous,
-            _ if inner(&self.dst_strides) => match self.src_strides.iter().position(|&s| s == 1) {
+            1 if inner(self.dst_strides()) && inner(self.src_strides()) => CopyKind::Dense,
+            _ if inner(self.dst_strides()) && inner(self.src_strides()) => CopyKind::InnerContiguous,
+            _ if inner(self.dst_strides()) => match self.src_strides().iter().position(|&s| s == 1) {
                 Some(dim) => CopyKind::BatchedTranspose { dim },
-                None => CopyKind::StridedRows { step: self.src_strides[0] },
+                None => CopyKind::StridedRows { step: self.src_strides()[0] },
             },
             _ => CopyKind::Gather,
         }
     }
 
-    /// The index formula: the (destination, source) element indices of linear index `i`,
-    /// where `i` counts elements with dim 0 fastest. Mirrors `plan_offsets` in WGSL.
-    pub fn offsets(&self, mut i: usize) -> (usize, usize) {
-        let mut dst = self.dst_offset as isize;
-        let mut src = self.src_offset as isize;
+    /// The index formula: every operand's element index at linear index `i`, where `i` counts
+    /// elements with dim 0 fastest. Mirrors `iter_offset` and `plan_offsets` in WGSL.
+    pub fn offsets_into(&self, mut i: usize, out: &mut [usize]) {
+        let mut acc: [isize; MAX_OPERANDS] = [0; MAX_OPERANDS];
+        for (a, &o) in acc.iter_mut().zip(&self.offsets) {
+            *a = o as isize;
+        }
         for d in 0..self.rank() {
             let n = self.sizes[d];
             let k = (i % n) as isize;
             i /= n;
-            dst += k * self.dst_strides[d];
-            src += k * self.src_strides[d];
+            for (a, s) in acc.iter_mut().zip(&self.strides) {
+                *a += k * s[d];
+            }
         }
-        (dst as usize, src as usize)
+        for (o, &a) in out.iter_mut().zip(&acc) {
+            *o = a as usize;
+        }
+    }
+
+    /// The (destination, source) element indices of linear index `i` ([`Self::offsets_into`]
+    /// for operands 0 and 1).
+    pub fn offsets(&self, i: usize) -> (usize, usize) {
+        let mut o = [0usize; MAX_OPERANDS];
+        self.offsets_into(i, &mut o);
+        (o[0], o[1])
     }
 }
 
-/// Orders dims innermost first by the destination's strides, breaking ties (and stride-0 dims)
-/// with the source's: PyTorch's `reorder_dimensions` insertion sort.
-fn sort_dims(dims: &mut [(usize, isize, isize)]) {
-    let should_swap = |a: (usize, isize, isize), b: (usize, isize, isize)| -> bool {
-        for (sa, sb) in [(a.1, b.1), (a.2, b.2)] {
-            let (sa, sb) = (sa.unsigned_abs(), sb.unsigned_abs());
-            if sa == 0 || sb == 0 {
-                continue;
+/// Orders dims innermost first by the operands' strides, the output's first, breaking ties
+/// (and skipping stride-0 dims) with the next operand's: PyTorch's `reorder_dimensions`
+/// insertion sort.
+fn sort_dims(dims: &mut [(usize, Vec<isize>)]) {
+    let mut perm: Vec<usize> = (0..dims.len()).collect();
+    reorder(&mut perm, |a, b| compare_dims(dims[a].0, &dims[a].1, dims[b].0, &dims[b].1));
+    let sorted: Vec<(usize, Vec<isize>)> = perm.iter().map(|&i| dims[i].clone()).collect();
+    for (d, s) in dims.iter_mut().zip(sorted) {
+        *d = s;
+    }
+}
+
+/// PyTorch's `reorder_dimensions` loop over `perm` (innermost first): each dim moves outward
+/// past every dim `cmp` says it belongs outside of (> 0), stopping at the first it belongs
+/// inside of (< 0) and passing ties (0).
+pub(crate) fn reorder(perm: &mut [usize], cmp: impl Fn(usize, usize) -> i8) {
+    for i in 1..perm.len() {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match cmp(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
             }
-            if sa != sb {
-                return sa > sb;
-            }
-            if a.0 > b.0 {
-                return true;
-            }
-        }
-        false
-    };
-    for i in 1..dims.len() {
-        let mut j = i;
-        while j > 0 && should_swap(dims[j - 1], dims[j]) {
-            dims.swap(j - 1, j);
-            j -= 1;
         }
     }
 }
 
-impl CopyPlan {
+/// PyTorch's `should_swap` on stride magnitudes: 1 when dim a (size `na`, operand strides
+/// `sa`), placed inside dim b, belongs outside it; -1 when it belongs inside; 0 when no
+/// operand tells (broadcast in either, or equal strides and sizes).
+pub(crate) fn compare_dims(na: usize, sa: &[isize], nb: usize, sb: &[isize]) -> i8 {
+    for (&x, &y) in sa.iter().zip(sb) {
+        let (x, y) = (x.unsigned_abs(), y.unsigned_abs());
+        if x == 0 || y == 0 {
+            continue;
+        }
+        if x != y {
+            return if x < y { -1 } else { 1 };
+        }
+        if na > nb {
+            return 1;
+        }
+    }
+    0
+}
+
+impl IterPlan {
+    /// The lowest and highest element index operand `k` reaches.
+    pub fn span(&self, k: usize) -> (usize, usize) {
+        let (mut lo, mut hi) = (self.offsets[k] as isize, self.offsets[k] as isize);
+        for (&n, &s) in self.sizes.iter().zip(&self.strides[k]) {
+            let r = (n as isize - 1) * s;
+            if r < 0 { lo += r } else { hi += r }
+        }
+        (lo as usize, hi as usize)
+    }
+
     /// The lowest and highest element index each operand reaches: ((dst lo, hi), (src lo, hi)).
     pub fn spans(&self) -> ((usize, usize), (usize, usize)) {
-        let span = |off: usize, strides: &[isize]| {
-            let (mut lo, mut hi) = (off as isize, off as isize);
-            for (&n, &s) in self.sizes.iter().zip(strides) {
-                let r = (n as isize - 1) * s;
-                if r < 0 { lo += r } else { hi += r }
-            }
-            (lo as usize, hi as usize)
-        };
-        (span(self.dst_offset, &self.dst_strides), span(self.src_offset, &self.src_strides))
+        (self.span(0), self.span(1))
     }
 
     /// Splits the plan into pieces that each satisfy `fits` (a binding-size or rank limit).
     /// Each step halves one dim that `cuts` allows (see [`Cuts`]): the outermost while the plan
-    /// has more than `cuts.max_rank` dims, else the one whose extent in either operand is the
+    /// has more than `cuts.max_rank` dims, else the one whose extent in any operand is the
     /// largest, so that a dim whose stride makes the span too wide is the one cut. A batch dim
     /// (2 and up) cut down to size 1 is dropped; dims 0 and 1 stay, since the row and
     /// transpose kernels read their strides. Fails with the piece that no allowed cut can
     /// shrink further.
-    pub(crate) fn pieces(&self, cuts: Cuts, fits: impl Fn(&CopyPlan) -> bool) -> std::result::Result<Vec<CopyPlan>, CopyPlan> {
+    pub(crate) fn pieces(&self, cuts: Cuts, fits: impl Fn(&IterPlan) -> bool) -> std::result::Result<Vec<IterPlan>, IterPlan> {
         let mut out = Vec::new();
         let mut stack = vec![self.clone()];
         while let Some(p) = stack.pop() {
@@ -265,13 +352,15 @@ impl CopyPlan {
             // Push the upper half first so that pieces come out in order.
             for (start, len) in [(half, n - half), (0, half)] {
                 let mut q = p.clone();
-                q.dst_offset = (q.dst_offset as isize + start as isize * q.dst_strides[d]) as usize;
-                q.src_offset = (q.src_offset as isize + start as isize * q.src_strides[d]) as usize;
+                for k in 0..q.operands() {
+                    q.offsets[k] = (q.offsets[k] as isize + start as isize * q.strides[k][d]) as usize;
+                }
                 q.numel = p.numel / n * len;
                 if len == 1 && d > 1 {
                     q.sizes.remove(d);
-                    q.dst_strides.remove(d);
-                    q.src_strides.remove(d);
+                    for s in &mut q.strides {
+                        s.remove(d);
+                    }
                 } else {
                     q.sizes[d] = len;
                 }
@@ -288,23 +377,21 @@ impl CopyPlan {
         if self.rank() > cuts.max_rank {
             return cuttable.next_back();
         }
-        let extent = |d: usize| (self.sizes[d] as u128 - 1) * self.dst_strides[d].unsigned_abs().max(self.src_strides[d].unsigned_abs()) as u128;
+        let extent = |d: usize| (self.sizes[d] as u128 - 1) * self.strides.iter().map(|s| s[d].unsigned_abs()).max().unwrap_or(0) as u128;
         // `max_by_key` keeps the last of equal keys: the outermost.
         cuttable.max_by_key(|&(d, _)| extent(d))
     }
 
-    /// The same copy with plan dim `from` moved to position `to` (the linear order changes,
-    /// the set of copied pairs does not).
-    pub(crate) fn with_dim_moved(&self, from: usize, to: usize) -> CopyPlan {
+    /// The same traversal with plan dim `from` moved to position `to` (the linear order
+    /// changes, the set of visited tuples does not).
+    pub(crate) fn with_dim_moved(&self, from: usize, to: usize) -> IterPlan {
         let mut p = self.clone();
-        let mv = |v: &mut Vec<isize>| {
-            let x = v.remove(from);
-            v.insert(to, x);
-        };
         let s = p.sizes.remove(from);
         p.sizes.insert(to, s);
-        mv(&mut p.dst_strides);
-        mv(&mut p.src_strides);
+        for v in &mut p.strides {
+            let x = v.remove(from);
+            v.insert(to, x);
+        }
         p
     }
 
@@ -315,46 +402,48 @@ impl CopyPlan {
     pub(crate) fn transpose_order(&self, dim: usize) -> CopyPlan {
         let mut p = self.with_dim_moved(dim, 1);
         if p.rank() > 3 {
-            let mut batch: Vec<(usize, isize, isize)> = (2..p.rank()).map(|d| (p.sizes[d], p.dst_strides[d], p.src_strides[d])).collect();
-            batch.sort_by_key(|&(_, ds, ss)| (ss.unsigned_abs(), ds));
-            for (k, (n, ds, ss)) in batch.into_iter().enumerate() {
-                (p.sizes[k + 2], p.dst_strides[k + 2], p.src_strides[k + 2]) = (n, ds, ss);
+            let mut batch: Vec<usize> = (2..p.rank()).collect();
+            batch.sort_by_key(|&d| (p.strides[1][d].unsigned_abs(), p.strides[0][d]));
+            let q = p.clone();
+            for (k, d) in batch.into_iter().enumerate() {
+                p.sizes[k + 2] = q.sizes[d];
+                for (ps, qs) in p.strides.iter_mut().zip(&q.strides) {
+                    ps[k + 2] = qs[d];
+                }
             }
         }
         p
     }
 
-    /// The same copy with both offsets lowered (the operands moved to buffers that start at
-    /// element `dst_lo` and `src_lo` of the originals).
-    pub(crate) fn rebased(&self, dst_lo: usize, src_lo: usize) -> CopyPlan {
-        CopyPlan { dst_offset: self.dst_offset - dst_lo, src_offset: self.src_offset - src_lo, ..self.clone() }
+    /// The same traversal with every offset lowered (operand k moved to a buffer that starts
+    /// at element `lo[k]` of the original).
+    pub(crate) fn rebased(&self, lo: &[usize]) -> IterPlan {
+        IterPlan { offsets: self.offsets.iter().zip(lo).map(|(&o, &l)| o - l).collect(), ..self.clone() }
     }
 
     /// The same copy counted in words of `unit` elements, when dim 0 is contiguous in the
     /// destination and walked with stride `step` (1, or 2 for a slice `::2`) in the source, and
     /// its size, both offsets and every other stride are multiples of `unit`. Destination word
     /// `w` of a row then takes every `step`-th element of the `step` source words from word
-    /// `step * w` on; the word plan's dim-0 source stride is `step`.
+    /// `step * w` on; the word plan's dim-0 source stride is `step`. Two-operand plans only.
     pub(crate) fn in_words(&self, unit: usize, step: isize) -> Option<CopyPlan> {
-        let dense0 = self.dst_strides.first() == Some(&1) && self.src_strides.first() == Some(&step) && step >= 1;
+        let dense0 = self.operands() == 2 && self.dst_strides().first() == Some(&1) && self.src_strides().first() == Some(&step) && step >= 1;
         let aligned = |x: isize| x.rem_euclid(unit as isize) == 0;
         if !dense0
             || !self.sizes[0].is_multiple_of(unit)
-            || !self.dst_offset.is_multiple_of(unit)
-            || !self.src_offset.is_multiple_of(unit)
-            || !self.dst_strides[1..].iter().chain(&self.src_strides[1..]).all(|&s| aligned(s))
+            || !self.dst_offset().is_multiple_of(unit)
+            || !self.src_offset().is_multiple_of(unit)
+            || !self.dst_strides()[1..].iter().chain(&self.src_strides()[1..]).all(|&s| aligned(s))
         {
             return None;
         }
         let div = |s: &[isize]| -> Vec<isize> { s.iter().enumerate().map(|(i, &x)| if i == 0 { x } else { x / unit as isize }).collect() };
         let mut sizes = self.sizes.clone();
         sizes[0] /= unit;
-        Some(CopyPlan {
+        Some(IterPlan {
             sizes,
-            dst_strides: div(&self.dst_strides),
-            src_strides: div(&self.src_strides),
-            dst_offset: self.dst_offset / unit,
-            src_offset: self.src_offset / unit,
+            strides: vec![div(self.dst_strides()), div(self.src_strides())],
+            offsets: vec![self.dst_offset() / unit, self.src_offset() / unit],
             numel: self.numel / unit,
         })
     }

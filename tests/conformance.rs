@@ -8,6 +8,7 @@
 mod common;
 
 use common::conv::{self as convcase, to_device};
+use common::elementwise as ew;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use strided_wgpu::{conv1x1, conv1x1_cpu, conv2d, conv2d_cpu, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
@@ -53,6 +54,31 @@ impl Replay for DeviceTensor {
             t => panic!("no replay for {t}"),
         })
     }
+}
+
+/// elementwise.jsonl on the host, then on every adapter: one line for all of them.
+fn elementwise_suite() -> bool {
+    let (path, cases) = ew::load("elementwise.jsonl", "CONFORMANCE_ELEMENTWISE");
+    assert!(!cases.is_empty(), "{path} holds no cases");
+    let (mut pass, mut fail) = (0, 0);
+    let mut tally = |what: &str, run: &dyn Fn(&ew::Case) -> Vec<String>| {
+        let (mut p, mut f) = (0, 0);
+        for case in &cases {
+            let errs = run(case);
+            if errs.is_empty() {
+                p += 1;
+            } else {
+                f += 1;
+                eprintln!("FAIL elementwise {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
+            }
+        }
+        eprintln!("  elementwise {what}: {p} passed, {f} failed");
+        pass += p;
+        fail += f;
+    };
+    tally("host", &|case| ew::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()));
+    println!("conformance elementwise: {pass} passed, {fail} failed");
+    fail == 0
 }
 
 fn report(what: &str, path: &str, cases: &[Case], run: impl Fn(&Case) -> Vec<String>) -> (usize, usize) {
@@ -111,6 +137,7 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
+    ok &= elementwise_suite();
     ok &= conv_suite("conv1x1", "conv1x1.jsonl", "CONFORMANCE_CONV1X1");
     ok &= conv_suite("conv2d", "conv2d.jsonl", "CONFORMANCE_CONV2D");
     if !ok {

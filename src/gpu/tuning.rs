@@ -123,7 +123,7 @@ impl GpuContext {
         let ((dlo, dhi), (slo, shi)) = piece.spans();
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
         let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);
-        let piece = piece.rebased(dlo, slo);
+        let piece = piece.rebased(&[dlo, slo]);
         let dtype = dst.dtype();
         let es = dtype.size() as u64;
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;

@@ -3,3 +3,4 @@ pub mod views;
 pub mod gpu;
 pub mod rng;
 pub mod conv;
+pub mod elementwise;

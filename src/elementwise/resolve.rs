@@ -1,0 +1,329 @@
+//! The checks of an elementwise operation, shared by host and device: types, shapes, the
+//! destination, overlap, and the plan. Nothing is written before they pass.
+
+use crate::dtype::DType;
+use crate::elementwise::api::Target;
+use crate::elementwise::types::{can_cast, result_type_for, Arg};
+use crate::elementwise::{Op, Scalar};
+use crate::error::{Error, Result};
+use crate::layout::{Layout, MemoryFormat, Overlap};
+use crate::plan::{compare_dims, reorder, IterPlan};
+use crate::strided::Strided;
+
+/// An input of an operation: a tensor, or a Python scalar.
+#[derive(Debug)]
+pub enum Input<'a, T> {
+    /// A tensor (broadcast against the other inputs).
+    Tensor(&'a T),
+    /// A Python scalar.
+    Scalar(Scalar),
+}
+
+impl<T> Clone for Input<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Input<'_, T> {}
+
+impl<'a, T> From<&'a T> for Input<'a, T> {
+    fn from(t: &'a T) -> Self {
+        Input::Tensor(t)
+    }
+}
+macro_rules! input_from {
+    ($($t:ty),*) => { $(impl<T> From<$t> for Input<'_, T> { fn from(x: $t) -> Self { Input::Scalar(x.into()) } })* };
+}
+input_from!(i64, i32, u8, f64, f32, Scalar);
+
+/// How the kernels hold a value while computing: f32 for float types, 32-bit integers else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repr {
+    F32,
+    I32,
+    U32,
+}
+
+impl Repr {
+    pub(crate) fn of(d: DType) -> Repr {
+        match d {
+            DType::F32 | DType::F16 | DType::BF16 => Repr::F32,
+            DType::U32 => Repr::U32,
+            _ => Repr::I32,
+        }
+    }
+}
+
+/// An input slot of a resolved operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Plan operand `k` (1 and up).
+    Tensor(usize),
+    /// A scalar, as bits of the computation's [`Repr`].
+    Scalar(u32),
+}
+
+/// Bits of the arguments: [alpha or value, clamp min, clamp max, flags (1: min given, 2: max given)].
+pub(crate) type Args = [u32; 4];
+
+/// An operation ready to run: its plan (operand 0 the destination, then the tensor inputs)
+/// and everything the arithmetic needs, with scalars converted once.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    pub op: Op,
+    /// The type the op computes in (PyTorch's common dtype).
+    pub compute: DType,
+    /// The destination's type.
+    pub out_dtype: DType,
+    /// The destination's layout (for a new result: where to allocate it, at offset 0).
+    pub out_layout: Layout,
+    /// The type of each plan operand (0 the destination).
+    pub types: Vec<DType>,
+    pub slots: Vec<Slot>,
+    pub args: Args,
+    pub plan: IterPlan,
+}
+
+/// `value` as bits of the computation type `compute`'s representation; an int that does not
+/// fit `compute` is an error, as in PyTorch.
+fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> Result<u32> {
+    let range = |lo: i64, hi: i64| -> Result<i64> {
+        match value {
+            Scalar::Int(i) if (lo..=hi).contains(&i) => Ok(i),
+            Scalar::Int(i) => Err(Error::invalid(op, format!("{what} {i} cannot be converted to {compute} without overflow"))),
+            Scalar::Float(x) => Err(Error::DType { op, got: format!("a float {what} ({x:?}) with {compute} operands"), expected: format!("an int {what} for an integer computation") }),
+        }
+    };
+    Ok(match compute {
+        DType::F32 | DType::F16 | DType::BF16 => match value {
+            Scalar::Int(i) => (i as f32).to_bits(),
+            Scalar::Float(x) => (x as f32).to_bits(),
+        },
+        DType::I32 => range(i32::MIN as i64, i32::MAX as i64)? as i32 as u32,
+        DType::U32 => range(0, u32::MAX as i64)? as u32,
+        DType::I8 => range(-128, 127)? as i32 as u32,
+        DType::U8 => range(0, 255)? as u32,
+    })
+}
+
+/// The layout of an out-of-place result of `shape` computed from `inputs` (`scalars` more
+/// inputs are Python scalars): PyTorch's TensorIterator rule. When every operand has the
+/// result's shape and all are contiguous, or all channels-last, or all dense with the same
+/// strides, the result takes that layout; otherwise its memory order is the inputs'
+/// (ordered by their strides, the first input's first) and it is dense in that order.
+///
+/// ```
+/// use strided_wgpu::{output_layout, Layout, MemoryFormat};
+/// let cl = Layout::with_format(&[8, 3, 4, 4], MemoryFormat::ChannelsLast).unwrap();
+/// let nchw = Layout::contiguous(&[8, 3, 4, 4]).unwrap();
+/// assert_eq!(output_layout(&[8, 3, 4, 4], &[&cl, &nchw], 0).unwrap(), cl);
+/// assert_eq!(output_layout(&[8, 3, 4, 4], &[&nchw, &cl], 0).unwrap(), nchw);
+/// let t = Layout::contiguous(&[4, 5]).unwrap().transpose(0, 1).unwrap();
+/// assert_eq!(output_layout(&[5, 4], &[&t], 1).unwrap().strides(), &[1, 5]);
+/// ```
+pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Result<Layout> {
+    let same_shape = scalars == 0 || shape.is_empty();
+    if same_shape && !inputs.is_empty() && inputs.iter().all(|l| l.shape() == shape) {
+        if inputs.iter().all(|l| l.is_contiguous()) {
+            return Layout::contiguous(shape);
+        }
+        if shape.len() == 4 && inputs.iter().all(|l| l.is_contiguous_for(MemoryFormat::ChannelsLast)) {
+            return Layout::with_format(shape, MemoryFormat::ChannelsLast);
+        }
+        let first = inputs[inputs.len() - 1].strides();
+        if inputs.iter().all(|l| non_overlapping_and_dense(l) && l.strides() == first) {
+            return Layout::new(shape.to_vec(), first.to_vec(), 0);
+        }
+    }
+    let rank = shape.len();
+    // Each input's strides broadcast to `shape` (0 where it is broadcast), per dim.
+    let strides: Vec<Vec<isize>> = inputs
+        .iter()
+        .map(|l| {
+            let lead = rank - l.rank();
+            (0..rank).map(|d| if d < lead || (l.shape()[d - lead] == 1 && shape[d] != 1) { 0 } else { l.strides()[d - lead] }).collect()
+        })
+        .collect();
+    let dim_strides = |d: usize| -> Vec<isize> { strides.iter().map(|s| s[d]).collect() };
+    let mut perm: Vec<usize> = (0..rank).rev().collect();
+    reorder(&mut perm, |a, b| compare_dims(shape[a], &dim_strides(a), shape[b], &dim_strides(b)));
+    if perm.iter().enumerate().all(|(j, &d)| d == rank - 1 - j) {
+        return Layout::contiguous(shape);
+    }
+    let mut out = vec![0isize; rank];
+    let mut next: isize = 1;
+    for &d in &perm {
+        out[d] = next;
+        next = next.checked_mul(shape[d] as isize).ok_or_else(|| Error::overflow("output_layout", format!("strides of {shape:?}")))?;
+    }
+    Layout::new(shape.to_vec(), out, 0)
+}
+
+/// The layout of `x.to(..)`'s copy of `l` (PyTorch's `preserve_format`, at offset 0): the same
+/// strides when the view is dense with no overlap, else dense in the order of its strides.
+pub(crate) fn preserved_layout(l: &Layout) -> Result<Layout> {
+    match non_overlapping_and_dense(l) {
+        true => Layout::new(l.shape().to_vec(), l.strides().to_vec(), 0),
+        false => output_layout(l.shape(), &[l], 0),
+    }
+}
+
+/// PyTorch's `is_non_overlapping_and_dense`: the dims of size > 1, sorted by stride, pack
+/// the elements with no gap and no repeat.
+pub(crate) fn non_overlapping_and_dense(l: &Layout) -> bool {
+    let mut dims: Vec<(usize, isize)> = l.shape().iter().zip(l.strides()).filter(|(&n, _)| n != 1).map(|(&n, &s)| (n, s)).collect();
+    dims.sort_by_key(|&(n, s)| (s, n));
+    let mut expected = 1isize;
+    for (n, s) in dims {
+        if s != expected {
+            return false;
+        }
+        expected *= n as isize;
+    }
+    true
+}
+
+/// PyTorch's `infer_size` over several shapes: the error names both shapes and the dim
+/// (counted from the right-aligned result) where neither size is 1 and they differ.
+pub(crate) fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1usize; rank];
+    for s in shapes {
+        let lead = rank - s.len();
+        for (i, &n) in s.iter().enumerate() {
+            let o = out[lead + i];
+            if o == 1 {
+                out[lead + i] = n;
+            } else if n != 1 && n != o {
+                return Err(Error::Broadcast { op, from: s.to_vec(), to: out.clone(), dim: lead + i, from_size: n, to_size: o });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves `op` over `inputs` into `dest`, checking everything first: the number of inputs,
+/// the types (promotion, the op's type rules, a destination the result can be cast to),
+/// the shapes (broadcasting, a destination of the broadcast shape), and overlap (a
+/// destination reaching an element twice, or sharing elements with an input at other
+/// positions; exact aliasing as in `a.add_(a)` is fine). `same_storage` tells whether two
+/// tensors share storage. Returns the resolution, the destination's layout for a new
+/// result, and the tensor inputs in plan order.
+pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Target<'a, T>, same_storage: impl Fn(&T, &T) -> bool) -> Result<(Resolved, Vec<&'a T>)> {
+    let name = op.name();
+    if inputs.len() != op.arity() {
+        return Err(Error::invalid(name, format!("takes {} inputs, got {}", op.arity(), inputs.len())));
+    }
+    let tensors: Vec<&T> = inputs.iter().filter_map(|i| if let Input::Tensor(t) = i { Some(*t) } else { None }).collect();
+    if tensors.is_empty() {
+        return Err(Error::invalid(name, "needs at least one tensor input"));
+    }
+    // Types.
+    let mut args: Vec<Arg> = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Tensor(t) => Arg::Tensor(t.dtype(), t.rank()),
+            Input::Scalar(s) => Arg::Scalar(*s),
+        })
+        .collect();
+    args.extend(op.promoted_args().into_iter().map(Arg::Scalar));
+    let common = result_type_for(name, &args, op.computes_in_float())?;
+    if op.float_only() && !common.is_float() {
+        return Err(Error::DType { op: name, got: common.to_string(), expected: "a float type".into() });
+    }
+    let compute = if op.computes_in_float() && !common.is_float() { DType::F32 } else { common };
+    // Shapes and the destination.
+    let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+    let shape = broadcast_shapes(name, &shapes)?;
+    let dest_tensor = match dest {
+        Target::New => None,
+        Target::InPlace => match inputs[0] {
+            Input::Tensor(t) => Some(t),
+            Input::Scalar(_) => return Err(Error::invalid(name, "an in-place op needs a tensor as its first input")),
+        },
+        Target::Out(t) => Some(t),
+    };
+    let (out_layout, out_dtype) = match dest_tensor {
+        None => {
+            match op {
+                Op::To(d) => (preserved_layout(tensors[0].layout())?, d),
+                _ => (output_layout(&shape, &shapes_layouts(&tensors), inputs.len() - tensors.len())?, compute),
+            }
+        }
+        Some(d) => {
+            if d.shape() != shape.as_slice() {
+                return Err(Error::invalid(name, format!("the destination's shape {:?} does not match the broadcast shape {shape:?} of the inputs {shapes:?}", d.shape())));
+            }
+            // maximum/minimum in place are `a.copy_(maximum(a, b))`: any type converts.
+            let copies = matches!(op, Op::Maximum | Op::Minimum | Op::To(_));
+            if !copies && !can_cast(compute, d.dtype()) {
+                return Err(Error::DType { op: name, got: format!("result type {compute}"), expected: format!("a type that can be cast to the destination's {}", d.dtype()) });
+            }
+            if d.layout().has_internal_overlap() {
+                return Err(Error::Overlap { op: name, detail: format!("the destination (shape {:?}, strides {:?}) reaches some element more than once", d.shape(), d.strides()) });
+            }
+            for t in &tensors {
+                if !same_storage(d, t) {
+                    continue;
+                }
+                let b = t.layout().broadcast_to(&shape)?;
+                let full = d.layout().overlap(&b) == Overlap::Full && d.dtype() == t.dtype();
+                if !full && d.layout().overlap(&b) != Overlap::Disjoint {
+                    return Err(Error::Overlap {
+                        op: name,
+                        detail: format!(
+                            "the destination (shape {:?}, strides {:?}, offset {}) partially overlaps an input (shape {:?}, strides {:?}, offset {})",
+                            d.shape(),
+                            d.strides(),
+                            d.storage_offset(),
+                            t.shape(),
+                            t.strides(),
+                            t.storage_offset()
+                        ),
+                    });
+                }
+            }
+            (d.layout().clone(), d.dtype())
+        }
+    };
+    // Scalars and arguments, as bits of the computation.
+    let mut slots = Vec::with_capacity(inputs.len());
+    let mut k = 0;
+    for i in inputs {
+        slots.push(match i {
+            Input::Tensor(_) => {
+                k += 1;
+                Slot::Tensor(k)
+            }
+            Input::Scalar(s) => Slot::Scalar(scalar_bits(name, "scalar", *s, compute)?),
+        });
+    }
+    let mut a: Args = [0; 4];
+    match op {
+        Op::Add { alpha } | Op::Sub { alpha } => a[0] = scalar_bits(name, "alpha", alpha, compute)?,
+        Op::Addcmul { value } => a[0] = scalar_bits(name, "value", value, compute)?,
+        Op::Clamp { min, max } => {
+            if min.is_none() && max.is_none() {
+                return Err(Error::invalid(name, "at least one of min and max must be given"));
+            }
+            if let Some(m) = min {
+                a[1] = scalar_bits(name, "min", m, compute)?;
+                a[3] |= 1;
+            }
+            if let Some(m) = max {
+                a[2] = scalar_bits(name, "max", m, compute)?;
+                a[3] |= 2;
+            }
+        }
+        _ => {}
+    }
+    let layouts: Vec<&Layout> = tensors.iter().map(|t| t.layout()).collect();
+    let plan = IterPlan::build(name, &out_layout, &layouts)?;
+    let mut types = vec![out_dtype];
+    types.extend(tensors.iter().map(|t| t.dtype()));
+    Ok((Resolved { op, compute, out_dtype, out_layout, types, slots, args: a, plan }, tensors))
+}
+
+fn shapes_layouts<'a, T: Strided>(tensors: &[&'a T]) -> Vec<&'a Layout> {
+    tensors.iter().map(|t| t.layout()).collect()
+}
