@@ -2,9 +2,9 @@
 //!
 //! It dispatches on the same [`CopyKind`] as the GPU and computes addresses with the same
 //! index formula ([`CopyPlan::offsets`]). Copies move element bytes untouched (bit-exact by
-//! construction); conversions between float types use [`crate::dtype`]'s bit-level functions.
+//! construction); conversions between types use [`crate::dtype::cast_bits`].
 
-use crate::dtype::{f32_bits_to_float, float_bits_to_f32, DType};
+use crate::dtype::{cast_bits, DType};
 use crate::plan::{CopyKind, CopyPlan};
 
 /// Where a copy reads from.
@@ -24,7 +24,7 @@ pub(crate) fn execute(plan: &CopyPlan, dst: &mut [u8], dst_t: DType, src: Source
         Source::Same => dst.copy_within(s * ss..(s + elems) * ss, d * ds),
     };
     if dst_t != src_t {
-        // Converting copies go element by element: read, widen to f32, narrow.
+        // Converting copies go element by element: read, convert, write.
         let mut tmp = [0u8; 4];
         for i in 0..plan.numel() {
             let (d, s) = plan.offsets(i);
@@ -35,7 +35,7 @@ pub(crate) fn execute(plan: &CopyPlan, dst: &mut [u8], dst_t: DType, src: Source
                     &tmp[..ss]
                 }
             };
-            let bits = f32_bits_to_float(dst_t, float_bits_to_f32(src_t, read_bits(bytes)));
+            let bits = cast_bits(src_t, dst_t, read_bits(bytes));
             write_bits(&mut dst[d * ds..(d + 1) * ds], bits);
         }
         return;

@@ -53,7 +53,8 @@ impl Strided for HostTensor {
     fn dtype(&self) -> DType {
         self.storage.dtype
     }
-    /// A copy of the view into new storage in `format`, converting to `dtype` (float types only).
+    /// A copy of the view into new storage in `format`, converting to `dtype` (any of the seven
+    /// types, as [`crate::dtype::cast_bits`] does).
     fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<HostTensor> {
         let out = HostTensor::zeros(self.shape(), dtype, format)?;
         out.copy_(self)?;
@@ -119,7 +120,9 @@ impl HostTensor {
     }
 
     /// `Tensor.copy_(src)`: writes `src`, broadcast to this view's shape, into this view.
-    /// Float types convert; other types must match. A destination that reaches an element
+    /// Elements convert to this view's type, whatever the two types ([`crate::dtype::cast_bits`]:
+    /// PyTorch's `x.to(dtype)`, with float-to-int saturating where PyTorch leaves the result
+    /// undefined). A destination that reaches an element
     /// twice, or that partially overlaps `src`, is an error; copying a view onto itself does
     /// nothing. On error the destination is untouched.
     pub fn copy_(&self, src: &HostTensor) -> Result<()> {
@@ -165,8 +168,9 @@ impl HostTensor {
 /// Validates `dst.copy_(src)` and returns its plan, or `None` when it is a no-op self-copy.
 /// Shared by host and device tensors.
 pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> Result<Option<CopyPlan>> {
+    // Every pair of types converts today; the check stays for types that may not.
     if !src_t.can_copy_into(dst_t) {
-        return Err(Error::DType { op: "copy_", got: format!("{src_t} (source) into {dst_t}"), expected: "the same type, or float types on both sides".into() });
+        return Err(Error::DType { op: "copy_", got: format!("{src_t} (source) into {dst_t}"), expected: "a type it converts into".into() });
     }
     let plan = CopyPlan::new(dst, src)?;
     if dst.has_internal_overlap() {

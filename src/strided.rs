@@ -44,8 +44,8 @@ pub trait Strided: Sized + sealed::Sealed {
     fn storage_len(&self) -> usize;
     /// The element type.
     fn dtype(&self) -> DType;
-    /// A copy of the view into new storage in `format`, converting to `dtype` (float types
-    /// only).
+    /// A copy of the view into new storage in `format`, converting to `dtype` (any of the seven
+    /// types, as [`crate::dtype::cast_bits`] does).
     fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<Self>;
 
     /// `Tensor.contiguous(memory_format=format)`: this same view (sharing storage) when it

@@ -99,6 +99,12 @@ const PAIRS: &[(DType, DType)] = &[
     (DType::F16, DType::F32),
     (DType::F32, DType::BF16),
     (DType::BF16, DType::F16),
+    (DType::F32, DType::I32),
+    (DType::U8, DType::F16),
+    (DType::I8, DType::U32),
+    (DType::BF16, DType::U8),
+    (DType::I32, DType::I8),
+    (DType::U32, DType::BF16),
 ];
 
 /// One random copy on host and device: Ok(true) when compared equal, Ok(false) when the draw
@@ -285,10 +291,11 @@ fn bad_input_is_a_typed_error_and_leaves_the_destination_alone() {
         untouched(&x, &data);
         // A view outside its storage.
         assert!(matches!(x.as_strided(&[4, 4], &[4, 1], 0), Err(Error::OutOfBounds { op: "as_strided", storage_len: 12, .. })));
-        // Element types that do not convert.
+        // Every pair of element types converts: no DType error.
         let u = DeviceTensor::from_slice(ctx, &[1u8; 12], &[3, 4]).unwrap();
-        assert!(matches!(x.copy_(&u), Err(Error::DType { .. })));
-        untouched(&x, &data);
+        let xu = DeviceTensor::zeros(ctx, &[3, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+        xu.copy_(&u).unwrap();
+        untouched(&xu, &[1.0; 12]);
         // A request over the adapter's limits.
         let e = DeviceTensor::empty(ctx, &[1 << 30, 4], DType::F32, MemoryFormat::Contiguous).unwrap_err();
         assert!(matches!(e, Error::Limit { limit: "max_buffer_size", .. }), "{e}");
@@ -622,5 +629,182 @@ fn short_contiguous_rows_match_cpu() {
         let e = out.copy_with(&x, CopyPath::Vec4Rows { wg: 64, rows: 2 }).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
         assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
+    }
+}
+
+fn mask(t: DType) -> u32 {
+    if t.size() == 4 {
+        u32::MAX
+    } else {
+        (1u32 << (8 * t.size())) - 1
+    }
+}
+
+fn bits_to_bytes(t: DType, bits: &[u32]) -> Vec<u8> {
+    bits.iter().flat_map(|b| b.to_le_bytes()[..t.size()].to_vec()).collect()
+}
+
+fn bytes_to_bits(t: DType, bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks(t.size())
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect()
+}
+
+/// Edge values of each type, as element bits: NaNs with payloads, infinities, zeros,
+/// subnormals, f16/bf16 rounding ties, values just inside and outside each integer range.
+fn edge_bits(t: DType) -> Vec<u32> {
+    let f = |x: f32| x.to_bits();
+    match t {
+        DType::F32 => {
+            let mut v = vec![0x7fc0_1234, 0xffa0_0001, 0x7f80_0001, 0xffc0_0000, 0x7f80_0000, 0xff80_0000, 0, 0x8000_0000, 1, 0x8000_0001, 0x007f_ffff, 0x3380_0000, 0x3300_0000, 0x33c0_0000];
+            // Ties of f16 (1 + 2^-11, 1 + 3 * 2^-11) and bf16 (1 + 2^-8, 1 + 3 * 2^-8), the f16 overflow edge.
+            v.extend([0x3f80_1000, 0x3f80_3000, 0x3f80_8000, 0x3f81_8000, f(65520.0), f(65519.99), f(-65520.0), 0x7f7f_ffff, 0xff7f_ffff]);
+            let xs = [127.9f32, 128.0, -128.9, -129.0, -128.0, 255.5, 256.0, 254.9, 2_147_483_520.0, 2_147_483_648.0, -2_147_483_648.0, -2_147_483_904.0, 4_294_967_040.0, 4_294_967_296.0];
+            v.extend(xs.iter().map(|&x| f(x)));
+            v.extend([-0.9f32, -0.5, 0.5, -1.5, 1.5, -2.5, 2.5, 300.7, 1e10, -1e10, 16_777_217.0, 3e38, -1.0, 1.0].iter().map(|&x| f(x)));
+            v
+        }
+        DType::F16 => vec![
+            0x7e01, 0xfd55, 0x7c01, 0xfe00, 0x7c00, 0xfc00, 0, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x3c01, 0x3c04, 0x3c05, 0x3c0c, 0x7bff, 0xfbff, 0x57ff, 0x5800, 0xd808, 0xd807, 0xd800, 0x5bfc, 0x5bf8,
+            0x5c00, 0xbb33, 0x3800, 0xb800, 0xbe00, 0x3e00,
+        ],
+        DType::BF16 => vec![
+            0x7fc1, 0xff81, 0x7f81, 0x7f80, 0xff80, 0, 0x8000, 0x0001, 0x8001, 0x3f80, 0x7f7f, 0xff7f, 0x42ff, 0x4300, 0xc301, 0xc300, 0x437f, 0x4380, 0x4eff, 0x4f00, 0x4f7f, 0x4f80, 0xcf00, 0xcf01, 0xbf66, 0x3f00,
+            0xbfc0, 0x0080,
+        ],
+        DType::I32 | DType::U32 => {
+            let mut v: Vec<u32> = vec![0, 1, u32::MAX, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, 16_777_216, 16_777_217, 16_777_218, 16_777_219, 16_842_752, 16_842_753, 16_908_288];
+            v.extend([(-16_777_217i32) as u32, (-16_777_219i32) as u32, 242, 255, 256, 127, 128, (-128i32) as u32, (-129i32) as u32, 300, 257, 2049, 2051, 65_504, 65_519, 65_520, (-65_520i32) as u32]);
+            v.extend([0x7fff_ff80, 0x7fff_ffc0, 0x7fff_ff7f, 0xffff_ff7f, 0xffff_ff80, 0xffff_ff00, 0xff00_0000, 0x1234_56f2]);
+            v
+        }
+        DType::U8 | DType::I8 => (0..256).collect(),
+    }
+}
+
+/// How a cast case lays out its views.
+#[derive(Clone, Copy, Debug)]
+enum Views {
+    /// Both contiguous.
+    Dense,
+    /// The source stepped by 2 from offset 1; the destination stepped by 2 and flipped, its
+    /// other elements holding a sentinel that must survive.
+    Stepped,
+    /// The source a transposed [2, n/2] matrix; the destination contiguous.
+    Transposed,
+}
+
+/// Copies `bits` (elements of `from`) into a `to` tensor on host and device through `views`,
+/// checks that the whole destination storages agree bit for bit, and returns the device's
+/// destination view in logical order.
+fn cast_case(ctx: &GpuContext, from: DType, to: DType, bits: &[u32], views: Views) -> Vec<u32> {
+    let mut bits = bits.to_vec();
+    if matches!(views, Views::Transposed) && bits.len() % 2 == 1 {
+        bits.push(bits[0]);
+    }
+    let n = bits.len();
+    let sentinel = 0xc3a5_5a3c & mask(to);
+    let (sbits, dlen) = match views {
+        Views::Stepped => ((0..2 * n + 1).map(|i| if i % 2 == 1 { bits[i / 2] } else { 0x5a5a_5a5a & mask(from) }).collect::<Vec<_>>(), 2 * n + 3),
+        _ => (bits.clone(), n),
+    };
+    let (sbytes, dbytes) = (bits_to_bytes(from, &sbits), bits_to_bytes(to, &vec![sentinel; dlen]));
+    let hs = HostTensor::from_bytes(from, sbytes.clone(), Layout::contiguous(&[sbits.len()]).unwrap()).unwrap();
+    let hd = HostTensor::from_bytes(to, dbytes.clone(), Layout::contiguous(&[dlen]).unwrap()).unwrap();
+    let (ds, dd) = (device_from_bytes(ctx, from, &sbytes), device_from_bytes(ctx, to, &dbytes));
+    let (src_l, dst_l) = match views {
+        Views::Dense => (Layout::contiguous(&[n]).unwrap(), Layout::contiguous(&[n]).unwrap()),
+        Views::Stepped => (Layout::contiguous(&[2 * n + 1]).unwrap().slice(0, 1, 2 * n as isize + 1, 2).unwrap(), Layout::contiguous(&[dlen]).unwrap().slice(0, 2, 2 * n as isize + 2, 2).unwrap().flip(0).unwrap()),
+        Views::Transposed => (Layout::contiguous(&[2, n / 2]).unwrap().transpose(0, 1).unwrap(), Layout::contiguous(&[n / 2, 2]).unwrap()),
+    };
+    let what = format!("{}: {from} -> {to} ({views:?})", name(ctx));
+    hd.as_strided(dst_l.shape(), dst_l.strides(), dst_l.offset()).unwrap().copy_(&hs.as_strided(src_l.shape(), src_l.strides(), src_l.offset()).unwrap()).unwrap();
+    let dv = dd.as_strided(dst_l.shape(), dst_l.strides(), dst_l.offset()).unwrap();
+    dv.copy_(&ds.as_strided(src_l.shape(), src_l.strides(), src_l.offset()).unwrap()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (want, got) = (bytes_to_bits(to, &whole(&hd)), bytes_to_bits(to, &whole(&dd.download().unwrap())));
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert_eq!(w, g, "{what}: storage element {i}: cpu {w:#x}, device {g:#x}");
+    }
+    if matches!(views, Views::Stepped) {
+        // Elements outside the view (sub-word neighbours of the written ones) are untouched.
+        for i in (0..dlen).filter(|i| i % 2 == 1 || *i == 0 || *i == dlen - 1) {
+            assert_eq!(got[i], sentinel, "{what}: element {i} outside the view was overwritten");
+        }
+    }
+    let out = bytes_to_bits(to, &whole(&dv.contiguous(MemoryFormat::Contiguous).unwrap().download().unwrap()));
+    assert_eq!(out.len(), n, "{what}");
+    out
+}
+
+#[test]
+fn every_type_pair_converts_bit_exactly_on_edge_values() {
+    for ctx in contexts() {
+        for from in DType::ALL {
+            let bits = edge_bits(from);
+            for to in DType::ALL {
+                let dense = cast_case(ctx, from, to, &bits, Views::Dense);
+                // The CPU reference is the crate's cast_bits, element by element.
+                for (&b, &d) in bits.iter().zip(&dense) {
+                    assert_eq!(d, strided_wgpu::dtype::cast_bits(from, to, b), "{}: {from} {b:#x} -> {to}", name(ctx));
+                }
+                let stepped = cast_case(ctx, from, to, &bits, Views::Stepped);
+                assert_eq!(stepped, dense, "{}: {from} -> {to} stepped", name(ctx));
+                cast_case(ctx, from, to, &bits, Views::Transposed);
+            }
+        }
+    }
+}
+
+#[test]
+fn conversions_match_hand_checked_values() {
+    use DType::*;
+    let f = |x: f32| x.to_bits();
+    #[rustfmt::skip]
+    let cases: Vec<(DType, DType, u32, u32)> = vec![
+        (U8, I8, 242, 0xf2), (I32, U8, 300, 44), (I32, U32, 0xffff_ffff, 0xffff_ffff), (I8, I32, 0xff, 0xffff_ffff), (I32, I8, (-129i32) as u32, 0x7f),
+        (I32, F32, 16_777_217, f(16_777_216.0)), (I32, F32, 16_777_219, f(16_777_220.0)), (U32, F32, 0xffff_ffff, f(4_294_967_296.0)), (I32, F32, 0x8000_0000, f(-2_147_483_648.0)),
+        (U32, F32, 0xffff_ff80, f(4_294_967_296.0)), (U32, F32, 0xffff_ff7f, f(4_294_967_040.0)), (I8, F32, 0x80, f(-128.0)),
+        (I32, F16, 2049, 0x6800), (I32, F16, 2051, 0x6802), (I32, F16, 65_520, 0x7c00), (I32, BF16, 16_842_753, 0x4b80), (U8, BF16, 255, 0x437f),
+        (F32, U8, f(300.7), 255), (F32, U8, f(-1.5), 0), (F32, U8, f(-0.5), 0), (F32, I32, f(1e10), 0x7fff_ffff), (F32, I32, f(f32::NEG_INFINITY), 0x8000_0000),
+        (F32, U32, f(f32::INFINITY), 0xffff_ffff), (F32, I8, f(127.9), 127), (F32, I8, f(-128.9), 0x80), (F32, I8, f(-129.0), 0x80), (F32, I32, f(-2.7), (-2i32) as u32),
+        (F32, I32, f(2_147_483_520.0), 2_147_483_520), (F32, U32, f(4_294_967_040.0), 4_294_967_040), (F32, I32, 0x7fc0_1234, 0), (F32, U8, 0xffa0_0001, 0),
+        (F16, I8, 0xd7f8, 0x81), (F16, U8, 0x5bf8, 255), (F16, I32, 0xfbff, (-65_504i32) as u32), (BF16, U32, 0x4f7f, 0xff00_0000), (BF16, I32, 0xff81, 0),
+        (F32, F16, 0x3f80_1000, 0x3c00), (F32, F16, 0x3f80_3000, 0x3c02), (F16, F32, 0x7d01, 0x7fa0_2000), (F32, BF16, 0x7f80_0001, 0x7fc0), (F32, BF16, 0x3f80_8000, 0x3f80),
+        (F32, F16, 0x33c0_0000, 0x0002), (F16, BF16, 0x3c04, 0x3f80),
+    ];
+    for ctx in contexts() {
+        for &(from, to, bits, want) in &cases {
+            assert_eq!(strided_wgpu::dtype::cast_bits(from, to, bits), want, "cast_bits {from} {bits:#x} -> {to}");
+            let got = cast_case(ctx, from, to, &[bits], Views::Dense)[0];
+            assert_eq!(got, want, "{}: {from} {bits:#x} -> {to}: got {got:#x}, want {want:#x}", name(ctx));
+        }
+    }
+}
+
+#[test]
+fn conversions_match_cpu_on_bit_pattern_sweeps() {
+    // Every f16 and bf16 pattern; f32 and 32-bit integer patterns spread over the whole range,
+    // plus every value within 300 of each power of two (rounding boundaries of f32, f16, bf16).
+    let mut rng = Rng(0xca57);
+    let mut wide: Vec<u32> = (0..1u32 << 15).map(|i| i.wrapping_mul(0x0002_0001) ^ (rng.next() as u32 & 0x1ff)).collect();
+    for k in 0..32 {
+        let p = 1u64 << k;
+        wide.extend((p.saturating_sub(300)..(p + 300).min(1 << 32)).map(|x| x as u32));
+        wide.extend((p.saturating_sub(300)..(p + 300).min(1 << 32)).map(|x| (x as u32).wrapping_neg()));
+    }
+    let (half, byte): (Vec<u32>, Vec<u32>) = ((0..1u32 << 16).collect(), (0..256).collect());
+    for ctx in contexts() {
+        for from in DType::ALL {
+            let bits = [&byte, &half, &wide, &wide][from.size() - 1];
+            for to in DType::ALL.into_iter().filter(|&t| t != from) {
+                let got = cast_case(ctx, from, to, bits, Views::Stepped);
+                assert_eq!(got.len(), bits.len());
+            }
+        }
     }
 }

@@ -53,3 +53,16 @@ fn kernels_that_index_plans_start_with_the_plan_prelude() {
     }
     assert!(source("no_such_kernel").is_none());
 }
+
+#[test]
+fn wgsl_dtype_codes_are_generated_from_rust() {
+    use strided_wgpu::{shaders::dtypes_prelude, DType};
+    let p = dtypes_prelude();
+    for (i, t) in DType::ALL.iter().enumerate() {
+        assert!(p.contains(&format!("const DT_{}: u32 = {i}u;", t.to_string().to_uppercase())), "{t} in {p}");
+    }
+    validate("dtypes", &p);
+    // The gather kernel sees the codes before the conversions that use them.
+    let g = source("gather").unwrap();
+    assert!(g.find("const DT_I8").unwrap() < g.find("fn cast_bits").unwrap());
+}

@@ -58,8 +58,8 @@ impl Strided for DeviceTensor {
     fn dtype(&self) -> DType {
         self.storage.dtype
     }
-    /// A device copy of the view into a new buffer in `format`, converting to `dtype` (float
-    /// types only).
+    /// A device copy of the view into a new buffer in `format`, converting to `dtype` (any of
+    /// the seven types, as [`crate::dtype::cast_bits`] does).
     fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<DeviceTensor> {
         let out = DeviceTensor::empty(self.context(), self.shape(), dtype, format)?;
         out.copy_(self)?;
@@ -182,8 +182,9 @@ impl DeviceTensor {
         self.storage.buffer.clone()
     }
 
-    /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, float types
-    /// converted. The same checks as [`HostTensor::copy_`]; on error nothing is dispatched. The
+    /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, converted to
+    /// this view's type (every pair of types converts, bit for bit as the CPU reference does:
+    /// [`crate::dtype::cast_bits`]). The same checks as [`HostTensor::copy_`]; on error nothing is dispatched. The
     /// copy is submitted, not waited for. On native backends the first copy of a batched
     /// transpose's shape class measures the transpose kernels first
     /// ([`GpuContext::tune_copy`]); on the web, call [`GpuContext::tune_copy_async`] for that.

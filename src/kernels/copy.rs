@@ -500,13 +500,10 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             kernel(plan.clone(), "strided_rows", vec![("WG", wg as i64), ("STEP", step)], Units::of(de, se), wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }
         CopyPath::Gather { wg, ept } => {
-            let kind = |t: DType| match (same_type, t) {
-                (true, _) => 0,
-                (false, DType::F32) => 1,
-                (false, DType::F16) => 2,
-                (false, _) => 3,
-            };
-            let constants = vec![("WG", wg as i64), ("EPT", ept as i64), ("SRC_BYTES", se as i64), ("DST_BYTES", de as i64), ("SRC_KIND", kind(src)), ("DST_KIND", kind(dst))];
+            // Element types by code (shaders/cast.wgsl converts between any two). Equal types move
+            // bits untouched: both codes 0, so that they share one pipeline per element size.
+            let (st, dt) = if same_type { (0, 0) } else { (src.code() as i64, dst.code() as i64) };
+            let constants = vec![("WG", wg as i64), ("EPT", ept as i64), ("SRC_BYTES", se as i64), ("DST_BYTES", de as i64), ("SRC_TYPE", st), ("DST_TYPE", dt)];
             kernel(plan.clone(), "gather", constants, Units::of(de, se), wg, Grid::Runs { per: ept }, Cuts::ANY)
         }
     }

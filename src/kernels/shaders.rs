@@ -1,26 +1,45 @@
 //! The WGSL sources under `shaders/`: one kernel per file, each compiled with the preludes it
 //! names. `plan.wgsl` (the plan uniform and the one WGSL index formula) comes first in every
 //! copy kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
-//! block arithmetic shared by the transpose kernels; `conv.wgsl` the 1x1 convolutions' uniform
-//! and pixel arithmetic, and `conv_weights*.wgsl` two ways of reading their weights (a file
+//! block arithmetic shared by the transpose kernels; `cast.wgsl` the element conversions (after
+//! the generated `dtypes` prelude, the element-type codes of [`DType::code`]); `conv.wgsl` the
+//! 1x1 convolutions' uniform and pixel arithmetic, and `conv_weights*.wgsl` two ways of reading their weights (a file
 //! compiled with each is two registered kernels).
+
+use crate::dtype::DType;
 
 /// Shared preludes, by name.
 pub const PRELUDES: &[(&str, &str)] = &[
     ("plan", include_str!("../../shaders/plan.wgsl")),
     ("packed", include_str!("../../shaders/packed.wgsl")),
+    ("cast", include_str!("../../shaders/cast.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
     ("conv", include_str!("../../shaders/conv.wgsl")),
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
     ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
 ];
 
+/// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
+/// ([`dtypes_prelude`]). `None` for any other name.
+pub fn generated(name: &str) -> Option<String> {
+    match name {
+        "dtypes" => Some(dtypes_prelude()),
+        _ => None,
+    }
+}
+
+/// The `dtypes` prelude: one WGSL constant per element type holding its [`DType::code`]
+/// (`const DT_F32: u32 = 0u;` ...), so that Rust and WGSL cannot disagree on the codes.
+pub fn dtypes_prelude() -> String {
+    DType::ALL.iter().map(|t| format!("const DT_{}: u32 = {}u;\n", t.to_string().to_uppercase(), t.code())).collect()
+}
+
 /// The plan prelude, which every copy kernel starts with.
 pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
 
 /// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
-    ("gather", &["plan", "packed"], include_str!("../../shaders/gather.wgsl")),
+    ("gather", &["plan", "packed", "dtypes", "cast"], include_str!("../../shaders/gather.wgsl")),
     ("copy_vec4", &["plan"], include_str!("../../shaders/copy_vec4.wgsl")),
     ("strided_rows", &["plan"], include_str!("../../shaders/strided_rows.wgsl")),
     ("copy_rows_vec4", &["plan"], include_str!("../../shaders/copy_rows_vec4.wgsl")),
@@ -38,12 +57,15 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_rows", &[], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
 ];
 
-/// The full source of kernel `name`: its preludes followed by the kernel.
+/// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.
 pub fn source(name: &str) -> Option<String> {
     let (_, preludes, kernel) = KERNELS.iter().find(|(n, _, _)| *n == name)?;
     let mut out = String::new();
     for p in *preludes {
-        out.push_str(PRELUDES.iter().find(|(n, _)| n == p)?.1);
+        match PRELUDES.iter().find(|(n, _)| n == p) {
+            Some((_, text)) => out.push_str(text),
+            None => out.push_str(&generated(p)?),
+        }
         out.push('\n');
     }
     out.push_str(kernel);

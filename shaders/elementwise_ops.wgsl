@@ -1,0 +1,249 @@
+// The arithmetic of every elementwise op, on values in the computation's representation (f32
+// bits for float types, 32-bit integer bits else): the twin of src/elementwise/cpu.rs `apply`.
+// Needs the generated `ops` and `dtypes` preludes. NaN and infinity are handled on bits and
+// by explicit cases, never left to built-ins whose results WGSL leaves indeterminate there.
+
+// The op (OP_* of the ops prelude) and the representation (DT_F32, DT_I32 or DT_U32).
+override OP: u32 = 0u;
+override REPR: u32 = 0u;
+
+fn f_nan(b: u32) -> bool {
+    return (b & 0x7fffffffu) > 0x7f800000u;
+}
+
+const F_INF: u32 = 0x7f800000u;
+const F_NAN: u32 = 0x7fc00000u;
+
+// exp with overflow to +inf and underflow to 0 made explicit.
+fn f_exp(x: f32) -> f32 {
+    if (x > 88.72283) {
+        return bitcast<f32>(F_INF);
+    }
+    if (x < -103.97208) {
+        return 0.0;
+    }
+    return exp(x);
+}
+
+fn f_tanh(x: f32) -> f32 {
+    if (abs(x) > 15.0) {
+        return sign(x);
+    }
+    return tanh(x);
+}
+
+// erfc with a fractional error below 1.2e-7 (the Chebyshev fit of src/elementwise/cpu.rs).
+fn f_erfc(x: f32) -> f32 {
+    let z = abs(x);
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let r = t * f_exp(p);
+    return select(2.0 - r, r, x >= 0.0);
+}
+
+fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
+    let x = bitcast<f32>(a);
+    let y = bitcast<f32>(b);
+    let z = bitcast<f32>(c);
+    let alpha = bitcast<f32>(it.args.x);
+    switch OP {
+        case OP_NEG: {
+            return a ^ 0x80000000u;
+        }
+        case OP_ABS: {
+            return a & 0x7fffffffu;
+        }
+        case OP_ADD: {
+            if (it.args.x == 0x3f800000u) {
+                return bitcast<u32>(x + y);
+            }
+            return bitcast<u32>(x + alpha * y);
+        }
+        case OP_SUB: {
+            if (it.args.x == 0x3f800000u) {
+                return bitcast<u32>(x - y);
+            }
+            return bitcast<u32>(x - alpha * y);
+        }
+        case OP_MUL: {
+            return bitcast<u32>(x * y);
+        }
+        case OP_ADDCMUL: {
+            return bitcast<u32>(x + alpha * y * z);
+        }
+        case OP_MAXIMUM, OP_MINIMUM: {
+            if (f_nan(a)) {
+                return a;
+            }
+            if (f_nan(b)) {
+                return b;
+            }
+            if (x == y) {
+                return select(a | b, a & b, OP == OP_MAXIMUM);
+            }
+            return select(b, a, (x > y) == (OP == OP_MAXIMUM));
+        }
+        default: {}
+    }
+    if (f_nan(a)) {
+        if (OP == OP_DIV) {
+            return a;
+        }
+        return a;
+    }
+    switch OP {
+        case OP_RELU: {
+            return select(0u, a, x > 0.0);
+        }
+        case OP_SIGMOID: {
+            return bitcast<u32>(1.0 / (1.0 + f_exp(-x)));
+        }
+        case OP_TANH: {
+            return bitcast<u32>(f_tanh(x));
+        }
+        case OP_EXP: {
+            return bitcast<u32>(f_exp(x));
+        }
+        case OP_LOG: {
+            if (x < 0.0) {
+                return F_NAN;
+            }
+            if (x == 0.0) {
+                return 0xff800000u;
+            }
+            if (a == F_INF) {
+                return a;
+            }
+            return bitcast<u32>(log(x));
+        }
+        case OP_SQRT: {
+            if (x < 0.0) {
+                return F_NAN;
+            }
+            if (x == 0.0 || a == F_INF) {
+                return a;
+            }
+            return bitcast<u32>(sqrt(x));
+        }
+        case OP_RSQRT: {
+            if (x < 0.0) {
+                return F_NAN;
+            }
+            if (x == 0.0) {
+                return (a & 0x80000000u) | F_INF;
+            }
+            if (a == F_INF) {
+                return 0u;
+            }
+            return bitcast<u32>(1.0 / sqrt(x));
+        }
+        case OP_FLOOR: {
+            return bitcast<u32>(floor(x));
+        }
+        case OP_CEIL: {
+            return bitcast<u32>(ceil(x));
+        }
+        case OP_ROUND: {
+            return bitcast<u32>(round(x));
+        }
+        case OP_TRUNC: {
+            return bitcast<u32>(trunc(x));
+        }
+        case OP_CLAMP: {
+            var r = x;
+            if ((it.args.w & 1u) != 0u && r < bitcast<f32>(it.args.y)) {
+                r = bitcast<f32>(it.args.y);
+            }
+            if ((it.args.w & 2u) != 0u && r > bitcast<f32>(it.args.z)) {
+                r = bitcast<f32>(it.args.z);
+            }
+            return bitcast<u32>(r);
+        }
+        case OP_GELU: {
+            return bitcast<u32>(0.5 * x * f_erfc(-x * 0.70710678118654752));
+        }
+        case OP_GELU_TANH: {
+            return bitcast<u32>(0.5 * x * (1.0 + f_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+        }
+        case OP_SILU: {
+            return bitcast<u32>(x / (1.0 + f_exp(-x)));
+        }
+        case OP_DIV: {
+            if (f_nan(b)) {
+                return b;
+            }
+            if ((b & 0x7fffffffu) == 0u) {
+                if ((a & 0x7fffffffu) == 0u) {
+                    return F_NAN;
+                }
+                return ((a ^ b) & 0x80000000u) | F_INF;
+            }
+            return bitcast<u32>(x / y);
+        }
+        default: {
+            return a;
+        }
+    }
+}
+
+fn apply_int(a: u32, b: u32, c: u32) -> u32 {
+    let signed = REPR == DT_I32;
+    let x = bitcast<i32>(a);
+    switch OP {
+        case OP_NEG: {
+            return 0u - a;
+        }
+        case OP_ABS: {
+            return select(a, bitcast<u32>(abs(x)), signed);
+        }
+        case OP_RELU: {
+            return select(a, 0u, signed && x < 0);
+        }
+        case OP_CLAMP: {
+            var r = a;
+            if ((it.args.w & 1u) != 0u && int_less(r, it.args.y)) {
+                r = it.args.y;
+            }
+            if ((it.args.w & 2u) != 0u && int_less(it.args.z, r)) {
+                r = it.args.z;
+            }
+            return r;
+        }
+        case OP_ADD: {
+            return a + it.args.x * b;
+        }
+        case OP_SUB: {
+            return a - it.args.x * b;
+        }
+        case OP_MUL: {
+            return a * b;
+        }
+        case OP_ADDCMUL: {
+            return a + it.args.x * b * c;
+        }
+        case OP_MAXIMUM: {
+            return select(a, b, int_less(a, b));
+        }
+        case OP_MINIMUM: {
+            return select(a, b, int_less(b, a));
+        }
+        default: {
+            return a;
+        }
+    }
+}
+
+fn int_less(p: u32, q: u32) -> bool {
+    if (REPR == DT_I32) {
+        return bitcast<i32>(p) < bitcast<i32>(q);
+    }
+    return p < q;
+}
+
+// The op on slot values a, b, c (unused slots: anything).
+fn apply_op(a: u32, b: u32, c: u32) -> u32 {
+    if (REPR == DT_F32) {
+        return apply_f32(a, b, c);
+    }
+    return apply_int(a, b, c);
+}
