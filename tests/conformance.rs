@@ -77,6 +77,9 @@ fn elementwise_suite() -> bool {
         fail += f;
     };
     tally("host", &|case| ew::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()));
+    for ctx in contexts() {
+        tally(&name(ctx), &|case| ew::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")));
+    }
     println!("conformance elementwise: {pass} passed, {fail} failed");
     fail == 0
 }

@@ -55,6 +55,14 @@ fn kernels_that_index_plans_start_with_the_plan_prelude() {
 }
 
 #[test]
+fn kernels_that_index_iteration_plans_start_with_the_iter_prelude() {
+    for (name, preludes, text) in KERNELS {
+        let uses_iter = text.contains("iter_offsets") || text.contains("it.");
+        assert_eq!(preludes.first() == Some(&"iter"), uses_iter, "{name}");
+    }
+}
+
+#[test]
 fn wgsl_dtype_codes_are_generated_from_rust() {
     use strided_wgpu::{shaders::dtypes_prelude, DType};
     let p = dtypes_prelude();

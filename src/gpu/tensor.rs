@@ -91,7 +91,7 @@ impl DeviceTensor {
         Ok(t)
     }
 
-    fn alloc(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
+    pub(crate) fn alloc(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
         ctx.rt.probe("alloc")?;
         ctx.rt.reclaim();
         let bytes = len

@@ -5,4 +5,5 @@
 
 pub mod conv;
 pub mod copy;
+pub mod elementwise;
 pub mod shaders;

@@ -13,6 +13,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("plan", include_str!("../../shaders/plan.wgsl")),
     ("packed", include_str!("../../shaders/packed.wgsl")),
     ("cast", include_str!("../../shaders/cast.wgsl")),
+    ("iter", include_str!("../../shaders/iter.wgsl")),
+    ("elementwise_ops", include_str!("../../shaders/elementwise_ops.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
     ("conv", include_str!("../../shaders/conv.wgsl")),
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
@@ -24,6 +26,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
 pub fn generated(name: &str) -> Option<String> {
     match name {
         "dtypes" => Some(dtypes_prelude()),
+        "ops" => Some(crate::elementwise::wgsl_op_codes()),
         _ => None,
     }
 }
@@ -36,6 +39,9 @@ pub fn dtypes_prelude() -> String {
 
 /// The plan prelude, which every copy kernel starts with.
 pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
+
+/// The preludes of the elementwise kernels.
+const EW_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops"];
 
 /// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
@@ -52,6 +58,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
     ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
     ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("elementwise", EW_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
+    ("elementwise_rows", EW_PRELUDES, include_str!("../../shaders/elementwise_rows.wgsl")),
     ("conv2d_gemm", &[], include_str!("../../shaders/conv2d_gemm.wgsl")),
     ("conv2d_depthwise", &[], include_str!("../../shaders/conv2d_depthwise.wgsl")),
     ("conv2d_depthwise_rows", &[], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),

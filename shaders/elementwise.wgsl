@@ -1,0 +1,148 @@
+// Elementwise ops on any strides and element types: out[i] = op(in slots at i) for every
+// element the plan reaches; each invocation takes up to EPT consecutive elements of plan dim 0, so
+// the division work of iter_offsets is paid once per run. Elements of 1, 2 or 4 bytes are
+// packed in u32 words; sub-word stores clear and set their bits with atomics, so that an
+// invocation never writes a neighbour's bytes.
+//
+// Input slot j (0..ARITY) reads plan operand INj (1..3), or the scalar it.scalars[j] when INj
+// is 0. Operand k's element type is Tk; ALIASk reads it through the output's binding (it
+// shares the output's buffer, which cannot also be bound read-only). Values are converted to
+// the computation type COMPUTE, then to its representation REPR, computed (elementwise_ops),
+// rounded back to COMPUTE and converted to the output's type OUT_T.
+
+override WG: u32 = 256u;
+override EPT: u32 = 4u;
+override ARITY: u32 = 1u;
+override COMPUTE: u32 = 0u;
+override OUT_T: u32 = 0u;
+override IN0: u32 = 1u;
+override IN1: u32 = 0u;
+override IN2: u32 = 0u;
+override T1: u32 = 0u;
+override T2: u32 = 0u;
+override T3: u32 = 0u;
+override ALIAS1: u32 = 0u;
+override ALIAS2: u32 = 0u;
+override ALIAS3: u32 = 0u;
+
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<storage, read> in1: array<u32>;
+@group(0) @binding(3) var<storage, read> in2: array<u32>;
+@group(0) @binding(4) var<storage, read> in3: array<u32>;
+
+fn dt_bytes(t: u32) -> u32 {
+    switch t {
+        case DT_F32, DT_I32, DT_U32: {
+            return 4u;
+        }
+        case DT_F16, DT_BF16: {
+            return 2u;
+        }
+        default: {
+            return 1u;
+        }
+    }
+}
+
+// Word w of operand k's binding.
+fn word(k: u32, w: u32) -> u32 {
+    if ((k == 1u && ALIAS1 == 1u) || (k == 2u && ALIAS2 == 1u) || (k == 3u && ALIAS3 == 1u)) {
+        return atomicLoad(&out[w]);
+    }
+    switch k {
+        case 1u: {
+            return in1[w];
+        }
+        case 2u: {
+            return in2[w];
+        }
+        default: {
+            return in3[w];
+        }
+    }
+}
+
+// Element e (of type t) of operand k, as zero-extended bits.
+fn load(k: u32, e: u32, t: u32) -> u32 {
+    let b = dt_bytes(t);
+    if (b == 4u) {
+        return word(k, e);
+    }
+    if (b == 2u) {
+        return (word(k, e >> 1u) >> ((e & 1u) * 16u)) & 0xffffu;
+    }
+    return (word(k, e >> 2u) >> ((e & 3u) * 8u)) & 0xffu;
+}
+
+fn store(e: u32, v: u32) {
+    let b = dt_bytes(OUT_T);
+    if (b == 4u) {
+        atomicStore(&out[e], v);
+        return;
+    }
+    var w: u32;
+    var shift: u32;
+    var mask: u32;
+    if (b == 2u) {
+        w = e >> 1u;
+        shift = (e & 1u) * 16u;
+        mask = 0xffffu;
+    } else {
+        w = e >> 2u;
+        shift = (e & 3u) * 8u;
+        mask = 0xffu;
+    }
+    atomicAnd(&out[w], ~(mask << shift));
+    atomicOr(&out[w], (v & mask) << shift);
+}
+
+fn operand_type(k: u32) -> u32 {
+    switch k {
+        case 1u: {
+            return T1;
+        }
+        case 2u: {
+            return T2;
+        }
+        default: {
+            return T3;
+        }
+    }
+}
+
+// Slot j's value (reading plan operand k, or its scalar) in the computation's representation.
+fn slot(j: u32, k: u32, o: vec4<u32>) -> u32 {
+    if (k == 0u) {
+        return it.scalars[j];
+    }
+    let t = operand_type(k);
+    return cast_bits(cast_bits(load(k, o[k], t), t, COMPUTE), COMPUTE, REPR);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = iter_invocation(gid);
+    if (t >= it.threads) {
+        return;
+    }
+    let n0 = it.sizes[0].x;
+    let row = t / it.inner_chunks;
+    let first = (t - row * it.inner_chunks) * EPT;
+    let base = iter_offsets(row * n0 + first);
+    let step = iter_strides(0u);
+    let count = min(EPT, n0 - first);
+    for (var e = 0u; e < count; e = e + 1u) {
+        let o = base + e * step;
+        let a = slot(0u, IN0, o);
+        var b = 0u;
+        var c = 0u;
+        if (ARITY > 1u) {
+            b = slot(1u, IN1, o);
+        }
+        if (ARITY > 2u) {
+            c = slot(2u, IN2, o);
+        }
+        let r = apply_op(a, b, c);
+        store(o.x, cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T));
+    }
+}

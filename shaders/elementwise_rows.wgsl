@@ -1,0 +1,187 @@
+// Elementwise ops on rows: plan dim 0 is contiguous in the output and, in every input, either
+// contiguous or broadcast (stride 0); its size, the output's offset and every other stride of
+// a contiguous operand are multiples of 4. Each invocation computes EPT quads (4 consecutive
+// elements of dim 0), reading each contiguous operand's quad as one piece of a vec4 word
+// (16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte ones) and
+// writing the output's quad whole, so no store needs atomics. Slots, types and aliasing as in
+// elementwise.wgsl.
+
+override WG: u32 = 256u;
+override EPT: u32 = 4u;
+override ARITY: u32 = 1u;
+override COMPUTE: u32 = 0u;
+override OUT_T: u32 = 0u;
+override IN0: u32 = 1u;
+override IN1: u32 = 0u;
+override IN2: u32 = 0u;
+override T1: u32 = 0u;
+override T2: u32 = 0u;
+override T3: u32 = 0u;
+override ALIAS1: u32 = 0u;
+override ALIAS2: u32 = 0u;
+override ALIAS3: u32 = 0u;
+
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> in1: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> in2: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> in3: array<vec4<u32>>;
+
+fn dt_bytes(t: u32) -> u32 {
+    switch t {
+        case DT_F32, DT_I32, DT_U32: {
+            return 4u;
+        }
+        case DT_F16, DT_BF16: {
+            return 2u;
+        }
+        default: {
+            return 1u;
+        }
+    }
+}
+
+// vec4 word w of operand k's binding.
+fn quad_word(k: u32, w: u32) -> vec4<u32> {
+    if ((k == 1u && ALIAS1 == 1u) || (k == 2u && ALIAS2 == 1u) || (k == 3u && ALIAS3 == 1u)) {
+        return out[w];
+    }
+    switch k {
+        case 1u: {
+            return in1[w];
+        }
+        case 2u: {
+            return in2[w];
+        }
+        default: {
+            return in3[w];
+        }
+    }
+}
+
+// The 4 elements (of type t) of operand k from element e on (e a multiple of 4), as
+// zero-extended bits.
+fn load_quad(k: u32, e: u32, t: u32) -> vec4<u32> {
+    let b = dt_bytes(t);
+    if (b == 4u) {
+        return quad_word(k, e >> 2u);
+    }
+    if (b == 2u) {
+        let v = quad_word(k, e >> 3u);
+        let p = select(v.xy, v.zw, (e & 4u) != 0u);
+        return vec4<u32>(p.x & 0xffffu, p.x >> 16u, p.y & 0xffffu, p.y >> 16u);
+    }
+    let w = quad_word(k, e >> 4u)[(e >> 2u) & 3u];
+    return (vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu);
+}
+
+// Element e (of type t) of operand k (a broadcast operand reads one element per quad).
+fn load_one(k: u32, e: u32, t: u32) -> u32 {
+    let b = dt_bytes(t);
+    let v = quad_word(k, (e * b) >> 4u);
+    let w = v[((e * b) >> 2u) & 3u];
+    if (b == 4u) {
+        return w;
+    }
+    if (b == 2u) {
+        return (w >> ((e & 1u) * 16u)) & 0xffffu;
+    }
+    return (w >> ((e & 3u) * 8u)) & 0xffu;
+}
+
+fn store_quad(e: u32, v: vec4<u32>) {
+    let b = dt_bytes(OUT_T);
+    if (b == 4u) {
+        out[e >> 2u] = v;
+        return;
+    }
+    if (b == 2u) {
+        let p = vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
+        if ((e & 4u) != 0u) {
+            out[e >> 3u].z = p.x;
+            out[e >> 3u].w = p.y;
+        } else {
+            out[e >> 3u].x = p.x;
+            out[e >> 3u].y = p.y;
+        }
+        return;
+    }
+    let w = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
+    switch (e >> 2u) & 3u {
+        case 0u: {
+            out[e >> 4u].x = w;
+        }
+        case 1u: {
+            out[e >> 4u].y = w;
+        }
+        case 2u: {
+            out[e >> 4u].z = w;
+        }
+        default: {
+            out[e >> 4u].w = w;
+        }
+    }
+}
+
+fn operand_type(k: u32) -> u32 {
+    switch k {
+        case 1u: {
+            return T1;
+        }
+        case 2u: {
+            return T2;
+        }
+        default: {
+            return T3;
+        }
+    }
+}
+
+// Slot j's 4 values (reading plan operand k at element e, whose dim-0 stride is s, or its
+// scalar) in the computation's representation.
+fn slot_quad(j: u32, k: u32, e: u32, s: u32) -> vec4<u32> {
+    if (k == 0u) {
+        return vec4<u32>(it.scalars[j]);
+    }
+    let t = operand_type(k);
+    var v: vec4<u32>;
+    if (s == 0u) {
+        v = vec4<u32>(load_one(k, e, t));
+    } else {
+        v = load_quad(k, e, t);
+    }
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        v[i] = cast_bits(cast_bits(v[i], t, COMPUTE), COMPUTE, REPR);
+    }
+    return v;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = iter_invocation(gid);
+    if (t >= it.threads) {
+        return;
+    }
+    let q0 = it.sizes[0].x >> 2u;
+    let row = t / it.inner_chunks;
+    let first = (t - row * it.inner_chunks) * EPT;
+    let base = iter_offsets((row * q0 + first) * 4u);
+    let step = iter_strides(0u);
+    let count = min(EPT, q0 - first);
+    for (var q = 0u; q < count; q = q + 1u) {
+        let o = base + 4u * q * step;
+        let a = slot_quad(0u, IN0, o[IN0], step[IN0]);
+        var b = vec4<u32>(0u);
+        var c = vec4<u32>(0u);
+        if (ARITY > 1u) {
+            b = slot_quad(1u, IN1, o[IN1], step[IN1]);
+        }
+        if (ARITY > 2u) {
+            c = slot_quad(2u, IN2, o[IN2], step[IN2]);
+        }
+        var r: vec4<u32>;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            r[i] = cast_bits(cast_bits(apply_op(a[i], b[i], c[i]), REPR, COMPUTE), COMPUTE, OUT_T);
+        }
+        store_quad(o.x, r);
+    }
+}

@@ -1,0 +1,70 @@
+//! Elementwise operations on device tensors: recorded into a [`Batch`], or run at once through
+//! the [`Elementwise`] methods.
+
+use crate::elementwise::api::{Elementwise, Target};
+use crate::elementwise::resolve::{resolve, Input};
+use crate::elementwise::Op;
+use crate::error::Result;
+use crate::gpu::batch::Batch;
+use crate::gpu::tensor::DeviceTensor;
+use crate::kernels::elementwise::{self, ElementwisePath};
+
+impl Batch<'_> {
+    /// Records `op` on `inputs` into `target` (see [`Elementwise`]); returns the tensor
+    /// written (a new one, the first input, or the given view). Bad input is an error, and
+    /// nothing is recorded.
+    pub fn elementwise(&mut self, op: Op, inputs: &[Input<'_, DeviceTensor>], target: Target<'_, DeviceTensor>) -> Result<DeviceTensor> {
+        self.elementwise_with(op, inputs, target, ElementwisePath::Auto)
+    }
+
+    /// [`Batch::elementwise`] through a forced kernel (for tests and benchmarks); a kernel
+    /// that cannot run the op is an error, and nothing is recorded.
+    pub fn elementwise_with(&mut self, op: Op, inputs: &[Input<'_, DeviceTensor>], target: Target<'_, DeviceTensor>, path: ElementwisePath) -> Result<DeviceTensor> {
+        let name = op.name();
+        let mut all: Vec<&DeviceTensor> = inputs.iter().filter_map(|i| if let Input::Tensor(t) = i { Some(*t) } else { None }).collect();
+        if let Target::Out(t) = target {
+            all.push(t);
+        }
+        self.check_context(name, &all)?;
+        let (r, tensors) = resolve(op, inputs, target, DeviceTensor::shares_storage)?;
+        let out = match target {
+            Target::New => {
+                let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
+                DeviceTensor::alloc(self.context(), r.out_dtype, len, r.out_layout.clone())?
+            }
+            Target::InPlace => tensors[0].clone(),
+            Target::Out(t) => t.clone(),
+        };
+        let ctx = self.context().clone();
+        let rt = &ctx.rt;
+        let (enc, keep) = self.parts(name)?;
+        keep.hold(out.storage());
+        for t in &tensors {
+            keep.hold(t.storage());
+        }
+        let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
+        rt.scoped(name, || elementwise::record(rt, enc, keep, &r, path, out.buffer(), &buffers))?;
+        Ok(out)
+    }
+}
+
+impl Elementwise for DeviceTensor {
+    /// Records the op into a batch of its own and submits it (not waiting for it).
+    fn run(op: Op, inputs: &[Input<'_, DeviceTensor>], target: Target<'_, DeviceTensor>) -> Result<DeviceTensor> {
+        DeviceTensor::run_with(op, inputs, target, ElementwisePath::Auto)
+    }
+}
+
+impl DeviceTensor {
+    /// [`Elementwise::run`] through a forced kernel (for tests and benchmarks).
+    pub fn run_with(op: Op, inputs: &[Input<'_, DeviceTensor>], target: Target<'_, DeviceTensor>, path: ElementwisePath) -> Result<DeviceTensor> {
+        let ctx = match inputs.iter().find_map(|i| if let Input::Tensor(t) = i { Some(*t) } else { None }) {
+            Some(t) => t.context().clone(),
+            None => return Err(crate::error::Error::invalid(op.name(), "needs at least one tensor input")),
+        };
+        let mut batch = ctx.batch();
+        let out = batch.elementwise_with(op, inputs, target, path)?;
+        let _ = batch.submit()?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,260 @@
+//! The elementwise kernels: which one runs a resolved op ([`ElementwisePath`]; [`rows_eligible`]
+//! is the one check of the rows kernel, used by the automatic choice and forced paths alike)
+//! and recording it into an encoder: the plan is split into pieces whose bindings fit the
+//! adapter, and each piece is one dispatch.
+
+use std::num::NonZeroU64;
+
+use bytemuck::{Pod, Zeroable};
+use serde::{Deserialize, Serialize};
+
+use crate::elementwise::cpu::repr_dtype;
+use crate::elementwise::resolve::{Resolved, Slot as InSlot};
+use crate::error::{Error, Result};
+use crate::kernels::copy::MAX_DIMS;
+use crate::kernels::shaders;
+use crate::plan::{Cuts, IterPlan};
+use crate::runtime::submit::Keep;
+use crate::runtime::{PipelineKey, Runtime, Slot};
+
+const OP: &str = "elementwise";
+
+/// The bindings of both kernels: the uniform, the output, three inputs.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Read];
+
+/// Which elementwise kernel runs an op. Tests and benchmarks can force one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElementwisePath {
+    /// The rows kernel when [`rows_eligible`] holds, else the general one.
+    Auto,
+    /// `elementwise.wgsl`: any strides and types, `ept` elements of plan dim 0 per invocation.
+    Gather {
+        /// Workgroup size.
+        wg: u32,
+        /// Elements per invocation.
+        ept: u32,
+    },
+    /// `elementwise_rows.wgsl`: quads of 4 elements along a dim contiguous in the output and
+    /// contiguous or broadcast in every input, `ept` quads per invocation.
+    Rows {
+        /// Workgroup size.
+        wg: u32,
+        /// Quads per invocation.
+        ept: u32,
+    },
+}
+
+const GATHER_DEFAULT: ElementwisePath = ElementwisePath::Gather { wg: 256, ept: 8 };
+const ROWS_DEFAULT: ElementwisePath = ElementwisePath::Rows { wg: 256, ept: 4 };
+
+/// Whether the rows kernel can run `plan`: plan dim 0 contiguous in the output (operand 0)
+/// and contiguous or broadcast in every input, its size a multiple of 4, and for the output
+/// and every contiguous input the offset and every other stride multiples of 4 (so that a
+/// quad is whole words of its binding).
+pub fn rows_eligible(plan: &IterPlan) -> bool {
+    let four = |x: isize| x.rem_euclid(4) == 0;
+    plan.numel() > 0
+        && plan.rank() > 0
+        && plan.strides(0)[0] == 1
+        && plan.sizes()[0].is_multiple_of(4)
+        && (0..plan.operands()).all(|k| match plan.strides(k)[0] {
+            0 => k > 0,
+            1 => plan.offset(k).is_multiple_of(4) && plan.strides(k)[1..].iter().all(|&s| four(s)),
+            _ => false,
+        })
+}
+
+/// The uniform both kernels read (`Iter` in shaders/iter.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct IterUniform {
+    sizes: [u32; MAX_DIMS],
+    strides: [i32; 4 * MAX_DIMS],
+    offsets: [u32; 4],
+    rank: u32,
+    threads: u32,
+    inner_chunks: u32,
+    grid_row: u32,
+    scalars: [u32; 4],
+    args: [u32; 4],
+}
+
+fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: NonZeroU64::new(size) })
+}
+
+/// Records `r` (resolved, with its plan) writing `out` and reading plan operand k from
+/// `inputs[k - 1]`, through `path`. Inputs in `out`'s buffer are read through the output's
+/// binding. The caller has validated the op and holds the operands until the work is done.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, r: &Resolved, path: ElementwisePath, out: &wgpu::Buffer, inputs: &[&wgpu::Buffer]) -> Result<()> {
+    let plan = &r.plan;
+    // The rows kernel binds vec4 arrays: every buffer it binds must hold one word.
+    let words = out.size() >= 16 && inputs.iter().all(|b| b.size() >= 16);
+    let path = match path {
+        ElementwisePath::Auto if rows_eligible(plan) && words => ROWS_DEFAULT,
+        ElementwisePath::Rows { .. } if !words => {
+            return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer is smaller (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
+        }
+        ElementwisePath::Auto => GATHER_DEFAULT,
+        ElementwisePath::Rows { .. } if !rows_eligible(plan) && plan.numel() > 0 => {
+            return Err(Error::invalid(OP, format!("the rows kernel needs plan dim 0 contiguous in the output and contiguous or broadcast in every input, of a size that is a multiple of 4, with offsets and strides of contiguous operands multiples of 4; plan {plan:?}")));
+        }
+        p => p,
+    };
+    if plan.numel() == 0 {
+        return Ok(());
+    }
+    let (shader, wg, ept, quad) = match path {
+        ElementwisePath::Gather { wg, ept } => ("elementwise", wg, ept, 1u64),
+        ElementwisePath::Rows { wg, ept } => ("elementwise_rows", wg, ept, 4u64),
+        ElementwisePath::Auto => unreachable!("resolved above"),
+    };
+    if wg == 0 || ept == 0 {
+        return Err(Error::invalid(OP, format!("workgroup size and elements per invocation must be positive, got {path:?}")));
+    }
+    let n_ops = plan.operands();
+    let alias: Vec<bool> = (1..n_ops).map(|k| inputs[k - 1] == out).collect();
+    // The kernel's constants.
+    let slot_operand = |j: usize| match r.slots.get(j) {
+        Some(InSlot::Tensor(k)) => *k as i64,
+        _ => 0,
+    };
+    let ty = |k: usize| r.types.get(k).map_or(0, |t| t.code()) as i64;
+    let constants = vec![
+        ("WG", wg as i64),
+        ("EPT", ept as i64),
+        ("OP", r.op.code() as i64),
+        ("REPR", repr_dtype(r.compute).code() as i64),
+        ("ARITY", r.slots.len() as i64),
+        ("COMPUTE", r.compute.code() as i64),
+        ("OUT_T", r.out_dtype.code() as i64),
+        ("IN0", slot_operand(0)),
+        ("IN1", slot_operand(1)),
+        ("IN2", slot_operand(2)),
+        ("T1", ty(1)),
+        ("T2", ty(2)),
+        ("T3", ty(3)),
+        ("ALIAS1", alias.first().copied().unwrap_or(false) as i64),
+        ("ALIAS2", alias.get(1).copied().unwrap_or(false) as i64),
+        ("ALIAS3", alias.get(2).copied().unwrap_or(false) as i64),
+    ];
+    let key = PipelineKey { shader, constants };
+    let rep = &rt.report;
+    let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
+    let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    let max_groups = rep.max_compute_workgroups_per_dimension as u64;
+    let size = |k: usize| r.types[k].size() as u64;
+    // The bound byte window (start, length) of each binding of a piece: the output's covers
+    // the inputs read through it.
+    let windows = |p: &IterPlan| -> Vec<(u64, u64)> {
+        let span = |k: usize| {
+            let (lo, hi) = p.span(k);
+            (lo as u64 * size(k), (hi as u64 + 1) * size(k))
+        };
+        let mut w: Vec<(u64, u64)> = (0..n_ops).map(span).collect();
+        for k in 1..n_ops {
+            if alias[k - 1] {
+                w[0] = (w[0].0.min(w[k].0), w[0].1.max(w[k].1));
+            }
+        }
+        w.iter()
+            .enumerate()
+            .map(|(k, &(lo, hi))| {
+                let buf = if k == 0 || alias[k - 1] { out } else { inputs[k - 1] };
+                let start = lo / align * align;
+                // Whole 16-byte words: the rows kernel reads and writes vec4 words.
+                (start, hi.div_ceil(16).saturating_mul(16).min(buf.size()) - start)
+            })
+            .collect()
+    };
+    let cover = |p: &IterPlan| -> (u64, u64) {
+        let n0 = p.sizes().first().map_or(1, |&n| n.max(1)) as u64 / quad;
+        let chunks = n0.div_ceil(ept as u64);
+        (chunks, p.numel() as u64 / quad / n0.max(1) * chunks)
+    };
+    let fits = |p: &IterPlan| {
+        let small = |k: usize| p.strides(k).iter().all(|&x| i32::try_from(x).is_ok());
+        let (_, threads) = cover(p);
+        let groups = threads.div_ceil(wg as u64);
+        let gx = groups.min(max_groups);
+        p.rank() <= MAX_DIMS
+            && windows(p).iter().all(|&(_, len)| len <= max_bind)
+            && p.numel() <= u32::MAX as usize
+            && threads <= u32::MAX as u64
+            && groups.div_ceil(gx.max(1)) <= max_groups
+            && (0..n_ops).all(small)
+    };
+    let cuts = Cuts { keep: 0, grain0: quad as usize, max_rank: MAX_DIMS };
+    let pieces = plan.pieces(cuts, fits).map_err(|p| {
+        let len = windows(&p).iter().map(|w| w.1).max().unwrap_or(0);
+        Error::Limit { op: OP, what: format!("binding the smallest piece the {shader} kernel can run (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
+    })?;
+    let pipeline = rt.pipeline(&key, SLOTS, || shaders::source(shader))?;
+    let bgl = rt.bind_group_layout(SLOTS)?;
+    // Unused and aliased input bindings get a buffer that is not the output's.
+    let spare = match inputs.iter().find(|b| **b != out && b.size() >= 16) {
+        Some(b) => (*b).clone(),
+        None => {
+            let s = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+            let b = s.buffer().clone();
+            keep.hold(s);
+            b
+        }
+    };
+    for p in pieces {
+        let w = windows(&p);
+        let (chunks, threads) = cover(&p);
+        let groups = threads.div_ceil(wg as u64);
+        let gx = groups.min(max_groups);
+        let gy = groups.div_ceil(gx.max(1));
+        let mut u = IterUniform::zeroed();
+        u.sizes = [1; MAX_DIMS];
+        for d in 0..p.rank() {
+            u.sizes[d] = p.sizes()[d] as u32;
+            for k in 0..n_ops {
+                u.strides[8 * k + d] = p.strides(k)[d] as i32;
+            }
+        }
+        for k in 0..n_ops {
+            let base = if k > 0 && alias[k - 1] { w[0].0 } else { w[k].0 };
+            u.offsets[k] = (p.offset(k) as u64 - base / size(k)) as u32;
+        }
+        u.rank = p.rank() as u32;
+        u.threads = threads as u32;
+        u.inner_chunks = chunks as u32;
+        u.grid_row = (gx * wg as u64) as u32;
+        for (j, s) in r.slots.iter().enumerate() {
+            if let InSlot::Scalar(b) = s {
+                u.scalars[j] = *b;
+            }
+        }
+        u.args = r.args;
+        let uniform = rt.buffer(OP, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+        rt.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));
+        let input_binding = |k: usize| {
+            if k < n_ops && !alias[k - 1] {
+                bind(inputs[k - 1], w[k].0, w[k].1)
+            } else {
+                bind(&spare, 0, 16)
+            }
+        };
+        let bg = rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("elementwise"),
+            layout: &bgl,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: uniform.buffer().as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: bind(out, w[0].0, w[0].1) },
+                wgpu::BindGroupEntry { binding: 2, resource: input_binding(1) },
+                wgpu::BindGroupEntry { binding: 3, resource: input_binding(2) },
+                wgpu::BindGroupEntry { binding: 4, resource: input_binding(3) },
+            ],
+        });
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("elementwise"), timestamp_writes: None });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bg, &[]);
+        pass.dispatch_workgroups(gx as u32, gy as u32, 1);
+        drop(pass);
+        keep.hold(uniform);
+    }
+    Ok(())
+}
