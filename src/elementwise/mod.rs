@@ -119,7 +119,7 @@ pub enum Op {
 }
 
 /// One op of each kind, in the order of their kernel codes.
-const KINDS: [Op; 25] = [
+pub(crate) const KINDS: [Op; 25] = [
     Op::To(DType::F32),
     Op::Neg,
     Op::Abs,

@@ -143,5 +143,5 @@ pub(crate) fn result_type_for(op: &'static str, args: &[Arg], float: bool) -> Re
 /// or `out=` destination of type `to`. A float result cannot go into an integer tensor; every
 /// other pair may (narrowing within a category included).
 pub fn can_cast(from: DType, to: DType) -> bool {
-    !(from.is_float() && !to.is_float())
+    !from.is_float() || to.is_float()
 }

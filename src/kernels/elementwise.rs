@@ -8,6 +8,7 @@ use std::num::NonZeroU64;
 use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
 
+use crate::dtype::DType;
 use crate::elementwise::cpu::repr_dtype;
 use crate::elementwise::resolve::{Resolved, Slot as InSlot};
 use crate::error::{Error, Result};
@@ -257,4 +258,43 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         keep.hold(uniform);
     }
     Ok(())
+}
+
+/// Every elementwise pipeline the automatic choice may run on a GPU, for the register-budget
+/// test: both kernels at their default shapes, each op, with the type sets that change the
+/// generated code (f32, f16 and bf16 computations, 32-bit signed and unsigned integers, and
+/// converting loads and stores of 1- and 2-byte elements).
+pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
+    use crate::elementwise::KINDS;
+    let mut out = Vec::new();
+    // (computation, input type, output type)
+    let types = [(DType::F32, DType::F32, DType::F32), (DType::F16, DType::F16, DType::F16), (DType::BF16, DType::U8, DType::BF16), (DType::I32, DType::I8, DType::U8), (DType::U32, DType::U32, DType::F16)];
+    for (kernel, path) in [("elementwise", GATHER_DEFAULT), ("elementwise_rows", ROWS_DEFAULT)] {
+        let (ElementwisePath::Gather { wg, ept } | ElementwisePath::Rows { wg, ept }) = path else { continue };
+        for op in KINDS {
+            for (compute, input, output) in types {
+                if op.computes_in_float() && !compute.is_float() {
+                    continue;
+                }
+                let arity = op.arity() as i64;
+                let constants = vec![
+                    ("WG", wg as i64),
+                    ("EPT", ept as i64),
+                    ("OP", op.code() as i64),
+                    ("REPR", repr_dtype(compute).code() as i64),
+                    ("ARITY", arity),
+                    ("COMPUTE", compute.code() as i64),
+                    ("OUT_T", output.code() as i64),
+                    ("IN0", 1),
+                    ("IN1", if arity > 1 { 2 } else { 0 }),
+                    ("IN2", if arity > 2 { 3 } else { 0 }),
+                    ("T1", input.code() as i64),
+                    ("T2", input.code() as i64),
+                    ("T3", input.code() as i64),
+                ];
+                out.push(crate::kernels::conv::PipelineSpec { kernel, constants });
+            }
+        }
+    }
+    out
 }
