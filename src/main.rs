@@ -1,11 +1,12 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|conv]`: copy and
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv]`: copy and
 //! convolution throughput on the chosen adapter.
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
     pub mod bench;
     pub mod bench_conv;
+    pub mod bench_elementwise;
     pub mod walkthrough;
 }
 
@@ -37,7 +38,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|conv]]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv]]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
@@ -50,8 +51,8 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
         match a.as_str() {
             "--json" => {}
             "--only" => match it.next().map(String::as_str) {
-                Some(v @ ("copy" | "conv")) => only = Some(v.to_string()),
-                v => return Err(format!("--only needs copy or conv, got {v:?}")),
+                Some(v @ ("copy" | "elementwise" | "conv")) => only = Some(v.to_string()),
+                v => return Err(format!("--only needs copy, elementwise or conv, got {v:?}")),
             },
             "--interleave" => warm = 0,
             "--warm" => {
