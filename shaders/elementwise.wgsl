@@ -116,7 +116,19 @@ fn slot(j: u32, k: u32, o: vec4<u32>) -> u32 {
         return it.scalars[j];
     }
     let t = operand_type(k);
+    if (OP == OP_TO) {
+        return load(k, o[k], t);
+    }
     return cast_bits(cast_bits(load(k, o[k], t), t, COMPUTE), COMPUTE, REPR);
+}
+
+// A result in the computation's representation as an element of the output's type (a
+// conversion, `to`, casts the raw bits once, from the input's type to the output's).
+fn to_out(r: u32) -> u32 {
+    if (OP == OP_TO) {
+        return cast_bits(r, T1, OUT_T);
+    }
+    return cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T);
 }
 
 @compute @workgroup_size(WG)
@@ -143,6 +155,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             c = slot(2u, IN2, o);
         }
         let r = apply_op(a, b, c);
-        store(o.x, cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T));
+        store(o.x, to_out(r));
     }
 }

@@ -149,10 +149,24 @@ fn slot_quad(j: u32, k: u32, e: u32, s: u32) -> vec4<u32> {
     } else {
         v = load_quad(k, e, t);
     }
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        v[i] = cast_bits(cast_bits(v[i], t, COMPUTE), COMPUTE, REPR);
+    return vec4<u32>(to_repr(v.x, t), to_repr(v.y, t), to_repr(v.z, t), to_repr(v.w, t));
+}
+
+// An element of type t in the computation's representation (a conversion, `to`, casts the
+// raw bits once, from the input's type to the output's, keeping NaN payloads).
+fn to_repr(v: u32, t: u32) -> u32 {
+    if (OP == OP_TO) {
+        return v;
     }
-    return v;
+    return cast_bits(cast_bits(v, t, COMPUTE), COMPUTE, REPR);
+}
+
+// A result in the computation's representation as an element of the output's type.
+fn to_out(r: u32) -> u32 {
+    if (OP == OP_TO) {
+        return cast_bits(r, T1, OUT_T);
+    }
+    return cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T);
 }
 
 @compute @workgroup_size(WG)
@@ -178,10 +192,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (ARITY > 2u) {
             c = slot_quad(2u, IN2, o[IN2], step[IN2]);
         }
-        var r: vec4<u32>;
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            r[i] = cast_bits(cast_bits(apply_op(a[i], b[i], c[i]), REPR, COMPUTE), COMPUTE, OUT_T);
-        }
+        let r = vec4<u32>(to_out(apply_op(a.x, b.x, c.x)), to_out(apply_op(a.y, b.y, c.y)), to_out(apply_op(a.z, b.z, c.z)), to_out(apply_op(a.w, b.w, c.w)));
         store_quad(o.x, r);
     }
 }

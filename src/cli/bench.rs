@@ -101,7 +101,7 @@ pub fn measure(ctx: &GpuContext, timer: &GpuTimer, cases: Vec<Case>, warm: usize
         ref_of.push(idx);
     }
     all.extend(cases);
-    for (&n, _) in &refs {
+    for &n in refs.keys() {
         let a = DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?;
         let b = DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?;
         all.push(Case::copy("same_bytes_copy", &[n], &b, &a, REFERENCE));

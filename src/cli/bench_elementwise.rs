@@ -19,7 +19,7 @@ fn filled(ctx: &GpuContext, shape: &[usize], format: MemoryFormat) -> Result<Dev
 }
 
 /// A case running `op` on `inputs` into `out`.
-fn case(op: &str, shape: &[usize], dtype: DType, the_op: Op, inputs: Vec<DeviceTensor>, scalars: Vec<(usize, Scalar)>, out: DeviceTensor, in_place: bool) -> Case {
+fn case(op: &str, shape: &[usize], dtype: DType, the_op: Op, inputs: Vec<DeviceTensor>, out: DeviceTensor, in_place: bool) -> Case {
     let bytes = (inputs.iter().map(|t| t.numel() * t.dtype().size()).sum::<usize>() + out.numel() * out.dtype().size()) as f64;
     Case {
         op: op.into(),
@@ -28,10 +28,7 @@ fn case(op: &str, shape: &[usize], dtype: DType, the_op: Op, inputs: Vec<DeviceT
         bytes,
         note: String::new(),
         work: Box::new(move |b| {
-            let mut ins: Vec<Input<'_, DeviceTensor>> = inputs.iter().map(Input::Tensor).collect();
-            for &(at, s) in &scalars {
-                ins.insert(at, Input::Scalar(s));
-            }
+            let ins: Vec<Input<'_, DeviceTensor>> = inputs.iter().map(Input::Tensor).collect();
             let target = if in_place { Target::InPlace } else { Target::Out(&out) };
             b.elementwise(the_op, &ins, target).map(drop)
         }),
@@ -47,18 +44,18 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     let y = filled(ctx, &s, nchw)?;
     let out = DeviceTensor::empty(ctx, &s, DType::F32, nchw)?;
     let add = Op::Add { alpha: Scalar::Int(1) };
-    let mut cases = vec![case("add", &s, DType::F32, add, vec![x.clone(), y.clone()], vec![], out.clone(), false)];
+    let mut cases = vec![case("add", &s, DType::F32, add, vec![x.clone(), y.clone()], out.clone(), false)];
     let bias = filled(ctx, &[1, 64, 1, 1], nchw)?;
-    cases.push(case("add_bias", &s, DType::F32, add, vec![x.clone(), bias], vec![], out.clone(), false));
+    cases.push(case("add_bias", &s, DType::F32, add, vec![x.clone(), bias], out.clone(), false));
     let xl = filled(ctx, &s, MemoryFormat::ChannelsLast)?;
     let outl = DeviceTensor::empty(ctx, &s, DType::F32, MemoryFormat::ChannelsLast)?;
-    cases.push(case("add_mixed_layouts", &s, DType::F32, add, vec![xl, y.clone()], vec![], outl, false));
+    cases.push(case("add_mixed_layouts", &s, DType::F32, add, vec![xl, y.clone()], outl, false));
     let r = filled(ctx, &s, nchw)?;
-    cases.push(case("relu_", &s, DType::F32, Op::Relu, vec![r.clone()], vec![], r, true));
+    cases.push(case("relu_", &s, DType::F32, Op::Relu, vec![r.clone()], r, true));
     let big = [32, 256, 56, 56];
     let xb = filled(ctx, &big, nchw)?;
     let half = DeviceTensor::empty(ctx, &big, DType::F16, nchw)?;
-    cases.push(case("to_f16", &big, DType::F32, Op::To(DType::F16), vec![xb.clone()], vec![], half.clone(), false));
+    cases.push(case("to_f16", &big, DType::F32, Op::To(DType::F16), vec![xb.clone()], half.clone(), false));
     // The same conversion through copy_ (the copy kernels' converting path).
     let (h2, xb2) = (half.clone(), xb.clone());
     cases.push(Case {
@@ -78,7 +75,7 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     let scale = DeviceTensor::from_slice(ctx, &std.map(|s| 1.0 / (255.0 * s)), &[1, 3, 1, 1])?;
     let shift = DeviceTensor::from_slice(ctx, &[0, 1, 2].map(|c| -mean[c] / std[c]), &[1, 3, 1, 1])?;
     let planes = DeviceTensor::empty(ctx, &[16, 3, 224, 224], DType::F32, nchw)?;
-    let mut pipeline = case("image_pipeline", &img_shape, DType::U8, Op::Addcmul { value: Scalar::Int(1) }, vec![shift, view.clone(), scale], vec![], planes, false);
+    let mut pipeline = case("image_pipeline", &img_shape, DType::U8, Op::Addcmul { value: Scalar::Int(1) }, vec![shift, view.clone(), scale], planes, false);
     // Bytes: the three channels read, the planes written (the 24 bytes of scale and shift aside).
     pipeline.bytes = (view.numel() + view.numel() * 4) as f64;
     cases.push(pipeline);

@@ -38,6 +38,17 @@ pub(crate) fn execute(r: &Resolved, dst: &mut [u8], srcs: &[Src<'_>]) {
     let size = |d: DType| d.size();
     for i in 0..plan.numel() {
         plan.offsets_into(i, &mut off);
+        if let Op::To(_) = r.op {
+            // A conversion casts the raw bits once (NaN payloads kept), as copy_ does.
+            let (t, es) = (r.types[1], r.out_dtype.size());
+            let at = off[1] * t.size()..(off[1] + 1) * t.size();
+            let bits = match &srcs[0] {
+                Src::Bytes(b) => read_bits(&b[at]),
+                Src::Dest => read_bits(&dst[at]),
+            };
+            write_bits(&mut dst[off[0] * es..(off[0] + 1) * es], cast_bits(t, r.out_dtype, bits));
+            continue;
+        }
         for (v, slot) in vals.iter_mut().zip(&r.slots) {
             *v = match *slot {
                 Slot::Scalar(b) => b,

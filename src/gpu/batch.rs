@@ -1,6 +1,9 @@
 //! Batches: operations recorded into one command encoder (the crate's own, or the caller's),
 //! holding every operand and temporary until the GPU has finished the work.
 
+use crate::elementwise::api::Target;
+use crate::elementwise::resolve::Input;
+use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
@@ -81,6 +84,12 @@ impl Batch<'_> {
         self.check_context(OP, &[dst, src])?;
         let same = dst.shares_storage(src);
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
+        if path == CopyPath::Auto && dst.dtype() != src.dtype() {
+            // A converting copy is the elementwise `to`: its rows kernel moves whole words
+            // where the plan's rows allow, its general kernel anything else.
+            let src = src.broadcast_to(dst.shape())?;
+            return self.elementwise(Op::To(dst.dtype()), &[Input::Tensor(&src)], Target::Out(dst)).map(drop);
+        }
         let ctx = self.ctx.clone();
         let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
         if path == CopyPath::BufferCopy && !buffer_copy {
