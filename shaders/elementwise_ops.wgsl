@@ -163,7 +163,8 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
             return bitcast<u32>(0.5 * x * f_erfc(-x * 0.70710678118654752));
         }
         case OP_GELU_TANH: {
-            return bitcast<u32>(0.5 * x * (1.0 + f_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+            // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): no cancellation for negative x.
+            return bitcast<u32>(x / (1.0 + f_exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))));
         }
         case OP_SILU: {
             return bitcast<u32>(x / (1.0 + f_exp(-x)));

@@ -1,7 +1,7 @@
 // Elementwise ops on rows: plan dim 0 is contiguous in the output and, in every input, either
 // contiguous or broadcast (stride 0); its size, the output's offset and every other stride of
 // a contiguous operand are multiples of 4. Each invocation computes EPT quads (4 consecutive
-// elements of dim 0), reading each contiguous operand's quad as one piece of a vec4 word
+// elements of dim 0, WG quads apart), reading each contiguous operand's quad as one piece of a vec4 word
 // (16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte ones) and
 // writing the output's quad whole, so no store needs atomics. Slots, types and aliasing as in
 // elementwise.wgsl.
@@ -170,18 +170,24 @@ fn to_out(r: u32) -> u32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
     let t = iter_invocation(gid);
     if (t >= it.threads) {
         return;
     }
+    // Workgroup g takes a run of WG * EPT quads of one row; invocation l takes quads l,
+    // l + WG, l + 2 WG, ... of it, so that neighbouring invocations touch neighbouring words.
     let q0 = it.sizes[0].x >> 2u;
-    let row = t / it.inner_chunks;
-    let first = (t - row * it.inner_chunks) * EPT;
+    let g = t / WG;
+    let row = g / it.inner_chunks;
+    let first = (g - row * it.inner_chunks) * WG * EPT;
     let base = iter_offsets((row * q0 + first) * 4u);
     let step = iter_strides(0u);
-    let count = min(EPT, q0 - first);
-    for (var q = 0u; q < count; q = q + 1u) {
+    for (var j = 0u; j < EPT; j = j + 1u) {
+        let q = j * WG + l;
+        if (first + q >= q0) {
+            break;
+        }
         let o = base + 4u * q * step;
         let a = slot_quad(0u, IN0, o[IN0], step[IN0]);
         var b = vec4<u32>(0u);

@@ -11,7 +11,8 @@ struct Iter {
     rank: u32,
     // Invocations with work; the rest return at once.
     threads: u32,
-    // Invocations that share one run of dim 0.
+    // Runs of dim 0 per row: of EPT elements (elementwise.wgsl), or of WG * EPT quads, one per
+    // workgroup (elementwise_rows.wgsl).
     inner_chunks: u32,
     // Invocations per row of the dispatch grid (workgroups in x times the workgroup size).
     grid_row: u32,

@@ -1,12 +1,15 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
 //! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv]`: copy and
 //! convolution throughput on the chosen adapter.
+//! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: the same-bytes copy ratios of
+//! two `bench --json` runs as a bar chart.
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
     pub mod bench;
     pub mod bench_conv;
     pub mod bench_elementwise;
+    pub mod chart;
     pub mod walkthrough;
 }
 
@@ -25,6 +28,16 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Some("chart") if args.len() == 3 => match cli::chart::svg(&args[1], &args[2]) {
+            Ok(svg) => {
+                print!("{svg}");
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        },
         None => cli::walkthrough::run(),
         Some(other) => {
             eprintln!("unknown command {other:?}; {USAGE}");
@@ -38,7 +51,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv]]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv] | chart WARM.jsonl COLD.jsonl]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and

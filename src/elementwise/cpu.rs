@@ -137,9 +137,10 @@ fn apply_f32(op: Op, v: &[u32; 3], a: &Args) -> u32 {
             r.to_bits()
         }
         Op::Gelu => f64_op(v[0], |x| 0.5 * x * erfc(-x * std::f64::consts::FRAC_1_SQRT_2)),
+        // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), without the cancellation for negative x.
         Op::GeluTanh => f64_op(v[0], |x| {
             let k = (2.0 / std::f64::consts::PI).sqrt();
-            0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+            x / (1.0 + (-2.0 * k * (x + 0.044715 * x * x * x)).exp())
         }),
         Op::Silu => f64_op(v[0], |x| x / (1.0 + (-x).exp())),
         Op::Add { .. } if a[0] == 1f32.to_bits() => (x + y).to_bits(),

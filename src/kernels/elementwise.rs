@@ -36,7 +36,8 @@ pub enum ElementwisePath {
         ept: u32,
     },
     /// `elementwise_rows.wgsl`: quads of 4 elements along a dim contiguous in the output and
-    /// contiguous or broadcast in every input, `ept` quads per invocation.
+    /// contiguous or broadcast in every input, `ept` quads per invocation (`wg` quads apart:
+    /// a workgroup takes a run of `wg * ept` quads of one row).
     Rows {
         /// Workgroup size.
         wg: u32,
@@ -168,10 +169,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             })
             .collect()
     };
+    // (chunks per row, invocations): the general kernel's invocations each take a run of
+    // `ept` elements; the rows kernel's workgroups each take a run of `wg * ept` quads.
     let cover = |p: &IterPlan| -> (u64, u64) {
         let n0 = p.sizes().first().map_or(1, |&n| n.max(1)) as u64 / quad;
-        let chunks = n0.div_ceil(ept as u64);
-        (chunks, p.numel() as u64 / quad / n0.max(1) * chunks)
+        let rows = p.numel() as u64 / quad / n0.max(1);
+        match quad {
+            1 => (n0.div_ceil(ept as u64), rows * n0.div_ceil(ept as u64)),
+            _ => (n0.div_ceil(ept as u64 * wg as u64), rows * n0.div_ceil(ept as u64 * wg as u64) * wg as u64),
+        }
     };
     let fits = |p: &IterPlan| {
         let small = |k: usize| p.strides(k).iter().all(|&x| i32::try_from(x).is_ok());
