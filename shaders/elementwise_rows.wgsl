@@ -1,7 +1,7 @@
 // Elementwise ops on rows: plan dim 0 is contiguous in the output and, in every input, either
 // contiguous or broadcast (stride 0); its size, the output's offset and every other stride of
 // a contiguous operand are multiples of 4. Each invocation computes EPT quads (4 consecutive
-// elements of dim 0, WG quads apart), reading each contiguous operand's quad as one piece of a vec4 word
+// elements of dim 0, WG quads apart; or, with COLUMNS, one quad of each of EPT rows), reading each contiguous operand's quad as one piece of a vec4 word
 // (16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte ones) and
 // writing the output's quad whole, so no store needs atomics. Slots, types and aliasing as in
 // elementwise.wgsl.
@@ -17,6 +17,12 @@ override IN2: u32 = 0u;
 override T1: u32 = 0u;
 override T2: u32 = 0u;
 override T3: u32 = 0u;
+// 0: runs of quads along rows; 1: quad columns through EPT rows (plans of 2 dims or more).
+override COLUMNS: u32 = 0u;
+// Bit k set: plan operand k is broadcast along dim 0 (stride 0; one element per row).
+override BCAST: u32 = 0u;
+// Quads of a row per invocation and row in quad-column mode.
+override QPR: u32 = 4u;
 override ALIAS1: u32 = 0u;
 override ALIAS2: u32 = 0u;
 override ALIAS3: u32 = 0u;
@@ -38,6 +44,11 @@ fn dt_bytes(t: u32) -> u32 {
             return 1u;
         }
     }
+}
+
+// Component c of v, by selects (a dynamic index costs a trip through memory on CPU adapters).
+fn component(v: vec4<u32>, c: u32) -> u32 {
+    return select(select(v.x, v.y, c == 1u), select(v.z, v.w, c == 3u), c >= 2u);
 }
 
 // vec4 word w of operand k's binding.
@@ -70,15 +81,14 @@ fn load_quad(k: u32, e: u32, t: u32) -> vec4<u32> {
         let p = select(v.xy, v.zw, (e & 4u) != 0u);
         return vec4<u32>(p.x & 0xffffu, p.x >> 16u, p.y & 0xffffu, p.y >> 16u);
     }
-    let w = quad_word(k, e >> 4u)[(e >> 2u) & 3u];
+    let w = component(quad_word(k, e >> 4u), (e >> 2u) & 3u);
     return (vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu);
 }
 
 // Element e (of type t) of operand k (a broadcast operand reads one element per quad).
 fn load_one(k: u32, e: u32, t: u32) -> u32 {
     let b = dt_bytes(t);
-    let v = quad_word(k, (e * b) >> 4u);
-    let w = v[((e * b) >> 2u) & 3u];
+    let w = component(quad_word(k, (e * b) >> 4u), ((e * b) >> 2u) & 3u);
     if (b == 4u) {
         return w;
     }
@@ -136,15 +146,15 @@ fn operand_type(k: u32) -> u32 {
     }
 }
 
-// Slot j's 4 values (reading plan operand k at element e, whose dim-0 stride is s, or its
-// scalar) in the computation's representation.
-fn slot_quad(j: u32, k: u32, e: u32, s: u32) -> vec4<u32> {
+// Slot j's 4 values (reading plan operand k at element e, or its scalar) in the
+// computation's representation.
+fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
     if (k == 0u) {
         return vec4<u32>(it.scalars[j]);
     }
     let t = operand_type(k);
     var v: vec4<u32>;
-    if (s == 0u) {
+    if (((BCAST >> k) & 1u) == 1u) {
         v = vec4<u32>(load_one(k, e, t));
     } else {
         v = load_quad(k, e, t);
@@ -169,36 +179,92 @@ fn to_out(r: u32) -> u32 {
     return cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T);
 }
 
+// Whether plan operand k is broadcast along dim 0 (0 is the scalar slot's "operand").
+fn broadcast(k: u32) -> bool {
+    return k != 0u && ((BCAST >> k) & 1u) == 1u;
+}
+
+// Slot j's values when its operand is broadcast along dim 0 (the same for every quad of a
+// row, so loaded once per row), else zeros.
+fn row_value(j: u32, k: u32, e: u32) -> vec4<u32> {
+    if (broadcast(k)) {
+        return slot_quad(j, k, e);
+    }
+    return vec4<u32>(0u);
+}
+
+// The quad at o (each operand's element index); pa, pb, pc: the slots' row values.
+fn quad(o: vec4<u32>, pa: vec4<u32>, pb: vec4<u32>, pc: vec4<u32>) {
+    var a = pa;
+    var b = pb;
+    var c = pc;
+    if (!broadcast(IN0)) {
+        a = slot_quad(0u, IN0, o[IN0]);
+    }
+    if (ARITY > 1u && !broadcast(IN1)) {
+        b = slot_quad(1u, IN1, o[IN1]);
+    }
+    if (ARITY > 2u && !broadcast(IN2)) {
+        c = slot_quad(2u, IN2, o[IN2]);
+    }
+    let r = vec4<u32>(to_out(apply_op(a.x, b.x, c.x)), to_out(apply_op(a.y, b.y, c.y)), to_out(apply_op(a.z, b.z, c.z)), to_out(apply_op(a.w, b.w, c.w)));
+    store_quad(o.x, r);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
     let t = iter_invocation(gid);
     if (t >= it.threads) {
         return;
     }
-    // Workgroup g takes a run of WG * EPT quads of one row; invocation l takes quads l,
-    // l + WG, l + 2 WG, ... of it, so that neighbouring invocations touch neighbouring words.
     let q0 = it.sizes[0].x >> 2u;
+    let step = iter_strides(0u);
+    if (COLUMNS == 1u) {
+        // Quad columns: a row's quads are dealt to it.inner_chunks lanes (a multiple of 8),
+        // QPR each, it.inner_chunks apart; invocation t takes lane t % inner_chunks of EPT
+        // consecutive rows along plan dim 1 (it.extra.x blocks of them per dim-1 run), so that
+        // neighbouring invocations touch neighbouring words, the index arithmetic is paid once
+        // per column, and a broadcast operand is loaded once per row.
+        let lanes = it.inner_chunks;
+        let block = t / lanes;
+        let w = t - block * lanes;
+        if (w >= q0) {
+            return;
+        }
+        let n1 = it.sizes[0].y;
+        let outer = block / it.extra.x;
+        let j0 = (block - outer * it.extra.x) * EPT;
+        let base = iter_offsets((outer * n1 + j0) * it.sizes[0].x + 4u * w);
+        let s1 = iter_strides(1u);
+        let rows = min(EPT, n1 - j0);
+        for (var r = 0u; r < rows; r = r + 1u) {
+            let o = base + r * s1;
+            let pa = row_value(0u, IN0, o[IN0]);
+            let pb = row_value(1u, IN1, o[IN1]);
+            let pc = row_value(2u, IN2, o[IN2]);
+            for (var i = 0u; i < QPR; i = i + 1u) {
+                if (w + i * lanes >= q0) {
+                    break;
+                }
+                quad(o + 4u * i * lanes * step, pa, pb, pc);
+            }
+        }
+        return;
+    }
+    // Runs: workgroup g takes a run of WG * EPT quads of one row; invocation l takes quads l,
+    // l + WG, l + 2 WG, ... of it, so that neighbouring invocations touch neighbouring words.
     let g = t / WG;
     let row = g / it.inner_chunks;
     let first = (g - row * it.inner_chunks) * WG * EPT;
     let base = iter_offsets((row * q0 + first) * 4u);
-    let step = iter_strides(0u);
+    let pa = row_value(0u, IN0, base[IN0]);
+    let pb = row_value(1u, IN1, base[IN1]);
+    let pc = row_value(2u, IN2, base[IN2]);
     for (var j = 0u; j < EPT; j = j + 1u) {
         let q = j * WG + l;
         if (first + q >= q0) {
             break;
         }
-        let o = base + 4u * q * step;
-        let a = slot_quad(0u, IN0, o[IN0], step[IN0]);
-        var b = vec4<u32>(0u);
-        var c = vec4<u32>(0u);
-        if (ARITY > 1u) {
-            b = slot_quad(1u, IN1, o[IN1], step[IN1]);
-        }
-        if (ARITY > 2u) {
-            c = slot_quad(2u, IN2, o[IN2], step[IN2]);
-        }
-        let r = vec4<u32>(to_out(apply_op(a.x, b.x, c.x)), to_out(apply_op(a.y, b.y, c.y)), to_out(apply_op(a.z, b.z, c.z)), to_out(apply_op(a.w, b.w, c.w)));
-        store_quad(o.x, r);
+        quad(base + 4u * q * step, pa, pb, pc);
     }
 }

@@ -21,6 +21,8 @@ struct Iter {
     // The op's arguments, same representation: alpha (or addcmul's value), clamp's min and
     // max, and flags (1: min given, 2: max given).
     args: vec4<u32>,
+    // Kernel-specific: row blocks along plan dim 1 (elementwise_rows.wgsl's quad columns).
+    extra: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> it: Iter;

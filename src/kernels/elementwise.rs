@@ -36,8 +36,9 @@ pub enum ElementwisePath {
         ept: u32,
     },
     /// `elementwise_rows.wgsl`: quads of 4 elements along a dim contiguous in the output and
-    /// contiguous or broadcast in every input, `ept` quads per invocation (`wg` quads apart:
-    /// a workgroup takes a run of `wg * ept` quads of one row).
+    /// contiguous or broadcast in every input. On a plan of one dim, `ept` quads per
+    /// invocation (`wg` quads apart: a workgroup takes a run of `wg * ept` quads); on plans of
+    /// more dims, one quad column through `ept` rows per invocation.
     Rows {
         /// Workgroup size.
         wg: u32,
@@ -46,8 +47,10 @@ pub enum ElementwisePath {
     },
 }
 
+/// Quads of a row each invocation of the rows kernel takes per row, in quad-column mode.
+const QPR: u64 = 4;
+
 const GATHER_DEFAULT: ElementwisePath = ElementwisePath::Gather { wg: 256, ept: 8 };
-const ROWS_DEFAULT: ElementwisePath = ElementwisePath::Rows { wg: 256, ept: 4 };
 
 /// Whether the rows kernel can run `plan`: plan dim 0 contiguous in the output (operand 0)
 /// and contiguous or broadcast in every input, its size a multiple of 4, and for the output
@@ -79,6 +82,7 @@ struct IterUniform {
     grid_row: u32,
     scalars: [u32; 4],
     args: [u32; 4],
+    extra: [u32; 4],
 }
 
 fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
@@ -93,7 +97,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // The rows kernel binds vec4 arrays: every buffer it binds must hold one word.
     let words = out.size() >= 16 && inputs.iter().all(|b| b.size() >= 16);
     let path = match path {
-        ElementwisePath::Auto if rows_eligible(plan) && words => ROWS_DEFAULT,
+        // Runs of 4 quads on a plan of one dim; columns through 2 rows on plans of more.
+        ElementwisePath::Auto if rows_eligible(plan) && words => ElementwisePath::Rows { wg: 256, ept: if plan.rank() >= 2 { 2 } else { 4 } },
         ElementwisePath::Rows { .. } if !words => {
             return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer is smaller (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
         }
@@ -106,6 +111,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     if plan.numel() == 0 {
         return Ok(());
     }
+    // The rows kernel walks quad columns through rows when the plan has rows to walk.
+    let columns = matches!(path, ElementwisePath::Rows { .. }) && plan.rank() >= 2;
     let (shader, wg, ept, quad) = match path {
         ElementwisePath::Gather { wg, ept } => ("elementwise", wg, ept, 1u64),
         ElementwisePath::Rows { wg, ept } => ("elementwise_rows", wg, ept, 4u64),
@@ -140,6 +147,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         ("ALIAS2", alias.get(1).copied().unwrap_or(false) as i64),
         ("ALIAS3", alias.get(2).copied().unwrap_or(false) as i64),
     ];
+    let mut constants = constants;
+    if quad == 4 {
+        let bcast = (1..n_ops).filter(|&k| plan.strides(k)[0] == 0).map(|k| 1i64 << k).sum();
+        constants.extend([("COLUMNS", columns as i64), ("QPR", QPR as i64), ("BCAST", bcast)]);
+    }
     let key = PipelineKey { shader, constants };
     let rep = &rt.report;
     let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
@@ -169,19 +181,27 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             })
             .collect()
     };
-    // (chunks per row, invocations): the general kernel's invocations each take a run of
-    // `ept` elements; the rows kernel's workgroups each take a run of `wg * ept` quads.
-    let cover = |p: &IterPlan| -> (u64, u64) {
+    // (chunks per row, invocations, row blocks along dim 1): the general kernel's invocations
+    // each take a run of `ept` elements; the rows kernel's workgroups each take a run of
+    // `wg * ept` quads, or its invocations each a quad column through `ept` rows (the quads
+    // of a row padded to a multiple of 8).
+    let cover = |p: &IterPlan| -> (u64, u64, u64) {
         let n0 = p.sizes().first().map_or(1, |&n| n.max(1)) as u64 / quad;
         let rows = p.numel() as u64 / quad / n0.max(1);
-        match quad {
-            1 => (n0.div_ceil(ept as u64), rows * n0.div_ceil(ept as u64)),
-            _ => (n0.div_ceil(ept as u64 * wg as u64), rows * n0.div_ceil(ept as u64 * wg as u64) * wg as u64),
+        let ept = ept as u64;
+        match (quad, columns) {
+            (1, _) => (n0.div_ceil(ept), rows * n0.div_ceil(ept), 0),
+            (_, false) => (n0.div_ceil(ept * wg as u64), rows * n0.div_ceil(ept * wg as u64) * wg as u64, 0),
+            (_, true) => {
+                let n1 = p.sizes().get(1).map_or(1, |&n| n.max(1)) as u64;
+                let (pad, blocks) = (n0.div_ceil(QPR).div_ceil(8) * 8, n1.div_ceil(ept));
+                (pad, rows / n1 * blocks * pad, blocks)
+            }
         }
     };
     let fits = |p: &IterPlan| {
         let small = |k: usize| p.strides(k).iter().all(|&x| i32::try_from(x).is_ok());
-        let (_, threads) = cover(p);
+        let (_, threads, _) = cover(p);
         let groups = threads.div_ceil(wg as u64);
         let gx = groups.min(max_groups);
         p.rank() <= MAX_DIMS
@@ -210,7 +230,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     };
     for p in pieces {
         let w = windows(&p);
-        let (chunks, threads) = cover(&p);
+        let (chunks, threads, blocks) = cover(&p);
         let groups = threads.div_ceil(wg as u64);
         let gx = groups.min(max_groups);
         let gy = groups.div_ceil(gx.max(1));
@@ -236,6 +256,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             }
         }
         u.args = r.args;
+        u.extra[0] = blocks as u32;
         let uniform = rt.buffer(OP, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
         rt.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));
         let input_binding = |k: usize| {
@@ -275,8 +296,9 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
     let mut out = Vec::new();
     // (computation, input type, output type)
     let types = [(DType::F32, DType::F32, DType::F32), (DType::F16, DType::F16, DType::F16), (DType::BF16, DType::U8, DType::BF16), (DType::I32, DType::I8, DType::U8), (DType::U32, DType::U32, DType::F16)];
-    for (kernel, path) in [("elementwise", GATHER_DEFAULT), ("elementwise_rows", ROWS_DEFAULT)] {
-        let (ElementwisePath::Gather { wg, ept } | ElementwisePath::Rows { wg, ept }) = path else { continue };
+    // (kernel, wg, ept, columns, broadcast mask): the automatic choices.
+    let shapes = [("elementwise", 256, 8, 0, 0), ("elementwise_rows", 256, 4, 0, 0), ("elementwise_rows", 256, 2, 1, 0), ("elementwise_rows", 256, 2, 1, 4), ("elementwise_rows", 256, 4, 0, 4)];
+    for (kernel, wg, ept, columns, bcast) in shapes {
         for op in KINDS {
             for (compute, input, output) in types {
                 if op.computes_in_float() && !compute.is_float() {
@@ -298,6 +320,13 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
                     ("T2", input.code() as i64),
                     ("T3", input.code() as i64),
                 ];
+                let mut constants = constants;
+                if kernel == "elementwise_rows" {
+                    if bcast != 0 && arity < 2 {
+                        continue;
+                    }
+                    constants.extend([("COLUMNS", columns), ("BCAST", bcast), ("QPR", QPR as i64)]);
+                }
                 out.push(crate::kernels::conv::PipelineSpec { kernel, constants });
             }
         }
