@@ -1157,3 +1157,55 @@ fn gelu_tanh_keeps_its_tail() {
         }
     }
 }
+
+/// Review findings, kept as tests: a caller's buffer whose size is not whole 16-byte words
+/// (the rows kernel would read and write past its vec4 array), two types in one buffer (overlap
+/// is decided in bytes), `maximum` into an `out=` of a type the result cannot be cast to, and
+/// negative ints for unsigned computations (they wrap, as PyTorch's `checked_convert`).
+#[test]
+fn review_findings() {
+    for ctx in contexts() {
+        let device = ctx.device();
+        // 20 bytes of u8: the last quad sits in a partial 16-byte word.
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buf = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 20, usage, mapped_at_creation: false });
+        let t = DeviceTensor::from_buffer(ctx, buf, DType::U8, Layout::contiguous(&[20]).unwrap()).unwrap();
+        let vals: Vec<u8> = (0..20).map(|i| i * 7 + 1).collect();
+        let src = DeviceTensor::from_slice(ctx, &vals, &[20]).unwrap();
+        t.copy_(&src).unwrap();
+        let got = t.neg().unwrap().download().unwrap().to_vec::<u8>().unwrap();
+        assert_eq!(got, vals.iter().map(|v| v.wrapping_neg()).collect::<Vec<_>>(), "{}: neg of a 20-byte caller buffer", name(ctx));
+        let f = t.to(DType::F32).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(f, vals.iter().map(|&v| v as f32).collect::<Vec<_>>(), "{}: to(f32) of a 20-byte caller buffer", name(ctx));
+        let forced = DeviceTensor::run_with(Op::Neg, &[Input::Tensor(&t)], Target::New, ElementwisePath::Rows { wg: 64, ept: 1 });
+        assert!(matches!(forced, Err(Error::InvalidArgument { .. })), "{}: forced rows on a 20-byte buffer: {forced:?}", name(ctx));
+
+        // One 256-byte buffer as f32 [64] and as u8 [64] at byte 128: the bytes overlap.
+        let buf = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage, mapped_at_creation: false });
+        let a = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();
+        let b = DeviceTensor::from_buffer(ctx, buf, DType::U8, Layout::new(vec![64], vec![1], 128).unwrap()).unwrap();
+        let r = DeviceTensor::run(Op::To(DType::F32), &[Input::Tensor(&b)], Target::Out(&a));
+        assert!(matches!(r, Err(Error::Overlap { .. })), "{}: two types overlapping in bytes: {r:?}", name(ctx));
+        let hb = HostTensor::from_vec(vec![0u8; 64], &[64]).unwrap();
+        let tail = DeviceTensor::from_buffer(ctx, ctx.device().create_buffer(&wgpu::BufferDescriptor { label: None, size: 512, usage, mapped_at_creation: false }), DType::U8, Layout::new(vec![64], vec![1], 256).unwrap()).unwrap();
+        let head = DeviceTensor::from_buffer(ctx, tail.buffer().clone(), DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();
+        tail.copy_(&up(ctx, &hb)).unwrap();
+        DeviceTensor::run(Op::To(DType::F32), &[Input::Tensor(&tail)], Target::Out(&head)).expect("disjoint bytes of one buffer");
+
+        // maximum into an i32 out= from f32 inputs: PyTorch refuses the cast.
+        let x = up(ctx, &HostTensor::from_vec(vec![1.5f32, -2.0], &[2]).unwrap());
+        let o = up(ctx, &HostTensor::from_vec(vec![7i32, 7], &[2]).unwrap());
+        assert!(matches!(x.maximum_out(&x, &o), Err(Error::DType { .. })), "{}: maximum into an i32 out=", name(ctx));
+        assert_eq!(o.download().unwrap().to_vec::<i32>().unwrap(), vec![7, 7]);
+
+        // u8 - 3 as u8 + (-1) * 3, and u8 + (-1): negative ints wrap for unsigned types.
+        let p = HostTensor::from_vec(vec![5u8, 200], &[2]).unwrap();
+        let q = HostTensor::from_vec(vec![3u8, 250], &[2]).unwrap();
+        let h = p.add_scaled(&q, -1).unwrap().to_vec::<u8>().unwrap();
+        assert_eq!(h, vec![2, 206]);
+        let (dp, dq) = (up(ctx, &p), up(ctx, &q));
+        assert_eq!(dp.add_scaled(&dq, -1).unwrap().download().unwrap().to_vec::<u8>().unwrap(), h, "{}", name(ctx));
+        assert_eq!(dp.add(-1).unwrap().download().unwrap().to_vec::<u8>().unwrap(), vec![4, 199], "{}", name(ctx));
+        assert!(matches!(dp.add(-256), Err(Error::InvalidArgument { .. })), "{}: -256 does not fit u8 even wrapping", name(ctx));
+    }
+}

@@ -100,9 +100,11 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
             Scalar::Float(x) => (x as f32).to_bits(),
         },
         DType::I32 => range(i32::MIN as i64, i32::MAX as i64)? as i32 as u32,
-        DType::U32 => range(0, u32::MAX as i64)? as u32,
+        // Unsigned types take negative ints down to -max, wrapping (PyTorch's `checked_convert`:
+        // `a - b` may run as `a + max * b`).
+        DType::U32 => range(-(u32::MAX as i64), u32::MAX as i64)? as u32,
         DType::I8 => range(-128, 127)? as i32 as u32,
-        DType::U8 => range(0, 255)? as u32,
+        DType::U8 => (range(-255, 255)? as u32) & 0xff,
     })
 }
 
@@ -254,8 +256,9 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
             if d.shape() != shape.as_slice() {
                 return Err(Error::invalid(name, format!("the destination's shape {:?} does not match the broadcast shape {shape:?} of the inputs {shapes:?}", d.shape())));
             }
-            // maximum/minimum in place are `a.copy_(maximum(a, b))`: any type converts.
-            let copies = matches!(op, Op::Maximum | Op::Minimum | Op::To(_));
+            // maximum/minimum in place are `a.copy_(maximum(a, b))`: any type converts (into a
+            // given `out=` view PyTorch checks the cast, as for every op).
+            let copies = matches!(op, Op::To(_)) || (matches!(op, Op::Maximum | Op::Minimum) && matches!(dest, Target::InPlace));
             if !copies && !can_cast(compute, d.dtype()) {
                 return Err(Error::DType { op: name, got: format!("result type {compute}"), expected: format!("a type that can be cast to the destination's {}", d.dtype()) });
             }
@@ -267,8 +270,17 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
                     continue;
                 }
                 let b = t.layout().broadcast_to(&shape)?;
-                let full = d.layout().overlap(&b) == Overlap::Full && d.dtype() == t.dtype();
-                if !full && d.layout().overlap(&b) != Overlap::Disjoint {
+                let overlap = match d.dtype() == t.dtype() {
+                    true => d.layout().overlap(&b),
+                    // Views of one buffer as two types: element indices mean different bytes,
+                    // so only disjoint byte spans are safe.
+                    false => match (byte_span(d.layout(), d.dtype()), byte_span(&b, t.dtype())) {
+                        (Some((a0, a1)), Some((b0, b1))) if a1 <= b0 || b1 <= a0 => Overlap::Disjoint,
+                        (None, _) | (_, None) => Overlap::Disjoint,
+                        _ => Overlap::Partial,
+                    },
+                };
+                if overlap != Overlap::Full && overlap != Overlap::Disjoint {
                     return Err(Error::Overlap {
                         op: name,
                         detail: format!(
@@ -322,6 +334,11 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     let mut types = vec![out_dtype];
     types.extend(tensors.iter().map(|t| t.dtype()));
     Ok((Resolved { op, compute, out_dtype, out_layout, types, slots, args: a, plan }, tensors))
+}
+
+/// The bytes [start, end) a view of `dtype` elements reaches, if any.
+fn byte_span(l: &Layout, dtype: DType) -> Option<(usize, usize)> {
+    l.span().map(|(lo, hi)| (lo * dtype.size(), (hi + 1) * dtype.size()))
 }
 
 fn shapes_layouts<'a, T: Strided>(tensors: &[&'a T]) -> Vec<&'a Layout> {

@@ -94,13 +94,15 @@ fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<
 /// binding. The caller has validated the op and holds the operands until the work is done.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, r: &Resolved, path: ElementwisePath, out: &wgpu::Buffer, inputs: &[&wgpu::Buffer]) -> Result<()> {
     let plan = &r.plan;
-    // The rows kernel binds vec4 arrays: every buffer it binds must hold one word.
-    let words = out.size() >= 16 && inputs.iter().all(|b| b.size() >= 16);
+    // The rows kernel binds vec4 arrays: every buffer it binds must be whole 16-byte words,
+    // so that a window rounded up to whole words stays inside its buffer.
+    let whole = |b: &wgpu::Buffer| b.size() >= 16 && b.size().is_multiple_of(16);
+    let words = whole(out) && inputs.iter().all(|b| whole(b));
     let path = match path {
         // Runs of 4 quads on a plan of one dim; columns through 2 rows on plans of more.
         ElementwisePath::Auto if rows_eligible(plan) && words => ElementwisePath::Rows { wg: 256, ept: if plan.rank() >= 2 { 2 } else { 4 } },
         ElementwisePath::Rows { .. } if !words => {
-            return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer is smaller (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
+            return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer's size is not a multiple of 16 bytes (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
         }
         ElementwisePath::Auto => GATHER_DEFAULT,
         ElementwisePath::Rows { .. } if !rows_eligible(plan) && plan.numel() > 0 => {
@@ -228,6 +230,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             b
         }
     };
+    // Every piece's uniform and bind group first, so that a failure records nothing.
+    let mut dispatches = Vec::with_capacity(pieces.len());
     for p in pieces {
         let w = windows(&p);
         let (chunks, threads, blocks) = cover(&p);
@@ -277,12 +281,14 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 wgpu::BindGroupEntry { binding: 4, resource: input_binding(3) },
             ],
         });
+        keep.hold(uniform);
+        dispatches.push((bg, gx as u32, gy as u32));
+    }
+    for (bg, gx, gy) in dispatches {
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("elementwise"), timestamp_writes: None });
         pass.set_pipeline(&pipeline);
         pass.set_bind_group(0, &bg, &[]);
-        pass.dispatch_workgroups(gx as u32, gy as u32, 1);
-        drop(pass);
-        keep.hold(uniform);
+        pass.dispatch_workgroups(gx, gy, 1);
     }
     Ok(())
 }
