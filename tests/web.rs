@@ -1,6 +1,6 @@
-//! The async API on WebGPU in a browser (wasm32 only): a copy, a 1x1 convolution and 3x3
-//! convolutions through every GPU-shaped kernel (browsers' shader compilers are stricter than
-//! naga), checked against the CPU reference, with nothing that blocks. Run headless by `.ci/run` (Chromium's
+//! The async API on WebGPU in a browser (wasm32 only): a copy, a 1x1 convolution, 3x3
+//! convolutions through every GPU-shaped kernel and elementwise ops through both elementwise
+//! kernels (browsers' shader compilers are stricter than naga), checked against the CPU reference, with nothing that blocks. Run headless by `.ci/run` (Chromium's
 //! WebGPU on SwiftShader):
 //! `CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 //! cargo test --target wasm32-unknown-unknown --features webgpu --test web`
@@ -62,6 +62,42 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
             let got = y.download_async().await.unwrap().to_vec::<f32>().unwrap();
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{kernel:?} element {i}: {g} vs {w}");
+            }
+        }
+    }
+}
+
+/// Elementwise ops through both kernels, forced, in Chromium (Tint/Dawn compile the override
+/// constants, the packed sub-word stores and the quad columns), against the CPU reference.
+#[wasm_bindgen_test]
+async fn elementwise_ops_on_webgpu_match_the_cpu() {
+    use strided_wgpu::{Elementwise, ElementwisePath, Input, Op, Scalar, Target};
+    let ctx = GpuContext::new_async().await.expect("a WebGPU adapter");
+    let xh = HostTensor::from_vec((0..2 * 8 * 3 * 4).map(|i| (i % 13) as f32 * 0.5 - 3.0).collect(), &[2, 8, 3, 4]).unwrap();
+    let bh = HostTensor::from_vec((0..8).map(|i| i as f32 * 0.25).collect(), &[1, 8, 1, 1]).unwrap();
+    let uh = HostTensor::from_vec((0..96).map(|i| (i * 37 % 256) as u8).collect(), &[2, 8, 3, 2]).unwrap();
+    let (x, b, u) = (DeviceTensor::upload(&ctx, &xh).unwrap(), DeviceTensor::upload(&ctx, &bh).unwrap(), DeviceTensor::upload(&ctx, &uh).unwrap());
+    let add = Op::Add { alpha: Scalar::Int(1) };
+    let cases: Vec<(Op, Vec<Input<'_, HostTensor>>, Vec<Input<'_, DeviceTensor>>, DType)> = vec![
+        (add, vec![Input::Tensor(&xh), Input::Tensor(&bh)], vec![Input::Tensor(&x), Input::Tensor(&b)], DType::F32),
+        (Op::Sigmoid, vec![Input::Tensor(&xh)], vec![Input::Tensor(&x)], DType::F32),
+        (Op::Mul, vec![Input::Tensor(&xh), Input::Scalar(Scalar::Float(0.5))], vec![Input::Tensor(&x), Input::Scalar(Scalar::Float(0.5))], DType::F16),
+        (Op::To(DType::F32), vec![Input::Tensor(&uh)], vec![Input::Tensor(&u)], DType::F32),
+        (Op::Relu, vec![Input::Tensor(&xh)], vec![Input::Tensor(&x)], DType::BF16),
+    ];
+    for (op, hin, din, out_dtype) in cases {
+        let want_t = HostTensor::run(op, &hin, Target::New).unwrap();
+        let shape = want_t.shape().to_vec();
+        let want = want_t.to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        for path in [ElementwisePath::Gather { wg: 64, ept: 3 }, ElementwisePath::Rows { wg: 64, ept: 2 }] {
+            let out = DeviceTensor::empty(&ctx, &shape, out_dtype, MemoryFormat::Contiguous).unwrap();
+            let mut batch = ctx.batch();
+            batch.elementwise_with(op, &din, Target::Out(&out), path).unwrap();
+            batch.submit().unwrap().finished().await.unwrap();
+            let got = out.download_async().await.unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let tol = if out_dtype == DType::F32 { 1e-5 } else { 1e-2 };
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{op:?} {path:?} element {i}: {g} vs {w}");
             }
         }
     }
