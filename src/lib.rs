@@ -5,8 +5,11 @@
 //!
 //! * [`Layout`]: shape, strides and storage offset: pure host values whose operations
 //!   (permute, slice, select, expand, view, ...) match PyTorch's exactly.
-//! * [`CopyPlan`]: what a copy between two views reduces to, as PyTorch's TensorIterator
-//!   builds it; every kernel, CPU or GPU, receives one.
+//! * [`IterPlan`]: what an elementwise traversal of an output and its inputs reduces to, as
+//!   PyTorch's TensorIterator builds it; a copy ([`CopyPlan`]) is its one-input case, and
+//!   every copy and elementwise kernel, CPU or GPU, receives one.
+//! * [`Elementwise`]: PyTorch's elementwise ops and casts on host and device tensors, with its
+//!   type promotion ([`result_type`]).
 //! * [`HostTensor`]: views over shared host memory, and the CPU reference path that every
 //!   device result is checked against.
 //!

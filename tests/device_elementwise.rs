@@ -667,7 +667,10 @@ fn every_type_pair_through_to_and_ops() {
             }
         }
         assert_eq!(pairs, 49);
-        assert!(op_runs > 100, "only {op_runs} op runs");
+        // Every add, both maximum_out and the scalar sub ran or failed alike on both sides
+        // (maximum of floats into an integer out= is a cast error, as in PyTorch).
+        assert!(op_runs > 60, "only {op_runs} op runs");
+        assert_eq!(op_runs + op_errors, 49 * 3, "op runs {op_runs} and errors {op_errors}");
         println!("every_type_pair_through_to_and_ops [{}]: {pairs} pairs, {to_elems} converted elements bit for bit, {op_runs} op results compared, {op_errors} errors on both sides, {:.1} s", name(ctx), t0.elapsed().as_secs_f64());
     }
 }
