@@ -2,51 +2,16 @@
 // element the plan reaches; each invocation takes up to EPT consecutive elements of plan dim 0, so
 // the division work of iter_offsets is paid once per run. Elements of 1, 2 or 4 bytes are
 // packed in u32 words; sub-word stores clear and set their bits with atomics, so that an
-// invocation never writes a neighbour's bytes.
-//
-// Input slot j (0..ARITY) reads plan operand INj (1..3), or the scalar it.scalars[j] when INj
-// is 0. Operand k's element type is Tk; ALIASk reads it through the output's binding (it
-// shares the output's buffer, which cannot also be bound read-only). Values are converted to
-// the computation type COMPUTE, then to its representation REPR, computed (elementwise_ops),
-// rounded back to COMPUTE and converted to the output's type OUT_T.
-
-override WG: u32 = 256u;
-override EPT: u32 = 4u;
-override ARITY: u32 = 1u;
-override COMPUTE: u32 = 0u;
-override OUT_T: u32 = 0u;
-override IN0: u32 = 1u;
-override IN1: u32 = 0u;
-override IN2: u32 = 0u;
-override T1: u32 = 0u;
-override T2: u32 = 0u;
-override T3: u32 = 0u;
-override ALIAS1: u32 = 0u;
-override ALIAS2: u32 = 0u;
-override ALIAS3: u32 = 0u;
+// invocation never writes a neighbour's bytes. Slots, types and aliasing: elementwise_slots.
 
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
 @group(0) @binding(2) var<storage, read> in1: array<u32>;
 @group(0) @binding(3) var<storage, read> in2: array<u32>;
 @group(0) @binding(4) var<storage, read> in3: array<u32>;
 
-fn dt_bytes(t: u32) -> u32 {
-    switch t {
-        case DT_F32, DT_I32, DT_U32: {
-            return 4u;
-        }
-        case DT_F16, DT_BF16: {
-            return 2u;
-        }
-        default: {
-            return 1u;
-        }
-    }
-}
-
 // Word w of operand k's binding.
 fn word(k: u32, w: u32) -> u32 {
-    if ((k == 1u && ALIAS1 == 1u) || (k == 2u && ALIAS2 == 1u) || (k == 3u && ALIAS3 == 1u)) {
+    if (aliased(k)) {
         return atomicLoad(&out[w]);
     }
     switch k {
@@ -96,39 +61,13 @@ fn store(e: u32, v: u32) {
     atomicOr(&out[w], (v & mask) << shift);
 }
 
-fn operand_type(k: u32) -> u32 {
-    switch k {
-        case 1u: {
-            return T1;
-        }
-        case 2u: {
-            return T2;
-        }
-        default: {
-            return T3;
-        }
-    }
-}
-
 // Slot j's value (reading plan operand k, or its scalar) in the computation's representation.
 fn slot(j: u32, k: u32, o: vec4<u32>) -> u32 {
     if (k == 0u) {
         return it.scalars[j];
     }
     let t = operand_type(k);
-    if (OP == OP_TO) {
-        return load(k, o[k], t);
-    }
-    return cast_bits(cast_bits(load(k, o[k], t), t, COMPUTE), COMPUTE, REPR);
-}
-
-// A result in the computation's representation as an element of the output's type (a
-// conversion, `to`, casts the raw bits once, from the input's type to the output's).
-fn to_out(r: u32) -> u32 {
-    if (OP == OP_TO) {
-        return cast_bits(r, T1, OUT_T);
-    }
-    return cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T);
+    return to_repr(load(k, o[k], t), t);
 }
 
 @compute @workgroup_size(WG)

@@ -1,50 +1,22 @@
 // Elementwise ops on rows: plan dim 0 is contiguous in the output and, in every input, either
 // contiguous or broadcast (stride 0); its size, the output's offset and every other stride of
 // a contiguous operand are multiples of 4. Each invocation computes EPT quads (4 consecutive
-// elements of dim 0, WG quads apart; or, with COLUMNS, one quad of each of EPT rows), reading each contiguous operand's quad as one piece of a vec4 word
-// (16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte ones) and
-// writing the output's quad whole, so no store needs atomics. Slots, types and aliasing as in
-// elementwise.wgsl.
+// elements of dim 0, WG quads apart; or, with COLUMNS, QPR quads of each of EPT rows), reading
+// each contiguous operand's quad as one piece of a vec4 word (16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte ones) and
+// writing the output's quad whole, so no store needs atomics. Slots, types and aliasing:
+// elementwise_slots.
 
-override WG: u32 = 256u;
-override EPT: u32 = 4u;
-override ARITY: u32 = 1u;
-override COMPUTE: u32 = 0u;
-override OUT_T: u32 = 0u;
-override IN0: u32 = 1u;
-override IN1: u32 = 0u;
-override IN2: u32 = 0u;
-override T1: u32 = 0u;
-override T2: u32 = 0u;
-override T3: u32 = 0u;
 // 0: runs of quads along rows; 1: quad columns through EPT rows (plans of 2 dims or more).
 override COLUMNS: u32 = 0u;
 // Bit k set: plan operand k is broadcast along dim 0 (stride 0; one element per row).
 override BCAST: u32 = 0u;
 // Quads of a row per invocation and row in quad-column mode.
 override QPR: u32 = 4u;
-override ALIAS1: u32 = 0u;
-override ALIAS2: u32 = 0u;
-override ALIAS3: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read_write> out: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> in1: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> in2: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> in3: array<vec4<u32>>;
-
-fn dt_bytes(t: u32) -> u32 {
-    switch t {
-        case DT_F32, DT_I32, DT_U32: {
-            return 4u;
-        }
-        case DT_F16, DT_BF16: {
-            return 2u;
-        }
-        default: {
-            return 1u;
-        }
-    }
-}
 
 // Component c of v, by selects (a dynamic index costs a trip through memory on CPU adapters).
 fn component(v: vec4<u32>, c: u32) -> u32 {
@@ -53,7 +25,7 @@ fn component(v: vec4<u32>, c: u32) -> u32 {
 
 // vec4 word w of operand k's binding.
 fn quad_word(k: u32, w: u32) -> vec4<u32> {
-    if ((k == 1u && ALIAS1 == 1u) || (k == 2u && ALIAS2 == 1u) || (k == 3u && ALIAS3 == 1u)) {
+    if (aliased(k)) {
         return out[w];
     }
     switch k {
@@ -132,20 +104,6 @@ fn store_quad(e: u32, v: vec4<u32>) {
     }
 }
 
-fn operand_type(k: u32) -> u32 {
-    switch k {
-        case 1u: {
-            return T1;
-        }
-        case 2u: {
-            return T2;
-        }
-        default: {
-            return T3;
-        }
-    }
-}
-
 // Slot j's 4 values (reading plan operand k at element e, or its scalar) in the
 // computation's representation.
 fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
@@ -160,23 +118,6 @@ fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
         v = load_quad(k, e, t);
     }
     return vec4<u32>(to_repr(v.x, t), to_repr(v.y, t), to_repr(v.z, t), to_repr(v.w, t));
-}
-
-// An element of type t in the computation's representation (a conversion, `to`, casts the
-// raw bits once, from the input's type to the output's, keeping NaN payloads).
-fn to_repr(v: u32, t: u32) -> u32 {
-    if (OP == OP_TO) {
-        return v;
-    }
-    return cast_bits(cast_bits(v, t, COMPUTE), COMPUTE, REPR);
-}
-
-// A result in the computation's representation as an element of the output's type.
-fn to_out(r: u32) -> u32 {
-    if (OP == OP_TO) {
-        return cast_bits(r, T1, OUT_T);
-    }
-    return cast_bits(cast_bits(r, REPR, COMPUTE), COMPUTE, OUT_T);
 }
 
 // Whether plan operand k is broadcast along dim 0 (0 is the scalar slot's "operand").

@@ -3,8 +3,6 @@
 //! and recording it into an encoder: the plan is split into pieces whose bindings fit the
 //! adapter, and each piece is one dispatch.
 
-use std::num::NonZeroU64;
-
 use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +10,7 @@ use crate::dtype::DType;
 use crate::elementwise::cpu::repr_dtype;
 use crate::elementwise::resolve::{Resolved, Slot as InSlot};
 use crate::error::{Error, Result};
-use crate::kernels::copy::MAX_DIMS;
+use crate::kernels::copy::{bind, MAX_DIMS};
 use crate::kernels::shaders;
 use crate::plan::{Cuts, IterPlan};
 use crate::runtime::submit::Keep;
@@ -85,9 +83,6 @@ struct IterUniform {
     extra: [u32; 4],
 }
 
-fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: NonZeroU64::new(size) })
-}
 
 /// Records `r` (resolved, with its plan) writing `out` and reading plan operand k from
 /// `inputs[k - 1]`, through `path`. Inputs in `out`'s buffer are read through the output's

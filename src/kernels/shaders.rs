@@ -15,6 +15,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("cast", include_str!("../../shaders/cast.wgsl")),
     ("iter", include_str!("../../shaders/iter.wgsl")),
     ("elementwise_ops", include_str!("../../shaders/elementwise_ops.wgsl")),
+    ("elementwise_slots", include_str!("../../shaders/elementwise_slots.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
     ("conv", include_str!("../../shaders/conv.wgsl")),
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
@@ -41,7 +42,7 @@ pub fn dtypes_prelude() -> String {
 pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
 
 /// The preludes of the elementwise kernels.
-const EW_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops"];
+const EW_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots"];
 
 /// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
