@@ -66,6 +66,21 @@ fn f32_to_bf16(x: u32) -> u32 {
     return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;
 }
 
+// Bytes of an element of type t.
+fn dt_bytes(t: u32) -> u32 {
+    switch t {
+        case DT_F32, DT_I32, DT_U32: {
+            return 4u;
+        }
+        case DT_F16, DT_BF16: {
+            return 2u;
+        }
+        default: {
+            return 1u;
+        }
+    }
+}
+
 fn dt_is_float(t: u32) -> bool {
     return t == DT_F32 || t == DT_F16 || t == DT_BF16;
 }

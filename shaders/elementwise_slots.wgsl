@@ -21,20 +21,6 @@ override ALIAS1: u32 = 0u;
 override ALIAS2: u32 = 0u;
 override ALIAS3: u32 = 0u;
 
-fn dt_bytes(t: u32) -> u32 {
-    switch t {
-        case DT_F32, DT_I32, DT_U32: {
-            return 4u;
-        }
-        case DT_F16, DT_BF16: {
-            return 2u;
-        }
-        default: {
-            return 1u;
-        }
-    }
-}
-
 fn operand_type(k: u32) -> u32 {
     switch k {
         case 1u: {

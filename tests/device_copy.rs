@@ -808,3 +808,69 @@ fn conversions_match_cpu_on_bit_pattern_sweeps() {
         }
     }
 }
+
+#[test]
+fn converting_transposes_match_cpu_bitwise() {
+    // NCHW <-> NHWC (and NCDHW -> NDHWC) between every pair of types, with tile edges, sizes
+    // of 1 and storage offsets, through the automatic choice and the converting transpose
+    // kernel forced at two workgroup sizes; whole destination storages compared bit for bit
+    // with the host's copy_, the elements around the view included.
+    let shapes: &[(&[usize], MemoryFormat)] = &[
+        (&[2, 8, 5, 7], MemoryFormat::ChannelsLast),
+        (&[1, 4, 1, 9], MemoryFormat::ChannelsLast),
+        (&[3, 3, 4, 5], MemoryFormat::ChannelsLast),
+        (&[2, 12, 3, 3], MemoryFormat::ChannelsLast),
+        (&[1, 8, 2, 3, 5], MemoryFormat::ChannelsLast3d),
+    ];
+    let forced = [CopyPath::TransposeCast { wg: 64 }, CopyPath::TransposeCast { wg: 8 }];
+    for ctx in contexts() {
+        let mut rng = Rng(0x7ca5);
+        let (mut kernel_runs, mut refused) = (0, 0);
+        for from in DType::ALL {
+            for to in DType::ALL.into_iter().filter(|&t| t != from) {
+                for (i, &(shape, fmt)) in shapes.iter().enumerate() {
+                    let n: usize = shape.iter().product();
+                    let src_bytes = random_bytes(&mut rng, from, n + 8);
+                    let hs = HostTensor::from_bytes(from, src_bytes.clone(), Layout::contiguous(&[n + 8]).unwrap()).unwrap();
+                    let ds = device_from_bytes(ctx, from, &src_bytes);
+                    // The source at an offset of 0, 1 or 3 elements (reads need no alignment);
+                    // the destination at 4 (whole words for every element size) and, for the
+                    // NHWC -> NCHW direction, also at 2, which 1- and 2-byte outputs refuse.
+                    let off = [0, 1, 3][i % 3];
+                    for (dir, dst_off) in [(0, 4usize), (1, 4), (1, 2)] {
+                        let (src_fmt, dst_fmt) = if dir == 0 { (MemoryFormat::Contiguous, fmt) } else { (fmt, MemoryFormat::Contiguous) };
+                        let strides_of = |f: MemoryFormat| Layout::with_format(shape, f).unwrap().strides().to_vec();
+                        let (ss, dstr) = (strides_of(src_fmt), strides_of(dst_fmt));
+                        let hsv = hs.as_strided(shape, &ss, off).unwrap();
+                        let dsv = ds.as_strided(shape, &ss, off).unwrap();
+                        let fill = random_bytes(&mut rng, to, n + 8);
+                        let hd = HostTensor::from_bytes(to, fill.clone(), Layout::contiguous(&[n + 8]).unwrap()).unwrap();
+                        hd.as_strided(shape, &dstr, dst_off).unwrap().copy_(&hsv).unwrap();
+                        let want = whole(&hd);
+                        let what = format!("{}: {from} -> {to} {shape:?} {src_fmt:?} -> {dst_fmt:?}, offsets {off} -> {dst_off}", name(ctx));
+                        let plan = CopyPlan::new(&Layout::new(shape.to_vec(), dstr.clone(), dst_off).unwrap(), &Layout::new(shape.to_vec(), ss.clone(), off).unwrap()).unwrap();
+                        // Plan dim 0 is the destination-contiguous one.
+                        assert!(matches!(plan.kind(), CopyKind::BatchedTranspose { .. }) && plan.dst_strides()[0] == 1, "{what}: {plan:?}");
+                        for path in [CopyPath::Auto].into_iter().chain(forced) {
+                            let dd = device_from_bytes(ctx, to, &fill);
+                            match dd.as_strided(shape, &dstr, dst_off).unwrap().copy_with(&dsv, path) {
+                                Ok(()) => kernel_runs += (path != CopyPath::Auto) as usize,
+                                Err(Error::InvalidArgument { .. }) if path != CopyPath::Auto && to.size() < 4 && (dst_off % 4 != 0 || !plan.sizes()[0].is_multiple_of(4)) => {
+                                    // Refused, and nothing written.
+                                    assert!(whole(&dd.download().unwrap()) == fill, "{what} {path:?}: a refused copy wrote");
+                                    refused += 1;
+                                    continue;
+                                }
+                                Err(e) => panic!("{what} {path:?}: {e}"),
+                            }
+                            let got = whole(&dd.download().unwrap());
+                            assert!(got == want, "{what} {path:?}: storages differ at byte {:?}", got.iter().zip(&want).position(|(a, b)| a != b));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(kernel_runs >= 42 * 5 * 3, "only {kernel_runs} forced converting transposes ran");
+        assert!(refused > 0, "no ineligible converting transpose was refused");
+    }
+}

@@ -22,6 +22,8 @@ const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
 const GATHER: ElementwisePath = ElementwisePath::Gather { wg: 64, ept: 3 };
 const ROWS: ElementwisePath = ElementwisePath::Rows { wg: 64, ept: 2 };
+/// The rows kernel's run mode on plans of any rank, with runs that end mid-workgroup.
+const RUNS: ElementwisePath = ElementwisePath::Runs { wg: 8, ept: 3 };
 /// The automatic choice's shapes: forcing them shares its pipelines (compiling dominates).
 const GATHER_AUTO: ElementwisePath = ElementwisePath::Gather { wg: 256, ept: 8 };
 const ROWS_AUTO: ElementwisePath = ElementwisePath::Rows { wg: 256, ept: 4 };
@@ -485,13 +487,13 @@ fn check_case(ctx: &GpuContext, case: &Case, label: &str, paths: &[ElementwisePa
             (Err(he), Ok(_)) => return Err(format!("{l}: host error {he}, device ran")),
             (Ok(h), Err(de)) => {
                 let eligible = rows_eligible(&plan_of(case, &hb, h));
-                if matches!(path, ElementwisePath::Rows { .. }) && !eligible && matches!(de, Error::InvalidArgument { .. }) {
+                if is_rows(path) && !eligible && matches!(de, Error::InvalidArgument { .. }) {
                     continue; // the forced rows kernel refuses an ineligible op: expected
                 }
                 return Err(format!("{l}: device error {de}, host ran (rows eligible: {eligible})"));
             }
             (Ok(h), Ok(d)) => {
-                if matches!(path, ElementwisePath::Rows { .. }) {
+                if is_rows(path) {
                     let eligible = rows_eligible(&plan_of(case, &hb, h));
                     if !eligible {
                         return Err(format!("{l}: the forced rows kernel ran an ineligible plan {:?}", plan_of(case, &hb, h)));
@@ -509,6 +511,11 @@ fn check_case(ctx: &GpuContext, case: &Case, label: &str, paths: &[ElementwisePa
     Ok((runs, rows))
 }
 
+/// Whether `path` forces the rows kernel (in either mode).
+fn is_rows(path: ElementwisePath) -> bool {
+    matches!(path, ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. })
+}
+
 #[test]
 fn random_cases_match_host() {
     let n_cases = std::env::var("EW_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
@@ -520,9 +527,15 @@ fn random_cases_match_host() {
         for i in 0..n_cases {
             let case = random_case(&mut rng);
             let label = format!("case {i} {case:?}");
-            // Every fourth case forces odd kernel shapes (tails of `ept`); the others force the
-            // automatic choice's shapes, whose pipelines Auto shares.
-            let paths = if i % 4 == 3 { [ElementwisePath::Auto, GATHER, ROWS] } else { [ElementwisePath::Auto, GATHER_AUTO, ROWS_AUTO] };
+            // Every fourth case forces odd kernel shapes (tails of `ept`; the rows kernel's
+            // quad columns and its runs in turn); the others force the automatic choice's
+            // shapes, whose pipelines Auto shares (Auto itself runs the rows kernel in run mode
+            // on CPU adapters, ROWS_AUTO in quad-column mode on plans of 2 dims or more).
+            let paths = match i % 8 {
+                3 => [ElementwisePath::Auto, GATHER, ROWS],
+                7 => [ElementwisePath::Auto, GATHER, RUNS],
+                _ => [ElementwisePath::Auto, GATHER_AUTO, ROWS_AUTO],
+            };
             match check_case(ctx, &case, &label, &paths) {
                 Ok((r, w)) => {
                     runs += r;
@@ -805,7 +818,7 @@ fn aliasing_inputs_and_destinations() {
             // contiguous rows).
             let (he, hod) = (hx.slice(2, 0, 8, 2).unwrap(), hx.slice(2, 1, 8, 2).unwrap());
             let (de, dod) = (dx.slice(2, 0, 8, 2).unwrap(), dx.slice(2, 1, 8, 2).unwrap());
-            let p = if matches!(path, ElementwisePath::Rows { .. }) { ElementwisePath::Auto } else { path };
+            let p = if is_rows(path) { ElementwisePath::Auto } else { path };
             HostTensor::run(Op::Sub { alpha: Scalar::Int(2) }, &[Input::Tensor(&he), Input::Tensor(&hx.select(0, 1).unwrap().slice(1, 0, 8, 2).unwrap())], Target::Out(&hod)).unwrap();
             DeviceTensor::run_with(Op::Sub { alpha: Scalar::Int(2) }, &[Input::Tensor(&de), Input::Tensor(&dx.select(0, 1).unwrap().slice(1, 0, 8, 2).unwrap())], Target::Out(&dod), p).unwrap();
             compare_storage(&format!("interleaved {p:?}"), Op::Sub { alpha: Scalar::Int(2) }, hod.layout(), &hx, &dx).unwrap();
@@ -957,8 +970,8 @@ fn small_limits_split_into_pieces() {
         let hrow = random_tensor(33, DType::F16, &[320]);
         for (c, what) in [(&tight, "64 KiB bindings"), (&few, "16 workgroups per dimension")] {
             let (da, db, drow) = (up(c, &ha), up(c, &random_tensor(32, DType::F32, &[320, 256])).transpose(0, 1).unwrap(), up(c, &hrow));
-            for path in [ElementwisePath::Auto, ElementwisePath::Gather { wg: 16, ept: 1 }, ElementwisePath::Gather { wg: 64, ept: 8 }, ElementwisePath::Rows { wg: 16, ept: 1 }, ROWS] {
-                let rows = matches!(path, ElementwisePath::Rows { .. });
+            for path in [ElementwisePath::Auto, ElementwisePath::Gather { wg: 16, ept: 1 }, ElementwisePath::Gather { wg: 64, ept: 8 }, ElementwisePath::Rows { wg: 16, ept: 1 }, ROWS, ElementwisePath::Runs { wg: 8, ept: 2 }] {
+                let rows = is_rows(path);
                 // a + row (rows-eligible), and a * b^T (gather only).
                 let want = ha.add(&hrow).unwrap();
                 let got = DeviceTensor::run_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&da), Input::Tensor(&drow)], Target::New, path).unwrap_or_else(|e| panic!("{what} {path:?}: {e}"));

@@ -1,8 +1,9 @@
-//! Register budget of the convolution and elementwise pipelines, measured with a real GPU
-//! compiler and no GPU.
+//! Register budget of the convolution, elementwise and converting-copy pipelines, measured
+//! with a real GPU compiler and no GPU.
 //!
-//! Every pipeline of [`strided_wgpu::conv_gpu_pipelines`] and
-//! [`strided_wgpu::elementwise_gpu_pipelines`] is compiled the way wgpu compiles it
+//! Every pipeline of [`strided_wgpu::conv_gpu_pipelines`],
+//! [`strided_wgpu::elementwise_gpu_pipelines`] and [`strided_wgpu::copy_gpu_pipelines`] is
+//! compiled the way wgpu compiles it
 //! on Vulkan (WGSL -> naga, override constants applied -> SPIR-V) and handed to Mesa's RADV
 //! driver with `RADV_FORCE_FAMILY=navi21`: RADV then opens a "null" AMD RDNA2 device that
 //! compiles with the real ACO back end but cannot run anything. The compiler's statistics come
@@ -61,7 +62,7 @@ mod native {
             }
         };
         let (mut passed, mut failed) = (0, 0);
-        for spec in strided_wgpu::conv_gpu_pipelines().into_iter().chain(strided_wgpu::elementwise_gpu_pipelines()) {
+        for spec in strided_wgpu::conv_gpu_pipelines().into_iter().chain(strided_wgpu::elementwise_gpu_pipelines()).chain(strided_wgpu::copy_gpu_pipelines()) {
             let constants = spec.constants.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
             let (ok, report) = match unsafe { radv.stats(&spec) } {
                 Ok(stats) => {

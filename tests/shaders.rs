@@ -57,7 +57,11 @@ fn kernels_that_index_plans_start_with_the_plan_prelude() {
 #[test]
 fn kernels_that_index_iteration_plans_start_with_the_iter_prelude() {
     for (name, preludes, text) in KERNELS {
-        let uses_iter = text.contains("iter_offsets") || text.contains("it.");
+        // Code only (no comments); `it.` as a whole identifier.
+        let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        let b = code.as_bytes();
+        let field = code.match_indices("it.").any(|(i, _)| i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
+        let uses_iter = code.contains("iter_offsets") || field;
         assert_eq!(preludes.first() == Some(&"iter"), uses_iter, "{name}");
     }
 }

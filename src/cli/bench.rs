@@ -17,14 +17,12 @@
 
 use std::collections::BTreeMap;
 
-use strided_wgpu::{Batch, CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{vec4_default, Batch, CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 3;
 const RUNS: usize = 15;
 /// Untimed runs of a copy directly before each of its timed runs, unless `--warm` says.
 pub const DEFAULT_WARM: usize = 8;
-/// The contiguous copy kernel every row's same-bytes reference runs.
-const REFERENCE: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
 
 /// One measured row.
 pub struct Row {
@@ -104,7 +102,8 @@ pub fn measure(ctx: &GpuContext, timer: &GpuTimer, cases: Vec<Case>, warm: usize
     for &n in refs.keys() {
         let a = DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?;
         let b = DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?;
-        all.push(Case::copy("same_bytes_copy", &[n], &b, &a, REFERENCE));
+        // The contiguous copy kernel at the shape the crate runs on this adapter.
+        all.push(Case::copy("same_bytes_copy", &[n], &b, &a, vec4_default(ctx.adapter().device_type)));
     }
     let mut times = vec![Vec::new(); all.len()];
     for round in 0..WARMUP + RUNS {
@@ -144,7 +143,7 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     // workgroup size and words per invocation that measure fastest here.
     let n = 16 << 20;
     let (a, b) = (f32s(&[n])?, f32s(&[n])?);
-    let shapes = || [(64, 1), (64, 4), (64, 8), (256, 1), (256, 4), (256, 8)].into_iter().map(|(wg, wpt)| Case { note: format!("wg={wg} wpt={wpt}"), ..Case::copy("copy_kernel_vec4", &[n], &b, &a, CopyPath::Vec4 { wg, wpt }) });
+    let shapes = || [(8, 32), (64, 1), (64, 4), (64, 8), (256, 1), (256, 4), (256, 8)].into_iter().map(|(wg, wpt)| Case { note: format!("wg={wg} wpt={wpt}"), ..Case::copy("copy_kernel_vec4", &[n], &b, &a, CopyPath::Vec4 { wg, wpt }) });
     let tuned = measure(ctx, &timer, shapes().collect(), warm)?;
     let best = tuned.iter().enumerate().min_by(|x, y| x.1.median().total_cmp(&y.1.median())).map_or(0, |(i, _)| i);
     let mut cases = vec![Case::copy("device_copy", &[n], &b, &a, CopyPath::BufferCopy)];

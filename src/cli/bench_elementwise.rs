@@ -1,12 +1,13 @@
 //! The elementwise rows of `bench` (f32 unless named): `add` of two [8,64,56,56]; `add` of a
 //! [1,64,1,1] bias to [8,64,56,56]; `add` of a channels-last and an NCHW [8,64,56,56] (mixed
 //! layouts); in-place `relu_`; `to(f16)` of [32,256,56,56] (and the same conversion through
-//! `copy_`); the image pipeline (RGBA8 HWC u8 [16,224,224,4] to normalized f32 NCHW, one
+//! `copy_`); f32 NCHW into f16 NHWC through `copy_` (the converting transpose kernel) and
+//! through the elementwise general kernel; the image pipeline (RGBA8 HWC u8 [16,224,224,4] to normalized f32 NCHW, one
 //! `addcmul`). Each row writes a preallocated destination (`out=`), so that timing measures
 //! the kernels, not allocation. GB/s counts every byte read and written; timing, warm-up and
 //! the same-bytes copy ratio as for the copy rows.
 
-use strided_wgpu::{DType, DeviceTensor, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
+use strided_wgpu::{DType, DeviceTensor, ElementwisePath, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
 
 use crate::cli::bench::{measure, Case, Row};
 
@@ -65,6 +66,27 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
         bytes: (xb.numel() * 6) as f64,
         note: String::new(),
         work: Box::new(move |b| b.copy_(&h2, &xb2)),
+    });
+    // A converting batched transpose: f32 NCHW into f16 NHWC through copy_ (the converting
+    // transpose kernel), and the same through the elementwise `to`'s general kernel.
+    let nhwc = DeviceTensor::empty(ctx, &s, DType::F16, MemoryFormat::ChannelsLast)?;
+    let (h3, x3) = (nhwc.clone(), x.clone());
+    cases.push(Case {
+        op: "copy_nchw_f32_to_nhwc_f16".into(),
+        shape: s.to_vec(),
+        dtype: DType::F32,
+        bytes: (x.numel() * 6) as f64,
+        note: String::new(),
+        work: Box::new(move |b| b.copy_(&h3, &x3)),
+    });
+    let (h4, x4) = (nhwc.clone(), x.clone());
+    cases.push(Case {
+        op: "to_nhwc_f16_gather".into(),
+        shape: s.to_vec(),
+        dtype: DType::F32,
+        bytes: (x.numel() * 6) as f64,
+        note: "elementwise general kernel".into(),
+        work: Box::new(move |b| b.elementwise_with(Op::To(DType::F16), &[Input::Tensor(&x4)], Target::Out(&h4), ElementwisePath::Gather { wg: 256, ept: 8 }).map(drop)),
     });
     // The image pipeline: (x / 255 - mean[c]) / std[c] = x * scale[c] + shift[c].
     let img_shape = [16, 224, 224, 4];

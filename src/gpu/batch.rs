@@ -84,9 +84,10 @@ impl Batch<'_> {
         self.check_context(OP, &[dst, src])?;
         let same = dst.shares_storage(src);
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
-        if path == CopyPath::Auto && dst.dtype() != src.dtype() {
-            // A converting copy is the elementwise `to`: its rows kernel moves whole words
-            // where the plan's rows allow, its general kernel anything else.
+        if path == CopyPath::Auto && dst.dtype() != src.dtype() && (same || copy::transpose_cast_plan(&plan, dst.dtype(), src.dtype()).is_none()) {
+            // A converting copy is the elementwise `to` (its rows kernel moves whole words
+            // where the plan's rows allow, its general kernel anything else), except a batched
+            // transpose between two buffers, which the converting transpose kernel moves.
             let src = src.broadcast_to(dst.shape())?;
             return self.elementwise(Op::To(dst.dtype()), &[Input::Tensor(&src)], Target::Out(dst)).map(drop);
         }

@@ -95,6 +95,14 @@ pub enum CopyPath {
         /// Block edge (elements).
         tile: u32,
     },
+    /// `transpose_cast.wgsl`: a batched transpose that converts between two element types,
+    /// one 4 x 4 block per invocation. When destination elements are narrower than 4 bytes,
+    /// its runs are written as whole words: the destination-contiguous dim, the destination's
+    /// offset and its other strides must be multiples of 4 elements ([`transpose_cast_plan`]).
+    TransposeCast {
+        /// Workgroup size.
+        wg: u32,
+    },
     /// `strided_rows.wgsl` (4-byte elements of one type, rows contiguous in the destination
     /// and strided in the source): workgroup size and rows per invocation. Needs plan dim 0
     /// of destination stride 1, its size, the other destination strides and the destination
@@ -126,8 +134,37 @@ pub enum CopyPath {
 }
 
 /// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
-pub(crate) const VEC4_DEFAULT: CopyPath = CopyPath::Vec4 { wg: 256, wpt: 4 };
 pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
+
+/// The vec4 copy kernel's shape on an adapter of `device_type`: on GPUs, workgroups of 256
+/// invocations moving 4 words each; on CPU adapters (lavapipe, llvmpipe, WARP), where each
+/// invocation's fixed cost dominates, workgroups of 8 (one SIMD batch) moving 32 words each,
+/// about 10% faster on lavapipe (`bench` lists both as `copy_kernel_vec4` rows).
+pub fn vec4_default(device_type: wgpu::DeviceType) -> CopyPath {
+    if device_type == wgpu::DeviceType::Cpu {
+        CopyPath::Vec4 { wg: 8, wpt: 32 }
+    } else {
+        CopyPath::Vec4 { wg: 256, wpt: 4 }
+    }
+}
+/// The automatic choice for a converting batched transpose that [`transpose_cast_plan`] admits.
+pub(crate) const TRANSPOSE_CAST_DEFAULT: CopyPath = CopyPath::TransposeCast { wg: 64 };
+
+/// The plan `transpose_cast.wgsl` runs for a copy from `src` into `dst` elements (in transpose
+/// order), or `None` when it cannot: the plan must be a batched transpose between two types,
+/// and for destination elements of 1 or 2 bytes, its destination-contiguous dim, the
+/// destination's offset and every other destination stride multiples of 4 elements, so that
+/// each run of 4 destination elements fills whole words.
+pub(crate) fn transpose_cast_plan(plan: &CopyPlan, dst: DType, src: DType) -> Option<CopyPlan> {
+    let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
+    if dst == src {
+        return None;
+    }
+    let p = plan.transpose_order(dim);
+    let four = |x: isize| x.rem_euclid(4) == 0;
+    let words = dst.size() == 4 || (p.sizes()[0].is_multiple_of(4) && p.dst_offset().is_multiple_of(4) && p.dst_strides()[1..].iter().all(|&s| four(s)));
+    words.then_some(p)
+}
 
 /// Rows of fewer vec4 words than this go through `copy_rows_vec4.wgsl` rather than
 /// `copy_vec4.wgsl` (whose default workgroup moves runs of 1024 words).
@@ -391,9 +428,10 @@ pub(crate) fn auto_path(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DTy
         CopyKind::Dense if buffer_copy && same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => CopyPath::BufferCopy,
         CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de, 1) {
             Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
-            Some(_) => VEC4_DEFAULT,
+            Some(_) => vec4_default(r.device_type),
             None => GATHER_DEFAULT,
         },
+        CopyKind::BatchedTranspose { .. } if !same_type && transpose_cast_plan(plan, dst, src).is_some() => TRANSPOSE_CAST_DEFAULT,
         CopyKind::BatchedTranspose { .. } if same_type => match transpose_class(r, plan, dst, src) {
             Some(c) => transpose(&c),
             None => GATHER_DEFAULT,
@@ -492,6 +530,14 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             }
             let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)];
             kernel(plan.transpose_order(dim), "transpose_tile", constants, Units::of(de, se), wg, Grid::WorkgroupBlocks { tile }, Cuts::ANY)
+        }
+        CopyPath::TransposeCast { wg } => {
+            let p = transpose_cast_plan(plan, dst, src).ok_or_else(|| {
+                Error::invalid(OP, format!("the converting transpose kernel needs a batched transpose between two types and, for 1- or 2-byte destination elements, the destination-contiguous dim, the destination's offset and its other strides multiples of 4 elements; plan {plan:?}, {src} to {dst}"))
+            })?;
+            let constants = vec![("WG", wg as i64), ("TILE", 4), ("SRC_TYPE", src.code() as i64), ("DST_TYPE", dst.code() as i64)];
+            // Dim 0 is cut at multiples of 4 only, so that every piece's runs stay whole words.
+            kernel(p, "transpose_cast", constants, Units::of(de, se), wg, Grid::Blocks { tile: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }
         CopyPath::StridedRows { wg, rows } => {
             let step = if same_type { strided_rows_step(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
@@ -602,4 +648,19 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
         keep.hold(uniform);
     }
     Ok(())
+}
+
+/// Copy pipelines for the register-budget test (the ones whose register use depends on their
+/// constants): the converting transpose between every pair of types, at the automatic
+/// choice's shape, and the vec4 copy at its GPU shape.
+pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
+    use crate::kernels::conv::PipelineSpec;
+    let mut out = vec![PipelineSpec { kernel: "copy_vec4", constants: vec![("WG", 256), ("WPT", 4)] }];
+    let CopyPath::TransposeCast { wg } = TRANSPOSE_CAST_DEFAULT else { unreachable!("a converting transpose") };
+    for src in DType::ALL {
+        for dst in DType::ALL.into_iter().filter(|&d| d != src) {
+            out.push(PipelineSpec { kernel: "transpose_cast", constants: vec![("WG", wg as i64), ("TILE", 4), ("SRC_TYPE", src.code() as i64), ("DST_TYPE", dst.code() as i64)] });
+        }
+    }
+    out
 }

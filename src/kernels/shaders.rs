@@ -54,6 +54,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
     ("transpose_narrow", &["plan", "transpose"], include_str!("../../shaders/transpose_narrow.wgsl")),
+    ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], include_str!("../../shaders/transpose_cast.wgsl")),
     ("conv1x1_nchw", &["conv", "conv_weights"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
     ("conv1x1_nhwc", &["conv", "conv_weights"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
