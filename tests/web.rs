@@ -67,8 +67,10 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
     }
 }
 
-/// Elementwise ops through both kernels, forced, in Chromium (Tint/Dawn compile the override
-/// constants, the packed sub-word stores and the quad columns), against the CPU reference.
+/// Elementwise ops through both kernels (the rows kernel in both modes), forced, in Chromium
+/// (Tint/Dawn compile the override constants, the packed sub-word stores and the quad
+/// columns), against the CPU reference; and a converting transpose (f32 NCHW into f16 NHWC,
+/// `transpose_cast.wgsl`), bit for bit.
 #[wasm_bindgen_test]
 async fn elementwise_ops_on_webgpu_match_the_cpu() {
     use strided_wgpu::{Elementwise, ElementwisePath, Input, Op, Scalar, Target};
@@ -89,7 +91,7 @@ async fn elementwise_ops_on_webgpu_match_the_cpu() {
         let want_t = HostTensor::run(op, &hin, Target::New).unwrap();
         let shape = want_t.shape().to_vec();
         let want = want_t.to(DType::F32).unwrap().to_vec::<f32>().unwrap();
-        for path in [ElementwisePath::Gather { wg: 64, ept: 3 }, ElementwisePath::Rows { wg: 64, ept: 2 }] {
+        for path in [ElementwisePath::Gather { wg: 64, ept: 3 }, ElementwisePath::Rows { wg: 64, ept: 2 }, ElementwisePath::Runs { wg: 8, ept: 3 }] {
             let out = DeviceTensor::empty(&ctx, &shape, out_dtype, MemoryFormat::Contiguous).unwrap();
             let mut batch = ctx.batch();
             batch.elementwise_with(op, &din, Target::Out(&out), path).unwrap();
@@ -100,5 +102,15 @@ async fn elementwise_ops_on_webgpu_match_the_cpu() {
                 assert!((g - w).abs() <= tol * w.abs().max(1.0), "{op:?} {path:?} element {i}: {g} vs {w}");
             }
         }
+    }
+    let want = HostTensor::zeros(&[2, 8, 3, 4], DType::F16, MemoryFormat::ChannelsLast).unwrap();
+    want.copy_(&xh).unwrap();
+    for path in [strided_wgpu::CopyPath::Auto, strided_wgpu::CopyPath::TransposeCast { wg: 64 }] {
+        let out = DeviceTensor::zeros(&ctx, &[2, 8, 3, 4], DType::F16, MemoryFormat::ChannelsLast).unwrap();
+        let mut batch = ctx.batch();
+        batch.copy_with(&out, &x, path).unwrap();
+        batch.submit().unwrap().finished().await.unwrap();
+        let got = out.download_async().await.unwrap();
+        assert_eq!(got.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>(), want.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>(), "{path:?}");
     }
 }
