@@ -1,11 +1,11 @@
 // Converting batched 2-D transpose, register-blocked: plan dim 0 is contiguous in the
 // destination, plan dim 1 in the source, the other dims are batch dims. Each invocation moves
 // a 4 x 4 block: it reads 4 runs of 4 consecutive source elements (SRC_TYPE, 1, 2 or 4 bytes),
-// converts each to DST_TYPE (cast.wgsl), and writes 4 runs of 4 consecutive destination
-// elements. A run of 4 destination elements narrower than 4 bytes is written as whole words
-// (1 or 2), so no store needs atomics: for them the plan's dim 0 is a multiple of 4 and the
-// destination's offset and other strides multiples of 4 elements (transpose_cast_plan in
-// src/kernels/copy.rs), so each run fills words no other run touches.
+// converts each to DST_TYPE (cast.wgsl), and writes 4 runs of up to 4 consecutive destination
+// elements as whole words, so no store needs atomics: the plan's dim 0, the destination's
+// offset and its other strides are multiples of the elements in a word (2 for 2-byte, 4 for
+// 1-byte elements; transpose_cast_plan in src/kernels/copy.rs), so each run fills words no
+// other run touches.
 
 override WG: u32 = 64u;
 override SRC_TYPE: u32 = 0u;
@@ -26,8 +26,8 @@ fn load_src(e: u32) -> u32 {
     return (src[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu;
 }
 
-// The first n (<= 4) of the destination elements v from element d on. For elements narrower
-// than 4 bytes n is 4 and d a multiple of 4.
+// The first n (<= 4) of the destination elements v from element d on: for 2-byte elements n
+// and d are even, for 1-byte elements n is 4 and d a multiple of 4.
 fn store_run(d: u32, v: vec4<u32>, n: u32) {
     let b = dt_bytes(DST_TYPE);
     if (b == 4u) {
@@ -46,7 +46,9 @@ fn store_run(d: u32, v: vec4<u32>, n: u32) {
     if (b == 2u) {
         let w = d >> 1u;
         dst[w] = (v.x & 0xffffu) | (v.y << 16u);
-        dst[w + 1u] = (v.z & 0xffffu) | (v.w << 16u);
+        if (n > 2u) {
+            dst[w + 1u] = (v.z & 0xffffu) | (v.w << 16u);
+        }
         return;
     }
     dst[d >> 2u] = (v.x & 0xffu) | ((v.y & 0xffu) << 8u) | ((v.z & 0xffu) << 16u) | (v.w << 24u);

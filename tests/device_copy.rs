@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::gpu::{contexts, name};
+use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
 use strided_wgpu::{CopyKind, CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided};
 
@@ -820,6 +820,7 @@ fn converting_transposes_match_cpu_bitwise() {
         (&[1, 4, 1, 9], MemoryFormat::ChannelsLast),
         (&[3, 3, 4, 5], MemoryFormat::ChannelsLast),
         (&[2, 12, 3, 3], MemoryFormat::ChannelsLast),
+        (&[2, 6, 3, 4], MemoryFormat::ChannelsLast),
         (&[1, 8, 2, 3, 5], MemoryFormat::ChannelsLast3d),
     ];
     let forced = [CopyPath::TransposeCast { wg: 64 }, CopyPath::TransposeCast { wg: 8 }];
@@ -835,7 +836,7 @@ fn converting_transposes_match_cpu_bitwise() {
                     let ds = device_from_bytes(ctx, from, &src_bytes);
                     // The source at an offset of 0, 1 or 3 elements (reads need no alignment);
                     // the destination at 4 (whole words for every element size) and, for the
-                    // NHWC -> NCHW direction, also at 2, which 1- and 2-byte outputs refuse.
+                    // NHWC -> NCHW direction, also at 2, which 1-byte outputs refuse.
                     let off = [0, 1, 3][i % 3];
                     for (dir, dst_off) in [(0, 4usize), (1, 4), (1, 2)] {
                         let (src_fmt, dst_fmt) = if dir == 0 { (MemoryFormat::Contiguous, fmt) } else { (fmt, MemoryFormat::Contiguous) };
@@ -849,13 +850,20 @@ fn converting_transposes_match_cpu_bitwise() {
                         let want = whole(&hd);
                         let what = format!("{}: {from} -> {to} {shape:?} {src_fmt:?} -> {dst_fmt:?}, offsets {off} -> {dst_off}", name(ctx));
                         let plan = CopyPlan::new(&Layout::new(shape.to_vec(), dstr.clone(), dst_off).unwrap(), &Layout::new(shape.to_vec(), ss.clone(), off).unwrap()).unwrap();
-                        // Plan dim 0 is the destination-contiguous one.
+                        // Plan dim 0 is the destination-contiguous one. The kernel writes whole
+                        // words: dim 0, the offset and the other destination strides must be
+                        // multiples of the elements in a word.
                         assert!(matches!(plan.kind(), CopyKind::BatchedTranspose { .. }) && plan.dst_strides()[0] == 1, "{what}: {plan:?}");
+                        let per_word = 4 / to.size();
+                        let eligible = plan.sizes()[0].is_multiple_of(per_word) && dst_off.is_multiple_of(per_word) && plan.dst_strides()[1..].iter().all(|&s| (s as usize).is_multiple_of(per_word));
                         for path in [CopyPath::Auto].into_iter().chain(forced) {
                             let dd = device_from_bytes(ctx, to, &fill);
                             match dd.as_strided(shape, &dstr, dst_off).unwrap().copy_with(&dsv, path) {
-                                Ok(()) => kernel_runs += (path != CopyPath::Auto) as usize,
-                                Err(Error::InvalidArgument { .. }) if path != CopyPath::Auto && to.size() < 4 && (dst_off % 4 != 0 || !plan.sizes()[0].is_multiple_of(4)) => {
+                                Ok(()) => {
+                                    assert!(eligible || path == CopyPath::Auto, "{what} {path:?}: ran an ineligible plan {plan:?}");
+                                    kernel_runs += (path != CopyPath::Auto) as usize;
+                                }
+                                Err(Error::InvalidArgument { .. }) if path != CopyPath::Auto && !eligible => {
                                     // Refused, and nothing written.
                                     assert!(whole(&dd.download().unwrap()) == fill, "{what} {path:?}: a refused copy wrote");
                                     refused += 1;
@@ -870,7 +878,45 @@ fn converting_transposes_match_cpu_bitwise() {
                 }
             }
         }
-        assert!(kernel_runs >= 42 * 5 * 3, "only {kernel_runs} forced converting transposes ran");
+        assert!(kernel_runs >= 42 * 6 * 3, "only {kernel_runs} forced converting transposes ran");
         assert!(refused > 0, "no ineligible converting transpose was refused");
+    }
+}
+
+#[test]
+fn converting_transposes_split_into_pieces() {
+    // Bindings of 64 KiB: a 200 KiB f32 NCHW source into f16 and u8 NHWC (and back) is cut into
+    // pieces; [1, 20004, 1, 3] into NHWC cuts the destination-contiguous dim itself (20004
+    // channels 3 elements apart in the source span 240 KB), which the kernel allows only at
+    // multiples of 4 so that every piece's runs stay whole words of its own.
+    let cases: &[(&[usize], MemoryFormat, MemoryFormat)] = &[
+        (&[2, 16, 40, 40], MemoryFormat::Contiguous, MemoryFormat::ChannelsLast),
+        (&[2, 16, 40, 40], MemoryFormat::ChannelsLast, MemoryFormat::Contiguous),
+        (&[1, 20004, 1, 3], MemoryFormat::Contiguous, MemoryFormat::ChannelsLast),
+    ];
+    for ctx in contexts() {
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
+        let mut rng = Rng(0x9ce5);
+        for (from, to) in [(DType::F32, DType::F16), (DType::F32, DType::U8), (DType::F16, DType::F32), (DType::U8, DType::BF16)] {
+            for &(shape, src_fmt, dst_fmt) in cases {
+                let n: usize = shape.iter().product();
+                let bytes = random_bytes(&mut rng, from, n);
+                let hs = HostTensor::from_bytes(from, bytes.clone(), Layout::contiguous(&[n]).unwrap()).unwrap();
+                let ds = device_from_bytes(&tight, from, &bytes);
+                let ss = Layout::with_format(shape, src_fmt).unwrap().strides().to_vec();
+                let want = HostTensor::zeros(shape, to, dst_fmt).unwrap();
+                want.copy_(&hs.as_strided(shape, &ss, 0).unwrap()).unwrap();
+                assert!((n * from.size().max(to.size())) as u64 > 64 << 10, "the copy must not fit one binding");
+                for path in [CopyPath::Auto, CopyPath::TransposeCast { wg: 64 }] {
+                    let what = format!("{}: {from} -> {to} {shape:?} {src_fmt:?} -> {dst_fmt:?} {path:?}", name(ctx));
+                    let out = DeviceTensor::zeros(&tight, shape, to, dst_fmt).unwrap();
+                    out.copy_with(&ds.as_strided(shape, &ss, 0).unwrap(), path).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    // download() gives the logical order.
+                    let (got, exp) = (whole(&out.download().unwrap()), whole(&want.contiguous(MemoryFormat::Contiguous).unwrap()));
+                    let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i] != exp[i]).collect();
+                    assert!(bad.is_empty(), "{what}: {} bytes differ, first {:?}", bad.len(), &bad[..bad.len().min(8)]);
+                }
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@
 mod common;
 
 use common::elementwise::{bits, bits_of, close, exact, value};
-use common::gpu::{contexts, name};
+use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
 use strided_wgpu::{rows_eligible, DType, DeviceTensor, Elementwise, ElementwisePath, Error, GpuContext, HostTensor, Input, IterPlan, Layout, MemoryFormat, Op, Scalar, Strided, Target};
 
@@ -109,23 +109,6 @@ fn compare_storage(label: &str, op: Op, view: &Layout, h: &HostTensor, d: &Devic
 
 fn same_variant(a: &Error, b: &Error) -> bool {
     std::mem::discriminant(a) == std::mem::discriminant(b)
-}
-
-/// A device on the same adapter as `ctx` with lowered limits (a context of its own).
-fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> GpuContext {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
-    let adapter = adapters.into_iter().next().expect("the adapter again");
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: None,
-        required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
-        required_limits: limits(adapter.limits()),
-        experimental_features: wgpu::ExperimentalFeatures::disabled(),
-        memory_hints: wgpu::MemoryHints::default(),
-        trace: wgpu::Trace::Off,
-    }))
-    .unwrap();
-    GpuContext::from_device(device, queue, &adapter.get_info())
 }
 
 fn up(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {

@@ -7,7 +7,7 @@
 //! same warm-up. Timing as for the copy rows: GPU timestamps around the recorded work, medians
 //! of 15 runs after 2 warm-up runs.
 
-use strided_wgpu::{conv2d_shape, Conv2dOptions, ConvKernel, CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{conv2d_shape, Conv2dOptions, ConvKernel, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 2;
 const RUNS: usize = 15;
@@ -109,7 +109,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
         let copy_ms = if s.groups > 1 && s.groups == s.input[1] {
             let n = (bytes / 8.0) as usize;
             let (a, c) = (DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?);
-            Some(median(&time(&timer, |bt| bt.copy_with(&c, &a, CopyPath::Vec4 { wg: 256, wpt: 4 }))?))
+            Some(median(&time(&timer, |bt| bt.copy_with(&c, &a, strided_wgpu::vec4_default(ctx.adapter().device_type)))?))
         } else {
             None
         };

@@ -96,9 +96,10 @@ pub enum CopyPath {
         tile: u32,
     },
     /// `transpose_cast.wgsl`: a batched transpose that converts between two element types,
-    /// one 4 x 4 block per invocation. When destination elements are narrower than 4 bytes,
-    /// its runs are written as whole words: the destination-contiguous dim, the destination's
-    /// offset and its other strides must be multiples of 4 elements ([`transpose_cast_plan`]).
+    /// one 4 x 4 block per invocation, its destination runs written as whole words: the
+    /// destination-contiguous dim, the destination's offset and its other strides must be
+    /// multiples of the elements in a word (2 for 2-byte, 4 for 1-byte elements;
+    /// [`transpose_cast_plan`]).
     TransposeCast {
         /// Workgroup size.
         wg: u32,
@@ -151,23 +152,25 @@ pub fn vec4_default(device_type: wgpu::DeviceType) -> CopyPath {
 pub(crate) const TRANSPOSE_CAST_DEFAULT: CopyPath = CopyPath::TransposeCast { wg: 64 };
 
 /// The plan `transpose_cast.wgsl` runs for a copy from `src` into `dst` elements (in transpose
-/// order), or `None` when it cannot: the plan must be a batched transpose between two types,
-/// and for destination elements of 1 or 2 bytes, its destination-contiguous dim, the
-/// destination's offset and every other destination stride multiples of 4 elements, so that
-/// each run of 4 destination elements fills whole words.
+/// order), or `None` when it cannot: the plan must be a batched transpose between two types
+/// whose destination-contiguous dim, destination offset and other destination strides are
+/// multiples of the elements in a word (1 for 4-byte, 2 for 2-byte, 4 for 1-byte elements),
+/// so that the kernel's runs of destination elements fill whole words.
 pub(crate) fn transpose_cast_plan(plan: &CopyPlan, dst: DType, src: DType) -> Option<CopyPlan> {
     let CopyKind::BatchedTranspose { dim } = plan.kind() else { return None };
     if dst == src {
         return None;
     }
     let p = plan.transpose_order(dim);
-    let four = |x: isize| x.rem_euclid(4) == 0;
-    let words = dst.size() == 4 || (p.sizes()[0].is_multiple_of(4) && p.dst_offset().is_multiple_of(4) && p.dst_strides()[1..].iter().all(|&s| four(s)));
+    let per_word = 4 / dst.size();
+    let whole = |x: isize| x.rem_euclid(per_word as isize) == 0;
+    let words = p.sizes()[0].is_multiple_of(per_word) && p.dst_offset().is_multiple_of(per_word) && p.dst_strides()[1..].iter().all(|&s| whole(s));
     words.then_some(p)
 }
 
 /// Rows of fewer vec4 words than this go through `copy_rows_vec4.wgsl` rather than
-/// `copy_vec4.wgsl` (whose default workgroup moves runs of 1024 words).
+/// `copy_vec4.wgsl` (whose workgroups move runs of `wg * wpt` words: 1024 on GPUs, 256 on CPU
+/// adapters).
 pub(crate) const SHORT_ROW_WORDS: usize = 256;
 
 /// Words of `unit` elements in a row of `n0` elements, padded to a multiple of 8: the word

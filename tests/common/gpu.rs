@@ -80,3 +80,20 @@ pub fn spin<F: std::future::Future>(f: F) -> F::Output {
         std::thread::yield_now();
     }
 }
+
+/// A device on the same adapter as `ctx` with lowered limits (a context of its own).
+pub fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> GpuContext {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
+    let adapter = adapters.into_iter().next().expect("the adapter again");
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: None,
+        required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+        required_limits: limits(adapter.limits()),
+        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        memory_hints: wgpu::MemoryHints::default(),
+        trace: wgpu::Trace::Off,
+    }))
+    .unwrap();
+    GpuContext::from_device(device, queue, &adapter.get_info())
+}
