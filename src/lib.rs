@@ -58,7 +58,7 @@ pub use gpu::timing::GpuTimer;
 pub use gpu::tuning::{conv_candidates, ConvClass, TUNE_ELEMENTS};
 pub use kernels::conv::{gpu_pipelines as conv_gpu_pipelines, ConvKernel, PipelineSpec};
 pub use kernels::copy::{gpu_pipelines as copy_gpu_pipelines, vec4_default, CopyPath, ShapeClass, MAX_DIMS};
-pub use kernels::elementwise::{gpu_pipelines as elementwise_gpu_pipelines, rows_default, rows_eligible, ElementwisePath};
+pub use kernels::elementwise::{gather_default, gpu_pipelines as elementwise_gpu_pipelines, rows_default, rows_eligible, ElementwisePath};
 pub use kernels::shaders;
 pub use runtime::submit::Submission;
 pub use runtime::AdapterReport;

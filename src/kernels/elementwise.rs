@@ -58,7 +58,16 @@ pub enum ElementwisePath {
 /// Quads of a row each invocation of the rows kernel takes per row, in quad-column mode.
 const QPR: u64 = 4;
 
-const GATHER_DEFAULT: ElementwisePath = ElementwisePath::Gather { wg: 256, ept: 8 };
+/// The general kernel's shape on an adapter of `device_type`: 256 invocations of 8 elements
+/// on GPUs; on CPU adapters 16 invocations of 32 elements, 8-10% faster on lavapipe
+/// (`add_mixed_layouts` 14.4 against 15.6 ms, `image_pipeline` 28.4 against 31.6 ms).
+pub fn gather_default(device_type: wgpu::DeviceType) -> ElementwisePath {
+    if device_type == wgpu::DeviceType::Cpu {
+        ElementwisePath::Gather { wg: 16, ept: 32 }
+    } else {
+        ElementwisePath::Gather { wg: 256, ept: 8 }
+    }
+}
 
 /// The rows kernel's shape for an eligible `plan` on an adapter of `device_type`. On GPUs,
 /// runs of 4 quads per invocation on a plan of one dim, and quad columns through 2 rows on
@@ -124,7 +133,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. } if !words => {
             return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer's size is not a multiple of 16 bytes (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
         }
-        ElementwisePath::Auto => GATHER_DEFAULT,
+        ElementwisePath::Auto => gather_default(rt.report.device_type),
         ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. } if !rows_eligible(plan) && plan.numel() > 0 => {
             return Err(Error::invalid(OP, format!("the rows kernel needs plan dim 0 contiguous in the output and contiguous or broadcast in every input, of a size that is a multiple of 4, with offsets and strides of contiguous operands multiples of 4; plan {plan:?}")));
         }
@@ -371,7 +380,7 @@ mod tests {
     }
 
     #[test]
-    fn rows_default_by_adapter_and_row_length() {
+    fn shapes_by_adapter_and_row_length() {
         use wgpu::DeviceType::{Cpu, DiscreteGpu};
         // A bias over [8,64,56,56]: rows of 3136 elements, 3 plan dims.
         let bias = plan(&[8, 64, 56, 56], &[1, 64, 1, 1]);
@@ -385,5 +394,8 @@ mod tests {
         let flat = plan(&[4096], &[4096]);
         assert_eq!(rows_default(Cpu, &flat), ElementwisePath::Runs { wg: 8, ept: 32 });
         assert_eq!(rows_default(DiscreteGpu, &flat), ElementwisePath::Rows { wg: 256, ept: 4 });
+        // The general kernel: GPU and CPU-adapter shapes.
+        assert_eq!(gather_default(Cpu), ElementwisePath::Gather { wg: 16, ept: 32 });
+        assert_eq!(gather_default(DiscreteGpu), ElementwisePath::Gather { wg: 256, ept: 8 });
     }
 }
