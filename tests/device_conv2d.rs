@@ -6,7 +6,7 @@
 mod common;
 
 use common::conv::{abs, to_device, vals};
-use common::gpu::{contexts, name};
+use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
 use strided_wgpu::{conv2d_cpu, conv2d_with, Conv2dOptions, ConvKernel, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 
@@ -99,23 +99,6 @@ fn depthwise_convolutions_match_cpu() {
     }
 }
 
-/// A device on the same adapter as `ctx` with lowered limits.
-fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> Option<GpuContext> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
-    let adapter = adapters.into_iter().next()?;
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: None,
-        required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
-        required_limits: limits(adapter.limits()),
-        experimental_features: wgpu::ExperimentalFeatures::disabled(),
-        memory_hints: wgpu::MemoryHints::default(),
-        trace: wgpu::Trace::Off,
-    }))
-    .unwrap();
-    Some(GpuContext::from_device(device, queue, &adapter.get_info()))
-}
-
 /// Grids past the per-dimension workgroup limit fold into two dimensions (a device with a
 /// limit of 16 per dimension, and a real 70,000-workgroup GEMM); one past the square of the
 /// limit is an error; inputs over one binding (64 KiB) run by ranges of images; 1-pixel images.
@@ -125,7 +108,7 @@ fn grids_bindings_and_tiny_images() {
         let mut rng = Rng(5);
         let o3 = Conv2dOptions { padding: (1, 1), ..Default::default() };
         let x = |rng: &mut Rng, s: &[usize]| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap();
-        let small = limited(ctx, |l| wgpu::Limits { max_compute_workgroups_per_dimension: 16, ..l }).unwrap();
+        let small = limited(ctx, |l| wgpu::Limits { max_compute_workgroups_per_dimension: 16, ..l });
         let (big, mid) = (x(&mut rng, &[2, 8, 80, 80]), x(&mut rng, &[2, 8, 40, 40]));
         let w = x(&mut rng, &[8, 8, 3, 3]);
         let dw = x(&mut rng, &[8, 1, 3, 3]);
@@ -148,7 +131,7 @@ fn grids_bindings_and_tiny_images() {
         check(ctx, &xg, &wg, None, &Conv2dOptions { groups: n, ..Default::default() }, ConvKernel::GemmNchw, "70,000 workgroups");
 
         // 16 x 20 x 20 floats = 25.6 KB per image: 6 images do not fit one 64 KiB binding.
-        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l }).unwrap();
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
         let xs = x(&mut rng, &[6, 16, 20, 20]);
         let ws = x(&mut rng, &[8, 16, 3, 3]);
         let wd = x(&mut rng, &[16, 1, 3, 3]);
@@ -271,7 +254,7 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
             assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{} output {i}: {g} vs {w}", name(ctx));
         }
 
-        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l }).unwrap();
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
         let c = 4096;
         let x = DeviceTensor::zeros(&tight, &[1, c, 1, 1], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
         let w = DeviceTensor::zeros(&tight, &[1, 1, 3, 3], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap().expand(&[c as isize, 1, 3, 3]).unwrap();

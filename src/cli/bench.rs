@@ -71,7 +71,7 @@ pub struct Case {
 
 impl Case {
     /// A copy from `src` into `dst` through `path`.
-    fn copy(op: &str, shape: &[usize], dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Case {
+    pub(crate) fn copy(op: &str, shape: &[usize], dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Case {
         let (d, s) = (dst.clone(), src.clone());
         Case {
             op: op.into(),

@@ -7,7 +7,7 @@
 //! the kernels, not allocation. GB/s counts every byte read and written; timing, warm-up and
 //! the same-bytes copy ratio as for the copy rows.
 
-use strided_wgpu::{DType, DeviceTensor, ElementwisePath, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
+use strided_wgpu::{CopyPath, DType, DeviceTensor, ElementwisePath, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
 
 use crate::cli::bench::{measure, Case, Row};
 
@@ -58,35 +58,16 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     let half = DeviceTensor::empty(ctx, &big, DType::F16, nchw)?;
     cases.push(case("to_f16", &big, DType::F32, Op::To(DType::F16), vec![xb.clone()], half.clone(), false));
     // The same conversion through copy_ (the copy kernels' converting path).
-    let (h2, xb2) = (half.clone(), xb.clone());
-    cases.push(Case {
-        op: "copy_f32_to_f16".into(),
-        shape: big.to_vec(),
-        dtype: DType::F32,
-        bytes: (xb.numel() * 6) as f64,
-        note: String::new(),
-        work: Box::new(move |b| b.copy_(&h2, &xb2)),
-    });
+    cases.push(Case::copy("copy_f32_to_f16", &big, &half, &xb, CopyPath::Auto));
     // A converting batched transpose: f32 NCHW into f16 NHWC through copy_ (the converting
     // transpose kernel), and the same through the elementwise `to`'s general kernel.
     let nhwc = DeviceTensor::empty(ctx, &s, DType::F16, MemoryFormat::ChannelsLast)?;
-    let (h3, x3) = (nhwc.clone(), x.clone());
-    cases.push(Case {
-        op: "copy_nchw_f32_to_nhwc_f16".into(),
-        shape: s.to_vec(),
-        dtype: DType::F32,
-        bytes: (x.numel() * 6) as f64,
-        note: String::new(),
-        work: Box::new(move |b| b.copy_(&h3, &x3)),
-    });
+    cases.push(Case::copy("copy_nchw_f32_to_nhwc_f16", &s, &nhwc, &x, CopyPath::Auto));
     let (h4, x4) = (nhwc.clone(), x.clone());
     cases.push(Case {
-        op: "to_nhwc_f16_gather".into(),
-        shape: s.to_vec(),
-        dtype: DType::F32,
-        bytes: (x.numel() * 6) as f64,
         note: "elementwise general kernel".into(),
         work: Box::new(move |b| b.elementwise_with(Op::To(DType::F16), &[Input::Tensor(&x4)], Target::Out(&h4), ElementwisePath::Gather { wg: 256, ept: 8 }).map(drop)),
+        ..Case::copy("to_nhwc_f16_gather", &s, &nhwc, &x, CopyPath::Auto)
     });
     // The image pipeline: (x / 255 - mean[c]) / std[c] = x * scale[c] + shift[c].
     let img_shape = [16, 224, 224, 4];

@@ -149,7 +149,8 @@ pub fn vec4_default(device_type: wgpu::DeviceType) -> CopyPath {
     }
 }
 /// The automatic choice for a converting batched transpose that [`transpose_cast_plan`] admits.
-pub(crate) const TRANSPOSE_CAST_DEFAULT: CopyPath = CopyPath::TransposeCast { wg: 64 };
+pub(crate) const TRANSPOSE_CAST_DEFAULT: CopyPath = CopyPath::TransposeCast { wg: TRANSPOSE_CAST_WG };
+const TRANSPOSE_CAST_WG: u32 = 64;
 
 /// The plan `transpose_cast.wgsl` runs for a copy from `src` into `dst` elements (in transpose
 /// order), or `None` when it cannot: the plan must be a batched transpose between two types
@@ -659,10 +660,9 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
 pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
     use crate::kernels::conv::PipelineSpec;
     let mut out = vec![PipelineSpec { kernel: "copy_vec4", constants: vec![("WG", 256), ("WPT", 4)] }];
-    let CopyPath::TransposeCast { wg } = TRANSPOSE_CAST_DEFAULT else { unreachable!("a converting transpose") };
     for src in DType::ALL {
         for dst in DType::ALL.into_iter().filter(|&d| d != src) {
-            out.push(PipelineSpec { kernel: "transpose_cast", constants: vec![("WG", wg as i64), ("TILE", 4), ("SRC_TYPE", src.code() as i64), ("DST_TYPE", dst.code() as i64)] });
+            out.push(PipelineSpec { kernel: "transpose_cast", constants: vec![("WG", TRANSPOSE_CAST_WG as i64), ("TILE", 4), ("SRC_TYPE", src.code() as i64), ("DST_TYPE", dst.code() as i64)] });
         }
     }
     out
