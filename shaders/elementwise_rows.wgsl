@@ -1,15 +1,25 @@
-// Elementwise ops on rows: plan dim 0 is contiguous in the output and, in every input, either
-// contiguous or broadcast (stride 0); its size, the output's offset and every other stride of
-// a contiguous operand are multiples of 4. Each invocation computes EPT quads (4 consecutive
-// elements of dim 0, WG quads apart; or, with COLUMNS, QPR quads of each of EPT rows), reading
-// each contiguous operand's quad as one piece of a vec4 word (16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte ones) and
-// writing the output's quad whole, so no store needs atomics. Slots, types and aliasing:
+// Elementwise ops on rows: plan dim 0 is contiguous in the output; its size, the output's
+// offset and its other strides are multiples of 4. Each invocation computes EPT quads (4
+// consecutive elements of dim 0, WG quads apart; or, with COLUMNS, QPR quads of each of EPT
+// rows) and writes the output's quad whole, so no store needs atomics. An input is contiguous
+// along dim 0 with its offset and other strides multiples of 4 (its quad is one piece of a
+// vec4 word: 16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte
+// ones), broadcast (stride 0: one element per row), gathered (any other stride: four
+// element loads per quad), or, in quad-column mode, transposed: contiguous along dim 1 with
+// its offset and other strides multiples of 4, read as 4 x 4 blocks (4 quads along dim 1 at
+// the 4 elements of the output's quad, transposed in registers) when the host guarantees that
+// every invocation's rows come in whole groups of 4. Slots, types and aliasing:
 // elementwise_slots.
 
 // 0: runs of quads along rows; 1: quad columns through EPT rows (plans of 2 dims or more).
 override COLUMNS: u32 = 0u;
 // Bit k set: plan operand k is broadcast along dim 0 (stride 0; one element per row).
 override BCAST: u32 = 0u;
+// Bit k set: plan operand k is gathered along dim 0 (neither contiguous and aligned nor
+// broadcast; read element by element at its dim-0 stride).
+override GATHER: u32 = 0u;
+// Bit k set: plan operand k is transposed (read as 4 x 4 blocks; quad-column mode only).
+override TRANS: u32 = 0u;
 // Quads of a row per invocation and row in quad-column mode.
 override QPR: u32 = 4u;
 
@@ -114,6 +124,9 @@ fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
     var v: vec4<u32>;
     if (((BCAST >> k) & 1u) == 1u) {
         v = vec4<u32>(load_one(k, e, t));
+    } else if (((GATHER >> k) & 1u) == 1u) {
+        let s = iter_strides(0u)[k];
+        v = vec4<u32>(load_one(k, e, t), load_one(k, e + s, t), load_one(k, e + 2u * s, t), load_one(k, e + 3u * s, t));
     } else {
         v = load_quad(k, e, t);
     }
@@ -123,6 +136,35 @@ fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
 // Whether plan operand k is broadcast along dim 0 (0 is the scalar slot's "operand").
 fn broadcast(k: u32) -> bool {
     return k != 0u && ((BCAST >> k) & 1u) == 1u;
+}
+
+// Whether plan operand k is read as transposed 4 x 4 blocks.
+fn transposed(k: u32) -> bool {
+    return k != 0u && ((TRANS >> k) & 1u) == 1u;
+}
+
+// A transposed operand's block: column c holds the elements of dim-0 position 4q + c at 4
+// consecutive rows, in the computation's representation.
+struct Block {
+    c0: vec4<u32>,
+    c1: vec4<u32>,
+    c2: vec4<u32>,
+    c3: vec4<u32>,
+}
+
+// Slot j's block at o when its operand k is transposed (dim-0 stride s), else zeros.
+fn block_at(j: u32, k: u32, o: vec4<u32>, s: vec4<u32>) -> Block {
+    if (!transposed(k)) {
+        return Block();
+    }
+    let e = o[k];
+    let d = s[k];
+    return Block(slot_quad(j, k, e), slot_quad(j, k, e + d), slot_quad(j, k, e + 2u * d), slot_quad(j, k, e + 3u * d));
+}
+
+// Row r of a block: the operand's quad at that row.
+fn block_row(b: Block, r: u32) -> vec4<u32> {
+    return vec4<u32>(component(b.c0, r), component(b.c1, r), component(b.c2, r), component(b.c3, r));
 }
 
 // Slot j's values when its operand is broadcast along dim 0 (the same for every quad of a
@@ -139,13 +181,13 @@ fn quad(o: vec4<u32>, pa: vec4<u32>, pb: vec4<u32>, pc: vec4<u32>) {
     var a = pa;
     var b = pb;
     var c = pc;
-    if (!broadcast(IN0)) {
+    if (!broadcast(IN0) && !transposed(IN0)) {
         a = slot_quad(0u, IN0, o[IN0]);
     }
-    if (ARITY > 1u && !broadcast(IN1)) {
+    if (ARITY > 1u && !broadcast(IN1) && !transposed(IN1)) {
         b = slot_quad(1u, IN1, o[IN1]);
     }
-    if (ARITY > 2u && !broadcast(IN2)) {
+    if (ARITY > 2u && !broadcast(IN2) && !transposed(IN2)) {
         c = slot_quad(2u, IN2, o[IN2]);
     }
     let r = vec4<u32>(to_out(apply_op(a.x, b.x, c.x)), to_out(apply_op(a.y, b.y, c.y)), to_out(apply_op(a.z, b.z, c.z)), to_out(apply_op(a.w, b.w, c.w)));
@@ -178,6 +220,39 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         let base = iter_offsets((outer * n1 + j0) * it.sizes[0].x + 4u * w);
         let s1 = iter_strides(1u);
         let rows = min(EPT, n1 - j0);
+        if (TRANS != 0u) {
+            // Groups of 4 rows (the host guarantees whole groups): each transposed operand's
+            // 4 x 4 block is loaded once and feeds the 4 rows' quads.
+            for (var r = 0u; r < rows; r = r + 4u) {
+                let o4 = base + r * s1;
+                for (var i = 0u; i < QPR; i = i + 1u) {
+                    if (w + i * lanes >= q0) {
+                        break;
+                    }
+                    let oq = o4 + 4u * i * lanes * step;
+                    let ba = block_at(0u, IN0, oq, step);
+                    let bb = block_at(1u, IN1, oq, step);
+                    let bc = block_at(2u, IN2, oq, step);
+                    for (var rr = 0u; rr < 4u; rr = rr + 1u) {
+                        let o = oq + rr * s1;
+                        var pa = row_value(0u, IN0, o[IN0]);
+                        var pb = row_value(1u, IN1, o[IN1]);
+                        var pc = row_value(2u, IN2, o[IN2]);
+                        if (transposed(IN0)) {
+                            pa = block_row(ba, rr);
+                        }
+                        if (transposed(IN1)) {
+                            pb = block_row(bb, rr);
+                        }
+                        if (transposed(IN2)) {
+                            pc = block_row(bc, rr);
+                        }
+                        quad(o, pa, pb, pc);
+                    }
+                }
+            }
+            return;
+        }
         for (var r = 0u; r < rows; r = r + 1u) {
             let o = base + r * s1;
             let pa = row_value(0u, IN0, o[IN0]);

@@ -99,6 +99,39 @@ fn depthwise_convolutions_match_cpu() {
     }
 }
 
+/// The tall depthwise kernel (3x3, unit stride and dilation, 16 output rows per invocation):
+/// heights and widths around its 16-row blocks and 8-pixel strips, channel multipliers,
+/// paddings 0 to 2, 1-pixel images, every layout; other windows are refused by its
+/// eligibility check, with nothing dispatched.
+#[test]
+fn tall_depthwise_matches_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(23);
+        for case in 0..24 {
+            let c = 1 + rng.below(9);
+            let mult = 1 + rng.below(2);
+            let (n, h, w) = if case < 2 { (1 + case, 1, 1) } else { (1 + rng.below(2), 1 + rng.below(19), 1 + rng.below(19)) };
+            let p = rng.below(3);
+            let o = Conv2dOptions { padding: (p, p), groups: c, relu: rng.below(2) == 0, ..Default::default() };
+            if h + 2 * p < 3 || w + 2 * p < 3 {
+                continue;
+            }
+            let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
+            let x = layout(&mut rng, x);
+            let wt = HostTensor::from_vec(vals(&mut rng, c * mult * 9), &[c * mult, 1, 3, 3]).unwrap();
+            let b = (rng.below(2) == 0).then(|| HostTensor::from_vec(vals(&mut rng, c * mult), &[c * mult]).unwrap());
+            check(ctx, &x, &wt, b.as_ref(), &o, ConvKernel::DepthwiseTall, &format!("tall depthwise case {case} [{n},{c},{h},{w}] x{mult} pad {p}"));
+        }
+        let x = to_device(ctx, &HostTensor::from_vec(vals(&mut rng, 4 * 10 * 10), &[1, 4, 10, 10]).unwrap());
+        for (k, stride, dilation) in [(5, 1, 1), (3, 2, 1), (3, 1, 2)] {
+            let wt = to_device(ctx, &HostTensor::from_vec(vals(&mut rng, 4 * k * k), &[4, 1, k, k]).unwrap());
+            let o = Conv2dOptions { stride: (stride, stride), dilation: (dilation, dilation), groups: 4, ..Default::default() };
+            let e = conv2d_with(&x, &wt, None, &o, ConvKernel::DepthwiseTall).unwrap_err();
+            assert!(matches!(&e, Error::InvalidArgument { .. }) && e.to_string().contains("3x3"), "{}: {k}x{k} stride {stride} dilation {dilation}: {e}", name(ctx));
+        }
+    }
+}
+
 /// Grids past the per-dimension workgroup limit fold into two dimensions (a device with a
 /// limit of 16 per dimension, and a real 70,000-workgroup GEMM); one past the square of the
 /// limit is an error; inputs over one binding (64 KiB) run by ranges of images; 1-pixel images.
@@ -116,7 +149,7 @@ fn grids_bindings_and_tiny_images() {
             for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled] {
                 check(&small, &big.contiguous(format).unwrap(), &w, None, &o3, kernel, "2-d grid");
             }
-            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows] {
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall] {
                 check(&small, &mid.contiguous(format).unwrap(), &dw, None, &Conv2dOptions { groups: 8, ..o3 }, kernel, "2-d grid");
             }
         }
@@ -139,14 +172,14 @@ fn grids_bindings_and_tiny_images() {
             for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc] {
                 check(&tight, &xs.contiguous(format).unwrap(), &ws, None, &o3, kernel, "split by image");
             }
-            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows] {
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall] {
                 check(&tight, &xs.contiguous(format).unwrap(), &wd, None, &Conv2dOptions { groups: 16, ..o3 }, kernel, "split by image");
             }
         }
 
         // 1-pixel images, with and without padding around them.
         let one = x(&mut rng, &[3, 5, 1, 1]);
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows)) {
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall)) {
             check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
             check(ctx, &one, &x(&mut rng, &[7, 5, 3, 3]), Some(&x(&mut rng, &[7])), &o3, kernel, "1 pixel, padded");
         }
@@ -259,7 +292,7 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
         let x = DeviceTensor::zeros(&tight, &[1, c, 1, 1], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
         let w = DeviceTensor::zeros(&tight, &[1, 1, 3, 3], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap().expand(&[c as isize, 1, 3, 3]).unwrap();
         let o = Conv2dOptions { padding: (1, 1), groups: c, ..Default::default() };
-        for kernel in [ConvKernel::DepthwiseRows, ConvKernel::GemmNchw] {
+        for kernel in [ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall, ConvKernel::GemmNchw] {
             let e = conv2d_with(&x, &w, None, &o, kernel).unwrap_err();
             assert!(matches!(&e, Error::Limit { limit: "max_storage_buffer_binding_size", .. }), "{kernel:?}: {e}");
         }

@@ -938,6 +938,88 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Transposed inputs.
+
+/// NCHW inputs into a channels-last output (and the reverse): the rows kernel reads such an
+/// input as 4 x 4 blocks transposed in registers when every invocation walks whole groups of 4
+/// rows (quad columns, rows per invocation a multiple of 4, dim 1 a multiple of 4), and element
+/// by element otherwise. 1-, 2- and 4-byte types, one to three inputs, two of them transposed,
+/// sizes that do and do not make whole groups, through every path; the whole destination
+/// storage is compared.
+#[test]
+fn transposed_inputs_match_host() {
+    use DType::{F16, F32, I8, U8};
+    let paths = [ElementwisePath::Auto, ElementwisePath::Rows { wg: 64, ept: 4 }, ElementwisePath::Rows { wg: 16, ept: 8 }, ElementwisePath::Rows { wg: 64, ept: 12 }, ROWS, RUNS, GATHER];
+    for ctx in contexts() {
+        let (mut compared, mut rows_runs) = (0, 0);
+        let mut seed = 100;
+        for &(n, c, h, w) in &[(2, 8, 4, 6), (1, 12, 3, 4), (3, 4, 5, 5), (1, 16, 8, 8), (1, 4, 2, 2)] {
+            // (input types, output type, op): the inputs' layouts below.
+            let cases: [(&[DType], DType, Op); 5] = [
+                (&[F32, F32], F32, Op::Add { alpha: Scalar::Int(1) }),
+                (&[U8], F32, Op::To(F32)),
+                (&[F16, F16], F16, Op::Mul),
+                (&[F32, F32, F32], F16, Op::Addcmul { value: Scalar::Float(0.5) }),
+                (&[I8, I8], I8, Op::Maximum),
+            ];
+            for (inputs, out_t, op) in cases {
+                for out_last in [true, false] {
+                    seed += 1;
+                    // The output in one memory format; input 0 in the same one, the others in
+                    // the other (for a single input: the other).
+                    let (nchw, nhwc) = ([n, c, h, w], [n, h, w, c]);
+                    let view = |t: &HostTensor, last: bool| if last { t.permute(&[0, 3, 1, 2]).unwrap() } else { t.clone() };
+                    let hbase = random_tensor(seed, out_t, if out_last { &nhwc } else { &nchw });
+                    let hins: Vec<(HostTensor, bool)> = inputs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &t)| {
+                            let last = if i == 0 && inputs.len() > 1 { out_last } else { !out_last };
+                            (random_tensor(seed * 10 + i as u64, t, if last { &nhwc } else { &nchw }), last)
+                        })
+                        .collect();
+                    let hv: Vec<HostTensor> = hins.iter().map(|(t, last)| view(t, *last)).collect();
+                    // The expected storage: the same bits, written by the host.
+                    let want = random_tensor(seed, out_t, if out_last { &nhwc } else { &nchw });
+                    let hout_w = view(&want, out_last);
+                    HostTensor::run(op, &hv.iter().map(Input::Tensor).collect::<Vec<_>>(), Target::Out(&hout_w)).unwrap();
+                    for path in paths {
+                        let dbase = up(ctx, &hbase);
+                        let dv: Vec<DeviceTensor> = hins.iter().map(|(t, last)| view_d(&up(ctx, t), *last)).collect();
+                        let dout = view_d(&dbase, out_last);
+                        let label = format!("{} {op:?} {inputs:?} -> {out_t} [{n},{c},{h},{w}] out channels-last {out_last} {path:?}", name(ctx));
+                        let plan = IterPlan::build("test", hout_w.layout(), &hv.iter().map(|t| t.layout()).collect::<Vec<_>>()).unwrap();
+                        let r = DeviceTensor::run_with(op, &dv.iter().map(Input::Tensor).collect::<Vec<_>>(), Target::Out(&dout), path);
+                        if is_rows(path) && !rows_eligible(&plan) {
+                            // A forced rows kernel refuses a row the output's quads do not tile.
+                            assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{label}: {r:?}");
+                            compare_storage(&format!("{label} (refused)"), op, &Layout::contiguous(&[0]).unwrap(), &hbase, &dbase).unwrap();
+                        } else {
+                            r.unwrap_or_else(|e| panic!("{label}: {e}"));
+                            compare_storage(&label, op, hout_w.layout(), &want, &dbase).unwrap();
+                            rows_runs += is_rows(path) as usize;
+                        }
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        eprintln!("{}: {compared} transposed-input runs compared, {rows_runs} through a forced rows kernel", name(ctx));
+        assert_eq!(compared, 5 * 5 * 2 * paths.len());
+        assert!(rows_runs >= 5 * 5 * 2, "{}: only {rows_runs} runs through a forced rows kernel", name(ctx));
+    }
+}
+
+/// A device view as channels-last (`last`) or as it is.
+fn view_d(t: &DeviceTensor, last: bool) -> DeviceTensor {
+    if last {
+        t.permute(&[0, 3, 1, 2]).unwrap()
+    } else {
+        t.clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Limits.
 
 #[test]
@@ -953,8 +1035,7 @@ fn small_limits_split_into_pieces() {
         let hrow = random_tensor(33, DType::F16, &[320]);
         for (c, what) in [(&tight, "64 KiB bindings"), (&few, "16 workgroups per dimension")] {
             let (da, db, drow) = (up(c, &ha), up(c, &random_tensor(32, DType::F32, &[320, 256])).transpose(0, 1).unwrap(), up(c, &hrow));
-            for path in [ElementwisePath::Auto, ElementwisePath::Gather { wg: 16, ept: 1 }, ElementwisePath::Gather { wg: 64, ept: 8 }, ElementwisePath::Rows { wg: 16, ept: 1 }, ROWS, ElementwisePath::Runs { wg: 8, ept: 2 }] {
-                let rows = is_rows(path);
+            for path in [ElementwisePath::Auto, ElementwisePath::Gather { wg: 16, ept: 1 }, ElementwisePath::Gather { wg: 64, ept: 8 }, ElementwisePath::Rows { wg: 16, ept: 1 }, ROWS, ElementwisePath::Rows { wg: 16, ept: 4 }, ElementwisePath::Runs { wg: 8, ept: 2 }] {
                 // a + row (rows-eligible), and a * b^T (gather only).
                 let want = ha.add(&hrow).unwrap();
                 let got = DeviceTensor::run_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&da), Input::Tensor(&drow)], Target::New, path).unwrap_or_else(|e| panic!("{what} {path:?}: {e}"));
@@ -967,7 +1048,8 @@ fn small_limits_split_into_pieces() {
                 DeviceTensor::run_with(Op::Sigmoid, &[Input::Tensor(&dv)], Target::InPlace, path).unwrap_or_else(|e| panic!("{what} sigmoid_ {path:?}: {e}"));
                 compare_storage(&format!("{what} sigmoid_ {path:?}"), Op::Sigmoid, hv.layout(), &hbig, &dbig).unwrap();
                 compared += 2;
-                if !rows {
+                // Since the rows kernel reads transposed inputs, a * b^T runs on every path.
+                {
                     let want = ha.mul(&hb).unwrap();
                     let got = DeviceTensor::run_with(Op::Mul, &[Input::Tensor(&da), Input::Tensor(&db)], Target::New, path).unwrap_or_else(|e| panic!("{what} a * b^T {path:?}: {e}"));
                     compare(&format!("{what} a * b^T {path:?}"), Op::Mul, &want, &got, true).unwrap();

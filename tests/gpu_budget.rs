@@ -61,17 +61,40 @@ mod native {
                 return;
             }
         };
+        let specs: Vec<PipelineSpec> = strided_wgpu::conv_gpu_pipelines().into_iter().chain(strided_wgpu::elementwise_gpu_pipelines()).chain(strided_wgpu::copy_gpu_pipelines()).collect();
+        // The compiler dominates (about a second a pipeline): one worker per core, each taking
+        // the next pipeline; the lines come out in the list's order.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut results: Vec<(usize, bool, String)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(spec) = specs.get(i) else { break };
+                            let (ok, report) = match unsafe { radv.stats(spec) } {
+                                Ok(stats) => {
+                                    let reasons = stats.failures(spec.kernel);
+                                    let verdict = if reasons.is_empty() { String::new() } else { format!(" FAIL: {}", reasons.join(", ")) };
+                                    (reasons.is_empty(), format!("{stats}{verdict}"))
+                                }
+                                Err(e) => (false, format!("FAIL: {e}")),
+                            };
+                            done.push((i, ok, report));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().expect("a budget worker panicked")).collect()
+        });
+        results.sort_by_key(|r| r.0);
         let (mut passed, mut failed) = (0, 0);
-        for spec in strided_wgpu::conv_gpu_pipelines().into_iter().chain(strided_wgpu::elementwise_gpu_pipelines()).chain(strided_wgpu::copy_gpu_pipelines()) {
+        for (i, ok, report) in results {
+            let spec = &specs[i];
             let constants = spec.constants.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
-            let (ok, report) = match unsafe { radv.stats(&spec) } {
-                Ok(stats) => {
-                    let reasons = stats.failures(spec.kernel);
-                    let verdict = if reasons.is_empty() { String::new() } else { format!(" FAIL: {}", reasons.join(", ")) };
-                    (reasons.is_empty(), format!("{stats}{verdict}"))
-                }
-                Err(e) => (false, format!("FAIL: {e}")),
-            };
             println!("gpu budget {} {constants}: {report}", spec.kernel);
             if ok { passed += 1 } else { failed += 1 }
         }

@@ -57,8 +57,11 @@ fn kernels_that_index_plans_start_with_the_plan_prelude() {
 #[test]
 fn kernels_that_index_iteration_plans_start_with_the_iter_prelude() {
     for (name, preludes, text) in KERNELS {
-        // Code only (no comments); `it.` as a whole identifier.
-        let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        // The kernel and the file preludes it names after `iter` (a kernel may leave the
+        // traversal to one); code only (no comments); `it.` as a whole identifier.
+        let files = preludes.iter().filter(|p| **p != "iter").filter_map(|p| PRELUDES.iter().find(|(n, _)| n == p).map(|(_, t)| *t));
+        let all: String = files.chain(std::iter::once(*text)).collect::<Vec<_>>().join("\n");
+        let code: String = all.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
         let b = code.as_bytes();
         let field = code.match_indices("it.").any(|(i, _)| i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
         let uses_iter = code.contains("iter_offsets") || field;

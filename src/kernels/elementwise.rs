@@ -26,7 +26,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slo
 pub enum ElementwisePath {
     /// The rows kernel when [`rows_eligible`] holds, else the general one.
     Auto,
-    /// `elementwise.wgsl`: any strides and types, `ept` elements of plan dim 0 per invocation.
+    /// The general kernel: any strides and types, `ept` elements of plan dim 0 per invocation
+    /// (`elementwise_words.wgsl` for outputs of 4-byte elements, `elementwise.wgsl` else).
     Gather {
         /// Workgroup size.
         wg: u32,
@@ -73,11 +74,17 @@ pub fn gather_default(device_type: wgpu::DeviceType) -> ElementwisePath {
 /// runs of 4 quads per invocation on a plan of one dim, and quad columns through 2 rows on
 /// plans of more. On CPU adapters, runs of 32 quads per invocation in workgroups of 8 (about
 /// 10-30% faster on lavapipe than the GPU shapes, broadcast rows most), unless rows are too
-/// short to give each invocation 4 quads.
+/// short to give each invocation 4 quads; then, with an input read as transposed blocks,
+/// quad columns through 8 rows in workgroups of 64 (`add` of a channels-last and an NCHW
+/// [8,64,56,56] on lavapipe: 2.8-3.0 ms, against 4.4-6.0 ms through the general kernel;
+/// 8 / 16 / 64 / 256 invocations x 4 / 8 / 16 rows measured 2.8-3.6 ms).
 pub fn rows_default(device_type: wgpu::DeviceType, plan: &IterPlan) -> ElementwisePath {
     let quads = plan.sizes().first().map_or(0, |&n| n / 4);
-    if device_type == wgpu::DeviceType::Cpu && (plan.rank() < 2 || quads >= 32) {
+    let cpu = device_type == wgpu::DeviceType::Cpu;
+    if cpu && (plan.rank() < 2 || quads >= 32) {
         ElementwisePath::Runs { wg: 8, ept: 32 }
+    } else if cpu && (1..plan.operands()).any(|k| row_read(plan, k, true) == RowRead::Transposed) {
+        TRANSPOSED_ROWS
     } else if plan.rank() >= 2 {
         ElementwisePath::Rows { wg: 256, ept: 2 }
     } else {
@@ -85,21 +92,72 @@ pub fn rows_default(device_type: wgpu::DeviceType, plan: &IterPlan) -> Elementwi
     }
 }
 
-/// Whether the rows kernel can run `plan`: plan dim 0 contiguous in the output (operand 0)
-/// and contiguous or broadcast in every input, its size a multiple of 4, and for the output
-/// and every contiguous input the offset and every other stride multiples of 4 (so that a
-/// quad is whole words of its binding).
+/// The general kernel's file for an output of `dtype`: `elementwise_words` (plain stores) for
+/// 4-byte elements, else `elementwise` (sub-word stores through atomics).
+fn gather_kernel(dtype: DType) -> &'static str {
+    if dtype.size() == 4 {
+        "elementwise_words"
+    } else {
+        "elementwise"
+    }
+}
+
+/// How the rows kernel reads an input along plan dim 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowRead {
+    /// Contiguous, with its offset and every other stride multiples of 4: a quad is one
+    /// piece of a vec4 word.
+    Quad,
+    /// Stride 0: one element per row.
+    Broadcast,
+    /// Contiguous along dim 1 instead, with its offset and every other stride multiples of 4
+    /// and dim 1's size a multiple of 4 ([`transposable`]): 4 x 4 blocks transposed in
+    /// registers (quad-column mode through groups of 4 rows only).
+    Transposed,
+    /// Any other stride: four element loads per quad.
+    Gathered,
+}
+
+/// How the rows kernel reads plan operand `k` (an input) along dim 0; `blocks`: whether the
+/// dispatch walks whole groups of 4 rows (quad-column mode, rows per invocation a multiple of 4).
+fn row_read(plan: &IterPlan, k: usize, blocks: bool) -> RowRead {
+    match plan.strides(k)[0] {
+        0 => RowRead::Broadcast,
+        1 if aligned_rows(plan, k) => RowRead::Quad,
+        _ if blocks && transposable(plan, k) => RowRead::Transposed,
+        _ => RowRead::Gathered,
+    }
+}
+
+/// Whether operand `k` can be read as 4 x 4 blocks: contiguous along plan dim 1, whose size is
+/// a multiple of 4, its offset and every other stride multiples of 4.
+fn transposable(plan: &IterPlan, k: usize) -> bool {
+    let s = plan.strides(k);
+    plan.rank() >= 2 && s[1] == 1 && plan.sizes()[1].is_multiple_of(4) && plan.offset(k).is_multiple_of(4) && s.iter().enumerate().all(|(d, &x)| d == 1 || x.rem_euclid(4) == 0)
+}
+
+/// The rows kernel's quad-column shape on CPU adapters for plans with a transposed input.
+const TRANSPOSED_ROWS: ElementwisePath = ElementwisePath::Rows { wg: 64, ept: 8 };
+
+/// Whether operand `k`'s offset and strides other than dim 0's are multiples of 4.
+fn aligned_rows(plan: &IterPlan, k: usize) -> bool {
+    plan.offset(k).is_multiple_of(4) && plan.strides(k)[1..].iter().all(|&s| s.rem_euclid(4) == 0)
+}
+
+/// Whether Auto leaves an eligible plan to the general kernel: on CPU adapters, rows too short
+/// for run mode (under 32 quads) with an input gathered along them. Quad columns read such an
+/// input no faster than the general kernel there (lavapipe, `add` of a channels-last and an
+/// NCHW [8,64,56,56]: 4.7-5.9 ms in columns of 2 to 16 rows against 4.4-4.9 ms).
+fn gathers_short_rows(device_type: wgpu::DeviceType, plan: &IterPlan) -> bool {
+    device_type == wgpu::DeviceType::Cpu && plan.rank() >= 2 && plan.sizes()[0] < 128 && (1..plan.operands()).any(|k| row_read(plan, k, true) == RowRead::Gathered)
+}
+
+/// Whether the rows kernel can run `plan`: plan dim 0 contiguous in the output (operand 0),
+/// its size a multiple of 4, the output's offset and every other stride multiples of 4 (so
+/// that the output's quad is whole words of its binding). Inputs may have any strides
+/// ([`RowRead`]: quads, broadcast, transposed 4 x 4 blocks, or element by element).
 pub fn rows_eligible(plan: &IterPlan) -> bool {
-    let four = |x: isize| x.rem_euclid(4) == 0;
-    plan.numel() > 0
-        && plan.rank() > 0
-        && plan.strides(0)[0] == 1
-        && plan.sizes()[0].is_multiple_of(4)
-        && (0..plan.operands()).all(|k| match plan.strides(k)[0] {
-            0 => k > 0,
-            1 => plan.offset(k).is_multiple_of(4) && plan.strides(k)[1..].iter().all(|&s| four(s)),
-            _ => false,
-        })
+    plan.numel() > 0 && plan.rank() > 0 && plan.strides(0)[0] == 1 && plan.sizes()[0].is_multiple_of(4) && aligned_rows(plan, 0)
 }
 
 /// The uniform both kernels read (`Iter` in shaders/iter.wgsl).
@@ -129,13 +187,13 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let whole = |b: &wgpu::Buffer| b.size() >= 16 && b.size().is_multiple_of(16);
     let words = whole(out) && inputs.iter().all(|b| whole(b));
     let path = match path {
-        ElementwisePath::Auto if rows_eligible(plan) && words => rows_default(rt.report.device_type, plan),
+        ElementwisePath::Auto if rows_eligible(plan) && words && !gathers_short_rows(rt.report.device_type, plan) => rows_default(rt.report.device_type, plan),
         ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. } if !words => {
             return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer's size is not a multiple of 16 bytes (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
         }
         ElementwisePath::Auto => gather_default(rt.report.device_type),
         ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. } if !rows_eligible(plan) && plan.numel() > 0 => {
-            return Err(Error::invalid(OP, format!("the rows kernel needs plan dim 0 contiguous in the output and contiguous or broadcast in every input, of a size that is a multiple of 4, with offsets and strides of contiguous operands multiples of 4; plan {plan:?}")));
+            return Err(Error::invalid(OP, format!("the rows kernel needs plan dim 0 contiguous in the output, of a size that is a multiple of 4, with the output's offset and other strides multiples of 4; plan {plan:?}")));
         }
         p => p,
     };
@@ -145,7 +203,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // The rows kernel walks quad columns through rows when the plan has rows to walk.
     let columns = matches!(path, ElementwisePath::Rows { .. }) && plan.rank() >= 2;
     let (shader, wg, ept, quad) = match path {
-        ElementwisePath::Gather { wg, ept } => ("elementwise", wg, ept, 1u64),
+        ElementwisePath::Gather { wg, ept } => (gather_kernel(r.out_dtype), wg, ept, 1u64),
         ElementwisePath::Rows { wg, ept } | ElementwisePath::Runs { wg, ept } => ("elementwise_rows", wg, ept, 4u64),
         ElementwisePath::Auto => unreachable!("resolved above"),
     };
@@ -178,12 +236,6 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         ("ALIAS2", alias.get(1).copied().unwrap_or(false) as i64),
         ("ALIAS3", alias.get(2).copied().unwrap_or(false) as i64),
     ];
-    let mut constants = constants;
-    if quad == 4 {
-        let bcast = (1..n_ops).filter(|&k| plan.strides(k)[0] == 0).map(|k| 1i64 << k).sum();
-        constants.extend([("COLUMNS", columns as i64), ("QPR", QPR as i64), ("BCAST", bcast)]);
-    }
-    let key = PipelineKey { shader, constants };
     let rep = &rt.report;
     let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
     let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
@@ -247,6 +299,14 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let len = windows(&p).iter().map(|w| w.1).max().unwrap_or(0);
         Error::Limit { op: OP, what: format!("binding the smallest piece the {shader} kernel can run (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
     })?;
+    let mut constants = constants;
+    if quad == 4 {
+        // Transposed blocks need whole groups of 4 rows in every invocation of every piece.
+        let blocks = columns && ept.is_multiple_of(4) && pieces.iter().all(|p| (1..n_ops).all(|k| row_read(p, k, true) == row_read(plan, k, true)));
+        let mask = |read: RowRead| (1..n_ops).filter(|&k| row_read(plan, k, blocks) == read).map(|k| 1i64 << k).sum();
+        constants.extend([("COLUMNS", columns as i64), ("QPR", QPR as i64), ("BCAST", mask(RowRead::Broadcast)), ("GATHER", mask(RowRead::Gathered)), ("TRANS", mask(RowRead::Transposed))]);
+    }
+    let key = PipelineKey { shader, constants };
     let pipeline = rt.pipeline(&key, SLOTS, || shaders::source(shader))?;
     let bgl = rt.bind_group_layout(SLOTS)?;
     // Unused and aliased input bindings get a buffer that is not the output's.
@@ -330,13 +390,35 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
     use crate::elementwise::KINDS;
     let mut out = Vec::new();
     // (computation, input type, output type)
-    let types = [(DType::F32, DType::F32, DType::F32), (DType::F16, DType::F16, DType::F16), (DType::BF16, DType::U8, DType::BF16), (DType::I32, DType::I8, DType::U8), (DType::U32, DType::U32, DType::F16)];
-    // (kernel, wg, ept, columns, broadcast mask): the automatic choices.
-    let shapes = [("elementwise", 256, 8, 0, 0), ("elementwise_rows", 256, 4, 0, 0), ("elementwise_rows", 256, 2, 1, 0), ("elementwise_rows", 256, 2, 1, 4), ("elementwise_rows", 256, 4, 0, 4)];
-    for (kernel, wg, ept, columns, bcast) in shapes {
+    // The last three: 4-byte outputs from 1-byte and integer inputs, for the general kernel's
+    // words form (the first five already reach each load and store path of the rows kernel).
+    let types = [
+        (DType::F32, DType::F32, DType::F32),
+        (DType::F16, DType::F16, DType::F16),
+        (DType::BF16, DType::U8, DType::BF16),
+        (DType::I32, DType::I8, DType::U8),
+        (DType::U32, DType::U32, DType::F16),
+        (DType::F32, DType::U8, DType::F32),
+        (DType::I32, DType::I8, DType::I32),
+        (DType::U32, DType::U32, DType::U32),
+    ];
+    // (kernel, wg, ept, columns, broadcast mask, gathered mask): the automatic choices.
+    let shapes = [
+        ("elementwise", 256, 8, 0, 0, 0),
+        ("elementwise_words", 256, 8, 0, 0, 0),
+        ("elementwise_rows", 256, 4, 0, 0, 0),
+        ("elementwise_rows", 256, 2, 1, 0, 0),
+        ("elementwise_rows", 256, 2, 1, 4, 0),
+        ("elementwise_rows", 256, 4, 0, 4, 0),
+        ("elementwise_rows", 256, 2, 1, 0, 2),
+        ("elementwise_rows", 256, 4, 0, 4, 2),
+    ];
+    for (kernel, wg, ept, columns, bcast, gather) in shapes {
         for op in KINDS {
-            for (compute, input, output) in types {
-                if op.computes_in_float() && !compute.is_float() {
+            let types = if kernel == "elementwise_rows" { &types[..5] } else { &types[..] };
+            for &(compute, input, output) in types {
+                // Each general-kernel file runs the outputs gather_kernel gives it.
+                if op.computes_in_float() && !compute.is_float() || kernel != "elementwise_rows" && gather_kernel(output) != kernel {
                     continue;
                 }
                 let arity = op.arity() as i64;
@@ -360,7 +442,7 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
                     if bcast != 0 && arity < 2 {
                         continue;
                     }
-                    constants.extend([("COLUMNS", columns), ("BCAST", bcast), ("QPR", QPR as i64)]);
+                    constants.extend([("COLUMNS", columns), ("BCAST", bcast), ("GATHER", gather), ("QPR", QPR as i64)]);
                 }
                 out.push(crate::kernels::conv::PipelineSpec { kernel, constants });
             }
@@ -394,6 +476,14 @@ mod tests {
         let flat = plan(&[4096], &[4096]);
         assert_eq!(rows_default(Cpu, &flat), ElementwisePath::Runs { wg: 8, ept: 32 });
         assert_eq!(rows_default(DiscreteGpu, &flat), ElementwisePath::Rows { wg: 256, ept: 4 });
+        // An NCHW input into a channels-last output: plan dims (C, H*W, N), the input
+        // contiguous along dim 1, so read as transposed blocks through quad columns on CPU
+        // adapters; GPUs keep their shape (2 rows per invocation: element by element).
+        let (o, i) = (Layout::contiguous(&[2, 6, 4, 64]).unwrap().permute(&[0, 3, 1, 2]).unwrap(), Layout::contiguous(&[2, 64, 6, 4]).unwrap());
+        let mixed = IterPlan::build("test", &o, &[&i]).unwrap();
+        assert!(rows_eligible(&mixed) && row_read(&mixed, 1, true) == RowRead::Transposed && row_read(&mixed, 1, false) == RowRead::Gathered, "{mixed:?}");
+        assert_eq!(rows_default(Cpu, &mixed), TRANSPOSED_ROWS);
+        assert_eq!(rows_default(DiscreteGpu, &mixed), ElementwisePath::Rows { wg: 256, ept: 2 });
         // The general kernel: GPU and CPU-adapter shapes.
         assert_eq!(gather_default(Cpu), ElementwisePath::Gather { wg: 16, ept: 32 });
         assert_eq!(gather_default(DiscreteGpu), ElementwisePath::Gather { wg: 256, ept: 8 });

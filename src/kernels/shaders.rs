@@ -4,7 +4,8 @@
 //! block arithmetic shared by the transpose kernels; `cast.wgsl` the element conversions (after
 //! the generated `dtypes` prelude, the element-type codes of [`DType::code`]); `conv.wgsl` the
 //! 1x1 convolutions' uniform and pixel arithmetic, and `conv_weights*.wgsl` two ways of reading their weights (a file
-//! compiled with each is two registered kernels).
+//! compiled with each is two registered kernels); `conv2d_depthwise_block.wgsl` the uniform,
+//! loads and stores of the depthwise kernels that hold blocks of pixels x 4 channels.
 
 use crate::dtype::DType;
 
@@ -16,10 +17,12 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("iter", include_str!("../../shaders/iter.wgsl")),
     ("elementwise_ops", include_str!("../../shaders/elementwise_ops.wgsl")),
     ("elementwise_slots", include_str!("../../shaders/elementwise_slots.wgsl")),
+    ("elementwise_gather", include_str!("../../shaders/elementwise_gather.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
     ("conv", include_str!("../../shaders/conv.wgsl")),
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
     ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
+    ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -44,6 +47,9 @@ pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
 /// The preludes of the elementwise kernels.
 const EW_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots"];
 
+/// The preludes of the general elementwise kernel's two output forms.
+const EW_GATHER_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_gather"];
+
 /// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("gather", &["plan", "packed", "dtypes", "cast"], include_str!("../../shaders/gather.wgsl")),
@@ -60,11 +66,13 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
     ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
     ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
-    ("elementwise", EW_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
+    ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
+    ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows", EW_PRELUDES, include_str!("../../shaders/elementwise_rows.wgsl")),
     ("conv2d_gemm", &[], include_str!("../../shaders/conv2d_gemm.wgsl")),
     ("conv2d_depthwise", &[], include_str!("../../shaders/conv2d_depthwise.wgsl")),
-    ("conv2d_depthwise_rows", &[], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
+    ("conv2d_depthwise_rows", &["conv2d_depthwise_block"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
+    ("conv2d_depthwise_tall", &["conv2d_depthwise_block"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.

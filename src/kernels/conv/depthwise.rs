@@ -35,7 +35,7 @@ struct DepthwiseParams {
 /// Records the convolution of `ops` (depthwise: checked by the caller) through a depthwise
 /// kernel.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
-    if ops.kernel == ConvKernel::DepthwiseRows {
+    if matches!(ops.kernel, ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall) {
         return record_rows(rt, enc, keep, ops);
     }
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
@@ -99,11 +99,15 @@ struct RowsParams {
     strips: [u32; 4],
 }
 
-/// Output pixels along a row per invocation of the rows kernel.
+/// Output pixels along a row per invocation of the rows and tall kernels.
 const STRIP: usize = 8;
 
-/// [`ConvKernel::DepthwiseRows`]: the weight packed as [tap][K rounded up to 4] (vec4 words of
-/// 4 channels), then 4 channels x 8 pixels of a row per invocation.
+/// Output rows per invocation of the tall kernel (its `TALL`).
+const TALL: usize = 16;
+
+/// [`ConvKernel::DepthwiseRows`] and [`ConvKernel::DepthwiseTall`]: the weight packed as
+/// [tap][K rounded up to 4] (vec4 words of 4 channels), then 4 channels x 8 pixels of a row
+/// (of [`TALL`] rows) per invocation.
 fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
     let xs = ops.input.layout.strides();
@@ -114,11 +118,15 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
     check_packed(rt, packed_elems, ops.weight.layout)?;
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let strips = g.ow.div_ceil(STRIP);
+    let tall = kernel == ConvKernel::DepthwiseTall;
+    // Output rows per invocation, and blocks of them per output column.
+    let rows = if tall { TALL } else { 1 };
+    let blocks = g.oh.div_ceil(rows);
     let geom = ops.geometry()?;
     let mut plan = Vec::new();
     for r in ops.ranges {
         let images = r.n1 - r.n0;
-        let units = images * g.oh * strips * kq;
+        let units = images * blocks * strips * kq;
         let grid = super::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
@@ -130,11 +138,17 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
             taps: geom.taps,
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bs, "bias stride")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
             work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, u32_of(kq, "channel quads")?],
-            strips: [u32_of(strips, "strips")?, 0, 0, 0],
+            strips: [u32_of(strips, "strips")?, u32_of(blocks, "row blocks")?, 0, 0],
         };
-        let slide = o.stride.1 == 1 && o.dilation.1 == 1;
-        let constants = vec![("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64), ("SLIDE", slide as i64)];
-        plan.push((r, params, PipelineKey { shader: "conv2d_depthwise_rows", constants }, vout, grid));
+        let mut constants = vec![("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
+        let shader = if tall {
+            constants.push(("TALL", TALL as i64));
+            "conv2d_depthwise_tall"
+        } else {
+            constants.push(("SLIDE", (o.stride.1 == 1 && o.dilation.1 == 1) as i64));
+            "conv2d_depthwise_rows"
+        };
+        plan.push((r, params, PipelineKey { shader, constants }, vout, grid));
     }
     // The weight as [K, 1, kh, kw], copied to element (ky * kw + kx) * 4 * kq + k.
     let w4 = ops.weight4()?;

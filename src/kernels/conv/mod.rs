@@ -68,6 +68,10 @@ pub enum ConvKernel {
     /// Depthwise (`conv2d_depthwise_rows.wgsl`): 4 channels x 8 pixels of a row per invocation,
     /// the input columns sliding from tap to tap (NHWC orientation).
     DepthwiseRows,
+    /// Depthwise 3x3 with unit stride and dilation (`conv2d_depthwise_tall.wgsl`): 4 channels
+    /// x 8 pixels of 16 consecutive rows per invocation, three input rows held in registers
+    /// while it walks down. Shaped for CPU adapters (a tuner candidate only there).
+    DepthwiseTall,
 }
 
 /// A family of convolution kernels.
@@ -80,7 +84,7 @@ pub(crate) enum Family {
 
 impl ConvKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 9] = [
+    pub const ALL: [ConvKernel; 10] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -90,25 +94,26 @@ impl ConvKernel {
         ConvKernel::DepthwiseNchw,
         ConvKernel::DepthwiseNhwc,
         ConvKernel::DepthwiseRows,
+        ConvKernel::DepthwiseTall,
     ];
 
     pub(crate) fn family(self) -> Family {
         match self {
             ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
-            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows => Family::Depthwise,
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
             _ => Family::Blocked,
         }
     }
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall)
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
     /// CPUs; the register-budget test compiles every one of them).
     pub fn gpu_shaped(self) -> bool {
-        matches!(self.family(), Family::Gemm | Family::Depthwise)
+        matches!(self.family(), Family::Gemm | Family::Depthwise) && self != ConvKernel::DepthwiseTall
     }
 
     /// Whether this kernel can compute the convolution: the one check, used by the tuner's
@@ -116,9 +121,13 @@ impl ConvKernel {
     pub fn eligible(self, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
         match self {
             ConvKernel::Auto => Err(Error::invalid(OP, "no kernel was resolved for the convolution")),
-            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows if o.groups != g.c => Err(Error::invalid(
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall if o.groups != g.c => Err(Error::invalid(
                 OP,
                 format!("{self:?} needs a depthwise convolution (groups == C), got groups = {} with input channels C = {} and K = {}", o.groups, g.c, g.k),
+            )),
+            ConvKernel::DepthwiseTall if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::invalid(
+                OP,
+                format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
             _ => Ok(()),
         }
@@ -142,7 +151,7 @@ impl ConvKernel {
             ConvKernel::GemmNchw => (false, y_pixels),
             ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),
-            ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
+            ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
         }
     }
 }

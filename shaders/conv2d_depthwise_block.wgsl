@@ -1,0 +1,89 @@
+// Shared by the depthwise kernels that hold register blocks of pixels x 4 channels (NHWC
+// orientation: conv2d_depthwise_rows.wgsl, conv2d_depthwise_tall.wgsl): their uniform,
+// bindings, the input load of 4 channels at a pixel (zero in the padding) and the output
+// store with bias and ReLU. The weights are packed by the host as [tap][K rounded up to 4], so
+// that a tap's 4 channels are one vec4 load.
+
+struct RowsParams {
+    // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.
+    xs: vec4<i32>,
+    ys: vec4<i32>,
+    // h, w, oh, ow
+    geo: vec4<u32>,
+    // sh, sw, ph, pw
+    conv: vec4<i32>,
+    // kh, kw, dh, dw
+    taps: vec4<i32>,
+    // Element offsets within the bound windows: input, output, -, bias; then the bias stride.
+    base: vec4<i32>,
+    // Invocations in this dispatch, K / C, K, vec4 words per packed weight row.
+    work: vec4<u32>,
+    // Strips of 8 pixels per output row; blocks of TALL output rows per output column
+    // (conv2d_depthwise_tall.wgsl); -, -.
+    strips: vec4<u32>,
+}
+
+override MODE: u32 = 0u;
+override RELU: bool = false;
+// 4 consecutive channels of the input are one aligned vec4 word (K == C).
+override VIN: bool = false;
+// 4 consecutive channels of the output are one aligned vec4 word.
+override VOUT: bool = false;
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<uniform> rp: RowsParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
+
+// The input of channels k0 .. k0+3 at (row offset `at`, column ix): zero outside the image.
+fn ld(at: i32, ix: i32, k0: u32) -> vec4<f32> {
+    if (ix < 0 || u32(ix) >= rp.geo.y) {
+        return vec4<f32>(0.0);
+    }
+    let p = at + ix * rp.xs.w;
+    if (VIN) {
+        return x4[u32(p + i32(k0)) / 4u];
+    }
+    var v = vec4<f32>(0.0);
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (k0 + j < rp.work.z) {
+            v[j] = x[u32(p + i32((k0 + j) / rp.work.y) * rp.xs.y)];
+        }
+    }
+    return v;
+}
+
+fn bias_at(k: u32) -> f32 {
+    if (MODE != 1u || k >= rp.work.z) {
+        return 0.0;
+    }
+    return bias[u32(rp.base.w + i32(k) * rp.base.z)];
+}
+
+fn put(n: u32, oy: u32, ox: u32, k0: u32, v: vec4<f32>, b: vec4<f32>) {
+    if (ox >= rp.geo.w) {
+        return;
+    }
+    var o = v;
+    if (MODE == 1u) {
+        o = o + b;
+    }
+    if (RELU) {
+        o = max(o, vec4<f32>(0.0));
+    }
+    let at = rp.base.y + i32(n) * rp.ys.x + i32(oy) * rp.ys.z + i32(ox) * rp.ys.w + i32(k0) * rp.ys.y;
+    if (VOUT) {
+        y4[u32(at) / 4u] = o;
+        return;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (k0 + j < rp.work.z) {
+            y[u32(at + i32(j) * rp.ys.y)] = o[j];
+        }
+    }
+}
+

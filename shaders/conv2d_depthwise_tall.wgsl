@@ -1,0 +1,111 @@
+// Depthwise 3x3 convolution with unit stride and dilation (groups == C), NHWC orientation,
+// walking down a column: each invocation computes 4 output channels (one vec4) x 8 consecutive
+// output pixels of TALL consecutive output rows. It keeps the 3 input rows under the current
+// output row (10 columns each, named) and the 9 taps' weights in registers, so that each
+// output row loads one new input row: 10 input vec4 words per 8 stored, against 30 in
+// conv2d_depthwise_rows.wgsl, and 9 weight words per TALL rows instead of per row. Shaped for
+// CPU adapters (about 50 vec4 values live per invocation: a candidate only where the device
+// type is Cpu). Uniform, loads and stores: conv2d_depthwise_block.
+
+// Output rows per invocation.
+override TALL: u32 = 8u;
+
+// 10 consecutive columns (4 channels each) of one input row: the 8 output pixels of a strip
+// and the 2 columns right of them that the 3 taps of a row reach.
+struct Row {
+    c0: vec4<f32>,
+    c1: vec4<f32>,
+    c2: vec4<f32>,
+    c3: vec4<f32>,
+    c4: vec4<f32>,
+    c5: vec4<f32>,
+    c6: vec4<f32>,
+    c7: vec4<f32>,
+    c8: vec4<f32>,
+    c9: vec4<f32>,
+}
+
+// One output row's 8 pixels.
+struct Out {
+    a0: vec4<f32>,
+    a1: vec4<f32>,
+    a2: vec4<f32>,
+    a3: vec4<f32>,
+    a4: vec4<f32>,
+    a5: vec4<f32>,
+    a6: vec4<f32>,
+    a7: vec4<f32>,
+}
+
+// Input row iy of image n from column ix0 on (zeros above and below the image).
+fn load_row(n: u32, iy: i32, ix0: i32, k0: u32) -> Row {
+    if (iy < 0 || u32(iy) >= rp.geo.x) {
+        return Row();
+    }
+    let at = rp.base.x + i32(n) * rp.xs.x + iy * rp.xs.z;
+    return Row(ld(at, ix0, k0), ld(at, ix0 + 1, k0), ld(at, ix0 + 2, k0), ld(at, ix0 + 3, k0), ld(at, ix0 + 4, k0), ld(at, ix0 + 5, k0), ld(at, ix0 + 6, k0), ld(at, ix0 + 7, k0), ld(at, ix0 + 8, k0), ld(at, ix0 + 9, k0));
+}
+
+// o plus one kernel row's three taps (weights w0, w1, w2) over input row r.
+fn taps(o: Out, r: Row, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>) -> Out {
+    return Out(
+        o.a0 + w0 * r.c0 + w1 * r.c1 + w2 * r.c2,
+        o.a1 + w0 * r.c1 + w1 * r.c2 + w2 * r.c3,
+        o.a2 + w0 * r.c2 + w1 * r.c3 + w2 * r.c4,
+        o.a3 + w0 * r.c3 + w1 * r.c4 + w2 * r.c5,
+        o.a4 + w0 * r.c4 + w1 * r.c5 + w2 * r.c6,
+        o.a5 + w0 * r.c5 + w1 * r.c6 + w2 * r.c7,
+        o.a6 + w0 * r.c6 + w1 * r.c7 + w2 * r.c8,
+        o.a7 + w0 * r.c7 + w1 * r.c8 + w2 * r.c9,
+    );
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let u = gid.x + gid.y * nwg.x * WG;
+    if (u >= rp.work.x) {
+        return;
+    }
+    // u = ((n * blocks + block) * strips + strip) * quads + kq: neighbouring invocations take
+    // neighbouring channel quads of one strip.
+    let kq = u % rp.work.w;
+    let s = u / rp.work.w;
+    let strip = s % rp.strips.x;
+    let col = s / rp.strips.x;
+    let block = col % rp.strips.y;
+    let n = col / rp.strips.y;
+    let k0 = 4u * kq;
+    let ox0 = 8u * strip;
+    let ix0 = i32(ox0) - rp.conv.w;
+    let oy0 = block * TALL;
+    let w00 = wp[kq];
+    let w01 = wp[rp.work.w + kq];
+    let w02 = wp[2u * rp.work.w + kq];
+    let w10 = wp[3u * rp.work.w + kq];
+    let w11 = wp[4u * rp.work.w + kq];
+    let w12 = wp[5u * rp.work.w + kq];
+    let w20 = wp[6u * rp.work.w + kq];
+    let w21 = wp[7u * rp.work.w + kq];
+    let w22 = wp[8u * rp.work.w + kq];
+    let b = vec4<f32>(bias_at(k0), bias_at(k0 + 1u), bias_at(k0 + 2u), bias_at(k0 + 3u));
+    // Input row of output row oy under kernel row ky: oy - ph + ky.
+    let iy0 = i32(oy0) - rp.conv.z;
+    var top = load_row(n, iy0, ix0, k0);
+    var mid = load_row(n, iy0 + 1, ix0, k0);
+    let rows = min(TALL, rp.geo.z - oy0);
+    for (var r = 0u; r < rows; r = r + 1u) {
+        let bottom = load_row(n, iy0 + 2 + i32(r), ix0, k0);
+        let o = taps(taps(taps(Out(), top, w00, w01, w02), mid, w10, w11, w12), bottom, w20, w21, w22);
+        let oy = oy0 + r;
+        put(n, oy, ox0, k0, o.a0, b);
+        put(n, oy, ox0 + 1u, k0, o.a1, b);
+        put(n, oy, ox0 + 2u, k0, o.a2, b);
+        put(n, oy, ox0 + 3u, k0, o.a3, b);
+        put(n, oy, ox0 + 4u, k0, o.a4, b);
+        put(n, oy, ox0 + 5u, k0, o.a5, b);
+        put(n, oy, ox0 + 6u, k0, o.a6, b);
+        put(n, oy, ox0 + 7u, k0, o.a7, b);
+        top = mid;
+        mid = bottom;
+    }
+}
