@@ -1,6 +1,7 @@
 // Shared by the register-blocked convolution kernels: their uniform, bindings, and the pixel
-// arithmetic. A kh x kw kernel runs as kh*kw dispatches, one per tap: a 1x1 convolution of the
-// input shifted by the tap (`conv.zw`), adding into the output.
+// arithmetic. Under conv1x1_*.wgsl a kh x kw kernel runs as kh*kw dispatches, one per tap: a 1x1
+// convolution of the input shifted by the tap (`conv.zw`), adding into the output;
+// conv2d_direct.wgsl walks every tap within one dispatch.
 //
 // One dispatch covers a window: a range of images (so that input and output bind within
 // max_storage_buffer_binding_size), 4*CQ input channels of one group and 16384 / (4*CQ) output
@@ -24,6 +25,8 @@ struct ConvParams {
     // Output pixels in this dispatch, channels in this chunk, output channels in this window,
     // invocations per grid row.
     work: vec4<u32>,
+    // kh, kw, dh, dw: read by the direct kernel only (the others get one tap per dispatch).
+    taps: vec4<i32>,
 }
 
 // Specializations (pipeline constants, so that lanes never pay for a path they do not take):
@@ -90,6 +93,12 @@ struct Quad {
 }
 
 fn quad_at(q: u32) -> Quad {
+    return quad_from(q, cp.conv.z, cp.conv.w);
+}
+
+// quad_at with the input row and column that output (0, 0) reads given as (ry, rx): the direct
+// kernel walks the taps itself.
+fn quad_from(q: u32, ry: i32, rx: i32) -> Quad {
     var r: Quad;
     let plane = cp.geo.z * cp.geo.w;
     for (var j = 0u; j < 4u; j = j + 1u) {
@@ -100,8 +109,8 @@ fn quad_at(q: u32) -> Quad {
         let rem = pp - n * plane;
         let oy = rem / cp.geo.w;
         let ox = rem - oy * cp.geo.w;
-        let iy = i32(oy) * cp.conv.x + cp.conv.z;
-        let ix = i32(ox) * cp.conv.y + cp.conv.w;
+        let iy = i32(oy) * cp.conv.x + ry;
+        let ix = i32(ox) * cp.conv.y + rx;
         r.inside[j] = r.valid[j] && iy >= 0 && ix >= 0 && u32(iy) < cp.geo.x && u32(ix) < cp.geo.y;
         r.xoff[j] = cp.base.x + i32(n) * cp.xs.x + iy * cp.xs.z + ix * cp.xs.w;
         r.yoff[j] = cp.base.y + i32(n) * cp.ys.x + i32(oy) * cp.ys.z + i32(ox) * cp.ys.w;
@@ -171,29 +180,6 @@ struct Held {
 
 fn hold(t: Tile) -> Held {
     return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
-}
-
-// One 4x4 block per quad of pixels: every held quad into the 4 output channels whose weight
-// rows `k` holds (the kernel's `step` says which rows; conv_weights.wgsl how they are read).
-fn block(h: Held, k: Weights) -> Acc {
-    var a = Acc();
-    a = step(a, h.q0, k, 0u);
-    a = step(a, h.q1, k, 1u);
-    a = step(a, h.q2, k, 2u);
-    a = step(a, h.q3, k, 3u);
-    a = step(a, h.q4, k, 4u);
-    a = step(a, h.q5, k, 5u);
-    a = step(a, h.q6, k, 6u);
-    a = step(a, h.q7, k, 7u);
-    a = step(a, h.q8, k, 8u);
-    a = step(a, h.q9, k, 9u);
-    a = step(a, h.q10, k, 10u);
-    a = step(a, h.q11, k, 11u);
-    a = step(a, h.q12, k, 12u);
-    a = step(a, h.q13, k, 13u);
-    a = step(a, h.q14, k, 14u);
-    a = step(a, h.q15, k, 15u);
-    return a;
 }
 
 // Input channels 4*cq .. 4*cq+3 of the chunk at pixel j of the quad (zero in the padding and

@@ -49,7 +49,7 @@ fn layout(rng: &mut Rng, x: HostTensor) -> HostTensor {
     }
 }
 
-const KERNELS: [ConvKernel; 5] = [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled];
+const KERNELS: [ConvKernel; 6] = [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled, ConvKernel::Direct];
 
 #[test]
 fn random_convolutions_match_cpu() {
@@ -135,6 +135,39 @@ fn tall_depthwise_matches_cpu() {
 /// Grids past the per-dimension workgroup limit fold into two dimensions (a device with a
 /// limit of 16 per dimension, and a real 70,000-workgroup GEMM); one past the square of the
 /// limit is an error; inputs over one binding (64 KiB) run by ranges of images; 1-pixel images.
+/// The direct kernel's windows: more input channels than one weight block holds with every
+/// tap (windows that add into the output), more than 64 output channels (several output
+/// blocks), channel counts that are not multiples of 4, groups, and kernels large enough to
+/// shrink the output quads an invocation holds; a kernel of more taps than a block holds is
+/// refused with a typed error.
+#[test]
+fn direct_windows_match_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(29);
+        let x = |rng: &mut Rng, s: &[usize]| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap();
+        // (n, c, h, w, k, kh, kw, stride, padding, dilation, groups)
+        for (case, &(n, c, h, w, k, kh, kw, s, p, d, g)) in [
+            (1, 100, 7, 6, 36, 3, 3, 1, 1, 1, 1),
+            (2, 64, 6, 5, 70, 3, 3, 1, 1, 1, 1),
+            (1, 66, 5, 7, 130, 3, 2, 2, 1, 2, 2),
+            (1, 9, 9, 9, 20, 7, 7, 2, 3, 1, 1),
+            (1, 6, 12, 12, 40, 11, 11, 1, 5, 1, 1),
+            (2, 12, 5, 5, 9, 1, 1, 1, 0, 1, 3),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let xt = x(&mut rng, &[n, c, h, w]);
+            let xt = layout(&mut rng, xt);
+            let o = Conv2dOptions { stride: (s, s), padding: (p, p), dilation: (d, d), groups: g, relu: case % 2 == 0, output_format: None };
+            check(ctx, &xt, &x(&mut rng, &[k, c / g, kh, kw]), Some(&x(&mut rng, &[k])), &o, ConvKernel::Direct, &format!("direct case {case}"));
+        }
+        let (xt, wt) = (x(&mut rng, &[1, 1, 33, 33]), x(&mut rng, &[1, 1, 33, 33]));
+        let e = conv2d_with(&to_device(ctx, &xt), &to_device(ctx, &wt), None, &Conv2dOptions::default(), ConvKernel::Direct).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("1089 taps"), "{e}");
+    }
+}
+
 #[test]
 fn grids_bindings_and_tiny_images() {
     for ctx in contexts() {

@@ -3,7 +3,8 @@
 //! copy kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
 //! block arithmetic shared by the transpose kernels; `cast.wgsl` the element conversions (after
 //! the generated `dtypes` prelude, the element-type codes of [`DType::code`]); `conv.wgsl` the
-//! 1x1 convolutions' uniform and pixel arithmetic, and `conv_weights*.wgsl` two ways of reading their weights (a file
+//! register-blocked convolutions' uniform and pixel arithmetic (`conv1x1_block.wgsl` the 1x1
+//! kernels' inner product), and `conv_weights*.wgsl` two ways of reading their weights (a file
 //! compiled with each is two registered kernels); `conv2d_depthwise_block.wgsl` the uniform,
 //! loads and stores of the depthwise kernels that hold blocks of pixels x 4 channels.
 
@@ -22,6 +23,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv", include_str!("../../shaders/conv.wgsl")),
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
     ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
+    ("conv1x1_block", include_str!("../../shaders/conv1x1_block.wgsl")),
     ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
 ];
 
@@ -61,11 +63,13 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
     ("transpose_narrow", &["plan", "transpose"], include_str!("../../shaders/transpose_narrow.wgsl")),
     ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], include_str!("../../shaders/transpose_cast.wgsl")),
-    ("conv1x1_nchw", &["conv", "conv_weights"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc", &["conv", "conv_weights"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv1x1_nchw", &["conv", "conv_weights", "conv1x1_block"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc", &["conv", "conv_weights", "conv1x1_block"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv2d_direct", &["conv", "conv_weights"], include_str!("../../shaders/conv2d_direct.wgsl")),
+    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv2d_direct.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows", EW_PRELUDES, include_str!("../../shaders/elementwise_rows.wgsl")),

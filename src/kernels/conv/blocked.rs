@@ -14,7 +14,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::error::Result;
-use crate::kernels::conv::{bias_binding, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
+use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, ConvKernel, Dispatch, Images, Operands, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -25,13 +25,13 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
 
 /// Floats in one window's weight block (64 KiB, the uniform array of `shaders/conv.wgsl`).
-const BLOCK: usize = 16384;
+pub(crate) const BLOCK: usize = 16384;
 /// The most channel quads an invocation holds (the `xm` array of the kernels).
 const MAX_CQ: usize = 16;
 /// Output pixels per invocation (two quads).
-const PIXELS: usize = 8;
+pub(crate) const PIXELS: usize = 8;
 /// Invocations per workgroup (the tiled kernels' stage holds 2 * WG quads).
-const WG: u32 = 64;
+pub(crate) const WG: u32 = 64;
 
 fn shader(kernel: ConvKernel, shuffled_weights: bool) -> &'static str {
     match (kernel.channels(), shuffled_weights) {
@@ -80,13 +80,15 @@ pub(crate) fn vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOptions, xs
 /// The uniform of `shaders/conv.wgsl` (`ConvParams` there).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct ConvParams {
-    xs: [i32; 4],
-    ys: [i32; 4],
-    geo: [u32; 4],
-    conv: [i32; 4],
-    base: [i32; 4],
-    work: [u32; 4],
+pub(crate) struct ConvParams {
+    pub xs: [i32; 4],
+    pub ys: [i32; 4],
+    pub geo: [u32; 4],
+    pub conv: [i32; 4],
+    pub base: [i32; 4],
+    pub work: [u32; 4],
+    /// kh, kw, dh, dw (read by the direct kernel only).
+    pub taps: [i32; 4],
 }
 
 /// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn), tap (ky, kx).
@@ -162,7 +164,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let ys = ops.out.layout.strides();
     // Every parameter is checked before anything is recorded.
     let geom = ops.geometry()?;
-    let mut plan = Vec::new();
+    let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
         let grid = super::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
@@ -181,18 +183,34 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 conv: [i32_of(options.stride.0 as isize, "stride")?, i32_of(options.stride.1 as isize, "stride")?, origin(w.ky, options.dilation.0, options.padding.0, "tap row")?, origin(w.kx, options.dilation.1, options.padding.1, "tap column")?],
                 base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
                 work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
+                taps: geom.taps,
             };
             let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
             plan.push((r, wi, params, PipelineKey { shader: shader(kernel, report.shuffled_weights), constants }, vout, grid));
         }
     }
-    // The weight blocks, zero-padded, filled by copies recorded ahead of the dispatches.
-    let block_elems = wins.len() * BLOCK;
-    let blocks = packed_buffer(rt, enc, block_elems, wgpu::BufferUsages::UNIFORM)?;
     let [sk, sc] = block_strides(kernel, tiling);
-    for (i, w) in wins.iter().enumerate() {
+    record_blocks(rt, enc, keep, ops, plan, wins.len(), |i, block_elems| {
+        let w = &wins[i];
         let dst = Layout::as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK, block_elems)?;
         let src = w4.select(3, w.kx as isize)?.select(2, w.ky as isize)?.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;
+        Ok((dst, src))
+    })
+}
+
+/// One planned dispatch of a kernel reading a 64 KiB weight block (`conv.wgsl`): its image
+/// range, the index of its window's block, its uniform, pipeline and grid, and whether it
+/// writes vec4 words.
+pub(crate) type Planned<'r> = (&'r Images, usize, ConvParams, PipelineKey, bool, (u32, u32));
+
+/// Packs each of `windows` weight blocks (zero-padded, by copies recorded ahead of the
+/// dispatches; `views(i, total floats)` gives block i's view and the weight view packed into
+/// it), then records `plan`.
+pub(crate) fn record_blocks(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>, plan: Vec<Planned<'_>>, windows: usize, views: impl Fn(usize, usize) -> Result<(Layout, Layout)>) -> Result<()> {
+    let block_elems = windows * BLOCK;
+    let blocks = packed_buffer(rt, enc, block_elems, wgpu::BufferUsages::UNIFORM)?;
+    for i in 0..windows {
+        let (dst, src) = views(i, block_elems)?;
         pack(rt, enc, keep, ops, &dst, &src, blocks.buffer())?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;

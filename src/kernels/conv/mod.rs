@@ -1,10 +1,12 @@
 //! Convolution on the device, as implicit GEMM: every operand is read through its strides (no
-//! im2col buffer, no hidden copy of the input). Three kernel families, one eligibility function
+//! im2col buffer, no hidden copy of the input). Four kernel families, one eligibility function
 //! ([`ConvKernel::eligible`]) used by the tuner's candidates and by forced kernels alike:
 //!
 //! * [`blocked`]: register-blocked kernels shaped for CPU adapters (an invocation holds 8 pixels
 //!   x up to 64 input channels); a kh x kw kernel runs as kh*kw shifted 1x1 passes that add into
 //!   the output.
+//! * [`direct`]: shaped for CPU adapters too, for any kernel size: an invocation holds 8 pixels
+//!   x up to 64 output channels and walks every tap and input channel, writing each output once.
 //! * [`gemm`]: tiled implicit GEMM shaped for GPUs (64 x 64 output tiles, 4 x 4 register
 //!   blocks, the reduction staged through workgroup memory), with the im2col mapping inside the
 //!   input loads.
@@ -15,6 +17,7 @@
 
 pub(crate) mod blocked;
 mod depthwise;
+mod direct;
 mod gemm;
 
 use std::num::NonZeroU64;
@@ -72,19 +75,24 @@ pub enum ConvKernel {
     /// x 8 pixels of 16 consecutive rows per invocation, three input rows held in registers
     /// while it walks down. Shaped for CPU adapters (a tuner candidate only there).
     DepthwiseTall,
+    /// CPU-shaped (`conv2d_direct.wgsl`), any kernel size: 8 pixels x up to 64 output channels
+    /// per invocation accumulated over every tap and input channel, each output written once
+    /// (the NHWC orientation).
+    Direct,
 }
 
 /// A family of convolution kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
     Blocked,
+    Direct,
     Gemm,
     Depthwise,
 }
 
 impl ConvKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 10] = [
+    pub const ALL: [ConvKernel; 11] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -95,19 +103,21 @@ impl ConvKernel {
         ConvKernel::DepthwiseNhwc,
         ConvKernel::DepthwiseRows,
         ConvKernel::DepthwiseTall,
+        ConvKernel::Direct,
     ];
 
     pub(crate) fn family(self) -> Family {
         match self {
             ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
+            ConvKernel::Direct => Family::Direct,
             _ => Family::Blocked,
         }
     }
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct)
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
@@ -129,6 +139,7 @@ impl ConvKernel {
                 OP,
                 format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
+            ConvKernel::Direct => direct::tiling(g, o.groups).map(|_| ()),
             _ => Ok(()),
         }
     }
@@ -147,7 +158,7 @@ impl ConvKernel {
         let y_pixels = ys[3] == 1 && g.ow.is_multiple_of(4) && batch(ys[0]) && m4(ys[1]) && m4(ys[2]) && m4(ybase);
         match self {
             ConvKernel::Auto => (false, false),
-            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled => blocked::vectors(self, g, o, xs, ys, xbase, ybase, images),
+            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct => blocked::vectors(self, g, o, xs, ys, xbase, ybase, images),
             ConvKernel::GemmNchw => (false, y_pixels),
             ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),
@@ -176,6 +187,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let ops = Operands { out, input, weight, bias, options, g, kernel, ranges: &ranges };
     match kernel.family() {
         Family::Blocked => blocked::record(rt, enc, keep, &ops),
+        Family::Direct => direct::record(rt, enc, keep, &ops),
         Family::Gemm => gemm::record(rt, enc, keep, &ops),
         Family::Depthwise => depthwise::record(rt, enc, keep, &ops),
     }

@@ -1,0 +1,90 @@
+// Convolution of any kernel size, channel-vectorized (the NHWC orientation), shaped for CPU
+// adapters. Each invocation accumulates its two quads' 8 output pixels x 4*CQ output channels
+// (CQ counts output-channel quads here, up to 16: 64 channels) in registers over every tap of
+// the kernel and every input channel of its window, then writes each output once. Per tap and
+// input channel quad it loads 4 channels at its 8 pixels and reads 4*CQ weight rows. The
+// conv1x1_*.wgsl kernels instead hold the input and run a tap per dispatch, reading the output
+// back and writing it again at every tap: on a CPU adapter every storage access is a loop over
+// lanes, so writing each output once is what pays.
+//
+// Weights: the window's block holds, for tap t = ky * kw + kx and window input channel c, one
+// row of 4*CQ output channels as CQ vec4 words: wu[(t * CW + c) * CQ + i] = w[4i..4i+4, c, ky,
+// kx], CW the window's channels rounded up to 4. Uniform, bindings, pixel arithmetic and stores:
+// conv.wgsl; the weight reads: conv_weights*.wgsl.
+
+// Input channels 4i .. 4i+3 of the window at a quad's 4 pixels (a column per pixel).
+fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
+    return mat4x4<f32>(load_pixel(qd, 0u, i), load_pixel(qd, 1u, i), load_pixel(qd, 2u, i), load_pixel(qd, 3u, i));
+}
+
+// Output quad i (columns: pixels) plus 4 input channels `x` at the same 8 pixels; rows
+// j * CQ + i of `w` hold the weights of input channel j into output channels 4i .. 4i+3.
+fn accumulate(a: Pair, x: Pair, w: Weights, i: u32) -> Pair {
+    if (i >= CQ) {
+        return a;
+    }
+    let wm = mat4x4<f32>(weight(w, i), weight(w, CQ + i), weight(w, 2u * CQ + i), weight(w, 3u * CQ + i));
+    return Pair(
+        mat4x4<f32>(a.a[0] + wm * x.a[0], a.a[1] + wm * x.a[1], a.a[2] + wm * x.a[2], a.a[3] + wm * x.a[3]),
+        mat4x4<f32>(a.b[0] + wm * x.b[0], a.b[1] + wm * x.b[1], a.b[2] + wm * x.b[2], a.b[3] + wm * x.b[3]),
+    );
+}
+
+fn accumulate_all(h: Held, x: Pair, w: Weights) -> Held {
+    return Held(accumulate(h.q0, x, w, 0u), accumulate(h.q1, x, w, 1u), accumulate(h.q2, x, w, 2u), accumulate(h.q3, x, w, 3u), accumulate(h.q4, x, w, 4u), accumulate(h.q5, x, w, 5u), accumulate(h.q6, x, w, 6u), accumulate(h.q7, x, w, 7u), accumulate(h.q8, x, w, 8u), accumulate(h.q9, x, w, 9u), accumulate(h.q10, x, w, 10u), accumulate(h.q11, x, w, 11u), accumulate(h.q12, x, w, 12u), accumulate(h.q13, x, w, 13u), accumulate(h.q14, x, w, 14u), accumulate(h.q15, x, w, 15u));
+}
+
+// Writes output quad i at both quads of pixels (quads past the window's channels: nothing).
+fn store_quad(t: Tile, i: u32, p: Pair) {
+    let k = 4u * i;
+    if (i >= CQ || k >= cp.work.z) {
+        return;
+    }
+    store_pixel(t.a, 0u, k, p.a[0]);
+    store_pixel(t.a, 1u, k, p.a[1]);
+    store_pixel(t.a, 2u, k, p.a[2]);
+    store_pixel(t.a, 3u, k, p.a[3]);
+    store_pixel(t.b, 0u, k, p.b[0]);
+    store_pixel(t.b, 1u, k, p.b[1]);
+    store_pixel(t.b, 2u, k, p.b[2]);
+    store_pixel(t.b, 3u, k, p.b[3]);
+}
+
+@compute @workgroup_size(WG)
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp.work.w;
+    // No invocation returns early (the shuffled weight reads need every lane): quads past the
+    // work load zeros and store nothing.
+    let cw = (cp.work.y + 3u) / 4u * 4u;
+    var acc = Held();
+    for (var ky = 0; ky < cp.taps.x; ky = ky + 1) {
+        for (var kx = 0; kx < cp.taps.y; kx = kx + 1) {
+            let ry = cp.conv.z + ky * cp.taps.z;
+            let rx = cp.conv.w + kx * cp.taps.w;
+            let qa = quad_from(2u * q, ry, rx);
+            let qb = quad_from(2u * q + 1u, ry, rx);
+            let rows = u32(ky * cp.taps.y + kx) * cw;
+            for (var cq = 0u; 4u * cq < cp.work.y; cq = cq + 1u) {
+                let x = Pair(quad_load(qa, cq), quad_load(qb, cq));
+                acc = accumulate_all(acc, x, weights(inv, (rows + 4u * cq) * CQ, 1u));
+            }
+        }
+    }
+    let t = tile_at(q, inv.lid);
+    store_quad(t, 0u, acc.q0);
+    store_quad(t, 1u, acc.q1);
+    store_quad(t, 2u, acc.q2);
+    store_quad(t, 3u, acc.q3);
+    store_quad(t, 4u, acc.q4);
+    store_quad(t, 5u, acc.q5);
+    store_quad(t, 6u, acc.q6);
+    store_quad(t, 7u, acc.q7);
+    store_quad(t, 8u, acc.q8);
+    store_quad(t, 9u, acc.q9);
+    store_quad(t, 10u, acc.q10);
+    store_quad(t, 11u, acc.q11);
+    store_quad(t, 12u, acc.q12);
+    store_quad(t, 13u, acc.q13);
+    store_quad(t, 14u, acc.q14);
+    store_quad(t, 15u, acc.q15);
+}

@@ -1,0 +1,116 @@
+//! The direct convolution kernel for CPU adapters (`conv2d_direct.wgsl`, preludes `conv.wgsl`
+//! and `conv_weights*.wgsl`), for any kernel size, stride, dilation and groups.
+//!
+//! An invocation accumulates 8 output pixels x 4*KQ output channels (KQ quads, up to 16) over
+//! every tap and every input channel of its window, and writes each output once per window:
+//! unlike the 1x1 kernels, which run a tap per dispatch, it never reads the output back between
+//! taps. A window is 4*KQ output channels of one group x as many of the group's input channels
+//! as fit the 64 KiB uniform weight block with all the taps (kh*kw*CW*4*KQ floats); windows
+//! after the first of an output-channel block add into the output, the last applies ReLU.
+
+use crate::conv::Conv2dShape;
+use crate::error::{Error, Result};
+use crate::kernels::conv::blocked::{record_blocks, vectors, ConvParams, Planned, BLOCK, PIXELS, WG};
+use crate::kernels::conv::{i32_of, u32_of, ConvKernel, Operands, OP};
+use crate::layout::Layout;
+use crate::runtime::submit::Keep;
+use crate::runtime::PipelineKey;
+
+/// The most output-channel quads an invocation holds (the named accumulators of the kernel).
+const MAX_KQ: usize = 16;
+
+/// How the work is cut: KQ output-channel quads per invocation (a power of two) and CW input
+/// channels per window (a multiple of 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tiling {
+    pub kq: usize,
+    pub cw: usize,
+}
+
+/// The tiling of `g` with `groups`, or why the direct kernel cannot run it: a weight block must
+/// hold every tap of at least 4 input channels for one output-channel quad.
+pub(crate) fn tiling(g: &Conv2dShape, groups: usize) -> Result<Tiling> {
+    let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh * g.kw);
+    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(MAX_KQ);
+    while kq > 1 && taps * 16 * kq > BLOCK {
+        kq /= 2;
+    }
+    if taps * 16 * kq > BLOCK {
+        return Err(Error::invalid(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", ConvKernel::Direct, g.kh, g.kw, taps * 16)));
+    }
+    let fit = BLOCK / (taps * 4 * kq) / 4 * 4;
+    let chunks = cg.div_ceil(fit).max(1);
+    Ok(Tiling { kq, cw: cg.div_ceil(chunks).div_ceil(4) * 4 })
+}
+
+/// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn) (`cw`: c0 within
+/// the group).
+struct Window {
+    k0: usize,
+    kn: usize,
+    c0: usize,
+    cn: usize,
+    cw: usize,
+    first: bool,
+    last: bool,
+}
+
+fn windows(g: &Conv2dShape, groups: usize, t: Tiling) -> Vec<Window> {
+    let (kg, cg) = (g.k / groups, g.c / groups);
+    let chunks = cg.div_ceil(t.cw).max(1);
+    let mut out = Vec::new();
+    for gi in 0..groups {
+        for k0 in (0..kg).step_by(4 * t.kq) {
+            for ci in 0..chunks {
+                let c0 = ci * t.cw;
+                out.push(Window { k0: gi * kg + k0, kn: (kg - k0).min(4 * t.kq), c0: gi * cg + c0, cn: cg.saturating_sub(c0).min(t.cw), cw: c0, first: ci == 0, last: ci + 1 == chunks });
+            }
+        }
+    }
+    out
+}
+
+/// Records the convolution of `ops` through the direct kernel.
+pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+    let (g, options) = (ops.g, ops.options);
+    let t = tiling(g, options.groups)?;
+    let wins = windows(g, options.groups, t);
+    let w4 = ops.weight4()?;
+    let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
+    let (xs, ys) = (ops.input.layout.strides(), ops.out.layout.strides());
+    let geom = ops.geometry()?;
+    let shader = if rt.report.shuffled_weights { "conv2d_direct_shuffled" } else { "conv2d_direct" };
+    let mut plan: Vec<Planned<'_>> = Vec::new();
+    for r in ops.ranges {
+        let pixels = (r.n1 - r.n0) * g.oh * g.ow;
+        let grid = super::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        let (x0, y0) = ops.bases(r);
+        for (wi, w) in wins.iter().enumerate() {
+            let (xbase, ybase) = (x0 + w.c0 as isize * xs[1], y0 + w.k0 as isize * ys[1]);
+            let bbase = ops.bias.map_or(0, |b| b.layout.offset() as isize + w.k0 as isize * bs);
+            let mode = if !w.first { 2 } else if ops.bias.is_some() { 1 } else { 0 };
+            let (vin, vout) = vectors(ConvKernel::Direct, g, options, xs, ys, xbase, ybase, r.n1 - r.n0);
+            let params = ConvParams {
+                xs: geom.xs,
+                ys: geom.ys,
+                geo: geom.geo,
+                conv: [geom.conv[0], geom.conv[1], i32_of(-(options.padding.0 as isize), "padding")?, i32_of(-(options.padding.1 as isize), "padding")?],
+                base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
+                work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
+                taps: geom.taps,
+            };
+            let constants = vec![("WG", WG as i64), ("CQ", t.kq as i64), ("TILED", 0), ("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            plan.push((r, wi, params, PipelineKey { shader, constants }, vout, grid));
+        }
+    }
+    // The weight blocks: float (t * CW + c) * 4KQ + k of a window's block is w[k0 + k, c0 + c,
+    // ky, kx] with t = ky * kw + kx and CW the window's channels rounded up to 4, as the kernel
+    // computes it.
+    let row = (4 * t.kq) as isize;
+    record_blocks(rt, enc, keep, ops, plan, wins.len(), |i, block_elems| {
+        let w = &wins[i];
+        let tap = w.cn.div_ceil(4) as isize * 4 * row;
+        let dst = Layout::as_strided(&[w.kn, w.cn, g.kh, g.kw], &[1, row, g.kw as isize * tap, tap], i * BLOCK, block_elems)?;
+        Ok((dst, w4.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?))
+    })
+}
