@@ -130,7 +130,19 @@ fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
     } else {
         v = load_quad(k, e, t);
     }
-    return vec4<u32>(to_repr(v.x, t), to_repr(v.y, t), to_repr(v.z, t), to_repr(v.w, t));
+    return quad_repr(v, t);
+}
+
+// The 4 elements of a quad (of type t) in the computation's representation. A loop, not four
+// calls: a driver inlines every call before it folds the override constants, and four copies
+// of every conversion per quad (of which the constants keep one path) cost seconds of
+// compilation on CPU adapters; the loop is unrolled after folding.
+fn quad_repr(v: vec4<u32>, t: u32) -> vec4<u32> {
+    var w = v;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        w[i] = to_repr(v[i], t);
+    }
+    return w;
 }
 
 // Whether plan operand k is broadcast along dim 0 (0 is the scalar slot's "operand").
@@ -143,6 +155,25 @@ fn transposed(k: u32) -> bool {
     return k != 0u && ((TRANS >> k) & 1u) == 1u;
 }
 
+// A quad of every slot, in the computation's representation (a slot past ARITY: zeros).
+alias Slots = array<vec4<u32>, 3>;
+
+// The values of the slots whose operands are broadcast along dim 0 (the same for every quad of
+// a row, so loaded once per row) at o; zeros for the others.
+fn row_values(o: vec4<u32>) -> Slots {
+    var v = Slots();
+    if (broadcast(IN0)) {
+        v[0] = slot_quad(0u, IN0, o[IN0]);
+    }
+    if (ARITY > 1u && broadcast(IN1)) {
+        v[1] = slot_quad(1u, IN1, o[IN1]);
+    }
+    if (ARITY > 2u && broadcast(IN2)) {
+        v[2] = slot_quad(2u, IN2, o[IN2]);
+    }
+    return v;
+}
+
 // A transposed operand's block: column c holds the elements of dim-0 position 4q + c at 4
 // consecutive rows, in the computation's representation.
 struct Block {
@@ -152,9 +183,10 @@ struct Block {
     c3: vec4<u32>,
 }
 
-// Slot j's block at o when its operand k is transposed (dim-0 stride s), else zeros.
+// Slot j's block at o when it is a slot of the op and its operand k is transposed (dim-0
+// stride s), else zeros.
 fn block_at(j: u32, k: u32, o: vec4<u32>, s: vec4<u32>) -> Block {
-    if (!transposed(k)) {
+    if (j >= ARITY || !transposed(k)) {
         return Block();
     }
     let e = o[k];
@@ -167,31 +199,31 @@ fn block_row(b: Block, r: u32) -> vec4<u32> {
     return vec4<u32>(component(b.c0, r), component(b.c1, r), component(b.c2, r), component(b.c3, r));
 }
 
-// Slot j's values when its operand is broadcast along dim 0 (the same for every quad of a
-// row, so loaded once per row), else zeros.
-fn row_value(j: u32, k: u32, e: u32) -> vec4<u32> {
-    if (broadcast(k)) {
-        return slot_quad(j, k, e);
-    }
-    return vec4<u32>(0u);
-}
-
-// The quad at o (each operand's element index); pa, pb, pc: the slots' row values.
-fn quad(o: vec4<u32>, pa: vec4<u32>, pb: vec4<u32>, pc: vec4<u32>) {
-    var a = pa;
-    var b = pb;
-    var c = pc;
+// The quad at o (each operand's element index); p: the slots' row values (row_values, and the
+// rows of transposed blocks). The slots are read one by one (constant indices: a loop over
+// them that the driver does not unroll would make every operand's type and binding dynamic).
+// The op runs in a loop over the quad's 4 elements (see quad_repr); the conversions to the
+// output's type are written out, as a loop over them (f32 -> f16) is left rolled by lavapipe
+// and costs 6% on a conversion.
+fn quad(o: vec4<u32>, p: Slots) {
+    var v = p;
     if (!broadcast(IN0) && !transposed(IN0)) {
-        a = slot_quad(0u, IN0, o[IN0]);
+        v[0] = slot_quad(0u, IN0, o[IN0]);
     }
     if (ARITY > 1u && !broadcast(IN1) && !transposed(IN1)) {
-        b = slot_quad(1u, IN1, o[IN1]);
+        v[1] = slot_quad(1u, IN1, o[IN1]);
     }
     if (ARITY > 2u && !broadcast(IN2) && !transposed(IN2)) {
-        c = slot_quad(2u, IN2, o[IN2]);
+        v[2] = slot_quad(2u, IN2, o[IN2]);
     }
-    let r = vec4<u32>(to_out(apply_op(a.x, b.x, c.x)), to_out(apply_op(a.y, b.y, c.y)), to_out(apply_op(a.z, b.z, c.z)), to_out(apply_op(a.w, b.w, c.w)));
-    store_quad(o.x, r);
+    let a = v[0];
+    let b = v[1];
+    let c = v[2];
+    var r = vec4<u32>(0u);
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        r[i] = apply_op(a[i], b[i], c[i]);
+    }
+    store_quad(o.x, vec4<u32>(to_out(r.x), to_out(r.y), to_out(r.z), to_out(r.w)));
 }
 
 @compute @workgroup_size(WG)
@@ -235,19 +267,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
                     let bc = block_at(2u, IN2, oq, step);
                     for (var rr = 0u; rr < 4u; rr = rr + 1u) {
                         let o = oq + rr * s1;
-                        var pa = row_value(0u, IN0, o[IN0]);
-                        var pb = row_value(1u, IN1, o[IN1]);
-                        var pc = row_value(2u, IN2, o[IN2]);
+                        var p = row_values(o);
                         if (transposed(IN0)) {
-                            pa = block_row(ba, rr);
+                            p[0] = block_row(ba, rr);
                         }
-                        if (transposed(IN1)) {
-                            pb = block_row(bb, rr);
+                        if (ARITY > 1u && transposed(IN1)) {
+                            p[1] = block_row(bb, rr);
                         }
-                        if (transposed(IN2)) {
-                            pc = block_row(bc, rr);
+                        if (ARITY > 2u && transposed(IN2)) {
+                            p[2] = block_row(bc, rr);
                         }
-                        quad(o, pa, pb, pc);
+                        quad(o, p);
                     }
                 }
             }
@@ -255,14 +285,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         }
         for (var r = 0u; r < rows; r = r + 1u) {
             let o = base + r * s1;
-            let pa = row_value(0u, IN0, o[IN0]);
-            let pb = row_value(1u, IN1, o[IN1]);
-            let pc = row_value(2u, IN2, o[IN2]);
+            let p = row_values(o);
             for (var i = 0u; i < QPR; i = i + 1u) {
                 if (w + i * lanes >= q0) {
                     break;
                 }
-                quad(o + 4u * i * lanes * step, pa, pb, pc);
+                quad(o + 4u * i * lanes * step, p);
             }
         }
         return;
@@ -273,14 +301,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let row = g / it.inner_chunks;
     let first = (g - row * it.inner_chunks) * WG * EPT;
     let base = iter_offsets((row * q0 + first) * 4u);
-    let pa = row_value(0u, IN0, base[IN0]);
-    let pb = row_value(1u, IN1, base[IN1]);
-    let pc = row_value(2u, IN2, base[IN2]);
+    let p = row_values(base);
     for (var j = 0u; j < EPT; j = j + 1u) {
         let q = j * WG + l;
         if (first + q >= q0) {
             break;
         }
-        quad(base + 4u * q * step, pa, pb, pc);
+        quad(base + 4u * q * step, p);
     }
 }
