@@ -91,19 +91,20 @@ pub(crate) struct ConvParams {
     pub taps: [i32; 4],
 }
 
-/// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn), tap (ky, kx).
+/// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn), tap (ky, kx)
+/// (the direct kernel's windows hold every tap: (0, 0)).
 #[derive(Clone, Copy, Debug)]
-struct Window {
-    k0: usize,
-    kn: usize,
-    c0: usize,
-    cn: usize,
+pub(crate) struct Window {
+    pub k0: usize,
+    pub kn: usize,
+    pub c0: usize,
+    pub cn: usize,
     /// c0 within the group (the weight's channel index).
-    cw: usize,
-    ky: usize,
-    kx: usize,
-    first: bool,
-    last: bool,
+    pub cw: usize,
+    pub ky: usize,
+    pub kx: usize,
+    pub first: bool,
+    pub last: bool,
 }
 
 /// How a window is cut: CQ channel quads per invocation (a power of two); a weight block holds
@@ -125,22 +126,26 @@ impl Tiling {
     }
 }
 
-fn windows(g: &Conv2dShape, groups: usize, t: Tiling) -> Vec<Window> {
+/// The windows of a convolution, in recording order: per group, per block of `chunk_k` output
+/// channels, every pass of `taps` taps (1: all taps in one dispatch, as the direct kernel
+/// walks them) x chunks of `chunk_c` input channels; the first pass starts the outputs and the
+/// last finishes them.
+pub(crate) fn windows(g: &Conv2dShape, groups: usize, chunk_c: usize, chunk_k: usize, taps: usize) -> Vec<Window> {
     let (kg, cg) = (g.k / groups, g.c / groups);
-    let chunks = cg.div_ceil(t.chunk_c()).max(1);
-    let passes = chunks * g.kh * g.kw;
+    let chunks = cg.div_ceil(chunk_c).max(1);
+    let passes = chunks * taps;
     let mut out = Vec::new();
     for gi in 0..groups {
-        for k0 in (0..kg).step_by(t.chunk_k()) {
+        for k0 in (0..kg).step_by(chunk_k) {
             for pass in 0..passes {
                 let (tap, ci) = (pass / chunks, pass % chunks);
-                let c0 = ci * t.chunk_c();
+                let c0 = ci * chunk_c;
                 out.push(Window {
                     k0: gi * kg + k0,
-                    kn: (kg - k0).min(t.chunk_k()),
+                    kn: (kg - k0).min(chunk_k),
                     c0: gi * cg + c0,
                     cw: c0,
-                    cn: cg.saturating_sub(c0).min(t.chunk_c()),
+                    cn: cg.saturating_sub(c0).min(chunk_c),
                     ky: tap / g.kw,
                     kx: tap % g.kw,
                     first: pass == 0,
@@ -157,7 +162,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let (g, options, kernel) = (ops.g, ops.options, ops.kernel);
     let report = &rt.report;
     let tiling = Tiling::new(g.c / options.groups);
-    let wins = windows(g, options.groups, tiling);
+    let wins = windows(g, options.groups, tiling.chunk_c(), tiling.chunk_k(), g.kh * g.kw);
     let w4 = ops.weight4()?;
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let xs = ops.input.layout.strides();

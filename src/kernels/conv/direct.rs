@@ -10,7 +10,7 @@
 
 use crate::conv::Conv2dShape;
 use crate::error::{Error, Result};
-use crate::kernels::conv::blocked::{record_blocks, vectors, ConvParams, Planned, BLOCK, PIXELS, WG};
+use crate::kernels::conv::blocked::{record_blocks, vectors, windows, ConvParams, Planned, BLOCK, PIXELS, WG};
 use crate::kernels::conv::{i32_of, u32_of, ConvKernel, Operands, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -43,38 +43,11 @@ pub(crate) fn tiling(g: &Conv2dShape, groups: usize) -> Result<Tiling> {
     Ok(Tiling { kq, cw: cg.div_ceil(chunks).div_ceil(4) * 4 })
 }
 
-/// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn) (`cw`: c0 within
-/// the group).
-struct Window {
-    k0: usize,
-    kn: usize,
-    c0: usize,
-    cn: usize,
-    cw: usize,
-    first: bool,
-    last: bool,
-}
-
-fn windows(g: &Conv2dShape, groups: usize, t: Tiling) -> Vec<Window> {
-    let (kg, cg) = (g.k / groups, g.c / groups);
-    let chunks = cg.div_ceil(t.cw).max(1);
-    let mut out = Vec::new();
-    for gi in 0..groups {
-        for k0 in (0..kg).step_by(4 * t.kq) {
-            for ci in 0..chunks {
-                let c0 = ci * t.cw;
-                out.push(Window { k0: gi * kg + k0, kn: (kg - k0).min(4 * t.kq), c0: gi * cg + c0, cn: cg.saturating_sub(c0).min(t.cw), cw: c0, first: ci == 0, last: ci + 1 == chunks });
-            }
-        }
-    }
-    out
-}
-
 /// Records the convolution of `ops` through the direct kernel.
 pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
     let (g, options) = (ops.g, ops.options);
     let t = tiling(g, options.groups)?;
-    let wins = windows(g, options.groups, t);
+    let wins = windows(g, options.groups, t.cw, 4 * t.kq, 1);
     let w4 = ops.weight4()?;
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let (xs, ys) = (ops.input.layout.strides(), ops.out.layout.strides());
