@@ -3,7 +3,8 @@
 //! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
 //! M failed`; then conv1x1.jsonl and conv2d.jsonl (`CONFORMANCE_CONV1X1`, `CONFORMANCE_CONV2D`)
 //! on the host and every adapter, printing `conformance conv1x1: ...` and `conformance conv2d:
-//! N passed, M failed`. Exits non-zero on any failure.
+//! N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
+//! of their own.
 
 mod common;
 
@@ -56,32 +57,25 @@ impl Replay for DeviceTensor {
     }
 }
 
-/// elementwise.jsonl on the host, then on every adapter: one line for all of them.
-fn elementwise_suite() -> bool {
-    let (path, cases) = ew::load("elementwise.jsonl", "CONFORMANCE_ELEMENTWISE");
-    assert!(!cases.is_empty(), "{path} holds no cases");
-    let (mut pass, mut fail) = (0, 0);
-    let mut tally = |what: &str, run: &dyn Fn(&ew::Case) -> Vec<String>| {
-        let (mut p, mut f) = (0, 0);
-        for case in &cases {
-            let errs = run(case);
-            if errs.is_empty() {
-                p += 1;
-            } else {
-                f += 1;
-                eprintln!("FAIL elementwise {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
-            }
-        }
-        eprintln!("  elementwise {what}: {p} passed, {f} failed");
-        pass += p;
-        fail += f;
+/// elementwise.jsonl on `target`: (passed, failed).
+fn elementwise_on(target: Target, path: &str, cases: &[ew::Case]) -> (usize, usize) {
+    let what = target.name();
+    let run = |case: &ew::Case| match target {
+        Target::Host => ew::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
+        Target::Device(ctx) => ew::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
     };
-    tally("host", &|case| ew::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()));
-    for ctx in contexts() {
-        tally(&name(ctx), &|case| ew::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")));
+    let (mut p, mut f) = (0, 0);
+    for case in cases {
+        let errs = run(case);
+        if errs.is_empty() {
+            p += 1;
+        } else {
+            f += 1;
+            eprintln!("FAIL elementwise {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
+        }
     }
-    println!("conformance elementwise: {pass} passed, {fail} failed");
-    fail == 0
+    eprintln!("  elementwise {what}: {p} passed, {f} failed");
+    (p, f)
 }
 
 fn report(what: &str, path: &str, cases: &[Case], run: impl Fn(&Case) -> Vec<String>) -> (usize, usize) {
@@ -110,88 +104,143 @@ fn device_base(ctx: &GpuContext, dtype: DType, shape: &[usize]) -> DeviceTensor 
     .expect("device base tensor")
 }
 
-fn main() {
-    let (path, cases) = views::load("views.jsonl", "CONFORMANCE_VIEWS");
-    assert!(!cases.is_empty(), "{path} holds no cases");
-    let (pass, fail) = report("host", &path, &cases, |case| {
-        let numel: usize = case.base_shape.iter().product();
-        let base = HostTensor::from_vec((0..numel).map(|i| i as f32).collect(), &case.base_shape).expect("base tensor");
-        views::check(case, &base)
-    });
-    println!("conformance views: {pass} passed, {fail} failed");
-    let mut ok = fail == 0;
+/// Where a suite replays: the host tensors or one GPU adapter. Each target replays every
+/// suite on a thread of its own (on a CPU adapter most of the time goes to compiling
+/// pipelines, one at a time per adapter).
+#[derive(Clone, Copy)]
+enum Target {
+    Host,
+    Device(&'static GpuContext),
+}
 
-    let ctxs = contexts();
-    if ctxs.is_empty() {
-        println!("conformance views (device): skipped, no GPU adapter");
-    } else {
-        let (mut dp, mut df) = (0, 0);
-        for ctx in ctxs {
+impl Target {
+    fn name(self) -> String {
+        match self {
+            Target::Host => "host".into(),
+            Target::Device(ctx) => name(ctx),
+        }
+    }
+}
+
+/// The cases of every file, loaded once.
+struct Files {
+    views: (String, Vec<Case>),
+    elementwise: (String, Vec<ew::Case>),
+    conv1x1: (String, Vec<convcase::ConvCase>),
+    conv2d: (String, Vec<convcase::ConvCase>),
+}
+
+/// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d.
+type Counts = [(usize, usize); 4];
+
+fn replay(target: Target, files: &Files) -> Counts {
+    let started = std::time::Instant::now();
+    let (path, cases) = &files.views;
+    let views = match target {
+        Target::Host => report("host", path, cases, |case| {
+            let numel: usize = case.base_shape.iter().product();
+            let base = HostTensor::from_vec((0..numel).map(|i| i as f32).collect(), &case.base_shape).expect("base tensor");
+            views::check(case, &base)
+        }),
+        Target::Device(ctx) => {
+            let (mut dp, mut df) = (0, 0);
             for dtype in [DType::F32, DType::F16, DType::U8] {
                 let reduce = move |x: f64| if dtype == DType::U8 { x % 256.0 } else { x };
-                let (p, f) = report(&format!("{} {dtype}", name(ctx)), &path, &cases, |case| {
-                    views::check_with(case, &device_base(ctx, dtype, &case.base_shape), reduce)
-                });
+                let (p, f) = report(&format!("{} {dtype}", name(ctx)), path, cases, |case| views::check_with(case, &device_base(ctx, dtype, &case.base_shape), reduce));
                 eprintln!("  device {} {dtype}: {p} passed, {f} failed", name(ctx));
                 dp += p;
                 df += f;
             }
+            (dp, df)
         }
+    };
+    let elementwise = elementwise_on(target, &files.elementwise.0, &files.elementwise.1);
+    let conv1x1 = conv_on(target, "conv1x1", &files.conv1x1.0, &files.conv1x1.1);
+    let conv2d = conv_on(target, "conv2d", &files.conv2d.0, &files.conv2d.1);
+    eprintln!("  {}: every suite replayed in {:.1} s", target.name(), started.elapsed().as_secs_f64());
+    [views, elementwise, conv1x1, conv2d]
+}
+
+fn main() {
+    let files = Files {
+        views: views::load("views.jsonl", "CONFORMANCE_VIEWS"),
+        elementwise: ew::load("elementwise.jsonl", "CONFORMANCE_ELEMENTWISE"),
+        conv1x1: convcase::load("conv1x1.jsonl", "CONFORMANCE_CONV1X1"),
+        conv2d: convcase::load("conv2d.jsonl", "CONFORMANCE_CONV2D"),
+    };
+    assert!(!files.views.1.is_empty(), "{} holds no cases", files.views.0);
+    assert!(!files.elementwise.1.is_empty(), "{} holds no cases", files.elementwise.0);
+    assert!(!files.conv1x1.1.is_empty(), "{} holds no cases", files.conv1x1.0);
+    assert!(!files.conv2d.1.is_empty(), "{} holds no cases", files.conv2d.0);
+
+    let ctxs = contexts();
+    let targets: Vec<Target> = std::iter::once(Target::Host).chain(ctxs.iter().map(Target::Device)).collect();
+    let counts: Vec<Counts> = std::thread::scope(|s| {
+        let files = &files;
+        let handles: Vec<_> = targets.iter().map(|&t| s.spawn(move || replay(t, files))).collect();
+        handles.into_iter().map(|h| h.join().expect("a conformance thread panicked")).collect()
+    });
+    let sum = |suite: usize, from: usize| counts[from..].iter().fold((0, 0), |(p, f), c| (p + c[suite].0, f + c[suite].1));
+
+    let (pass, fail) = counts[0][0];
+    println!("conformance views: {pass} passed, {fail} failed");
+    let mut ok = fail == 0;
+    if ctxs.is_empty() {
+        println!("conformance views (device): skipped, no GPU adapter");
+    } else {
+        let (dp, df) = sum(0, 1);
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    ok &= elementwise_suite();
-    ok &= conv_suite("conv1x1", "conv1x1.jsonl", "CONFORMANCE_CONV1X1");
-    ok &= conv_suite("conv2d", "conv2d.jsonl", "CONFORMANCE_CONV2D");
+    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d")] {
+        let (pass, fail) = sum(suite, 0);
+        println!("conformance {label}: {pass} passed, {fail} failed");
+        ok &= fail == 0;
+    }
     if !ok {
         std::process::exit(1);
     }
 }
 
 /// Replays a convolution file (conv1x1.jsonl or conv2d.jsonl, or the file its env var names)
-/// through the CPU reference and on every GPU adapter, for an NCHW, a channels-last and a
-/// non-dense input; prints `conformance <label>: N passed, M failed`. A case PyTorch rejects
-/// must be an error on every path.
-fn conv_suite(label: &str, file: &str, env: &str) -> bool {
-    let (path, cases) = convcase::load(file, env);
-    assert!(!cases.is_empty(), "{path} holds no cases");
+/// on `target` for an NCHW, a channels-last and a non-dense input: (passed, failed). A case
+/// PyTorch rejects must be an error on every path.
+fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]) -> (usize, usize) {
     let one = label == "conv1x1";
+    let what = target.name();
     let (mut pass, mut fail) = (0, 0);
-    let mut tally = |errs: Vec<String>, what: &str, id: &str, layout: &str| {
-        if errs.is_empty() {
-            pass += 1;
-        } else {
-            fail += 1;
-            eprintln!("FAIL {label} {id} ({path}) {what} {layout}:\n  {}", errs.join("\n  "));
-        }
-    };
-    let judge = |case: &convcase::ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: Result<(Vec<usize>, Vec<f32>), Error>| -> Vec<String> {
-        match got {
-            Err(_) if case.expect_error => vec![],
-            Err(e) => vec![e.to_string()],
-            Ok(_) if case.expect_error => vec!["succeeded, but PyTorch rejects it".into()],
-            Ok((shape, _)) if shape != case.expect_shape => vec![format!("shape {shape:?}, want {:?}", case.expect_shape)],
-            Ok((_, values)) => convcase::compare(case, x, w, b, &values),
-        }
-    };
-    for case in &cases {
+    for case in cases {
         let (x, w, b) = convcase::inputs(case);
         let weight = HostTensor::from_slice(&w, &case.weight_shape()).expect("weight");
         let bias = b.as_ref().map(|b| HostTensor::from_slice(b, &[case.k]).expect("bias"));
         let opts = case.options();
         for (layout, input) in convcase::input_variants(case, &x) {
-            let host = if one { conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) } else { conv2d_cpu(&input, &weight, bias.as_ref(), &opts) };
-            let got = host.and_then(|out| Ok((out.shape().to_vec(), out.to_vec::<f32>()?)));
-            tally(judge(case, &x, &w, b.as_deref(), got), "host", &case.id, layout);
-            for ctx in contexts() {
-                let (di, dw) = (to_device(ctx, &input), to_device(ctx, &weight));
-                let db = bias.as_ref().map(|b| to_device(ctx, b));
-                let out = if one { conv1x1(&di, &dw, db.as_ref(), &opts) } else { conv2d(&di, &dw, db.as_ref(), &opts) };
-                let got = out.and_then(|out| Ok((out.shape().to_vec(), out.download()?.to_vec::<f32>()?)));
-                tally(judge(case, &x, &w, b.as_deref(), got), &name(ctx), &case.id, layout);
+            let got = match target {
+                Target::Host => {
+                    let out = if one { conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) } else { conv2d_cpu(&input, &weight, bias.as_ref(), &opts) };
+                    out.and_then(|out| Ok((out.shape().to_vec(), out.to_vec::<f32>()?)))
+                }
+                Target::Device(ctx) => {
+                    let (di, dw) = (to_device(ctx, &input), to_device(ctx, &weight));
+                    let db = bias.as_ref().map(|b| to_device(ctx, b));
+                    let out = if one { conv1x1(&di, &dw, db.as_ref(), &opts) } else { conv2d(&di, &dw, db.as_ref(), &opts) };
+                    out.and_then(|out| Ok((out.shape().to_vec(), out.download()?.to_vec::<f32>()?)))
+                }
+            };
+            let errs = match got {
+                Err(_) if case.expect_error => vec![],
+                Err(e) => vec![e.to_string()],
+                Ok(_) if case.expect_error => vec!["succeeded, but PyTorch rejects it".into()],
+                Ok((shape, _)) if shape != case.expect_shape => vec![format!("shape {shape:?}, want {:?}", case.expect_shape)],
+                Ok((_, values)) => convcase::compare(case, &x, &w, b.as_deref(), &values),
+            };
+            if errs.is_empty() {
+                pass += 1;
+            } else {
+                fail += 1;
+                eprintln!("FAIL {label} {} ({path}) {what} {layout}:\n  {}", case.id, errs.join("\n  "));
             }
         }
     }
-    println!("conformance {label}: {pass} passed, {fail} failed");
-    fail == 0
+    (pass, fail)
 }

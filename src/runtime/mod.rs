@@ -131,6 +131,7 @@ impl Runtime {
         }
         let bgl = self.bind_group_layout(slots)?;
         let source = source().ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
+        let started = std::time::Instant::now();
         let pipeline = self.scoped("pipeline", || {
             let d = &self.device;
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
@@ -146,6 +147,9 @@ impl Runtime {
                 cache: None,
             }))
         })?;
+        if std::env::var_os("STRIDED_WGPU_LOG_PIPELINES").is_some() {
+            eprintln!("pipeline {:?} {} {:?} {:.1} ms", self.report.backend, key.shader, key.constants, started.elapsed().as_secs_f64() * 1e3);
+        }
         let p = Arc::new(pipeline);
         lock(&self.pipelines).insert(key.clone(), p.clone());
         Ok(p)
