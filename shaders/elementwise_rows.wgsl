@@ -1,3 +1,7 @@
+// The rows kernels' shared code (elementwise_rows_runs, elementwise_rows_columns,
+// elementwise_rows_blocks: one traversal each, so that a driver, which inlines every call
+// before it folds the override constants, compiles one copy of `quad` per pipeline, not three).
+//
 // Elementwise ops on rows: plan dim 0 is contiguous in the output; its size, the output's
 // offset and its other strides are multiples of 4. Each invocation computes EPT quads (4
 // consecutive elements of dim 0, WG quads apart; or, with COLUMNS, QPR quads of each of EPT
@@ -11,14 +15,12 @@
 // every invocation's rows come in whole groups of 4. Slots, types and aliasing:
 // elementwise_slots.
 
-// 0: runs of quads along rows; 1: quad columns through EPT rows (plans of 2 dims or more).
-override COLUMNS: u32 = 0u;
 // Bit k set: plan operand k is broadcast along dim 0 (stride 0; one element per row).
 override BCAST: u32 = 0u;
 // Bit k set: plan operand k is gathered along dim 0 (neither contiguous and aligned nor
 // broadcast; read element by element at its dim-0 stride).
 override GATHER: u32 = 0u;
-// Bit k set: plan operand k is transposed (read as 4 x 4 blocks; quad-column mode only).
+// Bit k set: plan operand k is transposed (read as 4 x 4 blocks; elementwise_rows_blocks only).
 override TRANS: u32 = 0u;
 // Quads of a row per invocation and row in quad-column mode.
 override QPR: u32 = 4u;
@@ -226,87 +228,36 @@ fn quad(o: vec4<u32>, p: Slots) {
     store_quad(o.x, vec4<u32>(to_out(r.x), to_out(r.y), to_out(r.z), to_out(r.w)));
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
-    let t = iter_invocation(gid);
-    if (t >= it.threads) {
-        return;
-    }
+// Quad columns (elementwise_rows_columns and _blocks; plans of 2 dims or more): a row's quads
+// are dealt to it.inner_chunks lanes (a multiple of 8), QPR each, it.inner_chunks apart;
+// invocation t takes lane t % inner_chunks of EPT consecutive rows along plan dim 1
+// (it.extra.x blocks of them per dim-1 run), so that neighbouring invocations touch
+// neighbouring words, the index arithmetic is paid once per column, and a broadcast operand is
+// loaded once per row.
+struct Column {
+    // The invocation's lane: its first quad of a row (none when w >= q0).
+    w: u32,
+    // Quads per row; lanes per row (the distance between a lane's quads).
+    q0: u32,
+    lanes: u32,
+    // Each operand's element index of the first row's first quad, and its dim-1 stride.
+    base: vec4<u32>,
+    s1: vec4<u32>,
+    // Rows the invocation takes.
+    rows: u32,
+}
+
+fn column(t: u32) -> Column {
     let q0 = it.sizes[0].x >> 2u;
-    let step = iter_strides(0u);
-    if (COLUMNS == 1u) {
-        // Quad columns: a row's quads are dealt to it.inner_chunks lanes (a multiple of 8),
-        // QPR each, it.inner_chunks apart; invocation t takes lane t % inner_chunks of EPT
-        // consecutive rows along plan dim 1 (it.extra.x blocks of them per dim-1 run), so that
-        // neighbouring invocations touch neighbouring words, the index arithmetic is paid once
-        // per column, and a broadcast operand is loaded once per row.
-        let lanes = it.inner_chunks;
-        let block = t / lanes;
-        let w = t - block * lanes;
-        if (w >= q0) {
-            return;
-        }
-        let n1 = it.sizes[0].y;
-        let outer = block / it.extra.x;
-        let j0 = (block - outer * it.extra.x) * EPT;
-        let base = iter_offsets((outer * n1 + j0) * it.sizes[0].x + 4u * w);
-        let s1 = iter_strides(1u);
-        let rows = min(EPT, n1 - j0);
-        if (TRANS != 0u) {
-            // Groups of 4 rows (the host guarantees whole groups): each transposed operand's
-            // 4 x 4 block is loaded once and feeds the 4 rows' quads.
-            for (var r = 0u; r < rows; r = r + 4u) {
-                let o4 = base + r * s1;
-                for (var i = 0u; i < QPR; i = i + 1u) {
-                    if (w + i * lanes >= q0) {
-                        break;
-                    }
-                    let oq = o4 + 4u * i * lanes * step;
-                    let ba = block_at(0u, IN0, oq, step);
-                    let bb = block_at(1u, IN1, oq, step);
-                    let bc = block_at(2u, IN2, oq, step);
-                    for (var rr = 0u; rr < 4u; rr = rr + 1u) {
-                        let o = oq + rr * s1;
-                        var p = row_values(o);
-                        if (transposed(IN0)) {
-                            p[0] = block_row(ba, rr);
-                        }
-                        if (ARITY > 1u && transposed(IN1)) {
-                            p[1] = block_row(bb, rr);
-                        }
-                        if (ARITY > 2u && transposed(IN2)) {
-                            p[2] = block_row(bc, rr);
-                        }
-                        quad(o, p);
-                    }
-                }
-            }
-            return;
-        }
-        for (var r = 0u; r < rows; r = r + 1u) {
-            let o = base + r * s1;
-            let p = row_values(o);
-            for (var i = 0u; i < QPR; i = i + 1u) {
-                if (w + i * lanes >= q0) {
-                    break;
-                }
-                quad(o + 4u * i * lanes * step, p);
-            }
-        }
-        return;
+    let lanes = it.inner_chunks;
+    let block = t / lanes;
+    let w = t - block * lanes;
+    if (w >= q0) {
+        return Column(w, q0, lanes, vec4<u32>(0u), vec4<u32>(0u), 0u);
     }
-    // Runs: workgroup g takes a run of WG * EPT quads of one row; invocation l takes quads l,
-    // l + WG, l + 2 WG, ... of it, so that neighbouring invocations touch neighbouring words.
-    let g = t / WG;
-    let row = g / it.inner_chunks;
-    let first = (g - row * it.inner_chunks) * WG * EPT;
-    let base = iter_offsets((row * q0 + first) * 4u);
-    let p = row_values(base);
-    for (var j = 0u; j < EPT; j = j + 1u) {
-        let q = j * WG + l;
-        if (first + q >= q0) {
-            break;
-        }
-        quad(base + 4u * q * step, p);
-    }
+    let n1 = it.sizes[0].y;
+    let outer = block / it.extra.x;
+    let j0 = (block - outer * it.extra.x) * EPT;
+    let base = iter_offsets((outer * n1 + j0) * it.sizes[0].x + 4u * w);
+    return Column(w, q0, lanes, base, iter_strides(1u), min(EPT, n1 - j0));
 }

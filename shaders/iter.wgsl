@@ -12,7 +12,7 @@ struct Iter {
     // Invocations with work; the rest return at once.
     threads: u32,
     // Runs of dim 0 per row: of EPT elements (elementwise.wgsl), or of WG * EPT quads, one per
-    // workgroup (elementwise_rows.wgsl).
+    // workgroup (elementwise_rows_runs.wgsl).
     inner_chunks: u32,
     // Invocations per row of the dispatch grid (workgroups in x times the workgroup size).
     grid_row: u32,
@@ -21,7 +21,7 @@ struct Iter {
     // The op's arguments, same representation: alpha (or addcmul's value), clamp's min and
     // max, and flags (1: min given, 2: max given).
     args: vec4<u32>,
-    // Kernel-specific: row blocks along plan dim 1 (elementwise_rows.wgsl's quad columns).
+    // Kernel-specific: row blocks along plan dim 1 (the quad columns of elementwise_rows_columns.wgsl and _blocks.wgsl).
     extra: vec4<u32>,
 }
 

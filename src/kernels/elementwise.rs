@@ -34,17 +34,19 @@ pub enum ElementwisePath {
         /// Elements per invocation.
         ept: u32,
     },
-    /// `elementwise_rows.wgsl`: quads of 4 elements along a dim contiguous in the output and
+    /// The rows kernels: quads of 4 elements along a dim contiguous in the output and
     /// contiguous or broadcast in every input. On a plan of one dim, `ept` quads per
-    /// invocation (`wg` quads apart: a workgroup takes a run of `wg * ept` quads); on plans of
-    /// more dims, one quad column through `ept` rows per invocation.
+    /// invocation (`wg` quads apart: a workgroup takes a run of `wg * ept` quads;
+    /// `elementwise_rows_runs.wgsl`); on plans of more dims, one quad column through `ept` rows
+    /// per invocation (`elementwise_rows_columns.wgsl`, or `elementwise_rows_blocks.wgsl` with
+    /// inputs transposed in registers).
     Rows {
         /// Workgroup size.
         wg: u32,
         /// Quads per invocation.
         ept: u32,
     },
-    /// `elementwise_rows.wgsl` in run mode on plans of any rank (same eligibility as `Rows`):
+    /// `elementwise_rows_runs.wgsl` on plans of any rank (same eligibility as `Rows`):
     /// each workgroup takes a run of `wg * ept` quads of one row, each invocation `ept` of
     /// them, `wg` apart. The shape for CPU adapters, where an invocation's fixed cost
     /// dominates: one SIMD batch (8) per workgroup, 32 quads per invocation.
@@ -202,7 +204,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     }
     // The rows kernel walks quad columns through rows when the plan has rows to walk.
     let columns = matches!(path, ElementwisePath::Rows { .. }) && plan.rank() >= 2;
-    let (shader, wg, ept, quad) = match path {
+    let (mut shader, wg, ept, quad) = match path {
         ElementwisePath::Gather { wg, ept } => (gather_kernel(r.out_dtype), wg, ept, 1u64),
         ElementwisePath::Rows { wg, ept } | ElementwisePath::Runs { wg, ept } => ("elementwise_rows", wg, ept, 4u64),
         ElementwisePath::Auto => unreachable!("resolved above"),
@@ -304,7 +306,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         // Transposed blocks need whole groups of 4 rows in every invocation of every piece.
         let blocks = columns && ept.is_multiple_of(4) && pieces.iter().all(|p| (1..n_ops).all(|k| row_read(p, k, true) == row_read(plan, k, true)));
         let mask = |read: RowRead| (1..n_ops).filter(|&k| row_read(plan, k, blocks) == read).map(|k| 1i64 << k).sum();
-        constants.extend([("COLUMNS", columns as i64), ("QPR", QPR as i64), ("BCAST", mask(RowRead::Broadcast)), ("GATHER", mask(RowRead::Gathered)), ("TRANS", mask(RowRead::Transposed))]);
+        let trans = mask(RowRead::Transposed);
+        constants.extend([("QPR", QPR as i64), ("BCAST", mask(RowRead::Broadcast)), ("GATHER", mask(RowRead::Gathered)), ("TRANS", trans)]);
+        shader = rows_kernel(columns, trans != 0);
     }
     let key = PipelineKey { shader, constants };
     let pipeline = rt.pipeline(&key, SLOTS, || shaders::source(shader))?;
@@ -382,6 +386,16 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     Ok(())
 }
 
+/// The rows kernel of a traversal: runs along rows, quad columns through rows, or quad columns
+/// with transposed 4 x 4 blocks (one file each, so that each pipeline compiles one traversal).
+fn rows_kernel(columns: bool, blocks: bool) -> &'static str {
+    match (columns, blocks) {
+        (false, _) => "elementwise_rows_runs",
+        (true, false) => "elementwise_rows_columns",
+        (true, true) => "elementwise_rows_blocks",
+    }
+}
+
 /// Every elementwise pipeline the automatic choice may run on a GPU, for the register-budget
 /// test: both kernels at their default shapes, each op, with the type sets that change the
 /// generated code (f32, f16 and bf16 computations, 32-bit signed and unsigned integers, and
@@ -415,10 +429,11 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
     ];
     for (kernel, wg, ept, columns, bcast, gather) in shapes {
         for op in KINDS {
-            let types = if kernel == "elementwise_rows" { &types[..5] } else { &types[..] };
+            let rows = kernel == "elementwise_rows";
+            let types = if rows { &types[..5] } else { &types[..] };
             for &(compute, input, output) in types {
                 // Each general-kernel file runs the outputs gather_kernel gives it.
-                if op.computes_in_float() && !compute.is_float() || kernel != "elementwise_rows" && gather_kernel(output) != kernel {
+                if op.computes_in_float() && !compute.is_float() || !rows && gather_kernel(output) != kernel {
                     continue;
                 }
                 let arity = op.arity() as i64;
@@ -438,11 +453,13 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
                     ("T3", input.code() as i64),
                 ];
                 let mut constants = constants;
-                if kernel == "elementwise_rows" {
+                let mut kernel = kernel;
+                if rows {
                     if bcast != 0 && arity < 2 {
                         continue;
                     }
-                    constants.extend([("COLUMNS", columns), ("BCAST", bcast), ("GATHER", gather), ("QPR", QPR as i64)]);
+                    constants.extend([("BCAST", bcast), ("GATHER", gather), ("QPR", QPR as i64)]);
+                    kernel = rows_kernel(columns == 1, false);
                 }
                 out.push(crate::kernels::conv::PipelineSpec { kernel, constants });
             }

@@ -6,7 +6,8 @@
 //! register-blocked convolutions' uniform and pixel arithmetic (`conv1x1_block.wgsl` the 1x1
 //! kernels' inner product), and `conv_weights*.wgsl` two ways of reading their weights (a file
 //! compiled with each is two registered kernels); `conv2d_depthwise_block.wgsl` the uniform,
-//! loads and stores of the depthwise kernels that hold blocks of pixels x 4 channels.
+//! loads and stores of the depthwise kernels that hold blocks of pixels x 4 channels;
+//! `elementwise_rows.wgsl` what the three rows kernels (one traversal each) share.
 
 use crate::dtype::DType;
 
@@ -19,6 +20,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("elementwise_ops", include_str!("../../shaders/elementwise_ops.wgsl")),
     ("elementwise_slots", include_str!("../../shaders/elementwise_slots.wgsl")),
     ("elementwise_gather", include_str!("../../shaders/elementwise_gather.wgsl")),
+    ("elementwise_rows", include_str!("../../shaders/elementwise_rows.wgsl")),
     ("transpose", include_str!("../../shaders/transpose.wgsl")),
     ("conv", include_str!("../../shaders/conv.wgsl")),
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
@@ -46,11 +48,11 @@ pub fn dtypes_prelude() -> String {
 /// The plan prelude, which every copy kernel starts with.
 pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
 
-/// The preludes of the elementwise kernels.
-const EW_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots"];
-
 /// The preludes of the general elementwise kernel's two output forms.
 const EW_GATHER_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_gather"];
+
+/// The preludes of the rows kernels (one per traversal).
+const EW_ROWS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_rows"];
 
 /// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
@@ -72,7 +74,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv2d_direct.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
-    ("elementwise_rows", EW_PRELUDES, include_str!("../../shaders/elementwise_rows.wgsl")),
+    ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),
+    ("elementwise_rows_columns", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_columns.wgsl")),
+    ("elementwise_rows_blocks", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_blocks.wgsl")),
     ("conv2d_gemm", &[], include_str!("../../shaders/conv2d_gemm.wgsl")),
     ("conv2d_depthwise", &[], include_str!("../../shaders/conv2d_depthwise.wgsl")),
     ("conv2d_depthwise_rows", &["conv2d_depthwise_block"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
