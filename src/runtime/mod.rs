@@ -131,7 +131,7 @@ impl Runtime {
         }
         let bgl = self.bind_group_layout(slots)?;
         let source = source().ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
-        let started = std::time::Instant::now();
+        let log = PipelineLog::start();
         let pipeline = self.scoped("pipeline", || {
             let d = &self.device;
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
@@ -147,9 +147,7 @@ impl Runtime {
                 cache: None,
             }))
         })?;
-        if std::env::var_os("STRIDED_WGPU_LOG_PIPELINES").is_some() {
-            eprintln!("pipeline {:?} {} {:?} {:.1} ms", self.report.backend, key.shader, key.constants, started.elapsed().as_secs_f64() * 1e3);
-        }
+        log.finish(self.report.backend, key);
         let p = Arc::new(pipeline);
         lock(&self.pipelines).insert(key.clone(), p.clone());
         Ok(p)
@@ -189,4 +187,30 @@ impl Runtime {
 /// between statements).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `STRIDED_WGPU_LOG_PIPELINES=1`: one line on stderr per pipeline created, with its backend,
+/// shader, constants and creation time. Off on wasm, which has neither environment nor clock.
+struct PipelineLog(#[cfg(not(target_arch = "wasm32"))] Option<std::time::Instant>);
+
+impl PipelineLog {
+    #[cfg(not(target_arch = "wasm32"))]
+    fn start() -> Self {
+        Self(std::env::var_os("STRIDED_WGPU_LOG_PIPELINES").is_some().then(std::time::Instant::now))
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn start() -> Self {
+        Self()
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn finish(self, backend: wgpu::Backend, key: &PipelineKey) {
+        if let Some(t) = self.0 {
+            eprintln!("pipeline {backend:?} {} {:?} {:.1} ms", key.shader, key.constants, t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn finish(self, _: wgpu::Backend, _: &PipelineKey) {}
 }
