@@ -247,11 +247,13 @@ struct Column {
     rows: u32,
 }
 
-fn column(t: u32) -> Column {
+// Invocation gid's column; w >= q0 (no work) past the plan's invocations.
+fn column(gid: vec3<u32>) -> Column {
+    let t = iter_invocation(gid);
     let q0 = it.sizes[0].x >> 2u;
     let lanes = it.inner_chunks;
     let block = t / lanes;
-    let w = t - block * lanes;
+    let w = select(t - block * lanes, q0, t >= it.threads);
     if (w >= q0) {
         return Column(w, q0, lanes, vec4<u32>(0u), vec4<u32>(0u), 0u);
     }

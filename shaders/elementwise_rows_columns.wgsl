@@ -3,11 +3,7 @@
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let t = iter_invocation(gid);
-    if (t >= it.threads) {
-        return;
-    }
-    let c = column(t);
+    let c = column(gid);
     if (c.w >= c.q0) {
         return;
     }
