@@ -168,6 +168,39 @@ fn direct_windows_match_cpu() {
     }
 }
 
+/// The rows form of the direct kernel (3 taps wide, unit stride and dilation along W): rows
+/// shorter than and not a multiple of its 8 pixels, padding wider than a tap, kernel heights,
+/// strides and dilations along H other than 1, groups, more than 64 output channels (two
+/// output-channel blocks) and input channels in several windows; a kernel of another width is
+/// refused with a typed error.
+#[test]
+fn direct_rows_match_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(31);
+        let x = |rng: &mut Rng, s: &[usize]| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap();
+        // (n, c, h, w, k, kh, stride h, padding (h, w), dilation h, groups)
+        for (case, &(n, c, h, w, k, kh, sh, p, dh, g)) in [
+            (1, 100, 7, 6, 36, 3, 1, (1, 1), 1, 1),
+            (2, 64, 6, 19, 70, 3, 1, (1, 1), 1, 1),
+            (1, 66, 9, 10, 130, 5, 2, (2, 1), 2, 2),
+            (1, 8, 4, 9, 12, 1, 1, (0, 0), 1, 1),
+            (2, 12, 5, 17, 9, 3, 1, (0, 2), 1, 3),
+            (1, 20, 3, 8, 8, 7, 1, (3, 1), 1, 1),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let xt = x(&mut rng, &[n, c, h, w]);
+            let xt = layout(&mut rng, xt);
+            let o = Conv2dOptions { stride: (sh, 1), padding: p, dilation: (dh, 1), groups: g, relu: case % 2 == 1, output_format: None };
+            check(ctx, &xt, &x(&mut rng, &[k, c / g, kh, 3]), Some(&x(&mut rng, &[k])), &o, ConvKernel::DirectRows, &format!("direct rows case {case}"));
+        }
+        let (xt, wt) = (x(&mut rng, &[1, 4, 6, 6]), x(&mut rng, &[4, 4, 3, 3]));
+        let e = conv2d_with(&to_device(ctx, &xt), &to_device(ctx, &wt), None, &Conv2dOptions { stride: (1, 2), ..Default::default() }, ConvKernel::DirectRows).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("3 wide with stride 1"), "{e}");
+    }
+}
+
 #[test]
 fn grids_bindings_and_tiny_images() {
     for ctx in contexts() {
@@ -179,7 +212,7 @@ fn grids_bindings_and_tiny_images() {
         let w = x(&mut rng, &[8, 8, 3, 3]);
         let dw = x(&mut rng, &[8, 1, 3, 3]);
         for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled] {
+            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled, ConvKernel::DirectRows] {
                 check(&small, &big.contiguous(format).unwrap(), &w, None, &o3, kernel, "2-d grid");
             }
             for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall] {
@@ -202,7 +235,7 @@ fn grids_bindings_and_tiny_images() {
         let ws = x(&mut rng, &[8, 16, 3, 3]);
         let wd = x(&mut rng, &[16, 1, 3, 3]);
         for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc] {
+            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc, ConvKernel::DirectRows] {
                 check(&tight, &xs.contiguous(format).unwrap(), &ws, None, &o3, kernel, "split by image");
             }
             for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall] {
@@ -213,7 +246,10 @@ fn grids_bindings_and_tiny_images() {
         // 1-pixel images, with and without padding around them.
         let one = x(&mut rng, &[3, 5, 1, 1]);
         for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall)) {
-            check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
+            // DirectRows needs a kernel 3 wide.
+            if kernel != ConvKernel::DirectRows {
+                check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
+            }
             check(ctx, &one, &x(&mut rng, &[7, 5, 3, 3]), Some(&x(&mut rng, &[7])), &o3, kernel, "1 pixel, padded");
         }
     }

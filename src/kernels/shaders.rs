@@ -4,8 +4,9 @@
 //! block arithmetic shared by the transpose kernels; `cast.wgsl` the element conversions (after
 //! the generated `dtypes` prelude, the element-type codes of [`DType::code`]); `conv.wgsl` the
 //! register-blocked convolutions' uniform and pixel arithmetic (`conv1x1_block.wgsl` the 1x1
-//! kernels' inner product), and `conv_weights*.wgsl` two ways of reading their weights (a file
-//! compiled with each is two registered kernels); `conv2d_depthwise_block.wgsl` the uniform,
+//! kernels' inner product, `conv2d_direct_acc.wgsl` the direct kernels' accumulators), and
+//! `conv_weights*.wgsl` two ways of reading their weights (a file compiled with each is two
+//! registered kernels); `conv2d_depthwise_block.wgsl` the uniform,
 //! loads and stores of the depthwise kernels that hold blocks of pixels x 4 channels;
 //! `elementwise_rows.wgsl` what the three rows kernels (one traversal each) share.
 
@@ -26,6 +27,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
     ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
     ("conv1x1_block", include_str!("../../shaders/conv1x1_block.wgsl")),
+    ("conv2d_direct_acc", include_str!("../../shaders/conv2d_direct_acc.wgsl")),
     ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
 ];
 
@@ -70,8 +72,10 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
     ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
     ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
-    ("conv2d_direct", &["conv", "conv_weights"], include_str!("../../shaders/conv2d_direct.wgsl")),
-    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled"], include_str!("../../shaders/conv2d_direct.wgsl")),
+    ("conv2d_direct", &["conv", "conv_weights", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct.wgsl")),
+    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct.wgsl")),
+    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),

@@ -1,4 +1,5 @@
-//! The direct convolution kernel for CPU adapters (`conv2d_direct.wgsl`, preludes `conv.wgsl`
+//! The direct convolution kernels for CPU adapters (`conv2d_direct.wgsl`, and for kernels 3 wide
+//! at unit stride along W `conv2d_direct_rows.wgsl`; preludes `conv.wgsl`, `conv2d_direct_acc.wgsl`
 //! and `conv_weights*.wgsl`), for any kernel size, stride, dilation and groups.
 //!
 //! An invocation accumulates 8 output pixels x 4*KQ output channels (KQ quads, up to 16) over
@@ -52,17 +53,25 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let (xs, ys) = (ops.input.layout.strides(), ops.out.layout.strides());
     let geom = ops.geometry()?;
-    let shader = if rt.report.shuffled_weights { "conv2d_direct_shuffled" } else { "conv2d_direct" };
+    let rows = ops.kernel == ConvKernel::DirectRows;
+    let shader = match (rows, rt.report.shuffled_weights) {
+        (false, false) => "conv2d_direct",
+        (false, true) => "conv2d_direct_shuffled",
+        (true, false) => "conv2d_direct_rows",
+        (true, true) => "conv2d_direct_rows_shuffled",
+    };
     let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-        let grid = super::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        // Invocations: 8 pixels each, anywhere (Direct), or of one output row (DirectRows).
+        let invocations = if rows { (r.n1 - r.n0) * g.oh * g.ow.div_ceil(PIXELS) } else { pixels.div_ceil(PIXELS) };
+        let grid = super::grid(rt, (invocations as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
         let (x0, y0) = ops.bases(r);
         for (wi, w) in wins.iter().enumerate() {
             let (xbase, ybase) = (x0 + w.c0 as isize * xs[1], y0 + w.k0 as isize * ys[1]);
             let bbase = ops.bias.map_or(0, |b| b.layout.offset() as isize + w.k0 as isize * bs);
             let mode = if !w.first { 2 } else if ops.bias.is_some() { 1 } else { 0 };
-            let (vin, vout) = vectors(ConvKernel::Direct, g, options, xs, ys, xbase, ybase, r.n1 - r.n0);
+            let (vin, vout) = vectors(ops.kernel, g, options, xs, ys, xbase, ybase, r.n1 - r.n0);
             let params = ConvParams {
                 xs: geom.xs,
                 ys: geom.ys,

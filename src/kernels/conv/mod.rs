@@ -79,6 +79,10 @@ pub enum ConvKernel {
     /// per invocation accumulated over every tap and input channel, each output written once
     /// (the NHWC orientation).
     Direct,
+    /// [`ConvKernel::Direct`] for kernels 3 wide at unit stride and dilation along W
+    /// (`conv2d_direct_rows.wgsl`): the 8 pixels are consecutive in an output row, and the three
+    /// taps of a kernel row share the 10 input pixels they span, loaded once. CPU-shaped.
+    DirectRows,
 }
 
 /// A family of convolution kernels.
@@ -92,7 +96,7 @@ pub(crate) enum Family {
 
 impl ConvKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 11] = [
+    pub const ALL: [ConvKernel; 12] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -104,20 +108,21 @@ impl ConvKernel {
         ConvKernel::DepthwiseRows,
         ConvKernel::DepthwiseTall,
         ConvKernel::Direct,
+        ConvKernel::DirectRows,
     ];
 
     pub(crate) fn family(self) -> Family {
         match self {
             ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
-            ConvKernel::Direct => Family::Direct,
+            ConvKernel::Direct | ConvKernel::DirectRows => Family::Direct,
             _ => Family::Blocked,
         }
     }
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows)
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
@@ -140,6 +145,11 @@ impl ConvKernel {
                 format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
             ConvKernel::Direct => direct::tiling(g, o.groups).map(|_| ()),
+            ConvKernel::DirectRows if (g.kw, o.stride.1, o.dilation.1) != (3, 1, 1) => Err(Error::invalid(
+                OP,
+                format!("{self:?} needs a kernel 3 wide with stride 1 and dilation 1 along W, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
+            )),
+            ConvKernel::DirectRows => direct::tiling(g, o.groups).map(|_| ()),
             _ => Ok(()),
         }
     }
@@ -158,7 +168,7 @@ impl ConvKernel {
         let y_pixels = ys[3] == 1 && g.ow.is_multiple_of(4) && batch(ys[0]) && m4(ys[1]) && m4(ys[2]) && m4(ybase);
         match self {
             ConvKernel::Auto => (false, false),
-            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct => blocked::vectors(self, g, o, xs, ys, xbase, ybase, images),
+            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows => blocked::vectors(self, g, o, xs, ys, xbase, ybase, images),
             ConvKernel::GemmNchw => (false, y_pixels),
             ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),

@@ -1,0 +1,74 @@
+// The direct convolution for kernels 3 taps wide at unit stride and dilation along W (the common
+// 3x3 / 1-padded case), shaped for CPU adapters. As conv2d_direct.wgsl, an invocation
+// accumulates 8 output pixels x 4*CQ output channels over every tap and input channel of its
+// window; here its 8 pixels are consecutive pixels of one output row, so the three taps of a
+// kernel row read input columns that overlap: per kernel row and input channel quad it loads
+// the 10 input pixels the three taps span once, where conv2d_direct.wgsl loads 24. On a CPU
+// adapter every storage load is a loop over lanes, and the loads are about half of the direct
+// kernel's time.
+//
+// Invocation q covers output row q / B (n * OH + oy, within the dispatch's images) and its
+// pixels 8 * (q % B) .. + 7, with B = ceil(OW / 8): pixels past OW, and rows past the dispatch,
+// load zeros and store nothing. `cp.work.x` counts the dispatch's output pixels (rows x OW).
+// The accumulators and the weight block: conv2d_direct_acc.wgsl; the uniform, the loads and the
+// stores: conv.wgsl.
+
+// Pixels ox0 .. ox0+3 of output row `r`, reading input row oy * sh + ry at columns ox + rx.
+fn row_quad(r: u32, ox0: u32, ry: i32, rx: i32) -> Quad {
+    var qd: Quad;
+    let n = r / cp.geo.z;
+    let oy = r - n * cp.geo.z;
+    let iy = i32(oy) * cp.conv.x + ry;
+    let row = r < cp.work.x / cp.geo.w;
+    let row_inside = row && iy >= 0 && u32(iy) < cp.geo.x;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        let ox = ox0 + j;
+        let ix = i32(ox) + rx;
+        qd.valid[j] = row && ox < cp.geo.w;
+        qd.inside[j] = row_inside && ix >= 0 && u32(ix) < cp.geo.y;
+        qd.xoff[j] = cp.base.x + i32(n) * cp.xs.x + iy * cp.xs.z + ix * cp.xs.w;
+        qd.yoff[j] = cp.base.y + i32(n) * cp.ys.x + i32(oy) * cp.ys.z + i32(ox) * cp.ys.w;
+    }
+    return qd;
+}
+
+// v0 at kx = 0, v1 at 1, v2 at 2: column j of tap kx's window is loaded pixel j + kx.
+fn pick(v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, kx: u32) -> vec4<f32> {
+    return select(select(v2, v1, kx == 1u), v0, kx == 0u);
+}
+
+@compute @workgroup_size(WG)
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp.work.w;
+    let blocks = (cp.geo.w + 7u) / 8u;
+    let r = q / blocks;
+    let ox0 = 8u * (q - r * blocks);
+    // No invocation returns early (the shuffled weight reads need every lane).
+    let cw = (cp.work.y + 3u) / 4u * 4u;
+    var acc = Held();
+    for (var ky = 0; ky < cp.taps.x; ky = ky + 1) {
+        let ry = cp.conv.z + ky * cp.taps.z;
+        let qa = row_quad(r, ox0, ry, cp.conv.w);
+        let qb = row_quad(r, ox0 + 4u, ry, cp.conv.w);
+        let qc = row_quad(r, ox0 + 8u, ry, cp.conv.w);
+        let rows = u32(ky) * 3u * cw;
+        for (var cq = 0u; 4u * cq < cp.work.y; cq = cq + 1u) {
+            // Loaded pixels 0..3, 4..7, 8 and 9.
+            let a = quad_load(qa, cq);
+            let b = quad_load(qb, cq);
+            let c0 = load_pixel(qc, 0u, cq);
+            let c1 = load_pixel(qc, 1u, cq);
+            for (var kx = 0u; kx < 3u; kx = kx + 1u) {
+                let x = Pair(
+                    mat4x4<f32>(pick(a[0], a[1], a[2], kx), pick(a[1], a[2], a[3], kx), pick(a[2], a[3], b[0], kx), pick(a[3], b[0], b[1], kx)),
+                    mat4x4<f32>(pick(b[0], b[1], b[2], kx), pick(b[1], b[2], b[3], kx), pick(b[2], b[3], c0, kx), pick(b[3], c0, c1, kx)),
+                );
+                acc = accumulate_all(acc, x, weights(inv, (rows + kx * cw + 4u * cq) * CQ, 1u));
+            }
+        }
+    }
+    var t: Tile;
+    t.a = row_quad(r, ox0, 0, 0);
+    t.b = row_quad(r, ox0 + 4u, 0, 0);
+    store_all(t, acc);
+}
