@@ -304,6 +304,21 @@ fn bad_input_is_a_typed_error_and_leaves_the_destination_alone() {
         let e = x.copy_with(&x.flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap(), CopyPath::Gather { wg: 1 << 16, ept: 1 }).unwrap_err();
         assert!(matches!(e, Error::Gpu { .. }), "{e}");
         untouched(&x, &data);
+        // Zero or overflowing kernel parameters: a typed error, nothing dispatched.
+        let flipped = x.flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        let xt = x.transpose(0, 1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().view(&[4, 3]).unwrap().transpose(0, 1).unwrap();
+        for (src, path, want) in [
+            (&flipped, CopyPath::Gather { wg: 0, ept: 16 }, "wg must be positive"),
+            (&flipped, CopyPath::Gather { wg: 64, ept: 0 }, "ept must be positive"),
+            (&xt, CopyPath::TransposeTile { wg: 0, tile: 4 }, "wg must be positive"),
+            (&xt, CopyPath::Transpose { wg: 64, tile: 0, order: 0 }, "tile must be positive"),
+            (&flipped, CopyPath::StridedRows { wg: 64, rows: 0 }, "rows must be positive"),
+            (&flipped, CopyPath::Vec4 { wg: 1 << 16, wpt: 1 << 16 }, "words per workgroup"),
+        ] {
+            let e = x.copy_with(src, path).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. } | Error::Overflow { op: "copy_", .. }) && e.to_string().contains(want), "{path:?}: {e}");
+            untouched(&x, &data);
+        }
         let y = x.flip(1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap()[..4], [3.0, 2.0, 1.0, 0.0]);
         // A wrong-length download slice.

@@ -134,6 +134,20 @@ pub enum CopyPath {
     },
 }
 
+impl CopyPath {
+    /// The path's workgroup size and per-invocation counts, by name: each must be positive.
+    fn counts(self) -> Vec<(&'static str, u32)> {
+        match self {
+            CopyPath::Auto | CopyPath::BufferCopy => vec![],
+            CopyPath::Vec4 { wg, wpt } => vec![("wg", wg), ("wpt", wpt)],
+            CopyPath::Transpose { wg, tile, .. } | CopyPath::TransposeVec4 { wg, tile, .. } | CopyPath::TransposeTile { wg, tile } => vec![("wg", wg), ("tile", tile)],
+            CopyPath::TransposeNarrow { wg } | CopyPath::TransposeCast { wg } => vec![("wg", wg)],
+            CopyPath::StridedRows { wg, rows } | CopyPath::Vec4Rows { wg, rows } => vec![("wg", wg), ("rows", rows)],
+            CopyPath::Gather { wg, ept } => vec![("wg", wg), ("ept", ept)],
+        }
+    }
+}
+
 /// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
 pub(crate) const GATHER_DEFAULT: CopyPath = CopyPath::Gather { wg: 256, ept: 16 };
 
@@ -468,6 +482,9 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
     const OP: &str = "copy_";
     let (de, se) = (dst.size(), src.size());
     let same_type = dst == src;
+    if let Some((name, _)) = path.counts().into_iter().find(|&(_, v)| v == 0) {
+        return Err(Error::invalid(OP, format!("{path:?}: {name} must be positive")));
+    }
     if plan.numel() == 0 && path != CopyPath::Auto {
         return Ok(Prepared::Nothing);
     }
@@ -489,7 +506,8 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
         CopyPath::Vec4 { wg, wpt } => {
             let words = if same_type { plan.in_words(16 / de, 1) } else { None }
                 .ok_or_else(|| Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}")))?;
-            kernel(words, "copy_vec4", vec![("WG", wg as i64), ("WPT", wpt as i64)], Units::of(16, 16), wg, Grid::WorkgroupRuns { per: wg * wpt }, Cuts::ANY)
+            let per = wg.checked_mul(wpt).ok_or_else(|| Error::overflow(OP, format!("{path:?}: {wg} x {wpt} words per workgroup")))?;
+            kernel(words, "copy_vec4", vec![("WG", wg as i64), ("WPT", wpt as i64)], Units::of(16, 16), wg, Grid::WorkgroupRuns { per }, Cuts::ANY)
         }
         CopyPath::Vec4Rows { wg, rows } => {
             let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
