@@ -232,7 +232,7 @@ fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
         o = o + prev;
     }
     if (RELU) {
-        o = max(o, vec4<f32>(0.0));
+        o = relu4(o);
     }
     return o;
 }

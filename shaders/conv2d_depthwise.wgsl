@@ -52,7 +52,7 @@ fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
         o = o + b;
     }
     if (RELU) {
-        o = max(o, vec4<f32>(0.0));
+        o = relu4(o);
     }
     return o;
 }

@@ -73,7 +73,7 @@ fn put(n: u32, oy: u32, ox: u32, k0: u32, v: vec4<f32>, b: vec4<f32>) {
         o = o + b;
     }
     if (RELU) {
-        o = max(o, vec4<f32>(0.0));
+        o = relu4(o);
     }
     let at = rp.base.y + i32(n) * rp.ys.x + i32(oy) * rp.ys.z + i32(ox) * rp.ys.w + i32(k0) * rp.ys.y;
     if (VOUT) {

@@ -26,7 +26,8 @@ pub struct Conv2dOptions {
     pub dilation: (usize, usize),
     /// Channel groups; C and K must be divisible by it (depthwise: groups == C).
     pub groups: usize,
-    /// Apply max(x, 0) to the output.
+    /// Apply ReLU to the output, as `Op::Relu` and PyTorch's relu: x where x > 0, NaN stays
+    /// NaN, 0 elsewhere.
     pub relu: bool,
     /// The output's memory format; `None` follows the input (channels_last in, channels_last out).
     pub output_format: Option<MemoryFormat>,
@@ -204,8 +205,9 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
                             }
                         }
                     }
-                    if o.relu {
-                        acc = acc.max(0.0);
+                    // As Op::Relu: NaN stays NaN (f64::max would make it 0).
+                    if o.relu && acc <= 0.0 {
+                        acc = 0.0;
                     }
                     y[((ni * g.k + ki) * g.oh + oy) * g.ow + ox] = acc as f32;
                 }

@@ -331,6 +331,32 @@ fn channels_past_the_chunk_stay_out_of_the_sum() {
     }
 }
 
+/// The fused ReLU keeps NaN (as `Op::Relu` and PyTorch's relu), zeroes negatives and -0.0, on
+/// every kernel that can run a dense 1x1 and a depthwise 3x3 convolution.
+#[test]
+fn fused_relu_keeps_nan() {
+    for ctx in contexts() {
+        let mut v: Vec<f32> = (0..4 * 5 * 6).map(|i| (i % 7) as f32 - 3.0).collect();
+        v[0] = f32::NAN;
+        let x = HostTensor::from_vec(v, &[1, 4, 5, 6]).unwrap();
+        let w1 = HostTensor::from_vec((0..16).map(|i| (i % 3) as f32 - 1.0).collect(), &[4, 4, 1, 1]).unwrap();
+        let w3 = HostTensor::from_vec((0..36).map(|i| (i % 5) as f32 - 2.0).collect(), &[4, 1, 3, 3]).unwrap();
+        let dense = Conv2dOptions { relu: true, ..Default::default() };
+        let depthwise = Conv2dOptions { relu: true, padding: (1, 1), groups: 4, ..Default::default() };
+        for (w, o) in [(&w1, &dense), (&w3, &depthwise)] {
+            let want = conv2d_cpu(&x, w, None, o).unwrap().to_vec::<f32>().unwrap();
+            assert!(want.iter().any(|v| v.is_nan()) && want.contains(&0.0), "the reference has NaN and zeros");
+            let g = strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], o).unwrap();
+            for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, o).is_ok()) {
+                let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, w), None, o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert!(a.is_nan() == b.is_nan() && (a.is_nan() || a.to_bits() == b.to_bits()), "{} {kernel:?} groups {} output {i}: {a} vs {b}", name(ctx), o.groups);
+                }
+            }
+        }
+    }
+}
+
 /// An output in the same buffer as its input (disjoint views) is written correctly: the input
 /// is read from a copy (one buffer cannot be bound for reading and writing in one dispatch).
 /// A packed weight over one binding is an error before anything is recorded.

@@ -6,8 +6,9 @@
 //! register-blocked convolutions' uniform and pixel arithmetic (`conv1x1_block.wgsl` the 1x1
 //! kernels' inner product, `conv2d_direct_acc.wgsl` the direct kernels' accumulators), and
 //! `conv_weights*.wgsl` two ways of reading their weights (a file compiled with each is two
-//! registered kernels); `conv2d_depthwise_block.wgsl` the uniform,
-//! loads and stores of the depthwise kernels that hold blocks of pixels x 4 channels;
+//! registered kernels); `conv_relu.wgsl` every convolution's fused ReLU;
+//! `conv2d_depthwise_block.wgsl` the uniform, loads and stores of the depthwise kernels that
+//! hold blocks of pixels x 4 channels;
 //! `elementwise_rows.wgsl` what the three rows kernels (one traversal each) share.
 
 use crate::dtype::DType;
@@ -28,6 +29,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
     ("conv1x1_block", include_str!("../../shaders/conv1x1_block.wgsl")),
     ("conv2d_direct_acc", include_str!("../../shaders/conv2d_direct_acc.wgsl")),
+    ("conv_relu", include_str!("../../shaders/conv_relu.wgsl")),
     ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
 ];
 
@@ -67,24 +69,24 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
     ("transpose_narrow", &["plan", "transpose"], include_str!("../../shaders/transpose_narrow.wgsl")),
     ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], include_str!("../../shaders/transpose_cast.wgsl")),
-    ("conv1x1_nchw", &["conv", "conv_weights", "conv1x1_block"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc", &["conv", "conv_weights", "conv1x1_block"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv1x1_nchw", &["conv", "conv_weights", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc", &["conv", "conv_weights", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
-    ("conv2d_direct", &["conv", "conv_weights", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct.wgsl")),
-    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct.wgsl")),
-    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
-    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
+    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("conv2d_direct", &["conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct.wgsl")),
+    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct.wgsl")),
+    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_columns.wgsl")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_blocks.wgsl")),
-    ("conv2d_gemm", &[], include_str!("../../shaders/conv2d_gemm.wgsl")),
-    ("conv2d_depthwise", &[], include_str!("../../shaders/conv2d_depthwise.wgsl")),
-    ("conv2d_depthwise_rows", &["conv2d_depthwise_block"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
-    ("conv2d_depthwise_tall", &["conv2d_depthwise_block"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
+    ("conv2d_gemm", &["conv_relu"], include_str!("../../shaders/conv2d_gemm.wgsl")),
+    ("conv2d_depthwise", &["conv_relu"], include_str!("../../shaders/conv2d_depthwise.wgsl")),
+    ("conv2d_depthwise_rows", &["conv2d_depthwise_block", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
+    ("conv2d_depthwise_tall", &["conv2d_depthwise_block", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.
