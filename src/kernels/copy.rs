@@ -510,10 +510,10 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             kernel(words, "copy_vec4", vec![("WG", wg as i64), ("WPT", wpt as i64)], Units::of(16, 16), wg, Grid::WorkgroupRuns { per }, Cuts::ANY)
         }
         CopyPath::Vec4Rows { wg, rows } => {
-            let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
+            let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.ok_or_else(|| {
                 Error::invalid(
                     OP,
-                    format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous or stepped by 2 in the source, and rows > 0; plan {plan:?}, rows {rows}"),
+                    format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous or stepped by 2 in the source; plan {plan:?}, rows {rows}"),
                 )
             })?;
             let units = Units { src_run: step as usize, ..Units::of(16, 16) };
@@ -530,7 +530,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
         }
         CopyPath::TransposeVec4 { wg, tile, order } => {
             let u = 16 / de as u32;
-            let p = if same_type { transpose_vec4_plan(r, plan, de) } else { None }.filter(|_| tile % u == 0 && tile > 0).ok_or_else(|| {
+            let p = if same_type { transpose_vec4_plan(r, plan, de) } else { None }.filter(|_| tile % u == 0).ok_or_else(|| {
                 Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements, one matrix of which fits a binding, and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
             })?;
             let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)];
@@ -547,8 +547,8 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             let CopyKind::BatchedTranspose { dim } = plan.kind() else {
                 return Err(Error::invalid(OP, format!("the tiled transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
             };
-            if !same_type || tile == 0 || tile > 32 || wg % tile != 0 {
-                return Err(Error::invalid(OP, format!("the tiled transpose moves elements of one type with 0 < tile <= 32 dividing wg; got {src} to {dst}, tile {tile}, wg {wg}")));
+            if !same_type || tile > 32 || wg % tile != 0 {
+                return Err(Error::invalid(OP, format!("the tiled transpose moves elements of one type with tile <= 32 dividing wg; got {src} to {dst}, tile {tile}, wg {wg}")));
             }
             let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)];
             kernel(plan.transpose_order(dim), "transpose_tile", constants, Units::of(de, se), wg, Grid::WorkgroupBlocks { tile }, Cuts::ANY)
@@ -562,8 +562,8 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             kernel(p, "transpose_cast", constants, Units::of(de, se), wg, Grid::Blocks { tile: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }
         CopyPath::StridedRows { wg, rows } => {
-            let step = if same_type { strided_rows_step(plan, de) } else { None }.filter(|_| rows > 0).ok_or_else(|| {
-                Error::invalid(OP, format!("the strided-rows kernel needs 4-byte elements of one type, rows contiguous in the destination and 4-aligned there, and rows > 0; plan {plan:?}, {src} to {dst}, rows {rows}"))
+            let step = if same_type { strided_rows_step(plan, de) } else { None }.ok_or_else(|| {
+                Error::invalid(OP, format!("the strided-rows kernel needs 4-byte elements of one type, rows contiguous in the destination and 4-aligned there; plan {plan:?}, {src} to {dst}, rows {rows}"))
             })?;
             kernel(plan.clone(), "strided_rows", vec![("WG", wg as i64), ("STEP", step)], Units::of(de, se), wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }
