@@ -7,7 +7,7 @@ use crate::cpu::{self, Source};
 use crate::dtype::{DType, Element};
 use crate::elementwise::api::{Elementwise, Target};
 use crate::elementwise::cpu::{execute, Src};
-use crate::elementwise::resolve::{resolve, Input};
+use crate::elementwise::resolve::{resolve, typed_overlap, Input};
 use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::layout::{checked_numel, Layout, MemoryFormat, Overlap};
@@ -182,7 +182,7 @@ pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType,
     if same_storage {
         // Compare the broadcast source with the destination, position by position.
         let src_b = src.broadcast_to(dst.shape())?;
-        match dst.overlap(&src_b) {
+        match typed_overlap(dst, dst_t, &src_b, src_t) {
             Overlap::Full if dst_t == src_t => return Ok(None),
             Overlap::Disjoint => {}
             _ => {

@@ -116,8 +116,8 @@ impl IterPlan {
     /// let x = Layout::contiguous(&[8, 64, 4, 4]).unwrap();
     /// let plan = IterPlan::build("add", &out, &[&bias, &x]).unwrap();
     /// assert_eq!(plan.sizes(), &[64, 16, 8]);
-    /// assert_eq!(plan.strides(1), &[1, 0, 0]);
-    /// assert_eq!(plan.strides(2), &[16, 1, 1024]);
+    /// assert_eq!(plan.strides(1), Some(&[1, 0, 0][..]));
+    /// assert_eq!(plan.strides(2), Some(&[16, 1, 1024][..]));
     /// ```
     pub fn build(op: &'static str, out: &Layout, inputs: &[&Layout]) -> Result<IterPlan> {
         if inputs.is_empty() || inputs.len() >= MAX_OPERANDS {
@@ -154,7 +154,7 @@ impl IterPlan {
         let mut merged: Vec<(usize, Vec<isize>)> = Vec::with_capacity(dims.len());
         for (n, st) in dims {
             match merged.last_mut() {
-                Some((pn, pst)) if pst.iter().zip(&st).all(|(&p, &s)| p * *pn as isize == s) => {
+                Some((pn, pst)) if pst.iter().zip(&st).all(|(&p, &s)| p.checked_mul(*pn as isize) == Some(s)) => {
                     *pn = pn.checked_mul(n).ok_or_else(|| Error::overflow(op, "the plan's merged size"))?;
                 }
                 _ => merged.push((n, st)),
@@ -181,12 +181,21 @@ impl IterPlan {
         self.strides.len()
     }
     /// Operand `k`'s strides, innermost first (0 for broadcast dims, negative for reversed
-    /// inputs; the output's are never negative).
-    pub fn strides(&self, k: usize) -> &[isize] {
+    /// inputs; the output's are never negative); `None` when `k >= operands()`.
+    pub fn strides(&self, k: usize) -> Option<&[isize]> {
+        self.strides.get(k).map(Vec::as_slice)
+    }
+    /// Operand `k`'s element at linear index 0; `None` when `k >= operands()`.
+    pub fn offset(&self, k: usize) -> Option<usize> {
+        self.offsets.get(k).copied()
+    }
+    /// Operand `k`'s strides, for `k < operands()` (the crate's kernels, which only ask for
+    /// operands they built the plan with).
+    pub(crate) fn strides_of(&self, k: usize) -> &[isize] {
         &self.strides[k]
     }
-    /// Operand `k`'s element at linear index 0.
-    pub fn offset(&self, k: usize) -> usize {
+    /// Operand `k`'s offset, for `k < operands()`.
+    pub(crate) fn offset_of(&self, k: usize) -> usize {
         self.offsets[k]
     }
     /// Destination strides (operand 0), innermost first (never negative).
@@ -234,14 +243,17 @@ impl IterPlan {
     }
 
     /// The index formula: every operand's element index at linear index `i`, where `i` counts
-    /// elements with dim 0 fastest. Mirrors `iter_offset` and `plan_offsets` in WGSL.
+    /// elements with dim 0 fastest. Mirrors `iter_offset` and `plan_offsets` in WGSL. Meant for
+    /// `i < numel()`: an empty plan (or a larger `i`) gives indices no element has, never a
+    /// panic.
     pub fn offsets_into(&self, mut i: usize, out: &mut [usize]) {
         let mut acc: [isize; MAX_OPERANDS] = [0; MAX_OPERANDS];
         for (a, &o) in acc.iter_mut().zip(&self.offsets) {
             *a = o as isize;
         }
         for d in 0..self.rank() {
-            let n = self.sizes[d];
+            // An empty plan's one dim has size 0: it contributes nothing.
+            let n = self.sizes[d].max(1);
             let k = (i % n) as isize;
             i /= n;
             for (a, s) in acc.iter_mut().zip(&self.strides) {
@@ -313,19 +325,25 @@ pub(crate) fn compare_dims(na: usize, sa: &[isize], nb: usize, sb: &[isize]) -> 
 }
 
 impl IterPlan {
-    /// The lowest and highest element index operand `k` reaches.
-    pub fn span(&self, k: usize) -> (usize, usize) {
-        let (mut lo, mut hi) = (self.offsets[k] as isize, self.offsets[k] as isize);
+    /// The lowest and highest element index operand `k` reaches; `None` when the plan is
+    /// empty (it reaches nothing) or `k >= operands()`.
+    pub fn span(&self, k: usize) -> Option<(usize, usize)> {
+        if self.numel == 0 {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offsets.get(k).copied()? as isize, self.offsets[k] as isize);
+        // In range: every element an operand reaches is an index of its (valid) view.
         for (&n, &s) in self.sizes.iter().zip(&self.strides[k]) {
             let r = (n as isize - 1) * s;
             if r < 0 { lo += r } else { hi += r }
         }
-        (lo as usize, hi as usize)
+        Some((lo as usize, hi as usize))
     }
 
-    /// The lowest and highest element index each operand reaches: ((dst lo, hi), (src lo, hi)).
-    pub fn spans(&self) -> ((usize, usize), (usize, usize)) {
-        (self.span(0), self.span(1))
+    /// The lowest and highest element index each operand reaches: ((dst lo, hi), (src lo,
+    /// hi)); `None` when the plan is empty.
+    pub fn spans(&self) -> Option<((usize, usize), (usize, usize))> {
+        Some((self.span(0)?, self.span(1)?))
     }
 
     /// Splits the plan into pieces that each satisfy `fits` (a binding-size or rank limit).
@@ -463,7 +481,7 @@ mod tests {
 
     fn span_fits(limit: usize) -> impl Fn(&CopyPlan) -> bool {
         move |p: &CopyPlan| {
-            let ((dlo, dhi), (slo, shi)) = p.spans();
+            let ((dlo, dhi), (slo, shi)) = p.spans().expect("a non-empty piece");
             dhi - dlo < limit && shi - slo < limit
         }
     }

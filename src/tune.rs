@@ -115,9 +115,16 @@ impl Tuner {
     }
 
     /// Takes this adapter's choices from a tuning file's text; returns how many it took.
-    pub fn load_json(&self, r: &AdapterReport, text: &str) -> Result<usize> {
+    /// `check(family, choice)` vets each choice (the kernels know what theirs may hold); when
+    /// one fails, the error names it and nothing is taken.
+    pub fn load_json(&self, r: &AdapterReport, text: &str, check: impl Fn(&str, &str) -> std::result::Result<(), String>) -> Result<usize> {
         let sections: Vec<Section> = serde_json::from_str(text).map_err(|e| Error::Tuning { op: "load_tuning", detail: format!("not a tuning file: {e}") })?;
         let Some(mine) = sections.into_iter().find(|s| Self::matches(s, r)) else { return Ok(0) };
+        for (family, classes) in &mine.choices {
+            for (class, choice) in classes {
+                check(family, choice).map_err(|why| Error::Tuning { op: "load_tuning", detail: format!("family {family}, class {class}: choice {choice}: {why}") })?;
+            }
+        }
         let mut g = lock(&self.choices);
         let mut n = 0;
         for (family, classes) in mine.choices {

@@ -174,6 +174,19 @@ fn recordings_never_tune_and_tuning_persists() {
         let text = std::fs::read_to_string(&path).unwrap().replace(&info.name, "another adapter");
         assert_eq!(loaded.load_tuning_json(&text).unwrap(), 0);
         assert!(matches!(loaded.load_tuning_json("{not json"), Err(Error::Tuning { .. })));
+        // A choice the kernels cannot run (a zero workgroup size, or one whose words per
+        // workgroup overflow) is refused at load, naming it, and nothing of the file is taken.
+        for bad in [CopyPath::TransposeTile { wg: 0, tile: 32 }, CopyPath::Vec4 { wg: 1 << 16, wpt: 1 << 16 }] {
+            let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            for choice in file[0]["choices"]["copy.transpose"].as_object_mut().unwrap().values_mut() {
+                *choice = serde_json::Value::String(serde_json::to_string(&bad).unwrap());
+            }
+            let Some((device, queue, info)) = own_device(ctx) else { continue };
+            let strict = GpuContext::from_device(device, queue, &info);
+            let e = strict.load_tuning_json(&file.to_string()).unwrap_err();
+            assert!(matches!(e, Error::Tuning { op: "load_tuning", .. }) && e.to_string().contains("copy.transpose"), "{}: {e}", name(ctx));
+            assert!(strict.tuned_choices().is_empty(), "{}", name(ctx));
+        }
         let _ = std::fs::remove_file(&path);
     }
 }
@@ -195,8 +208,25 @@ fn caller_buffers_are_checked_and_never_pooled() {
         // Dropping the tensor leaves the caller's buffer usable, and out of the pool.
         drop(t);
         ctx.trim_pool();
-        let again = DeviceTensor::from_buffer(ctx, buf, DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap();
+        let again = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap();
         assert_eq!(again.download().unwrap().to_vec::<f32>().unwrap(), got);
+        // Two views of the buffer as different types overlap by bytes, not element indices:
+        // f32 elements 4..8 (bytes 16..32) and u8 elements 4..8 (bytes 4..8) are disjoint...
+        let bytes = DeviceTensor::from_buffer(ctx, buf.clone(), DType::U8, Layout::contiguous(&[64]).unwrap()).unwrap();
+        bytes.copy_(&DeviceTensor::from_slice(ctx, &(0..64).map(|i| i as u8).collect::<Vec<_>>(), &[64]).unwrap()).unwrap();
+        let f = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::new(vec![4], vec![1], 4).unwrap()).unwrap();
+        let u = DeviceTensor::from_buffer(ctx, buf.clone(), DType::U8, Layout::new(vec![4], vec![1], 4).unwrap()).unwrap();
+        f.copy_(&u).unwrap();
+        assert_eq!(f.download().unwrap().to_vec::<f32>().unwrap(), vec![4.0, 5.0, 6.0, 7.0], "{}", name(ctx));
+        // ... while f32 elements 0..4 (bytes 0..16) hold them: an error, on every path, and the
+        // buffer keeps its bytes.
+        let f0 = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[4]).unwrap()).unwrap();
+        let before = bytes.download().unwrap().to_vec::<u8>().unwrap();
+        for path in [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 4 }] {
+            let e = f0.copy_with(&u, path).unwrap_err();
+            assert!(matches!(e, Error::Overlap { op: "copy_", .. }), "{}: {path:?}: {e}", name(ctx));
+        }
+        assert_eq!(bytes.download().unwrap().to_vec::<u8>().unwrap(), before, "{}", name(ctx));
     }
 }
 

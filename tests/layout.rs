@@ -1,6 +1,6 @@
 //! Unit tests: the seeds' worked examples and PyTorch facts, on the host layer alone.
 
-use strided_wgpu::{CopyKind, CopyPlan, DType, Error, HostTensor, Layout, MemoryFormat, Overlap, Reshape, Strided};
+use strided_wgpu::{output_layout, CopyKind, CopyPlan, DType, Elementwise, Error, HostTensor, Layout, MemoryFormat, Overlap, Reshape, Strided};
 
 fn l(shape: &[usize]) -> Layout {
     Layout::contiguous(shape).unwrap()
@@ -280,4 +280,62 @@ fn conv1x1_checks_its_input_and_follows_the_input_format() {
     let xu = HostTensor::from_vec(vec![1u8; 36 * 2], &[2, 4, 3, 3]).unwrap();
     assert!(matches!(conv1x1_cpu(&xu, &w, None, &o), Err(Error::DType { op: "conv1x1", .. })));
     assert!(conv1x1_cpu(&HostTensor::from_vec(vec![1f32; 4], &[4]).unwrap(), &w, None, &o).is_err());
+}
+
+#[test]
+fn plan_accessors_never_panic() {
+    // An empty plan reaches nothing: no span, and the index formula divides by no zero.
+    let e = l(&[0]);
+    let p = CopyPlan::new(&e, &e).unwrap();
+    assert_eq!(p.numel(), 0);
+    assert_eq!(p.span(0), None);
+    assert_eq!(p.spans(), None);
+    let _ = p.offsets(0);
+    // Operands past the plan's.
+    let x = l(&[2, 3]);
+    let p = CopyPlan::new(&x, &x.transpose(0, 1).unwrap().transpose(0, 1).unwrap()).unwrap();
+    assert_eq!(p.operands(), 2);
+    assert_eq!(p.strides(2), None);
+    assert_eq!(p.offset(2), None);
+    assert_eq!(p.span(2), None);
+    assert_eq!(p.spans(), Some(((0, 5), (0, 5))));
+    // Strides whose products with a size overflow do not merge (and do not panic).
+    let src = Layout::new(vec![2, 2], vec![1, 1 << 62], 0).unwrap();
+    let p = CopyPlan::new(&l(&[2, 2]), &src).unwrap();
+    assert_eq!(p.sizes(), &[2, 2]);
+    assert_eq!(p.src_strides(), &[1 << 62, 1]);
+}
+
+#[test]
+fn output_layout_checks_that_its_inputs_broadcast() {
+    let e = output_layout(&[4], &[&l(&[2, 4])], 0).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { op: "output_layout", .. }), "{e}");
+    let e = output_layout(&[4], &[&l(&[3])], 0).unwrap_err();
+    assert_eq!(e.to_string(), "output_layout: shape [3] cannot be broadcast to [4]: at dim 0, size 3 must equal 4 or be 1");
+    assert_eq!(output_layout(&[2, 4], &[&l(&[4]), &l(&[2, 1])], 0).unwrap(), l(&[2, 4]));
+}
+
+#[test]
+fn to_keeps_pytorch_strides_for_empty_views() {
+    // PyTorch's is_non_overlapping_and_dense ignores dims of size 0 and 1: [0, 3] with strides
+    // [5, 1] is dense, so `to` keeps its strides.
+    let base = HostTensor::zeros(&[3, 5], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let x = base.narrow(0, 0, 0).unwrap().narrow(1, 0, 3).unwrap();
+    assert_eq!((x.shape(), x.strides()), (&[0usize, 3][..], &[5isize, 1][..]));
+    assert_eq!(x.to(DType::F16).unwrap().strides(), &[5, 1]);
+    // Not dense ([0, 3] with strides [1, 4]): dense strides in the order of the view's, a size-0
+    // dim counted as 1 (infer_dense_strides).
+    let t = HostTensor::zeros(&[3, 4], DType::F32, MemoryFormat::Contiguous).unwrap().transpose(0, 1).unwrap().narrow(0, 0, 0).unwrap();
+    assert_eq!(t.strides(), &[1, 4]);
+    assert_eq!(t.to(DType::F16).unwrap().strides(), &[1, 1]);
+}
+
+#[test]
+fn view_errors_say_why() {
+    let e = l(&[6]).view(&[0, -1]).unwrap_err();
+    assert!(e.to_string().contains("the other dims hold 0 elements, and no size of dim 1 (-1) makes that 6"), "{e}");
+    let e = l(&[0]).view(&[0, -1]).unwrap_err();
+    assert!(e.to_string().contains("ambiguous with 0 elements"), "{e}");
+    let e = l(&[6]).view(&[4, -1]).unwrap_err();
+    assert!(e.to_string().contains("no size of dim 1 (-1) makes that 6"), "{e}");
 }

@@ -123,7 +123,18 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 /// let t = Layout::contiguous(&[4, 5]).unwrap().transpose(0, 1).unwrap();
 /// assert_eq!(output_layout(&[5, 4], &[&t], 1).unwrap().strides(), &[1, 5]);
 /// ```
+///
+/// Every input must broadcast to `shape` (no more dims, each size equal or 1); otherwise the
+/// error is [`Error::Broadcast`].
 pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Result<Layout> {
+    for l in inputs {
+        let lead = shape.len().checked_sub(l.rank()).ok_or_else(|| {
+            Error::invalid("output_layout", format!("an input of shape {:?} has more dims than the result's shape {shape:?}", l.shape()))
+        })?;
+        if let Some(i) = (0..l.rank()).find(|&i| l.shape()[i] != 1 && l.shape()[i] != shape[lead + i]) {
+            return Err(Error::Broadcast { op: "output_layout", from: l.shape().to_vec(), to: shape.to_vec(), dim: lead + i, from_size: l.shape()[i], to_size: shape[lead + i] });
+        }
+    }
     let same_shape = scalars == 0 || shape.is_empty();
     if same_shape && !inputs.is_empty() && inputs.iter().all(|l| l.shape() == shape) {
         if inputs.iter().all(|l| l.is_contiguous()) {
@@ -162,18 +173,22 @@ pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Res
 }
 
 /// The layout of `x.to(..)`'s copy of `l` (PyTorch's `preserve_format`, at offset 0): the same
-/// strides when the view is dense with no overlap, else dense in the order of its strides.
+/// strides when the view is dense with no overlap, else dense in the order of its strides
+/// (PyTorch's `infer_dense_strides`, which counts a dim of size 0 as size 1).
 pub(crate) fn preserved_layout(l: &Layout) -> Result<Layout> {
-    match non_overlapping_and_dense(l) {
-        true => Layout::new(l.shape().to_vec(), l.strides().to_vec(), 0),
-        false => output_layout(l.shape(), &[l], 0),
+    if non_overlapping_and_dense(l) {
+        return Layout::new(l.shape().to_vec(), l.strides().to_vec(), 0);
     }
+    // Size-0 dims as size 1: the same reach, so still a valid view.
+    let ones: Vec<usize> = l.shape().iter().map(|&n| n.max(1)).collect();
+    let dense = output_layout(&ones, &[&Layout::new(ones.clone(), l.strides().to_vec(), l.offset())?], 0)?;
+    Layout::new(l.shape().to_vec(), dense.strides().to_vec(), 0)
 }
 
-/// PyTorch's `is_non_overlapping_and_dense`: the dims of size > 1, sorted by stride, pack
-/// the elements with no gap and no repeat.
+/// PyTorch's `is_non_overlapping_and_dense`: the dims of size 2 and more, sorted by stride,
+/// pack the elements with no gap and no repeat (dims of size 0 or 1 do not count).
 pub(crate) fn non_overlapping_and_dense(l: &Layout) -> bool {
-    let mut dims: Vec<(usize, isize)> = l.shape().iter().zip(l.strides()).filter(|(&n, _)| n != 1).map(|(&n, &s)| (n, s)).collect();
+    let mut dims: Vec<(usize, isize)> = l.shape().iter().zip(l.strides()).filter(|(&n, _)| n >= 2).map(|(&n, &s)| (n, s)).collect();
     dims.sort_by_key(|&(n, s)| (s, n));
     let mut expected = 1isize;
     for (n, s) in dims {
@@ -270,16 +285,7 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
                     continue;
                 }
                 let b = t.layout().broadcast_to(&shape)?;
-                let overlap = match d.dtype() == t.dtype() {
-                    true => d.layout().overlap(&b),
-                    // Views of one buffer as two types: element indices mean different bytes,
-                    // so only disjoint byte spans are safe.
-                    false => match (byte_span(d.layout(), d.dtype()), byte_span(&b, t.dtype())) {
-                        (Some((a0, a1)), Some((b0, b1))) if a1 <= b0 || b1 <= a0 => Overlap::Disjoint,
-                        (None, _) | (_, None) => Overlap::Disjoint,
-                        _ => Overlap::Partial,
-                    },
-                };
+                let overlap = typed_overlap(d.layout(), d.dtype(), &b, t.dtype());
                 if overlap != Overlap::Full && overlap != Overlap::Disjoint {
                     return Err(Error::Overlap {
                         op: name,
@@ -334,6 +340,20 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     let mut types = vec![out_dtype];
     types.extend(tensors.iter().map(|t| t.dtype()));
     Ok((Resolved { op, compute, out_dtype, out_layout, types, slots, args: a, plan }, tensors))
+}
+
+/// How two views of one storage overlap when they may read it as different types (two
+/// `from_buffer` views of one wgpu buffer). Element indices compare only between types of one
+/// size; otherwise an index means different bytes in each, so only disjoint byte spans count as
+/// `Disjoint`, and anything else is `Partial`.
+pub(crate) fn typed_overlap(a: &Layout, a_type: DType, b: &Layout, b_type: DType) -> Overlap {
+    if a_type.size() == b_type.size() {
+        return a.overlap(b);
+    }
+    match (byte_span(a, a_type), byte_span(b, b_type)) {
+        (Some((a0, a1)), Some((b0, b1))) if a0 < b1 && b0 < a1 => Overlap::Partial,
+        _ => Overlap::Disjoint,
+    }
 }
 
 /// The bytes [start, end) a view of `dtype` elements reaches, if any.

@@ -122,7 +122,12 @@ impl GpuContext {
     /// Takes this adapter's choices from a tuning file's text (other adapters' sections, and
     /// those of other driver or crate versions, are ignored); returns how many it took.
     pub fn load_tuning_json(&self, text: &str) -> Result<usize> {
-        self.tuner.load_json(&self.rt.report, text)
+        self.tuner.load_json(&self.rt.report, text, |family, choice| match family {
+            TRANSPOSE_FAMILY => serde_json::from_str::<CopyPath>(choice).map_err(|e| e.to_string())?.check_counts().map_err(|e| e.to_string()),
+            crate::gpu::tuning::CONV_FAMILY => serde_json::from_str::<ConvKernel>(choice).map(drop).map_err(|e| e.to_string()),
+            // Families of other versions: kept, and never read by this one.
+            _ => Ok(()),
+        })
     }
     /// Saves the tuning choices to `path`, keeping the other adapters' sections in it.
     #[cfg(not(target_arch = "wasm32"))]

@@ -120,7 +120,7 @@ impl GpuContext {
             return Ok(false);
         }
         let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= TUNE_ELEMENTS).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
-        let ((dlo, dhi), (slo, shi)) = piece.spans();
+        let Some(((dlo, dhi), (slo, shi))) = piece.spans() else { return Ok(false) };
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
         let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);
         let piece = piece.rebased(&[dlo, slo]);

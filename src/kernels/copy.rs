@@ -146,6 +146,18 @@ impl CopyPath {
             CopyPath::Gather { wg, ept } => vec![("wg", wg), ("ept", ept)],
         }
     }
+
+    /// An error naming the first count that is zero, or the Vec4 workgroup's words when they
+    /// overflow u32 (forced paths and loaded tuning files).
+    pub(crate) fn check_counts(self) -> Result<()> {
+        if let Some((name, _)) = self.counts().into_iter().find(|&(_, v)| v == 0) {
+            return Err(Error::invalid("copy_", format!("{self:?}: {name} must be positive")));
+        }
+        if let CopyPath::Vec4 { wg, wpt } = self {
+            wg.checked_mul(wpt).ok_or_else(|| Error::overflow("copy_", format!("{self:?}: {wg} x {wpt} words per workgroup")))?;
+        }
+        Ok(())
+    }
 }
 
 /// Default shapes of the kernels (see the `bench` subcommand for how they were chosen).
@@ -482,9 +494,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
     const OP: &str = "copy_";
     let (de, se) = (dst.size(), src.size());
     let same_type = dst == src;
-    if let Some((name, _)) = path.counts().into_iter().find(|&(_, v)| v == 0) {
-        return Err(Error::invalid(OP, format!("{path:?}: {name} must be positive")));
-    }
+    path.check_counts()?;
     if plan.numel() == 0 && path != CopyPath::Auto {
         return Ok(Prepared::Nothing);
     }
@@ -506,7 +516,8 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
         CopyPath::Vec4 { wg, wpt } => {
             let words = if same_type { plan.in_words(16 / de, 1) } else { None }
                 .ok_or_else(|| Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}")))?;
-            let per = wg.checked_mul(wpt).ok_or_else(|| Error::overflow(OP, format!("{path:?}: {wg} x {wpt} words per workgroup")))?;
+            // No overflow: `check_counts` above.
+            let per = wg * wpt;
             kernel(words, "copy_vec4", vec![("WG", wg as i64), ("WPT", wpt as i64)], Units::of(16, 16), wg, Grid::WorkgroupRuns { per }, Cuts::ANY)
         }
         CopyPath::Vec4Rows { wg, rows } => {
@@ -609,7 +620,8 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
     };
     // The bound (start, length) of a piece in each operand: (destination, source).
     let windows = |p: &CopyPlan| {
-        let ((dlo, dhi), (slo, shi)) = p.spans();
+        // Empty plans return before any dispatch (see `prepare`).
+        let ((dlo, dhi), (slo, shi)) = p.spans().unwrap_or(((0, 0), (0, 0)));
         (window(dlo, dhi, de, dst.size()), window(slo, shi + run, se, src.size()))
     };
     let fits = |p: &CopyPlan| {

@@ -123,7 +123,7 @@ enum RowRead {
 /// How the rows kernel reads plan operand `k` (an input) along dim 0; `blocks`: whether the
 /// dispatch walks whole groups of 4 rows (quad-column mode, rows per invocation a multiple of 4).
 fn row_read(plan: &IterPlan, k: usize, blocks: bool) -> RowRead {
-    match plan.strides(k)[0] {
+    match plan.strides_of(k)[0] {
         0 => RowRead::Broadcast,
         1 if aligned_rows(plan, k) => RowRead::Quad,
         _ if blocks && transposable(plan, k) => RowRead::Transposed,
@@ -134,8 +134,8 @@ fn row_read(plan: &IterPlan, k: usize, blocks: bool) -> RowRead {
 /// Whether operand `k` can be read as 4 x 4 blocks: contiguous along plan dim 1, whose size is
 /// a multiple of 4, its offset and every other stride multiples of 4.
 fn transposable(plan: &IterPlan, k: usize) -> bool {
-    let s = plan.strides(k);
-    plan.rank() >= 2 && s[1] == 1 && plan.sizes()[1].is_multiple_of(4) && plan.offset(k).is_multiple_of(4) && s.iter().enumerate().all(|(d, &x)| d == 1 || x.rem_euclid(4) == 0)
+    let s = plan.strides_of(k);
+    plan.rank() >= 2 && s[1] == 1 && plan.sizes()[1].is_multiple_of(4) && plan.offset_of(k).is_multiple_of(4) && s.iter().enumerate().all(|(d, &x)| d == 1 || x.rem_euclid(4) == 0)
 }
 
 /// The rows kernel's quad-column shape on CPU adapters for plans with a transposed input.
@@ -143,7 +143,7 @@ const TRANSPOSED_ROWS: ElementwisePath = ElementwisePath::Rows { wg: 64, ept: 8 
 
 /// Whether operand `k`'s offset and strides other than dim 0's are multiples of 4.
 fn aligned_rows(plan: &IterPlan, k: usize) -> bool {
-    plan.offset(k).is_multiple_of(4) && plan.strides(k)[1..].iter().all(|&s| s.rem_euclid(4) == 0)
+    plan.offset_of(k).is_multiple_of(4) && plan.strides_of(k)[1..].iter().all(|&s| s.rem_euclid(4) == 0)
 }
 
 /// Whether Auto leaves an eligible plan to the general kernel: on CPU adapters, rows too short
@@ -159,7 +159,7 @@ fn gathers_short_rows(device_type: wgpu::DeviceType, plan: &IterPlan) -> bool {
 /// that the output's quad is whole words of its binding). Inputs may have any strides
 /// ([`RowRead`]: quads, broadcast, transposed 4 x 4 blocks, or element by element).
 pub fn rows_eligible(plan: &IterPlan) -> bool {
-    plan.numel() > 0 && plan.rank() > 0 && plan.strides(0)[0] == 1 && plan.sizes()[0].is_multiple_of(4) && aligned_rows(plan, 0)
+    plan.numel() > 0 && plan.rank() > 0 && plan.strides_of(0)[0] == 1 && plan.sizes()[0].is_multiple_of(4) && aligned_rows(plan, 0)
 }
 
 /// The uniform both kernels read (`Iter` in shaders/iter.wgsl).
@@ -247,7 +247,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // the inputs read through it.
     let windows = |p: &IterPlan| -> Vec<(u64, u64)> {
         let span = |k: usize| {
-            let (lo, hi) = p.span(k);
+            // Empty plans return before any dispatch (see `record`).
+            let (lo, hi) = p.span(k).unwrap_or((0, 0));
             (lo as u64 * size(k), (hi as u64 + 1) * size(k))
         };
         let mut w: Vec<(u64, u64)> = (0..n_ops).map(span).collect();
@@ -285,7 +286,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
     };
     let fits = |p: &IterPlan| {
-        let small = |k: usize| p.strides(k).iter().all(|&x| i32::try_from(x).is_ok());
+        let small = |k: usize| p.strides_of(k).iter().all(|&x| i32::try_from(x).is_ok());
         let (_, threads, _) = cover(p);
         let groups = threads.div_ceil(wg as u64);
         let gx = groups.min(max_groups);
@@ -336,12 +337,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         for d in 0..p.rank() {
             u.sizes[d] = p.sizes()[d] as u32;
             for k in 0..n_ops {
-                u.strides[8 * k + d] = p.strides(k)[d] as i32;
+                u.strides[8 * k + d] = p.strides_of(k)[d] as i32;
             }
         }
         for k in 0..n_ops {
             let base = if k > 0 && alias[k - 1] { w[0].0 } else { w[k].0 };
-            u.offsets[k] = (p.offset(k) as u64 - base / size(k)) as u32;
+            u.offsets[k] = (p.offset_of(k) as u64 - base / size(k)) as u32;
         }
         u.rank = p.rank() as u32;
         u.threads = threads as u32;

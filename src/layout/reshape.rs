@@ -99,13 +99,14 @@ fn infer_size(op: &'static str, shape: &[isize], layout: &Layout) -> Result<Vec<
     }
     let mut out: Vec<usize> = shape.iter().map(|&n| n.max(0) as usize).collect();
     match infer {
-        Some(i) if known == 0 => Err(err(format!("the size of dim {i} (-1) is ambiguous with 0 elements"))),
-        Some(i) if numel.is_multiple_of(known) => {
+        Some(i) if known == 0 && numel == 0 => Err(err(format!("the size of dim {i} (-1) is ambiguous with 0 elements"))),
+        Some(i) if known > 0 && numel.is_multiple_of(known) => {
             out[i] = numel / known;
             Ok(out)
         }
+        Some(i) => Err(err(format!("the other dims hold {known} elements, and no size of dim {i} (-1) makes that {numel}"))),
         None if known == numel => Ok(out),
-        _ => Err(err(format!("it holds {known} elements, not {numel}"))),
+        None => Err(err(format!("it holds {known} elements, not {numel}"))),
     }
 }
 
