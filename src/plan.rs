@@ -244,8 +244,8 @@ impl IterPlan {
 
     /// The index formula: every operand's element index at linear index `i`, where `i` counts
     /// elements with dim 0 fastest. Mirrors `iter_offset` and `plan_offsets` in WGSL. Meant for
-    /// `i < numel()`: an empty plan (or a larger `i`) gives indices no element has, never a
-    /// panic.
+    /// `i < numel()` (a larger `i` wraps to `i % numel()`); an empty plan gives the operands'
+    /// offsets, never a panic.
     pub fn offsets_into(&self, mut i: usize, out: &mut [usize]) {
         let mut acc: [isize; MAX_OPERANDS] = [0; MAX_OPERANDS];
         for (a, &o) in acc.iter_mut().zip(&self.offsets) {

@@ -115,14 +115,14 @@ impl Tuner {
     }
 
     /// Takes this adapter's choices from a tuning file's text; returns how many it took.
-    /// `check(family, choice)` vets each choice (the kernels know what theirs may hold); when
-    /// one fails, the error names it and nothing is taken.
-    pub fn load_json(&self, r: &AdapterReport, text: &str, check: impl Fn(&str, &str) -> std::result::Result<(), String>) -> Result<usize> {
+    /// `check(family, class, choice)` vets each choice (the kernels know what theirs may hold);
+    /// when one fails, the error names it and nothing is taken.
+    pub fn load_json(&self, r: &AdapterReport, text: &str, check: impl Fn(&str, &str, &str) -> std::result::Result<(), String>) -> Result<usize> {
         let sections: Vec<Section> = serde_json::from_str(text).map_err(|e| Error::Tuning { op: "load_tuning", detail: format!("not a tuning file: {e}") })?;
         let Some(mine) = sections.into_iter().find(|s| Self::matches(s, r)) else { return Ok(0) };
         for (family, classes) in &mine.choices {
             for (class, choice) in classes {
-                check(family, choice).map_err(|why| Error::Tuning { op: "load_tuning", detail: format!("family {family}, class {class}: choice {choice}: {why}") })?;
+                check(family, class, choice).map_err(|why| Error::Tuning { op: "load_tuning", detail: format!("family {family}, class {class}: choice {choice}: {why}") })?;
             }
         }
         let mut g = lock(&self.choices);

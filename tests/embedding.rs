@@ -227,6 +227,13 @@ fn caller_buffers_are_checked_and_never_pooled() {
             assert!(matches!(e, Error::Overlap { op: "copy_", .. }), "{}: {path:?}: {e}", name(ctx));
         }
         assert_eq!(bytes.download().unwrap().to_vec::<u8>().unwrap(), before, "{}", name(ctx));
+        // The same bytes as f32 and as i32 (one size): every element converts in place, as
+        // PyTorch's `a.view(torch.int32).copy_(a)`.
+        let vals = [1.5f32, -2.75, 1e9, -0.0];
+        f0.copy_(&DeviceTensor::from_slice(ctx, &vals, &[4]).unwrap()).unwrap();
+        let i0 = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I32, Layout::contiguous(&[4]).unwrap()).unwrap();
+        i0.copy_(&f0).unwrap();
+        assert_eq!(i0.download().unwrap().to_vec::<i32>().unwrap(), vec![1, -2, 1_000_000_000, 0], "{}", name(ctx));
     }
 }
 

@@ -316,18 +316,19 @@ fn output_layout_checks_that_its_inputs_broadcast() {
 }
 
 #[test]
-fn to_keeps_pytorch_strides_for_empty_views() {
-    // PyTorch's is_non_overlapping_and_dense ignores dims of size 0 and 1: [0, 3] with strides
-    // [5, 1] is dense, so `to` keeps its strides.
-    let base = HostTensor::zeros(&[3, 5], DType::F32, MemoryFormat::Contiguous).unwrap();
-    let x = base.narrow(0, 0, 0).unwrap().narrow(1, 0, 3).unwrap();
-    assert_eq!((x.shape(), x.strides()), (&[0usize, 3][..], &[5isize, 1][..]));
-    assert_eq!(x.to(DType::F16).unwrap().strides(), &[5, 1]);
-    // Not dense ([0, 3] with strides [1, 4]): dense strides in the order of the view's, a size-0
-    // dim counted as 1 (infer_dense_strides).
+fn to_keeps_the_strides_of_empty_views() {
+    // PyTorch counts every empty tensor contiguous, so non-overlapping and dense: `to` keeps
+    // its strides (zeros(3, 4).t()[:0] gives strides (1, 4) in PyTorch).
     let t = HostTensor::zeros(&[3, 4], DType::F32, MemoryFormat::Contiguous).unwrap().transpose(0, 1).unwrap().narrow(0, 0, 0).unwrap();
     assert_eq!(t.strides(), &[1, 4]);
-    assert_eq!(t.to(DType::F16).unwrap().strides(), &[1, 1]);
+    assert_eq!(t.to(DType::F16).unwrap().strides(), &[1, 4]);
+    let base = HostTensor::zeros(&[3, 5], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let x = base.narrow(0, 0, 0).unwrap().narrow(1, 0, 3).unwrap();
+    assert_eq!(x.to(DType::F16).unwrap().strides(), &[5, 1]);
+    // A non-empty view that is not dense still gets dense strides in the order of its own.
+    let y = HostTensor::zeros(&[3, 8], DType::F32, MemoryFormat::Contiguous).unwrap().transpose(0, 1).unwrap().slice(0, 0, 8, 2).unwrap();
+    assert_eq!(y.strides(), &[2, 8]);
+    assert_eq!(y.to(DType::F16).unwrap().strides(), &[1, 4]);
 }
 
 #[test]

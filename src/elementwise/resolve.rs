@@ -124,8 +124,8 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 /// assert_eq!(output_layout(&[5, 4], &[&t], 1).unwrap().strides(), &[1, 5]);
 /// ```
 ///
-/// Every input must broadcast to `shape` (no more dims, each size equal or 1); otherwise the
-/// error is [`Error::Broadcast`].
+/// Every input must broadcast to `shape`: an input with more dims is
+/// [`Error::InvalidArgument`], a size that is neither equal nor 1 is [`Error::Broadcast`].
 pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Result<Layout> {
     for l in inputs {
         let lead = shape.len().checked_sub(l.rank()).ok_or_else(|| {
@@ -173,22 +173,23 @@ pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Res
 }
 
 /// The layout of `x.to(..)`'s copy of `l` (PyTorch's `preserve_format`, at offset 0): the same
-/// strides when the view is dense with no overlap, else dense in the order of its strides
-/// (PyTorch's `infer_dense_strides`, which counts a dim of size 0 as size 1).
+/// strides when the view is dense with no overlap (every empty view is), else dense in the
+/// order of its strides.
 pub(crate) fn preserved_layout(l: &Layout) -> Result<Layout> {
-    if non_overlapping_and_dense(l) {
-        return Layout::new(l.shape().to_vec(), l.strides().to_vec(), 0);
+    match non_overlapping_and_dense(l) {
+        true => Layout::new(l.shape().to_vec(), l.strides().to_vec(), 0),
+        false => output_layout(l.shape(), &[l], 0),
     }
-    // Size-0 dims as size 1: the same reach, so still a valid view.
-    let ones: Vec<usize> = l.shape().iter().map(|&n| n.max(1)).collect();
-    let dense = output_layout(&ones, &[&Layout::new(ones.clone(), l.strides().to_vec(), l.offset())?], 0)?;
-    Layout::new(l.shape().to_vec(), dense.strides().to_vec(), 0)
 }
 
-/// PyTorch's `is_non_overlapping_and_dense`: the dims of size 2 and more, sorted by stride,
-/// pack the elements with no gap and no repeat (dims of size 0 or 1 do not count).
+/// PyTorch's `is_non_overlapping_and_dense`: true for an empty view (PyTorch counts it
+/// contiguous); else the dims of size > 1, sorted by stride, pack the elements with no gap and
+/// no repeat.
 pub(crate) fn non_overlapping_and_dense(l: &Layout) -> bool {
-    let mut dims: Vec<(usize, isize)> = l.shape().iter().zip(l.strides()).filter(|(&n, _)| n >= 2).map(|(&n, &s)| (n, s)).collect();
+    if l.numel() == 0 {
+        return true;
+    }
+    let mut dims: Vec<(usize, isize)> = l.shape().iter().zip(l.strides()).filter(|(&n, _)| n != 1).map(|(&n, &s)| (n, s)).collect();
     dims.sort_by_key(|&(n, s)| (s, n));
     let mut expected = 1isize;
     for (n, s) in dims {

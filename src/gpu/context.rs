@@ -122,11 +122,24 @@ impl GpuContext {
     /// Takes this adapter's choices from a tuning file's text (other adapters' sections, and
     /// those of other driver or crate versions, are ignored); returns how many it took.
     pub fn load_tuning_json(&self, text: &str) -> Result<usize> {
-        self.tuner.load_json(&self.rt.report, text, |family, choice| match family {
-            TRANSPOSE_FAMILY => serde_json::from_str::<CopyPath>(choice).map_err(|e| e.to_string())?.check_counts().map_err(|e| e.to_string()),
-            crate::gpu::tuning::CONV_FAMILY => serde_json::from_str::<ConvKernel>(choice).map(drop).map_err(|e| e.to_string()),
-            // Families of other versions: kept, and never read by this one.
-            _ => Ok(()),
+        // A choice must be one of the kernels the tuner would have compared for its class: any
+        // other would fail (or not apply) at every use, with nothing to fall back on.
+        self.tuner.load_json(&self.rt.report, text, |family, class, choice| {
+            let bad = |e: serde_json::Error| e.to_string();
+            let ok = match family {
+                TRANSPOSE_FAMILY => {
+                    let class: ShapeClass = serde_json::from_str(class).map_err(bad)?;
+                    crate::kernels::copy::transpose_candidates(&class).contains(&serde_json::from_str(choice).map_err(bad)?)
+                }
+                crate::gpu::tuning::CONV_FAMILY => {
+                    let class: ConvClass = serde_json::from_str(class).map_err(bad)?;
+                    let kernel: ConvKernel = serde_json::from_str(choice).map_err(bad)?;
+                    class.kernels.iter().any(|(k, _)| *k == kernel)
+                }
+                // Families of other versions: kept, and never read by this one.
+                _ => true,
+            };
+            if ok { Ok(()) } else { Err("not one of the kernels the tuner compares for this class".into()) }
         })
     }
     /// Saves the tuning choices to `path`, keeping the other adapters' sections in it.

@@ -620,7 +620,7 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
     };
     // The bound (start, length) of a piece in each operand: (destination, source).
     let windows = |p: &CopyPlan| {
-        // Empty plans return before any dispatch (see `prepare`).
+        // Empty plans never get here: `auto_path` gives no path and `prepare` nothing to record.
         let ((dlo, dhi), (slo, shi)) = p.spans().unwrap_or(((0, 0), (0, 0)));
         (window(dlo, dhi, de, dst.size()), window(slo, shi + run, se, src.size()))
     };
