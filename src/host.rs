@@ -184,10 +184,9 @@ pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType,
         let src_b = src.broadcast_to(dst.shape())?;
         match typed_overlap(dst, dst_t, &src_b, src_t) {
             Overlap::Full if dst_t == src_t => return Ok(None),
-            // Views of the same bytes as two types of one size (PyTorch's
-            // `a.view(torch.int32).copy_(a)`): each element converts in place.
-            Overlap::Full => {}
-            Overlap::Disjoint => {}
+            // Full with two types: views of the same bytes as two types of one size (PyTorch's
+            // `a.view(torch.int32).copy_(a)`), each element converting in place.
+            Overlap::Full | Overlap::Disjoint => {}
             _ => {
                 return Err(Error::Overlap {
                     op: "copy_",

@@ -331,7 +331,8 @@ impl IterPlan {
         if self.numel == 0 {
             return None;
         }
-        let (mut lo, mut hi) = (self.offsets.get(k).copied()? as isize, self.offsets[k] as isize);
+        let o = self.offset(k)? as isize;
+        let (mut lo, mut hi) = (o, o);
         // In range: every element an operand reaches is an index of its (valid) view.
         for (&n, &s) in self.sizes.iter().zip(&self.strides[k]) {
             let r = (n as isize - 1) * s;

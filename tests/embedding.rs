@@ -174,8 +174,9 @@ fn recordings_never_tune_and_tuning_persists() {
         let text = std::fs::read_to_string(&path).unwrap().replace(&info.name, "another adapter");
         assert_eq!(loaded.load_tuning_json(&text).unwrap(), 0);
         assert!(matches!(loaded.load_tuning_json("{not json"), Err(Error::Tuning { .. })));
-        // A choice the kernels cannot run (a zero workgroup size, or one whose words per
-        // workgroup overflow) is refused at load, naming it, and nothing of the file is taken.
+        // A choice the tuner never compares for its class (a zero workgroup size; a Vec4 path,
+        // whose words per workgroup overflow besides) is refused at load, naming it, and nothing
+        // of the file is taken.
         for bad in [CopyPath::TransposeTile { wg: 0, tile: 32 }, CopyPath::Vec4 { wg: 1 << 16, wpt: 1 << 16 }] {
             let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             for choice in file[0]["choices"]["copy.transpose"].as_object_mut().unwrap().values_mut() {

@@ -6,6 +6,7 @@ use crate::elementwise::api::Target;
 use crate::elementwise::types::{can_cast, result_type_for, Arg};
 use crate::elementwise::{Op, Scalar};
 use crate::error::{Error, Result};
+use crate::layout::ops::broadcast_error;
 use crate::layout::{Layout, MemoryFormat, Overlap};
 use crate::plan::{compare_dims, reorder, IterPlan};
 use crate::strided::Strided;
@@ -128,12 +129,7 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 /// [`Error::InvalidArgument`], a size that is neither equal nor 1 is [`Error::Broadcast`].
 pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Result<Layout> {
     for l in inputs {
-        let lead = shape.len().checked_sub(l.rank()).ok_or_else(|| {
-            Error::invalid("output_layout", format!("an input of shape {:?} has more dims than the result's shape {shape:?}", l.shape()))
-        })?;
-        if let Some(i) = (0..l.rank()).find(|&i| l.shape()[i] != 1 && l.shape()[i] != shape[lead + i]) {
-            return Err(Error::Broadcast { op: "output_layout", from: l.shape().to_vec(), to: shape.to_vec(), dim: lead + i, from_size: l.shape()[i], to_size: shape[lead + i] });
-        }
+        l.broadcast_to(shape).map_err(|_| broadcast_error("output_layout", l.shape(), shape))?;
     }
     let same_shape = scalars == 0 || shape.is_empty();
     if same_shape && !inputs.is_empty() && inputs.iter().all(|l| l.shape() == shape) {

@@ -148,7 +148,7 @@ impl CopyPath {
     }
 
     /// An error naming the first count that is zero, or the Vec4 workgroup's words when they
-    /// overflow u32 (forced paths and loaded tuning files).
+    /// overflow u32 (a forced path; a loaded tuning file holds only the tuner's candidates).
     pub(crate) fn check_counts(self) -> Result<()> {
         if let Some((name, _)) = self.counts().into_iter().find(|&(_, v)| v == 0) {
             return Err(Error::invalid("copy_", format!("{self:?}: {name} must be positive")));
