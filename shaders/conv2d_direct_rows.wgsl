@@ -10,8 +10,8 @@
 // Invocation q covers output row q / B (n * OH + oy, within the dispatch's images) and its
 // pixels 8 * (q % B) .. + 7, with B = ceil(OW / 8): pixels past OW, and rows past the dispatch,
 // load zeros and store nothing. `cp.work.x` counts the dispatch's output pixels (rows x OW).
-// The accumulators and the weight block: conv2d_direct_acc.wgsl; the uniform, the loads and the
-// stores: conv.wgsl.
+// The accumulators and the weight block: conv2d_direct_acc.wgsl; the 10 pixels' span and its
+// taps: conv2d_direct_span.wgsl; the uniform, the loads and the stores: conv.wgsl.
 
 // Pixels ox0 .. ox0+3 of output row `r`, reading input row oy * sh + ry at columns ox + rx.
 fn row_quad(r: u32, ox0: u32, ry: i32, rx: i32) -> Quad {
@@ -32,11 +32,6 @@ fn row_quad(r: u32, ox0: u32, ry: i32, rx: i32) -> Quad {
     return qd;
 }
 
-// v0 at kx = 0, v1 at 1, v2 at 2: column j of tap kx's window is loaded pixel j + kx.
-fn pick(v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, kx: u32) -> vec4<f32> {
-    return select(select(v2, v1, kx == 1u), v0, kx == 0u);
-}
-
 @compute @workgroup_size(WG)
 fn main(inv: Invocation) {
     let q = inv.gid.x + inv.gid.y * cp.work.w;
@@ -53,18 +48,7 @@ fn main(inv: Invocation) {
         let qc = row_quad(r, ox0 + 8u, ry, cp.conv.w);
         let rows = u32(ky) * 3u * cw;
         for (var cq = 0u; 4u * cq < cp.work.y; cq = cq + 1u) {
-            // Loaded pixels 0..3, 4..7, 8 and 9.
-            let a = quad_load(qa, cq);
-            let b = quad_load(qb, cq);
-            let c0 = load_pixel(qc, 0u, cq);
-            let c1 = load_pixel(qc, 1u, cq);
-            for (var kx = 0u; kx < 3u; kx = kx + 1u) {
-                let x = Pair(
-                    mat4x4<f32>(pick(a[0], a[1], a[2], kx), pick(a[1], a[2], a[3], kx), pick(a[2], a[3], b[0], kx), pick(a[3], b[0], b[1], kx)),
-                    mat4x4<f32>(pick(b[0], b[1], b[2], kx), pick(b[1], b[2], b[3], kx), pick(b[2], b[3], c0, kx), pick(b[3], c0, c1, kx)),
-                );
-                acc = accumulate_all(acc, x, weights(inv, (rows + kx * cw + 4u * cq) * CQ, 1u));
-            }
+            acc = row_taps(acc, inv, span_load(qa, qb, qc, cq), (rows + 4u * cq) * CQ);
         }
     }
     var t: Tile;

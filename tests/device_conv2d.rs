@@ -201,6 +201,51 @@ fn direct_rows_match_cpu() {
     }
 }
 
+/// The band form of the direct kernel (3x3, unit stride and dilation; 8 output rows of a band
+/// share their input rows through subgroup shuffles): images whose height and width are not
+/// multiples of 8 (bands past the image, blocks past the row), several images (bands next to
+/// each other in one subgroup), 1-row and 1-column images, padding 0 and wider than a tap,
+/// groups, more than 64 output channels and input channels in several windows. Other windows
+/// are refused with a typed error; adapters without subgroups (GL) refuse it too.
+#[test]
+fn direct_band_matches_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(37);
+        let x = |rng: &mut Rng, s: &[usize]| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap();
+        let subgroups = ConvKernel::DirectBand.runs_on(ctx.adapter()).is_ok();
+        // (n, c, h, w, k, padding (h, w), groups)
+        for (case, &(n, c, h, w, k, p, g)) in [
+            (1, 100, 7, 6, 36, (1, 1), 1),
+            (3, 64, 13, 19, 70, (1, 1), 1),
+            (2, 16, 1, 9, 12, (1, 1), 1),
+            (2, 12, 10, 1, 9, (1, 1), 3),
+            (1, 8, 17, 17, 16, (0, 2), 2),
+            (2, 130, 9, 8, 24, (2, 0), 1),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let xt = x(&mut rng, &[n, c, h, w]);
+            let xt = layout(&mut rng, xt);
+            let o = Conv2dOptions { padding: p, groups: g, relu: case % 2 == 1, ..Default::default() };
+            let wt = x(&mut rng, &[k, c / g, 3, 3]);
+            if subgroups {
+                check(ctx, &xt, &wt, Some(&x(&mut rng, &[k])), &o, ConvKernel::DirectBand, &format!("direct band case {case}"));
+            } else {
+                let e = conv2d_with(&to_device(ctx, &xt), &to_device(ctx, &wt), None, &o, ConvKernel::DirectBand).unwrap_err();
+                assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("needs subgroups"), "{e}");
+            }
+        }
+        let (xt, wt) = (x(&mut rng, &[1, 4, 6, 6]), x(&mut rng, &[4, 4, 3, 3]));
+        for o in [Conv2dOptions { stride: (2, 1), ..Default::default() }, Conv2dOptions { dilation: (1, 2), ..Default::default() }] {
+            let e = conv2d_with(&to_device(ctx, &xt), &to_device(ctx, &wt), None, &o, ConvKernel::DirectBand).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("3x3 kernel with stride 1 and dilation 1"), "{e}");
+        }
+        let e = conv2d_with(&to_device(ctx, &xt), &to_device(ctx, &x(&mut rng, &[4, 4, 3, 1])), None, &Conv2dOptions::default(), ConvKernel::DirectBand).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("got 3x1"), "{e}");
+    }
+}
+
 #[test]
 fn grids_bindings_and_tiny_images() {
     for ctx in contexts() {
@@ -212,8 +257,10 @@ fn grids_bindings_and_tiny_images() {
         let w = x(&mut rng, &[8, 8, 3, 3]);
         let dw = x(&mut rng, &[8, 1, 3, 3]);
         for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled, ConvKernel::DirectRows] {
-                check(&small, &big.contiguous(format).unwrap(), &w, None, &o3, kernel, "2-d grid");
+            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled, ConvKernel::DirectRows, ConvKernel::DirectBand] {
+                if kernel.runs_on(small.adapter()).is_ok() {
+                    check(&small, &big.contiguous(format).unwrap(), &w, None, &o3, kernel, "2-d grid");
+                }
             }
             for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall] {
                 check(&small, &mid.contiguous(format).unwrap(), &dw, None, &Conv2dOptions { groups: 8, ..o3 }, kernel, "2-d grid");
@@ -235,8 +282,10 @@ fn grids_bindings_and_tiny_images() {
         let ws = x(&mut rng, &[8, 16, 3, 3]);
         let wd = x(&mut rng, &[16, 1, 3, 3]);
         for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc, ConvKernel::DirectRows] {
-                check(&tight, &xs.contiguous(format).unwrap(), &ws, None, &o3, kernel, "split by image");
+            for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::NchwTiled, ConvKernel::Nhwc, ConvKernel::DirectRows, ConvKernel::DirectBand] {
+                if kernel.runs_on(tight.adapter()).is_ok() {
+                    check(&tight, &xs.contiguous(format).unwrap(), &ws, None, &o3, kernel, "split by image");
+                }
             }
             for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall] {
                 check(&tight, &xs.contiguous(format).unwrap(), &wd, None, &Conv2dOptions { groups: 16, ..o3 }, kernel, "split by image");
@@ -245,9 +294,9 @@ fn grids_bindings_and_tiny_images() {
 
         // 1-pixel images, with and without padding around them.
         let one = x(&mut rng, &[3, 5, 1, 1]);
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall)) {
-            // DirectRows needs a kernel 3 wide.
-            if kernel != ConvKernel::DirectRows {
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall) && k.runs_on(ctx.adapter()).is_ok()) {
+            // DirectRows needs a kernel 3 wide, DirectBand 3x3.
+            if !matches!(kernel, ConvKernel::DirectRows | ConvKernel::DirectBand) {
                 check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
             }
             check(ctx, &one, &x(&mut rng, &[7, 5, 3, 3]), Some(&x(&mut rng, &[7])), &o3, kernel, "1 pixel, padded");
@@ -319,7 +368,7 @@ fn channels_past_the_chunk_stay_out_of_the_sum() {
         let x = HostTensor::from_vec(v, &[1, 12, 1, 2]).unwrap().contiguous(MemoryFormat::ChannelsLast).unwrap();
         let w = HostTensor::from_vec((0..4 * 12).map(|i| (i % 3) as f32 - 1.0).collect(), &[4, 12, 1, 1]).unwrap();
         let want = conv2d_cpu(&x, &w, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok()) {
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
             let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, &w), None, &Conv2dOptions::default(), kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
             for k in 0..4 {
                 // Pixel 0 of channel k is finite and equal; pixel 1 holds what the reference has.
@@ -347,7 +396,7 @@ fn fused_relu_keeps_nan() {
             let want = conv2d_cpu(&x, w, None, o).unwrap().to_vec::<f32>().unwrap();
             assert!(want.iter().any(|v| v.is_nan()) && want.contains(&0.0), "the reference has NaN and zeros");
             let g = strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], o).unwrap();
-            for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, o).is_ok()) {
+            for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, o).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
                 let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, w), None, o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
                 for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                     assert!(a.is_nan() == b.is_nan() && (a.is_nan() || a.to_bits() == b.to_bits()), "{} {kernel:?} groups {} output {i}: {a} vs {b}", name(ctx), o.groups);

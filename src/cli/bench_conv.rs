@@ -51,6 +51,8 @@ pub struct ConvRow {
     /// moving as many (depthwise rows only).
     pub bytes: f64,
     pub copy_ms: Option<f64>,
+    /// The kernel the tuner chose for the row's class.
+    pub kernel: ConvKernel,
 }
 
 fn median(t: &[f64]) -> f64 {
@@ -123,7 +125,8 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
                 }
                 bt.conv2d(y, xin, &w, Some(&b), &o, ConvKernel::Auto)
             })?;
-            out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms });
+            let kernel = ctx.conv2d_choice(y, xin, &w, Some(&b), &o)?;
+            out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel });
             Ok(())
         };
         row(format!("{}_nchw", s.name), false, &x, &yn)?;
@@ -143,7 +146,7 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
             let s = r.shape;
             let mut line = serde_json::json!({
                 "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups,
-                "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(),
+                "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(), "tuned": format!("{:?}", r.kernel),
             });
             if let Some(c) = r.copy_ms {
                 line["gbps"] = r.gbps().into();
@@ -165,6 +168,7 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
         let best = chunk[0].gflops().max(chunk[1].gflops());
         let via = chunk.get(2).map_or(String::new(), cell);
         println!("{:<14} {:<18} {:>4} {:>6} {:>20} {:>20} {:>10.1} {:>20}", s.name, format!("{:?}", s.input), s.k, s.stride, cell(&chunk[0]), cell(&chunk[1]), best, via);
+        println!("    tuned: {:?} (NCHW), {:?} (NHWC)", chunk[0].kernel, chunk[1].kernel);
         for r in chunk.iter().take(2) {
             if let Some(c) = r.copy_ms {
                 println!("    {}: {:.2} GB/s, a contiguous copy of the same bytes {:.2} GB/s: ratio_to_copy {:.2}", r.op, r.gbps(), r.bytes / (c * 1e-3) / 1e9, c / r.median());

@@ -40,10 +40,11 @@ pub fn conv1x1_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&D
 }
 
 fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<DeviceTensor> {
+    let ctx = input.context();
     if kernel != ConvKernel::Auto {
         kernel.eligible(g, options)?;
+        kernel.runs_on(&ctx.rt.report)?;
     }
-    let ctx = input.context();
     let out = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?;
     // The first convolution of a shape class measures the kernels, outside any recording.
     #[cfg(not(target_arch = "wasm32"))]
@@ -81,6 +82,7 @@ impl Batch<'_> {
         self.check_context(op, &operands)?;
         if kernel != ConvKernel::Auto {
             kernel.eligible(g, options)?;
+            kernel.runs_on(&ctx.rt.report)?;
         }
         if out.shape() != g.out_shape() || out.dtype() != DType::F32 {
             return Err(Error::invalid(op, format!("the output must be f32 of shape {:?}, got {} of shape {:?}", g.out_shape(), out.dtype(), out.shape())));
@@ -103,7 +105,7 @@ impl Batch<'_> {
                 return Err(Error::invalid(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
             }
         }
-        let class = conv_class(ctx.rt.report.device_type, g, options, input.layout(), out.layout());
+        let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
         let (enc, keep) = self.parts(op)?;
         for t in operands {

@@ -17,6 +17,7 @@ use crate::layout::Layout;
 use crate::plan::{CopyPlan, Cuts};
 use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
+use crate::runtime::AdapterReport;
 use crate::strided::Strided;
 use crate::tune::Tuner;
 
@@ -41,18 +42,19 @@ pub struct ConvClass {
     pub depthwise: bool,
 }
 
-/// The kernels the tuner compares for a convolution on an adapter of `device_type`: on a CPU
-/// adapter every eligible kernel, elsewhere the GPU-shaped ones only (see
-/// [`ConvKernel::gpu_shaped`]). Eligibility is [`ConvKernel::eligible`], as for forced kernels.
-pub fn conv_candidates(device_type: wgpu::DeviceType, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
-    let cpu = device_type == wgpu::DeviceType::Cpu;
-    ConvKernel::ALL.into_iter().filter(|k| (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok()).collect()
+/// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
+/// adapter every eligible kernel it runs, elsewhere the GPU-shaped ones only (see
+/// [`ConvKernel::gpu_shaped`]). Eligibility is [`ConvKernel::eligible`] and
+/// [`ConvKernel::runs_on`], as for forced kernels.
+pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
+    let cpu = report.device_type == wgpu::DeviceType::Cpu;
+    ConvKernel::ALL.into_iter().filter(|k| (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
 }
 
-/// The class of a convolution of `g` from `input` into `out` on an adapter of `device_type`.
-pub(crate) fn conv_class(device_type: wgpu::DeviceType, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, out: &Layout) -> ConvClass {
+/// The class of a convolution of `g` from `input` into `out` on the adapter of `report`.
+pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, out: &Layout) -> ConvClass {
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
-    let kernels = conv_candidates(device_type, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
+    let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
     ConvClass {
         kernels,
         log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(g.oh * g.ow)],
@@ -96,6 +98,18 @@ impl GpuContext {
             ConvKernel::Auto => self.tuner.get(CONV_FAMILY, class).unwrap_or_else(|| conv_default(self.rt.report.device_type, class, out.strides()[1] == 1 && out.shape()[1] > 1)),
             k => k,
         }
+    }
+
+    /// The kernel that `Batch::conv2d(out, input, weight, bias, options, ConvKernel::Auto)`
+    /// records now: the tuned kernel of the call's shape class, or the adapter's default while
+    /// the class is not tuned. Checks the operands' shapes and types as the convolution does.
+    pub fn conv2d_choice(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<ConvKernel> {
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        if out.shape() != g.out_shape() {
+            return Err(crate::error::Error::invalid("conv2d_choice", format!("the output must have shape {:?}, got {:?}", g.out_shape(), out.shape())));
+        }
+        let class = conv_class(&self.rt.report, &g, options, input.layout(), out.layout());
+        Ok(self.conv_choice(&class, out.layout(), ConvKernel::Auto))
     }
 
     /// Measures the transpose kernels for the shape class of `dst.copy_(src)` unless it is
@@ -182,8 +196,7 @@ impl GpuContext {
     /// strides and offset matter) unless its class is tuned already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
-        let device_type = self.rt.report.device_type;
-        let class = conv_class(device_type, g, options, input.layout(), out);
+        let class = conv_class(&self.rt.report, g, options, input.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<_, ConvKernel>(CONV_FAMILY, &class).is_some() {
             return Ok(false);
         }

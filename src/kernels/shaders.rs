@@ -4,7 +4,8 @@
 //! block arithmetic shared by the transpose kernels; `cast.wgsl` the element conversions (after
 //! the generated `dtypes` prelude, the element-type codes of [`DType::code`]); `conv.wgsl` the
 //! register-blocked convolutions' uniform and pixel arithmetic (`conv1x1_block.wgsl` the 1x1
-//! kernels' inner product, `conv2d_direct_acc.wgsl` the direct kernels' accumulators), and
+//! kernels' inner product, `conv2d_direct_acc.wgsl` the direct kernels' accumulators,
+//! `conv2d_direct_span.wgsl` the spans of input pixels that their rows forms slide along), and
 //! `conv_weights*.wgsl` two ways of reading their weights (a file compiled with each is two
 //! registered kernels); `conv_relu.wgsl` every convolution's fused ReLU;
 //! `conv2d_depthwise_block.wgsl` the uniform, loads and stores of the depthwise kernels that
@@ -29,6 +30,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
     ("conv1x1_block", include_str!("../../shaders/conv1x1_block.wgsl")),
     ("conv2d_direct_acc", include_str!("../../shaders/conv2d_direct_acc.wgsl")),
+    ("conv2d_direct_span", include_str!("../../shaders/conv2d_direct_span.wgsl")),
     ("conv_relu", include_str!("../../shaders/conv_relu.wgsl")),
     ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
 ];
@@ -76,8 +78,10 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
     ("conv2d_direct", &["conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct.wgsl")),
     ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct.wgsl")),
-    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
-    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    // Subgroup shuffles carry its input rows too: only with shuffled weights.
+    ("conv2d_direct_band_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_band.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),

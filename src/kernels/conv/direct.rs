@@ -1,5 +1,6 @@
-//! The direct convolution kernels for CPU adapters (`conv2d_direct.wgsl`, and for kernels 3 wide
-//! at unit stride along W `conv2d_direct_rows.wgsl`; preludes `conv.wgsl`, `conv2d_direct_acc.wgsl`
+//! The direct convolution kernels for CPU adapters (`conv2d_direct.wgsl`; for kernels 3 wide
+//! at unit stride along W `conv2d_direct_rows.wgsl`, and for 3x3 at unit stride
+//! `conv2d_direct_band.wgsl`; preludes `conv.wgsl`, `conv2d_direct_acc.wgsl`
 //! and `conv_weights*.wgsl`), for any kernel size, stride, dilation and groups.
 //!
 //! An invocation accumulates 8 output pixels x 4*KQ output channels (KQ quads, up to 16) over
@@ -53,18 +54,24 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let (xs, ys) = (ops.input.layout.strides(), ops.out.layout.strides());
     let geom = ops.geometry()?;
-    let rows = ops.kernel == ConvKernel::DirectRows;
-    let shader = match (rows, rt.report.shuffled_weights) {
-        (false, false) => "conv2d_direct",
-        (false, true) => "conv2d_direct_shuffled",
-        (true, false) => "conv2d_direct_rows",
-        (true, true) => "conv2d_direct_rows_shuffled",
+    // DirectBand runs only with shuffled weights (`ConvKernel::runs_on`).
+    let shader = match (ops.kernel, rt.report.shuffled_weights) {
+        (ConvKernel::DirectBand, _) => "conv2d_direct_band_shuffled",
+        (ConvKernel::DirectRows, false) => "conv2d_direct_rows",
+        (ConvKernel::DirectRows, true) => "conv2d_direct_rows_shuffled",
+        (_, false) => "conv2d_direct",
+        (_, true) => "conv2d_direct_shuffled",
     };
     let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
-        let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-        // Invocations: 8 pixels each, anywhere (Direct), or of one output row (DirectRows).
-        let invocations = if rows { (r.n1 - r.n0) * g.oh * g.ow.div_ceil(PIXELS) } else { pixels.div_ceil(PIXELS) };
+        let (images, pixels) = (r.n1 - r.n0, (r.n1 - r.n0) * g.oh * g.ow);
+        // Invocations: 8 pixels each, anywhere (Direct), of one output row (DirectRows), or of
+        // one row of a band of 8 (DirectBand, rows past OH included).
+        let invocations = match ops.kernel {
+            ConvKernel::DirectRows => images * g.oh * g.ow.div_ceil(PIXELS),
+            ConvKernel::DirectBand => images * g.oh.div_ceil(8) * 8 * g.ow.div_ceil(PIXELS),
+            _ => pixels.div_ceil(PIXELS),
+        };
         let grid = super::grid(rt, (invocations as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
         let (x0, y0) = ops.bases(r);
         for (wi, w) in wins.iter().enumerate() {

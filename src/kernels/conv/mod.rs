@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::shaders;
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
-use crate::runtime::{PipelineKey, Runtime, Slot};
+use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 /// One operand of a convolution: its buffer and the view of it.
 #[derive(Clone, Copy)]
@@ -83,6 +83,11 @@ pub enum ConvKernel {
     /// (`conv2d_direct_rows.wgsl`): the 8 pixels are consecutive in an output row, and the three
     /// taps of a kernel row share the 10 input pixels they span, loaded once. CPU-shaped.
     DirectRows,
+    /// [`ConvKernel::DirectRows`] for 3x3 kernels at unit stride and dilation
+    /// (`conv2d_direct_band.wgsl`): the 8 lanes of an aligned subgroup group hold 8 consecutive
+    /// output rows, and take the input rows they share from each other by subgroup shuffles
+    /// (10 rows loaded for a band, not 24). CPU-shaped; needs subgroups of at least 8 lanes.
+    DirectBand,
 }
 
 /// A family of convolution kernels.
@@ -96,7 +101,7 @@ pub(crate) enum Family {
 
 impl ConvKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 12] = [
+    pub const ALL: [ConvKernel; 13] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -109,20 +114,21 @@ impl ConvKernel {
         ConvKernel::DepthwiseTall,
         ConvKernel::Direct,
         ConvKernel::DirectRows,
+        ConvKernel::DirectBand,
     ];
 
     pub(crate) fn family(self) -> Family {
         match self {
             ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
-            ConvKernel::Direct | ConvKernel::DirectRows => Family::Direct,
+            ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => Family::Direct,
             _ => Family::Blocked,
         }
     }
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
@@ -150,6 +156,25 @@ impl ConvKernel {
                 format!("{self:?} needs a kernel 3 wide with stride 1 and dilation 1 along W, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
             ConvKernel::DirectRows => direct::tiling(g, o.groups).map(|_| ()),
+            ConvKernel::DirectBand if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::invalid(
+                OP,
+                format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
+            )),
+            ConvKernel::DirectBand => direct::tiling(g, o.groups).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the adapter of `report` can run the kernel (whatever the shape): the one check,
+    /// used by the tuner's candidates and by forced kernels. [`ConvKernel::DirectBand`] needs
+    /// the subgroup shuffles of a native CPU adapter with subgroups of at least 8 lanes
+    /// ([`AdapterReport::shuffled_weights`]).
+    pub fn runs_on(self, report: &AdapterReport) -> Result<()> {
+        match self {
+            ConvKernel::DirectBand if !report.shuffled_weights => Err(Error::invalid(
+                OP,
+                format!("{self:?} needs subgroups of at least 8 invocations on a native CPU adapter; {} ({:?}, {:?}) has none", report.name, report.backend, report.device_type),
+            )),
             _ => Ok(()),
         }
     }
@@ -168,7 +193,7 @@ impl ConvKernel {
         let y_pixels = ys[3] == 1 && g.ow.is_multiple_of(4) && batch(ys[0]) && m4(ys[1]) && m4(ys[2]) && m4(ybase);
         match self {
             ConvKernel::Auto => (false, false),
-            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows => blocked::vectors(self, g, o, xs, ys, xbase, ybase, images),
+            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => blocked::vectors(self, g, o, xs, ys, xbase, ybase, images),
             ConvKernel::GemmNchw => (false, y_pixels),
             ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),
@@ -182,6 +207,7 @@ impl ConvKernel {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, out: View<'_>, input: View<'_>, weight: View<'_>, bias: Option<View<'_>>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
     kernel.eligible(g, options)?;
+    kernel.runs_on(&rt.report)?;
     if g.n * g.k * g.oh * g.ow == 0 {
         return Ok(());
     }
