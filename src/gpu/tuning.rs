@@ -21,8 +21,17 @@ use crate::runtime::AdapterReport;
 use crate::strided::Strided;
 use crate::tune::Tuner;
 
-/// The most elements a transpose tuning run copies.
+/// The most elements a transpose tuning run copies, and the most output elements a
+/// convolution tuning run writes beyond its first image.
 pub const TUNE_ELEMENTS: usize = 1 << 20;
+
+/// How many images of a convolution's batch the tuner convolves: the whole batch, or as many
+/// images as keep the output within [`TUNE_ELEMENTS`] (at least one). How fast a kernel is
+/// depends on how much work one dispatch has to spread over the adapter's cores, so the
+/// measurement runs at the call's size, and the class records it.
+fn tune_images(g: &Conv2dShape) -> usize {
+    g.n.min(TUNE_ELEMENTS / (g.k * g.oh * g.ow).max(1)).max(1)
+}
 
 /// The tuner's name for the convolution family.
 pub(crate) const CONV_FAMILY: &str = "conv2d";
@@ -34,7 +43,8 @@ pub(crate) const CONV_FAMILY: &str = "conv2d";
 pub struct ConvClass {
     /// The candidates ([`conv_candidates`]) and, for each, (vec4 input, vec4 output).
     pub kernels: Vec<(ConvKernel, (bool, bool))>,
-    /// floor(log2) of C/groups, K/groups and OH*OW.
+    /// floor(log2) of C/groups, K/groups and the output pixels of the images the tuner
+    /// convolves (OH*OW times the batch, or as much of it as a tuning run takes).
     pub log2: [u32; 3],
     /// kh, kw, sh, sw, dh, dw.
     pub window: [usize; 6],
@@ -57,7 +67,7 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
     let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
     ConvClass {
         kernels,
-        log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(g.oh * g.ow)],
+        log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(tune_images(g) * g.oh * g.ow)],
         window: [g.kh, g.kw, o.stride.0, o.stride.1, o.dilation.0, o.dilation.1],
         depthwise: o.groups == g.c && g.c > 1,
     }
@@ -161,8 +171,9 @@ impl GpuContext {
 
     /// Measures the convolution kernels ([`conv_candidates`]) for the shape class of this
     /// convolution (into an output of `output_format`, or the input's) unless it is tuned
-    /// already: each kernel convolves one image of the real input (read only) into a scratch
-    /// output. Returns whether it measured.
+    /// already: each kernel convolves the real input (read only; its first images, up to
+    /// [`TUNE_ELEMENTS`] output elements, at least one image) into a scratch output. Returns
+    /// whether it measured.
     pub async fn tune_conv2d_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
         self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
     }
@@ -201,18 +212,19 @@ impl GpuContext {
             return Ok(false);
         }
         self.rt.probe("tune")?;
-        let one = input.layout().narrow(0, 0, 1)?;
-        // A scratch output with the same strides as `out` within one image.
+        let nt = tune_images(g);
+        let first = input.layout().narrow(0, 0, nt)?;
+        // A scratch output with the strides of `out` within an image, images one after another.
         let os = out.strides();
         let span = (1..4).map(|d| (out.shape()[d].max(1) - 1) * os[d].unsigned_abs()).sum::<usize>() + 1;
         let min_offset: isize = (1..4).map(|d| if os[d] < 0 { -(os[d]) * (out.shape()[d].max(1) as isize - 1) } else { 0 }).sum();
-        let dst = Layout::as_strided(&[1, g.k, g.oh, g.ow], &[0, os[1], os[2], os[3]], min_offset as usize, span)?;
-        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", span as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
-        let g1 = Conv2dShape { n: 1, ..g.clone() };
+        let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &[span as isize, os[1], os[2], os[3]], min_offset as usize, nt * span)?;
+        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
+        let g1 = Conv2dShape { n: nt, ..g.clone() };
         let timer = Timer::new(&self.rt)?;
         let candidates: Vec<ConvKernel> = class.kernels.iter().map(|(k, _)| *k).collect();
         let best = Tuner::measure(&timer, &candidates, drive, |kernel, enc, keep| {
-            let (x, w) = (View { buffer: input.buffer(), layout: &one }, view(weight));
+            let (x, w) = (View { buffer: input.buffer(), layout: &first }, view(weight));
             keep.hold(scratch.clone());
             for t in [Some(input), Some(weight), bias].into_iter().flatten() {
                 keep.hold(t.storage());
