@@ -6,12 +6,14 @@
 // group of a subgroup hold 8 consecutive output rows (a band) at the same columns, so that
 // the three kernel rows of the band's lanes read 10 input rows, not 24: lane l loads input row
 // l of the band's window, lanes 0 and 1 also rows 8 and 9, and every lane takes kernel row ky
-// from lane l + ky by a subgroup shuffle. Needs subgroups of a multiple of 8 invocations, in
-// which each aligned group of 8 lanes holds invocations 8g .. 8g+7 of the dispatch, all active
-// (the kernel never returns early): lavapipe lays its workgroups out so.
+// from lane l + ky by a subgroup shuffle. Needs full subgroups (every lane active: the kernel
+// never returns early) of a multiple of 8 invocations, as the shuffled weights do; which
+// invocations of the workgroup a subgroup holds does not matter.
 //
-// An aligned group of 8 subgroup lanes holds invocations 8g .. 8g+7 (in any order; g is read
-// from the group's first lane). Group g covers column block g % B (pixels 8 * (g % B) .. + 7,
+// Work is handed out by lanes, not by invocation ids: lane s of subgroup q of workgroup w
+// takes slot (w * WG + q * S + s) (S the subgroup size), a one-to-one map onto the dispatch's
+// slots for full subgroups, and the aligned group of 8 lanes with slots 8g .. 8g+7 is group g.
+// Group g covers column block g % B (pixels 8 * (g % B) .. + 7,
 // B = ceil(OW / 8)) of band (g / B) % R of image g / (B * R), R = ceil(OH / 8), and lane l of
 // the group output row 8 * band + l. Rows past OH and pixels past OW store nothing; images
 // past the dispatch load zeros. The accumulators and the weight block: conv2d_direct_acc.wgsl;
@@ -52,12 +54,12 @@ fn take_span(own: Span, extra: Span, base: u32, src: u32) -> Span {
 }
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation) {
-    // The lane within its aligned group of 8 of the subgroup, and the group's invocations
-    // 8g .. 8g+7 (named by the group's first lane, so that they need not be in lane order).
+fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(subgroup_id) sg: u32, @builtin(subgroup_size) size: u32) {
+    // The lane within its aligned group of 8 of the subgroup, and the group's slots 8g .. 8g+7
+    // (cp.work.w / WG workgroups per row of the grid).
     let lane = inv.sid % 8u;
     let base = inv.sid - lane;
-    let g = subgroupShuffle(inv.gid.x + inv.gid.y * cp.work.w, base) / 8u;
+    let g = ((wid.x + wid.y * (cp.work.w / WG)) * WG + sg * size + base) / 8u;
     let blocks = (cp.geo.w + 7u) / 8u;
     let bands = (cp.geo.z + 7u) / 8u;
     let t = g / blocks;

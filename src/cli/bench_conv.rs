@@ -125,7 +125,8 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
                 }
                 bt.conv2d(y, xin, &w, Some(&b), &o, ConvKernel::Auto)
             })?;
-            let kernel = ctx.conv2d_choice(y, xin, &w, Some(&b), &o)?;
+            // Some: no bench output is empty.
+            let kernel = ctx.conv2d_choice(y, xin, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
             out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel });
             Ok(())
         };

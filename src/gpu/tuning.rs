@@ -22,7 +22,7 @@ use crate::strided::Strided;
 use crate::tune::Tuner;
 
 /// The most elements a transpose tuning run copies, and the most output elements a
-/// convolution tuning run writes beyond its first image.
+/// convolution tuning run writes (one image of the batch when a single image holds more).
 pub const TUNE_ELEMENTS: usize = 1 << 20;
 
 /// How many images of a convolution's batch the tuner convolves: the whole batch, or as many
@@ -30,7 +30,7 @@ pub const TUNE_ELEMENTS: usize = 1 << 20;
 /// depends on how much work one dispatch has to spread over the adapter's cores, so the
 /// measurement runs at the call's size, and the class records it.
 fn tune_images(g: &Conv2dShape) -> usize {
-    g.n.min(TUNE_ELEMENTS / (g.k * g.oh * g.ow).max(1)).max(1)
+    g.n.min(TUNE_ELEMENTS / g.k.saturating_mul(g.oh).saturating_mul(g.ow).max(1)).max(1)
 }
 
 /// The tuner's name for the convolution family.
@@ -38,7 +38,7 @@ pub(crate) const CONV_FAMILY: &str = "conv2d";
 
 /// A convolution shape class: the candidate kernels with the vec4 paths each gets, the kernel
 /// window, and the magnitudes of the channels per group, output channels per group and output
-/// pixels per image.
+/// pixels of the images a tuning run convolves.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ConvClass {
     /// The candidates ([`conv_candidates`]) and, for each, (vec4 input, vec4 output).
@@ -67,7 +67,7 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
     let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
     ConvClass {
         kernels,
-        log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(tune_images(g) * g.oh * g.ow)],
+        log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(tune_images(g).saturating_mul(g.oh).saturating_mul(g.ow))],
         window: [g.kh, g.kw, o.stride.0, o.stride.1, o.dilation.0, o.dilation.1],
         depthwise: o.groups == g.c && g.c > 1,
     }
@@ -112,14 +112,19 @@ impl GpuContext {
 
     /// The kernel that `Batch::conv2d(out, input, weight, bias, options, ConvKernel::Auto)`
     /// records now: the tuned kernel of the call's shape class, or the adapter's default while
-    /// the class is not tuned. Checks the operands' shapes and types as the convolution does.
-    pub fn conv2d_choice(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<ConvKernel> {
+    /// the class is not tuned; `None` for an empty output, where the convolution records
+    /// nothing. Checks the operands' shapes and types and the output's shape and type as the
+    /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
+    pub fn conv2d_choice(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvKernel>> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        if out.shape() != g.out_shape() {
-            return Err(crate::error::Error::invalid("conv2d_choice", format!("the output must have shape {:?}, got {:?}", g.out_shape(), out.shape())));
+        if out.shape() != g.out_shape() || out.dtype() != crate::DType::F32 {
+            return Err(crate::error::Error::invalid("conv2d_choice", format!("the output must be f32 of shape {:?}, got {} of shape {:?}", g.out_shape(), out.dtype(), out.shape())));
+        }
+        if out.numel() == 0 {
+            return Ok(None);
         }
         let class = conv_class(&self.rt.report, &g, options, input.layout(), out.layout());
-        Ok(self.conv_choice(&class, out.layout(), ConvKernel::Auto))
+        Ok(Some(self.conv_choice(&class, out.layout(), ConvKernel::Auto)))
     }
 
     /// Measures the transpose kernels for the shape class of `dst.copy_(src)` unless it is

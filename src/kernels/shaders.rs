@@ -81,7 +81,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
     ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
     // Subgroup shuffles carry its input rows too: only with shuffled weights.
-    ("conv2d_direct_band_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_band.wgsl")),
+    ("conv2d_direct_band", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_band.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),

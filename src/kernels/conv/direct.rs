@@ -1,7 +1,9 @@
 //! The direct convolution kernels for CPU adapters (`conv2d_direct.wgsl`; for kernels 3 wide
 //! at unit stride along W `conv2d_direct_rows.wgsl`, and for 3x3 at unit stride
 //! `conv2d_direct_band.wgsl`; preludes `conv.wgsl`, `conv2d_direct_acc.wgsl`
-//! and `conv_weights*.wgsl`), for any kernel size, stride, dilation and groups.
+//! and `conv_weights*.wgsl`). `Direct` runs any kernel size, stride, dilation and groups;
+//! `DirectRows` and `DirectBand` the shapes [`ConvKernel::eligible`] names, and `DirectBand`
+//! only on the adapters [`ConvKernel::runs_on`] names.
 //!
 //! An invocation accumulates 8 output pixels x 4*KQ output channels (KQ quads, up to 16) over
 //! every tap and every input channel of its window, and writes each output once per window:
@@ -56,7 +58,7 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
     let geom = ops.geometry()?;
     // DirectBand runs only with shuffled weights (`ConvKernel::runs_on`).
     let shader = match (ops.kernel, rt.report.shuffled_weights) {
-        (ConvKernel::DirectBand, _) => "conv2d_direct_band_shuffled",
+        (ConvKernel::DirectBand, _) => "conv2d_direct_band",
         (ConvKernel::DirectRows, false) => "conv2d_direct_rows",
         (ConvKernel::DirectRows, true) => "conv2d_direct_rows_shuffled",
         (_, false) => "conv2d_direct",
@@ -73,6 +75,8 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
             _ => pixels.div_ceil(PIXELS),
         };
         let grid = super::grid(rt, (invocations as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        // The kernels' flat invocation index (u32), past the last workgroup included.
+        u32_of(grid.0 as usize * grid.1 as usize * WG as usize, "invocations of one dispatch")?;
         let (x0, y0) = ops.bases(r);
         for (wi, w) in wins.iter().enumerate() {
             let (xbase, ybase) = (x0 + w.c0 as isize * xs[1], y0 + w.k0 as isize * ys[1]);

@@ -86,7 +86,7 @@ pub enum ConvKernel {
     /// [`ConvKernel::DirectRows`] for 3x3 kernels at unit stride and dilation
     /// (`conv2d_direct_band.wgsl`): the 8 lanes of an aligned subgroup group hold 8 consecutive
     /// output rows, and take the input rows they share from each other by subgroup shuffles
-    /// (10 rows loaded for a band, not 24). CPU-shaped; needs subgroups of at least 8 lanes.
+    /// (10 rows loaded for a band, not 24). CPU-shaped; needs full subgroups of at least 8 lanes.
     DirectBand,
 }
 
