@@ -44,6 +44,11 @@ fn ld(at: i32, ix: i32, k0: u32) -> vec4<f32> {
     if (ix < 0 || u32(ix) >= rp.geo.y) {
         return vec4<f32>(0.0);
     }
+    return ld_inside(at, ix, k0);
+}
+
+// `ld` of a column the caller knows lies in the image (0 <= ix < W).
+fn ld_inside(at: i32, ix: i32, k0: u32) -> vec4<f32> {
     let p = at + ix * rp.xs.w;
     if (VIN) {
         return x4[u32(p + i32(k0)) / 4u];
