@@ -1,11 +1,14 @@
 // Depthwise 3x3 convolution with unit stride and dilation (groups == C), NHWC orientation,
 // walking down a column: each invocation computes 4 output channels (one vec4) x 8 consecutive
-// output pixels of TALL consecutive output rows. It keeps the 3 input rows under the current
-// output row (10 columns each, named) and the 9 taps' weights in registers, so that each
-// output row loads one new input row: 10 input vec4 words per 8 stored, against 30 in
-// conv2d_depthwise_rows.wgsl, and 9 weight words per TALL rows instead of per row. Shaped for
-// CPU adapters (about 50 vec4 values live per invocation: a candidate only where the device
-// type is Cpu). Uniform, loads and stores: conv2d_depthwise_block.
+// output pixels (a strip) of TALL consecutive output rows. It keeps the 3 input rows under the
+// current output row (10 columns each, named) and the 9 taps' weights in registers, so that
+// each output row loads one new input row: 10 input vec4 words per 8 stored, against 30 in
+// conv2d_depthwise_rows.wgsl, and 9 weight words per TALL rows instead of per row; with
+// subgroups, columns 8 and 9 come from the next lane (conv2d_depthwise_cols_shuffled.wgsl), so
+// 8 per 8. Shaped for CPU adapters (about 50 vec4 values live per invocation: a candidate
+// only where the device type is Cpu). Every invocation runs all TALL rows (rows past OH and
+// invocations past the work store nothing), so the shuffles stay in uniform control flow.
+// Uniform, loads and stores: conv2d_depthwise_block; lanes: conv2d_depthwise_cols*.
 
 // Output rows per invocation.
 override TALL: u32 = 8u;
@@ -37,6 +40,11 @@ struct Out {
     a7: vec4<f32>,
 }
 
+struct Pair {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
 // `ld` without a branch: the column clamped into the image, the value zeroed outside it or
 // outside the rows (`row`) (on lavapipe a branch per column costs about a fifth of the
 // kernel's time).
@@ -46,11 +54,14 @@ fn ldz(at: i32, ix: i32, k0: u32, row: bool) -> vec4<f32> {
 }
 
 // Input row iy of image n from column ix0 on (zeros above and below the image and left and
-// right of it; a row outside the image reads row 0, unused).
-fn load_row(n: u32, iy: i32, ix0: i32, k0: u32) -> Row {
-    let row = iy >= 0 && iy < i32(rp.geo.x);
+// right of it; nothing for an invocation past the work, `live` false).
+fn load_row(l: Lanes, n: u32, iy: i32, ix0: i32, k0: u32, live: bool, last: bool) -> Row {
+    let row = live && iy >= 0 && iy < i32(rp.geo.x);
     let at = rp.base.x + i32(n) * rp.xs.x + clamp(iy, 0, i32(rp.geo.x) - 1) * rp.xs.z;
-    return Row(ldz(at, ix0, k0, row), ldz(at, ix0 + 1, k0, row), ldz(at, ix0 + 2, k0, row), ldz(at, ix0 + 3, k0, row), ldz(at, ix0 + 4, k0, row), ldz(at, ix0 + 5, k0, row), ldz(at, ix0 + 6, k0, row), ldz(at, ix0 + 7, k0, row), ldz(at, ix0 + 8, k0, row), ldz(at, ix0 + 9, k0, row));
+    let c0 = ldz(at, ix0, k0, row);
+    let c1 = ldz(at, ix0 + 1, k0, row);
+    let right = right_cols(l, c0, c1, at, ix0, k0, row, last);
+    return Row(c0, c1, ldz(at, ix0 + 2, k0, row), ldz(at, ix0 + 3, k0, row), ldz(at, ix0 + 4, k0, row), ldz(at, ix0 + 5, k0, row), ldz(at, ix0 + 6, k0, row), ldz(at, ix0 + 7, k0, row), right.a, right.b);
 }
 
 // o plus one kernel row's three taps (weights w0, w1, w2) over input row r.
@@ -68,19 +79,18 @@ fn taps(o: Out, r: Row, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>) -> Out {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let u = gid.x + gid.y * nwg.x * WG;
-    if (u >= rp.work.x) {
-        return;
-    }
-    // u = ((n * blocks + block) * strips + strip) * quads + kq: neighbouring invocations take
-    // neighbouring channel quads of one strip.
-    let kq = u % rp.work.w;
-    let s = u / rp.work.w;
-    let strip = s % rp.strips.x;
-    let col = s / rp.strips.x;
+fn main(l: Lanes) {
+    let u = slot(l);
+    let live = u < rp.work.x;
+    // u = ((n * blocks + block) * quads + kq) * strips + strip: neighbouring invocations take
+    // neighbouring strips of one row of one channel quad.
+    let strip = u % rp.strips.x;
+    let s = u / rp.strips.x;
+    let kq = s % rp.work.w;
+    let col = s / rp.work.w;
     let block = col % rp.strips.y;
-    let n = col / rp.strips.y;
+    let n = select(0u, col / rp.strips.y, live);
+    let last = strip + 1u == rp.strips.x;
     let k0 = 4u * kq;
     let ox0 = 8u * strip;
     let ix0 = i32(ox0) - rp.conv.w;
@@ -97,21 +107,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let b = vec4<f32>(bias_at(k0), bias_at(k0 + 1u), bias_at(k0 + 2u), bias_at(k0 + 3u));
     // Input row of output row oy under kernel row ky: oy - ph + ky.
     let iy0 = i32(oy0) - rp.conv.z;
-    var top = load_row(n, iy0, ix0, k0);
-    var mid = load_row(n, iy0 + 1, ix0, k0);
-    let rows = min(TALL, rp.geo.z - oy0);
-    for (var r = 0u; r < rows; r = r + 1u) {
-        let bottom = load_row(n, iy0 + 2 + i32(r), ix0, k0);
+    var top = load_row(l, n, iy0, ix0, k0, live, last);
+    var mid = load_row(l, n, iy0 + 1, ix0, k0, live, last);
+    for (var r = 0u; r < TALL; r = r + 1u) {
+        let bottom = load_row(l, n, iy0 + 2 + i32(r), ix0, k0, live, last);
         let o = taps(taps(taps(Out(), top, w00, w01, w02), mid, w10, w11, w12), bottom, w20, w21, w22);
         let oy = oy0 + r;
-        put(n, oy, ox0, k0, o.a0, b);
-        put(n, oy, ox0 + 1u, k0, o.a1, b);
-        put(n, oy, ox0 + 2u, k0, o.a2, b);
-        put(n, oy, ox0 + 3u, k0, o.a3, b);
-        put(n, oy, ox0 + 4u, k0, o.a4, b);
-        put(n, oy, ox0 + 5u, k0, o.a5, b);
-        put(n, oy, ox0 + 6u, k0, o.a6, b);
-        put(n, oy, ox0 + 7u, k0, o.a7, b);
+        if (live && oy < rp.geo.z) {
+            put(n, oy, ox0, k0, o.a0, b);
+            put(n, oy, ox0 + 1u, k0, o.a1, b);
+            put(n, oy, ox0 + 2u, k0, o.a2, b);
+            put(n, oy, ox0 + 3u, k0, o.a3, b);
+            put(n, oy, ox0 + 4u, k0, o.a4, b);
+            put(n, oy, ox0 + 5u, k0, o.a5, b);
+            put(n, oy, ox0 + 6u, k0, o.a6, b);
+            put(n, oy, ox0 + 7u, k0, o.a7, b);
+        }
         top = mid;
         mid = bottom;
     }

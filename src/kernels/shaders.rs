@@ -9,7 +9,8 @@
 //! `conv_weights*.wgsl` two ways of reading their weights (a file compiled with each is two
 //! registered kernels); `conv_relu.wgsl` every convolution's fused ReLU;
 //! `conv2d_depthwise_block.wgsl` the uniform, loads and stores of the depthwise kernels that
-//! hold blocks of pixels x 4 channels;
+//! hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*.wgsl` two ways the tall
+//! one gets the input columns its neighbour also reads (loaded, or through subgroup shuffles);
 //! `elementwise_rows.wgsl` what the three rows kernels (one traversal each) share.
 
 use crate::dtype::DType;
@@ -33,6 +34,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv2d_direct_span", include_str!("../../shaders/conv2d_direct_span.wgsl")),
     ("conv_relu", include_str!("../../shaders/conv_relu.wgsl")),
     ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
+    ("conv2d_depthwise_cols", include_str!("../../shaders/conv2d_depthwise_cols.wgsl")),
+    ("conv2d_depthwise_cols_shuffled", include_str!("../../shaders/conv2d_depthwise_cols_shuffled.wgsl")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -90,7 +93,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_gemm", &["conv_relu"], include_str!("../../shaders/conv2d_gemm.wgsl")),
     ("conv2d_depthwise", &["conv_relu"], include_str!("../../shaders/conv2d_depthwise.wgsl")),
     ("conv2d_depthwise_rows", &["conv2d_depthwise_block", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
-    ("conv2d_depthwise_tall", &["conv2d_depthwise_block", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
+    ("conv2d_depthwise_tall", &["conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
+    // Columns shared through subgroup shuffles: only where the weights are shuffled too.
+    ("conv2d_depthwise_tall_shuffled", &["conv2d_depthwise_block", "conv2d_depthwise_cols_shuffled", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.

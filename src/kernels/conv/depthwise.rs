@@ -143,7 +143,11 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
         let mut constants = vec![("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
         let shader = if tall {
             constants.push(("TALL", TALL as i64));
-            "conv2d_depthwise_tall"
+            if rt.report.shuffled_weights {
+                "conv2d_depthwise_tall_shuffled"
+            } else {
+                "conv2d_depthwise_tall"
+            }
         } else {
             constants.push(("SLIDE", (o.stride.1 == 1 && o.dilation.1 == 1) as i64));
             "conv2d_depthwise_rows"
