@@ -1,9 +1,9 @@
 // The tall depthwise kernel's lanes (conv2d_depthwise_tall.wgsl) on CPU adapters with full
-// subgroups: lane s of subgroup q of workgroup w takes slot w * WG + q * S + s (S the
-// subgroup size), so the next lane holds the next strip of the same row (unless the strip is
-// its row's last or the lane its subgroup's last), and columns 8 and 9 of a strip's input
-// rows are columns 0 and 1 of the next strip's: taken from the next lane by a shuffle, loaded
-// only by the lanes without one. On lavapipe every storage load is a loop over the lanes.
+// subgroups: lanes take slots by subgroup_slot.wgsl, so the next lane holds the next strip of
+// the same row (unless the strip is its row's last or the lane its subgroup's last), and
+// columns 8 and 9 of a strip's input rows are columns 0 and 1 of the next strip's: taken from
+// the next lane by a shuffle, loaded only by the lanes without one. On lavapipe every storage
+// load is a loop over the lanes.
 
 struct Lanes {
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -14,7 +14,7 @@ struct Lanes {
 }
 
 fn slot(l: Lanes) -> u32 {
-    return (l.wid.x + l.wid.y * l.nwg.x) * WG + l.sg * l.size + l.sid;
+    return subgroup_slot(l.wid, l.nwg.x, l.sg, l.size, l.sid);
 }
 
 // Columns 8 and 9 of a row whose columns 0 and 1 are c0, c1 (row offset `at`, first column

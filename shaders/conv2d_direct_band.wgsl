@@ -10,9 +10,8 @@
 // never returns early) of a multiple of 8 invocations, as the shuffled weights do; which
 // invocations of the workgroup a subgroup holds does not matter.
 //
-// Work is handed out by lanes, not by invocation ids: lane s of subgroup q of workgroup w
-// takes slot (w * WG + q * S + s) (S the subgroup size), a one-to-one map onto the dispatch's
-// slots for full subgroups, and the aligned group of 8 lanes with slots 8g .. 8g+7 is group g.
+// Work is handed out by lanes, not by invocation ids (subgroup_slot.wgsl): the aligned group
+// of 8 lanes with slots 8g .. 8g+7 is group g.
 // Group g covers column block g % B (pixels 8 * (g % B) .. + 7,
 // B = ceil(OW / 8)) of band (g / B) % R of image g / (B * R), R = ceil(OH / 8), and lane l of
 // the group output row 8 * band + l. Rows past OH and pixels past OW store nothing; images
@@ -59,7 +58,7 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(subgrou
     // (cp.work.w / WG workgroups per row of the grid).
     let lane = inv.sid % 8u;
     let base = inv.sid - lane;
-    let g = ((wid.x + wid.y * (cp.work.w / WG)) * WG + sg * size + base) / 8u;
+    let g = subgroup_slot(wid, cp.work.w / WG, sg, size, base) / 8u;
     let blocks = (cp.geo.w + 7u) / 8u;
     let bands = (cp.geo.z + 7u) / 8u;
     let t = g / blocks;

@@ -84,9 +84,7 @@ impl Batch<'_> {
             kernel.eligible(g, options)?;
             kernel.runs_on(&ctx.rt.report)?;
         }
-        if out.shape() != g.out_shape() || out.dtype() != DType::F32 {
-            return Err(Error::invalid(op, format!("the output must be f32 of shape {:?}, got {} of shape {:?}", g.out_shape(), out.dtype(), out.shape())));
-        }
+        check_output(op, out, g)?;
         if out.layout().has_internal_overlap() {
             return Err(Error::Overlap { op, detail: format!("the output (shape {:?}, strides {:?}) overlaps itself", out.shape(), out.strides()) });
         }
@@ -138,6 +136,14 @@ impl Batch<'_> {
         }
         r
     }
+}
+
+/// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].
+pub(crate) fn check_output(op: &'static str, out: &DeviceTensor, g: &Conv2dShape) -> Result<()> {
+    if out.shape() != g.out_shape() || out.dtype() != DType::F32 {
+        return Err(Error::invalid(op, format!("the output must be f32 of shape {:?}, got {} of shape {:?}", g.out_shape(), out.dtype(), out.shape())));
+    }
+    Ok(())
 }
 
 /// A device tensor as a kernel operand.

@@ -117,9 +117,7 @@ impl GpuContext {
     /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
     pub fn conv2d_choice(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvKernel>> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        if out.shape() != g.out_shape() || out.dtype() != crate::DType::F32 {
-            return Err(crate::error::Error::invalid("conv2d_choice", format!("the output must be f32 of shape {:?}, got {} of shape {:?}", g.out_shape(), out.dtype(), out.shape())));
-        }
+        crate::gpu::conv::check_output("conv2d_choice", out, &g)?;
         if out.numel() == 0 {
             return Ok(None);
         }

@@ -11,6 +11,7 @@
 //! `conv2d_depthwise_block.wgsl` the uniform, loads and stores of the depthwise kernels that
 //! hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*.wgsl` two ways the tall
 //! one gets the input columns its neighbour also reads (loaded, or through subgroup shuffles);
+//! `subgroup_slot.wgsl` the work slot of a lane, for the kernels that hand out work by lane;
 //! `elementwise_rows.wgsl` what the three rows kernels (one traversal each) share.
 
 use crate::dtype::DType;
@@ -36,6 +37,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
     ("conv2d_depthwise_cols", include_str!("../../shaders/conv2d_depthwise_cols.wgsl")),
     ("conv2d_depthwise_cols_shuffled", include_str!("../../shaders/conv2d_depthwise_cols_shuffled.wgsl")),
+    ("subgroup_slot", include_str!("../../shaders/subgroup_slot.wgsl")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -84,7 +86,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
     ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
     // Subgroup shuffles carry its input rows too: only with shuffled weights.
-    ("conv2d_direct_band", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_band.wgsl")),
+    ("conv2d_direct_band", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], include_str!("../../shaders/conv2d_direct_band.wgsl")),
     ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
     ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),
@@ -95,7 +97,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_rows", &["conv2d_depthwise_block", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
     ("conv2d_depthwise_tall", &["conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("conv2d_depthwise_tall_shuffled", &["conv2d_depthwise_block", "conv2d_depthwise_cols_shuffled", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
+    ("conv2d_depthwise_tall_shuffled", &["conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
 ];
 
 /// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.
