@@ -66,3 +66,4 @@ pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
 pub use plan::{CopyKind, CopyPlan, IterPlan, MAX_OPERANDS};
 pub use strided::Strided;
+pub use tune::TuningPolicy;

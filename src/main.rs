@@ -1,6 +1,8 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv]`: copy and
-//! convolution throughput on the chosen adapter.
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv|cold]`: copy,
+//! elementwise and convolution throughput on the chosen adapter, each convolution through its
+//! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
+//! shader cache, in a fresh process (`first-call I nchw|nhwc`).
 //! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: the same-bytes copy ratios of
 //! two `bench --json` runs as a bar chart.
 
@@ -38,6 +40,13 @@ fn main() {
                 std::process::exit(1);
             }
         },
+        Some("first-call") if args.len() == 3 && matches!(args[2].as_str(), "nchw" | "nhwc") => match args[1].parse() {
+            Ok(i) => cli::bench_conv::first_call(i, args[2] == "nhwc"),
+            Err(_) => {
+                eprintln!("first-call needs a conv row index, got {:?}; {USAGE}", args[1]);
+                std::process::exit(2);
+            }
+        },
         None => cli::walkthrough::run(),
         Some(other) => {
             eprintln!("unknown command {other:?}; {USAGE}");
@@ -51,7 +60,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv] | chart WARM.jsonl COLD.jsonl]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
@@ -64,8 +73,8 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
         match a.as_str() {
             "--json" => {}
             "--only" => match it.next().map(String::as_str) {
-                Some(v @ ("copy" | "elementwise" | "conv")) => only = Some(v.to_string()),
-                v => return Err(format!("--only needs copy, elementwise or conv, got {v:?}")),
+                Some(v @ ("copy" | "elementwise" | "conv" | "cold")) => only = Some(v.to_string()),
+                v => return Err(format!("--only needs copy, elementwise, conv or cold, got {v:?}")),
             },
             "--interleave" => warm = 0,
             "--warm" => {

@@ -4,16 +4,18 @@
 //! It knows no kernel: a family names its classes and choices (any serde types), gives the
 //! candidates and records each one into an encoder; [`Tuner::measure`] times them all with one
 //! loop (the first run of each compiles its pipelines and is not counted; the best of the rest
-//! wins). Measuring submits and waits, so it runs only outside recordings: when a blocking call
-//! that is not a recording first meets a class (`DeviceTensor::copy_`, `conv1x1`), or at an
-//! explicit `GpuContext::tune_*` call. A recording that meets an untuned class uses the
-//! family's default choice for the adapter.
+//! wins). Measuring submits and waits, so it runs only outside recordings and only when the
+//! caller asked: at an explicit `GpuContext::tune_*` call, or, under
+//! [`TuningPolicy::OnFirstCall`], when a blocking call that is not a recording first meets a
+//! class (`DeviceTensor::copy_`, `conv2d`). Otherwise a class without a kept choice runs the
+//! family's default choice for the adapter, which measures nothing.
 //!
 //! A saved file is JSON: a list of sections, each keyed by adapter name, driver, backend and
 //! crate version, holding that adapter's choices. Loading takes the section of this adapter
 //! (and none of another's); with it, a first copy or convolution measures nothing.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
@@ -27,10 +29,28 @@ use crate::runtime::{lock, AdapterReport};
 /// Runs per candidate: the first compiles its pipelines and is not counted.
 const RUNS: usize = 4;
 
-/// Choices by family, then by class, each as JSON text.
+/// When a context measures kernels. Measuring compiles and times every candidate kernel of a
+/// shape class (seconds on a software adapter, where each pipeline compiles on the CPU), so by
+/// default no call measures unless the caller asks: as PyTorch's `cudnn.benchmark`, which is
+/// off unless set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TuningPolicy {
+    /// No call measures by itself: a shape class runs the choice kept for it (from
+    /// `GpuContext::tune_*` or a loaded tuning file), else the adapter's default kernel, a
+    /// deterministic choice per adapter kind. The default.
+    #[default]
+    Defaults,
+    /// The first blocking `copy_` or `conv2d` (not a recording) of a shape class without a
+    /// kept choice measures the candidates first and keeps the fastest, as
+    /// `torch.backends.cudnn.benchmark = True`. Recordings still never measure.
+    OnFirstCall,
+}
+
+/// Choices by family, then by class, each as JSON text, and the policy of when to measure.
 #[derive(Default)]
 pub(crate) struct Tuner {
     choices: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    on_first_call: AtomicBool,
 }
 
 /// One adapter's section of a tuning file.
@@ -48,6 +68,20 @@ fn json<T: Serialize>(v: &T) -> String {
 }
 
 impl Tuner {
+    /// When blocking calls measure.
+    pub fn policy(&self) -> TuningPolicy {
+        if self.on_first_call.load(Ordering::Relaxed) {
+            TuningPolicy::OnFirstCall
+        } else {
+            TuningPolicy::Defaults
+        }
+    }
+
+    /// Sets when blocking calls measure.
+    pub fn set_policy(&self, policy: TuningPolicy) {
+        self.on_first_call.store(policy == TuningPolicy::OnFirstCall, Ordering::Relaxed);
+    }
+
     /// The choice kept for `class` of `family`.
     pub fn get<C: Serialize, K: DeserializeOwned>(&self, family: &str, class: &C) -> Option<K> {
         let g = lock(&self.choices);

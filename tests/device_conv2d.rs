@@ -8,7 +8,7 @@ mod common;
 use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{conv2d_cpu, conv2d_with, Conv2dOptions, ConvKernel, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv2d_cpu, conv2d_with, Conv2dOptions, ConvKernel, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
 
 /// Runs one convolution through `kernel` and compares every output with the CPU reference.
 /// Returns how many outputs were compared.
@@ -453,7 +453,10 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
 /// nothing for an empty output.
 #[test]
 fn tuning_measures_the_calls_batch() {
-    for ctx in contexts() {
+    for shared in contexts() {
+        // A context of its own that measures at the first call of a class (not the default).
+        let ctx = &limited(shared, |l| l);
+        ctx.set_tuning_policy(TuningPolicy::OnFirstCall);
         let mut rng = Rng(41);
         let x = |rng: &mut Rng, s: &[usize]| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap();
         let (wt, bt) = (x(&mut rng, &[7, 5, 3, 3]), x(&mut rng, &[7]));

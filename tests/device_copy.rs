@@ -4,7 +4,7 @@ mod common;
 
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{CopyKind, CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided};
+use strided_wgpu::{CopyKind, CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
 
 /// Random element bytes, rich in special values: NaNs with payloads (quiet and signalling),
 /// -0.0, infinities, subnormals.
@@ -476,7 +476,10 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
 
 #[test]
 fn to_memory_format_on_the_device_and_tuned_choices() {
-    for ctx in contexts() {
+    for shared in contexts() {
+        // A context of its own that measures at the first copy of a class (not the default).
+        let ctx = &limited(shared, |l| l);
+        ctx.set_tuning_policy(TuningPolicy::OnFirstCall);
         for (shape, fmt) in [(vec![2usize, 16, 12, 20], MemoryFormat::ChannelsLast), (vec![2, 8, 3, 4, 12], MemoryFormat::ChannelsLast3d)] {
             let n: usize = shape.iter().product();
             let data: Vec<f32> = (0..n).map(|i| i as f32).collect();

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::gpu::{contexts, name, own_device, spin};
-use strided_wgpu::{conv1x1, Conv1x1Options, CopyPath, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1, conv2d, Conv1x1Options, Conv2dOptions, CopyPath, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
 
 /// Installs the host's own uncaptured-error handler, which counts the errors it sees.
 fn count_host_errors(device: &wgpu::Device) -> Arc<AtomicUsize> {
@@ -311,5 +311,36 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
         let u = DeviceTensor::from_buffer(&mine, buf, DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();
         assert!(t.shares_storage(&u));
         assert!(matches!(t.narrow(0, 0, 32).unwrap().copy_(&u.narrow(0, 16, 32).unwrap()), Err(Error::Overlap { .. })));
+    }
+}
+
+/// No call measures kernels unless asked: by default the first blocking `copy_` and `conv2d`
+/// of a class run the adapter's default kernel and keep no choice; `OnFirstCall` measures.
+#[test]
+fn no_call_measures_unless_asked() {
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let fresh = GpuContext::from_device(device, queue, &info);
+        assert_eq!(fresh.tuning_policy(), TuningPolicy::Defaults);
+        let data: Vec<f32> = (0..2 * 12 * 10 * 8).map(|i| i as f32 * 0.25 - 7.0).collect();
+        let h = HostTensor::from_vec(data.clone(), &[2, 12, 10, 8]).unwrap();
+        let x = DeviceTensor::from_slice(&fresh, &data, &[2, 12, 10, 8]).unwrap();
+        let nhwc = DeviceTensor::empty(&fresh, &[2, 12, 10, 8], DType::F32, MemoryFormat::ChannelsLast).unwrap();
+        nhwc.copy_(&x).unwrap();
+        let w = DeviceTensor::from_slice(&fresh, &(0..6 * 12 * 9).map(|i| (i % 7) as f32 - 3.0).collect::<Vec<_>>(), &[6, 12, 3, 3]).unwrap();
+        let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+        let y = conv2d(&nhwc, &w, None, &o).unwrap();
+        assert!(fresh.tuned_choices().is_empty() && fresh.tuned_conv_choices().is_empty(), "{}: a call measured by default", name(ctx));
+        assert_eq!(nhwc.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
+        let want = strided_wgpu::conv2d_cpu(&h, &w.download().unwrap(), None, &o).unwrap().to_vec::<f32>().unwrap();
+        for (g, e) in y.download().unwrap().to_vec::<f32>().unwrap().iter().zip(&want) {
+            assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{}: {g} vs {e}", name(ctx));
+        }
+        // Asked to, the first call of a class measures, once.
+        fresh.set_tuning_policy(TuningPolicy::OnFirstCall);
+        nhwc.copy_(&x).unwrap();
+        conv2d(&nhwc, &w, None, &o).unwrap();
+        assert_eq!(fresh.tuned_choices().len(), 1, "{}", name(ctx));
+        assert_eq!(fresh.tuned_conv_choices().len(), 1, "{}", name(ctx));
     }
 }

@@ -150,9 +150,15 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     cases.extend(shapes().nth(best));
     // The crate's strided copies, through the path each plan selects (tuned first: recordings
     // never tune).
+    // A batched transpose, whose kernel the tuner picks, is also timed through the adapter's
+    // default kernel (what runs untuned), as the row `{op}_default`.
     let mut auto = |op: &str, shape: &[usize], dst: &DeviceTensor, src: &DeviceTensor| -> Result<()> {
-        ctx.tune_copy(dst, src)?;
+        let default = ctx.copy_default(dst, src)?;
+        let measured = ctx.tune_copy(dst, src)?;
         cases.push(Case::copy(op, shape, dst, src, CopyPath::Auto));
+        if let (true, Some(path)) = (measured, default) {
+            cases.push(Case { note: format!("{path:?}"), ..Case::copy(&format!("{op}_default"), shape, dst, src, path) });
+        }
         Ok(())
     };
     let x = f32s(&[8, 64, 56, 56])?;
@@ -197,6 +203,9 @@ pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     if matches!(only.as_deref(), None | Some("conv")) {
         let conv = crate::cli::bench_conv::rows(&ctx)?;
         crate::cli::bench_conv::print(&ctx, &conv, json);
+    }
+    if matches!(only.as_deref(), None | Some("cold")) {
+        crate::cli::bench_conv::cold_rows(json)?;
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! GFLOP/s counts 2 * N * K * (C / groups) * kh * kw * OH * OW per convolution. The depthwise
 //! row, bound by memory, also reports GB/s (input, weight, bias and output bytes) and the
 //! ratio to a contiguous copy kernel moving the same bytes, timed in the same run with the
-//! same warm-up. Timing as for the copy rows: GPU timestamps around the recorded work, medians
+//! same warm-up. Each row is timed twice: through the adapter's default kernel for its class
+//! (what runs when nothing is tuned, the default policy), then through the tuner's choice;
+//! `default_to_tuned` is the default's speed over the tuned one's. Timing as for the copy rows: GPU timestamps around the recorded work, medians
 //! of 15 runs after 2 warm-up runs.
 
 use strided_wgpu::{conv2d_shape, Conv2dOptions, ConvKernel, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
@@ -53,6 +55,9 @@ pub struct ConvRow {
     pub copy_ms: Option<f64>,
     /// The kernel the tuner chose for the row's class.
     pub kernel: ConvKernel,
+    /// The adapter's default kernel for the class (what runs without tuning), and its times.
+    pub default_kernel: ConvKernel,
+    pub default_ms: Vec<f64>,
 }
 
 fn median(t: &[f64]) -> f64 {
@@ -70,6 +75,11 @@ impl ConvRow {
     }
     pub fn gbps(&self) -> f64 {
         self.bytes / (self.median() * 1e-3) / 1e9
+    }
+    /// The default kernel's speed over the tuned one's (1 when they are the same kernel, up to
+    /// noise).
+    pub fn default_to_tuned(&self) -> f64 {
+        self.median() / median(&self.default_ms)
     }
 }
 
@@ -116,18 +126,22 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
             None
         };
         let mut row = |op: String, convert: bool, xin: &DeviceTensor, y: &DeviceTensor| -> Result<()> {
-            // Recordings never tune: measure this class's kernels (and the conversion's) first.
+            // Recordings never tune: the conversion's class is measured first.
             ctx.tune_copy(&xl, &x)?;
-            ctx.tune_conv2d(xin, &w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
-            let times_ms = time(&timer, |bt| {
+            let work = |bt: &mut strided_wgpu::Batch<'_>, kernel: ConvKernel| {
                 if convert {
                     bt.copy_(&xl, &x)?;
                 }
-                bt.conv2d(y, xin, &w, Some(&b), &o, ConvKernel::Auto)
-            })?;
-            // Some: no bench output is empty.
+                bt.conv2d(y, xin, &w, Some(&b), &o, kernel)
+            };
+            // Some: no bench output is empty. The default first, then the tuned choice, with
+            // the same warm-up and runs.
+            let default_kernel = ctx.conv2d_default(y, xin, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
+            let default_ms = time(&timer, |bt| work(bt, default_kernel))?;
+            ctx.tune_conv2d(xin, &w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
+            let times_ms = time(&timer, |bt| work(bt, ConvKernel::Auto))?;
             let kernel = ctx.conv2d_choice(y, xin, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
-            out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel });
+            out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel, default_kernel, default_ms });
             Ok(())
         };
         row(format!("{}_nchw", s.name), false, &x, &yn)?;
@@ -148,6 +162,7 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
             let mut line = serde_json::json!({
                 "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups,
                 "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(), "tuned": format!("{:?}", r.kernel),
+                "default": format!("{:?}", r.default_kernel), "default_median_ms": median(&r.default_ms), "default_to_tuned": r.default_to_tuned(),
             });
             if let Some(c) = r.copy_ms {
                 line["gbps"] = r.gbps().into();
@@ -170,6 +185,9 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
         let via = chunk.get(2).map_or(String::new(), cell);
         println!("{:<14} {:<18} {:>4} {:>6} {:>20} {:>20} {:>10.1} {:>20}", s.name, format!("{:?}", s.input), s.k, s.stride, cell(&chunk[0]), cell(&chunk[1]), best, via);
         println!("    tuned: {:?} (NCHW), {:?} (NHWC)", chunk[0].kernel, chunk[1].kernel);
+        for r in chunk {
+            println!("    {}: default {:?} {:.2} ms ({:.1} GFLOP/s), {:.2} of the tuned speed", r.op, r.default_kernel, median(&r.default_ms), r.flops / (median(&r.default_ms) * 1e-3) / 1e9, r.default_to_tuned());
+        }
         for r in chunk.iter().take(2) {
             if let Some(c) = r.copy_ms {
                 println!("    {}: {:.2} GB/s, a contiguous copy of the same bytes {:.2} GB/s: ratio_to_copy {:.2}", r.op, r.gbps(), r.bytes / (c * 1e-3) / 1e9, c / r.median());
@@ -180,4 +198,66 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
     for (class, kernel) in ctx.tuned_conv_choices() {
         println!("tuned conv: {:?} {:?} {:?} -> {kernel:?}", class.window, class.log2, class.kernels.iter().map(|(k, v)| format!("{k:?}{v:?}")).collect::<Vec<_>>());
     }
+}
+
+/// `strided-wgpu first-call I nchw|nhwc` (run by [`cold_rows`] in a fresh process): the wall
+/// time of the first `conv2d` of shape `I` in a new context with default settings, from the
+/// call to its result on the host (pipeline compilation included), after the inputs are
+/// uploaded and laid out. Prints one JSON line.
+pub fn first_call(index: usize, nhwc: bool) -> Result<()> {
+    let s = SHAPES.get(index).ok_or_else(|| strided_wgpu::Error::InvalidArgument { op: "first-call", detail: format!("no conv shape {index}; there are {}", SHAPES.len()) })?;
+    let ctx = GpuContext::new()?;
+    let o = Conv2dOptions { stride: (s.stride, s.stride), padding: (s.pad, s.pad), groups: s.groups, ..Default::default() };
+    let x = filled(&ctx, &s.input, 1)?;
+    let x = if nhwc { x.contiguous(MemoryFormat::ChannelsLast)? } else { x };
+    let w = filled(&ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?;
+    let b = filled(&ctx, &[s.k], 3)?;
+    x.narrow(0, 0, 1)?.download()?;
+    let t = std::time::Instant::now();
+    let y = strided_wgpu::conv2d(&x, &w, Some(&b), &o)?;
+    let mut host = vec![0f32; y.numel()];
+    y.download_into(&mut host)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let kernel = ctx.conv2d_choice(&y, &x, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
+    println!("{}", serde_json::json!({ "first_call_ms": ms, "kernel": format!("{kernel:?}") }));
+    Ok(())
+}
+
+/// The first call's latency of every convolution row with an empty shader cache: each row in
+/// a fresh process of this program (`first-call`) with `XDG_CACHE_HOME` pointing at an empty
+/// folder and `MESA_SHADER_CACHE_DISABLE=true`, default settings otherwise.
+pub fn cold_rows(json: bool) -> Result<()> {
+    let exe = std::env::current_exe().map_err(|e| strided_wgpu::Error::InvalidArgument { op: "bench", detail: format!("the program's own path: {e}") })?;
+    if !json {
+        println!();
+        println!("first call with an empty shader cache (a fresh process per row, default settings):");
+        println!("{:<14} {:<18} {:>4} {:>6} {:>24} {:>24}", "conv", "input", "K", "stride", "NCHW s (kernel)", "NHWC s (kernel)");
+    }
+    for (i, s) in SHAPES.iter().enumerate() {
+        let mut cells = Vec::new();
+        for layout in ["nchw", "nhwc"] {
+            let cache = std::env::temp_dir().join(format!("strided-wgpu-cold-{}-{i}-{layout}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&cache);
+            std::fs::create_dir_all(&cache).map_err(|e| strided_wgpu::Error::InvalidArgument { op: "bench", detail: format!("{}: {e}", cache.display()) })?;
+            let run = std::process::Command::new(&exe).args(["first-call", &i.to_string(), layout]).env("XDG_CACHE_HOME", &cache).env("MESA_SHADER_CACHE_DISABLE", "true").output();
+            let _ = std::fs::remove_dir_all(&cache);
+            let line = match run {
+                Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().last().unwrap_or_default().to_string(),
+                Ok(o) => format!("{{\"error\": {:?}}}", String::from_utf8_lossy(&o.stderr).trim()),
+                Err(e) => format!("{{\"error\": {:?}}}", e.to_string()),
+            };
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| serde_json::json!({ "error": line }));
+            if json {
+                println!("{}", serde_json::json!({ "part": "first_call", "op": format!("{}_{layout}", s.name), "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "groups": s.groups, "first_call_ms": v["first_call_ms"], "default": v["kernel"], "error": v.get("error") }));
+            }
+            cells.push(match v["first_call_ms"].as_f64() {
+                Some(ms) => format!("{:.2} ({})", ms / 1e3, v["kernel"].as_str().unwrap_or("?")),
+                None => format!("error: {}", v["error"]),
+            });
+        }
+        if !json {
+            println!("{:<14} {:<18} {:>4} {:>6} {:>24} {:>24}", s.name, format!("{:?}", s.input), s.k, s.stride, cells[0], cells[1]);
+        }
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::kernels::conv::ConvKernel;
 use crate::kernels::copy::{CopyPath, ShapeClass, TRANSPOSE_FAMILY};
 use crate::runtime::{lock, AdapterReport, Runtime};
-use crate::tune::Tuner;
+use crate::tune::{Tuner, TuningPolicy};
 
 use crate::gpu::tuning::ConvClass;
 
@@ -103,6 +103,18 @@ impl GpuContext {
     /// The wgpu queue.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.rt.queue
+    }
+
+    /// When this context measures kernels ([`TuningPolicy::Defaults`] unless set).
+    pub fn tuning_policy(&self) -> TuningPolicy {
+        self.tuner.policy()
+    }
+
+    /// Sets when this context (and every clone of it) measures kernels: by default
+    /// ([`TuningPolicy::Defaults`]) only at `tune_*` calls; with [`TuningPolicy::OnFirstCall`]
+    /// also at the first blocking `copy_` / `conv2d` of a shape class.
+    pub fn set_tuning_policy(&self, policy: TuningPolicy) {
+        self.tuner.set_policy(policy)
     }
 
     /// The transpose kernels chosen so far (measured or loaded), by shape class.

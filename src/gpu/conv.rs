@@ -15,8 +15,10 @@ use crate::strided::Strided;
 /// strides; `weight` [K, C/groups, kh, kw] in any strides; `bias` [K]. Stride, zero padding,
 /// dilation, groups (depthwise included) and a fused ReLU come from `options`. The output is a
 /// new tensor in the input's memory format unless `options` names one. Bad input is a typed
-/// error and nothing is dispatched. The first call of a shape class measures the candidate
-/// kernels (see [`crate::GpuContext::tune_conv2d`]); the convolution is submitted, not waited for.
+/// error and nothing is dispatched. The kernel is the one kept for the call's shape class (by
+/// [`crate::GpuContext::tune_conv2d`] or a loaded tuning file), else the adapter's default;
+/// under [`crate::TuningPolicy::OnFirstCall`] the first call of a class measures the candidates
+/// first. The convolution is submitted, not waited for.
 pub fn conv2d(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
     conv2d_with(input, weight, bias, options, ConvKernel::Auto)
 }
@@ -46,9 +48,9 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
         kernel.runs_on(&ctx.rt.report)?;
     }
     let out = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?;
-    // The first convolution of a shape class measures the kernels, outside any recording.
+    // Asked to, the first convolution of a shape class measures the kernels, outside any recording.
     #[cfg(not(target_arch = "wasm32"))]
-    if kernel == ConvKernel::Auto && [Some(weight), bias].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+    if kernel == ConvKernel::Auto && ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && [Some(weight), bias].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
         pollster::block_on(ctx.tune_conv_into(out.layout(), input, weight, bias, options, g, crate::runtime::submit::Drive::Wait))?;
     }
     let mut batch = ctx.batch();

@@ -185,9 +185,10 @@ impl DeviceTensor {
     /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, converted to
     /// this view's type (every pair of types converts, bit for bit as the CPU reference does:
     /// [`crate::dtype::cast_bits`]). The same checks as [`HostTensor::copy_`]; on error nothing is dispatched. The
-    /// copy is submitted, not waited for. On native backends the first copy of a batched
-    /// transpose's shape class measures the transpose kernels first
-    /// ([`GpuContext::tune_copy`]); on the web, call [`GpuContext::tune_copy_async`] for that.
+    /// copy is submitted, not waited for. A batched transpose runs the kernel kept for its shape
+    /// class, else the adapter's default; it measures the candidates first only under
+    /// [`crate::TuningPolicy::OnFirstCall`] (native backends; on the web, call
+    /// [`GpuContext::tune_copy_async`]).
     pub fn copy_(&self, src: &DeviceTensor) -> Result<()> {
         self.copy_with(src, CopyPath::Auto)
     }
@@ -197,7 +198,7 @@ impl DeviceTensor {
         // Loss is found by the tuning's and the submission's probes.
         let ctx = self.context();
         #[cfg(not(target_arch = "wasm32"))]
-        if path == CopyPath::Auto && src.context().same_device(ctx) {
+        if path == CopyPath::Auto && ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && src.context().same_device(ctx) {
             ctx.tune_copy(self, src)?;
         }
         let mut batch = ctx.batch();

@@ -73,21 +73,44 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
     }
 }
 
-/// The convolution kernel used before (or without) tuning: the depthwise kernel for a depthwise
-/// convolution; on a CPU the register-blocked kernel that moves both operands as vec4 words
-/// (else the pixel-vectorized one); elsewhere the GEMM in the output's orientation.
+/// The convolution kernel used where a class has no kept choice (the default policy measures
+/// nothing): a deterministic choice per adapter kind and shape class, the kernel the tuner
+/// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
+/// GEMM (or depthwise) kernel in the output's orientation. On CPU adapters: depthwise, the
+/// tall kernel for 3x3 channels-last (the rows kernel for other channels-last windows, the
+/// NCHW kernel otherwise); 3x3 at unit stride and dilation into channels-last, the band (or
+/// rows) form of the direct kernel; windows of 25 taps or more, or fewer than 4 channels per
+/// group (a stem), the direct kernel; else the register-blocked kernel of the output's
+/// orientation, NHWC only where both operands move as vec4 words.
 fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
     let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
+    let cpu = device_type == wgpu::DeviceType::Cpu;
     if has(ConvKernel::DepthwiseNchw) {
-        return if channels_last_out { ConvKernel::DepthwiseNhwc } else { ConvKernel::DepthwiseNchw };
+        return match (channels_last_out, cpu) {
+            (false, _) => ConvKernel::DepthwiseNchw,
+            (true, true) if has(ConvKernel::DepthwiseTall) => ConvKernel::DepthwiseTall,
+            (true, true) if has(ConvKernel::DepthwiseRows) => ConvKernel::DepthwiseRows,
+            (true, _) => ConvKernel::DepthwiseNhwc,
+        };
     }
-    if device_type == wgpu::DeviceType::Cpu {
-        return if c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) { ConvKernel::Nhwc } else { ConvKernel::Nchw };
+    if !cpu {
+        return if channels_last_out { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
     }
-    if channels_last_out {
-        ConvKernel::GemmNhwc
+    let [kh, kw, ..] = c.window;
+    if channels_last_out && has(ConvKernel::DirectBand) {
+        return ConvKernel::DirectBand;
+    }
+    if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
+        return ConvKernel::DirectRows;
+    }
+    // floor(log2(C / groups)) < 2: fewer than 4 input channels per group.
+    if (kh * kw >= 25 || c.log2[0] < 2) && has(ConvKernel::Direct) {
+        return ConvKernel::Direct;
+    }
+    if channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) {
+        ConvKernel::Nhwc
     } else {
-        ConvKernel::GemmNchw
+        ConvKernel::Nchw
     }
 }
 
@@ -116,13 +139,33 @@ impl GpuContext {
     /// nothing. Checks the operands' shapes and types and the output's shape and type as the
     /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
     pub fn conv2d_choice(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvKernel>> {
+        self.conv2d_class("conv2d_choice", out, input, weight, bias, options).map(|c| c.map(|class| self.conv_choice(&class, out.layout(), ConvKernel::Auto)))
+    }
+
+    /// The adapter's default kernel for this convolution: what [`GpuContext::conv2d_choice`]
+    /// gives while the call's class has no kept choice (measured or loaded). The same checks;
+    /// `None` for an empty output.
+    pub fn conv2d_default(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvKernel>> {
+        let cl = |o: &Layout| o.strides()[1] == 1 && o.shape()[1] > 1;
+        self.conv2d_class("conv2d_default", out, input, weight, bias, options).map(|c| c.map(|class| conv_default(self.rt.report.device_type, &class, cl(out.layout()))))
+    }
+
+    fn conv2d_class(&self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvClass>> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        crate::gpu::conv::check_output("conv2d_choice", out, &g)?;
+        crate::gpu::conv::check_output(op, out, &g)?;
         if out.numel() == 0 {
             return Ok(None);
         }
-        let class = conv_class(&self.rt.report, &g, options, input.layout(), out.layout());
-        Ok(Some(self.conv_choice(&class, out.layout(), ConvKernel::Auto)))
+        Ok(Some(conv_class(&self.rt.report, &g, options, input.layout(), out.layout())))
+    }
+
+    /// The kernel path `dst.copy_(src)` takes by default, with no kept choice for its class
+    /// (what a batched transpose runs before, or without, tuning); `None` where nothing is
+    /// copied. The checks of `copy_`.
+    pub fn copy_default(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<Option<CopyPath>> {
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(None) };
+        let r = &self.rt.report;
+        Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
     }
 
     /// Measures the transpose kernels for the shape class of `dst.copy_(src)` unless it is
