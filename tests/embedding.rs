@@ -344,3 +344,36 @@ fn no_call_measures_unless_asked() {
         assert_eq!(fresh.tuned_conv_choices().len(), 1, "{}", name(ctx));
     }
 }
+
+/// Where encoders take no timestamps but compute passes do (Chromium's WebGPU), the timer
+/// brackets the work with two empty compute passes that write them, and tuning measures.
+#[test]
+fn pass_timestamps_time_and_tune() {
+    for ctx in contexts() {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let Some(adapter) = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into())).into_iter().next() else { continue };
+        if !adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            eprintln!("!!! {}: no timestamp queries, pass timestamps not tested", name(ctx));
+            continue;
+        }
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("pass timestamps only"),
+            required_features: wgpu::Features::TIMESTAMP_QUERY,
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::default(),
+            trace: wgpu::Trace::Off,
+        }))
+        .unwrap();
+        let own = GpuContext::from_device(device, queue, &adapter.get_info());
+        assert!(!own.adapter().timestamps && own.adapter().pass_timestamps, "{}", name(ctx));
+        let timer = GpuTimer::new(&own).unwrap();
+        assert!(timer.uses_timestamps());
+        let x = DeviceTensor::from_slice(&own, &(0..4 * 40 * 24).map(|i| i as f32).collect::<Vec<_>>(), &[4, 40, 24]).unwrap();
+        let out = DeviceTensor::empty(&own, &[4, 24, 40], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let ms = timer.time(|b| b.copy_(&out, &x.transpose(1, 2).unwrap())).unwrap();
+        assert!(ms > 0.0 && ms < 10_000.0, "{}: a copy took {ms} ms by pass timestamps", name(ctx));
+        assert!(own.tune_copy(&out, &x.transpose(1, 2).unwrap()).unwrap(), "{}: tuning measured nothing", name(ctx));
+        assert_eq!(own.tuned_choices().len(), 1);
+    }
+}

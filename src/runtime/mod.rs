@@ -43,8 +43,13 @@ pub struct AdapterReport {
     pub max_compute_workgroups_per_dimension: u32,
     /// Invocations per workgroup.
     pub max_compute_invocations_per_workgroup: u32,
-    /// Whether GPU timestamps can be written inside command encoders.
+    /// Whether GPU timestamps can be written inside command encoders
+    /// (`TIMESTAMP_QUERY_INSIDE_ENCODERS`).
     pub timestamps: bool,
+    /// Whether compute passes can write timestamps (`TIMESTAMP_QUERY`): where encoders cannot
+    /// (Chromium's WebGPU today), the timer brackets the work with two empty compute passes
+    /// that write them.
+    pub pass_timestamps: bool,
     /// Whether the convolution kernels read their weights through subgroup shuffles
     /// (`shaders/conv_weights_shuffled.wgsl`): on CPU adapters whose device has
     /// `Features::SUBGROUP` with subgroups of at least 8 invocations. There a uniform-buffer read
@@ -95,6 +100,7 @@ impl Runtime {
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+            pass_timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY),
             // Native only: browsers need `enable subgroups;`, which naga does not take yet.
             shuffled_weights: info.device_type == wgpu::DeviceType::Cpu
                 && info.backend != wgpu::Backend::BrowserWebGpu

@@ -1,5 +1,7 @@
 //! Timing recorded GPU work: timestamp queries written around it when the adapter has
-//! `TIMESTAMP_QUERY_INSIDE_ENCODERS`, else (native only) the wall clock around submit and
+//! `TIMESTAMP_QUERY_INSIDE_ENCODERS`; where it has only `TIMESTAMP_QUERY` (Chromium's WebGPU),
+//! the same two timestamps written by two empty compute passes around the work (the first at
+//! its beginning, the last at its end); else (native only) the wall clock around submit and
 //! completion. The tuner and the benchmarks use it, never inside a recording.
 
 use std::sync::Arc;
@@ -22,7 +24,7 @@ impl Timer {
 
     /// Whether GPU timestamps (rather than the wall clock) time the work.
     pub fn uses_timestamps(&self) -> bool {
-        self.rt.report.timestamps
+        self.rt.report.timestamps || self.rt.report.pass_timestamps
     }
 
     /// Records what `record` adds to a fresh encoder, submits it, and resolves to the time it
@@ -31,7 +33,8 @@ impl Timer {
         let rt = &self.rt;
         let mut keep = Keep::default();
         let mut enc = rt.scoped("timer", || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("timer") })))?;
-        if !rt.report.timestamps {
+        let in_encoder = rt.report.timestamps;
+        if !in_encoder && !rt.report.pass_timestamps {
             record(&mut enc, &mut keep)?;
             return wall_clock(rt, enc, keep, drive).await;
         }
@@ -39,12 +42,12 @@ impl Timer {
             let q = rt.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
             let resolve = rt.buffer("timer", 16, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC)?;
             let read = MapGuard::new(rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
-            enc.write_timestamp(&q, 0);
+            stamp(&mut enc, &q, 0, in_encoder);
             Ok((q, resolve, read))
         })?;
         record(&mut enc, &mut keep)?;
         rt.scoped("timer", || {
-            enc.write_timestamp(&queries, 1);
+            stamp(&mut enc, &queries, 1, in_encoder);
             enc.resolve_query_set(&queries, 0..2, resolve.buffer(), 0);
             enc.copy_buffer_to_buffer(resolve.buffer(), 0, read.buffer(), 0, 16);
             Ok(())
@@ -60,6 +63,18 @@ impl Timer {
         };
         Ok(ticks as f64 * rt.queue.get_timestamp_period() as f64 / 1e6)
     }
+}
+
+/// Writes timestamp `index` of `queries` at this point of `enc`: directly where encoders take
+/// timestamps, else through an empty compute pass whose beginning (index 0) or end (index 1)
+/// writes it.
+fn stamp(enc: &mut wgpu::CommandEncoder, queries: &wgpu::QuerySet, index: u32, in_encoder: bool) {
+    if in_encoder {
+        enc.write_timestamp(queries, index);
+        return;
+    }
+    let (beginning_of_pass_write_index, end_of_pass_write_index) = if index == 0 { (Some(0), None) } else { (None, Some(index)) };
+    let _ = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("timer"), timestamp_writes: Some(wgpu::ComputePassTimestampWrites { query_set: queries, beginning_of_pass_write_index, end_of_pass_write_index }) });
 }
 
 /// Submits `enc` and resolves to the milliseconds until its work finished, by the wall clock.
