@@ -5,13 +5,12 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::cpu::{self, Source};
 use crate::dtype::{DType, Element};
-use crate::elementwise::api::{Elementwise, Target};
+use crate::elementwise::api::Elementwise;
 use crate::elementwise::cpu::{execute, Src};
-use crate::elementwise::resolve::{resolve, typed_overlap, Input};
+use crate::elementwise::resolve::{check_copy, resolve, Input, Target};
 use crate::elementwise::Op;
 use crate::error::{Error, Result};
-use crate::layout::{checked_numel, Layout, MemoryFormat, Overlap};
-use crate::plan::CopyPlan;
+use crate::layout::{checked_numel, Layout, MemoryFormat};
 use crate::strided::{Strided, Token};
 
 /// Element bytes shared by every view of them.
@@ -163,47 +162,6 @@ impl HostTensor {
     fn write(&self) -> RwLockWriteGuard<'_, Vec<u8>> {
         self.storage.bytes.write().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// Validates `dst.copy_(src)` and returns its plan, or `None` when it is a no-op self-copy.
-/// Shared by host and device tensors.
-pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> Result<Option<CopyPlan>> {
-    // Every pair of types converts today; the check stays for types that may not.
-    if !src_t.can_copy_into(dst_t) {
-        return Err(Error::DType { op: "copy_", got: format!("{src_t} (source) into {dst_t}"), expected: "a type it converts into".into() });
-    }
-    let plan = CopyPlan::new(dst, src)?;
-    if dst.has_internal_overlap() {
-        return Err(Error::Overlap {
-            op: "copy_",
-            detail: format!("destination of shape {:?} and strides {:?} reaches some element twice", dst.shape(), dst.strides()),
-        });
-    }
-    if same_storage {
-        // Compare the broadcast source with the destination, position by position.
-        let src_b = src.broadcast_to(dst.shape())?;
-        match typed_overlap(dst, dst_t, &src_b, src_t) {
-            Overlap::Full if dst_t == src_t => return Ok(None),
-            // Full with two types: views of the same bytes as two types of one size (PyTorch's
-            // `a.view(torch.int32).copy_(a)`), each element converting in place.
-            Overlap::Full | Overlap::Disjoint => {}
-            _ => {
-                return Err(Error::Overlap {
-                    op: "copy_",
-                    detail: format!(
-                        "destination (shape {:?}, strides {:?}, offset {}) partially overlaps its source (shape {:?}, strides {:?}, offset {})",
-                        dst.shape(),
-                        dst.strides(),
-                        dst.offset(),
-                        src.shape(),
-                        src.strides(),
-                        src.offset()
-                    ),
-                })
-            }
-        }
-    }
-    Ok(Some(plan))
 }
 
 impl Elementwise for HostTensor {

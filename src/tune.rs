@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::runtime::submit::{Drive, Keep};
 use crate::runtime::timing::Timer;
-use crate::runtime::{lock, AdapterReport};
+use crate::runtime::lock::lock;
+use crate::runtime::AdapterReport;
 
 /// Runs per candidate: the first compiles its pipelines and is not counted.
 const RUNS: usize = 4;

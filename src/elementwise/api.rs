@@ -2,29 +2,10 @@
 //! in-place (`add_`) and `out=` (`add_out`) forms, written once over [`Elementwise::run`].
 
 use crate::dtype::DType;
-use crate::elementwise::resolve::Input;
+use crate::elementwise::resolve::{Input, Target};
 use crate::elementwise::{Op, Scalar};
 use crate::error::Result;
 use crate::strided::Strided;
-
-/// Where [`Elementwise::run`] writes.
-#[derive(Debug)]
-pub enum Target<'a, T> {
-    /// A new tensor in the inputs' memory order (PyTorch's rule; see
-    /// [`output_layout`](crate::output_layout)).
-    New,
-    /// The first input, which must be a tensor of the broadcast shape.
-    InPlace,
-    /// A given view of the broadcast shape (`out=`).
-    Out(&'a T),
-}
-
-impl<T> Clone for Target<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for Target<'_, T> {}
 
 macro_rules! unary {
     ($($name:ident, $name_:ident, $name_out:ident => $op:expr, $doc:literal;)*) => {$(

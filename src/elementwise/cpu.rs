@@ -19,20 +19,11 @@ pub(crate) enum Src<'a> {
     Dest,
 }
 
-/// The representation type of a computation type, as a [`DType`] to cast through.
-pub(crate) fn repr_dtype(compute: DType) -> DType {
-    match Repr::of(compute) {
-        Repr::F32 => DType::F32,
-        Repr::I32 => DType::I32,
-        Repr::U32 => DType::U32,
-    }
-}
-
 /// Runs a resolved op into `dst` (the destination's storage bytes), reading plan operand
 /// k (1 and up) from `srcs[k - 1]`. The caller has checked bounds, types and overlap.
 pub(crate) fn execute(r: &Resolved, dst: &mut [u8], srcs: &[Src<'_>]) {
     let plan: &IterPlan = &r.plan;
-    let repr = repr_dtype(r.compute);
+    let repr = Repr::of(r.compute).dtype();
     let mut off = [0usize; MAX_OPERANDS];
     let mut vals = [0u32; 3];
     let size = |d: DType| d.size();

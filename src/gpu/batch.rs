@@ -1,13 +1,13 @@
 //! Batches: operations recorded into one command encoder (the crate's own, or the caller's),
 //! holding every operand and temporary until the GPU has finished the work.
 
-use crate::elementwise::api::Target;
+use crate::elementwise::resolve::Target;
 use crate::elementwise::resolve::Input;
 use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
-use crate::host::check_copy;
+use crate::elementwise::resolve::check_copy;
 use crate::kernels::copy::{self, CopyPath};
 use crate::runtime::submit::{self, Keep, Submission};
 use crate::strided::Strided;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::kernels::conv::ConvKernel;
 use crate::kernels::copy::{CopyPath, ShapeClass, TRANSPOSE_FAMILY};
-use crate::runtime::{lock, AdapterReport, Runtime};
+use crate::runtime::lock::lock;
+use crate::runtime::{AdapterReport, Runtime};
 use crate::tune::{Tuner, TuningPolicy};
 
-use crate::gpu::tuning::ConvClass;
+use crate::kernels::conv::class::{ConvClass, CONV_FAMILY};
 
 /// Owns (or shares) a wgpu device and queue and everything this crate caches for them. Cheap
 /// to clone (all clones share one device); usable from several threads at once.
@@ -123,7 +124,7 @@ impl GpuContext {
     }
     /// The convolution kernels chosen so far (measured or loaded), by shape class.
     pub fn tuned_conv_choices(&self) -> Vec<(ConvClass, ConvKernel)> {
-        self.tuner.entries(crate::gpu::tuning::CONV_FAMILY)
+        self.tuner.entries(CONV_FAMILY)
     }
 
     /// The tuning choices as a tuning file's text: `existing` (a file's text, or "") with this
@@ -143,7 +144,7 @@ impl GpuContext {
                     let class: ShapeClass = serde_json::from_str(class).map_err(bad)?;
                     crate::kernels::copy::transpose_candidates(&class).contains(&serde_json::from_str(choice).map_err(bad)?)
                 }
-                crate::gpu::tuning::CONV_FAMILY => {
+                CONV_FAMILY => {
                     let class: ConvClass = serde_json::from_str(class).map_err(bad)?;
                     let kernel: ConvKernel = serde_json::from_str(choice).map_err(bad)?;
                     class.kernels.iter().any(|(k, _)| *k == kernel)

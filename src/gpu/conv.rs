@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
-use crate::gpu::tuning::conv_class;
+use crate::kernels::conv::class::conv_class;
 use crate::kernels::conv::{self, ConvKernel, View};
 use crate::layout::Overlap;
 use crate::strided::Strided;

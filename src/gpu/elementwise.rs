@@ -1,7 +1,8 @@
 //! Elementwise operations on device tensors: recorded into a [`Batch`], or run at once through
 //! the [`Elementwise`] methods.
 
-use crate::elementwise::api::{Elementwise, Target};
+use crate::elementwise::api::Elementwise;
+use crate::elementwise::resolve::Target;
 use crate::elementwise::resolve::{resolve, Input};
 use crate::elementwise::Op;
 use crate::error::Result;

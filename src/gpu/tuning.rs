@@ -3,116 +3,21 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::conv::{conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
-use crate::host::check_copy;
+use crate::elementwise::resolve::check_copy;
+use crate::kernels::conv::class::{conv_class, conv_default, tune_images, ConvClass, CONV_FAMILY, TUNE_ELEMENTS};
 use crate::kernels::conv::{self, ConvKernel, View};
 use crate::kernels::copy::{self, CopyPath, TRANSPOSE_FAMILY};
 use crate::layout::Layout;
 use crate::plan::{CopyPlan, Cuts};
 use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
-use crate::runtime::AdapterReport;
 use crate::strided::Strided;
 use crate::tune::Tuner;
-
-/// The most elements a transpose tuning run copies, and the most output elements a
-/// convolution tuning run writes (one image of the batch when a single image holds more).
-pub const TUNE_ELEMENTS: usize = 1 << 20;
-
-/// How many images of a convolution's batch the tuner convolves: the whole batch, or as many
-/// images as keep the output within [`TUNE_ELEMENTS`] (at least one). How fast a kernel is
-/// depends on how much work one dispatch has to spread over the adapter's cores, so the
-/// measurement runs at the call's size, and the class records it.
-fn tune_images(g: &Conv2dShape) -> usize {
-    g.n.min(TUNE_ELEMENTS / g.k.saturating_mul(g.oh).saturating_mul(g.ow).max(1)).max(1)
-}
-
-/// The tuner's name for the convolution family.
-pub(crate) const CONV_FAMILY: &str = "conv2d";
-
-/// A convolution shape class: the candidate kernels with the vec4 paths each gets, the kernel
-/// window, and the magnitudes of the channels per group, output channels per group and output
-/// pixels of the images a tuning run convolves.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ConvClass {
-    /// The candidates ([`conv_candidates`]) and, for each, (vec4 input, vec4 output).
-    pub kernels: Vec<(ConvKernel, (bool, bool))>,
-    /// floor(log2) of C/groups, K/groups and the output pixels of the images the tuner
-    /// convolves (OH*OW times the batch, or as much of it as a tuning run takes).
-    pub log2: [u32; 3],
-    /// kh, kw, sh, sw, dh, dw.
-    pub window: [usize; 6],
-    /// Whether the convolution is depthwise (groups == C).
-    pub depthwise: bool,
-}
-
-/// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
-/// adapter every eligible kernel it runs, elsewhere the GPU-shaped ones only (see
-/// [`ConvKernel::gpu_shaped`]). Eligibility is [`ConvKernel::eligible`] and
-/// [`ConvKernel::runs_on`], as for forced kernels.
-pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
-    let cpu = report.device_type == wgpu::DeviceType::Cpu;
-    ConvKernel::ALL.into_iter().filter(|k| (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
-}
-
-/// The class of a convolution of `g` from `input` into `out` on the adapter of `report`.
-pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, out: &Layout) -> ConvClass {
-    let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
-    let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
-    ConvClass {
-        kernels,
-        log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(tune_images(g).saturating_mul(g.oh).saturating_mul(g.ow))],
-        window: [g.kh, g.kw, o.stride.0, o.stride.1, o.dilation.0, o.dilation.1],
-        depthwise: o.groups == g.c && g.c > 1,
-    }
-}
-
-/// The convolution kernel used where a class has no kept choice (the default policy measures
-/// nothing): a deterministic choice per adapter kind and shape class, the kernel the tuner
-/// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
-/// GEMM (or depthwise) kernel in the output's orientation. On CPU adapters: depthwise, the
-/// tall kernel for 3x3 channels-last (the rows kernel for other channels-last windows, the
-/// NCHW kernel otherwise); 3x3 at unit stride and dilation into channels-last, the band (or
-/// rows) form of the direct kernel; windows of 25 taps or more, or fewer than 4 channels per
-/// group (a stem), the direct kernel; else the register-blocked kernel of the output's
-/// orientation, NHWC only where both operands move as vec4 words.
-fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
-    let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
-    let cpu = device_type == wgpu::DeviceType::Cpu;
-    if has(ConvKernel::DepthwiseNchw) {
-        return match (channels_last_out, cpu) {
-            (false, _) => ConvKernel::DepthwiseNchw,
-            (true, true) if has(ConvKernel::DepthwiseTall) => ConvKernel::DepthwiseTall,
-            (true, true) if has(ConvKernel::DepthwiseRows) => ConvKernel::DepthwiseRows,
-            (true, _) => ConvKernel::DepthwiseNhwc,
-        };
-    }
-    if !cpu {
-        return if channels_last_out { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
-    }
-    let [kh, kw, ..] = c.window;
-    if channels_last_out && has(ConvKernel::DirectBand) {
-        return ConvKernel::DirectBand;
-    }
-    if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
-        return ConvKernel::DirectRows;
-    }
-    // floor(log2(C / groups)) < 2: fewer than 4 input channels per group.
-    if (kh * kw >= 25 || c.log2[0] < 2) && has(ConvKernel::Direct) {
-        return ConvKernel::Direct;
-    }
-    if channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) {
-        ConvKernel::Nhwc
-    } else {
-        ConvKernel::Nchw
-    }
-}
 
 impl GpuContext {
     /// The copy path for `plan`: `path` when forced, else the plan's class with the tuned (or

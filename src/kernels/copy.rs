@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::shaders;
+use crate::kernels::shaders::{self, PipelineSpec};
 use crate::plan::{CopyKind, CopyPlan, Cuts};
 use crate::runtime::submit::Keep;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
@@ -687,8 +687,7 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
 /// Copy pipelines for the register-budget test (the ones whose register use depends on their
 /// constants): the converting transpose between every pair of types, at the automatic
 /// choice's shape, and the vec4 copy at its GPU shape.
-pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
-    use crate::kernels::conv::PipelineSpec;
+pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut out = vec![PipelineSpec { kernel: "copy_vec4", constants: vec![("WG", 256), ("WPT", 4)] }];
     for src in DType::ALL {
         for dst in DType::ALL.into_iter().filter(|&d| d != src) {

@@ -7,8 +7,7 @@ use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
-use crate::elementwise::cpu::repr_dtype;
-use crate::elementwise::resolve::{Resolved, Slot as InSlot};
+use crate::elementwise::resolve::{Repr, Resolved, Slot as InSlot};
 use crate::error::{Error, Result};
 use crate::kernels::copy::{bind, MAX_DIMS};
 use crate::kernels::shaders;
@@ -224,7 +223,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         ("WG", wg as i64),
         ("EPT", ept as i64),
         ("OP", r.op.code() as i64),
-        ("REPR", repr_dtype(r.compute).code() as i64),
+        ("REPR", Repr::of(r.compute).dtype().code() as i64),
         ("ARITY", r.slots.len() as i64),
         ("COMPUTE", r.compute.code() as i64),
         ("OUT_T", r.out_dtype.code() as i64),
@@ -401,7 +400,7 @@ fn rows_kernel(columns: bool, blocks: bool) -> &'static str {
 /// test: both kernels at their default shapes, each op, with the type sets that change the
 /// generated code (f32, f16 and bf16 computations, 32-bit signed and unsigned integers, and
 /// converting loads and stores of 1- and 2-byte elements).
-pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
+pub fn gpu_pipelines() -> Vec<crate::kernels::shaders::PipelineSpec> {
     use crate::elementwise::KINDS;
     let mut out = Vec::new();
     // (computation, input type, output type)
@@ -442,7 +441,7 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
                     ("WG", wg as i64),
                     ("EPT", ept as i64),
                     ("OP", op.code() as i64),
-                    ("REPR", repr_dtype(compute).code() as i64),
+                    ("REPR", Repr::of(compute).dtype().code() as i64),
                     ("ARITY", arity),
                     ("COMPUTE", compute.code() as i64),
                     ("OUT_T", output.code() as i64),
@@ -462,7 +461,7 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::conv::PipelineSpec> {
                     constants.extend([("BCAST", bcast), ("GATHER", gather), ("QPR", QPR as i64)]);
                     kernel = rows_kernel(columns == 1, false);
                 }
-                out.push(crate::kernels::conv::PipelineSpec { kernel, constants });
+                out.push(crate::kernels::shaders::PipelineSpec { kernel, constants });
             }
         }
     }

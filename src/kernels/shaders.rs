@@ -114,3 +114,20 @@ pub fn source(name: &str) -> Option<String> {
     out.push_str(kernel);
     Some(out)
 }
+
+/// One pipeline: a registered kernel (see [`source`]) and the
+/// override constants it is compiled with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineSpec {
+    /// The registered kernel's name.
+    pub kernel: &'static str,
+    /// Its override constants, by name.
+    pub constants: Vec<(&'static str, i64)>,
+}
+
+impl PipelineSpec {
+    /// The whole module: preludes and kernel.
+    pub fn source(&self) -> String {
+        source(self.kernel).unwrap_or_default()
+    }
+}

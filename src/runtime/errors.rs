@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
-use crate::runtime::lock;
+use crate::runtime::lock::lock;
 
 type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>> + Send>>;
 

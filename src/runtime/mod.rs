@@ -12,14 +12,16 @@
 //!    it.
 
 pub mod errors;
+pub mod lock;
 pub mod pool;
 pub mod submit;
 pub mod timing;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use lock::lock;
 use pool::{BufferPool, Pooled};
 
 /// Adapter facts and the limits this crate works within.
@@ -187,12 +189,6 @@ impl Runtime {
         lock(&self.layouts).insert(slots, l.clone());
         Ok(l)
     }
-}
-
-/// Locks a mutex, taking the data of a poisoned one (every guarded structure stays valid
-/// between statements).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `STRIDED_WGPU_LOG_PIPELINES=1`: one line on stderr per pipeline created, with its backend,

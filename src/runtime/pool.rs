@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::runtime::lock;
+use crate::runtime::lock::lock;
 
 /// The default cap on idle bytes the pool keeps.
 pub const DEFAULT_POOL_BYTES: u64 = 512 << 20;

@@ -20,7 +20,8 @@ use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
 use crate::runtime::pool::MapGuard;
-use crate::runtime::{lock, Runtime};
+use crate::runtime::lock::lock;
+use crate::runtime::Runtime;
 
 /// Everything a recording holds until the GPU has finished with it.
 #[derive(Default)]

@@ -16,6 +16,7 @@
 //! binding, and the dispatch of a family's uniforms and bind groups.
 
 pub(crate) mod blocked;
+pub(crate) mod class;
 mod depthwise;
 mod direct;
 mod gemm;
@@ -31,7 +32,7 @@ use crate::kernels::copy;
 use crate::plan::CopyPlan;
 use crate::runtime::pool::Pooled;
 use crate::error::{Error, Result};
-use crate::kernels::shaders;
+use crate::kernels::shaders::{self, PipelineSpec};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
@@ -451,23 +452,6 @@ pub(crate) fn bias_binding<'a>(bias: Option<View<'a>>, fallback: &'a wgpu::Buffe
     match bias {
         Some(b) => (b.buffer, (0, b.buffer.size())),
         None => (fallback, (0, fallback.size().min(16))),
-    }
-}
-
-/// One convolution pipeline: a registered kernel (see [`crate::shaders::source`]) and the
-/// override constants it is compiled with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PipelineSpec {
-    /// The registered kernel's name.
-    pub kernel: &'static str,
-    /// Its override constants, by name.
-    pub constants: Vec<(&'static str, i64)>,
-}
-
-impl PipelineSpec {
-    /// The whole module: preludes and kernel.
-    pub fn source(&self) -> String {
-        shaders::source(self.kernel).unwrap_or_default()
     }
 }
 

@@ -1,0 +1,67 @@
+//! The CPU reference of 2-d convolution on host tensors: every operand read through its
+//! strides, accumulated in f64.
+
+use crate::conv::{conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2dOptions, Conv2dShape};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::host::HostTensor;
+use crate::layout::MemoryFormat;
+use crate::strided::Strided;
+
+/// The CPU reference of `conv2d`: f64 accumulation over every operand read through its strides.
+pub fn conv2d_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv2dOptions) -> Result<HostTensor> {
+    let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], o)?;
+    reference(input, weight, bias, o, &g)
+}
+
+/// The CPU reference of `conv1x1` ([`conv2d_cpu`] with a 1x1 weight).
+pub fn conv1x1_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv1x1Options) -> Result<HostTensor> {
+    let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], o)?;
+    reference(input, weight, bias, o, &g)
+}
+
+fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv2dOptions, g: &Conv2dShape) -> Result<HostTensor> {
+    let x = input.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
+    let wt = weight.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
+    let b = bias.map(|b| b.to_vec::<f32>()).transpose()?;
+    let cg = g.c / o.groups;
+    let kg = g.k / o.groups;
+    let mut y = vec![0f32; g.n * g.k * g.oh * g.ow];
+    for ni in 0..g.n {
+        for ki in 0..g.k {
+            let grp = ki / kg;
+            for oy in 0..g.oh {
+                for ox in 0..g.ow {
+                    let mut acc = b.as_ref().map_or(0.0, |b| b[ki] as f64);
+                    for cj in 0..cg {
+                        let ci = grp * cg + cj;
+                        for ky in 0..g.kh {
+                            // Input row read by this tap; outside the image reads zero padding.
+                            let iy = (oy * o.stride.0 + ky * o.dilation.0) as isize - o.padding.0 as isize;
+                            if iy < 0 || iy as usize >= g.h {
+                                continue;
+                            }
+                            for kx in 0..g.kw {
+                                let ix = (ox * o.stride.1 + kx * o.dilation.1) as isize - o.padding.1 as isize;
+                                if ix < 0 || ix as usize >= g.w {
+                                    continue;
+                                }
+                                let xv = x[((ni * g.c + ci) * g.h + iy as usize) * g.w + ix as usize] as f64;
+                                acc += xv * wt[((ki * cg + cj) * g.kh + ky) * g.kw + kx] as f64;
+                            }
+                        }
+                    }
+                    // As Op::Relu: NaN stays NaN (f64::max would make it 0).
+                    if o.relu && acc <= 0.0 {
+                        acc = 0.0;
+                    }
+                    y[((ni * g.k + ki) * g.oh + oy) * g.ow + ox] = acc as f32;
+                }
+            }
+        }
+    }
+    // The output is allocated in its format, as on the device, so both give the same layout.
+    let out = HostTensor::zeros(&g.out_shape(), DType::F32, g.format)?;
+    out.copy_(&HostTensor::from_vec(y, &g.out_shape())?)?;
+    Ok(out)
+}
