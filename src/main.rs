@@ -10,8 +10,10 @@
 mod cli {
     pub mod bench;
     pub mod bench_conv;
+    pub mod bench_copy;
     pub mod bench_elementwise;
     pub mod chart;
+    pub mod measure;
     pub mod walkthrough;
 }
 
@@ -66,7 +68,7 @@ const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleav
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
 /// which rows it runs (`--only copy` or `--only conv`; all by default).
 fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
-    let mut warm = cli::bench::DEFAULT_WARM;
+    let mut warm = cli::measure::DEFAULT_WARM;
     let mut only = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {

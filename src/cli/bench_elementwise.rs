@@ -9,7 +9,7 @@
 
 use strided_wgpu::{CopyPath, DType, DeviceTensor, ElementwisePath, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
 
-use crate::cli::bench::{measure, Case, Row};
+use crate::cli::measure::{measure, Case, Row};
 
 /// Deterministic values in [-1, 1).
 fn filled(ctx: &GpuContext, shape: &[usize], format: MemoryFormat) -> Result<DeviceTensor> {
