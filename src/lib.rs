@@ -43,29 +43,47 @@ mod runtime;
 mod strided;
 mod tune;
 
-pub use conv::{conv1x1_cpu, conv1x1_shape, conv2d_cpu, conv2d_shape, Conv1x1Options, Conv1x1Shape, Conv2dOptions, Conv2dShape};
+// What a user writes: tensors, the context and its recordings, types, layouts, errors, the op
+// traits and their options, the convolution.
+pub use conv::{Conv1x1Options, Conv2dOptions};
+pub use gpu::conv::{conv1x1, conv2d};
 pub use dtype::{DType, Element};
-pub use elementwise::api::Elementwise;
-pub use elementwise::resolve::Target;
-pub use elementwise::resolve::Input;
-pub use elementwise::types::{can_cast, result_type, Arg as PromoteArg};
-pub use elementwise::{output_layout, Op, Scalar};
+pub use elementwise::{can_cast, result_type, Elementwise, Input, Op, Scalar, Target};
 pub use error::{Error, Result};
 pub use gpu::batch::Batch;
 pub use gpu::context::GpuContext;
-pub use gpu::conv::{conv1x1, conv1x1_with, conv2d, conv2d_with};
 pub use gpu::tensor::DeviceTensor;
 pub use gpu::timing::GpuTimer;
-pub use kernels::conv::class::{conv_candidates, ConvClass, TUNE_ELEMENTS};
-pub use kernels::conv::{gpu_pipelines as conv_gpu_pipelines, ConvKernel};
-pub use kernels::shaders::PipelineSpec;
-pub use kernels::copy::{gpu_pipelines as copy_gpu_pipelines, vec4_default, CopyPath, ShapeClass, MAX_DIMS};
-pub use kernels::elementwise::{gather_default, gpu_pipelines as elementwise_gpu_pipelines, rows_default, rows_eligible, ElementwisePath};
-pub use kernels::shaders;
-pub use runtime::submit::Submission;
-pub use runtime::AdapterReport;
 pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
-pub use plan::{CopyKind, CopyPlan, IterPlan, MAX_OPERANDS};
+pub use plan::{CopyPlan, IterPlan};
+pub use runtime::submit::Submission;
+pub use runtime::AdapterReport;
 pub use strided::Strided;
 pub use tune::TuningPolicy;
+
+/// For advanced use: forced kernels, the tuner's shape classes and candidates, the plan's
+/// classification, and the limits kernels work within. A call with a forced kernel checks it
+/// as the automatic choice does (the same eligibility check), and returns
+/// [`Error::Unsupported`](crate::Error) where the kernel cannot run the call or the adapter.
+pub mod advanced {
+    pub use crate::conv::{conv1x1_shape, conv2d_shape, Conv2dShape};
+    pub use crate::gpu::conv::{conv1x1_with, conv2d_with};
+    pub use crate::kernels::conv::class::{conv_candidates, ConvClass, TUNE_ELEMENTS};
+    pub use crate::kernels::conv::ConvKernel;
+    pub use crate::kernels::copy::{vec4_default, CopyPath, ShapeClass, MAX_DIMS};
+    pub use crate::kernels::elementwise::{gather_default, rows_default, rows_eligible, ElementwisePath};
+    pub use crate::plan::{CopyKind, MAX_OPERANDS};
+
+    /// What only the crate's own tests and benches need: every pipeline the tuner may pick on a
+    /// GPU (the register-budget test compiles them with a GPU compiler) and the shader
+    /// registry. Not a stable interface.
+    #[doc(hidden)]
+    pub mod internal {
+        pub use crate::kernels::conv::gpu_pipelines as conv_gpu_pipelines;
+        pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
+        pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
+        pub use crate::kernels::shaders;
+        pub use crate::kernels::shaders::PipelineSpec;
+    }
+}

@@ -12,7 +12,8 @@ use common::conv::{self as convcase, to_device};
 use common::elementwise as ew;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
-use strided_wgpu::{conv1x1, conv1x1_cpu, conv2d, conv2d_cpu, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1, conv2d, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::conv::{conv1x1_cpu, conv2d_cpu};
 
 impl Replay for HostTensor {
     fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {

@@ -7,7 +7,9 @@ mod common;
 use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{conv1x1, conv1x1_cpu, conv1x1_with, Conv1x1Options, ConvKernel, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{conv1x1, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::advanced::{conv1x1_with, ConvKernel};
+use strided_wgpu::conv::conv1x1_cpu;
 
 /// Runs one convolution on the device through `kernel` and compares every output with the CPU
 /// reference. Returns how many outputs were compared.

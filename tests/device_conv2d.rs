@@ -8,7 +8,9 @@ mod common;
 use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{conv2d_cpu, conv2d_with, Conv2dOptions, ConvKernel, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::advanced::{conv2d_with, ConvKernel};
+use strided_wgpu::conv::conv2d_cpu;
 
 /// Runs one convolution through `kernel` and compares every output with the CPU reference.
 /// Returns how many outputs were compared.
@@ -371,7 +373,7 @@ fn channels_past_the_chunk_stay_out_of_the_sum() {
         let x = HostTensor::from_vec(v, &[1, 12, 1, 2]).unwrap().contiguous(MemoryFormat::ChannelsLast).unwrap();
         let w = HostTensor::from_vec((0..4 * 12).map(|i| (i % 3) as f32 - 1.0).collect(), &[4, 12, 1, 1]).unwrap();
         let want = conv2d_cpu(&x, &w, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::advanced::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
             let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, &w), None, &Conv2dOptions::default(), kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
             for k in 0..4 {
                 // Pixel 0 of channel k is finite and equal; pixel 1 holds what the reference has.
@@ -398,7 +400,7 @@ fn fused_relu_keeps_nan() {
         for (w, o) in [(&w1, &dense), (&w3, &depthwise)] {
             let want = conv2d_cpu(&x, w, None, o).unwrap().to_vec::<f32>().unwrap();
             assert!(want.iter().any(|v| v.is_nan()) && want.contains(&0.0), "the reference has NaN and zeros");
-            let g = strided_wgpu::conv2d_shape(x.layout(), w.layout(), None, [None; 3], o).unwrap();
+            let g = strided_wgpu::advanced::conv2d_shape(x.layout(), w.layout(), None, [None; 3], o).unwrap();
             for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, o).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
                 let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, w), None, o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
                 for (i, (a, b)) in got.iter().zip(&want).enumerate() {

@@ -4,7 +4,8 @@ mod common;
 
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{CopyKind, CopyPath, CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::advanced::{CopyKind, CopyPath};
 
 /// Random element bytes, rich in special values: NaNs with payloads (quiet and signalling),
 /// -0.0, infinities, subnormals.

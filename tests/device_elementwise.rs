@@ -15,7 +15,8 @@ mod common;
 use common::elementwise::{bits, bits_of, close, exact, value};
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{rows_eligible, DType, DeviceTensor, Elementwise, ElementwisePath, Error, GpuContext, HostTensor, Input, IterPlan, Layout, MemoryFormat, Op, Scalar, Strided, Target};
+use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, Input, IterPlan, Layout, MemoryFormat, Op, Scalar, Strided, Target};
+use strided_wgpu::advanced::{rows_eligible, ElementwisePath};
 
 const DTYPES: [DType; 7] = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U32, DType::U8, DType::I8];
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::gpu::{contexts, name, own_device, spin};
-use strided_wgpu::{conv1x1, conv2d, Conv1x1Options, Conv2dOptions, CopyPath, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{conv1x1, conv2d, Conv1x1Options, Conv2dOptions, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::advanced::CopyPath;
 
 /// Installs the host's own uncaptured-error handler, which counts the errors it sees.
 fn count_host_errors(device: &wgpu::Device) -> Arc<AtomicUsize> {
@@ -332,7 +333,7 @@ fn no_call_measures_unless_asked() {
         let y = conv2d(&nhwc, &w, None, &o).unwrap();
         assert!(fresh.tuned_choices().is_empty() && fresh.tuned_conv_choices().is_empty(), "{}: a call measured by default", name(ctx));
         assert_eq!(nhwc.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
-        let want = strided_wgpu::conv2d_cpu(&h, &w.download().unwrap(), None, &o).unwrap().to_vec::<f32>().unwrap();
+        let want = strided_wgpu::conv::conv2d_cpu(&h, &w.download().unwrap(), None, &o).unwrap().to_vec::<f32>().unwrap();
         for (g, e) in y.download().unwrap().to_vec::<f32>().unwrap().iter().zip(&want) {
             assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{}: {g} vs {e}", name(ctx));
         }

@@ -1,8 +1,8 @@
 //! Register budget of the convolution, elementwise and converting-copy pipelines, measured
 //! with a real GPU compiler and no GPU.
 //!
-//! Every pipeline of [`strided_wgpu::conv_gpu_pipelines`],
-//! [`strided_wgpu::elementwise_gpu_pipelines`] and [`strided_wgpu::copy_gpu_pipelines`] is
+//! Every pipeline of [`strided_wgpu::advanced::internal::conv_gpu_pipelines`],
+//! [`strided_wgpu::advanced::internal::elementwise_gpu_pipelines`] and [`strided_wgpu::advanced::internal::copy_gpu_pipelines`] is
 //! compiled the way wgpu compiles it
 //! on Vulkan (WGSL -> naga, override constants applied -> SPIR-V) and handed to Mesa's RADV
 //! driver with `RADV_FORCE_FAMILY=navi21`: RADV then opens a "null" AMD RDNA2 device that
@@ -33,7 +33,7 @@ fn main() {
 mod native {
     use ash::vk;
     use std::ffi::CStr;
-    use strided_wgpu::PipelineSpec;
+    use strided_wgpu::advanced::internal::PipelineSpec;
 
     /// Fewest waves per SIMD a `gemm` kernel may leave room for, as RADV's "Subgroups per SIMD"
     /// counts them: on RDNA in wave32 units, so a wave64 shader's figure is twice its wave64
@@ -61,7 +61,7 @@ mod native {
                 return;
             }
         };
-        let specs: Vec<PipelineSpec> = strided_wgpu::conv_gpu_pipelines().into_iter().chain(strided_wgpu::elementwise_gpu_pipelines()).chain(strided_wgpu::copy_gpu_pipelines()).collect();
+        let specs: Vec<PipelineSpec> = strided_wgpu::advanced::internal::conv_gpu_pipelines().into_iter().chain(strided_wgpu::advanced::internal::elementwise_gpu_pipelines()).chain(strided_wgpu::advanced::internal::copy_gpu_pipelines()).collect();
         // The compiler dominates (about a second a pipeline): one worker per core, each taking
         // the next pipeline; the lines come out in the list's order.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len().max(1));

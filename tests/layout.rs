@@ -1,6 +1,8 @@
 //! Unit tests: the seeds' worked examples and PyTorch facts, on the host layer alone.
 
-use strided_wgpu::{output_layout, CopyKind, CopyPlan, DType, Elementwise, Error, HostTensor, Layout, MemoryFormat, Overlap, Reshape, Strided};
+use strided_wgpu::{CopyPlan, DType, Elementwise, Error, HostTensor, Layout, MemoryFormat, Overlap, Reshape, Strided};
+use strided_wgpu::advanced::CopyKind;
+use strided_wgpu::elementwise::output_layout;
 
 fn l(shape: &[usize]) -> Layout {
     Layout::contiguous(shape).unwrap()
@@ -252,7 +254,8 @@ fn to_memory_format_keeps_the_logical_shape() {
 
 #[test]
 fn conv1x1_checks_its_input_and_follows_the_input_format() {
-    use strided_wgpu::{conv1x1_cpu, Conv1x1Options};
+    use strided_wgpu::Conv1x1Options;
+    use strided_wgpu::conv::conv1x1_cpu;
     let x = HostTensor::from_vec(vec![1f32; 2 * 4 * 3 * 3], &[2, 4, 3, 3]).unwrap();
     let w = HostTensor::from_vec(vec![0.5f32; 6 * 4], &[6, 4, 1, 1]).unwrap();
     let b = HostTensor::from_vec(vec![-1f32; 6], &[6]).unwrap();

@@ -1,7 +1,7 @@
 //! Every .wgsl file under shaders/ parses and validates with naga, without a GPU. Kernels are
 //! validated as they are compiled (with their preludes); the plan prelude also on its own.
 
-use strided_wgpu::shaders::{source, KERNELS, PRELUDE, PRELUDES};
+use strided_wgpu::advanced::internal::shaders::{source, KERNELS, PRELUDE, PRELUDES};
 
 fn validate(name: &str, src: &str) {
     let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
@@ -71,7 +71,7 @@ fn kernels_that_index_iteration_plans_start_with_the_iter_prelude() {
 
 #[test]
 fn wgsl_dtype_codes_are_generated_from_rust() {
-    use strided_wgpu::{shaders::dtypes_prelude, DType};
+    use strided_wgpu::{advanced::internal::shaders::dtypes_prelude, DType};
     let p = dtypes_prelude();
     for (i, t) in DType::ALL.iter().enumerate() {
         assert!(p.contains(&format!("const DT_{}: u32 = {i}u;", t.to_string().to_uppercase())), "{t} in {p}");

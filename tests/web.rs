@@ -6,7 +6,9 @@
 //! cargo test --target wasm32-unknown-unknown --features webgpu --test web`
 #![cfg(target_arch = "wasm32")]
 
-use strided_wgpu::{conv1x1_cpu, conv2d_cpu, Conv1x1Options, Conv2dOptions, ConvKernel, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{Conv1x1Options, Conv2dOptions, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::advanced::ConvKernel;
+use strided_wgpu::conv::{conv1x1_cpu, conv2d_cpu};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -76,7 +78,8 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
 /// `transpose_cast.wgsl`), bit for bit.
 #[wasm_bindgen_test]
 async fn elementwise_ops_on_webgpu_match_the_cpu() {
-    use strided_wgpu::{Elementwise, ElementwisePath, Input, Op, Scalar, Target};
+    use strided_wgpu::{Elementwise, Input, Op, Scalar, Target};
+    use strided_wgpu::advanced::ElementwisePath;
     let ctx = GpuContext::new_async().await.expect("a WebGPU adapter");
     let xh = HostTensor::from_vec((0..2 * 8 * 3 * 4).map(|i| (i % 13) as f32 * 0.5 - 3.0).collect(), &[2, 8, 3, 4]).unwrap();
     let bh = HostTensor::from_vec((0..8).map(|i| i as f32 * 0.25).collect(), &[1, 8, 1, 1]).unwrap();
@@ -108,7 +111,7 @@ async fn elementwise_ops_on_webgpu_match_the_cpu() {
     }
     let want = HostTensor::zeros(&[2, 8, 3, 4], DType::F16, MemoryFormat::ChannelsLast).unwrap();
     want.copy_(&xh).unwrap();
-    for path in [strided_wgpu::CopyPath::Auto, strided_wgpu::CopyPath::TransposeCast { wg: 64 }] {
+    for path in [strided_wgpu::advanced::CopyPath::Auto, strided_wgpu::advanced::CopyPath::TransposeCast { wg: 64 }] {
         let out = DeviceTensor::zeros(&ctx, &[2, 8, 3, 4], DType::F16, MemoryFormat::ChannelsLast).unwrap();
         let mut batch = ctx.batch();
         batch.copy_with(&out, &x, path).unwrap();

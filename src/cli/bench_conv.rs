@@ -9,7 +9,8 @@
 //! `default_to_tuned` is the default's speed over the tuned one's. Timing as for the copy rows: GPU timestamps around the recorded work, medians
 //! of 15 runs after 2 warm-up runs.
 
-use strided_wgpu::{conv2d_shape, Conv2dOptions, ConvKernel, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::{conv2d_shape, ConvKernel};
 
 const WARMUP: usize = 2;
 const RUNS: usize = 15;
@@ -121,7 +122,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
         let copy_ms = if s.groups > 1 && s.groups == s.input[1] {
             let n = (bytes / 8.0) as usize;
             let (a, c) = (DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?);
-            Some(median(&time(&timer, |bt| bt.copy_with(&c, &a, strided_wgpu::vec4_default(ctx.adapter().device_type)))?))
+            Some(median(&time(&timer, |bt| bt.copy_with(&c, &a, strided_wgpu::advanced::vec4_default(ctx.adapter().device_type)))?))
         } else {
             None
         };

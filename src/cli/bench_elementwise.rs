@@ -7,7 +7,8 @@
 //! the kernels, not allocation. GB/s counts every byte read and written; timing, warm-up and
 //! the same-bytes copy ratio as for the copy rows.
 
-use strided_wgpu::{CopyPath, DType, DeviceTensor, ElementwisePath, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
+use strided_wgpu::{DType, DeviceTensor, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
+use strided_wgpu::advanced::{CopyPath, ElementwisePath};
 
 use crate::cli::measure::{measure, Case, Row};
 

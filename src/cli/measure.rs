@@ -13,7 +13,8 @@
 
 use std::collections::BTreeMap;
 
-use strided_wgpu::{vec4_default, Batch, CopyPath, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{Batch, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::{vec4_default, CopyPath};
 
 const WARMUP: usize = 3;
 const RUNS: usize = 15;

@@ -2,7 +2,7 @@
 //! (`cpu`, on host tensors).
 //!
 //! `input` is logically [N, C, H, W] in any strides, `weight` [K, C/groups, kh, kw] (a 1x1
-//! weight may also be [K, C/groups]), `bias` [K]. The output is [N, K, OH, OW] with
+//! weight may also be \[K, C/groups\]), `bias` \[K\]. The output is [N, K, OH, OW] with
 //! OH = (H + 2*ph - dh*(kh-1) - 1) / sh + 1 (OW likewise), in the input's memory format
 //! (channels_last in, channels_last out) unless the options name one: PyTorch's
 //! `torch.nn.functional.conv2d`. The reference reads every operand through its strides and

@@ -3,8 +3,8 @@
 //! CPU reference and the device.
 //!
 //! An operation resolves to an [`IterPlan`](crate::IterPlan) over its output and tensor
-//! inputs and a [`Resolved`] description of the arithmetic: the type it computes in (the
-//! inputs' [`result_type`](types::result_type), or float32 for ops PyTorch computes in floating
+//! inputs and a `Resolved` description of the arithmetic: the type it computes in (the
+//! inputs' [`result_type`], or float32 for ops PyTorch computes in floating
 //! point), the output's type, and its scalar operands and arguments converted once.
 //!
 //! Arithmetic: float types compute in f32 (f16 and bf16 values are widened exactly and the
@@ -12,12 +12,14 @@
 //! and wrap as PyTorch's do (an int8 127 + 1 is -128). Every input is first converted to the
 //! computation type with the casting rules of [`cast_bits`](crate::dtype::cast_bits).
 
-pub mod api;
+pub(crate) mod api;
 pub(crate) mod cpu;
-pub mod resolve;
-pub mod types;
+pub(crate) mod resolve;
+pub(crate) mod types;
 
-pub use resolve::output_layout;
+pub use api::Elementwise;
+pub use resolve::{output_layout, Input, Target};
+pub use types::{can_cast, result_type, Arg as PromoteArg};
 
 use std::fmt;
 

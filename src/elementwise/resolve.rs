@@ -14,7 +14,7 @@ use crate::strided::Strided;
 #[derive(Debug)]
 pub enum Target<'a, T> {
     /// A new tensor in the inputs' memory order (PyTorch's rule; see
-    /// [`output_layout`](crate::output_layout)).
+    /// [`output_layout`](crate::elementwise::output_layout)).
     New,
     /// The first input, which must be a tensor of the broadcast shape.
     InPlace,
@@ -143,7 +143,8 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 /// (ordered by their strides, the first input's first) and it is dense in that order.
 ///
 /// ```
-/// use strided_wgpu::{output_layout, Layout, MemoryFormat};
+/// use strided_wgpu::elementwise::output_layout;
+/// use strided_wgpu::{Layout, MemoryFormat};
 /// let cl = Layout::with_format(&[8, 3, 4, 4], MemoryFormat::ChannelsLast).unwrap();
 /// let nchw = Layout::contiguous(&[8, 3, 4, 4]).unwrap();
 /// assert_eq!(output_layout(&[8, 3, 4, 4], &[&cl, &nchw], 0).unwrap(), cl);

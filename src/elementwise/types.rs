@@ -106,7 +106,8 @@ fn combine(op: &'static str, higher: Option<Wide>, lower: Option<Wide>) -> Resul
 /// name the types.
 ///
 /// ```
-/// use strided_wgpu::{result_type, DType, PromoteArg, Scalar};
+/// use strided_wgpu::elementwise::PromoteArg;
+/// use strided_wgpu::{result_type, DType, Scalar};
 /// let t = |d| PromoteArg::Tensor(d, 4);
 /// assert_eq!(result_type("add", &[t(DType::I32), PromoteArg::Scalar(Scalar::Float(0.5))]).unwrap(), DType::F32);
 /// assert_eq!(result_type("add", &[t(DType::F16), PromoteArg::Scalar(Scalar::Float(0.5))]).unwrap(), DType::F16);

@@ -12,7 +12,7 @@ use crate::layout::Overlap;
 use crate::strided::Strided;
 
 /// `torch.nn.functional.conv2d`, f32, on the device. `input` is logically [N, C, H, W] in any
-/// strides; `weight` [K, C/groups, kh, kw] in any strides; `bias` [K]. Stride, zero padding,
+/// strides; `weight` \[K, C/groups, kh, kw\] in any strides; `bias` \[K\]. Stride, zero padding,
 /// dilation, groups (depthwise included) and a fused ReLU come from `options`. The output is a
 /// new tensor in the input's memory format unless `options` names one. Bad input is a typed
 /// error and nothing is dispatched. The kernel is the one kept for the call's shape class (by

@@ -120,7 +120,7 @@ impl GpuContext {
         Ok(true)
     }
 
-    /// Measures the convolution kernels ([`conv_candidates`]) for the shape class of this
+    /// Measures the convolution kernels ([`conv_candidates`](crate::advanced::conv_candidates)) for the shape class of this
     /// convolution (into an output of `output_format`, or the input's) unless it is tuned
     /// already: each kernel convolves the real input (read only; its first images, up to
     /// [`TUNE_ELEMENTS`] output elements, at least one image) into a scratch output. Returns

@@ -99,7 +99,7 @@ pub enum CopyPath {
     /// one 4 x 4 block per invocation, its destination runs written as whole words: the
     /// destination-contiguous dim, the destination's offset and its other strides must be
     /// multiples of the elements in a word (2 for 2-byte, 4 for 1-byte elements;
-    /// [`transpose_cast_plan`]).
+    /// `transpose_cast_plan`).
     TransposeCast {
         /// Workgroup size.
         wg: u32,

@@ -77,7 +77,7 @@ pub fn gather_default(device_type: wgpu::DeviceType) -> ElementwisePath {
 /// 10-30% faster on lavapipe than the GPU shapes, broadcast rows most), unless rows are too
 /// short to give each invocation 4 quads; then, with an input read as transposed blocks,
 /// quad columns through 8 rows in workgroups of 64 (`add` of a channels-last and an NCHW
-/// [8,64,56,56] on lavapipe: 2.8-3.0 ms, against 4.4-6.0 ms through the general kernel;
+/// \[8,64,56,56\] on lavapipe: 2.8-3.0 ms, against 4.4-6.0 ms through the general kernel;
 /// 8 / 16 / 64 / 256 invocations x 4 / 8 / 16 rows measured 2.8-3.6 ms).
 pub fn rows_default(device_type: wgpu::DeviceType, plan: &IterPlan) -> ElementwisePath {
     let quads = plan.sizes().first().map_or(0, |&n| n / 4);
@@ -156,7 +156,7 @@ fn gathers_short_rows(device_type: wgpu::DeviceType, plan: &IterPlan) -> bool {
 /// Whether the rows kernel can run `plan`: plan dim 0 contiguous in the output (operand 0),
 /// its size a multiple of 4, the output's offset and every other stride multiples of 4 (so
 /// that the output's quad is whole words of its binding). Inputs may have any strides
-/// ([`RowRead`]: quads, broadcast, transposed 4 x 4 blocks, or element by element).
+/// (`RowRead`: quads, broadcast, transposed 4 x 4 blocks, or element by element).
 pub fn rows_eligible(plan: &IterPlan) -> bool {
     plan.numel() > 0 && plan.rank() > 0 && plan.strides_of(0)[0] == 1 && plan.sizes()[0].is_multiple_of(4) && aligned_rows(plan, 0)
 }
