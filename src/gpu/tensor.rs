@@ -277,7 +277,7 @@ impl DeviceTensor {
         // dropped), and the recording holds it until its work is done: it returns to the pool
         // unmapped and unused.
         let staging = rt.scoped(OP, || {
-            let staging = MapGuard::new(rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
+            let staging = MapGuard::new(rt, rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             enc.copy_buffer_to_buffer(dense.buffer(), lo, staging.buffer(), 0, hi - lo);
             Ok(staging)
         })?;

@@ -6,7 +6,8 @@
 //! invariants:
 //!
 //! 1. Every crate call that reaches the device runs inside [`Runtime::scoped`]: the crate's own
-//!    error scopes catch what the call caused; the host program's handlers are never replaced.
+//!    error scopes catch what the call caused; the host program's handlers are never replaced
+//!    (a device the crate created gets a handler that never panics), and nothing reaches them.
 //! 2. Nothing here waits inside a recording: waiting happens only on a [`submit::Completion`].
 //! 3. A pooled buffer returns to the pool only when no tensor and no unfinished recording holds
 //!    it.

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::runtime::lock;
+use crate::runtime::{lock, Runtime};
 
 /// The default cap on idle bytes the pool keeps.
 pub const DEFAULT_POOL_BYTES: u64 = 512 << 20;
@@ -118,37 +118,47 @@ impl Pooled {
 /// (aborting a pending mapping), so that no buffer returns to the pool mapped, also when the
 /// future that waited for the mapping is dropped. A recording holds the buffer itself (`held`)
 /// until its work is done.
-pub(crate) struct MapGuard(Arc<Pooled>, std::sync::atomic::AtomicBool);
+pub(crate) struct MapGuard {
+    pooled: Arc<Pooled>,
+    armed: std::sync::atomic::AtomicBool,
+    /// The unmap runs inside the runtime's error scopes, and not at all once the device is known
+    /// lost: after a loss the buffer may be destroyed, and unmapping a destroyed buffer is an
+    /// error that would otherwise reach the device's uncaptured-error handler.
+    rt: Arc<Runtime>,
+}
 
 impl MapGuard {
-    pub(crate) fn new(p: Pooled) -> MapGuard {
-        MapGuard(Arc::new(p), std::sync::atomic::AtomicBool::new(false))
+    pub(crate) fn new(rt: &Arc<Runtime>, p: Pooled) -> MapGuard {
+        MapGuard { pooled: Arc::new(p), armed: std::sync::atomic::AtomicBool::new(false), rt: rt.clone() }
     }
     /// Marks the buffer as mapped or mapping (its mapping was submitted): only then does
     /// dropping the guard unmap it (unmapping a buffer that is not mapped is an error).
     pub(crate) fn arm(&self) {
-        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.armed.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     /// The mapping failed: the buffer is not mapped, and dropping the guard leaves it so.
     pub(crate) fn disarm(&self) {
-        self.1.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.armed.store(false, std::sync::atomic::Ordering::SeqCst);
     }
     pub(crate) fn held(&self) -> Arc<Pooled> {
-        self.0.clone()
+        self.pooled.clone()
     }
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
-        self.0.buffer()
+        self.pooled.buffer()
     }
 }
 
 impl Drop for MapGuard {
     fn drop(&mut self) {
-        if !self.1.load(std::sync::atomic::Ordering::SeqCst) {
+        if !self.armed.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        let gl = lock(&self.0.pool).gl();
-        let _turn = crate::runtime::errors::turn(&gl);
-        self.0.buffer().unmap();
+        // `scoped` fails at once when the device is known lost, and catches the error of
+        // unmapping a buffer that a loss not known yet destroyed: nothing to report from a drop.
+        let _ = self.rt.scoped("unmap", || {
+            self.pooled.buffer().unmap();
+            Ok(())
+        });
     }
 }
 

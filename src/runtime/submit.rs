@@ -115,7 +115,7 @@ impl<T> Future for Completion<T> {
         if cfg!(target_arch = "wasm32") {
             // The browser's event loop runs the callback, which wakes this future.
             return match this.signal.take(cx) {
-                Some(v) => Poll::Ready(Ok(v)),
+                Some(v) => Poll::Ready(this.rt.probe(this.op).map(|()| v)),
                 None => Poll::Pending,
             };
         }
@@ -145,7 +145,10 @@ impl<T> Future for Completion<T> {
             return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
         }
         match this.signal.take(cx) {
-            Some(v) => Poll::Ready(Ok(v)),
+            // A device destroyed after the submission still finishes the work submitted before
+            // (WebGPU's `destroy`), and the callbacks report success: the loss is learnt here,
+            // so that a wait or a download that ends after a loss is `DeviceLost`.
+            Some(v) => Poll::Ready(this.rt.probe(this.op).map(|()| v)),
             None => {
                 cx.waker().wake_by_ref();
                 Poll::Pending

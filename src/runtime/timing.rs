@@ -38,7 +38,7 @@ impl Timer {
         let (queries, resolve, read) = rt.scoped("timer", || {
             let q = rt.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
             let resolve = rt.buffer("timer", 16, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC)?;
-            let read = MapGuard::new(rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
+            let read = MapGuard::new(rt, rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             enc.write_timestamp(&q, 0);
             Ok((q, resolve, read))
         })?;
