@@ -488,3 +488,22 @@ fn losing_the_device_before_or_while_tuning_is_device_lost() {
         }
     }
 }
+
+#[test]
+fn a_buffer_of_another_device_is_refused_by_from_buffer() {
+    for ctx in contexts() {
+        // Two devices of one wgpu instance (a host program's two devices).
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapter = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into())).into_iter().next().unwrap();
+        let (mine, other) = (pollster::block_on(GpuContext::from_adapter(&adapter)).unwrap(), pollster::block_on(GpuContext::from_adapter(&adapter)).unwrap());
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let theirs = other.device().create_buffer(&wgpu::BufferDescriptor { label: Some("another device's"), size: 64, usage, mapped_at_creation: false });
+        let e = DeviceTensor::from_buffer(&mine, theirs.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::Device { op: "from_buffer", .. }), "{}: {e}", name(ctx));
+        // On its own device it is taken; a destroyed one is refused.
+        assert!(DeviceTensor::from_buffer(&other, theirs.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).is_ok());
+        theirs.destroy();
+        let e = DeviceTensor::from_buffer(&other, theirs, DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::Device { op: "from_buffer", .. }), "{}: {e}", name(ctx));
+    }
+}

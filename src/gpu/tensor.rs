@@ -112,6 +112,14 @@ impl DeviceTensor {
     /// buffer copies too), a size that is a multiple of 4 bytes, and must hold every element the
     /// layout reaches; it must belong to `ctx`'s device. It is never returned to the crate's
     /// pool: dropping the tensor drops only this handle.
+    ///
+    /// A buffer of another device of the same `wgpu::Instance`, or a destroyed one, is refused
+    /// ([`Error::Device`]): wgpu validates that a bind group's buffers are its device's, and a
+    /// trial bind group inside the crate's error scopes catches it. A buffer of another
+    /// *instance* (each [`GpuContext::new`] opens an instance of its own) cannot be detected:
+    /// wgpu 30 exposes no buffer's device or instance, and resolves the buffer's id in this
+    /// device's instance, where it names nothing (wgpu-core panics, "Cannot get non-existent
+    /// resource", here) or another buffer. Wrap only buffers made with `ctx.device()`.
     pub fn from_buffer(ctx: &GpuContext, buffer: wgpu::Buffer, dtype: DType, layout: Layout) -> Result<DeviceTensor> {
         const OP: &str = "from_buffer";
         ctx.rt.probe(OP)?;
@@ -123,6 +131,7 @@ impl DeviceTensor {
         }
         let len = usize::try_from(buffer.size() / dtype.size() as u64).map_err(|_| Error::overflow(OP, format!("the element count of a buffer of {} bytes", buffer.size())))?;
         layout.check_within(OP, len)?;
+        ctx.rt.check_own_buffer(OP, &buffer)?;
         Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Arc::new(Backing::Foreign(buffer)), dtype, len }), layout })
     }
 

@@ -184,6 +184,32 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Fails when `buffer` (a caller's, with `STORAGE` usage) cannot be bound on this device:
+    /// a buffer of another device of the same wgpu instance (wgpu validates that a bind group's
+    /// buffers are its device's), or one destroyed. A buffer of another wgpu instance cannot be
+    /// told apart (wgpu 30 resolves its id in this instance's registry: a panic or another
+    /// buffer); see `DeviceTensor::from_buffer`.
+    pub fn check_own_buffer(&self, op: &'static str, buffer: &wgpu::Buffer) -> Result<()> {
+        if buffer.size() < 4 {
+            return Ok(());
+        }
+        let layout = self.bind_group_layout(&[Slot::Read])?;
+        let bound = self.scoped(op, || {
+            let _ = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("strided-wgpu from_buffer check"),
+                layout: &layout,
+                entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset: 0, size: wgpu::BufferSize::new(4) }) }],
+            });
+            Ok(())
+        });
+        match bound {
+            Err(Error::Gpu { message, .. }) => Err(Error::Device { op, detail: format!("the buffer cannot be bound on the context's device (a buffer of another device, or a destroyed one): {message}") }),
+            other => other,
+        }
+    }
+}
+
 /// Locks a mutex, taking the data of a poisoned one (every guarded structure stays valid
 /// between statements).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
