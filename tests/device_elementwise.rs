@@ -1291,3 +1291,144 @@ fn review_findings() {
         assert!(matches!(dp.add(-256), Err(Error::InvalidArgument { .. })), "{}: -256 does not fit u8 even wrapping", name(ctx));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// uint8 with int8: PyTorch computes in int16, which no tensor here stores. In place and into
+// `out=` the crate computes in 32 bits and converts at the store; a new result is an error.
+
+/// An op of uint8 with int8 into a destination: the op, its inputs (0: the uint8 tensor, 1:
+/// the int8 one), and the `out=` type (`None`: in place, into a copy of the first input).
+struct Int16Case {
+    op: Op,
+    inputs: &'static [usize],
+    out: Option<DType>,
+}
+
+fn int16_cases() -> Vec<Int16Case> {
+    let add = |a: i64| Op::Add { alpha: Scalar::Int(a) };
+    let sub = |a: i64| Op::Sub { alpha: Scalar::Int(a) };
+    let mut cases = Vec::new();
+    for op in [add(1), sub(1), Op::Mul, Op::Maximum, Op::Minimum, add(300), sub(-127), Op::Addcmul { value: Scalar::Int(1) }] {
+        let inputs: &'static [usize] = if matches!(op, Op::Addcmul { .. }) { &[1, 0, 0] } else { &[0, 1] };
+        cases.push(Int16Case { op, inputs, out: None });
+        cases.push(Int16Case { op, inputs: if inputs.len() == 2 { &[1, 0] } else { &[0, 1, 1] }, out: None });
+        for d in DTYPES {
+            cases.push(Int16Case { op, inputs, out: Some(d) });
+        }
+    }
+    cases
+}
+
+/// Runs `c` with fresh inputs (`fresh(i)`) into a fresh destination (`fresh_out(dtype)`), and
+/// returns the destination and the result.
+fn run_int16<T: Elementwise>(c: &Int16Case, fresh: &dyn Fn(usize) -> T, fresh_out: &dyn Fn(DType) -> T, run: &RunFn<'_, T>) -> (T, strided_wgpu::Result<T>) {
+    let ins: Vec<T> = c.inputs.iter().map(|&i| fresh(i)).collect();
+    let dest = match c.out {
+        Some(d) => fresh_out(d),
+        None => ins[0].clone(),
+    };
+    let inputs: Vec<Input<'_, T>> = ins.iter().map(Input::Tensor).collect();
+    let target = if c.out.is_some() { Target::Out(&dest) } else { Target::InPlace };
+    let r = run(c.op, &inputs, target);
+    (dest, r)
+}
+
+/// A copy of `t` in storage of its own.
+fn copy_of(t: &HostTensor) -> HostTensor {
+    from_bits(t.dtype(), t.shape(), &bits(t))
+}
+
+fn u8_i8() -> [HostTensor; 2] {
+    [HostTensor::from_vec(vec![0u8, 1, 100, 200, 255], &[5]).unwrap(), HostTensor::from_vec(vec![-128i8, -1, 127, 100, 1], &[5]).unwrap()]
+}
+
+#[test]
+fn uint8_with_int8_into_a_destination_matches_pytorch_on_host() {
+    let [a, b] = u8_i8();
+    let fresh = |i: usize| copy_of([&a, &b][i]);
+    let run = |op: Op, inputs: &[Input<'_, HostTensor>], t: Target<'_, HostTensor>| HostTensor::run(op, inputs, t);
+    let zeros = |d: DType| HostTensor::zeros(&[5], d, MemoryFormat::Contiguous).unwrap();
+    let case = |op: Op, inputs: &'static [usize], out: Option<DType>| run_int16(&Int16Case { op, inputs, out }, &fresh, &zeros, &run);
+    let ok = |op: Op, inputs: &'static [usize], out: Option<DType>| -> Vec<i64> {
+        let (dest, r) = case(op, inputs, out);
+        r.unwrap_or_else(|e| panic!("{op:?} {inputs:?} into {out:?}: {e}"));
+        bits(&dest).into_iter().map(|w| match dest.dtype() {
+            DType::U8 => w as i64,
+            DType::I8 => w as u8 as i8 as i64,
+            DType::I32 => w as i32 as i64,
+            DType::U32 => w as i64,
+            d => value(d, w) as i64,
+        }).collect()
+    };
+    let add = |a: i64| Op::Add { alpha: Scalar::Int(a) };
+    // PyTorch's answers (int16 results, then converted to the destination's type):
+    // a + b = [-128, 0, 227, 300, 256].
+    assert_eq!(ok(add(1), &[0, 1], None), vec![128, 0, 227, 44, 0]); // a.add_(b)
+    assert_eq!(ok(add(1), &[1, 0], None), vec![-128, 0, -29, 44, 0]); // b.add_(a)
+    assert_eq!(ok(add(1), &[0, 1], Some(DType::I32)), vec![-128, 0, 227, 300, 256]);
+    assert_eq!(ok(Op::Sub { alpha: Scalar::Int(1) }, &[0, 1], None), vec![128, 2, 229, 100, 254]);
+    // a * b = [0, -1, 12700, 20000, 255].
+    assert_eq!(ok(Op::Mul, &[0, 1], None), vec![0, 255, 156, 32, 255]);
+    assert_eq!(ok(Op::Mul, &[1, 0], Some(DType::I32)), vec![0, -1, 12700, 20000, 255]); // b.mul_out(a, out)
+    assert_eq!(ok(Op::Mul, &[1, 0], Some(DType::U32)), vec![0, u32::MAX as i64, 12700, 20000, 255]);
+    assert_eq!(ok(Op::Mul, &[1, 0], Some(DType::F32)), vec![0, -1, 12700, 20000, 255]);
+    assert_eq!(ok(Op::Mul, &[1, 0], Some(DType::I8)), vec![0, -1, -100, 32, -1]);
+    // maximum = [0, 1, 127, 200, 255], minimum = [-128, -1, 100, 100, 1].
+    assert_eq!(ok(Op::Maximum, &[0, 1], None), vec![0, 1, 127, 200, 255]); // a.copy_(torch.maximum(a, b))
+    assert_eq!(ok(Op::Maximum, &[1, 0], None), vec![0, 1, 127, -56, -1]);
+    assert_eq!(ok(Op::Minimum, &[0, 1], None), vec![128, 255, 100, 100, 1]);
+    assert_eq!(ok(Op::Minimum, &[0, 1], Some(DType::F16)), vec![-128, -1, 100, 100, 1]);
+    // a + 300 b wraps at 16 bits: [27136, -299, -27336, 30200, 555], into uint8.
+    assert_eq!(ok(add(300), &[0, 1], None), vec![0, 213, 56, 248, 43]);
+    // a + 127 b = [-16256, -126, 16229, 12900, 382] fits int16, into int32 too.
+    assert_eq!(ok(add(127), &[0, 1], Some(DType::I32)), vec![-16256, -126, 16229, 12900, 382]);
+    // b + a * a wraps at 16 bits: [-128, 0, 10127, -25436, -510], into int8.
+    assert_eq!(ok(Op::Addcmul { value: Scalar::Int(1) }, &[1, 0, 0], None), vec![-128, 0, -113, -92, 2]);
+
+    // Where int16 arithmetic could wrap into a wider destination, 32 bits would differ: refused,
+    // the destination untouched.
+    for (op, inputs) in [(add(300), &[0usize, 1][..]), (Op::Addcmul { value: Scalar::Int(1) }, &[1, 0, 0][..])] {
+        let (dest, r) = case(op, inputs, Some(DType::I32));
+        assert!(matches!(r, Err(Error::DType { .. })), "{op:?} into int32: {r:?}");
+        assert_eq!(dest.to_vec::<i32>().unwrap(), vec![0; 5]);
+    }
+    // A multiplier PyTorch cannot convert to int16, and a float one, are errors.
+    let (dest, r) = case(add(40_000), &[0, 1], None);
+    assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+    assert_eq!(dest.to_vec::<u8>().unwrap(), vec![0, 1, 100, 200, 255]);
+    assert!(matches!(case(Op::Add { alpha: Scalar::Float(0.5) }, &[0, 1], None).1, Err(Error::DType { .. })));
+    // A new result would be int16: an error, as before.
+    for r in [a.add(&b), a.maximum(&b), b.mul(&a), a.add_scaled(&b, 2)] {
+        assert!(matches!(&r, Err(Error::DType { got, .. }) if got.contains("int16")), "{r:?}");
+    }
+}
+
+#[test]
+fn uint8_with_int8_into_a_destination_matches_host_on_device() {
+    let host = [random_tensor(31, DType::U8, &[6, 8]), random_tensor(32, DType::I8, &[6, 8])];
+    let base = |d: DType| random_tensor(33, d, &[6, 8]);
+    for ctx in contexts() {
+        let (mut compared, mut refused) = (0, 0);
+        for c in int16_cases() {
+            for path in [GATHER, ROWS] {
+                let hrun = |op: Op, inputs: &[Input<'_, HostTensor>], t: Target<'_, HostTensor>| HostTensor::run(op, inputs, t);
+                let drun = |op: Op, inputs: &[Input<'_, DeviceTensor>], t: Target<'_, DeviceTensor>| DeviceTensor::run_with(op, inputs, t, path);
+                let (hd, hr) = run_int16(&c, &|i| copy_of(&host[i]), &|d| base(d), &hrun);
+                let (dd, dr) = run_int16(&c, &|i| up(ctx, &host[i]), &|d| up(ctx, &base(d)), &drun);
+                let label = format!("{}: {:?} {:?} into {:?} ({path:?})", name(ctx), c.op, c.inputs, c.out);
+                match (hr, dr) {
+                    (Ok(_), Ok(_)) => compared += 1,
+                    (Err(he), Err(de)) => {
+                        assert!(same_variant(&he, &de), "{label}: host {he}, device {de}");
+                        refused += 1;
+                    }
+                    (h, d) => panic!("{label}: host {h:?}, device {d:?}"),
+                }
+                // Bit for bit, the whole destination (untouched where refused).
+                assert_eq!(bits(&dd.download().unwrap()), bits(&hd), "{label}");
+            }
+        }
+        assert!(compared >= 2 * 60 && refused > 0, "{}: {compared} compared, {refused} refused", name(ctx));
+        println!("uint8_with_int8_into_a_destination_matches_host_on_device [{}]: {compared} results bit for bit, {refused} refusals alike", name(ctx));
+    }
+}

@@ -83,6 +83,21 @@ fn the_hosts_error_handler_stays_and_its_errors_are_not_ours() {
 }
 
 #[test]
+fn a_device_the_crate_created_has_a_handler_that_never_panics() {
+    for ctx in contexts() {
+        let c = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).unwrap();
+        // The caller's own invalid work on the crate's device, outside any error scope: wgpu's
+        // default handler panics.
+        let _bad = c.device().create_buffer(&wgpu::BufferDescriptor { label: Some("caller's bad buffer"), size: 64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
+        // The crate's calls go on, and their errors are still theirs.
+        let t = DeviceTensor::from_slice(&c, &[1f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+        assert_eq!(t.transpose(0, 1).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1., 4., 2., 5., 3., 6.], "{}", name(ctx));
+        let e = DeviceTensor::from_slice(&c, &[0f32; 6], &[2, 3]).unwrap().copy_with(&t, CopyPath::TransposeTile { wg: 256, tile: 32 }).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }), "{e}");
+    }
+}
+
+#[test]
 fn every_call_after_device_loss_returns_device_lost() {
     // Each call is the first after the loss on a context of its own (no call learns of the
     // loss from an earlier one), then the loss sticks.
@@ -376,5 +391,184 @@ fn pass_timestamps_time_and_tune() {
         assert!(ms > 0.0 && ms < 10_000.0, "{}: a copy took {ms} ms by pass timestamps", name(ctx));
         assert!(own.tune_copy(&out, &x.transpose(1, 2).unwrap()).unwrap(), "{}: tuning measured nothing", name(ctx));
         assert_eq!(own.tuned_choices().len(), 1);
+    }
+}
+
+/// Fresh contexts on `ctx`'s backend whose devices a test destroys: one the crate created
+/// (which owns its device's uncaptured-error handler), and one made from the host's device,
+/// whose handler stays the host's (here one that counts what reaches it).
+fn doomed(ctx: &GpuContext) -> Vec<(&'static str, GpuContext, Option<Arc<AtomicUsize>>)> {
+    let mut out = Vec::new();
+    if let Ok(c) = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())) {
+        out.push(("crate's device", c, None));
+    }
+    if let Some((device, queue, info)) = own_device(ctx) {
+        let seen = count_host_errors(&device);
+        out.push(("host's device", GpuContext::from_device(device, queue, &info), Some(seen)));
+    }
+    assert_eq!(out.len(), 2, "{}: a fresh device", name(ctx));
+    out
+}
+
+/// Polls a future once, with a waker that does nothing.
+fn poll_once<F: std::future::Future>(f: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    f.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+}
+
+/// After a loss: `r` is `DeviceLost`, so is the next call, and nothing of the crate's reached
+/// the host's handler.
+fn assert_lost<T: std::fmt::Debug>(what: &str, c: &GpuContext, host: &Option<Arc<AtomicUsize>>, r: Result<T, Error>) {
+    assert!(matches!(r, Err(Error::DeviceLost { .. })), "{what}: {r:?}");
+    let again = DeviceTensor::from_slice(c, &[1f32; 4], &[4]).map(|_| ());
+    assert!(matches!(again, Err(Error::DeviceLost { .. })), "{what}, the next call: {again:?}");
+    if let Some(seen) = host {
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "{what}: the crate's calls reached the host's error handler");
+    }
+}
+
+/// Polls `f` once (asserting that it is then still under way) and destroys `c`'s device. GL
+/// runs submitted work at the submit, so there a future finishes at its first poll: there the
+/// device is destroyed before it.
+fn destroy_while_pending<F: std::future::Future>(what: &str, c: &GpuContext, f: std::pin::Pin<&mut F>) {
+    if c.adapter().backend != wgpu::Backend::Gl {
+        assert!(poll_once(f).is_pending(), "{what}: it finished at its first poll");
+    }
+    c.device().destroy();
+}
+
+/// A transpose big enough (4 MiB) that its download is still under way at its first poll.
+fn big(c: &GpuContext) -> DeviceTensor {
+    DeviceTensor::from_slice(c, &(0..1 << 20).map(|i| i as f32).collect::<Vec<_>>(), &[1024, 1024]).unwrap().transpose(0, 1).unwrap()
+}
+
+#[test]
+fn losing_the_device_while_a_download_is_pending_is_device_lost() {
+    for ctx in contexts() {
+        // The download's future polled once, the device destroyed, then the future polled to
+        // its end, or dropped unfinished.
+        for finish in [true, false] {
+            for (who, c, host) in doomed(ctx) {
+                let what = format!("{} {who} (finished: {finish})", name(ctx));
+                let x = big(&c);
+                let mut out = vec![0f32; x.numel()];
+                let mut f = Box::pin(x.download_into_async(&mut out));
+                destroy_while_pending(&what, &c, f.as_mut());
+                if finish {
+                    let r = spin(f);
+                    assert_lost(&what, &c, &host, r);
+                } else {
+                    drop(f);
+                    assert_lost(&what, &c, &host, x.download().map(drop));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn losing_the_device_between_submit_and_completion_is_device_lost() {
+    for ctx in contexts() {
+        for blocking in [true, false] {
+            for (who, c, host) in doomed(ctx) {
+                let what = format!("{} {who} (blocking: {blocking})", name(ctx));
+                let x = big(&c);
+                let out = DeviceTensor::empty(&c, &[1024, 1024], DType::F32, MemoryFormat::Contiguous).unwrap();
+                let mut b = c.batch();
+                b.copy_(&out, &x).unwrap();
+                let sub = b.submit().unwrap();
+                c.device().destroy();
+                let r = if blocking { sub.wait() } else { spin(sub.finished()) };
+                assert_lost(&what, &c, &host, r);
+            }
+        }
+    }
+}
+
+#[test]
+fn losing_the_device_in_the_middle_of_a_recording_is_device_lost() {
+    for ctx in contexts() {
+        // Into the crate's encoder (then submitted, or finished), and into the host's.
+        for how in ["submit", "finish", "record_into"] {
+            for (who, c, host) in doomed(ctx) {
+                let what = format!("{} {who} ({how})", name(ctx));
+                let x = DeviceTensor::from_slice(&c, &(0..4096).map(|i| i as f32).collect::<Vec<_>>(), &[64, 64]).unwrap();
+                let out = DeviceTensor::empty(&c, &[64, 64], DType::F32, MemoryFormat::Contiguous).unwrap();
+                let mut enc = c.device().create_command_encoder(&Default::default());
+                let mut b = if how == "record_into" { c.record_into(&mut enc) } else { c.batch() };
+                b.copy_(&out, &x.transpose(0, 1).unwrap()).unwrap();
+                c.device().destroy();
+                // Recording after the loss: an error or not, never a panic.
+                let _ = b.copy_(&out, &x);
+                let _ = b.copy_(&out.narrow(0, 0, 32).unwrap(), &x.narrow(1, 0, 32).unwrap().transpose(0, 1).unwrap());
+                let r = match how {
+                    "submit" => b.submit().map(drop),
+                    "finish" => b.finish().map(drop),
+                    _ => {
+                        b.end();
+                        drop(enc);
+                        out.download().map(drop)
+                    }
+                };
+                assert_lost(&what, &c, &host, r);
+            }
+        }
+    }
+}
+
+#[test]
+fn losing_the_device_before_or_while_tuning_is_device_lost() {
+    let conv = Conv2dOptions { padding: (1, 1), ..Default::default() };
+    for ctx in contexts() {
+        // Destroyed before the blocking call, or after the first poll of the async one.
+        for pending in [false, true] {
+            for (who, c, host) in doomed(ctx) {
+                let what = format!("{} {who} tune_copy (pending: {pending})", name(ctx));
+                let x = DeviceTensor::from_slice(&c, &(0..8 * 48 * 40).map(|i| i as f32).collect::<Vec<_>>(), &[8, 48, 40]).unwrap();
+                let out = DeviceTensor::empty(&c, &[8, 40, 48], DType::F32, MemoryFormat::Contiguous).unwrap();
+                let src = x.transpose(1, 2).unwrap();
+                let r = if pending {
+                    let mut f = Box::pin(c.tune_copy_async(&out, &src));
+                    destroy_while_pending(&what, &c, f.as_mut());
+                    spin(f)
+                } else {
+                    c.device().destroy();
+                    c.tune_copy(&out, &src)
+                };
+                assert_lost(&what, &c, &host, r);
+            }
+            for (who, c, host) in doomed(ctx) {
+                let what = format!("{} {who} tune_conv2d (pending: {pending})", name(ctx));
+                let x = DeviceTensor::from_slice(&c, &(0..2 * 8 * 12 * 12).map(|i| (i % 7) as f32).collect::<Vec<_>>(), &[2, 8, 12, 12]).unwrap();
+                let w = DeviceTensor::from_slice(&c, &(0..8 * 8 * 9).map(|i| (i % 5) as f32).collect::<Vec<_>>(), &[8, 8, 3, 3]).unwrap();
+                let r = if pending {
+                    let mut f = Box::pin(c.tune_conv2d_async(&x, &w, None, &conv));
+                    destroy_while_pending(&what, &c, f.as_mut());
+                    spin(f)
+                } else {
+                    c.device().destroy();
+                    c.tune_conv2d(&x, &w, None, &conv)
+                };
+                assert_lost(&what, &c, &host, r);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_buffer_of_another_device_is_refused_by_from_buffer() {
+    for ctx in contexts() {
+        // Two devices of one wgpu instance (a host program's two devices).
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapter = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into())).into_iter().next().unwrap();
+        let (mine, other) = (pollster::block_on(GpuContext::from_adapter(&adapter)).unwrap(), pollster::block_on(GpuContext::from_adapter(&adapter)).unwrap());
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let theirs = other.device().create_buffer(&wgpu::BufferDescriptor { label: Some("another device's"), size: 64, usage, mapped_at_creation: false });
+        let e = DeviceTensor::from_buffer(&mine, theirs.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::Device { op: "from_buffer", .. }), "{}: {e}", name(ctx));
+        // On its own device it is taken; a destroyed one is refused.
+        assert!(DeviceTensor::from_buffer(&other, theirs.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).is_ok());
+        theirs.destroy();
+        let e = DeviceTensor::from_buffer(&other, theirs, DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::Device { op: "from_buffer", .. }), "{}: {e}", name(ctx));
     }
 }

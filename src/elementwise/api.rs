@@ -44,7 +44,11 @@ macro_rules! binary {
 /// Elementwise operations, as PyTorch's, on host and device tensors alike. Each takes tensors
 /// and scalars, broadcasts them, computes in the promoted type (see
 /// [`result_type`](crate::result_type)) and writes a new tensor, the first input (`*_`), or a
-/// given view (`*_out`). Bad input (shapes that do not broadcast, a destination of another
+/// given view (`*_out`). uint8 with int8 promotes to int16, which no tensor here stores: into
+/// a destination (`*_`, `*_out`) it computes in 32 bits and converts at the store, which gives
+/// PyTorch's int16 bits into a uint8 or int8 destination always, and into a wider one where no
+/// result can leave int16 (else a [`Error::DType`](crate::Error::DType)); a new result is an
+/// error. Bad input (shapes that do not broadcast, a destination of another
 /// shape, a result type the destination cannot hold, a destination reaching an element twice
 /// or partially overlapping an input) is a typed error, and nothing is written.
 ///

@@ -9,8 +9,10 @@
 //!
 //! Arithmetic: float types compute in f32 (f16 and bf16 values are widened exactly and the
 //! result is rounded once, to nearest even, at the store); integer types compute in 32 bits
-//! and wrap as PyTorch's do (an int8 127 + 1 is -128). Every input is first converted to the
-//! computation type with the casting rules of [`cast_bits`](crate::dtype::cast_bits).
+//! and wrap as PyTorch's do (an int8 127 + 1 is -128); uint8 with int8 (PyTorch's int16)
+//! computes in int32 into a destination, where that gives int16's bits (`resolve`). Every input
+//! is first converted to the computation type with the casting rules of
+//! [`cast_bits`](crate::dtype::cast_bits).
 
 pub(crate) mod api;
 pub(crate) mod cpu;

@@ -2,7 +2,7 @@
 //! destination, overlap, and the plan. Nothing is written before they pass.
 
 use crate::dtype::DType;
-use crate::elementwise::types::{can_cast, result_type_for, Arg};
+use crate::elementwise::types::{can_cast, common_type, int16_result, Arg, Common};
 use crate::elementwise::{Op, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::ops::broadcast_error;
@@ -269,7 +269,14 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
         })
         .collect();
     args.extend(op.promoted_args().into_iter().map(Arg::Scalar));
-    let common = result_type_for(name, &args, op.computes_in_float())?;
+    // uint8 with int8 computes in int16 (PyTorch), which no tensor here stores: a new result is
+    // an error, and an in-place or `out=` one computes in 32 bits and converts at the store
+    // (checked below to equal int16 arithmetic).
+    let (common, int16) = match common_type(name, &args, op.computes_in_float())? {
+        Common::Stored(d) => (d, false),
+        Common::Int16 if matches!(dest, Target::New) => return Err(int16_result(name)),
+        Common::Int16 => (DType::I32, true),
+    };
     if op.float_only() && !common.is_float() {
         return Err(Error::DType { op: name, got: common.to_string(), expected: "a float type".into() });
     }
@@ -360,11 +367,85 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
         }
         _ => {}
     }
+    if int16 {
+        check_int16(op, inputs, out_dtype)?;
+    }
     let layouts: Vec<&Layout> = tensors.iter().map(|t| t.layout()).collect();
     let plan = IterPlan::build(name, &out_layout, &layouts)?;
     let mut types = vec![out_dtype];
     types.extend(tensors.iter().map(|t| t.dtype()));
     Ok((Resolved { op, compute, out_dtype, out_layout, types, slots, args: a, plan }, tensors))
+}
+
+/// Checks that an op PyTorch computes in int16 (uint8 with int8), computed here in 32 bits and
+/// converted to the destination's type `out`, gives PyTorch's bits. PyTorch converts every
+/// scalar to int16 first (an int outside its range is an error) and wraps at 16 bits. Sums,
+/// differences and products agree modulo 2^16 in either width, and max/min pick an input, so
+/// an 8-bit destination always gets PyTorch's bits. A wider one gets them where no result can
+/// leave int16, which interval arithmetic over the operands' ranges tells (mul of uint8 by
+/// int8 lies in [-32640, 32385]; add and sub fit for a multiplier up to 127 in magnitude;
+/// addcmul of two uint8 factors does not); the other cases are refused, naming the ranges.
+fn check_int16<T: Strided>(op: Op, inputs: &[Input<'_, T>], out: DType) -> Result<()> {
+    let name = op.name();
+    const I16: (i64, i64) = (i16::MIN as i64, i16::MAX as i64);
+    let fits = |what: &str, s: Scalar| match s {
+        Scalar::Int(i) if !(I16.0..=I16.1).contains(&i) => Err(Error::invalid(name, format!("{what} {i} cannot be converted to int16 (the type uint8 with int8 computes in) without overflow"))),
+        _ => Ok(()),
+    };
+    let mut ranges = Vec::with_capacity(inputs.len());
+    for i in inputs {
+        ranges.push(match *i {
+            Input::Tensor(t) => match t.dtype() {
+                DType::U8 => (0, 255),
+                _ => (-128, 127),
+            },
+            Input::Scalar(s) => {
+                fits("scalar", s)?;
+                match s {
+                    Scalar::Int(i) => (i, i),
+                    // A float scalar never joins an integer computation (scalar_bits refuses it).
+                    Scalar::Float(_) => (0, 0),
+                }
+            }
+        });
+    }
+    let int = |what: &str, s: Scalar| -> Result<(i64, i64)> {
+        fits(what, s)?;
+        Ok(match s {
+            Scalar::Int(i) => (i, i),
+            Scalar::Float(_) => (0, 0),
+        })
+    };
+    let mul = |a: (i64, i64), b: (i64, i64)| {
+        let p = [a.0 * b.0, a.0 * b.1, a.1 * b.0, a.1 * b.1];
+        (*p.iter().min().unwrap_or(&0), *p.iter().max().unwrap_or(&0))
+    };
+    let range = match op {
+        Op::Add { alpha } => {
+            let m = mul(int("alpha", alpha)?, ranges[1]);
+            (ranges[0].0 + m.0, ranges[0].1 + m.1)
+        }
+        Op::Sub { alpha } => {
+            let m = mul(int("alpha", alpha)?, ranges[1]);
+            (ranges[0].0 - m.1, ranges[0].1 - m.0)
+        }
+        Op::Mul => mul(ranges[0], ranges[1]),
+        Op::Addcmul { value } => {
+            let m = mul(mul(int("value", value)?, ranges[1]), ranges[2]);
+            (ranges[0].0 + m.0, ranges[0].1 + m.1)
+        }
+        Op::Maximum | Op::Minimum => (ranges.iter().map(|r| r.0).min().unwrap_or(0), ranges.iter().map(|r| r.1).max().unwrap_or(0)),
+        // Unary ops take one tensor, which never promotes to int16.
+        _ => return Err(int16_result(name)),
+    };
+    if out.size() == 1 || (I16.0 <= range.0 && range.1 <= I16.1) {
+        return Ok(());
+    }
+    Err(Error::DType {
+        op: name,
+        got: format!("uint8 with int8 (PyTorch computes in int16, wrapping at 16 bits) into a {out} destination, with results up to [{}, {}]", range.0, range.1),
+        expected: "a uint8 or int8 destination, or operands whose results fit int16".into(),
+    })
 }
 
 /// How two views of one storage overlap when they may read it as different types (two

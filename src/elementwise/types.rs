@@ -103,7 +103,8 @@ fn combine(op: &'static str, higher: Option<Wide>, lower: Option<Wide>) -> Resul
 /// scalars, each class promoted within itself and combined by category. A result outside the
 /// crate's seven types (int16 from uint8 with int8, int64 from Python ints alone) and
 /// promotions PyTorch does not support (uint32 with another integer type) are errors that
-/// name the types.
+/// name the types. (An in-place or `out=` op of uint8 with int8 stores no int16: it computes
+/// in 32 bits into its destination where that gives PyTorch's int16 bits.)
 ///
 /// ```
 /// use strided_wgpu::elementwise::PromoteArg;
@@ -120,9 +121,31 @@ pub fn result_type(op: &'static str, args: &[Arg]) -> Result<DType> {
     result_type_for(op, args, false)
 }
 
+/// The type an operation computes in: one of the crate's seven, or int16 (uint8 with int8),
+/// which the crate stores nowhere but an in-place or `out=` operation can compute in (see
+/// `resolve`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Common {
+    Stored(DType),
+    Int16,
+}
+
 /// [`result_type`], with integer results becoming float32 when `float` is set (the ops
 /// PyTorch computes in floating point, for which int16 is only a step on the way).
 pub(crate) fn result_type_for(op: &'static str, args: &[Arg], float: bool) -> Result<DType> {
+    match common_type(op, args, float)? {
+        Common::Stored(d) => Ok(d),
+        Common::Int16 => Err(int16_result(op)),
+    }
+}
+
+/// The error of an int16 result where one must be stored.
+pub(crate) fn int16_result(op: &'static str) -> Error {
+    Error::DType { op, got: format!("the result type {}", Wide::I16.name()), expected: "one of f32, f16, bf16, i32, u32, u8, i8".into() }
+}
+
+/// [`result_type_for`], with int16 a result rather than an error.
+pub(crate) fn common_type(op: &'static str, args: &[Arg], float: bool) -> Result<Common> {
     let (mut dim, mut zero, mut wrapped) = (None, None, None);
     for a in args {
         match *a {
@@ -133,8 +156,9 @@ pub(crate) fn result_type_for(op: &'static str, args: &[Arg], float: bool) -> Re
         }
     }
     match combine(op, dim, combine(op, zero, wrapped)?)? {
-        Some(w) if float && !w.is_float() => Ok(DType::F32),
-        Some(Wide::Stored(d)) => Ok(d),
+        Some(w) if float && !w.is_float() => Ok(Common::Stored(DType::F32)),
+        Some(Wide::Stored(d)) => Ok(Common::Stored(d)),
+        Some(Wide::I16) => Ok(Common::Int16),
         Some(w) => Err(Error::DType { op, got: format!("the result type {}", w.name()), expected: "one of f32, f16, bf16, i32, u32, u8, i8".into() }),
         None => Err(Error::invalid(op, "no operand to take a type from")),
     }

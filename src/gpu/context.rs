@@ -64,7 +64,10 @@ impl GpuContext {
     }
 
     /// Opens a device on `adapter` with the adapter's own limits and the optional features
-    /// this crate uses when present (timestamp queries, subgroups).
+    /// this crate uses when present (timestamp queries, subgroups). The context owns the
+    /// device's uncaptured-error handler: one that ignores errors, where wgpu's default panics.
+    /// Work of your own on [`GpuContext::device`] catches its errors in its own error scopes
+    /// (or install a handler of yours with `device().on_uncaptured_error(..)`).
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
         let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
         let (device, queue) = adapter
@@ -78,7 +81,17 @@ impl GpuContext {
             })
             .await
             .map_err(|e| Error::Adapter(format!("request_device on {:?}: {e}", adapter.get_info().name)))?;
-        Ok(Self::from_device(device, queue, &adapter.get_info()))
+        let ctx = Self::from_device(device, queue, &adapter.get_info());
+        ctx.own_handlers();
+        Ok(ctx)
+    }
+
+    /// A device the crate created is the crate's: its uncaptured-error handler ignores errors
+    /// instead of wgpu's default, which panics. Every call of the crate catches its own errors
+    /// in its own error scopes, so what reaches the handler is wgpu's report of work on a device
+    /// already lost, or the caller's own work on [`GpuContext::device`] outside error scopes.
+    fn own_handlers(&self) {
+        self.rt.device.on_uncaptured_error(Arc::new(|_: wgpu::Error| {}));
     }
 
     /// Wraps a device and queue the caller already owns (a library inside a larger wgpu

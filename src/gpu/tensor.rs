@@ -9,7 +9,8 @@ use crate::gpu::context::GpuContext;
 use crate::host::HostTensor;
 use crate::kernels::copy::CopyPath;
 use crate::layout::{checked_numel, Layout, MemoryFormat};
-use crate::runtime::pool::{MapGuard, Pooled};
+use crate::runtime::pool::Pooled;
+use crate::runtime::submit::MapGuard;
 use crate::runtime::submit::{submit_and_map, Drive, Keep};
 use crate::strided::{Strided, Token};
 
@@ -112,6 +113,14 @@ impl DeviceTensor {
     /// buffer copies too), a size that is a multiple of 4 bytes, and must hold every element the
     /// layout reaches; it must belong to `ctx`'s device. It is never returned to the crate's
     /// pool: dropping the tensor drops only this handle.
+    ///
+    /// A buffer of another device of the same `wgpu::Instance`, or a destroyed one, is refused
+    /// ([`Error::Device`]): wgpu validates that a bind group's buffers are its device's, and a
+    /// trial bind group inside the crate's error scopes catches it. A buffer of another
+    /// *instance* (each [`GpuContext::new`] opens an instance of its own) cannot be detected:
+    /// wgpu 30 exposes no buffer's device or instance, and resolves the buffer's id in this
+    /// device's instance, where it names nothing (wgpu-core panics, "Cannot get non-existent
+    /// resource", here) or another buffer. Wrap only buffers made with `ctx.device()`.
     pub fn from_buffer(ctx: &GpuContext, buffer: wgpu::Buffer, dtype: DType, layout: Layout) -> Result<DeviceTensor> {
         const OP: &str = "from_buffer";
         ctx.rt.probe(OP)?;
@@ -123,6 +132,7 @@ impl DeviceTensor {
         }
         let len = usize::try_from(buffer.size() / dtype.size() as u64).map_err(|_| Error::overflow(OP, format!("the element count of a buffer of {} bytes", buffer.size())))?;
         layout.check_within(OP, len)?;
+        ctx.rt.check_own_buffer(OP, &buffer)?;
         Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Arc::new(Backing::Foreign(buffer)), dtype, len }), layout })
     }
 
@@ -278,7 +288,7 @@ impl DeviceTensor {
         // dropped), and the recording holds it until its work is done: it returns to the pool
         // unmapped and unused.
         let staging = rt.scoped(OP, || {
-            let staging = MapGuard::new(rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
+            let staging = MapGuard::new(rt, rt.buffer(OP, hi - lo, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             enc.copy_buffer_to_buffer(dense.buffer(), lo, staging.buffer(), 0, hi - lo);
             Ok(staging)
         })?;

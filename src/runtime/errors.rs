@@ -1,7 +1,9 @@
 //! Error capture: the crate's own error scopes around each call, device loss, and the GL turn.
 //!
-//! The crate never installs an uncaptured-error handler or a device-lost callback: those belong
-//! to the host program. Each crate call pushes validation, out-of-memory and internal scopes,
+//! On a device the host program owns (`GpuContext::from_device`) the crate never installs an
+//! uncaptured-error handler or a device-lost callback: those belong to the host. On a device the
+//! crate created it installs an uncaptured-error handler that ignores errors (wgpu's default
+//! panics); nothing of the crate's own relies on it. Each crate call pushes validation, out-of-memory and internal scopes,
 //! does its device work and pops them. wgpu's scopes are per thread, so the host's own work on
 //! any thread is never caught by them, and an error of the host's never fails a crate call.
 //!
@@ -10,9 +12,13 @@
 //! completion of the crate ([`Capture::settle`]): there the error comes back from that await.
 //!
 //! wgpu reports device loss only to the device-lost callback (the host's), not to scopes. The
-//! crate learns of a loss where wgpu tells every caller: a failed poll, a failed buffer map, or
-//! a submission that can no longer complete. From then on every call returns
-//! [`Error::DeviceLost`].
+//! crate learns of a loss where wgpu tells every caller: a failed poll, a failed buffer map, a
+//! submission that can no longer complete, or a probe (`Runtime::probe`: a buffer a lost device
+//! cannot make) at each entry point and wherever a completion resolves. A device destroyed
+//! after a submission still runs the work submitted (WebGPU's `destroy`) and then destroys its
+//! buffers: the probe is what turns such a wait or download into a loss. From then on every
+//! call returns [`Error::DeviceLost`], and nothing the crate does after it reaches a handler:
+//! a mapped buffer's unmap runs in the crate's scopes, not at all once the loss is known.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,7 +6,8 @@
 //! invariants:
 //!
 //! 1. Every crate call that reaches the device runs inside [`Runtime::scoped`]: the crate's own
-//!    error scopes catch what the call caused; the host program's handlers are never replaced.
+//!    error scopes catch what the call caused; the host program's handlers are never replaced
+//!    (a device the crate created gets a handler that never panics), and nothing reaches them.
 //! 2. Nothing here waits inside a recording: waiting happens only on a [`submit::Completion`].
 //! 3. A pooled buffer returns to the pool only when no tensor and no unfinished recording holds
 //!    it.
@@ -122,9 +123,17 @@ impl Runtime {
     }
 
     /// Runs `f` inside the crate's error scopes and returns what they caught as an error of
-    /// `op` (see [`errors::Capture::scoped`]).
+    /// `op` (see [`errors::Capture::scoped`]). A caught error on a device that turns out to be
+    /// lost (a `device.destroy()` the crate has not seen yet invalidates its buffers) is
+    /// [`Error::DeviceLost`], as every call after a loss.
     pub fn scoped<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.errors.scoped(&self.device, op, f)
+        match self.errors.scoped(&self.device, op, f) {
+            Err(Error::Gpu { op, message }) => match self.probe(op) {
+                Err(lost @ Error::DeviceLost { .. }) => Err(lost),
+                _ => Err(Error::Gpu { op, message }),
+            },
+            other => other,
+        }
     }
 
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
@@ -188,6 +197,32 @@ impl Runtime {
         let l = Arc::new(self.scoped("bind_group_layout", || Ok(self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries })))?);
         lock(&self.layouts).insert(slots, l.clone());
         Ok(l)
+    }
+}
+
+impl Runtime {
+    /// Fails when `buffer` (a caller's, with `STORAGE` usage) cannot be bound on this device:
+    /// a buffer of another device of the same wgpu instance (wgpu validates that a bind group's
+    /// buffers are its device's), or one destroyed. A buffer of another wgpu instance cannot be
+    /// told apart (wgpu 30 resolves its id in this instance's registry: a panic or another
+    /// buffer); see `DeviceTensor::from_buffer`.
+    pub fn check_own_buffer(&self, op: &'static str, buffer: &wgpu::Buffer) -> Result<()> {
+        if buffer.size() < 4 {
+            return Ok(());
+        }
+        let layout = self.bind_group_layout(&[Slot::Read])?;
+        let bound = self.scoped(op, || {
+            let _ = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("strided-wgpu from_buffer check"),
+                layout: &layout,
+                entries: &[wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset: 0, size: wgpu::BufferSize::new(4) }) }],
+            });
+            Ok(())
+        });
+        match bound {
+            Err(Error::Gpu { message, .. }) => Err(Error::Device { op, detail: format!("the buffer cannot be bound on the context's device (a buffer of another device, or a destroyed one): {message}") }),
+            other => other,
+        }
     }
 }
 

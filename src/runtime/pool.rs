@@ -114,44 +114,6 @@ impl Pooled {
     }
 }
 
-/// A pooled buffer that is mapped, or may have a mapping pending: dropping the guard unmaps it
-/// (aborting a pending mapping), so that no buffer returns to the pool mapped, also when the
-/// future that waited for the mapping is dropped. A recording holds the buffer itself (`held`)
-/// until its work is done.
-pub(crate) struct MapGuard(Arc<Pooled>, std::sync::atomic::AtomicBool);
-
-impl MapGuard {
-    pub(crate) fn new(p: Pooled) -> MapGuard {
-        MapGuard(Arc::new(p), std::sync::atomic::AtomicBool::new(false))
-    }
-    /// Marks the buffer as mapped or mapping (its mapping was submitted): only then does
-    /// dropping the guard unmap it (unmapping a buffer that is not mapped is an error).
-    pub(crate) fn arm(&self) {
-        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-    /// The mapping failed: the buffer is not mapped, and dropping the guard leaves it so.
-    pub(crate) fn disarm(&self) {
-        self.1.store(false, std::sync::atomic::Ordering::SeqCst);
-    }
-    pub(crate) fn held(&self) -> Arc<Pooled> {
-        self.0.clone()
-    }
-    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
-        self.0.buffer()
-    }
-}
-
-impl Drop for MapGuard {
-    fn drop(&mut self) {
-        if !self.1.load(std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        let gl = lock(&self.0.pool).gl();
-        let _turn = crate::runtime::errors::turn(&gl);
-        self.0.buffer().unmap();
-    }
-}
-
 impl Drop for Pooled {
     fn drop(&mut self) {
         // A handle clone: the pool keeps the same GPU buffer.

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
-use crate::runtime::pool::MapGuard;
+use crate::runtime::pool::Pooled;
 use crate::runtime::lock::lock;
 use crate::runtime::Runtime;
 
@@ -116,7 +116,7 @@ impl<T> Future for Completion<T> {
         if cfg!(target_arch = "wasm32") {
             // The browser's event loop runs the callback, which wakes this future.
             return match this.signal.take(cx) {
-                Some(v) => Poll::Ready(Ok(v)),
+                Some(v) => Poll::Ready(this.rt.probe(this.op).map(|()| v)),
                 None => Poll::Pending,
             };
         }
@@ -146,7 +146,10 @@ impl<T> Future for Completion<T> {
             return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
         }
         match this.signal.take(cx) {
-            Some(v) => Poll::Ready(Ok(v)),
+            // A device destroyed after the submission still finishes the work submitted before
+            // (WebGPU's `destroy`), and the callbacks report success: the loss is learnt here,
+            // so that a wait or a download that ends after a loss is `DeviceLost`.
+            Some(v) => Poll::Ready(this.rt.probe(this.op).map(|()| v)),
             None => {
                 cx.waker().wake_by_ref();
                 Poll::Pending
@@ -237,7 +240,7 @@ impl Runtime {
     /// recordings.
     pub fn probe(&self, op: &'static str) -> Result<()> {
         self.errors.check_lost(op)?;
-        let mapped = self.scoped(op, || {
+        let mapped = self.errors.scoped(&self.device, op, || {
             let b = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu probe"), size: 4, usage: wgpu::BufferUsages::COPY_SRC, mapped_at_creation: true });
             let ok = b.slice(..).get_mapped_range().is_ok();
             b.destroy();
@@ -247,5 +250,53 @@ impl Runtime {
             true => Ok(()),
             false => Err(self.errors.lost(op, "the device can no longer create buffers")),
         }
+    }
+}
+
+/// A pooled buffer that is mapped, or may have a mapping pending: dropping the guard unmaps it
+/// (aborting a pending mapping), so that no buffer returns to the pool mapped, also when the
+/// future that waited for the mapping is dropped. A recording holds the buffer itself (`held`)
+/// until its work is done.
+pub(crate) struct MapGuard {
+    pooled: Arc<Pooled>,
+    armed: std::sync::atomic::AtomicBool,
+    /// The unmap runs inside the runtime's error scopes, and not at all once the device is known
+    /// lost: after a loss the buffer may be destroyed, and unmapping a destroyed buffer is an
+    /// error that would otherwise reach the device's uncaptured-error handler.
+    rt: Arc<Runtime>,
+}
+
+impl MapGuard {
+    pub(crate) fn new(rt: &Arc<Runtime>, p: Pooled) -> MapGuard {
+        MapGuard { pooled: Arc::new(p), armed: std::sync::atomic::AtomicBool::new(false), rt: rt.clone() }
+    }
+    /// Marks the buffer as mapped or mapping (its mapping was submitted): only then does
+    /// dropping the guard unmap it (unmapping a buffer that is not mapped is an error).
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// The mapping failed: the buffer is not mapped, and dropping the guard leaves it so.
+    pub(crate) fn disarm(&self) {
+        self.armed.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+    pub(crate) fn held(&self) -> Arc<Pooled> {
+        self.pooled.clone()
+    }
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        self.pooled.buffer()
+    }
+}
+
+impl Drop for MapGuard {
+    fn drop(&mut self) {
+        if !self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        // `scoped` fails at once when the device is known lost, and catches the error of
+        // unmapping a buffer that a loss not known yet destroyed: nothing to report from a drop.
+        let _ = self.rt.scoped("unmap", || {
+            self.pooled.buffer().unmap();
+            Ok(())
+        });
     }
 }

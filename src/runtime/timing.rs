@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::submit::{submit_and_map, Drive, Keep};
-use crate::runtime::pool::MapGuard;
+use crate::runtime::submit::MapGuard;
 use crate::runtime::Runtime;
 
 /// Times recorded work on one runtime. Each measurement has its own query set and buffers, so
@@ -41,7 +41,7 @@ impl Timer {
         let (queries, resolve, read) = rt.scoped("timer", || {
             let q = rt.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("timer"), ty: wgpu::QueryType::Timestamp, count: 2 });
             let resolve = rt.buffer("timer", 16, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC)?;
-            let read = MapGuard::new(rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
+            let read = MapGuard::new(rt, rt.buffer("timer", 16, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             stamp(&mut enc, &q, 0, in_encoder);
             Ok((q, resolve, read))
         })?;
