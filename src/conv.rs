@@ -100,7 +100,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     for (name, t) in [("input", dtypes[0]), ("weight", dtypes[1]), ("bias", dtypes[2])] {
         if let Some(t) = t {
             if t != DType::F32 {
-                return Err(Error::DType { op, got: format!("{t} ({name})"), expected: "f32 for input, weight and bias".into() });
+                return Err(Error::unsupported(op, format!("the convolution is implemented for f32 input, weight and bias; the {name} is {t}")));
             }
         }
     }

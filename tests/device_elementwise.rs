@@ -470,7 +470,7 @@ fn check_case(ctx: &GpuContext, case: &Case, label: &str, paths: &[ElementwisePa
             (Err(he), Ok(_)) => return Err(format!("{l}: host error {he}, device ran")),
             (Ok(h), Err(de)) => {
                 let eligible = rows_eligible(&plan_of(case, &hb, h));
-                if is_rows(path) && !eligible && matches!(de, Error::InvalidArgument { .. }) {
+                if is_rows(path) && !eligible && matches!(de, Error::Unsupported { .. }) {
                     continue; // the forced rows kernel refuses an ineligible op: expected
                 }
                 return Err(format!("{l}: device error {de}, host ran (rows eligible: {eligible})"));
@@ -992,7 +992,7 @@ fn transposed_inputs_match_host() {
                         let r = DeviceTensor::run_with(op, &dv.iter().map(Input::Tensor).collect::<Vec<_>>(), Target::Out(&dout), path);
                         if is_rows(path) && !rows_eligible(&plan) {
                             // A forced rows kernel refuses a row the output's quads do not tile.
-                            assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{label}: {r:?}");
+                            assert!(matches!(r, Err(Error::Unsupported { .. })), "{label}: {r:?}");
                             compare_storage(&format!("{label} (refused)"), op, &Layout::contiguous(&[0]).unwrap(), &hbase, &dbase).unwrap();
                         } else {
                             r.unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -1259,7 +1259,7 @@ fn review_findings() {
         let f = t.to(DType::F32).unwrap().download().unwrap().to_vec::<f32>().unwrap();
         assert_eq!(f, vals.iter().map(|&v| v as f32).collect::<Vec<_>>(), "{}: to(f32) of a 20-byte caller buffer", name(ctx));
         let forced = DeviceTensor::run_with(Op::Neg, &[Input::Tensor(&t)], Target::New, ElementwisePath::Rows { wg: 64, ept: 1 });
-        assert!(matches!(forced, Err(Error::InvalidArgument { .. })), "{}: forced rows on a 20-byte buffer: {forced:?}", name(ctx));
+        assert!(matches!(forced, Err(Error::Unsupported { .. })), "{}: forced rows on a 20-byte buffer: {forced:?}", name(ctx));
 
         // One 256-byte buffer as f32 [64] and as u8 [64] at byte 128: the bytes overlap.
         let buf = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage, mapped_at_creation: false });

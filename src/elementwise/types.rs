@@ -134,7 +134,7 @@ pub(crate) fn result_type_for(op: &'static str, args: &[Arg], float: bool) -> Re
     match combine(op, dim, combine(op, zero, wrapped)?)? {
         Some(w) if float && !w.is_float() => Ok(DType::F32),
         Some(Wide::Stored(d)) => Ok(d),
-        Some(w) => Err(Error::DType { op, got: format!("the result type {}", w.name()), expected: "one of f32, f16, bf16, i32, u32, u8, i8".into() }),
+        Some(w) => Err(Error::unsupported(op, format!("PyTorch computes this in {}, a type the crate does not implement (it has f32, f16, bf16, i32, u32, u8 and i8)", w.name()))),
         None => Err(Error::invalid(op, "no operand to take a type from")),
     }
 }

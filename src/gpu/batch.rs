@@ -94,7 +94,7 @@ impl Batch<'_> {
         let ctx = self.ctx.clone();
         let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
         if path == CopyPath::BufferCopy && !buffer_copy {
-            return Err(Error::invalid(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
+            return Err(Error::unsupported(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
         }
         let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), buffer_copy, path) else { return Ok(()) };
         let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
@@ -108,7 +108,7 @@ impl Batch<'_> {
         }
         // One buffer cannot be bound for reading and writing at once: read a copy.
         if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-            return Err(Error::invalid(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
+            return Err(Error::unsupported(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
         }
         let size = src.buffer().size();
         let tmp = rt.scoped(OP, || {

@@ -100,7 +100,7 @@ impl Batch<'_> {
         }
         for t in [Some(input), Some(weight), bias].into_iter().flatten() {
             if out.shares_storage(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-                return Err(Error::invalid(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
+                return Err(Error::unsupported(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
             }
         }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
