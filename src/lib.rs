@@ -43,7 +43,7 @@ mod runtime;
 mod strided;
 mod tune;
 
-pub use conv::{conv1x1_cpu, conv1x1_shape, conv2d_cpu, conv2d_shape, Conv1x1Options, Conv1x1Shape, Conv2dOptions, Conv2dShape};
+pub use conv::{conv1x1_cpu, conv1x1_shape, conv2d_cpu, conv2d_shape, Conv1x1Options, Conv2d, Conv1x1Shape, Conv2dOptions, Conv2dShape};
 pub use dtype::{DType, Element};
 pub use elementwise::api::{Elementwise, Target};
 pub use elementwise::resolve::Input;

@@ -320,7 +320,7 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
         let msg = |r: Result<(), Error>| r.unwrap_err().to_string();
         let record = |x: &DeviceTensor, w: &DeviceTensor, b: Option<&DeviceTensor>, o: &Conv2dOptions, out: &DeviceTensor| -> Result<(), Error> {
             let mut batch = ctx.batch();
-            let r = batch.conv2d(out, x, w, b, o, ConvKernel::Auto);
+            let r = batch.conv2d_out(x, w, b, o, out);
             batch.submit()?.wait()?;
             r
         };
@@ -425,7 +425,7 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
         let wh = HostTensor::from_vec(vals(&mut rng, 6 * 4 * 9), &[6, 4, 3, 3]).unwrap();
         let w = to_device(ctx, &wh);
         let mut batch = ctx.batch();
-        batch.conv2d(&out, &xin, &w, None, &Conv2dOptions::default(), ConvKernel::Auto).unwrap();
+        batch.conv2d_out(&xin, &w, None, &Conv2dOptions::default(), &out).unwrap();
         batch.submit().unwrap().wait().unwrap();
         let want = conv2d_cpu(&HostTensor::from_vec(xv.clone(), &[2, 4, 5, 5]).unwrap(), &wh, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
         let got = shared.download().unwrap().to_vec::<f32>().unwrap();

@@ -123,7 +123,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
                 if convert {
                     bt.copy_(&xl, &x)?;
                 }
-                bt.conv2d(y, xin, &w, Some(&b), &o, ConvKernel::Auto)
+                bt.conv2d_out(xin, &w, Some(&b), &o, y)
             })?;
             // Some: no bench output is empty.
             let kernel = ctx.conv2d_choice(y, xin, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);

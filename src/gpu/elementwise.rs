@@ -55,10 +55,12 @@ impl Batch<'_> {
 macro_rules! batch_methods {
     ($($name:ident, $name_:ident, $name_out:ident = $torch:literal ($($arg:ident: $ty:ty),*) => $op:expr, [$($inp:expr),*], $doc:literal;)*) => {$(
         #[doc = concat!("Records `input.", stringify!($name), "(..)` ([`Elementwise::", stringify!($name), "`]: ", $doc, "); returns the new tensor. PyTorch's `torch.", $torch, "(input, ..)`.")]
+        #[allow(clippy::needless_lifetimes)]
         pub fn $name<'a>(&mut self, input: &'a DeviceTensor $(, $arg: $ty)*) -> Result<DeviceTensor> {
             self.elementwise($op, &[Input::Tensor(input) $(, $inp)*], Target::New)
         }
         #[doc = concat!("Records `input.", stringify!($name_), "(..)` ([`Elementwise::", stringify!($name_), "`]): in place.")]
+        #[allow(clippy::needless_lifetimes)]
         pub fn $name_<'a>(&mut self, input: &'a DeviceTensor $(, $arg: $ty)*) -> Result<()> {
             self.elementwise($op, &[Input::Tensor(input) $(, $inp)*], Target::InPlace).map(drop)
         }
