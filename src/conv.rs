@@ -186,7 +186,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
 /// ```
 pub trait Conv2d: Sized {
     /// `F.conv2d(self, weight, bias, ...)`: `self` is [N, C, H, W] and `weight`
-    /// [K, C/groups, kh, kw] in any strides, `bias` [K]; returns a new [N, K, OH, OW] tensor in
+    /// [K, C/groups, kh, kw] in any strides, `bias` `[K]`; returns a new [N, K, OH, OW] tensor in
     /// the input's memory format unless `options` names one.
     fn conv2d(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions) -> Result<Self>;
 

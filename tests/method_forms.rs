@@ -118,7 +118,8 @@ fn new_forms_compute_what_pytorch_does_on_host() {
         ("clamp", each(&|i| xs[i].clamp(-2.5, 4.0))),
     ];
     for (op, want) in cases {
-        let (new, run_out, run_in): (HostTensor, Box<dyn Fn(&HostTensor) -> strided_wgpu::Result<()>>, Box<dyn Fn(&HostTensor) -> strided_wgpu::Result<()>>) = match op {
+        type Form<'a> = Box<dyn Fn(&HostTensor) -> strided_wgpu::Result<()> + 'a>;
+        let (new, run_out, run_in): (HostTensor, Form, Form) = match op {
             "add_scaled" => (x.add_scaled(&y, 3).unwrap(), Box::new(|o| x.add_scaled_out(&y, 3, o)), Box::new(|t| t.add_scaled_(&y, 3))),
             "sub_scaled" => (x.sub_scaled(&y, 3).unwrap(), Box::new(|o| x.sub_scaled_out(&y, 3, o)), Box::new(|t| t.sub_scaled_(&y, 3))),
             "addcmul" => (x.addcmul(&y, &t2, -0.5).unwrap(), Box::new(|o| x.addcmul_out(&y, &t2, -0.5, o)), Box::new(|t| t.addcmul_(&y, &t2, -0.5))),
