@@ -16,8 +16,9 @@
 //! * The out-of-place result would follow the inputs' memory order (the view's channels-last
 //!   order), so the op writes into a preallocated contiguous NCHW `f32` tensor (`out=`).
 //!
-//! The whole pipeline on the device is therefore one `Batch::elementwise` call (equally
-//! `DeviceTensor::run(.., Target::Out(&out))`): one elementwise kernel, one dispatch (the
+//! The whole pipeline is therefore one call, `shift.addcmul_out(&x, &scale, 1.0, &out)` (on
+//! the device it runs at once; `batch.addcmul_out(&shift, &x, &scale, 1.0, &out)` records the
+//! same op into a batch): one elementwise kernel, one dispatch (the
 //! kernel splits an op into several dispatches only when a binding exceeds the adapter's
 //! `max_storage_buffer_binding_size`, far beyond any image batch here). The same code,
 //! generic over [`Elementwise`], runs on [`HostTensor`]s (the CPU reference path).
@@ -38,7 +39,7 @@
 
 use std::time::Instant;
 
-use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, GpuTimer, HostTensor, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
+use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, GpuTimer, HostTensor, MemoryFormat, Result, Strided};
 
 /// ImageNet's per-channel mean and standard deviation (RGB).
 pub const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -58,17 +59,12 @@ pub fn rgb_nchw<T: Strided>(rgba: &T) -> Result<T> {
     rgba.narrow(3, 0, 3)?.permute(&[0, 3, 1, 2])
 }
 
-/// The op and its inputs: `shift + 1 * x * scale` (PyTorch's `shift.addcmul(x, scale)`).
-pub fn normalize_op<'a, T>(shift: &'a T, x: &'a T, scale: &'a T) -> (Op, [Input<'a, T>; 3]) {
-    (Op::Addcmul { value: Scalar::Float(1.0) }, [Input::Tensor(shift), Input::Tensor(x), Input::Tensor(scale)])
-}
-
 /// The pipeline for any tensor type (host or device): one elementwise op from the `u8` RGBA
 /// view into `out`, an `[N, 3, H, W]` `f32` tensor; `shift` and `scale` are `[1, 3, 1, 1]` `f32`.
-pub fn normalize_into<T: Elementwise>(rgba: &T, shift: &T, scale: &T, out: &T) -> Result<T> {
+/// `out = shift + 1 * x * scale` is PyTorch's `torch.addcmul(shift, x, scale, value=1, out=out)`.
+pub fn normalize_into<T: Elementwise>(rgba: &T, shift: &T, scale: &T, out: &T) -> Result<()> {
     let x = rgb_nchw(rgba)?;
-    let (op, inputs) = normalize_op(shift, &x, scale);
-    T::run(op, &inputs, Target::Out(out))
+    shift.addcmul_out(&x, scale, 1.0, out)
 }
 
 /// `[N, H, W, 4]` -> `[N, 3, H, W]`.
@@ -82,7 +78,8 @@ pub fn normalize_host(rgba: &HostTensor) -> Result<HostTensor> {
     let scale = HostTensor::from_vec(scale.to_vec(), &[1, 3, 1, 1])?;
     let shift = HostTensor::from_vec(shift.to_vec(), &[1, 3, 1, 1])?;
     let out = HostTensor::zeros(&nchw_shape(rgba.shape()), DType::F32, MemoryFormat::Contiguous)?;
-    normalize_into(rgba, &shift, &scale, &out)
+    normalize_into(rgba, &shift, &scale, &out)?;
+    Ok(out)
 }
 
 /// The device's constants and output for one image shape.
@@ -106,11 +103,12 @@ impl DevicePipeline {
         })
     }
 
-    /// Records the pipeline into `batch`: one `elementwise` call, one dispatch.
+    /// Records the pipeline into `batch`: one op (`addcmul_out`, as [`normalize_into`] runs
+    /// it), one dispatch; returns the output.
     pub fn record(&self, batch: &mut strided_wgpu::Batch<'_>, rgba: &DeviceTensor) -> Result<DeviceTensor> {
         let x = rgb_nchw(rgba)?;
-        let (op, inputs) = normalize_op(&self.shift, &x, &self.scale);
-        batch.elementwise(op, &inputs, Target::Out(&self.out))
+        batch.addcmul_out(&self.shift, &x, &self.scale, 1.0, &self.out)?;
+        Ok(self.out.clone())
     }
 
     /// Runs the pipeline on `rgba` and waits for it.

@@ -30,6 +30,20 @@ pub enum Error {
         /// What was passed, for which tensor, and what was expected.
         detail: String,
     },
+    /// A well-formed request that this crate, this kernel or this adapter cannot serve, where
+    /// [`Error::InvalidArgument`] is a request that is wrong everywhere: a forced kernel that
+    /// is not eligible for the shape or the operands' alignment, an adapter that lacks a
+    /// feature the work needs (subgroups, timestamp queries), an element type the op does not
+    /// implement (convolution in f16, an integer result PyTorch would widen to int16 or
+    /// int64), a buffer whose usage flags rule the work out. The same call may succeed with
+    /// the automatic choice, on another adapter, or in PyTorch.
+    #[error("{op}: not supported: {detail}")]
+    Unsupported {
+        /// The operation.
+        op: &'static str,
+        /// What is not supported, for which operands, and why.
+        detail: String,
+    },
     /// `view`: the element count matches, but the strides cannot express the new shape without
     /// a copy. `reshape` copies in this case.
     #[error("{op}: shape {requested:?} is not compatible with size {shape:?} and strides {strides:?}; use reshape")]
@@ -179,6 +193,7 @@ impl Error {
         match self {
             Error::DimOutOfRange { op, .. }
             | Error::InvalidArgument { op, .. }
+            | Error::Unsupported { op, .. }
             | Error::IncompatibleLayout { op, .. }
             | Error::IncompatibleShape { op, .. }
             | Error::Broadcast { op, .. }
@@ -197,6 +212,9 @@ impl Error {
 
     pub(crate) fn invalid(op: &'static str, detail: impl fmt::Display) -> Self {
         Error::InvalidArgument { op, detail: detail.to_string() }
+    }
+    pub(crate) fn unsupported(op: &'static str, detail: impl fmt::Display) -> Self {
+        Error::Unsupported { op, detail: detail.to_string() }
     }
     pub(crate) fn overflow(op: &'static str, what: impl fmt::Display) -> Self {
         Error::Overflow { op, what: what.to_string() }

@@ -45,7 +45,7 @@ mod tune;
 
 // What a user writes: tensors, the context and its recordings, types, layouts, errors, the op
 // traits and their options, the convolution.
-pub use conv::{Conv1x1Options, Conv2dOptions};
+pub use conv::{Conv1x1Options, Conv2d, Conv2dOptions};
 pub use gpu::conv::{conv1x1, conv2d};
 pub use dtype::{DType, Element};
 pub use elementwise::{can_cast, result_type, Elementwise, Input, Op, Scalar, Target};

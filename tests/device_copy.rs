@@ -137,7 +137,7 @@ fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, Stri
     match dview(&dd, &dst_l).copy_with(&dview(&ds, &src_l), path) {
         Ok(()) => {}
         // A forced path that does not apply to this plan is refused up front.
-        Err(Error::InvalidArgument { .. }) if path != CopyPath::Auto => return Ok(false),
+        Err(Error::Unsupported { .. }) if path != CopyPath::Auto => return Ok(false),
         Err(e) => return Err(format!("device: {e}")),
     }
     let (want, got) = (whole(&hd), whole(&dd.download().unwrap()));
@@ -224,7 +224,7 @@ fn copy_larger_than_one_binding_through_a_permute() {
         let d = DeviceTensor::from_slice(ctx, &data, &shape).unwrap();
         let out = DeviceTensor::empty(ctx, &shape, DType::U32, MemoryFormat::ChannelsLast).unwrap();
         let e = out.copy_with(&d, CopyPath::TransposeNarrow { wg: 64 }).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("narrow transpose"), "{e}");
+        assert!(matches!(e, Error::Unsupported { op: "copy_", .. }) && e.to_string().contains("narrow transpose"), "{e}");
         out.copy_(&d).unwrap();
         let mut got = vec![0u32; n];
         out.as_strided(&[n], &[1], 0).unwrap().download_into(&mut got).unwrap();
@@ -436,7 +436,7 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                                 ran += 1;
                                 kinds_ran.insert((dtype, std::mem::discriminant(&path)));
                             }
-                            Err(Error::InvalidArgument { .. }) => continue, // path does not apply
+                            Err(Error::Unsupported { .. }) => continue, // path does not apply
                             Err(e) => panic!("{}: {shape:?} {path:?}: {e}", name(ctx)),
                         }
                         assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} {shape:?} to {fmt:?} via {path:?}, offset {off}", name(ctx));
@@ -444,7 +444,7 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                         let back = DeviceTensor::zeros(ctx, shape, dtype, MemoryFormat::Contiguous).unwrap();
                         match back.copy_with(&out, path) {
                             Ok(()) => assert!(whole(&back.download().unwrap()) == want, "{dtype} {shape:?} back via {path:?}"),
-                            Err(Error::InvalidArgument { .. }) => {}
+                            Err(Error::Unsupported { .. }) => {}
                             Err(e) => panic!("{e}"),
                         }
                     }
@@ -566,14 +566,14 @@ fn strided_rows_match_cpu() {
         let odd = x.slice(3, 0, 26, 2).unwrap();
         let out = DeviceTensor::from_slice(ctx, &vec![7u32; 3 * 5 * 24 * 13], &[3, 5, 24, 13]).unwrap();
         let e = out.copy_with(&odd, CopyPath::StridedRows { wg: 64, rows: 4 }).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("strided-rows"), "{e}");
+        assert!(matches!(e, Error::Unsupported { op: "copy_", .. }) && e.to_string().contains("strided-rows"), "{e}");
         assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
         // The automatic path gathers those instead.
         out.copy_(&odd).unwrap();
         assert!(whole(&out.download().unwrap()) == whole(&h.narrow(0, 0, n).unwrap().view(&si).unwrap().slice(3, 0, 26, 2).unwrap().contiguous(MemoryFormat::Contiguous).unwrap()));
         let halves = DeviceTensor::zeros(ctx, &[64], DType::F16, MemoryFormat::Contiguous).unwrap();
         let e = halves.copy_with(&DeviceTensor::zeros(ctx, &[128], DType::F16, MemoryFormat::Contiguous).unwrap().slice(0, 0, 128, 2).unwrap(), CopyPath::StridedRows { wg: 64, rows: 1 }).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
     }
 }
 
@@ -608,7 +608,7 @@ fn stepped_rows_match_cpu() {
                     } else {
                         // The forced kernel refuses rows that are not whole words.
                         let e = r.expect_err("a forced vec4-rows copy of rows that are not whole words");
-                        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
+                        assert!(matches!(e, Error::Unsupported { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
                         assert!(whole(&out.download().unwrap()) == fill, "{}: the refused copy wrote", name(ctx));
                     }
                 }
@@ -646,7 +646,7 @@ fn short_contiguous_rows_match_cpu() {
         let x = DeviceTensor::zeros(ctx, &[6, 40], DType::U32, MemoryFormat::Contiguous).unwrap().narrow(1, 0, 10).unwrap();
         let out = DeviceTensor::from_slice(ctx, &[7u32; 60], &[6, 10]).unwrap();
         let e = out.copy_with(&x, CopyPath::Vec4Rows { wg: 64, rows: 2 }).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
+        assert!(matches!(e, Error::Unsupported { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
         assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
     }
 }
@@ -882,7 +882,7 @@ fn converting_transposes_match_cpu_bitwise() {
                                     assert!(eligible || path == CopyPath::Auto, "{what} {path:?}: ran an ineligible plan {plan:?}");
                                     kernel_runs += (path != CopyPath::Auto) as usize;
                                 }
-                                Err(Error::InvalidArgument { .. }) if path != CopyPath::Auto && !eligible => {
+                                Err(Error::Unsupported { .. }) if path != CopyPath::Auto && !eligible => {
                                     // Refused, and nothing written.
                                     assert!(whole(&dd.download().unwrap()) == fill, "{what} {path:?}: a refused copy wrote");
                                     refused += 1;

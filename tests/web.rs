@@ -62,7 +62,7 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
             let want = conv2d_cpu(&h, wh, Some(&bh.narrow(0, 0, k).unwrap()), o).unwrap().to_vec::<f32>().unwrap();
             let y = DeviceTensor::empty(&ctx, &[2, k, 5, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
             let mut batch = ctx.batch();
-            batch.conv2d(&y, input, w, Some(&bias), o, kernel).unwrap();
+            batch.conv2d_out_with(input, w, Some(&bias), o, &y, kernel).unwrap();
             batch.submit().unwrap().finished().await.unwrap();
             let got = y.download_async().await.unwrap().to_vec::<f32>().unwrap();
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {

@@ -1,7 +1,8 @@
 //! The CPU reference of 2-d convolution on host tensors: every operand read through its
 //! strides, accumulated in f64.
 
-use crate::conv::{conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2dOptions, Conv2dShape};
+use crate::conv::{check_output, check_overlap, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
+use crate::layout::Layout;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::host::HostTensor;
@@ -9,6 +10,7 @@ use crate::layout::MemoryFormat;
 use crate::strided::Strided;
 
 /// The CPU reference of `conv2d`: f64 accumulation over every operand read through its strides.
+/// The same as [`Conv2d::conv2d`] on a [`HostTensor`] (`x.conv2d(&w, bias, &options)`).
 pub fn conv2d_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv2dOptions) -> Result<HostTensor> {
     let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], o)?;
     reference(input, weight, bias, o, &g)
@@ -64,4 +66,24 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
     let out = HostTensor::zeros(&g.out_shape(), DType::F32, g.format)?;
     out.copy_(&HostTensor::from_vec(y, &g.out_shape())?)?;
     Ok(out)
+}
+
+impl Conv2d for HostTensor {
+    /// The CPU reference, [`conv2d_cpu`].
+    fn conv2d(&self, weight: &HostTensor, bias: Option<&HostTensor>, options: &Conv2dOptions) -> Result<HostTensor> {
+        conv2d_cpu(self, weight, bias, options)
+    }
+
+    /// The CPU reference, written into `out` after every check has passed.
+    fn conv2d_out(&self, weight: &HostTensor, bias: Option<&HostTensor>, options: &Conv2dOptions, out: &HostTensor) -> Result<()> {
+        const OP: &str = "conv2d";
+        let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        check_output(OP, out.shape(), out.dtype(), &g)?;
+        let operands: Vec<(&str, &Layout, bool)> = [("input", Some(self)), ("weight", Some(weight)), ("bias", bias)]
+            .into_iter()
+            .filter_map(|(name, t)| t.map(|t| (name, t.layout(), out.shares_storage(t))))
+            .collect();
+        check_overlap(OP, out.layout(), &operands)?;
+        out.copy_(&reference(self, weight, bias, options, &g)?)
+    }
 }

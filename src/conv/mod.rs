@@ -15,7 +15,7 @@ pub use cpu::{conv1x1_cpu, conv2d_cpu};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::{Layout, MemoryFormat};
+use crate::layout::{Layout, MemoryFormat, Overlap};
 
 /// Options of a convolution: stride, zero padding, dilation, groups, fused ReLU, and the
 /// output's memory format.
@@ -103,7 +103,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     for (name, t) in [("input", dtypes[0]), ("weight", dtypes[1]), ("bias", dtypes[2])] {
         if let Some(t) = t {
             if t != DType::F32 {
-                return Err(Error::DType { op, got: format!("{t} ({name})"), expected: "f32 for input, weight and bias".into() });
+                return Err(Error::unsupported(op, format!("the convolution is implemented for f32 input, weight and bias; the {name} is {t}")));
             }
         }
     }
@@ -163,5 +163,61 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
         }
     }
     Ok(Conv2dShape { n, c, h, w, k, kh, kw, oh, ow, format })
+}
+
+/// `torch.nn.functional.conv2d` as a method of the input, on host and device tensors alike:
+/// `x.conv2d(&weight, bias, &options)` is `F.conv2d(x, weight, bias, stride, padding,
+/// dilation, groups)` (with [`Conv2dOptions::relu`] fused). On a [`HostTensor`](crate::HostTensor) it computes the
+/// CPU reference ([`conv2d_cpu`]); on a [`DeviceTensor`](crate::DeviceTensor) it runs the
+/// device kernels ([`conv2d`](crate::conv2d): the kept or default kernel of its shape class;
+/// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). f32 only: another element
+/// type is [`Error::Unsupported`]; bad shapes and options are typed errors and nothing is
+/// written.
+///
+/// ```
+/// use strided_wgpu::{Conv2d, Conv2dOptions, DType, HostTensor, MemoryFormat, Strided};
+/// let x = HostTensor::from_vec((0..2 * 3 * 5 * 5).map(|i| i as f32).collect(), &[2, 3, 5, 5])?;
+/// let w = HostTensor::from_vec(vec![1.0f32; 4 * 3 * 3 * 3], &[4, 3, 3, 3])?;
+/// let opts = Conv2dOptions { padding: (1, 1), ..Default::default() };
+/// let y = x.conv2d(&w, None, &opts)?;
+/// assert_eq!(y.shape(), &[2, 4, 5, 5]);
+/// // Into a given tensor (here channels-last), as `out=`:
+/// let out = HostTensor::zeros(&[2, 4, 5, 5], DType::F32, MemoryFormat::ChannelsLast)?;
+/// x.conv2d_out(&w, None, &opts, &out)?;
+/// assert_eq!(out.to_vec::<f32>()?, y.to_vec::<f32>()?);
+/// # Ok::<(), strided_wgpu::Error>(())
+/// ```
+pub trait Conv2d: Sized {
+    /// `F.conv2d(self, weight, bias, ...)`: `self` is [N, C, H, W] and `weight`
+    /// [K, C/groups, kh, kw] in any strides, `bias` `[K]`; returns a new [N, K, OH, OW] tensor in
+    /// the input's memory format unless `options` names one.
+    fn conv2d(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions) -> Result<Self>;
+
+    /// [`conv2d`](Conv2d::conv2d) into `out`: an f32 view of shape [N, K, OH, OW] in any
+    /// strides (`out` decides the layout; `options.output_format` is not consulted), which
+    /// must not overlap itself or an operand.
+    fn conv2d_out(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions, out: &Self) -> Result<()>;
+}
+
+/// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].
+pub(crate) fn check_output(op: &'static str, shape: &[usize], dtype: DType, g: &Conv2dShape) -> Result<()> {
+    if shape != g.out_shape() || dtype != DType::F32 {
+        return Err(Error::invalid(op, format!("the output must be f32 of shape {:?}, got {dtype} of shape {shape:?}", g.out_shape())));
+    }
+    Ok(())
+}
+
+/// A convolution's output must not overlap itself, nor an operand in the same storage
+/// (`operands`: the operand's name, its layout, whether it shares the output's storage).
+pub(crate) fn check_overlap(op: &'static str, out: &Layout, operands: &[(&str, &Layout, bool)]) -> Result<()> {
+    if out.has_internal_overlap() {
+        return Err(Error::Overlap { op, detail: format!("the output (shape {:?}, strides {:?}) overlaps itself", out.shape(), out.strides()) });
+    }
+    for &(name, t, shared) in operands {
+        if shared && out.overlap(t) != Overlap::Disjoint {
+            return Err(Error::Overlap { op, detail: format!("the output (shape {:?}, strides {:?}) overlaps the {name} (shape {:?}, strides {:?})", out.shape(), out.strides(), t.shape(), t.strides()) });
+        }
+    }
+    Ok(())
 }
 

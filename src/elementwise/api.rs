@@ -7,36 +7,65 @@ use crate::elementwise::{Op, Scalar};
 use crate::error::Result;
 use crate::strided::Strided;
 
-macro_rules! unary {
-    ($($name:ident, $name_:ident, $name_out:ident => $op:expr, $doc:literal;)*) => {$(
-        #[doc = concat!("`torch.", stringify!($name), "`: ", $doc)]
-        fn $name(&self) -> Result<Self> {
-            Self::run($op, &[Input::Tensor(self)], Target::New)
-        }
-        #[doc = concat!("In place: `Tensor.", stringify!($name_), "()`.")]
-        fn $name_(&self) -> Result<()> {
-            Self::run($op, &[Input::Tensor(self)], Target::InPlace).map(drop)
-        }
-        #[doc = concat!("Into `out` (`torch.", stringify!($name), "(x, out=out)`).")]
-        fn $name_out(&self, out: &Self) -> Result<()> {
-            Self::run($op, &[Input::Tensor(self)], Target::Out(out)).map(drop)
-        }
-    )*};
+/// Every elementwise op and its three forms, listed once. `$m!` receives the list and writes
+/// the methods: the [`Elementwise`] trait's (`$T` = `Self`) and [`Batch`](crate::Batch)'s,
+/// which record the same ops (`$T` = `DeviceTensor`). An entry reads
+/// `name, name_, name_out = "PyTorch's name" (parameters after the tensor) => the op, [the
+/// inputs after the tensor], "what it computes";`.
+macro_rules! elementwise_ops {
+    ($m:ident, $T:ty) => { $m! {
+        neg, neg_, neg_out = "neg" () => Op::Neg, [], "`-x`.";
+        abs, abs_, abs_out = "abs" () => Op::Abs, [], "`|x|`.";
+        relu, relu_, relu_out = "relu" () => Op::Relu, [], "`max(x, 0)`.";
+        sigmoid, sigmoid_, sigmoid_out = "sigmoid" () => Op::Sigmoid, [], "`1 / (1 + exp(-x))`.";
+        tanh, tanh_, tanh_out = "tanh" () => Op::Tanh, [], "hyperbolic tangent.";
+        exp, exp_, exp_out = "exp" () => Op::Exp, [], "`e^x`.";
+        log, log_, log_out = "log" () => Op::Log, [], "natural logarithm.";
+        sqrt, sqrt_, sqrt_out = "sqrt" () => Op::Sqrt, [], "square root.";
+        rsqrt, rsqrt_, rsqrt_out = "rsqrt" () => Op::Rsqrt, [], "`1 / sqrt(x)`.";
+        floor, floor_, floor_out = "floor" () => Op::Floor, [], "round toward -inf.";
+        ceil, ceil_, ceil_out = "ceil" () => Op::Ceil, [], "round toward +inf.";
+        round, round_, round_out = "round" () => Op::Round, [], "round half to even.";
+        trunc, trunc_, trunc_out = "trunc" () => Op::Trunc, [], "round toward zero.";
+        gelu, gelu_, gelu_out = "nn.functional.gelu" () => Op::Gelu, [], "`x * Φ(x)` (`approximate=\"none\"`).";
+        gelu_tanh, gelu_tanh_, gelu_tanh_out = "nn.functional.gelu" () => Op::GeluTanh, [], "GELU with `approximate=\"tanh\"`.";
+        silu, silu_, silu_out = "nn.functional.silu" () => Op::Silu, [], "`x * sigmoid(x)`.";
+        clamp, clamp_, clamp_out = "clamp" (min: Option<Scalar>, max: Option<Scalar>) => Op::Clamp { min, max }, [],
+            "`min(max(x, min), max)`; either bound may be `None`, not both.";
+        add, add_, add_out = "add" (other: impl Into<Input<'a, $T>>) => Op::Add { alpha: Scalar::Int(1) }, [other.into()],
+            "`x + other`; `other` is a tensor (broadcast) or a scalar.";
+        add_scaled, add_scaled_, add_scaled_out = "add" (other: impl Into<Input<'a, $T>>, alpha: impl Into<Scalar>) => Op::Add { alpha: alpha.into() }, [other.into()],
+            "`x + alpha * other` (PyTorch's `add(other, alpha=alpha)`).";
+        sub, sub_, sub_out = "sub" (other: impl Into<Input<'a, $T>>) => Op::Sub { alpha: Scalar::Int(1) }, [other.into()],
+            "`x - other`; `other` is a tensor (broadcast) or a scalar.";
+        sub_scaled, sub_scaled_, sub_scaled_out = "sub" (other: impl Into<Input<'a, $T>>, alpha: impl Into<Scalar>) => Op::Sub { alpha: alpha.into() }, [other.into()],
+            "`x - alpha * other` (PyTorch's `sub(other, alpha=alpha)`).";
+        mul, mul_, mul_out = "mul" (other: impl Into<Input<'a, $T>>) => Op::Mul, [other.into()], "`x * other`.";
+        div, div_, div_out = "div" (other: impl Into<Input<'a, $T>>) => Op::Div, [other.into()], "true division (integers divide in float32).";
+        maximum, maximum_, maximum_out = "maximum" (other: impl Into<Input<'a, $T>>) => Op::Maximum, [other.into()], "the larger value (NaN wins).";
+        minimum, minimum_, minimum_out = "minimum" (other: impl Into<Input<'a, $T>>) => Op::Minimum, [other.into()], "the smaller value (NaN wins).";
+        addcmul, addcmul_, addcmul_out = "addcmul" (t1: impl Into<Input<'a, $T>>, t2: impl Into<Input<'a, $T>>, value: impl Into<Scalar>) => Op::Addcmul { value: value.into() }, [t1.into(), t2.into()],
+            "`x + value * t1 * t2` (PyTorch's `addcmul(t1, t2, value=value)`).";
+    }};
 }
+pub(crate) use elementwise_ops;
 
-macro_rules! binary {
-    ($($name:ident, $name_:ident, $name_out:ident => $op:expr, $doc:literal;)*) => {$(
-        #[doc = concat!("`torch.", stringify!($name), "(self, other)`: ", $doc, " `other` is a tensor (broadcast) or a scalar.")]
-        fn $name<'a>(&'a self, other: impl Into<Input<'a, Self>>) -> Result<Self> {
-            Self::run($op, &[Input::Tensor(self), other.into()], Target::New)
+/// The [`Elementwise`] trait's methods, from the list in [`elementwise_ops`].
+macro_rules! trait_methods {
+    ($($name:ident, $name_:ident, $name_out:ident = $torch:literal ($($arg:ident: $ty:ty),*) => $op:expr, [$($inp:expr),*], $doc:literal;)*) => {$(
+        #[doc = concat!("`x.", stringify!($name), "(..)`: ", $doc, " A new tensor (PyTorch's `torch.", $torch, "`).")]
+        #[allow(clippy::needless_lifetimes)]
+        fn $name<'a>(&'a self $(, $arg: $ty)*) -> Result<Self> {
+            Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::New)
         }
-        #[doc = concat!("In place: `Tensor.", stringify!($name_), "(other)`.")]
-        fn $name_<'a>(&'a self, other: impl Into<Input<'a, Self>>) -> Result<()> {
-            Self::run($op, &[Input::Tensor(self), other.into()], Target::InPlace).map(drop)
+        #[doc = concat!("In place: `x.", stringify!($name_), "(..)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `x` (PyTorch's `Tensor.", $torch, "_`); the result type must be castable to `x`'s.")]
+        #[allow(clippy::needless_lifetimes)]
+        fn $name_<'a>(&'a self $(, $arg: $ty)*) -> Result<()> {
+            Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::InPlace).map(drop)
         }
-        #[doc = concat!("Into `out` (`torch.", stringify!($name), "(self, other, out=out)`).")]
-        fn $name_out<'a>(&'a self, other: impl Into<Input<'a, Self>>, out: &'a Self) -> Result<()> {
-            Self::run($op, &[Input::Tensor(self), other.into()], Target::Out(out)).map(drop)
+        #[doc = concat!("Into a given view: `x.", stringify!($name_out), "(.., &out)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `out` (PyTorch's `torch.", $torch, "(.., out=out)`).")]
+        fn $name_out<'a>(&'a self $(, $arg: $ty)*, out: &'a Self) -> Result<()> {
+            Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::Out(out)).map(drop)
         }
     )*};
 }
@@ -76,52 +105,5 @@ pub trait Elementwise: Strided + Clone {
         Self::run(Op::To(dtype), &[Input::Tensor(self)], Target::New)
     }
 
-    /// `torch.clamp(x, min, max)`; either bound may be `None`.
-    fn clamp(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Self> {
-        Self::run(Op::Clamp { min, max }, &[Input::Tensor(self)], Target::New)
-    }
-    /// In place: `Tensor.clamp_(min, max)`.
-    fn clamp_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<()> {
-        Self::run(Op::Clamp { min, max }, &[Input::Tensor(self)], Target::InPlace).map(drop)
-    }
-    /// `torch.add(self, other, alpha=alpha)`: `self + alpha * other`.
-    fn add_scaled<'a>(&'a self, other: impl Into<Input<'a, Self>>, alpha: impl Into<Scalar>) -> Result<Self> {
-        Self::run(Op::Add { alpha: alpha.into() }, &[Input::Tensor(self), other.into()], Target::New)
-    }
-    /// `torch.sub(self, other, alpha=alpha)`: `self - alpha * other`.
-    fn sub_scaled<'a>(&'a self, other: impl Into<Input<'a, Self>>, alpha: impl Into<Scalar>) -> Result<Self> {
-        Self::run(Op::Sub { alpha: alpha.into() }, &[Input::Tensor(self), other.into()], Target::New)
-    }
-    /// `torch.addcmul(self, t1, t2, value=value)`: `self + value * t1 * t2`.
-    fn addcmul<'a>(&'a self, t1: impl Into<Input<'a, Self>>, t2: impl Into<Input<'a, Self>>, value: impl Into<Scalar>) -> Result<Self> {
-        Self::run(Op::Addcmul { value: value.into() }, &[Input::Tensor(self), t1.into(), t2.into()], Target::New)
-    }
-
-    unary! {
-        neg, neg_, neg_out => Op::Neg, "`-x`.";
-        abs, abs_, abs_out => Op::Abs, "`|x|`.";
-        relu, relu_, relu_out => Op::Relu, "`max(x, 0)`.";
-        sigmoid, sigmoid_, sigmoid_out => Op::Sigmoid, "`1 / (1 + exp(-x))`.";
-        tanh, tanh_, tanh_out => Op::Tanh, "hyperbolic tangent.";
-        exp, exp_, exp_out => Op::Exp, "`e^x`.";
-        log, log_, log_out => Op::Log, "natural logarithm.";
-        sqrt, sqrt_, sqrt_out => Op::Sqrt, "square root.";
-        rsqrt, rsqrt_, rsqrt_out => Op::Rsqrt, "`1 / sqrt(x)`.";
-        floor, floor_, floor_out => Op::Floor, "round toward -inf.";
-        ceil, ceil_, ceil_out => Op::Ceil, "round toward +inf.";
-        round, round_, round_out => Op::Round, "round half to even.";
-        trunc, trunc_, trunc_out => Op::Trunc, "round toward zero.";
-        gelu, gelu_, gelu_out => Op::Gelu, "`x * Φ(x)` (`approximate=\"none\"`).";
-        gelu_tanh, gelu_tanh_, gelu_tanh_out => Op::GeluTanh, "GELU with `approximate=\"tanh\"`.";
-        silu, silu_, silu_out => Op::Silu, "`x * sigmoid(x)`.";
-    }
-
-    binary! {
-        add, add_, add_out => Op::Add { alpha: Scalar::Int(1) }, "`self + other`.";
-        sub, sub_, sub_out => Op::Sub { alpha: Scalar::Int(1) }, "`self - other`.";
-        mul, mul_, mul_out => Op::Mul, "`self * other`.";
-        div, div_, div_out => Op::Div, "true division (integers divide in float32).";
-        maximum, maximum_, maximum_out => Op::Maximum, "the larger value (NaN wins).";
-        minimum, minimum_, minimum_out => Op::Minimum, "the smaller value (NaN wins).";
-    }
+    elementwise_ops!(trait_methods, Self);
 }

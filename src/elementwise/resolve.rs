@@ -441,11 +441,13 @@ fn check_int16<T: Strided>(op: Op, inputs: &[Input<'_, T>], out: DType) -> Resul
     if out.size() == 1 || (I16.0 <= range.0 && range.1 <= I16.1) {
         return Ok(());
     }
-    Err(Error::DType {
-        op: name,
-        got: format!("uint8 with int8 (PyTorch computes in int16, wrapping at 16 bits) into a {out} destination, with results up to [{}, {}]", range.0, range.1),
-        expected: "a uint8 or int8 destination, or operands whose results fit int16".into(),
-    })
+    Err(Error::unsupported(
+        name,
+        format!(
+            "uint8 with int8 (PyTorch computes in int16, wrapping at 16 bits) into a {out} destination, with results up to [{}, {}]: served into a uint8 or int8 destination, or where every result fits int16",
+            range.0, range.1
+        ),
+    ))
 }
 
 /// How two views of one storage overlap when they may read it as different types (two

@@ -139,9 +139,10 @@ pub(crate) fn result_type_for(op: &'static str, args: &[Arg], float: bool) -> Re
     }
 }
 
-/// The error of an int16 result where one must be stored.
+/// The error of an int16 result where one must be stored, or where 32-bit arithmetic would not
+/// give PyTorch's int16 bits: a type the crate does not implement.
 pub(crate) fn int16_result(op: &'static str) -> Error {
-    Error::DType { op, got: format!("the result type {}", Wide::I16.name()), expected: "one of f32, f16, bf16, i32, u32, u8, i8".into() }
+    Error::unsupported(op, format!("PyTorch computes this in {}, a type the crate does not implement (it has f32, f16, bf16, i32, u32, u8 and i8)", Wide::I16.name()))
 }
 
 /// [`result_type_for`], with int16 a result rather than an error.
@@ -159,7 +160,7 @@ pub(crate) fn common_type(op: &'static str, args: &[Arg], float: bool) -> Result
         Some(w) if float && !w.is_float() => Ok(Common::Stored(DType::F32)),
         Some(Wide::Stored(d)) => Ok(Common::Stored(d)),
         Some(Wide::I16) => Ok(Common::Int16),
-        Some(w) => Err(Error::DType { op, got: format!("the result type {}", w.name()), expected: "one of f32, f16, bf16, i32, u32, u8, i8".into() }),
+        Some(w) => Err(Error::unsupported(op, format!("PyTorch computes this in {}, a type the crate does not implement (it has f32, f16, bf16, i32, u32, u8 and i8)", w.name()))),
         None => Err(Error::invalid(op, "no operand to take a type from")),
     }
 }

@@ -27,6 +27,32 @@ enum Encoder<'e> {
 /// passes; the caller submits it. Either way every tensor the batch reads or writes, and every
 /// temporary, is held until that command buffer has finished on the GPU, so dropping a tensor
 /// after recording it is safe.
+///
+/// Every operation a tensor method runs has a batch method of the same name and arguments that
+/// records it, with the tensor the method is called on as the first argument, as PyTorch's
+/// function forms take it (`torch.add(x, y)`, `torch.addcmul(x, t1, t2, value=v)`):
+/// `batch.add(&x, &y)` records `x.add(&y)` and returns the new tensor, `batch.add_(&x, &y)`
+/// and `batch.add_out(&x, &y, &out)` write, and so for every op of
+/// [`Elementwise`](crate::Elementwise) in its three forms; `batch.copy_(&dst, &src)` records
+/// `dst.copy_(&src)`, `batch.conv2d(&x, &w, bias, &opts)` and `batch.conv2d_out(.., &out)`
+/// the [`Conv2d`](crate::Conv2d) methods. The elementwise methods are generated from the same
+/// list of ops as the trait's, so the two cannot drift apart. This form was chosen over a
+/// receiver such as `batch.on(&x).add(&y)` because it needs no adapter type, reads as
+/// PyTorch's own function forms, and is the form `copy_` already had.
+///
+/// ```
+/// use strided_wgpu::{DeviceTensor, GpuContext, Strided};
+/// # let Ok(ctx) = GpuContext::new() else { return Ok(()) };
+/// let x = DeviceTensor::from_slice(&ctx, &[1f32, -2., 3., -4.], &[2, 2])?;
+/// let out = DeviceTensor::from_slice(&ctx, &[0f32; 4], &[2, 2])?;
+/// let mut batch = ctx.batch();
+/// let y = batch.mul(&x, 2.0)?;                  // y = x * 2, a new tensor
+/// batch.relu_(&y)?;                             // in place
+/// batch.addcmul_out(&y, &x, &x, 0.5, &out)?;   // out = y + 0.5 * x * x
+/// batch.submit_and_wait()?;
+/// assert_eq!(out.download()?.to_vec::<f32>()?, vec![2.5, 2.0, 10.5, 8.0]);
+/// # Ok::<(), strided_wgpu::Error>(())
+/// ```
 pub struct Batch<'e> {
     ctx: GpuContext,
     enc: Option<Encoder<'e>>,
@@ -94,7 +120,7 @@ impl Batch<'_> {
         let ctx = self.ctx.clone();
         let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
         if path == CopyPath::BufferCopy && !buffer_copy {
-            return Err(Error::invalid(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
+            return Err(Error::unsupported(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
         }
         let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), buffer_copy, path) else { return Ok(()) };
         let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
@@ -108,7 +134,7 @@ impl Batch<'_> {
         }
         // One buffer cannot be bound for reading and writing at once: read a copy.
         if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-            return Err(Error::invalid(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
+            return Err(Error::unsupported(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
         }
         let size = src.buffer().size();
         let tmp = rt.scoped(OP, || {

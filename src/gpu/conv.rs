@@ -1,14 +1,13 @@
 //! Convolution on device tensors: checks, the kernel choice, and recording into a batch (the
 //! kernels are in `crate::kernels::conv`).
 
-use crate::conv::{conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2dOptions, Conv2dShape};
+use crate::conv::{self as host_conv, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::conv_class;
 use crate::kernels::conv::{self, ConvKernel, View};
-use crate::layout::Overlap;
 use crate::strided::Strided;
 
 /// `torch.nn.functional.conv2d`, f32, on the device. `input` is logically [N, C, H, W] in any
@@ -18,7 +17,8 @@ use crate::strided::Strided;
 /// error and nothing is dispatched. The kernel is the one kept for the call's shape class (by
 /// [`crate::GpuContext::tune_conv2d`] or a loaded tuning file), else the adapter's default;
 /// under [`crate::TuningPolicy::OnFirstCall`] the first call of a class measures the candidates
-/// first. The convolution is submitted, not waited for.
+/// first. The convolution is submitted, not waited for. The same as the method form
+/// [`Conv2d::conv2d`] (`x.conv2d(&w, bias, &options)`).
 pub fn conv2d(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
     conv2d_with(input, weight, bias, options, ConvKernel::Auto)
 }
@@ -26,7 +26,7 @@ pub fn conv2d(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceT
 /// [`conv2d`] through a chosen kernel (one whose [`ConvKernel::eligible`] accepts the call).
 pub fn conv2d_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, kernel: ConvKernel) -> Result<DeviceTensor> {
     let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-    run("conv2d", input, weight, bias, options, &g, kernel)
+    run("conv2d", input, weight, bias, options, &g, kernel, None)
 }
 
 /// `torch.nn.functional.conv2d` with a 1x1 kernel: [`conv2d`] whose weight must be
@@ -38,16 +38,38 @@ pub fn conv1x1(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&Device
 /// [`conv1x1`] through a chosen kernel.
 pub fn conv1x1_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, kernel: ConvKernel) -> Result<DeviceTensor> {
     let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-    run("conv1x1", input, weight, bias, options, &g, kernel)
+    run("conv1x1", input, weight, bias, options, &g, kernel, None)
 }
 
-fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<DeviceTensor> {
+impl Conv2d for DeviceTensor {
+    /// [`conv2d`]: the device kernels, the first call of a shape class tuning them; submitted,
+    /// not waited for.
+    fn conv2d(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
+        conv2d(self, weight, bias, options)
+    }
+
+    /// [`conv2d`] into `out`, checked before anything is tuned or recorded; submitted, not
+    /// waited for.
+    fn conv2d_out(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<()> {
+        let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        run("conv2d", self, weight, bias, options, &g, ConvKernel::Auto, Some(out)).map(drop)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
     let ctx = input.context();
     if kernel != ConvKernel::Auto {
         kernel.eligible(g, options)?;
         kernel.runs_on(&ctx.rt.report)?;
     }
-    let out = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?;
+    let out = match out {
+        Some(out) => {
+            check_destination(op, out, input, weight, bias, g)?;
+            out.clone()
+        }
+        None => DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?,
+    };
     // Asked to, the first convolution of a shape class measures the kernels, outside any recording.
     #[cfg(not(target_arch = "wasm32"))]
     if kernel == ConvKernel::Auto && ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && [Some(weight), bias].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
@@ -59,20 +81,40 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
     Ok(out)
 }
 
+/// Convolutions, recorded: the [`Conv2d`] methods with the input as the first argument.
+/// Recording never measures: the tuned kernel of the shape class runs, or, when the class is
+/// not tuned yet, the adapter's default (see [`crate::GpuContext::tune_conv2d`]).
 impl Batch<'_> {
-    /// Records a convolution into `out` (a view of shape [N, K, OH, OW], f32, in any strides;
-    /// `options.output_format` is only checked, `out` decides the layout). `out` must not
-    /// overlap itself or an operand; an operand in the same buffer as `out` (a disjoint view)
-    /// is read from a copy. With
-    /// [`ConvKernel::Auto`] the tuned kernel of the shape class runs, or, when the class is not
-    /// tuned yet, the adapter's default (see [`crate::GpuContext::tune_conv2d`]).
-    pub fn conv2d(&mut self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, kernel: ConvKernel) -> Result<()> {
+    /// Records `input.conv2d(weight, bias, options)` ([`Conv2d::conv2d`]); returns the new
+    /// [N, K, OH, OW] tensor, in the input's memory format unless `options` names one.
+    pub fn conv2d(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias].into_iter().flatten().collect();
+        self.check_context("conv2d", &operands)?;
+        let out = DeviceTensor::empty(self.context(), &g.out_shape(), DType::F32, g.format)?;
+        self.convolve("conv2d", &out, input, weight, bias, options, &g, ConvKernel::Auto)?;
+        Ok(out)
+    }
+
+    /// Records `input.conv2d_out(weight, bias, options, out)` ([`Conv2d::conv2d_out`]): into
+    /// `out`, a view of shape [N, K, OH, OW], f32, in any strides (`options.output_format` is
+    /// only checked, `out` decides the layout). `out` must not overlap itself or an operand;
+    /// an operand in the same buffer as `out` (a disjoint view) is read from a copy.
+    pub fn conv2d_out(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<()> {
+        self.conv2d_out_with(input, weight, bias, options, out, ConvKernel::Auto)
+    }
+
+    /// [`Batch::conv2d_out`] through a chosen kernel: one that is not eligible for the call
+    /// ([`ConvKernel::eligible`]) or cannot run on the adapter ([`ConvKernel::runs_on`]) is
+    /// [`Error::Unsupported`], and nothing is recorded.
+    pub fn conv2d_out_with(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor, kernel: ConvKernel) -> Result<()> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         self.convolve("conv2d", out, input, weight, bias, options, &g, kernel)
     }
 
-    /// [`Batch::conv2d`] of a 1x1 convolution (weight [K, C/groups, 1, 1] or [K, C/groups]).
-    pub fn conv1x1(&mut self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, kernel: ConvKernel) -> Result<()> {
+    /// [`Batch::conv2d_out_with`] of a 1x1 convolution (weight [K, C/groups, 1, 1] or
+    /// [K, C/groups]; see [`conv1x1`]).
+    pub fn conv1x1_out_with(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, out: &DeviceTensor, kernel: ConvKernel) -> Result<()> {
         let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         self.convolve("conv1x1", out, input, weight, bias, options, &g, kernel)
     }
@@ -86,23 +128,13 @@ impl Batch<'_> {
             kernel.eligible(g, options)?;
             kernel.runs_on(&ctx.rt.report)?;
         }
-        check_output(op, out, g)?;
-        if out.layout().has_internal_overlap() {
-            return Err(Error::Overlap { op, detail: format!("the output (shape {:?}, strides {:?}) overlaps itself", out.shape(), out.strides()) });
-        }
-        for (name, t) in [("input", Some(input)), ("weight", Some(weight)), ("bias", bias)] {
-            if let Some(t) = t {
-                if out.shares_storage(t) && out.layout().overlap(t.layout()) != Overlap::Disjoint {
-                    return Err(Error::Overlap { op, detail: format!("the output (shape {:?}, strides {:?}) overlaps the {name} (shape {:?}, strides {:?})", out.shape(), out.strides(), t.shape(), t.strides()) });
-                }
-            }
-        }
+        check_destination(op, out, input, weight, bias, g)?;
         if out.numel() == 0 {
             return Ok(());
         }
         for t in [Some(input), Some(weight), bias].into_iter().flatten() {
             if out.shares_storage(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-                return Err(Error::invalid(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
+                return Err(Error::unsupported(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
             }
         }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
@@ -142,10 +174,17 @@ impl Batch<'_> {
 
 /// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].
 pub(crate) fn check_output(op: &'static str, out: &DeviceTensor, g: &Conv2dShape) -> Result<()> {
-    if out.shape() != g.out_shape() || out.dtype() != DType::F32 {
-        return Err(Error::invalid(op, format!("the output must be f32 of shape {:?}, got {} of shape {:?}", g.out_shape(), out.dtype(), out.shape())));
-    }
-    Ok(())
+    host_conv::check_output(op, out.shape(), out.dtype(), g)
+}
+
+/// [`check_output`], and `out` overlaps neither itself nor an operand (host and device alike).
+fn check_destination(op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, g: &Conv2dShape) -> Result<()> {
+    check_output(op, out, g)?;
+    let operands: Vec<(&str, &crate::layout::Layout, bool)> = [("input", Some(input)), ("weight", Some(weight)), ("bias", bias)]
+        .into_iter()
+        .filter_map(|(name, t)| t.map(|t| (name, t.layout(), out.shares_storage(t))))
+        .collect();
+    host_conv::check_overlap(op, out.layout(), &operands)
 }
 
 /// A device tensor as a kernel operand.

@@ -1,14 +1,16 @@
 //! Elementwise operations on device tensors: recorded into a [`Batch`], or run at once through
 //! the [`Elementwise`] methods.
 
-use crate::elementwise::api::Elementwise;
+use crate::dtype::DType;
+use crate::elementwise::api::{elementwise_ops, Elementwise};
 use crate::elementwise::resolve::Target;
 use crate::elementwise::resolve::{resolve, Input};
-use crate::elementwise::Op;
+use crate::elementwise::{Op, Scalar};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::elementwise::{self, ElementwisePath};
+use crate::strided::Strided;
 
 impl Batch<'_> {
     /// Records `op` on `inputs` into `target` (see [`Elementwise`]); returns the tensor
@@ -47,6 +49,43 @@ impl Batch<'_> {
         rt.scoped(name, || elementwise::record(rt, enc, keep, &r, path, out.buffer(), &buffers))?;
         Ok(out)
     }
+}
+
+/// [`Batch`]'s methods that record the [`Elementwise`] ops, from the list in
+/// `elementwise_ops`: `batch.add(&x, &y)` records what `x.add(&y)` runs.
+macro_rules! batch_methods {
+    ($($name:ident, $name_:ident, $name_out:ident = $torch:literal ($($arg:ident: $ty:ty),*) => $op:expr, [$($inp:expr),*], $doc:literal;)*) => {$(
+        #[doc = concat!("Records `input.", stringify!($name), "(..)` ([`Elementwise::", stringify!($name), "`]: ", $doc, "); returns the new tensor. PyTorch's `torch.", $torch, "(input, ..)`.")]
+        #[allow(clippy::needless_lifetimes)]
+        pub fn $name<'a>(&mut self, input: &'a DeviceTensor $(, $arg: $ty)*) -> Result<DeviceTensor> {
+            self.elementwise($op, &[Input::Tensor(input) $(, $inp)*], Target::New)
+        }
+        #[doc = concat!("Records `input.", stringify!($name_), "(..)` ([`Elementwise::", stringify!($name_), "`]): in place.")]
+        #[allow(clippy::needless_lifetimes)]
+        pub fn $name_<'a>(&mut self, input: &'a DeviceTensor $(, $arg: $ty)*) -> Result<()> {
+            self.elementwise($op, &[Input::Tensor(input) $(, $inp)*], Target::InPlace).map(drop)
+        }
+        #[doc = concat!("Records `input.", stringify!($name_out), "(.., &out)` ([`Elementwise::", stringify!($name_out), "`]): into `out`.")]
+        pub fn $name_out<'a>(&mut self, input: &'a DeviceTensor $(, $arg: $ty)*, out: &'a DeviceTensor) -> Result<()> {
+            self.elementwise($op, &[Input::Tensor(input) $(, $inp)*], Target::Out(out)).map(drop)
+        }
+    )*};
+}
+
+/// The [`Elementwise`] ops, recorded: every op in its three forms, with the tensor the method
+/// form is called on as the first argument (PyTorch's function form, `torch.add(input, other)`).
+impl Batch<'_> {
+    /// Records `input.to(dtype)` ([`Elementwise::to`]): `input` itself when it already has
+    /// `dtype` (nothing is recorded), else a new converted tensor.
+    pub fn to(&mut self, input: &DeviceTensor, dtype: DType) -> Result<DeviceTensor> {
+        if dtype == input.dtype() {
+            self.check_context("to", &[input])?;
+            return Ok(input.clone());
+        }
+        self.elementwise(Op::To(dtype), &[Input::Tensor(input)], Target::New)
+    }
+
+    elementwise_ops!(batch_methods, DeviceTensor);
 }
 
 impl Elementwise for DeviceTensor {

@@ -38,7 +38,7 @@ impl GpuContext {
         }
     }
 
-    /// The kernel that `Batch::conv2d(out, input, weight, bias, options, ConvKernel::Auto)`
+    /// The kernel that `Batch::conv2d_out(input, weight, bias, options, out)`
     /// records now: the tuned kernel of the call's shape class, or the adapter's default while
     /// the class is not tuned; `None` for an empty output, where the convolution records
     /// nothing. Checks the operands' shapes and types and the output's shape and type as the

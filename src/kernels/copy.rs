@@ -505,24 +505,24 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
         CopyPath::Auto => Err(Error::invalid(OP, "no kernel path was resolved for the plan")),
         CopyPath::BufferCopy => {
             if !same_type || plan.kind() != CopyKind::Dense {
-                return Err(Error::invalid(OP, format!("a buffer copy needs a dense plan of one type, got {:?} from {src} to {dst}", plan.kind())));
+                return Err(Error::unsupported(OP, format!("a buffer copy needs a dense plan of one type, got {:?} from {src} to {dst}", plan.kind())));
             }
             let (d, s, n) = ((plan.dst_offset() * de) as u64, (plan.src_offset() * se) as u64, (plan.numel() * de) as u64);
             if d % 4 != 0 || s % 4 != 0 || n % 4 != 0 {
-                return Err(Error::invalid(OP, format!("a buffer copy needs 4-byte aligned offsets and size, got dst {d}, src {s}, size {n} bytes")));
+                return Err(Error::unsupported(OP, format!("a buffer copy needs 4-byte aligned offsets and size, got dst {d}, src {s}, size {n} bytes")));
             }
             Ok(Prepared::Buffer(d, s, n))
         }
         CopyPath::Vec4 { wg, wpt } => {
             let words = if same_type { plan.in_words(16 / de, 1) } else { None }
-                .ok_or_else(|| Error::invalid(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}")))?;
+                .ok_or_else(|| Error::unsupported(OP, format!("the vec4 kernel needs 16-byte aligned contiguous rows of one type; plan {plan:?}")))?;
             // No overflow: `check_counts` above.
             let per = wg * wpt;
             kernel(words, "copy_vec4", vec![("WG", wg as i64), ("WPT", wpt as i64)], Units::of(16, 16), wg, Grid::WorkgroupRuns { per }, Cuts::ANY)
         }
         CopyPath::Vec4Rows { wg, rows } => {
             let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.ok_or_else(|| {
-                Error::invalid(
+                Error::unsupported(
                     OP,
                     format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous or stepped by 2 in the source; plan {plan:?}, rows {rows}"),
                 )
@@ -532,41 +532,44 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
         }
         CopyPath::Transpose { wg, tile, order } => {
             let CopyKind::BatchedTranspose { dim } = plan.kind() else {
-                return Err(Error::invalid(OP, format!("the transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
+                return Err(Error::unsupported(OP, format!("the transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
             };
             if !same_type || de != 4 {
-                return Err(Error::invalid(OP, format!("the transpose kernel moves 4-byte elements of one type, got {src} to {dst}")));
+                return Err(Error::unsupported(OP, format!("the transpose kernel moves 4-byte elements of one type, got {src} to {dst}")));
             }
             kernel(plan.transpose_order(dim), "transpose_block", vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64)], Units::of(de, se), wg, Grid::Blocks { tile }, Cuts::ANY)
         }
         CopyPath::TransposeVec4 { wg, tile, order } => {
             let u = 16 / de as u32;
             let p = if same_type { transpose_vec4_plan(r, plan, de) } else { None }.filter(|_| tile % u == 0).ok_or_else(|| {
-                Error::invalid(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements, one matrix of which fits a binding, and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
+                Error::unsupported(OP, format!("the vec4 transpose kernel needs a batched transpose of one type aligned to {u} elements, one matrix of which fits a binding, and a tile that is a multiple of {u}; plan {plan:?}, tile {tile}"))
             })?;
             let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("ORDER", order as i64), ("EB", de as i64)];
             kernel(p, "transpose_vec4", constants, Units::of(de, se), wg, Grid::Blocks { tile }, Cuts { keep: 2, ..Cuts::ANY })
         }
         CopyPath::TransposeNarrow { wg } => {
             let (p, side, c) = if same_type { transpose_narrow_plan(r, plan, de) } else { None }.ok_or_else(|| {
-                Error::invalid(OP, format!("the narrow transpose kernel needs a batched transpose of 4-byte elements of one type, with one transposed dim of 2 or 3 packed elements, the rest aligned to 4, and one matrix fitting a binding; plan {plan:?}, {src} to {dst}"))
+                Error::unsupported(OP, format!("the narrow transpose kernel needs a batched transpose of 4-byte elements of one type, with one transposed dim of 2 or 3 packed elements, the rest aligned to 4, and one matrix fitting a binding; plan {plan:?}, {src} to {dst}"))
             })?;
             let constants = vec![("WG", wg as i64), ("TILE", 4), ("ORDER", 0), ("C", c as i64), ("NARROW", side as i64)];
             kernel(p, "transpose_narrow", constants, Units::of(de, se), wg, Grid::Blocks { tile: 4 }, Cuts { keep: 2, ..Cuts::ANY })
         }
         CopyPath::TransposeTile { wg, tile } => {
             let CopyKind::BatchedTranspose { dim } = plan.kind() else {
-                return Err(Error::invalid(OP, format!("the tiled transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
+                return Err(Error::unsupported(OP, format!("the tiled transpose kernel needs a batched-transpose plan, got {:?}", plan.kind())));
             };
-            if !same_type || tile > 32 || wg % tile != 0 {
-                return Err(Error::invalid(OP, format!("the tiled transpose moves elements of one type with tile <= 32 dividing wg; got {src} to {dst}, tile {tile}, wg {wg}")));
+            if tile > 32 || wg % tile != 0 {
+                return Err(Error::invalid(OP, format!("the tiled transpose needs a tile <= 32 dividing wg; got tile {tile}, wg {wg}")));
+            }
+            if !same_type {
+                return Err(Error::unsupported(OP, format!("the tiled transpose moves elements of one type; got {src} to {dst}")));
             }
             let constants = vec![("WG", wg as i64), ("TILE", tile as i64), ("SRC_BYTES", de as i64), ("DST_BYTES", de as i64)];
             kernel(plan.transpose_order(dim), "transpose_tile", constants, Units::of(de, se), wg, Grid::WorkgroupBlocks { tile }, Cuts::ANY)
         }
         CopyPath::TransposeCast { wg } => {
             let p = transpose_cast_plan(plan, dst, src).ok_or_else(|| {
-                Error::invalid(OP, format!("the converting transpose kernel needs a batched transpose between two types and, for 1- or 2-byte destination elements, the destination-contiguous dim, the destination's offset and its other strides multiples of 4 elements; plan {plan:?}, {src} to {dst}"))
+                Error::unsupported(OP, format!("the converting transpose kernel needs a batched transpose between two types and, for 1- or 2-byte destination elements, the destination-contiguous dim, the destination's offset and its other strides multiples of 4 elements; plan {plan:?}, {src} to {dst}"))
             })?;
             let constants = vec![("WG", wg as i64), ("TILE", 4), ("SRC_TYPE", src.code() as i64), ("DST_TYPE", dst.code() as i64)];
             // Dim 0 is cut at multiples of 4 only, so that every piece's runs stay whole words.
@@ -574,7 +577,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
         }
         CopyPath::StridedRows { wg, rows } => {
             let step = if same_type { strided_rows_step(plan, de) } else { None }.ok_or_else(|| {
-                Error::invalid(OP, format!("the strided-rows kernel needs 4-byte elements of one type, rows contiguous in the destination and 4-aligned there; plan {plan:?}, {src} to {dst}, rows {rows}"))
+                Error::unsupported(OP, format!("the strided-rows kernel needs 4-byte elements of one type, rows contiguous in the destination and 4-aligned there; plan {plan:?}, {src} to {dst}, rows {rows}"))
             })?;
             kernel(plan.clone(), "strided_rows", vec![("WG", wg as i64), ("STEP", step)], Units::of(de, se), wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }

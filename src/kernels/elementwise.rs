@@ -190,11 +190,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let path = match path {
         ElementwisePath::Auto if rows_eligible(plan) && words && !gathers_short_rows(rt.report.device_type, plan) => rows_default(rt.report.device_type, plan),
         ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. } if !words => {
-            return Err(Error::invalid(OP, format!("the rows kernel binds whole 16-byte words, but a buffer's size is not a multiple of 16 bytes (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
+            return Err(Error::unsupported(OP, format!("the rows kernel binds whole 16-byte words, but a buffer's size is not a multiple of 16 bytes (output {} bytes, inputs {:?})", out.size(), inputs.iter().map(|b| b.size()).collect::<Vec<_>>())));
         }
         ElementwisePath::Auto => gather_default(rt.report.device_type),
         ElementwisePath::Rows { .. } | ElementwisePath::Runs { .. } if !rows_eligible(plan) && plan.numel() > 0 => {
-            return Err(Error::invalid(OP, format!("the rows kernel needs plan dim 0 contiguous in the output, of a size that is a multiple of 4, with the output's offset and other strides multiples of 4; plan {plan:?}")));
+            return Err(Error::unsupported(OP, format!("the rows kernel needs plan dim 0 contiguous in the output, of a size that is a multiple of 4, with the output's offset and other strides multiples of 4; plan {plan:?}")));
         }
         p => p,
     };

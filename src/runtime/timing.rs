@@ -90,5 +90,5 @@ async fn wall_clock(rt: &Arc<Runtime>, enc: wgpu::CommandEncoder, keep: Keep, dr
 /// On wasm the wall clock is not read: timing needs timestamp queries.
 #[cfg(target_arch = "wasm32")]
 async fn wall_clock(_: &Arc<Runtime>, _: wgpu::CommandEncoder, _: Keep, _: Drive) -> Result<f64> {
-    Err(Error::invalid("timer", "the adapter has no timestamp queries inside encoders, and the wall clock is not read on wasm"))
+    Err(Error::unsupported("timer", "the adapter has no timestamp queries inside encoders, and the wall clock is not read on wasm"))
 }

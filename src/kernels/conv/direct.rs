@@ -40,7 +40,7 @@ pub(crate) fn tiling(g: &Conv2dShape, groups: usize) -> Result<Tiling> {
         kq /= 2;
     }
     if taps * 16 * kq > BLOCK {
-        return Err(Error::invalid(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", ConvKernel::Direct, g.kh, g.kw, taps * 16)));
+        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", ConvKernel::Direct, g.kh, g.kw, taps * 16)));
     }
     let fit = BLOCK / (taps * 4 * kq) / 4 * 4;
     let chunks = cg.div_ceil(fit).max(1);

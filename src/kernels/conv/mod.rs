@@ -143,21 +143,21 @@ impl ConvKernel {
     pub fn eligible(self, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
         match self {
             ConvKernel::Auto => Err(Error::invalid(OP, "no kernel was resolved for the convolution")),
-            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall if o.groups != g.c => Err(Error::invalid(
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall if o.groups != g.c => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a depthwise convolution (groups == C), got groups = {} with input channels C = {} and K = {}", o.groups, g.c, g.k),
             )),
-            ConvKernel::DepthwiseTall if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::invalid(
+            ConvKernel::DepthwiseTall if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
             ConvKernel::Direct => direct::tiling(g, o.groups).map(|_| ()),
-            ConvKernel::DirectRows if (g.kw, o.stride.1, o.dilation.1) != (3, 1, 1) => Err(Error::invalid(
+            ConvKernel::DirectRows if (g.kw, o.stride.1, o.dilation.1) != (3, 1, 1) => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a kernel 3 wide with stride 1 and dilation 1 along W, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
             ConvKernel::DirectRows => direct::tiling(g, o.groups).map(|_| ()),
-            ConvKernel::DirectBand if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::invalid(
+            ConvKernel::DirectBand if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
@@ -172,7 +172,7 @@ impl ConvKernel {
     /// ([`AdapterReport::shuffled_weights`]).
     pub fn runs_on(self, report: &AdapterReport) -> Result<()> {
         match self {
-            ConvKernel::DirectBand if !report.shuffled_weights => Err(Error::invalid(
+            ConvKernel::DirectBand if !report.shuffled_weights => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs subgroups of at least 8 invocations on a native CPU adapter; {} ({:?}, {:?}) has none", report.name, report.backend, report.device_type),
             )),
