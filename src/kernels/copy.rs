@@ -23,7 +23,7 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write];
 /// Dims a kernel's uniform holds; plans with more are split along their outer dims.
 pub const MAX_DIMS: usize = 8;
 
-/// The uniform every copy kernel reads (`Plan` in shaders/plan.wgsl).
+/// The uniform every copy kernel reads (`Plan` in shaders/preludes/plan.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable, Debug)]
 pub(crate) struct PlanUniform {
@@ -579,7 +579,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             kernel(plan.clone(), "strided_rows", vec![("WG", wg as i64), ("STEP", step)], Units::of(de, se), wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }
         CopyPath::Gather { wg, ept } => {
-            // Element types by code (shaders/cast.wgsl converts between any two). Equal types move
+            // Element types by code (shaders/preludes/cast.wgsl converts between any two). Equal types move
             // bits untouched: both codes 0, so that they share one pipeline per element size.
             let (st, dt) = if same_type { (0, 0) } else { (src.code() as i64, dst.code() as i64) };
             let constants = vec![("WG", wg as i64), ("EPT", ept as i64), ("SRC_BYTES", se as i64), ("DST_BYTES", de as i64), ("SRC_TYPE", st), ("DST_TYPE", dt)];

@@ -27,7 +27,8 @@ pub enum ElementwisePath {
     /// The rows kernel when [`rows_eligible`] holds, else the general one.
     Auto,
     /// The general kernel: any strides and types, `ept` elements of plan dim 0 per invocation
-    /// (`elementwise_words.wgsl` for outputs of 4-byte elements, `elementwise.wgsl` else).
+    /// (`elementwise.wgsl`, with `elementwise_out_words.wgsl` for outputs of 4-byte elements,
+    /// with `elementwise_out_packed.wgsl` else).
     Gather {
         /// Workgroup size.
         wg: u32,
@@ -162,7 +163,7 @@ pub fn rows_eligible(plan: &IterPlan) -> bool {
     plan.numel() > 0 && plan.rank() > 0 && plan.strides_of(0)[0] == 1 && plan.sizes()[0].is_multiple_of(4) && aligned_rows(plan, 0)
 }
 
-/// The uniform both kernels read (`Iter` in shaders/iter.wgsl).
+/// The uniform both kernels read (`Iter` in shaders/preludes/iter.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct IterUniform {

@@ -24,7 +24,7 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 /// words.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
 
-/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/conv.wgsl`).
+/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/preludes/conv.wgsl`).
 pub(crate) const BLOCK: usize = 16384;
 /// The most channel quads an invocation holds (the `xm` array of the kernels).
 const MAX_CQ: usize = 16;
@@ -77,7 +77,7 @@ pub(crate) fn vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOptions, xs
     )
 }
 
-/// The uniform of `shaders/conv.wgsl` (`ConvParams` there).
+/// The uniform of `shaders/preludes/conv.wgsl` (`ConvParams` there).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 pub(crate) struct ConvParams {

@@ -18,7 +18,7 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 /// Invocations per workgroup.
 pub(crate) const WG: u32 = 64;
 
-/// The uniform of `shaders/conv2d_depthwise.wgsl` (`DepthwiseParams` there).
+/// The uniform of `shaders/kernels/conv2d_depthwise.wgsl` (`DepthwiseParams` there).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct DepthwiseParams {
@@ -85,7 +85,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     Ok(())
 }
 
-/// The uniform of `shaders/conv2d_depthwise_rows.wgsl` (`RowsParams` there).
+/// The uniform of the depthwise rows and tall kernels (`RowsParams` in `shaders/preludes/conv2d_depthwise_block.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct RowsParams {

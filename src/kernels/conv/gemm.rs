@@ -19,7 +19,7 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 /// The output tile of a workgroup: pixels x output channels (`BM`, `BN` of the kernel).
 const TILE: usize = 64;
 
-/// The uniform of `shaders/conv2d_gemm.wgsl` (`GemmParams` there).
+/// The uniform of `shaders/kernels/conv2d_gemm.wgsl` (`GemmParams` there).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct GemmParams {
