@@ -121,3 +121,25 @@ fn wgsl_dtype_codes_are_generated_from_rust() {
     let g = source("gather").unwrap();
     assert!(g.find("const DT_I8").unwrap() < g.find("fn cast_bits").unwrap());
 }
+
+#[test]
+fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
+    // Bindings 1 and 3-6 (input, bias, output, and their vec4 views) are the same in every
+    // convolution family: conv_io declares them, and no other file a convolution is composed of.
+    let (_, io) = PRELUDES.iter().find(|(n, _)| *n == "conv_io").unwrap();
+    for b in [1, 3, 4, 5, 6] {
+        assert_eq!(code_count(io, &format!("@binding({b})")), 1, "conv_io declares binding {b}");
+    }
+    let mut convs = 0;
+    for (name, preludes, text) in KERNELS.iter().filter(|(n, _, _)| n.starts_with("conv")) {
+        assert_eq!(preludes.first(), Some(&"conv_io"), "{name}");
+        let files = preludes[1..].iter().filter_map(|p| PRELUDES.iter().find(|(n, _)| n == p).map(|(_, t)| *t));
+        for t in files.chain(std::iter::once(*text)) {
+            for b in [1, 3, 4, 5, 6] {
+                assert_eq!(code_count(t, &format!("@binding({b})")), 0, "{name}: binding {b} is declared outside conv_io");
+            }
+        }
+        convs += 1;
+    }
+    assert!(convs >= 10, "{convs} convolution kernels");
+}

@@ -12,8 +12,8 @@
 //! output forms; `conv` the register-blocked convolutions' uniform and pixel arithmetic
 //! (`conv1x1_block` the 1x1 kernels' inner product, `conv2d_direct_acc` the direct kernels'
 //! accumulators, `conv2d_direct_span` the spans of input pixels that their rows forms slide
-//! along), and `conv_weights*` two ways of reading their weights; `conv_relu` every
-//! convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
+//! along), and `conv_weights*` two ways of reading their weights; `conv_io` the bindings every
+//! convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
 //! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
@@ -53,6 +53,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv1x1_block", prelude!("conv1x1_block")),
     ("conv2d_direct_acc", prelude!("conv2d_direct_acc")),
     ("conv2d_direct_span", prelude!("conv2d_direct_span")),
+    ("conv_io", prelude!("conv_io")),
     ("conv_relu", prelude!("conv_relu")),
     ("conv2d_depthwise_block", prelude!("conv2d_depthwise_block")),
     ("conv2d_depthwise_cols", prelude!("conv2d_depthwise_cols")),
@@ -98,29 +99,29 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_vec4", &["plan", "transpose"], kernel!("transpose_vec4")),
     ("transpose_narrow", &["plan", "transpose"], kernel!("transpose_narrow")),
     ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], kernel!("transpose_cast")),
-    ("conv1x1_nchw", &["conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
-    ("conv1x1_nhwc", &["conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
+    ("conv1x1_nchw", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nhwc", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
-    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
-    ("conv2d_direct", &["conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
-    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
-    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
-    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
+    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
+    ("conv2d_direct", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
+    ("conv2d_direct_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
+    ("conv2d_direct_rows", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
+    ("conv2d_direct_rows_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
     // Subgroup shuffles carry its input rows too: only with shuffled weights.
-    ("conv2d_direct_band", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
+    ("conv2d_direct_band", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
     // One kernel file in two output forms: any element type through atomics, or 4-byte words.
     ("elementwise", EW_PACKED_PRELUDES, kernel!("elementwise")),
     ("elementwise_words", EW_WORDS_PRELUDES, kernel!("elementwise")),
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, kernel!("elementwise_rows_runs")),
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
-    ("conv2d_gemm", &["conv_relu"], kernel!("conv2d_gemm")),
-    ("conv2d_depthwise", &["conv_relu"], kernel!("conv2d_depthwise")),
-    ("conv2d_depthwise_rows", &["conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
-    ("conv2d_depthwise_tall", &["conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
+    ("conv2d_gemm", &["conv_io", "conv_relu"], kernel!("conv2d_gemm")),
+    ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
+    ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
+    ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("conv2d_depthwise_tall_shuffled", &["conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
+    ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
 /// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.
