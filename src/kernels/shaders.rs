@@ -18,6 +18,9 @@
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
 //! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share.
+//!
+//! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
+//! whose test compares the two through naga's reflected layout).
 
 use crate::dtype::DType;
 
