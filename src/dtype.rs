@@ -2,7 +2,7 @@
 //! PyTorch's `x.to(dtype)` does.
 //!
 //! Conversions are defined bit for bit here ([`cast_bits`]) and mirrored exactly by the WGSL
-//! kernels (`shaders/cast.wgsl`), so device results equal the CPU reference on every adapter:
+//! kernels (`shaders/preludes/cast.wgsl`), so device results equal the CPU reference on every adapter:
 //!
 //! * float to float: round to nearest even; NaN payloads kept in their top bits, quieted on
 //!   narrowing.

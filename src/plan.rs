@@ -11,7 +11,7 @@
 //! two-operand accessors (`dst_*`, `src_*`).
 //!
 //! [`IterPlan::offsets_into`] is the crate's one index formula in Rust; `plan_offsets` in
-//! `shaders/plan.wgsl` (two operands) and `iter_offset` in `shaders/iter.wgsl` (any operand)
+//! `shaders/preludes/plan.wgsl` (two operands) and `iter_offset` in `shaders/preludes/iter.wgsl` (any operand)
 //! are its WGSL twins, and device tests pin them to it.
 
 use crate::error::{Error, Result};

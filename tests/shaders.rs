@@ -1,45 +1,85 @@
 //! Every .wgsl file under shaders/ parses and validates with naga, without a GPU. Kernels are
-//! validated as they are compiled (with their preludes); the plan prelude also on its own.
+//! validated as they are compiled (with their preludes); the plan prelude also on its own. The
+//! file tree tells kernels from preludes: `shaders/kernels/` holds files with one compute entry
+//! point each, `shaders/preludes/` files with none.
+
+use std::path::Path;
 
 use strided_wgpu::advanced::internal::shaders::{source, KERNELS, PRELUDE, PRELUDES};
 
-fn validate(name: &str, src: &str) {
+fn parse(name: &str, src: &str) -> naga::Module {
     let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
         .validate(&module)
         .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    module
+}
+
+fn validate(name: &str, src: &str) {
+    parse(name, src);
+}
+
+/// The `.wgsl` files of `shaders/<dir>`, sorted, as (stem, text).
+fn wgsl_files(dir: &str) -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders").join(dir);
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir:?}: {e}"))
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            assert_eq!(p.extension().and_then(|e| e.to_str()), Some("wgsl"), "{p:?}: only .wgsl files belong under shaders/");
+            (p.file_stem().unwrap().to_str().unwrap().to_string(), std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// How often `attr` (`@compute`, ...) occurs in the code of `text` (comments left out).
+fn code_count(text: &str, attr: &str) -> usize {
+    text.lines().map(|l| l.split("//").next().unwrap_or("").matches(attr).count()).sum()
+}
+
+#[test]
+fn shaders_hold_only_the_kernels_and_preludes_folders() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    let mut entries: Vec<String> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    entries.sort();
+    assert_eq!(entries, ["kernels", "preludes"], "{root:?}");
 }
 
 #[test]
 fn every_shader_file_validates() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .expect("shaders/ exists")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".wgsl"))
-        .collect();
-    files.sort();
-    assert!(files.len() > KERNELS.len(), "found only {files:?} under {dir:?}");
+    let kernels = wgsl_files("kernels");
+    let preludes = wgsl_files("preludes");
+    assert!(kernels.len() > 10 && preludes.len() > 10, "found only {kernels:?} and {preludes:?}");
     validate("plan.wgsl", PRELUDE);
-    let mut validated = 0;
-    for f in &files {
-        let stem = f.trim_end_matches(".wgsl");
-        let text = std::fs::read_to_string(dir.join(f)).unwrap();
-        // Every file on disk is a registered prelude or kernel, and the registered text is the file's.
-        if let Some((_, registered)) = PRELUDES.iter().find(|(n, _)| *n == stem) {
-            assert_eq!(*registered, text, "{f}");
-            continue;
+    // Every prelude file is registered under its stem, with the file's text, and has no entry
+    // point.
+    for (stem, text) in &preludes {
+        let (_, registered) = PRELUDES.iter().find(|(n, _)| n == stem).unwrap_or_else(|| panic!("preludes/{stem}.wgsl is not registered in src/kernels/shaders.rs"));
+        assert_eq!(registered, text, "preludes/{stem}.wgsl");
+        for attr in ["@compute", "@vertex", "@fragment"] {
+            assert_eq!(code_count(text, attr), 0, "preludes/{stem}.wgsl declares an entry point ({attr}): it belongs under shaders/kernels/");
         }
-        let (_, _, registered) = KERNELS.iter().find(|(n, _, _)| *n == stem).unwrap_or_else(|| panic!("{f} is not registered in src/gpu/shaders.rs"));
-        assert_eq!(*registered, text, "{f}");
-        // The file as compiled under every name it is registered with (its preludes differ).
-        for (name, _, _) in KERNELS.iter().filter(|(_, _, t)| *t == text) {
-            validate(name, &source(name).unwrap());
+    }
+    assert_eq!(PRELUDES.len(), preludes.len(), "a registered prelude has no file under shaders/preludes/");
+    // Every kernel file is registered (under its stem, and possibly under more names with
+    // other preludes), and has exactly one compute entry point.
+    let mut validated = 0;
+    for (stem, text) in &kernels {
+        assert_eq!(code_count(text, "@compute"), 1, "kernels/{stem}.wgsl must declare exactly one @compute entry point");
+        assert_eq!(code_count(text, "@vertex") + code_count(text, "@fragment"), 0, "kernels/{stem}.wgsl");
+        assert!(KERNELS.iter().any(|(n, _, t)| n == stem && t == text), "kernels/{stem}.wgsl is not registered under its name in src/kernels/shaders.rs");
+        // The file as compiled under every name it is registered with (its preludes differ):
+        // one entry point, the kernel file's, which the pipelines name.
+        for (name, _, _) in KERNELS.iter().filter(|(_, _, t)| t == text) {
+            let module = parse(name, &source(name).unwrap());
+            let entries: Vec<_> = module.entry_points.iter().map(|e| (e.name.as_str(), e.stage)).collect();
+            assert_eq!(entries, [("main", naga::ShaderStage::Compute)], "{name}");
             validated += 1;
         }
     }
-    assert_eq!(validated, KERNELS.len(), "a registered kernel has no file: {files:?}");
-    assert_eq!(KERNELS.iter().filter(|(n, _, _)| files.contains(&format!("{n}.wgsl"))).count() + PRELUDES.len(), files.len(), "a registered shader has no file: {files:?}");
+    assert_eq!(validated, KERNELS.len(), "a registered kernel has no file under shaders/kernels/");
 }
 
 #[test]
@@ -80,4 +120,26 @@ fn wgsl_dtype_codes_are_generated_from_rust() {
     // The gather kernel sees the codes before the conversions that use them.
     let g = source("gather").unwrap();
     assert!(g.find("const DT_I8").unwrap() < g.find("fn cast_bits").unwrap());
+}
+
+#[test]
+fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
+    // Bindings 1 and 3-6 (input, bias, output, and their vec4 views) are the same in every
+    // convolution family: conv_io declares them, and no other file a convolution is composed of.
+    let (_, io) = PRELUDES.iter().find(|(n, _)| *n == "conv_io").unwrap();
+    for b in [1, 3, 4, 5, 6] {
+        assert_eq!(code_count(io, &format!("@binding({b})")), 1, "conv_io declares binding {b}");
+    }
+    let mut convs = 0;
+    for (name, preludes, text) in KERNELS.iter().filter(|(n, _, _)| n.starts_with("conv")) {
+        assert_eq!(preludes.first(), Some(&"conv_io"), "{name}");
+        let files = preludes[1..].iter().filter_map(|p| PRELUDES.iter().find(|(n, _)| n == p).map(|(_, t)| *t));
+        for t in files.chain(std::iter::once(*text)) {
+            for b in [1, 3, 4, 5, 6] {
+                assert_eq!(code_count(t, &format!("@binding({b})")), 0, "{name}: binding {b} is declared outside conv_io");
+            }
+        }
+        convs += 1;
+    }
+    assert!(convs >= 10, "{convs} convolution kernels");
 }

@@ -63,7 +63,7 @@ pub(crate) fn execute(r: &Resolved, dst: &mut [u8], srcs: &[Src<'_>]) {
 
 /// One element of `op` on values `v` in representation `repr` (f32 bits, or 32-bit integer
 /// bits), with the arguments `a` in the same representation. The kernels' twin is
-/// `shaders/elementwise_ops.wgsl`.
+/// `shaders/preludes/elementwise_ops.wgsl`.
 pub(crate) fn apply(op: Op, repr: Repr, v: &[u32; 3], a: &Args) -> u32 {
     match repr {
         Repr::F32 => apply_f32(op, v, a),

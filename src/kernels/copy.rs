@@ -6,11 +6,12 @@
 
 use std::num::NonZeroU64;
 
-use bytemuck::{Pod, Zeroable};
+use bytemuck::Zeroable;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::abi::{self, uniform};
 use crate::kernels::shaders::{self, PipelineSpec};
 use crate::plan::{CopyKind, CopyPlan, Cuts};
 use crate::runtime::submit::Keep;
@@ -23,21 +24,22 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write];
 /// Dims a kernel's uniform holds; plans with more are split along their outer dims.
 pub const MAX_DIMS: usize = 8;
 
-/// The uniform every copy kernel reads (`Plan` in shaders/plan.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable, Debug)]
-pub(crate) struct PlanUniform {
-    sizes: [u32; MAX_DIMS],
-    dst_strides: [i32; MAX_DIMS],
-    src_strides: [i32; MAX_DIMS],
-    rank: u32,
-    dst_offset: u32,
-    src_offset: u32,
-    inner_chunks: u32,
-    threads: u32,
-    grid_row: u32,
-    aux: u32,
-    aux2: u32,
+uniform! {
+    /// The uniform every copy kernel reads (`Plan` in shaders/preludes/plan.wgsl).
+    #[derive(Debug)]
+    pub(crate) struct PlanUniform {
+        sizes: [u32; MAX_DIMS],
+        dst_strides: [i32; MAX_DIMS],
+        src_strides: [i32; MAX_DIMS],
+        rank: u32,
+        dst_offset: u32,
+        src_offset: u32,
+        inner_chunks: u32,
+        threads: u32,
+        grid_row: u32,
+        aux: u32,
+        aux2: u32,
+    }
 }
 
 pub(crate) fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
@@ -582,7 +584,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             kernel(plan.clone(), "strided_rows", vec![("WG", wg as i64), ("STEP", step)], Units::of(de, se), wg, Grid::WordColumns { rows, unit: 4 }, Cuts { grain0: 4, ..Cuts::ANY })
         }
         CopyPath::Gather { wg, ept } => {
-            // Element types by code (shaders/cast.wgsl converts between any two). Equal types move
+            // Element types by code (shaders/preludes/cast.wgsl converts between any two). Equal types move
             // bits untouched: both codes 0, so that they share one pipeline per element size.
             let (st, dt) = if same_type { (0, 0) } else { (src.code() as i64, dst.code() as i64) };
             let constants = vec![("WG", wg as i64), ("EPT", ept as i64), ("SRC_BYTES", se as i64), ("DST_BYTES", de as i64), ("SRC_TYPE", st), ("DST_TYPE", dt)];
@@ -666,8 +668,8 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
         u.aux = cover.aux as u32;
         u.aux2 = cover.aux2;
         u.grid_row = (gx * wg as u64) as u32;
-        let uniform = rt.buffer(OP, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
-        rt.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));
+        let uniform = rt.buffer(OP, abi::SLOT_BYTES as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+        rt.queue.write_buffer(uniform.buffer(), 0, abi::bytes(&u));
         let bg = rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("copy"),
             layout: &bgl,

@@ -3,12 +3,13 @@
 //! and recording it into an encoder: the plan is split into pieces whose bindings fit the
 //! adapter, and each piece is one dispatch.
 
-use bytemuck::{Pod, Zeroable};
+use bytemuck::Zeroable;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 use crate::elementwise::resolve::{Repr, Resolved, Slot as InSlot};
 use crate::error::{Error, Result};
+use crate::kernels::abi::{self, uniform};
 use crate::kernels::copy::{bind, MAX_DIMS};
 use crate::kernels::shaders;
 use crate::plan::{Cuts, IterPlan};
@@ -26,7 +27,8 @@ pub enum ElementwisePath {
     /// The rows kernel when [`rows_eligible`] holds, else the general one.
     Auto,
     /// The general kernel: any strides and types, `ept` elements of plan dim 0 per invocation
-    /// (`elementwise_words.wgsl` for outputs of 4-byte elements, `elementwise.wgsl` else).
+    /// (`elementwise.wgsl`, with `elementwise_out_words.wgsl` for outputs of 4-byte elements,
+    /// with `elementwise_out_packed.wgsl` else).
     Gather {
         /// Workgroup size.
         wg: u32,
@@ -161,20 +163,20 @@ pub fn rows_eligible(plan: &IterPlan) -> bool {
     plan.numel() > 0 && plan.rank() > 0 && plan.strides_of(0)[0] == 1 && plan.sizes()[0].is_multiple_of(4) && aligned_rows(plan, 0)
 }
 
-/// The uniform both kernels read (`Iter` in shaders/iter.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct IterUniform {
-    sizes: [u32; MAX_DIMS],
-    strides: [i32; 4 * MAX_DIMS],
-    offsets: [u32; 4],
-    rank: u32,
-    threads: u32,
-    inner_chunks: u32,
-    grid_row: u32,
-    scalars: [u32; 4],
-    args: [u32; 4],
-    extra: [u32; 4],
+uniform! {
+    /// The uniform both kernels read (`Iter` in shaders/preludes/iter.wgsl).
+    pub(crate) struct IterUniform {
+        sizes: [u32; MAX_DIMS],
+        strides: [i32; 4 * MAX_DIMS],
+        offsets: [u32; 4],
+        rank: u32,
+        threads: u32,
+        inner_chunks: u32,
+        grid_row: u32,
+        scalars: [u32; 4],
+        args: [u32; 4],
+        extra: [u32; 4],
+    }
 }
 
 
@@ -354,8 +356,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
         u.args = r.args;
         u.extra[0] = blocks as u32;
-        let uniform = rt.buffer(OP, 256, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
-        rt.queue.write_buffer(uniform.buffer(), 0, bytemuck::bytes_of(&u));
+        let uniform = rt.buffer(OP, abi::SLOT_BYTES as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+        rt.queue.write_buffer(uniform.buffer(), 0, abi::bytes(&u));
         let input_binding = |k: usize| {
             if k < n_ops && !alias[k - 1] {
                 bind(inputs[k - 1], w[k].0, w[k].1)

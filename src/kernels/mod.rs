@@ -3,6 +3,7 @@
 //! eligibility check (`copy::prepare`, the convolution's `vectors` and shape checks), used by
 //! the automatic choice and by forced paths alike.
 
+pub(crate) mod abi;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;

@@ -1,43 +1,67 @@
-//! The WGSL sources under `shaders/`: one kernel per file, each compiled with the preludes it
-//! names. `plan.wgsl` (the plan uniform and the one WGSL index formula) comes first in every
-//! copy kernel; `packed.wgsl` holds the 1/2/4-byte element loads and stores; `transpose.wgsl` the
-//! block arithmetic shared by the transpose kernels; `cast.wgsl` the element conversions (after
-//! the generated `dtypes` prelude, the element-type codes of [`DType::code`]); `conv.wgsl` the
-//! register-blocked convolutions' uniform and pixel arithmetic (`conv1x1_block.wgsl` the 1x1
-//! kernels' inner product, `conv2d_direct_acc.wgsl` the direct kernels' accumulators,
-//! `conv2d_direct_span.wgsl` the spans of input pixels that their rows forms slide along), and
-//! `conv_weights*.wgsl` two ways of reading their weights (a file compiled with each is two
-//! registered kernels); `conv_relu.wgsl` every convolution's fused ReLU;
-//! `conv2d_depthwise_block.wgsl` the uniform, loads and stores of the depthwise kernels that
-//! hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*.wgsl` two ways the tall
-//! one gets the input columns its neighbour also reads (loaded, or through subgroup shuffles);
-//! `subgroup_slot.wgsl` the work slot of a lane, for the kernels that hand out work by lane;
-//! `elementwise_rows.wgsl` what the three rows kernels (one traversal each) share.
+//! The WGSL sources, in two folders: `shaders/kernels/` holds one kernel per file (each has
+//! exactly one `@compute` entry point), `shaders/preludes/` the code kernels share (no entry
+//! point); a kernel is compiled with the preludes it names, in order, then its own file. A
+//! kernel file compiled with different preludes is several registered kernels (the `_shuffled`
+//! convolutions, `elementwise` / `elementwise_words`).
+//!
+//! Preludes: `plan` (the copy plan uniform and the one WGSL index formula) comes first in every
+//! copy kernel; `packed` holds the 1/2/4-byte element loads and stores; `transpose` the block
+//! arithmetic shared by the transpose kernels; `cast` the element conversions (after the
+//! generated `dtypes` prelude, the element-type codes of [`DType::code`]); `iter` the
+//! elementwise kernels' plan uniform, `elementwise_out_*` the general elementwise kernel's two
+//! output forms; `conv` the register-blocked convolutions' uniform and pixel arithmetic
+//! (`conv1x1_block` the 1x1 kernels' inner product, `conv2d_direct_acc` the direct kernels'
+//! accumulators, `conv2d_direct_span` the spans of input pixels that their rows forms slide
+//! along), and `conv_weights*` two ways of reading their weights; `conv_io` the bindings every
+//! convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
+//! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
+//! ways the tall one gets the input columns its neighbour also reads (loaded, or through
+//! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
+//! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share.
+//!
+//! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
+//! whose test compares the two through naga's reflected layout).
 
 use crate::dtype::DType;
 
-/// Shared preludes, by name.
+/// The text of `shaders/preludes/<name>.wgsl`.
+macro_rules! prelude {
+    ($name:literal) => {
+        include_str!(concat!("../../shaders/preludes/", $name, ".wgsl"))
+    };
+}
+
+/// The text of `shaders/kernels/<name>.wgsl`.
+macro_rules! kernel {
+    ($name:literal) => {
+        include_str!(concat!("../../shaders/kernels/", $name, ".wgsl"))
+    };
+}
+
+/// Shared preludes (`shaders/preludes/<name>.wgsl`), by name.
 pub const PRELUDES: &[(&str, &str)] = &[
-    ("plan", include_str!("../../shaders/plan.wgsl")),
-    ("packed", include_str!("../../shaders/packed.wgsl")),
-    ("cast", include_str!("../../shaders/cast.wgsl")),
-    ("iter", include_str!("../../shaders/iter.wgsl")),
-    ("elementwise_ops", include_str!("../../shaders/elementwise_ops.wgsl")),
-    ("elementwise_slots", include_str!("../../shaders/elementwise_slots.wgsl")),
-    ("elementwise_gather", include_str!("../../shaders/elementwise_gather.wgsl")),
-    ("elementwise_rows", include_str!("../../shaders/elementwise_rows.wgsl")),
-    ("transpose", include_str!("../../shaders/transpose.wgsl")),
-    ("conv", include_str!("../../shaders/conv.wgsl")),
-    ("conv_weights", include_str!("../../shaders/conv_weights.wgsl")),
-    ("conv_weights_shuffled", include_str!("../../shaders/conv_weights_shuffled.wgsl")),
-    ("conv1x1_block", include_str!("../../shaders/conv1x1_block.wgsl")),
-    ("conv2d_direct_acc", include_str!("../../shaders/conv2d_direct_acc.wgsl")),
-    ("conv2d_direct_span", include_str!("../../shaders/conv2d_direct_span.wgsl")),
-    ("conv_relu", include_str!("../../shaders/conv_relu.wgsl")),
-    ("conv2d_depthwise_block", include_str!("../../shaders/conv2d_depthwise_block.wgsl")),
-    ("conv2d_depthwise_cols", include_str!("../../shaders/conv2d_depthwise_cols.wgsl")),
-    ("conv2d_depthwise_cols_shuffled", include_str!("../../shaders/conv2d_depthwise_cols_shuffled.wgsl")),
-    ("subgroup_slot", include_str!("../../shaders/subgroup_slot.wgsl")),
+    ("plan", prelude!("plan")),
+    ("packed", prelude!("packed")),
+    ("cast", prelude!("cast")),
+    ("iter", prelude!("iter")),
+    ("elementwise_ops", prelude!("elementwise_ops")),
+    ("elementwise_slots", prelude!("elementwise_slots")),
+    ("elementwise_out_packed", prelude!("elementwise_out_packed")),
+    ("elementwise_out_words", prelude!("elementwise_out_words")),
+    ("elementwise_rows", prelude!("elementwise_rows")),
+    ("transpose", prelude!("transpose")),
+    ("conv", prelude!("conv")),
+    ("conv_weights", prelude!("conv_weights")),
+    ("conv_weights_shuffled", prelude!("conv_weights_shuffled")),
+    ("conv1x1_block", prelude!("conv1x1_block")),
+    ("conv2d_direct_acc", prelude!("conv2d_direct_acc")),
+    ("conv2d_direct_span", prelude!("conv2d_direct_span")),
+    ("conv_io", prelude!("conv_io")),
+    ("conv_relu", prelude!("conv_relu")),
+    ("conv2d_depthwise_block", prelude!("conv2d_depthwise_block")),
+    ("conv2d_depthwise_cols", prelude!("conv2d_depthwise_cols")),
+    ("conv2d_depthwise_cols_shuffled", prelude!("conv2d_depthwise_cols_shuffled")),
+    ("subgroup_slot", prelude!("subgroup_slot")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -57,47 +81,50 @@ pub fn dtypes_prelude() -> String {
 }
 
 /// The plan prelude, which every copy kernel starts with.
-pub const PRELUDE: &str = include_str!("../../shaders/plan.wgsl");
+pub const PRELUDE: &str = prelude!("plan");
 
-/// The preludes of the general elementwise kernel's two output forms.
-const EW_GATHER_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_gather"];
+/// The preludes of the general elementwise kernel in its two output forms (the last prelude).
+const EW_PACKED_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_packed"];
+const EW_WORDS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_words"];
 
 /// The preludes of the rows kernels (one per traversal).
 const EW_ROWS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_rows"];
 
-/// Every kernel: its name, the preludes it is compiled with (in order), and its file's text.
+/// Every kernel: its name, the preludes it is compiled with (in order), and the text of its file
+/// under `shaders/kernels/`.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
-    ("gather", &["plan", "packed", "dtypes", "cast"], include_str!("../../shaders/gather.wgsl")),
-    ("copy_vec4", &["plan"], include_str!("../../shaders/copy_vec4.wgsl")),
-    ("strided_rows", &["plan"], include_str!("../../shaders/strided_rows.wgsl")),
-    ("copy_rows_vec4", &["plan"], include_str!("../../shaders/copy_rows_vec4.wgsl")),
-    ("transpose_block", &["plan", "transpose"], include_str!("../../shaders/transpose_block.wgsl")),
-    ("transpose_tile", &["plan", "transpose", "packed"], include_str!("../../shaders/transpose_tile.wgsl")),
-    ("transpose_vec4", &["plan", "transpose"], include_str!("../../shaders/transpose_vec4.wgsl")),
-    ("transpose_narrow", &["plan", "transpose"], include_str!("../../shaders/transpose_narrow.wgsl")),
-    ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], include_str!("../../shaders/transpose_cast.wgsl")),
-    ("conv1x1_nchw", &["conv", "conv_weights", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc", &["conv", "conv_weights", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
+    ("gather", &["plan", "packed", "dtypes", "cast"], kernel!("gather")),
+    ("copy_vec4", &["plan"], kernel!("copy_vec4")),
+    ("strided_rows", &["plan"], kernel!("strided_rows")),
+    ("copy_rows_vec4", &["plan"], kernel!("copy_rows_vec4")),
+    ("transpose_block", &["plan", "transpose"], kernel!("transpose_block")),
+    ("transpose_tile", &["plan", "transpose", "packed"], kernel!("transpose_tile")),
+    ("transpose_vec4", &["plan", "transpose"], kernel!("transpose_vec4")),
+    ("transpose_narrow", &["plan", "transpose"], kernel!("transpose_narrow")),
+    ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], kernel!("transpose_cast")),
+    ("conv1x1_nchw", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nhwc", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nchw.wgsl")),
-    ("conv1x1_nhwc_shuffled", &["conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], include_str!("../../shaders/conv1x1_nhwc.wgsl")),
-    ("conv2d_direct", &["conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct.wgsl")),
-    ("conv2d_direct_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], include_str!("../../shaders/conv2d_direct.wgsl")),
-    ("conv2d_direct_rows", &["conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
-    ("conv2d_direct_rows_shuffled", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], include_str!("../../shaders/conv2d_direct_rows.wgsl")),
+    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
+    ("conv2d_direct", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
+    ("conv2d_direct_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
+    ("conv2d_direct_rows", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
+    ("conv2d_direct_rows_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
     // Subgroup shuffles carry its input rows too: only with shuffled weights.
-    ("conv2d_direct_band", &["conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], include_str!("../../shaders/conv2d_direct_band.wgsl")),
-    ("elementwise", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise.wgsl")),
-    ("elementwise_words", EW_GATHER_PRELUDES, include_str!("../../shaders/elementwise_words.wgsl")),
-    ("elementwise_rows_runs", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_runs.wgsl")),
-    ("elementwise_rows_columns", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_columns.wgsl")),
-    ("elementwise_rows_blocks", EW_ROWS_PRELUDES, include_str!("../../shaders/elementwise_rows_blocks.wgsl")),
-    ("conv2d_gemm", &["conv_relu"], include_str!("../../shaders/conv2d_gemm.wgsl")),
-    ("conv2d_depthwise", &["conv_relu"], include_str!("../../shaders/conv2d_depthwise.wgsl")),
-    ("conv2d_depthwise_rows", &["conv2d_depthwise_block", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_rows.wgsl")),
-    ("conv2d_depthwise_tall", &["conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
+    ("conv2d_direct_band", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
+    // One kernel file in two output forms: any element type through atomics, or 4-byte words.
+    ("elementwise", EW_PACKED_PRELUDES, kernel!("elementwise")),
+    ("elementwise_words", EW_WORDS_PRELUDES, kernel!("elementwise")),
+    ("elementwise_rows_runs", EW_ROWS_PRELUDES, kernel!("elementwise_rows_runs")),
+    ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
+    ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
+    ("conv2d_gemm", &["conv_io", "conv_relu"], kernel!("conv2d_gemm")),
+    ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
+    ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
+    ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("conv2d_depthwise_tall_shuffled", &["conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], include_str!("../../shaders/conv2d_depthwise_tall.wgsl")),
+    ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
 /// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.

@@ -54,7 +54,7 @@ pub struct AdapterReport {
     /// that write them.
     pub pass_timestamps: bool,
     /// Whether the convolution kernels read their weights through subgroup shuffles
-    /// (`shaders/conv_weights_shuffled.wgsl`): on CPU adapters whose device has
+    /// (`shaders/preludes/conv_weights_shuffled.wgsl`): on CPU adapters whose device has
     /// `Features::SUBGROUP` with subgroups of at least 8 invocations. There a uniform-buffer read
     /// at a loop-dependent offset costs a read per lane; GPUs broadcast it.
     pub shuffled_weights: bool,

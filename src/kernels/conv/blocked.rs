@@ -10,10 +10,10 @@
 //! input shifted by (ky*dh - ph, kx*dw - pw); windows after the first of an output channel block
 //! add into the output, and the last applies ReLU.
 
-use bytemuck::{Pod, Zeroable};
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::error::Result;
+use crate::kernels::abi::uniform;
 use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, ConvKernel, Dispatch, Images, Operands, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -24,7 +24,7 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 /// words.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
 
-/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/conv.wgsl`).
+/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/preludes/conv.wgsl`).
 pub(crate) const BLOCK: usize = 16384;
 /// The most channel quads an invocation holds (the `xm` array of the kernels).
 const MAX_CQ: usize = 16;
@@ -77,18 +77,18 @@ pub(crate) fn vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOptions, xs
     )
 }
 
-/// The uniform of `shaders/conv.wgsl` (`ConvParams` there).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(crate) struct ConvParams {
-    pub xs: [i32; 4],
-    pub ys: [i32; 4],
-    pub geo: [u32; 4],
-    pub conv: [i32; 4],
-    pub base: [i32; 4],
-    pub work: [u32; 4],
-    /// kh, kw, dh, dw (read by the direct kernel only).
-    pub taps: [i32; 4],
+uniform! {
+    /// The uniform of `shaders/preludes/conv.wgsl` (`ConvParams` there).
+    pub(crate) struct ConvParams {
+        pub xs: [i32; 4],
+        pub ys: [i32; 4],
+        pub geo: [u32; 4],
+        pub conv: [i32; 4],
+        pub base: [i32; 4],
+        pub work: [u32; 4],
+        /// kh, kw, dh, dw (read by the direct kernel only).
+        pub taps: [i32; 4],
+    }
 }
 
 /// One window: output channels [k0, k0 + kn), input channels [c0, c0 + cn), tap (ky, kx)

@@ -3,9 +3,9 @@
 //! one input channel, so the kernel is a per-channel stencil bound by memory. Every operand,
 //! the weight included, is read in place through its strides.
 
-use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
+use crate::kernels::abi::uniform;
 use crate::kernels::conv::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -18,18 +18,18 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 /// Invocations per workgroup.
 pub(crate) const WG: u32 = 64;
 
-/// The uniform of `shaders/conv2d_depthwise.wgsl` (`DepthwiseParams` there).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct DepthwiseParams {
-    xs: [i32; 4],
-    ys: [i32; 4],
-    geo: [u32; 4],
-    conv: [i32; 4],
-    taps: [i32; 4],
-    ws: [i32; 4],
-    base: [i32; 4],
-    work: [u32; 4],
+uniform! {
+    /// The uniform of `shaders/kernels/conv2d_depthwise.wgsl` (`DepthwiseParams` there).
+    pub(crate) struct DepthwiseParams {
+        xs: [i32; 4],
+        ys: [i32; 4],
+        geo: [u32; 4],
+        conv: [i32; 4],
+        taps: [i32; 4],
+        ws: [i32; 4],
+        base: [i32; 4],
+        work: [u32; 4],
+    }
 }
 
 /// Records the convolution of `ops` (depthwise: checked by the caller) through a depthwise
@@ -85,18 +85,19 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     Ok(())
 }
 
-/// The uniform of `shaders/conv2d_depthwise_rows.wgsl` (`RowsParams` there).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct RowsParams {
-    xs: [i32; 4],
-    ys: [i32; 4],
-    geo: [u32; 4],
-    conv: [i32; 4],
-    taps: [i32; 4],
-    base: [i32; 4],
-    work: [u32; 4],
-    strips: [u32; 4],
+uniform! {
+    /// The uniform of the depthwise rows and tall kernels (`RowsParams` in
+    /// `shaders/preludes/conv2d_depthwise_block.wgsl`).
+    pub(crate) struct RowsParams {
+        xs: [i32; 4],
+        ys: [i32; 4],
+        geo: [u32; 4],
+        conv: [i32; 4],
+        taps: [i32; 4],
+        base: [i32; 4],
+        work: [u32; 4],
+        strips: [u32; 4],
+    }
 }
 
 /// Output pixels along a row per invocation of the rows and tall kernels.

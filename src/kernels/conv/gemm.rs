@@ -4,9 +4,9 @@
 //! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
 //! kh*kw elements, tiny next to the work); the input is read in place.
 
-use bytemuck::{Pod, Zeroable};
 
 use crate::error::{Error, Result};
+use crate::kernels::abi::uniform;
 use crate::kernels::conv::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -19,18 +19,18 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 /// The output tile of a workgroup: pixels x output channels (`BM`, `BN` of the kernel).
 const TILE: usize = 64;
 
-/// The uniform of `shaders/conv2d_gemm.wgsl` (`GemmParams` there).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GemmParams {
-    xs: [i32; 4],
-    ys: [i32; 4],
-    geo: [u32; 4],
-    conv: [i32; 4],
-    taps: [i32; 4],
-    red: [u32; 4],
-    base: [i32; 4],
-    work: [u32; 4],
+uniform! {
+    /// The uniform of `shaders/kernels/conv2d_gemm.wgsl` (`GemmParams` there).
+    pub(crate) struct GemmParams {
+        xs: [i32; 4],
+        ys: [i32; 4],
+        geo: [u32; 4],
+        conv: [i32; 4],
+        taps: [i32; 4],
+        red: [u32; 4],
+        base: [i32; 4],
+        work: [u32; 4],
+    }
 }
 
 /// Records the convolution of `ops` through the GEMM kernel.

@@ -17,13 +17,12 @@
 
 pub(crate) mod blocked;
 pub(crate) mod class;
-mod depthwise;
+pub(crate) mod depthwise;
 mod direct;
-mod gemm;
+pub(crate) mod gemm;
 
 use std::num::NonZeroU64;
 
-use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
@@ -32,6 +31,7 @@ use crate::kernels::copy;
 use crate::plan::CopyPlan;
 use crate::runtime::pool::Pooled;
 use crate::error::{Error, Result};
+use crate::kernels::abi::{self, Uniform};
 use crate::kernels::shaders::{self, PipelineSpec};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -346,7 +346,7 @@ pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> 
 
 /// One dispatch of a family: its pipeline, uniform, the buffers of bindings 1..=6 (binding 0 is
 /// the uniform), and its grid.
-pub(crate) struct Dispatch<'a, P: Pod> {
+pub(crate) struct Dispatch<'a, P: Uniform> {
     pub key: PipelineKey,
     pub params: P,
     pub bindings: [(&'a wgpu::Buffer, (u64, u64)); 6],
@@ -357,7 +357,7 @@ pub(crate) struct Dispatch<'a, P: Pod> {
 /// their bind groups against the layout of `slots`. The output is bound once as writable
 /// storage: as f32 (binding 4) or as vec4 words (binding 6); the other writable binding gets a
 /// scratch word the kernel never touches (WebGPU forbids two writable bindings of one range).
-pub(crate) fn dispatch<P: Pod>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
+pub(crate) fn dispatch<P: Uniform>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
     if dispatches.is_empty() {
         return Ok(());
     }
@@ -366,13 +366,13 @@ pub(crate) fn dispatch<P: Pod>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, kee
         pipelines.push(rt.pipeline(&d.key, slots, || shaders::source(d.key.shader))?);
     }
     let bgl = rt.bind_group_layout(slots)?;
-    let stride = 256u64;
+    let stride = abi::SLOT_BYTES as u64;
     let size = std::mem::size_of::<P>() as u64;
     rt.scoped(OP, || {
         let ubuf = rt.buffer(OP, dispatches.len() as u64 * stride, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
         let mut bytes = vec![0u8; dispatches.len() * stride as usize];
         for (i, d) in dispatches.iter().enumerate() {
-            bytes[i * stride as usize..][..size as usize].copy_from_slice(bytemuck::bytes_of(&d.params));
+            bytes[i * stride as usize..][..size as usize].copy_from_slice(abi::bytes(&d.params));
         }
         rt.queue.write_buffer(ubuf.buffer(), 0, &bytes);
         let mut groups = Vec::new();

@@ -50,13 +50,9 @@ const BM: u32 = 64u;
 const BN: u32 = 64u;
 const BK: u32 = 16u;
 
+// Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> gp: GemmParams;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
 
 // The staged slices: ta[r * 16 + i] holds pixels 4i .. 4i+3 of reduction step r, tb[r * 16 + j]
 // output channels 4j .. 4j+3.

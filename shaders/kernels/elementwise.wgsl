@@ -1,10 +1,11 @@
-// The general elementwise kernel's traversal, shared by its two output forms (elementwise.wgsl:
-// elements of 1, 2 or 4 bytes through atomics; elementwise_words.wgsl: 4-byte elements, plain
-// stores): out[i] = op(in slots at i) for every element the plan reaches; each invocation takes
-// up to EPT consecutive elements of plan dim 0, so that the division work of iter_offsets is
-// paid once per run. Inputs of 1, 2 or 4 bytes are packed in u32 words. The kernel file binds
-// `out` and defines `out_word(w)` (word w of the output's binding, for inputs aliased to it)
-// and `store(e, v)`. Slots, types and aliasing: elementwise_slots.
+// The general elementwise kernel: out[i] = op(in slots at i) for every element the plan reaches;
+// each invocation takes up to EPT consecutive elements of plan dim 0, so that the division work
+// of iter_offsets is paid once per run. Inputs of 1, 2 or 4 bytes are packed in u32 words. It is
+// registered twice, with one of two output forms before it (a prelude that binds `out` and
+// defines `out_word(w)`, word w of the output's binding, for inputs aliased to it, and
+// `store(e, v)`): `elementwise` with elementwise_out_packed (elements of 1, 2 or 4 bytes through
+// atomics), `elementwise_words` with elementwise_out_words (4-byte elements, plain stores).
+// Slots, types and aliasing: elementwise_slots.
 
 @group(0) @binding(2) var<storage, read> in1: array<u32>;
 @group(0) @binding(3) var<storage, read> in2: array<u32>;

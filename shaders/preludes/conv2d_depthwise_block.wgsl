@@ -31,13 +31,9 @@ override VIN: bool = false;
 override VOUT: bool = false;
 override WG: u32 = 64u;
 
+// Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> rp: RowsParams;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
 
 // The input of channels k0 .. k0+3 at (row offset `at`, column ix): zero outside the image.
 fn ld(at: i32, ix: i32, k0: u32) -> vec4<f32> {

@@ -1,4 +1,4 @@
-// Shared by the register-blocked convolution kernels: their uniform, bindings, and the pixel
+// Shared by the register-blocked convolution kernels: their uniform, weight binding, and the pixel
 // arithmetic. Under conv1x1_*.wgsl a kh x kw kernel runs as kh*kw dispatches, one per tap: a 1x1
 // convolution of the input shifted by the tap (`conv.zw`), adding into the output;
 // conv2d_direct.wgsl walks every tap within one dispatch.
@@ -47,16 +47,11 @@ override VOUT: bool = false;
 // contiguous); the barrier-free variant loads its own pixels directly. WG <= 64.
 override TILED: bool = false;
 
+// Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> cp: ConvParams;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
 // The window's weights; the kernel file says how they are laid out, and the weights prelude
 // (conv_weights.wgsl or conv_weights_shuffled.wgsl) how they are read.
 @group(0) @binding(2) var<uniform> wu: array<vec4<f32>, 4096>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-// The same windows of input and output, as vec4 words (used under VIN / VOUT).
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
 
 // Each invocation owns two quads of output pixels (8 pixels): every weight it reads from the
 // uniform block feeds both.

@@ -31,13 +31,9 @@ override VIN: bool = false;
 override VOUT: bool = false;
 override WG: u32 = 64u;
 
+// Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> dp: DepthwiseParams;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> wt: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
 
 fn bias_at(k: u32) -> f32 {
     if (MODE != 1u || k >= dp.work.z) {

@@ -1,7 +1,8 @@
-// Elementwise ops on any strides and element types (the traversal: elementwise_gather). Outputs
+// The `elementwise` kernel's output form (kernels/elementwise.wgsl), for any element type: outputs
 // of 1, 2 or 4 bytes are packed in u32 words; stores clear and set their bits with atomics, so
 // that an invocation never writes a neighbour's bytes. Outputs of 4-byte elements run
-// elementwise_words.wgsl instead (plain stores; atomics cost on CPU adapters).
+// `elementwise_words` instead (elementwise_out_words.wgsl: plain stores; atomics cost on CPU
+// adapters).
 
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
 
