@@ -39,6 +39,8 @@ pub struct HostTensor {
     layout: Layout,
 }
 
+impl crate::strided::sealed::Sealed for HostTensor {}
+
 impl Strided for HostTensor {
     fn layout(&self) -> &Layout {
         &self.layout

@@ -14,11 +14,10 @@ use crate::layout::{Layout, MemoryFormat, Reshape};
 #[doc(hidden)]
 pub struct Token(pub(crate) ());
 
-mod sealed {
-    /// Implemented by the crate's tensor types only.
+pub(crate) mod sealed {
+    /// Implemented by the crate's tensor types only, each in its own file (`host.rs`,
+    /// `gpu/tensor.rs`), so that this layer names no tensor type.
     pub trait Sealed {}
-    impl Sealed for crate::HostTensor {}
-    impl Sealed for crate::DeviceTensor {}
 }
 
 /// A tensor made of a layout over shared storage. Implemented by

@@ -474,15 +474,15 @@ fn tuning_measures_the_calls_batch() {
         let cl = |t: HostTensor| to_device(ctx, &t.contiguous(MemoryFormat::ChannelsLast).unwrap());
         let (xd, wd, bd) = (cl(x(&mut rng, &[6, 5, 9, 9])), to_device(ctx, &wt), to_device(ctx, &bt));
         let out = DeviceTensor::empty(ctx, &[6, 7, 9, 9], strided_wgpu::DType::F32, MemoryFormat::ChannelsLast).unwrap();
-        let k = ctx.conv2d_choice(&out, &xd, &wd, Some(&bd), &o).unwrap().unwrap();
+        let k = ctx.conv2d_choice(&xd, &wd, Some(&bd), &o, &out).unwrap().unwrap();
         let tuned: Vec<ConvKernel> = classes.iter().filter(|(c, _)| c.log2[2] == 8).map(|(_, k)| *k).collect();
         assert!(tuned.contains(&k), "{}: conv2d_choice {k:?}, tuned for six images {tuned:?}", name(ctx));
-        let e = ctx.conv2d_choice(&DeviceTensor::empty(ctx, &[6, 7, 8, 9], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap(), &xd, &wd, Some(&bd), &o).unwrap_err();
+        let e = ctx.conv2d_choice(&xd, &wd, Some(&bd), &o, &DeviceTensor::empty(ctx, &[6, 7, 8, 9], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap()).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("[6, 7, 9, 9]"), "{e}");
-        let e = ctx.conv2d_choice(&DeviceTensor::empty(ctx, &[6, 7, 9, 9], strided_wgpu::DType::I32, MemoryFormat::Contiguous).unwrap(), &xd, &wd, Some(&bd), &o).unwrap_err();
+        let e = ctx.conv2d_choice(&xd, &wd, Some(&bd), &o, &DeviceTensor::empty(ctx, &[6, 7, 9, 9], strided_wgpu::DType::I32, MemoryFormat::Contiguous).unwrap()).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("must be f32"), "{e}");
         let empty = DeviceTensor::empty(ctx, &[0, 7, 9, 9], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
         let xe = DeviceTensor::empty(ctx, &[0, 5, 9, 9], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
-        assert_eq!(ctx.conv2d_choice(&empty, &xe, &wd, Some(&bd), &o).unwrap(), None);
+        assert_eq!(ctx.conv2d_choice(&xe, &wd, Some(&bd), &o, &empty).unwrap(), None);
     }
 }

@@ -1398,6 +1398,18 @@ fn uint8_with_int8_into_a_destination_matches_pytorch_on_host() {
     assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
     assert_eq!(dest.to_vec::<u8>().unwrap(), vec![0, 1, 100, 200, 255]);
     assert!(matches!(case(Op::Add { alpha: Scalar::Float(0.5) }, &[0, 1], None).1, Err(Error::DType { .. })));
+    // A 0-d int32 tensor beside uint8 and int8 still computes in int16 (0-d tensors lose within
+    // their category): its value is unknown to the check, so a wider destination is refused and
+    // an 8-bit one served. PyTorch: (1 + 127 * 1000, 2 - 3 * 1000) in int16 into uint8 = [25, 74].
+    let x = HostTensor::from_vec(vec![1u8, 2], &[2]).unwrap();
+    let t1 = HostTensor::from_vec(vec![127i8, -3], &[2]).unwrap();
+    let t2 = HostTensor::from_vec(vec![1000i32], &[]).unwrap();
+    let wide = HostTensor::zeros(&[2], DType::I32, MemoryFormat::Contiguous).unwrap();
+    assert!(matches!(x.addcmul_out(&t1, &t2, 1, &wide), Err(Error::Unsupported { .. })));
+    assert_eq!(wide.to_vec::<i32>().unwrap(), vec![0, 0]);
+    let narrow = HostTensor::zeros(&[2], DType::U8, MemoryFormat::Contiguous).unwrap();
+    x.addcmul_out(&t1, &t2, 1, &narrow).unwrap();
+    assert_eq!(narrow.to_vec::<u8>().unwrap(), vec![25, 74]);
     // A new result would be int16: an error, as before.
     for r in [a.add(&b), a.maximum(&b), b.mul(&a), a.add_scaled(&b, 2)] {
         assert!(matches!(&r, Err(Error::Unsupported { detail, .. }) if detail.contains("int16")), "{r:?}");

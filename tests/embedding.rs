@@ -347,6 +347,16 @@ fn no_call_measures_unless_asked() {
         let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
         let y = conv2d(&nhwc, &w, None, &o).unwrap();
         assert!(fresh.tuned_choices().is_empty() && fresh.tuned_conv_choices().is_empty(), "{}: a call measured by default", name(ctx));
+        // Untuned, the choice is the adapter's default: a kernel the adapter runs for this call.
+        let default = fresh.conv2d_default(&nhwc, &w, None, &o, &y).unwrap().unwrap();
+        assert_eq!(fresh.conv2d_choice(&nhwc, &w, None, &o, &y).unwrap(), Some(default), "{}", name(ctx));
+        assert!(strided_wgpu::advanced::conv2d_with(&nhwc, &w, None, &o, default).is_ok(), "{}: default {default:?} refused", name(ctx));
+        // The transpose's default is a transpose kernel; a converting dense copy has no copy
+        // path (it runs as the elementwise `to`).
+        let path = fresh.copy_default(&nhwc, &x).unwrap().unwrap();
+        assert!(format!("{path:?}").starts_with("Transpose"), "{}: {path:?}", name(ctx));
+        let half = DeviceTensor::empty(&fresh, &[2, 12, 10, 8], DType::F16, MemoryFormat::Contiguous).unwrap();
+        assert_eq!(fresh.copy_default(&half, &x).unwrap(), None);
         assert_eq!(nhwc.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
         let want = strided_wgpu::conv::conv2d_cpu(&h, &w.download().unwrap(), None, &o).unwrap().to_vec::<f32>().unwrap();
         for (g, e) in y.download().unwrap().to_vec::<f32>().unwrap().iter().zip(&want) {

@@ -190,8 +190,11 @@ fn names(module: &[String], children: &BTreeSet<String>, src: &str) -> Names {
         spans.push(p..end);
         at = end;
     }
-    // Paths in code, outside `use` statements.
-    for key in ["crate::", "super::"] {
+    // Paths in code, outside `use` statements: from the crate root, the parent, or a child
+    // module this file declares (`blocked::record(..)`).
+    let keys: Vec<String> = ["crate::".to_string(), "super::".to_string()].into_iter().chain(children.iter().map(|c| format!("{c}::"))).collect();
+    for key in &keys {
+        let key = key.as_str();
         let mut at = 0;
         while let Some(p) = src[at..].find(key).map(|p| p + at) {
             at = p + key.len();
@@ -211,7 +214,8 @@ fn names(module: &[String], children: &BTreeSet<String>, src: &str) -> Names {
 /// The file that defines what `path` names: the file of its longest module prefix, or,
 /// where that module re-exports the next segment, the file the re-export leads to.
 fn resolve<'a>(path: &[String], by_module: &'a BTreeMap<Vec<String>, String>, reexports: &BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>>, depth: usize) -> Option<&'a String> {
-    let i = (1..=path.len()).rev().find(|&i| by_module.contains_key(&path[..i]))?;
+    // From the whole path down to the crate root (`crate::HostTensor` is lib.rs's re-export).
+    let i = (0..=path.len()).rev().find(|&i| by_module.contains_key(&path[..i]))?;
     if depth < 8 && i < path.len() {
         if let Some(target) = reexports.get(&path[..i]).and_then(|r| r.get(&path[i])) {
             let next: Vec<String> = target.iter().chain(&path[i + 1..]).cloned().collect();

@@ -40,7 +40,7 @@ pub fn print(ctx: &GpuContext, part: &str, rows: &[Row], json: bool, warm: usize
             a.name,
             a.backend,
             a.device_type,
-            if a.timestamps { "GPU timestamps" } else { "wall clock" },
+            if a.timestamps || a.pass_timestamps { "GPU timestamps" } else { "wall clock" },
             warm
         );
         println!("{:<22} {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9}  note", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "to_copy", "x kernel", "x device");

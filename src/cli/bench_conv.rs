@@ -137,11 +137,11 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
             };
             // Some: no bench output is empty. The default first, then the tuned choice, with
             // the same warm-up and runs.
-            let default_kernel = ctx.conv2d_default(y, xin, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
+            let default_kernel = ctx.conv2d_default(xin, &w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
             let default_ms = time(&timer, |bt| work(bt, default_kernel))?;
             ctx.tune_conv2d(xin, &w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
             let times_ms = time(&timer, |bt| work(bt, ConvKernel::Auto))?;
-            let kernel = ctx.conv2d_choice(y, xin, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
+            let kernel = ctx.conv2d_choice(xin, &w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
             out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel, default_kernel, default_ms });
             Ok(())
         };
@@ -219,7 +219,7 @@ pub fn first_call(index: usize, nhwc: bool) -> Result<()> {
     let mut host = vec![0f32; y.numel()];
     y.download_into(&mut host)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    let kernel = ctx.conv2d_choice(&y, &x, &w, Some(&b), &o)?.unwrap_or(ConvKernel::Auto);
+    let kernel = ctx.conv2d_choice(&x, &w, Some(&b), &o, &y)?.unwrap_or(ConvKernel::Auto);
     println!("{}", serde_json::json!({ "first_call_ms": ms, "kernel": format!("{kernel:?}") }));
     Ok(())
 }

@@ -170,9 +170,9 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
 /// dilation, groups)` (with [`Conv2dOptions::relu`] fused). On a [`HostTensor`](crate::HostTensor) it computes the
 /// CPU reference ([`conv2d_cpu`]); on a [`DeviceTensor`](crate::DeviceTensor) it runs the
 /// device kernels ([`conv2d`](crate::conv2d): the kept or default kernel of its shape class;
-/// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). f32 only: another element
-/// type is [`Error::Unsupported`]; bad shapes and options are typed errors and nothing is
-/// written.
+/// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). f32 only: operands of
+/// another element type are [`Error::Unsupported`] (an `out` of another type, or shape, is
+/// [`Error::InvalidArgument`]); bad shapes and options are typed errors and nothing is written.
 ///
 /// ```
 /// use strided_wgpu::{Conv2d, Conv2dOptions, DType, HostTensor, MemoryFormat, Strided};

@@ -58,12 +58,12 @@ macro_rules! trait_methods {
         fn $name<'a>(&'a self $(, $arg: $ty)*) -> Result<Self> {
             Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::New)
         }
-        #[doc = concat!("In place: `x.", stringify!($name_), "(..)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `x` (PyTorch's `Tensor.", $torch, "_`); the result type must be castable to `x`'s.")]
+        #[doc = concat!("In place: `x.", stringify!($name_), "(..)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `x` (PyTorch's in-place method where it has one; else `x.copy_(torch.", $torch, "(x, ..))`); the result type must be castable to `x`'s.")]
         #[allow(clippy::needless_lifetimes)]
         fn $name_<'a>(&'a self $(, $arg: $ty)*) -> Result<()> {
             Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::InPlace).map(drop)
         }
-        #[doc = concat!("Into a given view: `x.", stringify!($name_out), "(.., &out)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `out` (PyTorch's `torch.", $torch, "(.., out=out)`).")]
+        #[doc = concat!("Into a given view: `x.", stringify!($name_out), "(.., &out)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `out` (PyTorch's `out=` form where it has one; else `out.copy_(torch.", $torch, "(x, ..))`).")]
         fn $name_out<'a>(&'a self $(, $arg: $ty)*, out: &'a Self) -> Result<()> {
             Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::Out(out)).map(drop)
         }
@@ -76,8 +76,8 @@ macro_rules! trait_methods {
 /// given view (`*_out`). uint8 with int8 promotes to int16, which no tensor here stores: into
 /// a destination (`*_`, `*_out`) it computes in 32 bits and converts at the store, which gives
 /// PyTorch's int16 bits into a uint8 or int8 destination always, and into a wider one where no
-/// result can leave int16 (else a [`Error::DType`](crate::Error::DType)); a new result is an
-/// error. Bad input (shapes that do not broadcast, a destination of another
+/// result can leave int16 (else [`Error::Unsupported`](crate::Error::Unsupported)); a new
+/// result is an error. Bad input (shapes that do not broadcast, a destination of another
 /// shape, a result type the destination cannot hold, a destination reaching an element twice
 /// or partially overlapping an input) is a typed error, and nothing is written.
 ///

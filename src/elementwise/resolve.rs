@@ -397,7 +397,18 @@ fn check_int16<T: Strided>(op: Op, inputs: &[Input<'_, T>], out: DType) -> Resul
         ranges.push(match *i {
             Input::Tensor(t) => match t.dtype() {
                 DType::U8 => (0, 255),
-                _ => (-128, 127),
+                DType::I8 => (-128, 127),
+                // A 0-d tensor of a wider integer type beside them still computes in int16
+                // (0-d tensors lose within their category): its value is not known here, so
+                // only an 8-bit destination, where 32-bit and int16 arithmetic agree in every
+                // kept bit, is certain to match PyTorch.
+                _ if out.size() == 1 => (0, 0),
+                d => {
+                    return Err(Error::unsupported(
+                        name,
+                        format!("uint8 with int8 and a 0-d {d} tensor (PyTorch computes in int16, wrapping at 16 bits) into a {out} destination: served into a uint8 or int8 destination"),
+                    ))
+                }
             },
             Input::Scalar(s) => {
                 fits("scalar", s)?;

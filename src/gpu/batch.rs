@@ -28,8 +28,9 @@ enum Encoder<'e> {
 /// temporary, is held until that command buffer has finished on the GPU, so dropping a tensor
 /// after recording it is safe.
 ///
-/// Every operation a tensor method runs has a batch method of the same name and arguments that
-/// records it, with the tensor the method is called on as the first argument, as PyTorch's
+/// Every op a tensor method runs (the elementwise ops, `copy_` and the convolution; not the
+/// view materializations `contiguous`, `reshape` and `to_memory_format`, which are `copy_`
+/// into a new tensor) has a batch method of the same name and arguments that records it, with the tensor the method is called on as the first argument, as PyTorch's
 /// function forms take it (`torch.add(x, y)`, `torch.addcmul(x, t1, t2, value=v)`):
 /// `batch.add(&x, &y)` records `x.add(&y)` and returns the new tensor, `batch.add_(&x, &y)`
 /// and `batch.add_out(&x, &y, &out)` write, and so for every op of

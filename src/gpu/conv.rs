@@ -42,8 +42,8 @@ pub fn conv1x1_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&D
 }
 
 impl Conv2d for DeviceTensor {
-    /// [`conv2d`]: the device kernels, the first call of a shape class tuning them; submitted,
-    /// not waited for.
+    /// [`conv2d`]: the device kernels (the kept or default kernel of the call's shape class);
+    /// submitted, not waited for.
     fn conv2d(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
         conv2d(self, weight, bias, options)
     }

@@ -46,6 +46,8 @@ impl std::fmt::Debug for DeviceTensor {
     }
 }
 
+impl crate::strided::sealed::Sealed for DeviceTensor {}
+
 impl Strided for DeviceTensor {
     fn layout(&self) -> &Layout {
         &self.layout

@@ -43,14 +43,14 @@ impl GpuContext {
     /// the class is not tuned; `None` for an empty output, where the convolution records
     /// nothing. Checks the operands' shapes and types and the output's shape and type as the
     /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
-    pub fn conv2d_choice(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvKernel>> {
+    pub fn conv2d_choice(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
         self.conv2d_class("conv2d_choice", out, input, weight, bias, options).map(|c| c.map(|class| self.conv_choice(&class, out.layout(), ConvKernel::Auto)))
     }
 
     /// The adapter's default kernel for this convolution: what [`GpuContext::conv2d_choice`]
     /// gives while the call's class has no kept choice (measured or loaded). The same checks;
     /// `None` for an empty output.
-    pub fn conv2d_default(&self, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvKernel>> {
+    pub fn conv2d_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
         let cl = |o: &Layout| o.strides()[1] == 1 && o.shape()[1] > 1;
         self.conv2d_class("conv2d_default", out, input, weight, bias, options).map(|c| c.map(|class| conv_default(self.rt.report.device_type, &class, cl(out.layout()))))
     }
@@ -66,9 +66,14 @@ impl GpuContext {
 
     /// The kernel path `dst.copy_(src)` takes by default, with no kept choice for its class
     /// (what a batched transpose runs before, or without, tuning); `None` where nothing is
-    /// copied. The checks of `copy_`.
+    /// copied, or where a converting copy runs as the elementwise `to` (every converting copy
+    /// but a converting batched transpose between two buffers). The checks of `copy_`.
     pub fn copy_default(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<Option<CopyPath>> {
-        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(None) };
+        let same = dst.shares_storage(src);
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(None) };
+        if dst.dtype() != src.dtype() && (same || copy::transpose_cast_plan(&plan, dst.dtype(), src.dtype()).is_none()) {
+            return Ok(None);
+        }
         let r = &self.rt.report;
         Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
     }
@@ -158,11 +163,11 @@ impl GpuContext {
     /// strides and offset matter) unless its class is tuned already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
+        self.rt.probe("tune")?;
         let class = conv_class(&self.rt.report, g, options, input.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<_, ConvKernel>(CONV_FAMILY, &class).is_some() {
             return Ok(false);
         }
-        self.rt.probe("tune")?;
         let nt = tune_images(g);
         let first = input.layout().narrow(0, 0, nt)?;
         // A scratch output with the strides of `out` within an image, images one after another.

@@ -131,8 +131,8 @@ mod tests {
     }
 
     /// Uniforms that are not structs, by variable name: (binding, bytes, scalar). `wu` (conv.wgsl)
-    /// is a window's weight block, packed by the host as `blocked::BLOCK` f32.
-    const ARRAYS: &[(&str, u32, usize, Scalar)] = &[("wu", 2, blocked::BLOCK * 4, Scalar::F32)];
+    /// is a window's weight block, packed by the host as `kernel::BLOCK` f32.
+    const ARRAYS: &[(&str, u32, usize, Scalar)] = &[("wu", 2, crate::kernels::conv::kernel::BLOCK * 4, Scalar::F32)];
 
     /// The scalar a naga type is made of (vectors, matrices and arrays: their elements').
     fn scalar(module: &naga::Module, ty: naga::Handle<naga::Type>) -> Option<Scalar> {

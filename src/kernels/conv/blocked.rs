@@ -11,10 +11,11 @@
 //! add into the output, and the last applies ReLU.
 
 
-use crate::conv::{Conv2dOptions, Conv2dShape};
+use crate::conv::Conv2dShape;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, ConvKernel, Dispatch, Images, Operands, OP};
+use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Dispatch, Images, Operands};
+use crate::kernels::conv::kernel::{blocked_vectors as vectors, ConvKernel, BLOCK, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -24,8 +25,6 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 /// words.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
 
-/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/preludes/conv.wgsl`).
-pub(crate) const BLOCK: usize = 16384;
 /// The most channel quads an invocation holds (the `xm` array of the kernels).
 const MAX_CQ: usize = 16;
 /// Output pixels per invocation (two quads).
@@ -53,28 +52,6 @@ fn block_strides(kernel: ConvKernel, t: Tiling) -> [isize; 2] {
     } else {
         [t.chunk_c() as isize, 1]
     }
-}
-
-/// [`ConvKernel::vectors`] of this family.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOptions, xs: &[isize], ys: &[isize], xbase: isize, ybase: isize, images: usize) -> (bool, bool) {
-    let m4 = |v: isize| v % 4 == 0;
-    let batch = |s: isize| images == 1 || m4(s);
-    let groups = o.groups.max(1);
-    if kernel.channels() {
-        return (
-            xs[1] == 1 && (g.c / groups).is_multiple_of(4) && batch(xs[0]) && m4(xs[2]) && m4(xs[3]) && m4(xbase),
-            ys[1] == 1 && (g.k / groups).is_multiple_of(4) && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase),
-        );
-    }
-    let plane = (g.oh * g.ow).is_multiple_of(4);
-    // 4 consecutive output pixels read 4 consecutive input elements: a 1x1 tap, unit stride,
-    // no padding.
-    let direct = o.stride == (1, 1) && o.padding == (0, 0) && g.kh == 1 && g.kw == 1;
-    (
-        direct && plane && xs[3] == 1 && xs[2] == g.w as isize && batch(xs[0]) && m4(xs[1]) && m4(xbase),
-        plane && ys[3] == 1 && ys[2] == g.ow as isize && batch(ys[0]) && m4(ys[1]) && m4(ybase),
-    )
 }
 
 uniform! {
@@ -172,7 +149,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-        let grid = super::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        let grid = crate::kernels::conv::common::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
         let (x0, y0) = ops.bases(r);
         for (wi, w) in wins.iter().enumerate() {
             let xbase = x0 + w.c0 as isize * xs[1];

@@ -6,7 +6,8 @@
 
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, ConvKernel, Dispatch, Operands, OP};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands};
+use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -54,7 +55,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     for r in ops.ranges {
         let images = r.n1 - r.n0;
         let units = if kernel.channels() { images * g.oh * g.ow * g.k.div_ceil(4) } else { images * g.k * g.oh * g.ow.div_ceil(4) };
-        let grid = super::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
+        let grid = crate::kernels::conv::common::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
         let params = DepthwiseParams {
@@ -128,7 +129,7 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
     for r in ops.ranges {
         let images = r.n1 - r.n0;
         let units = images * blocks * strips * kq;
-        let grid = super::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
+        let grid = crate::kernels::conv::common::grid(rt, (units as u64).div_ceil(WG as u64), &format!("{units} depthwise invocations"))?;
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, images);
         let params = RowsParams {

@@ -12,40 +12,13 @@
 //! as fit the 64 KiB uniform weight block with all the taps (kh*kw*CW*4*KQ floats); windows
 //! after the first of an output-channel block add into the output, the last applies ReLU.
 
-use crate::conv::Conv2dShape;
-use crate::error::{Error, Result};
-use crate::kernels::conv::blocked::{record_blocks, vectors, windows, ConvParams, Planned, BLOCK, PIXELS, WG};
-use crate::kernels::conv::{i32_of, u32_of, ConvKernel, Operands, OP};
+use crate::error::Result;
+use crate::kernels::conv::blocked::{record_blocks, windows, ConvParams, Planned, PIXELS, WG};
+use crate::kernels::conv::common::{i32_of, u32_of, Operands};
+use crate::kernels::conv::kernel::{blocked_vectors as vectors, tiling, ConvKernel, BLOCK};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
 use crate::runtime::PipelineKey;
-
-/// The most output-channel quads an invocation holds (the named accumulators of the kernel).
-const MAX_KQ: usize = 16;
-
-/// How the work is cut: KQ output-channel quads per invocation (a power of two) and CW input
-/// channels per window (a multiple of 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Tiling {
-    pub kq: usize,
-    pub cw: usize,
-}
-
-/// The tiling of `g` with `groups`, or why the direct kernel cannot run it: a weight block must
-/// hold every tap of at least 4 input channels for one output-channel quad.
-pub(crate) fn tiling(g: &Conv2dShape, groups: usize) -> Result<Tiling> {
-    let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh * g.kw);
-    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(MAX_KQ);
-    while kq > 1 && taps * 16 * kq > BLOCK {
-        kq /= 2;
-    }
-    if taps * 16 * kq > BLOCK {
-        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", ConvKernel::Direct, g.kh, g.kw, taps * 16)));
-    }
-    let fit = BLOCK / (taps * 4 * kq) / 4 * 4;
-    let chunks = cg.div_ceil(fit).max(1);
-    Ok(Tiling { kq, cw: cg.div_ceil(chunks).div_ceil(4) * 4 })
-}
 
 /// Records the convolution of `ops` through the direct kernel.
 pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
@@ -74,7 +47,7 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
             ConvKernel::DirectBand => images * g.oh.div_ceil(8) * 8 * g.ow.div_ceil(PIXELS),
             _ => pixels.div_ceil(PIXELS),
         };
-        let grid = super::grid(rt, (invocations as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        let grid = crate::kernels::conv::common::grid(rt, (invocations as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
         // The kernels' flat invocation index (u32), past the last workgroup included.
         u32_of(grid.0 as usize * grid.1 as usize * WG as usize, "invocations of one dispatch")?;
         let (x0, y0) = ops.bases(r);

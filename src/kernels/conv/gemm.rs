@@ -7,7 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands, OP};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands};
+use crate::kernels::conv::kernel::{OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -53,7 +54,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
         let (tm, tn) = (pixels.div_ceil(TILE), kg.div_ceil(TILE));
         let total = tm as u64 * tn as u64 * groups as u64;
-        let grid = super::grid(rt, total, &format!("{total} workgroups of 64 x 64 outputs"))?;
+        let grid = crate::kernels::conv::common::grid(rt, total, &format!("{total} workgroups of 64 x 64 outputs"))?;
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, r.n1 - r.n0);
         let params = GemmParams {

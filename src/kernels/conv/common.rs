@@ -1,0 +1,250 @@
+//! What the convolution families share: an operand's view, the operands a family records, the
+//! image ranges that keep input and output within one binding, and the dispatch of a family's
+//! uniforms, bind groups and passes.
+
+use std::num::NonZeroU64;
+
+use crate::conv::{Conv2dOptions, Conv2dShape};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::abi::{self, Uniform};
+use crate::kernels::conv::kernel::{ConvKernel, OP};
+use crate::kernels::copy;
+use crate::kernels::shaders;
+use crate::layout::Layout;
+use crate::plan::CopyPlan;
+use crate::runtime::pool::Pooled;
+use crate::runtime::submit::Keep;
+use crate::runtime::{PipelineKey, Runtime, Slot};
+
+/// One operand of a convolution: its buffer and the view of it.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub layout: &'a Layout,
+}
+
+/// What a family's `record` receives: the checked operands and the image ranges.
+pub(crate) struct Operands<'a> {
+    pub out: View<'a>,
+    pub input: View<'a>,
+    pub weight: View<'a>,
+    pub bias: Option<View<'a>>,
+    pub options: &'a Conv2dOptions,
+    pub g: &'a Conv2dShape,
+    pub kernel: ConvKernel,
+    pub ranges: &'a [Images],
+}
+
+impl Operands<'_> {
+    /// Element offsets of images `r.n0` within the bound windows of input and output.
+    pub fn bases(&self, r: &Images) -> (isize, isize) {
+        let (xs, ys) = (self.input.layout.strides(), self.out.layout.strides());
+        (self.input.layout.offset() as isize + r.n0 as isize * xs[0] - (r.x.0 / 4) as isize, self.out.layout.offset() as isize + r.n0 as isize * ys[0] - (r.y.0 / 4) as isize)
+    }
+}
+
+/// The fields every convolution uniform starts with, checked once: input strides (n, c, h, w),
+/// output strides (n, k, oh, ow), (h, w, oh, ow), (sh, sw, ph, pw) and (kh, kw, dh, dw).
+pub(crate) struct Geometry {
+    pub xs: [i32; 4],
+    pub ys: [i32; 4],
+    pub geo: [u32; 4],
+    pub conv: [i32; 4],
+    pub taps: [i32; 4],
+}
+
+impl Operands<'_> {
+    pub fn geometry(&self) -> Result<Geometry> {
+        let (xs, ys, g, o) = (self.input.layout.strides(), self.out.layout.strides(), self.g, self.options);
+        let i = |v: usize, what: &str| i32_of(v as isize, what);
+        Ok(Geometry {
+            xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
+            ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],
+            geo: [u32_of(g.h, "H")?, u32_of(g.w, "W")?, u32_of(g.oh, "OH")?, u32_of(g.ow, "OW")?],
+            conv: [i(o.stride.0, "stride")?, i(o.stride.1, "stride")?, i(o.padding.0, "padding")?, i(o.padding.1, "padding")?],
+            taps: [i(g.kh, "kh")?, i(g.kw, "kw")?, i(o.dilation.0, "dilation")?, i(o.dilation.1, "dilation")?],
+        })
+    }
+}
+
+/// A range of images and the byte windows of input and output that it binds.
+pub(crate) struct Images {
+    pub n0: usize,
+    pub n1: usize,
+    pub x: (u64, u64),
+    pub y: (u64, u64),
+}
+
+/// The byte window (aligned offset, size) that binds images [n0, n1) of `t`.
+fn window_of(t: &Layout, n0: usize, n1: usize, align: u64) -> Result<(u64, u64)> {
+    let part = t.narrow(0, n0 as isize, n1 - n0)?;
+    let (lo, hi) = part.span().unwrap_or((0, 0));
+    let start = lo as u64 * 4 / align * align;
+    Ok((start, (hi as u64 + 1) * 4 - start))
+}
+
+/// Splits the images into ranges whose input and output windows each fit one binding.
+pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, align: u64) -> Result<Vec<Images>> {
+    let mut ranges = Vec::new();
+    let mut n0 = 0;
+    while n0 < n {
+        let fits = |n1: usize| -> Result<bool> { Ok(window_of(input, n0, n1, align)?.1 <= max && window_of(out, n0, n1, align)?.1 <= max) };
+        if !fits(n0 + 1)? {
+            let need = window_of(input, n0, n0 + 1, align)?.1.max(window_of(out, n0, n0 + 1, align)?.1);
+            return Err(Error::Limit { op: OP, what: format!("binding one image of input {:?} (strides {:?}) or output {:?}", input.shape(), input.strides(), out.shape()), limit: "max_storage_buffer_binding_size", requested: need, max });
+        }
+        // The largest n1 that fits (windows grow with n1).
+        let (mut lo, mut hi) = (n0 + 1, n);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(mid)? {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        ranges.push(Images { n0, n1: lo, x: window_of(input, n0, lo, align)?, y: window_of(out, n0, lo, align)? });
+        n0 = lo;
+    }
+    Ok(ranges)
+}
+
+pub(crate) fn bind(b: &wgpu::Buffer, (offset, size): (u64, u64)) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: NonZeroU64::new(size.div_ceil(4) * 4) })
+}
+
+/// A window as whole vec4 words (every vec4 the kernels move lies inside it).
+pub(crate) fn words((offset, size): (u64, u64)) -> (u64, u64) {
+    (offset, (size / 16 * 16).max(16))
+}
+
+pub(crate) fn i32_of(v: isize, what: &str) -> Result<i32> {
+    i32::try_from(v).map_err(|_| Error::overflow(OP, format!("{what} = {v} in i32")))
+}
+
+pub(crate) fn u32_of(v: usize, what: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::overflow(OP, format!("{what} = {v} in u32")))
+}
+
+/// A grid of `groups` workgroups within the per-dimension limit: (x, y) with x * y >= groups.
+pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> {
+    let max = rt.report.max_compute_workgroups_per_dimension as u64;
+    let gx = groups.clamp(1, max);
+    let gy = groups.div_ceil(gx);
+    if gy > max {
+        return Err(Error::Limit { op: OP, what: what.to_string(), limit: "max_compute_workgroups_per_dimension", requested: gy, max });
+    }
+    Ok((gx as u32, gy as u32))
+}
+
+/// One dispatch of a family: its pipeline, uniform, the buffers of bindings 1..=6 (binding 0 is
+/// the uniform), and its grid.
+pub(crate) struct Dispatch<'a, P: Uniform> {
+    pub key: PipelineKey,
+    pub params: P,
+    pub bindings: [(&'a wgpu::Buffer, (u64, u64)); 6],
+    pub grid: (u32, u32),
+}
+
+/// Records `dispatches` in one compute pass: their uniforms in one buffer (256-byte slots),
+/// their bind groups against the layout of `slots`. The output is bound once as writable
+/// storage: as f32 (binding 4) or as vec4 words (binding 6); the other writable binding gets a
+/// scratch word the kernel never touches (WebGPU forbids two writable bindings of one range).
+pub(crate) fn dispatch<P: Uniform>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
+    if dispatches.is_empty() {
+        return Ok(());
+    }
+    let mut pipelines = Vec::new();
+    for d in dispatches {
+        pipelines.push(rt.pipeline(&d.key, slots, || shaders::source(d.key.shader))?);
+    }
+    let bgl = rt.bind_group_layout(slots)?;
+    let stride = abi::SLOT_BYTES as u64;
+    let size = std::mem::size_of::<P>() as u64;
+    rt.scoped(OP, || {
+        let ubuf = rt.buffer(OP, dispatches.len() as u64 * stride, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+        let mut bytes = vec![0u8; dispatches.len() * stride as usize];
+        for (i, d) in dispatches.iter().enumerate() {
+            bytes[i * stride as usize..][..size as usize].copy_from_slice(abi::bytes(&d.params));
+        }
+        rt.queue.write_buffer(ubuf.buffer(), 0, &bytes);
+        let mut groups = Vec::new();
+        for (i, d) in dispatches.iter().enumerate() {
+            let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: bind(ubuf.buffer(), (i as u64 * stride, size)) }];
+            for (j, (buffer, window)) in d.bindings.iter().enumerate() {
+                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: bind(buffer, *window) });
+            }
+            groups.push(rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(OP), layout: &bgl, entries: &entries }));
+        }
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: None });
+        for ((bg, d), pipeline) in groups.iter().zip(dispatches).zip(&pipelines) {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bg, &[]);
+            pass.dispatch_workgroups(d.grid.0, d.grid.1, 1);
+        }
+        drop(pass);
+        keep.hold(ubuf);
+        Ok(())
+    })
+}
+
+/// The output's two writable bindings (4: f32, 6: vec4 words): the real window on the one the
+/// pipeline writes, `scratch` (16 bytes) on the other.
+pub(crate) fn out_bindings<'a>(out: &'a wgpu::Buffer, window: (u64, u64), scratch: &'a wgpu::Buffer, vout: bool) -> [(&'a wgpu::Buffer, (u64, u64)); 2] {
+    if vout {
+        [(scratch, (0, 16)), (out, words(window))]
+    } else {
+        [(out, window), (scratch, (0, 16))]
+    }
+}
+
+impl Operands<'_> {
+    /// The weight as [K, C/groups, kh, kw] (a 2-d 1x1 weight [K, C/groups] gains its 1x1 dims).
+    pub fn weight4(&self) -> Result<Layout> {
+        match self.weight.layout.rank() {
+            2 => self.weight.layout.unsqueeze(-1)?.unsqueeze(-1),
+            _ => Ok(self.weight.layout.clone()),
+        }
+    }
+}
+
+/// Checks that a packed weight of `elems` f32, bound whole, fits one storage binding (before
+/// anything is recorded).
+pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Result<()> {
+    let (bytes, max) = (elems as u64 * 4, rt.report.max_storage_buffer_binding_size);
+    if bytes > max {
+        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", weight.shape()), limit: "max_storage_buffer_binding_size", requested: bytes, max });
+    }
+    Ok(())
+}
+
+/// A zeroed scratch buffer of `elems` f32 into which a family packs the weight (cleared by a
+/// command recorded ahead of the copies).
+pub(crate) fn packed_buffer(rt: &Runtime, enc: &mut wgpu::CommandEncoder, elems: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
+    rt.scoped(OP, || {
+        let b = rt.buffer(OP, elems as u64 * 4, usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        enc.clear_buffer(b.buffer(), 0, None);
+        Ok(b)
+    })
+}
+
+/// Records the copy of the weight view `src` (of `ops.weight`'s buffer) into the view `dst`
+/// of `packed`, through the copy path the adapter's default choice gives.
+pub(crate) fn pack(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer) -> Result<()> {
+    let report = &rt.report;
+    let plan = CopyPlan::new(dst, src)?;
+    let buffer_copy = ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
+    let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
+    let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
+    copy::record(rt, enc, keep, prepared, packed, ops.weight.buffer)
+}
+
+/// The bias binding: the bias's buffer, or, without a bias (which the kernels then never read),
+/// a few bytes of `fallback`.
+pub(crate) fn bias_binding<'a>(bias: Option<View<'a>>, fallback: &'a wgpu::Buffer) -> (&'a wgpu::Buffer, (u64, u64)) {
+    match bias {
+        Some(b) => (b.buffer, (0, b.buffer.size())),
+        None => (fallback, (0, fallback.size().min(16))),
+    }
+}

@@ -1,0 +1,222 @@
+//! The convolution kernels (`ConvKernel`) and the one check of whether a kernel can run a
+//! call: the shape (`ConvKernel::eligible`, with the direct kernels' tiling of their weight
+//! block), the adapter (`ConvKernel::runs_on`), and which operands move as vec4 words
+//! (`ConvKernel::vectors`). Host code only: the families' files record.
+
+use serde::{Deserialize, Serialize};
+
+use crate::conv::{Conv2dOptions, Conv2dShape};
+use crate::error::{Error, Result};
+use crate::runtime::AdapterReport;
+
+pub(crate) const OP: &str = "conv2d";
+
+/// Floats in one window's weight block (64 KiB, the uniform array of `shaders/preludes/conv.wgsl`).
+pub(crate) const BLOCK: usize = 16384;
+
+/// A convolution kernel. Every kernel reads any input and output strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConvKernel {
+    /// The kernel kept for the call's shape class (measured by the tuner or loaded from a
+    /// tuning file), else the adapter's default (`GpuContext::conv2d_default`).
+    Auto,
+    /// CPU-shaped, register-blocked: `conv1x1_nchw.wgsl`, vectors over 4 pixels (the NCHW
+    /// orientation), barrier-free.
+    Nchw,
+    /// CPU-shaped: `conv1x1_nhwc.wgsl`, vectors over 4 channels (the NHWC orientation).
+    Nhwc,
+    /// [`ConvKernel::Nchw`] with each channel quad of the workgroup's input staged through
+    /// workgroup memory.
+    NchwTiled,
+    /// [`ConvKernel::Nhwc`] with the input staged through workgroup memory.
+    NhwcTiled,
+    /// GPU-shaped tiled implicit GEMM (`conv2d_gemm.wgsl`), lanes along pixels (NCHW).
+    GemmNchw,
+    /// GPU-shaped tiled implicit GEMM, lanes along channels (NHWC).
+    GemmNhwc,
+    /// Depthwise (`conv2d_depthwise.wgsl`, groups == C): 4 pixels of a row per invocation.
+    DepthwiseNchw,
+    /// Depthwise: 4 channels of a pixel per invocation.
+    DepthwiseNhwc,
+    /// Depthwise (`conv2d_depthwise_rows.wgsl`): 4 channels x 8 pixels of a row per invocation,
+    /// the input columns sliding from tap to tap (NHWC orientation).
+    DepthwiseRows,
+    /// Depthwise 3x3 with unit stride and dilation (`conv2d_depthwise_tall.wgsl`): 4 channels
+    /// x 8 pixels of 16 consecutive rows per invocation, three input rows held in registers
+    /// while it walks down. Shaped for CPU adapters (a tuner candidate only there).
+    DepthwiseTall,
+    /// CPU-shaped (`conv2d_direct.wgsl`), any kernel size: 8 pixels x up to 64 output channels
+    /// per invocation accumulated over every tap and input channel, each output written once
+    /// (the NHWC orientation).
+    Direct,
+    /// [`ConvKernel::Direct`] for kernels 3 wide at unit stride and dilation along W
+    /// (`conv2d_direct_rows.wgsl`): the 8 pixels are consecutive in an output row, and the three
+    /// taps of a kernel row share the 10 input pixels they span, loaded once. CPU-shaped.
+    DirectRows,
+    /// [`ConvKernel::DirectRows`] for 3x3 kernels at unit stride and dilation
+    /// (`conv2d_direct_band.wgsl`): the 8 lanes of an aligned subgroup group hold 8 consecutive
+    /// output rows, and take the input rows they share from each other by subgroup shuffles
+    /// (10 rows loaded for a band, not 24). CPU-shaped; needs full subgroups of at least 8 lanes.
+    DirectBand,
+}
+
+/// A family of convolution kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    Blocked,
+    Direct,
+    Gemm,
+    Depthwise,
+}
+
+impl ConvKernel {
+    /// Every kernel but `Auto`.
+    pub const ALL: [ConvKernel; 13] = [
+        ConvKernel::Nchw,
+        ConvKernel::Nhwc,
+        ConvKernel::NchwTiled,
+        ConvKernel::NhwcTiled,
+        ConvKernel::GemmNchw,
+        ConvKernel::GemmNhwc,
+        ConvKernel::DepthwiseNchw,
+        ConvKernel::DepthwiseNhwc,
+        ConvKernel::DepthwiseRows,
+        ConvKernel::DepthwiseTall,
+        ConvKernel::Direct,
+        ConvKernel::DirectRows,
+        ConvKernel::DirectBand,
+    ];
+
+    pub(crate) fn family(self) -> Family {
+        match self {
+            ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
+            ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => Family::Direct,
+            _ => Family::Blocked,
+        }
+    }
+
+    /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
+    pub(crate) fn channels(self) -> bool {
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
+    }
+
+    /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
+    /// CPUs; the register-budget test compiles every one of them).
+    pub fn gpu_shaped(self) -> bool {
+        matches!(self.family(), Family::Gemm | Family::Depthwise) && self != ConvKernel::DepthwiseTall
+    }
+
+    /// Whether this kernel can compute the convolution: the one check, used by the tuner's
+    /// candidates and by forced kernels. Depthwise kernels need groups == C.
+    pub fn eligible(self, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
+        match self {
+            ConvKernel::Auto => Err(Error::invalid(OP, "no kernel was resolved for the convolution")),
+            ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall if o.groups != g.c => Err(Error::unsupported(
+                OP,
+                format!("{self:?} needs a depthwise convolution (groups == C), got groups = {} with input channels C = {} and K = {}", o.groups, g.c, g.k),
+            )),
+            ConvKernel::DepthwiseTall if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::unsupported(
+                OP,
+                format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
+            )),
+            ConvKernel::Direct => tiling(g, o.groups).map(|_| ()),
+            ConvKernel::DirectRows if (g.kw, o.stride.1, o.dilation.1) != (3, 1, 1) => Err(Error::unsupported(
+                OP,
+                format!("{self:?} needs a kernel 3 wide with stride 1 and dilation 1 along W, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
+            )),
+            ConvKernel::DirectRows => tiling(g, o.groups).map(|_| ()),
+            ConvKernel::DirectBand if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::unsupported(
+                OP,
+                format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
+            )),
+            ConvKernel::DirectBand => tiling(g, o.groups).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the adapter of `report` can run the kernel (whatever the shape): the one check,
+    /// used by the tuner's candidates and by forced kernels. [`ConvKernel::DirectBand`] needs
+    /// the subgroup shuffles of a native CPU adapter with subgroups of at least 8 lanes
+    /// ([`AdapterReport::shuffled_weights`]).
+    pub fn runs_on(self, report: &AdapterReport) -> Result<()> {
+        match self {
+            ConvKernel::DirectBand if !report.shuffled_weights => Err(Error::unsupported(
+                OP,
+                format!("{self:?} needs subgroups of at least 8 invocations on a native CPU adapter; {} ({:?}, {:?}) has none", report.name, report.backend, report.device_type),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the kernel's 4-vectors of input, and of output, are contiguous and 16-byte
+    /// aligned in every dispatch of `images` images (then they move as vec4 words).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn vectors(self, g: &Conv2dShape, o: &Conv2dOptions, xs: &[isize], ys: &[isize], xbase: isize, ybase: isize, images: usize) -> (bool, bool) {
+        let m4 = |v: isize| v % 4 == 0;
+        let batch = |s: isize| images == 1 || m4(s);
+        let groups = o.groups.max(1);
+        let (cg, kg) = (g.c / groups, g.k / groups);
+        // 4 consecutive channels of a pixel, and 4 consecutive pixels of a row.
+        let x_channels = xs[1] == 1 && batch(xs[0]) && m4(xs[2]) && m4(xs[3]) && m4(xbase);
+        let y_channels = ys[1] == 1 && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase);
+        let y_pixels = ys[3] == 1 && g.ow.is_multiple_of(4) && batch(ys[0]) && m4(ys[1]) && m4(ys[2]) && m4(ybase);
+        match self {
+            ConvKernel::Auto => (false, false),
+            ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => blocked_vectors(self, g, o, xs, ys, xbase, ybase, images),
+            ConvKernel::GemmNchw => (false, y_pixels),
+            ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
+            ConvKernel::DepthwiseNchw => (false, y_pixels),
+            ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
+        }
+    }
+}
+
+/// The most output-channel quads an invocation holds (the named accumulators of the kernel).
+const MAX_KQ: usize = 16;
+
+/// How the work is cut: KQ output-channel quads per invocation (a power of two) and CW input
+/// channels per window (a multiple of 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tiling {
+    pub kq: usize,
+    pub cw: usize,
+}
+
+/// The tiling of `g` with `groups`, or why the direct kernel cannot run it: a weight block must
+/// hold every tap of at least 4 input channels for one output-channel quad.
+pub(crate) fn tiling(g: &Conv2dShape, groups: usize) -> Result<Tiling> {
+    let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh * g.kw);
+    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(MAX_KQ);
+    while kq > 1 && taps * 16 * kq > BLOCK {
+        kq /= 2;
+    }
+    if taps * 16 * kq > BLOCK {
+        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", ConvKernel::Direct, g.kh, g.kw, taps * 16)));
+    }
+    let fit = BLOCK / (taps * 4 * kq) / 4 * 4;
+    let chunks = cg.div_ceil(fit).max(1);
+    Ok(Tiling { kq, cw: cg.div_ceil(chunks).div_ceil(4) * 4 })
+}
+
+/// [`ConvKernel::vectors`] of the register-blocked and direct kernels.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn blocked_vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOptions, xs: &[isize], ys: &[isize], xbase: isize, ybase: isize, images: usize) -> (bool, bool) {
+    let m4 = |v: isize| v % 4 == 0;
+    let batch = |s: isize| images == 1 || m4(s);
+    let groups = o.groups.max(1);
+    if kernel.channels() {
+        return (
+            xs[1] == 1 && (g.c / groups).is_multiple_of(4) && batch(xs[0]) && m4(xs[2]) && m4(xs[3]) && m4(xbase),
+            ys[1] == 1 && (g.k / groups).is_multiple_of(4) && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase),
+        );
+    }
+    let plane = (g.oh * g.ow).is_multiple_of(4);
+    // 4 consecutive output pixels read 4 consecutive input elements: a 1x1 tap, unit stride,
+    // no padding.
+    let direct = o.stride == (1, 1) && o.padding == (0, 0) && g.kh == 1 && g.kw == 1;
+    (
+        direct && plane && xs[3] == 1 && xs[2] == g.w as isize && batch(xs[0]) && m4(xs[1]) && m4(xbase),
+        plane && ys[3] == 1 && ys[2] == g.ow as isize && batch(ys[0]) && m4(ys[1]) && m4(ybase),
+    )
+}
