@@ -4,9 +4,9 @@
 //! GFLOP/s counts 2 * N * K * (C / groups) * kh * kw * OH * OW per convolution. The depthwise
 //! row, bound by memory, also reports GB/s (input, weight, bias and output bytes) and the
 //! ratio to a contiguous copy kernel moving the same bytes, timed in the same run with the
-//! same warm-up. Each row is timed twice: through the adapter's default kernel for its class
-//! (what runs when nothing is tuned, the default policy), then through the tuner's choice;
-//! `default_to_tuned` is the default's speed over the tuned one's. Timing as for the copy rows: GPU timestamps around the recorded work, medians
+//! same warm-up. Each row is timed through the adapter's default kernel for its class (what
+//! runs when nothing is tuned, the default policy) and through the tuner's choice, alternately
+//! run by run; `default_to_tuned` is the default's speed over the tuned one's. Timing as for the copy rows: GPU timestamps around the recorded work, medians
 //! of 15 runs after 2 warm-up runs.
 
 use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
@@ -135,12 +135,20 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
                 }
                 bt.conv2d_out_with(xin, &w, Some(&b), &o, y, kernel)
             };
-            // Some: no bench output is empty. The default first, then the tuned choice, with
-            // the same warm-up and runs.
+            // Some: no bench output is empty. The default kernel (read before tuning) and the
+            // tuned choice, timed alternately, run by run, so that the host's drift falls on
+            // both alike: the same warm-up and runs.
             let default_kernel = ctx.conv2d_default(xin, &w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
-            let default_ms = time(&timer, |bt| work(bt, default_kernel))?;
             ctx.tune_conv2d(xin, &w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
-            let times_ms = time(&timer, |bt| work(bt, ConvKernel::Auto))?;
+            let (mut default_ms, mut times_ms) = (Vec::new(), Vec::new());
+            for run in 0..WARMUP + RUNS {
+                let d = timer.time(|bt| work(bt, default_kernel))?;
+                let t = timer.time(|bt| work(bt, ConvKernel::Auto))?;
+                if run >= WARMUP {
+                    default_ms.push(d);
+                    times_ms.push(t);
+                }
+            }
             let kernel = ctx.conv2d_choice(xin, &w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
             out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel, default_kernel, default_ms });
             Ok(())

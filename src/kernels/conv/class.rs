@@ -66,18 +66,21 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// nothing): a deterministic choice per adapter kind and shape class, the kernel the tuner
 /// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
 /// GEMM (or depthwise) kernel in the output's orientation. On CPU adapters: depthwise, the
-/// tall kernel for 3x3 channels-last (the rows kernel for other channels-last windows, the
-/// NCHW kernel otherwise); 3x3 at unit stride and dilation into channels-last, the band (or
-/// rows) form of the direct kernel; windows of 25 taps or more, or fewer than 4 channels per
-/// group (a stem), the direct kernel; else the register-blocked kernel of the output's
-/// orientation, NHWC only where both operands move as vec4 words.
+/// tall kernel for 3x3 at unit stride and dilation in either layout (else the rows kernel
+/// channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation into
+/// channels-last, the band form of the direct kernel (the rows form for a kernel 3 high where
+/// the band does not run); windows of 25 taps or more, fewer than 4 channels per group (a
+/// stem), or, channels-last, more input than output channels per group, the direct kernel;
+/// else the register-blocked kernel of the output's orientation, NHWC only where both operands
+/// move as vec4 words.
 pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
     let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
     let cpu = device_type == wgpu::DeviceType::Cpu;
     if has(ConvKernel::DepthwiseNchw) {
         return match (channels_last_out, cpu) {
+            // The tall kernel reads and writes any strides; on a CPU it wins in both layouts.
+            (_, true) if has(ConvKernel::DepthwiseTall) => ConvKernel::DepthwiseTall,
             (false, _) => ConvKernel::DepthwiseNchw,
-            (true, true) if has(ConvKernel::DepthwiseTall) => ConvKernel::DepthwiseTall,
             (true, true) if has(ConvKernel::DepthwiseRows) => ConvKernel::DepthwiseRows,
             (true, _) => ConvKernel::DepthwiseNhwc,
         };
@@ -92,8 +95,9 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
         return ConvKernel::DirectRows;
     }
-    // floor(log2(C / groups)) < 2: fewer than 4 input channels per group.
-    if (kh * kw >= 25 || c.log2[0] < 2) && has(ConvKernel::Direct) {
+    // floor(log2(C / groups)) < 2: fewer than 4 input channels per group; or, channels-last,
+    // more input than output channels per group (the direct kernel holds the outputs).
+    if (kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1])) && has(ConvKernel::Direct) {
         return ConvKernel::Direct;
     }
     if channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) {
