@@ -111,7 +111,7 @@ impl Batch<'_> {
         self.check_context(OP, &[dst, src])?;
         let same = dst.shares_storage(src);
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
-        if path == CopyPath::Auto && dst.dtype() != src.dtype() && (same || copy::transpose_cast_plan(&plan, dst.dtype(), src.dtype()).is_none()) {
+        if path == CopyPath::Auto && copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
             // A converting copy is the elementwise `to` (its rows kernel moves whole words
             // where the plan's rows allow, its general kernel anything else), except a batched
             // transpose between two buffers, which the converting transpose kernel moves.

@@ -71,7 +71,7 @@ impl GpuContext {
     pub fn copy_default(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<Option<CopyPath>> {
         let same = dst.shares_storage(src);
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(None) };
-        if dst.dtype() != src.dtype() && (same || copy::transpose_cast_plan(&plan, dst.dtype(), src.dtype()).is_none()) {
+        if copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
             return Ok(None);
         }
         let r = &self.rt.report;

@@ -180,6 +180,13 @@ pub fn vec4_default(device_type: wgpu::DeviceType) -> CopyPath {
 pub(crate) const TRANSPOSE_CAST_DEFAULT: CopyPath = CopyPath::TransposeCast { wg: TRANSPOSE_CAST_WG };
 const TRANSPOSE_CAST_WG: u32 = 64;
 
+/// Whether the automatic choice runs `dst.copy_(src)` as the elementwise `to` rather than a
+/// copy kernel: every converting copy but a converting batched transpose between two buffers
+/// (`same_storage`: the operands share one).
+pub(crate) fn converts_as_elementwise(plan: &CopyPlan, dst: DType, src: DType, same_storage: bool) -> bool {
+    dst != src && (same_storage || transpose_cast_plan(plan, dst, src).is_none())
+}
+
 /// The plan `transpose_cast.wgsl` runs for a copy from `src` into `dst` elements (in transpose
 /// order), or `None` when it cannot: the plan must be a batched transpose between two types
 /// whose destination-contiguous dim, destination offset and other destination strides are
