@@ -75,6 +75,8 @@ pub mod advanced {
     pub use crate::kernels::conv::ConvKernel;
     pub use crate::kernels::copy::{vec4_default, CopyPath, ShapeClass, MAX_DIMS};
     pub use crate::kernels::elementwise::{gather_default, rows_default, rows_eligible, ElementwisePath};
+    pub use crate::kernels::matmul::MatmulKernel;
+    pub use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, MatmulPlan};
     pub use crate::plan::{CopyKind, MAX_OPERANDS};
 
     /// What only the crate's own tests and benches need: every pipeline the tuner may pick on a
@@ -85,6 +87,7 @@ pub mod advanced {
         pub use crate::kernels::conv::gpu_pipelines as conv_gpu_pipelines;
         pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
+        pub use crate::kernels::matmul::gpu_pipelines as matmul_gpu_pipelines;
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
     }

@@ -75,7 +75,7 @@ pub fn compare(dtype: DType, got: &HostTensor, want: &Value, tol: f64) -> Vec<St
     if got.len() != want.len() {
         return vec![format!("{} values, expected {}", got.len(), want.len())];
     }
-    match got.iter().zip(&want).enumerate().find(|(_, (g, w))| !((*g - *w).abs() <= tol)) {
+    match got.iter().zip(&want).enumerate().find(|(_, (g, w))| (*g - *w).abs() > tol || g.is_nan() != w.is_nan()) {
         Some((i, (g, w))) => vec![format!("values[{i}]: got {g}, want {w} (tol {tol})")],
         None => vec![],
     }

@@ -1,0 +1,313 @@
+//! The matrix products on the device: the tiled GEMM (`matmul_gemm.wgsl`, on the GEMM engine
+//! that `conv2d_gemm.wgsl` also runs on: 64 x 64 tiles, 4 x 4 register blocks) and a
+//! memory-bound matrix-vector kernel (`matmul_vec.wgsl`, for m == 1 or n == 1). Every operand
+//! is read in place through its strides: transposed, sliced, negative-step and broadcast
+//! (stride-0 batch) views alike, float16 and bfloat16 as packed 32-bit words; no operand is
+//! copied. The output is f32, written through its strides (the caller converts a 16-bit result).
+//!
+//! Batch dims that merge in every operand are merged, a batch whose right operand is broadcast
+//! (stride 0) folds into the rows where A and the output allow, two batch dims go to the
+//! kernel and any further ones become separate dispatches; a dispatch's operand windows must
+//! each fit one binding (`max_storage_buffer_binding_size`), so the batch splits into ranges
+//! that do, and a single matrix that does not is an [`Error::Limit`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::abi::uniform;
+use crate::kernels::dispatch::{self, i32_of, u32_of, Dispatch};
+use crate::kernels::shaders::PipelineSpec;
+use crate::layout::Layout;
+use crate::matmul::Activation;
+use crate::runtime::submit::Keep;
+use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
+
+/// Bindings: the uniform, A, B, C (the addend) as 32-bit words, the f32 output.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write];
+
+/// The GEMM kernel's output tile (`BM` = `BN` of the engine).
+const TILE: usize = 64;
+/// The matrix-vector kernel's workgroup size.
+const VEC_WG: usize = 64;
+
+uniform! {
+    /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_io.wgsl`).
+    pub(crate) struct MatmulParams {
+        dims: [u32; 4],
+        work: [u32; 4],
+        sa: [i32; 4],
+        sb: [i32; 4],
+        sc: [i32; 4],
+        so: [i32; 4],
+        base: [i32; 4],
+        epi: [u32; 4],
+    }
+}
+
+/// A matrix-product kernel. `Auto` lets the context choose (the kept choice of the call's
+/// shape class, else [`MatmulKernel::default_for`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MatmulKernel {
+    /// The context's choice.
+    Auto,
+    /// The tiled GEMM (any shape).
+    Gemm,
+    /// The matrix-vector kernel with one invocation per row (m == 1 or n == 1): shaped for CPU
+    /// adapters, where an invocation streams its row.
+    Vec1,
+    /// The matrix-vector kernel with 16 lanes per row, their partial sums meeting in workgroup
+    /// memory: shaped for GPUs (neighbouring lanes read neighbouring elements).
+    Vec16,
+}
+
+impl MatmulKernel {
+    /// Every kernel but `Auto`.
+    pub const ALL: [MatmulKernel; 3] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16];
+
+    /// The one eligibility check, for the automatic choice and forced kernels alike: the
+    /// matrix-vector kernels need m == 1 or n == 1.
+    pub fn eligible(self, m: usize, n: usize) -> Result<()> {
+        match self {
+            MatmulKernel::Vec1 | MatmulKernel::Vec16 if m != 1 && n != 1 => Err(Error::unsupported("matmul", format!("the matrix-vector kernel {self:?} needs m == 1 or n == 1, got m = {m}, n = {n}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The lanes per row of a matrix-vector kernel (0 for the GEMM).
+    fn lanes(self) -> u32 {
+        match self {
+            MatmulKernel::Vec1 => 1,
+            MatmulKernel::Vec16 => 16,
+            _ => 0,
+        }
+    }
+
+    /// The kernel used without a kept choice (measuring nothing): matrix-vector products get
+    /// their kernel (one invocation per row on CPU adapters, 16 lanes per row on GPUs), all
+    /// others the GEMM.
+    pub fn default_for(report: &AdapterReport, m: usize, n: usize) -> MatmulKernel {
+        match (m == 1 || n == 1, report.device_type == wgpu::DeviceType::Cpu) {
+            (false, _) => MatmulKernel::Gemm,
+            (true, true) => MatmulKernel::Vec1,
+            (true, false) => MatmulKernel::Vec16,
+        }
+    }
+
+    /// The candidates the tuner compares for a product of m x n: every eligible kernel.
+    pub fn candidates(m: usize, n: usize) -> Vec<MatmulKernel> {
+        Self::ALL.into_iter().filter(|k| k.eligible(m, n).is_ok()).collect()
+    }
+}
+
+/// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
+/// GEMM and the matrix-vector kernel, one pipeline each (every variation is a uniform).
+pub fn gpu_pipelines() -> Vec<PipelineSpec> {
+    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }]
+}
+
+/// One operand: its buffer and its view as `[batch.., rows, cols]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub layout: &'a Layout,
+}
+
+/// What `record` multiplies: `act(alpha * (a @ b) + beta * c)` into `out` (f32), all four views
+/// of one batch shape.
+pub(crate) struct Product<'a> {
+    pub op: &'static str,
+    pub dtype: DType,
+    pub a: Operand<'a>,
+    pub b: Operand<'a>,
+    pub c: Option<Operand<'a>>,
+    pub out: Operand<'a>,
+    pub alpha: f64,
+    pub beta: f64,
+    pub activation: Activation,
+}
+
+/// The four operands' (sizes, strides) after merging: batch dims first, then rows and columns.
+struct Shapes {
+    batch: Vec<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Per operand (a, b, c, out): batch strides, then (rows, cols) strides, then the offset.
+    strides: [Vec<isize>; 4],
+    offsets: [usize; 4],
+}
+
+impl Shapes {
+    fn of(p: &Product<'_>) -> Shapes {
+        let ls = [p.a.layout, p.b.layout, p.c.map_or(p.out.layout, |c| c.layout), p.out.layout];
+        let r = p.out.layout.rank() - 2;
+        let sh = p.a.layout.shape();
+        let (m, k, n) = (sh[r], sh[r + 1], p.out.layout.shape()[r + 1]);
+        // Drop batch dims of size 1, then merge neighbours that merge in all four views.
+        let mut batch: Vec<usize> = Vec::new();
+        let mut strides: [Vec<isize>; 4] = Default::default();
+        for d in 0..r {
+            let size = p.out.layout.shape()[d];
+            if size == 1 {
+                continue;
+            }
+            let merge = !batch.is_empty() && ls.iter().enumerate().all(|(i, l)| strides[i].last() == Some(&(l.strides()[d] * size as isize)));
+            if merge {
+                *batch.last_mut().unwrap() *= size;
+                for (i, l) in ls.iter().enumerate() {
+                    *strides[i].last_mut().unwrap() = l.strides()[d];
+                }
+            } else {
+                batch.push(size);
+                for (i, l) in ls.iter().enumerate() {
+                    strides[i].push(l.strides()[d]);
+                }
+            }
+        }
+        let mut s = Shapes { batch, m, n, k, strides, offsets: [0; 4] };
+        for (i, l) in ls.iter().enumerate() {
+            s.strides[i].extend_from_slice(&l.strides()[r..]);
+            s.offsets[i] = l.offset();
+        }
+        // A batch over which B (and C) do not move folds into the rows where A, C and the
+        // output step over it as one more run of rows: `linear` on [.., in] inputs.
+        while let Some(&z) = s.batch.last() {
+            let nb = s.batch.len();
+            let folds = s.strides[1][nb - 1] == 0 && [0, 2, 3].iter().all(|&i| s.strides[i][nb - 1] == s.strides[i][nb] * s.m as isize);
+            if !folds {
+                break;
+            }
+            s.batch.pop();
+            for st in s.strides.iter_mut() {
+                st.remove(nb - 1);
+            }
+            s.m *= z;
+        }
+        s
+    }
+}
+
+/// The byte window `(start, size)` of an operand's elements of `es` bytes over batch index
+/// ranges (outer fixed at `fixed`, inner dim 0 over `z0..z1`), start aligned to `align`; with
+/// the element offset of the range's first matrix within it.
+fn window(sizes: &[usize], strides: &[isize], offset: usize, es: u64, align: u64) -> Result<((u64, u64), usize)> {
+    let l = Layout::new(sizes.to_vec(), strides.to_vec(), offset)?;
+    let (lo, hi) = l.span().unwrap_or((offset, offset));
+    let start = lo as u64 * es / align * align;
+    let end = ((hi as u64 + 1) * es).div_ceil(4) * 4;
+    Ok(((start, end - start), offset - (start / es) as usize))
+}
+
+/// The product's (m, n) as the kernels see it, after batch dims fold into the rows: what the
+/// kernel choice and its eligibility go by.
+pub(crate) fn kernel_mn(p: &Product<'_>) -> (usize, usize) {
+    let s = Shapes::of(p);
+    (s.m, s.n)
+}
+
+/// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
+    let op = p.op;
+    let s = Shapes::of(p);
+    kernel.eligible(s.m, s.n)?;
+    if s.m * s.n == 0 || s.batch.iter().product::<usize>() == 0 {
+        return Ok(());
+    }
+    let nb = s.batch.len();
+    // Two batch dims go to the kernel (z0, z1); dims before them are dispatches of their own.
+    let inner = nb.saturating_sub(2);
+    let outer: Vec<usize> = s.batch[..inner].to_vec();
+    let (b0, b1) = match nb {
+        0 => (1, 1),
+        1 => (s.batch[0], 1),
+        _ => (s.batch[nb - 2], s.batch[nb - 1]),
+    };
+    let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, 4];
+    let align = rt.report.min_storage_buffer_offset_alignment as u64;
+    let max = rt.report.max_storage_buffer_binding_size;
+    let (m, n, k) = (s.m, s.n, s.k);
+    let lanes = kernel.lanes();
+    let bufs = [p.a.buffer, p.b.buffer, p.c.map_or(p.a.buffer, |c| c.buffer), p.out.buffer];
+    // Each operand's strides as (batch z0, batch z1, rows, cols), sizes (b0, b1, rows, cols).
+    let dims = [[m, k], [k, n], [m, n], [m, n]];
+    let st = |i: usize| -> [isize; 4] {
+        let v = &s.strides[i];
+        let (z0, z1) = match nb {
+            0 => (0, 0),
+            1 => (v[0], 0),
+            _ => (v[nb - 2], v[nb - 1]),
+        };
+        [z0, z1, v[nb], v[nb + 1]]
+    };
+    let mut dispatches = Vec::new();
+    let outer_count: usize = outer.iter().product();
+    for oi in 0..outer_count {
+        // This dispatch's element offsets: the outer index through each operand's strides.
+        let mut offs = s.offsets.map(|o| o as isize);
+        let mut rem = oi;
+        for d in (0..inner).rev() {
+            let idx = (rem % outer[d]) as isize;
+            rem /= outer[d];
+            for (i, o) in offs.iter_mut().enumerate() {
+                *o += idx * s.strides[i][d];
+            }
+        }
+        // Split z0 into ranges whose four windows each fit one binding.
+        let windows = |z0: usize, z1: usize| -> Result<Vec<((u64, u64), usize)>> {
+            (0..4)
+                .map(|i| {
+                    let t = st(i);
+                    let off = offs[i] + z0 as isize * t[0];
+                    window(&[z1 - z0, b1, dims[i][0], dims[i][1]], &t, off as usize, es[i], align)
+                })
+                .collect()
+        };
+        let fits = |z0: usize, z1: usize| -> Result<bool> { Ok(windows(z0, z1)?.iter().all(|(w, _)| w.1 <= max)) };
+        let mut z0 = 0;
+        while z0 < b0 {
+            if !fits(z0, z0 + 1)? {
+                let need = windows(z0, z0 + 1)?.iter().map(|(w, _)| w.1).max().unwrap_or(0);
+                return Err(Error::Limit { op, what: format!("binding the operands of one batch of {b1} products of [{m}, {k}] x [{k}, {n}]"), limit: "max_storage_buffer_binding_size", requested: need, max });
+            }
+            let (mut lo, mut hi) = (z0 + 1, b0);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if fits(z0, mid)? {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            let ws = windows(z0, lo)?;
+            let batches = (lo - z0) * b1;
+            let (t, key, work) = if lanes == 0 {
+                let (tm, tn) = (m.div_ceil(TILE), n.div_ceil(TILE));
+                let total = tm as u64 * tn as u64 * batches as u64;
+                (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
+            } else {
+                let rows = if m == 1 { n } else { m };
+                let groups = rows.div_ceil(VEC_WG / lanes as usize);
+                (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
+            };
+            let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
+            let strides: Vec<[i32; 4]> = (0..4).map(|i| -> Result<[i32; 4]> { let v = st(i); Ok([i32_of(op, v[2], "row stride")?, i32_of(op, v[3], "column stride")?, i32_of(op, v[0], "batch stride")?, i32_of(op, v[1], "batch stride")?]) }).collect::<Result<_>>()?;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | lanes << 8;
+            let params = MatmulParams {
+                dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
+                work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],
+                sa: strides[0],
+                sb: strides[1],
+                sc: strides[2],
+                so: strides[3],
+                base: [i32_of(op, ws[0].1 as isize, "offset")?, i32_of(op, ws[1].1 as isize, "offset")?, i32_of(op, ws[2].1 as isize, "offset")?, i32_of(op, ws[3].1 as isize, "offset")?],
+                epi: [(p.alpha as f32).to_bits(), (p.beta as f32).to_bits(), p.activation.code(), flags],
+            };
+            // Without an addend (never read), binding 3 repeats A's window.
+            let bindings = (0..4).map(|i| if i == 2 && p.c.is_none() { (bufs[0], ws[0].0) } else { (bufs[i], ws[i].0) }).collect();
+            dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![] }, params, bindings, grid });
+            z0 = lo;
+        }
+    }
+    dispatch::record(rt, enc, keep, op, SLOTS, &dispatches)
+}
