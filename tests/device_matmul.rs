@@ -284,3 +284,34 @@ fn many_workgroups_and_split_bindings() {
         assert!(matches!(r, Err(Error::Limit { .. })), "{r:?}");
     }
 }
+
+#[test]
+fn tuning_measures_only_when_asked() {
+    for shared in contexts() {
+        // A context of its own: the policy and the kept choices are the context's.
+        let own = limited(shared, |l| l);
+        let ctx = &own;
+        let mut rng = Rng(14);
+        let a = DeviceTensor::upload(ctx, &rand(&mut rng, &[1, 96], DType::F32)).unwrap();
+        let b = DeviceTensor::upload(ctx, &rand(&mut rng, &[96, 80], DType::F32)).unwrap();
+        // The default policy: a call runs the default kernel and keeps nothing.
+        let default = ctx.matmul_default(&a, &b).unwrap();
+        assert_eq!(ctx.matmul_choice_of(&a, &b).unwrap(), default);
+        a.matmul(&b).unwrap();
+        assert!(ctx.tuned_matmul_choices().is_empty(), "{}: a call measured under the default policy", name(ctx));
+        // Asked to, the tuner measures the class's candidates once and keeps one of them.
+        assert!(ctx.tune_matmul(&a, &b).unwrap());
+        assert!(!ctx.tune_matmul(&a, &b).unwrap(), "a tuned class measures again");
+        let kept = ctx.tuned_matmul_choices();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].0.kernels.contains(&kept[0].1));
+        assert_eq!(ctx.matmul_choice_of(&a, &b).unwrap(), kept[0].1);
+        // Under OnFirstCall the first call of a new class measures.
+        ctx.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+        let c = DeviceTensor::upload(ctx, &rand(&mut rng, &[40, 1], DType::F32)).unwrap();
+        let bt = DeviceTensor::upload(ctx, &rand(&mut rng, &[7, 40], DType::F32)).unwrap();
+        bt.matmul(&c).unwrap();
+        ctx.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
+        assert_eq!(ctx.tuned_matmul_choices().len(), 2, "{}: the first call did not measure", name(ctx));
+    }
+}

@@ -5,7 +5,13 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
-use crate::kernels::matmul::{self as kernels, MatmulKernel, Operand, Product};
+use std::sync::Arc;
+
+use crate::gpu::context::GpuContext;
+use crate::kernels::matmul::{self as kernels, matmul_class, MatmulClass, MatmulKernel, Operand, Product, MATMUL_FAMILY};
+use crate::runtime::submit::Drive;
+use crate::runtime::timing::Timer;
+use crate::tune::Tuner;
 use crate::layout::{Layout, MemoryFormat};
 use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Matmul, MatmulPlan};
 use crate::strided::Strided;
@@ -15,7 +21,13 @@ impl Matmul for DeviceTensor {
     /// GEMM; operands read in place); submitted, not waited for. Checked before anything is
     /// recorded.
     fn run_plan(plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
-        let mut batch = a.context().batch();
+        let ctx = a.context();
+        // Asked to, the first product of a shape class measures the kernels, outside any recording.
+        #[cfg(not(target_arch = "wasm32"))]
+        if ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && [Some(b), c].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+            pollster::block_on(ctx.tune_plan(plan, a, b, c, Drive::Wait))?;
+        }
+        let mut batch = ctx.batch();
         let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
         let _ = batch.submit()?;
         Ok(out)
@@ -114,16 +126,11 @@ impl Batch<'_> {
             }
         }
         let cl = plan.c.clone();
-        let product_mn = {
-            let p = Product { op, dtype: plan.dtype, a: Operand { buffer: a.buffer(), layout: &plan.a }, b: Operand { buffer: b.buffer(), layout: &plan.b }, c: None, out: Operand { buffer: target.buffer(), layout: &target_view }, alpha: plan.alpha, beta: plan.beta, activation: plan.activation };
-            kernels::kernel_mn(&p)
-        };
+        let class = matmul_class(&product(plan, a, b, None, target.buffer(), &target_view));
         let kernel = match kernel {
-            MatmulKernel::Auto => ctx.matmul_choice(plan, product_mn),
-            k => {
-                k.eligible(product_mn.0, product_mn.1)?;
-                k
-            }
+            MatmulKernel::Auto => ctx.matmul_choice(&class),
+            k if class.kernels.contains(&k) => k,
+            k => return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels))),
         };
         let rt = ctx.rt.clone();
         let (enc, keep) = self.parts(op)?;
@@ -177,10 +184,90 @@ impl Batch<'_> {
     }
 }
 
-impl crate::gpu::context::GpuContext {
-    /// The matrix-product kernel of a call whose kernels see `(m, n)`: the default of the
-    /// adapter (never measured here).
-    pub(crate) fn matmul_choice(&self, _plan: &MatmulPlan, (m, n): (usize, usize)) -> MatmulKernel {
-        MatmulKernel::default_for(&self.rt.report, m, n)
+/// The product of `plan` over the given buffers (an addend only where the plan reads one).
+fn product<'a>(plan: &'a MatmulPlan, a: &'a DeviceTensor, b: &'a DeviceTensor, c: Option<&'a DeviceTensor>, out: &'a wgpu::Buffer, out_layout: &'a Layout) -> Product<'a> {
+    Product {
+        op: plan.op,
+        dtype: plan.dtype,
+        a: Operand { buffer: a.buffer(), layout: &plan.a },
+        b: Operand { buffer: b.buffer(), layout: &plan.b },
+        c: match (c, &plan.c) {
+            (Some(c), Some(layout)) => Some(Operand { buffer: c.buffer(), layout }),
+            _ => None,
+        },
+        out: Operand { buffer: out, layout: out_layout },
+        alpha: plan.alpha,
+        beta: plan.beta,
+        activation: plan.activation,
+    }
+}
+
+impl GpuContext {
+    /// The matrix-product kernel of `class`: the kept choice (measured or loaded), else the
+    /// adapter's default ([`MatmulKernel::default_for`]); never measures.
+    pub(crate) fn matmul_choice(&self, class: &MatmulClass) -> MatmulKernel {
+        self.tuner.get(MATMUL_FAMILY, class).unwrap_or_else(|| MatmulKernel::default_for(&self.rt.report, class))
+    }
+
+    /// The kernel `a.matmul(b)` runs now: the kept choice of its shape class, or the adapter's
+    /// default while the class has none. The checks of `matmul`; nothing is recorded.
+    pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
+        Ok(self.matmul_choice(&matmul_class(&product(&plan, a, b, None, a.buffer(), &out))))
+    }
+
+    /// The adapter's default kernel for `a.matmul(b)`: what [`GpuContext::matmul_choice_of`]
+    /// gives while the call's class has no kept choice.
+    pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
+        Ok(MatmulKernel::default_for(&self.rt.report, &matmul_class(&product(&plan, a, b, None, a.buffer(), &out))))
+    }
+
+    /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
+    pub fn tuned_matmul_choices(&self) -> Vec<(MatmulClass, MatmulKernel)> {
+        self.tuner.entries(MATMUL_FAMILY)
+    }
+
+    /// Measures the matrix-product kernels ([`MatmulClass::kernels`]) for the shape class of
+    /// `a.matmul(b)` unless it is tuned already: each computes the real product into a scratch
+    /// output. Returns whether it measured.
+    pub async fn tune_matmul_async(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        self.tune_plan(&plan, a, b, None, Drive::Poll).await
+    }
+
+    /// [`GpuContext::tune_matmul_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_matmul(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        pollster::block_on(self.tune_plan(&plan, a, b, None, Drive::Wait))
+    }
+
+    /// Measures the candidates of `plan`'s class into a contiguous f32 scratch output unless
+    /// the class is tuned already.
+    pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
+        self.rt.probe("tune")?;
+        let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
+        let out = Layout::contiguous(&full)?;
+        let class = matmul_class(&product(plan, a, b, None, a.buffer(), &out));
+        if out.numel() == 0 || class.kernels.len() < 2 || self.tuner.get::<_, MatmulKernel>(MATMUL_FAMILY, &class).is_some() {
+            return Ok(false);
+        }
+        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
+        let p = product(plan, a, b, c, scratch.buffer(), &out);
+        let timer = Timer::new(&self.rt)?;
+        let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, enc, keep| {
+            keep.hold(scratch.clone());
+            for t in [Some(a), Some(b), c].into_iter().flatten() {
+                keep.hold(t.storage());
+            }
+            kernels::record(&self.rt, enc, keep, &p, kernel)
+        })
+        .await?;
+        let Some(best) = best else { return Ok(false) };
+        self.tuner.set(MATMUL_FAMILY, &class, &best);
+        Ok(true)
     }
 }

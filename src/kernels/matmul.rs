@@ -83,11 +83,12 @@ impl MatmulKernel {
         }
     }
 
-    /// The kernel used without a kept choice (measuring nothing): matrix-vector products get
-    /// their kernel (one invocation per row on CPU adapters, 16 lanes per row on GPUs), all
-    /// others the GEMM.
-    pub fn default_for(report: &AdapterReport, m: usize, n: usize) -> MatmulKernel {
-        match (m == 1 || n == 1, report.device_type == wgpu::DeviceType::Cpu) {
+    /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
+    /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
+    /// GPUs), all others the GEMM.
+    pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
+        let vector = class.kernels.contains(&MatmulKernel::Vec1);
+        match (vector, report.device_type == wgpu::DeviceType::Cpu) {
             (false, _) => MatmulKernel::Gemm,
             (true, true) => MatmulKernel::Vec1,
             (true, false) => MatmulKernel::Vec16,
@@ -97,6 +98,37 @@ impl MatmulKernel {
     /// The candidates the tuner compares for a product of m x n: every eligible kernel.
     pub fn candidates(m: usize, n: usize) -> Vec<MatmulKernel> {
         Self::ALL.into_iter().filter(|k| k.eligible(m, n).is_ok()).collect()
+    }
+}
+
+/// The tuner's name for the matrix-product family.
+pub(crate) const MATMUL_FAMILY: &str = "matmul";
+
+/// A matrix-product shape class: the candidates, floor(log2) of m, n, k (as the kernels see
+/// them, a broadcast batch folded into m) and of the batch, the element type's code, and
+/// whether A and B have unit stride along k (the staging each gets).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatmulClass {
+    /// The kernels the tuner compares ([`MatmulKernel::candidates`]).
+    pub kernels: Vec<MatmulKernel>,
+    /// floor(log2) of m, n, k and the batch.
+    pub log2: [u32; 4],
+    /// [`DType::code`] of the operands.
+    pub dtype: u32,
+    /// Whether A's columns (k) and B's rows (k) are its unit-stride dim.
+    pub along_k: (bool, bool),
+}
+
+/// The class of `p`.
+pub(crate) fn matmul_class(p: &Product<'_>) -> MatmulClass {
+    let s = Shapes::of(p);
+    let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
+    let nb = s.batch.len();
+    MatmulClass {
+        kernels: MatmulKernel::candidates(s.m, s.n),
+        log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
+        dtype: p.dtype.code(),
+        along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),
     }
 }
 
@@ -197,13 +229,6 @@ fn window(sizes: &[usize], strides: &[isize], offset: usize, es: u64, align: u64
     let start = lo as u64 * es / align * align;
     let end = ((hi as u64 + 1) * es).div_ceil(4) * 4;
     Ok(((start, end - start), offset - (start / es) as usize))
-}
-
-/// The product's (m, n) as the kernels see it, after batch dims fold into the rows: what the
-/// kernel choice and its eligibility go by.
-pub(crate) fn kernel_mn(p: &Product<'_>) -> (usize, usize) {
-    let s = Shapes::of(p);
-    (s.m, s.n)
 }
 
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
