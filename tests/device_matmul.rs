@@ -182,7 +182,7 @@ fn run_device(ctx: &GpuContext, rng: &mut Rng, case: &Case, kernel: MatmulKernel
 fn random_products_match_the_reference_on_every_kernel() {
     for ctx in contexts() {
         let mut rng = Rng(11);
-        let mut counts = [0usize; 3];
+        let mut counts = [0usize; 4];
         for i in 0..60 {
             let dtype = [DType::F32, DType::F16, DType::BF16][i % 3];
             let case = random_case(&mut rng, ctx, dtype);
@@ -203,7 +203,9 @@ fn random_products_match_the_reference_on_every_kernel() {
                 }
             }
         }
-        assert!(counts.iter().all(|&c| c > 0), "{}: every kernel ran: {counts:?}", name(ctx));
+        // The Conv1x1 route is a CPU-adapter kernel.
+        let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
+        assert!(counts.iter().enumerate().all(|(i, &c)| c > 0 || (i == 3 && !cpu)), "{}: every kernel ran: {counts:?}", name(ctx));
     }
 }
 

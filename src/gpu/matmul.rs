@@ -126,7 +126,7 @@ impl Batch<'_> {
             }
         }
         let cl = plan.c.clone();
-        let class = matmul_class(&product(plan, a, b, None, target.buffer(), &target_view));
+        let class = matmul_class(&ctx.rt.report, &product(plan, a, b, c, target.buffer(), &target_view));
         let kernel = match kernel {
             MatmulKernel::Auto => ctx.matmul_choice(&class),
             k if class.kernels.contains(&k) => k,
@@ -214,7 +214,7 @@ impl GpuContext {
     pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
-        Ok(self.matmul_choice(&matmul_class(&product(&plan, a, b, None, a.buffer(), &out))))
+        Ok(self.matmul_choice(&matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out))))
     }
 
     /// The adapter's default kernel for `a.matmul(b)`: what [`GpuContext::matmul_choice_of`]
@@ -222,7 +222,7 @@ impl GpuContext {
     pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
-        Ok(MatmulKernel::default_for(&self.rt.report, &matmul_class(&product(&plan, a, b, None, a.buffer(), &out))))
+        Ok(MatmulKernel::default_for(&self.rt.report, &matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out))))
     }
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
@@ -251,7 +251,7 @@ impl GpuContext {
         self.rt.probe("tune")?;
         let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
         let out = Layout::contiguous(&full)?;
-        let class = matmul_class(&product(plan, a, b, None, a.buffer(), &out));
+        let class = matmul_class(&self.rt.report, &product(plan, a, b, c, a.buffer(), &out));
         if out.numel() == 0 || class.kernels.len() < 2 || self.tuner.get::<_, MatmulKernel>(MATMUL_FAMILY, &class).is_some() {
             return Ok(false);
         }

@@ -59,16 +59,26 @@ pub enum MatmulKernel {
     /// The matrix-vector kernel with 16 lanes per row, their partial sums meeting in workgroup
     /// memory: shaped for GPUs (neighbouring lanes read neighbouring elements).
     Vec16,
+    /// The convolution family's CPU-adapter kernels: the product as a 1x1 convolution (A^T
+    /// the input [1, k, m, 1] read in place, B the weight [n, k], a bias-like addend the bias),
+    /// through the convolution's default kernel for that shape; one convolution per batch
+    /// matrix. CPU adapters, float32, alpha == 1, no addend or a bias (beta == 1, the same for
+    /// every row), no activation but ReLU, at most [`CONV_BATCHES`] batch matrices.
+    Conv1x1,
 }
+
+/// The most batch matrices the [`MatmulKernel::Conv1x1`] route records (one convolution each).
+pub const CONV_BATCHES: usize = 128;
 
 impl MatmulKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [MatmulKernel; 3] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16];
+    pub const ALL: [MatmulKernel; 4] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1];
 
     /// The one eligibility check, for the automatic choice and forced kernels alike: the
     /// matrix-vector kernels need m == 1 or n == 1.
     pub fn eligible(self, m: usize, n: usize) -> Result<()> {
         match self {
+            MatmulKernel::Conv1x1 => Ok(()),
             MatmulKernel::Vec1 | MatmulKernel::Vec16 if m != 1 && n != 1 => Err(Error::unsupported("matmul", format!("the matrix-vector kernel {self:?} needs m == 1 or n == 1, got m = {m}, n = {n}"))),
             _ => Ok(()),
         }
@@ -88,6 +98,9 @@ impl MatmulKernel {
     /// GPUs), all others the GEMM.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
+        if class.kernels.contains(&MatmulKernel::Conv1x1) && !vector {
+            return MatmulKernel::Conv1x1;
+        }
         match (vector, report.device_type == wgpu::DeviceType::Cpu) {
             (false, _) => MatmulKernel::Gemm,
             (true, true) => MatmulKernel::Vec1,
@@ -95,9 +108,10 @@ impl MatmulKernel {
         }
     }
 
-    /// The candidates the tuner compares for a product of m x n: every eligible kernel.
-    pub fn candidates(m: usize, n: usize) -> Vec<MatmulKernel> {
-        Self::ALL.into_iter().filter(|k| k.eligible(m, n).is_ok()).collect()
+    /// The candidates of a product whose kernels see m x n: every eligible kernel (`conv`:
+    /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]).
+    fn candidates(m: usize, n: usize, conv: bool) -> Vec<MatmulKernel> {
+        Self::ALL.into_iter().filter(|&k| if k == MatmulKernel::Conv1x1 { conv } else { k.eligible(m, n).is_ok() }).collect()
     }
 }
 
@@ -119,13 +133,13 @@ pub struct MatmulClass {
     pub along_k: (bool, bool),
 }
 
-/// The class of `p`.
-pub(crate) fn matmul_class(p: &Product<'_>) -> MatmulClass {
+/// The class of `p` on the adapter of `report`.
+pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulClass {
     let s = Shapes::of(p);
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let nb = s.batch.len();
     MatmulClass {
-        kernels: MatmulKernel::candidates(s.m, s.n),
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok()),
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),
@@ -236,8 +250,14 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let op = p.op;
     let s = Shapes::of(p);
     kernel.eligible(s.m, s.n)?;
+    if kernel == MatmulKernel::Conv1x1 {
+        conv_route(&rt.report, p, &s)?;
+    }
     if s.m * s.n == 0 || s.batch.iter().product::<usize>() == 0 {
         return Ok(());
+    }
+    if kernel == MatmulKernel::Conv1x1 {
+        return record_conv(rt, enc, keep, p, &s);
     }
     let nb = s.batch.len();
     // Two batch dims go to the kernel (z0, z1); dims before them are dispatches of their own.
@@ -335,4 +355,65 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
     }
     dispatch::record(rt, enc, keep, op, SLOTS, &dispatches)
+}
+
+/// Whether the [`MatmulKernel::Conv1x1`] route applies (the one check, for the candidates and
+/// for forced kernels alike).
+fn conv_route(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
+    let nb = s.batch.len();
+    let why = if report.device_type != wgpu::DeviceType::Cpu {
+        "it is a CPU-adapter kernel"
+    } else if p.dtype != DType::F32 {
+        "it reads float32 operands"
+    } else if p.alpha != 1.0 {
+        "it does not scale the product (alpha != 1)"
+    } else if p.c.is_some() && (p.beta != 1.0 || s.strides[2][nb] != 0) {
+        "its only addend is a bias (beta == 1, the same for every row)"
+    } else if !matches!(p.activation, Activation::None | Activation::Relu) {
+        "its only activation is ReLU"
+    } else if s.batch.iter().product::<usize>() > CONV_BATCHES {
+        "it records one convolution per batch matrix, at most CONV_BATCHES"
+    } else if s.k == 0 {
+        "a convolution needs at least one input channel"
+    } else if [Some(p.a), Some(p.b), p.c, Some(p.out)].iter().flatten().any(|t| t.buffer.size() > report.max_storage_buffer_binding_size) {
+        "an operand's buffer exceeds one binding (the GEMM splits such products)"
+    } else {
+        return Ok(());
+    };
+    Err(Error::unsupported(p.op, format!("the Conv1x1 route does not apply: {why}")))
+}
+
+/// Records `p` as one 1x1 convolution per batch matrix: the input A^T [1, k, m, 1], the weight
+/// B^T [n, k], the bias the addend's row, the output [1, n, m, 1], each read in place.
+fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, s: &Shapes) -> Result<()> {
+    use crate::conv::{Conv2dOptions, Conv2dShape};
+    use crate::kernels::conv::class::{conv_class, conv_default};
+    use crate::kernels::conv::{self, View};
+    use crate::layout::MemoryFormat;
+    let nb = s.batch.len();
+    let (m, n, k) = (s.m, s.n, s.k);
+    let g = Conv2dShape { n: 1, c: k, h: m, w: 1, k: n, kh: 1, kw: 1, oh: m, ow: 1, format: MemoryFormat::Contiguous };
+    let o = Conv2dOptions { relu: p.activation == Activation::Relu, ..Default::default() };
+    let count: usize = s.batch.iter().product();
+    for z in 0..count {
+        let mut offs = s.offsets.map(|o| o as isize);
+        let mut rem = z;
+        for d in (0..nb).rev() {
+            let idx = (rem % s.batch[d]) as isize;
+            rem /= s.batch[d];
+            for (i, o) in offs.iter_mut().enumerate() {
+                *o += idx * s.strides[i][d];
+            }
+        }
+        let (sa, sb, sc, so) = (&s.strides[0][nb..], &s.strides[1][nb..], &s.strides[2][nb..], &s.strides[3][nb..]);
+        let x = Layout::new(vec![1, k, m, 1], vec![1, sa[1], sa[0], 1], offs[0] as usize)?;
+        let w = Layout::new(vec![n, k], vec![sb[1], sb[0]], offs[1] as usize)?;
+        let b = Layout::new(vec![n], vec![sc[1]], offs[2] as usize)?;
+        let y = Layout::new(vec![1, n, m, 1], vec![1, so[1], so[0], 1], offs[3] as usize)?;
+        let class = conv_class(&rt.report, &g, &o, &x, &y);
+        let kernel = conv_default(rt.report.device_type, &class, so[1] == 1 && n > 1);
+        let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
+        conv::record(rt, enc, keep, View { buffer: p.out.buffer, layout: &y }, View { buffer: p.a.buffer, layout: &x }, View { buffer: p.b.buffer, layout: &w }, bias, &o, &g, kernel)?;
+    }
+    Ok(())
 }
