@@ -229,6 +229,16 @@ fn trait_forms_agree_with_the_host() {
         same(dv.matmul(&dv).unwrap(), v.matmul(&v).unwrap());
         same(dv.matmul(&db).unwrap(), v.matmul(&b).unwrap());
         same(da.bmm(&da.transpose(1, 2).unwrap()).unwrap(), a.bmm(&a.transpose(1, 2).unwrap()).unwrap());
+        // Matrix-vector products whose matrix rows move as vec4 words (float32, unit stride
+        // along k, 4-aligned), with a k that is no multiple of 4 (the tail) and one that is.
+        for k in [66, 64] {
+            let w = rand(&mut rng, &[48, k], DType::F32);
+            let x = rand(&mut rng, &[1, k], DType::F32);
+            let (dw, dx) = (DeviceTensor::upload(ctx, &w).unwrap(), DeviceTensor::upload(ctx, &x).unwrap());
+            same(dx.matmul(&dw.transpose(0, 1).unwrap()).unwrap(), x.matmul(&w.transpose(0, 1).unwrap()).unwrap());
+            same(dw.matmul(&dx.transpose(0, 1).unwrap()).unwrap(), w.matmul(&x.transpose(0, 1).unwrap()).unwrap());
+            same(dx.linear(&dw, None).unwrap(), x.linear(&w, None).unwrap());
+        }
         let w = b.transpose(0, 1).unwrap();
         let dw = db.transpose(0, 1).unwrap();
         same(da.linear(&dw, None).unwrap(), a.linear(&w, None).unwrap());

@@ -39,12 +39,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var acc = 0.0;
     if (row < rows) {
         let r0 = m0 + i32(row) * ms.x;
+        // Float32 rows 4-aligned and contiguous along k (one lane per row): 4 elements a load.
+        let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u && lanes == 1u);
+        for (var q = 0u; q < k4; q = q + 1u) {
+            let kk = i32(4u * q);
+            var w: vec4<f32>;
+            var v: vec4<f32>;
+            if (along_n) {
+                w = bitcast<vec4<f32>>(b4[u32(r0 + kk) / 4u]);
+                v = vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
+            } else {
+                w = bitcast<vec4<f32>>(a4[u32(r0 + kk) / 4u]);
+                v = vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
+            }
+            acc = acc + dot(w, v);
+        }
         if (along_n) {
-            for (var k = lane; k < mp.dims.z; k = k + lanes) {
+            for (var k = lane + 4u * k4; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_b(r0 + i32(k) * ms.y) * load_a(v0 + i32(k) * vs);
             }
         } else {
-            for (var k = lane; k < mp.dims.z; k = k + lanes) {
+            for (var k = lane + 4u * k4; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
             }
         }

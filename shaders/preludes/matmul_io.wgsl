@@ -18,7 +18,9 @@ struct MatmulParams {
     // Element offsets of A, B, C and the output within their bound windows.
     base: vec4<i32>,
     // alpha and beta (f32 bits), the activation (0 none, 1 relu, 2 gelu), flags: bit 0 C is
-    // read, bit 1 A staged along k, bit 2 B staged along k; bits 8.. the matvec's lanes per row.
+    // read, bit 1 A staged along k, bit 2 B staged along k, bit 3 the matrix-vector kernel's
+    // matrix rows move as vec4 words (float32, unit stride along k, rows and start 4-aligned);
+    // bits 8.. the matvec's lanes per row.
     epi: vec4<u32>,
 }
 
@@ -27,6 +29,9 @@ struct MatmulParams {
 @group(0) @binding(2) var<storage, read> b: array<u32>;
 @group(0) @binding(3) var<storage, read> c: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
+// A's and B's windows again as vec4 words (the matrix-vector kernel's float32 rows, flag bit 3).
+@group(0) @binding(5) var<storage, read> a4: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read> b4: array<vec4<u32>>;
 
 // Element i of an operand whose word is w (float32: the word; 16-bit types: its half i & 1).
 fn mm_decode(w: u32, i: u32) -> f32 {

@@ -23,8 +23,9 @@ use crate::matmul::Activation;
 use crate::runtime::submit::Keep;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
-/// Bindings: the uniform, A, B, C (the addend) as 32-bit words, the f32 output.
-const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write];
+/// Bindings: the uniform, A, B, C (the addend) as 32-bit words, the f32 output, A and B as
+/// vec4 words.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Read];
 
 /// The GEMM kernel's output tile (`BM` = `BN` of the engine).
 const TILE: usize = 64;
@@ -337,7 +338,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             };
             let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
             let strides: Vec<[i32; 4]> = (0..4).map(|i| -> Result<[i32; 4]> { let v = st(i); Ok([i32_of(op, v[2], "row stride")?, i32_of(op, v[3], "column stride")?, i32_of(op, v[0], "batch stride")?, i32_of(op, v[1], "batch stride")?]) }).collect::<Result<_>>()?;
-            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | lanes << 8;
+            // The matrix-vector kernel's matrix (A for n == 1, else B^T) as vec4 words: float32,
+            // unit stride along k, rows and the first element 4-aligned within the window.
+            let (mi, mrow, mk) = if m == 1 { (1, st(1)[3], st(1)[2]) } else { (0, st(0)[2], st(0)[3]) };
+            let aligned = |v: isize| v.rem_euclid(4) == 0;
+            let vec4 = lanes == 1 && p.dtype == DType::F32 && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | lanes << 8;
             let params = MatmulParams {
                 dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
                 work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],
@@ -349,7 +355,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 epi: [(p.alpha as f32).to_bits(), (p.beta as f32).to_bits(), p.activation.code(), flags],
             };
             // Without an addend (never read), binding 3 repeats A's window.
-            let bindings = (0..4).map(|i| if i == 2 && p.c.is_none() { (bufs[0], ws[0].0) } else { (bufs[i], ws[i].0) }).collect();
+            let mut bindings: Vec<_> = (0..4).map(|i| if i == 2 && p.c.is_none() { (bufs[0], ws[0].0) } else { (bufs[i], ws[i].0) }).collect();
+            // A and B again as whole vec4 words (at least one).
+            let words = |(o, sz): (u64, u64)| (o, (sz / 16 * 16).max(16));
+            bindings.push((bufs[0], words(ws[0].0)));
+            bindings.push((bufs[1], words(ws[1].0)));
             dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![] }, params, bindings, grid });
             z0 = lo;
         }
@@ -383,8 +393,9 @@ fn conv_route(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()>
     Err(Error::unsupported(p.op, format!("the Conv1x1 route does not apply: {why}")))
 }
 
-/// Records `p` as one 1x1 convolution per batch matrix: the input A^T [1, k, m, 1], the weight
-/// B^T [n, k], the bias the addend's row, the output [1, n, m, 1], each read in place.
+/// Records `p` as one 1x1 convolution per batch matrix, every operand read in place: the input
+/// A^T [1, k, m, 1], the weight B^T [n, k], the bias the addend's row, the output [1, n, m, 1];
+/// or, without an addend, the transposed product (input B, weight A, output C^T).
 fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, s: &Shapes) -> Result<()> {
     use crate::conv::{Conv2dOptions, Conv2dShape};
     use crate::kernels::conv::class::{conv_class, conv_default};
@@ -392,7 +403,6 @@ fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p:
     use crate::layout::MemoryFormat;
     let nb = s.batch.len();
     let (m, n, k) = (s.m, s.n, s.k);
-    let g = Conv2dShape { n: 1, c: k, h: m, w: 1, k: n, kh: 1, kw: 1, oh: m, ow: 1, format: MemoryFormat::Contiguous };
     let o = Conv2dOptions { relu: p.activation == Activation::Relu, ..Default::default() };
     let count: usize = s.batch.iter().product();
     for z in 0..count {
@@ -406,14 +416,25 @@ fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p:
             }
         }
         let (sa, sb, sc, so) = (&s.strides[0][nb..], &s.strides[1][nb..], &s.strides[2][nb..], &s.strides[3][nb..]);
-        let x = Layout::new(vec![1, k, m, 1], vec![1, sa[1], sa[0], 1], offs[0] as usize)?;
-        let w = Layout::new(vec![n, k], vec![sb[1], sb[0]], offs[1] as usize)?;
+        // Pixels along m (input A^T [1, k, m, 1], weight B^T [n, k]: the addend a bias per
+        // channel n), or, without an addend and with the output's columns unit-stride, along
+        // n (input B [1, k, n, 1], weight A [m, k], output C^T [1, m, n, 1]): then a row-major
+        // product is an NCHW convolution, pixels contiguous in input and output alike.
+        let along_n = p.c.is_none() && so[1] == 1 && n > 1;
+        let (pix, ch, (xs, xo, xb), (ws, wo, wb), (ys0, ys1)) = if along_n {
+            (n, m, ([sb[0], sb[1]], offs[1], p.b.buffer), ([sa[0], sa[1]], offs[0], p.a.buffer), (so[0], so[1]))
+        } else {
+            (m, n, ([sa[1], sa[0]], offs[0], p.a.buffer), ([sb[1], sb[0]], offs[1], p.b.buffer), (so[1], so[0]))
+        };
+        let g = Conv2dShape { n: 1, c: k, h: pix, w: 1, k: ch, kh: 1, kw: 1, oh: pix, ow: 1, format: MemoryFormat::Contiguous };
+        let x = Layout::new(vec![1, k, pix, 1], vec![1, xs[0], xs[1], 1], xo as usize)?;
+        let w = Layout::new(vec![ch, k], vec![ws[0], ws[1]], wo as usize)?;
         let b = Layout::new(vec![n], vec![sc[1]], offs[2] as usize)?;
-        let y = Layout::new(vec![1, n, m, 1], vec![1, so[1], so[0], 1], offs[3] as usize)?;
+        let y = Layout::new(vec![1, ch, pix, 1], vec![1, ys0, ys1, 1], offs[3] as usize)?;
         let class = conv_class(&rt.report, &g, &o, &x, &y);
-        let kernel = conv_default(rt.report.device_type, &class, so[1] == 1 && n > 1);
+        let kernel = conv_default(rt.report.device_type, &class, ys0 == 1 && ch > 1);
         let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
-        conv::record(rt, enc, keep, View { buffer: p.out.buffer, layout: &y }, View { buffer: p.a.buffer, layout: &x }, View { buffer: p.b.buffer, layout: &w }, bias, &o, &g, kernel)?;
+        conv::record(rt, enc, keep, View { buffer: p.out.buffer, layout: &y }, View { buffer: xb, layout: &x }, View { buffer: wb, layout: &w }, bias, &o, &g, kernel)?;
     }
     Ok(())
 }
