@@ -48,8 +48,15 @@ fn filled(ctx: &GpuContext, shape: &[usize], seed: usize, dtype: DType) -> Resul
     DeviceTensor::from_slice(ctx, &v, shape)?.to(dtype)
 }
 
+/// Work recorded into a batch.
+type Work<'a> = &'a mut dyn FnMut(&mut Batch<'_>) -> Result<()>;
+
+/// A bench case: op, A's shape, B's stored shape, whether B is seen transposed, whether a bias
+/// is added, and batch, m, n, k.
+type Case = (&'static str, Vec<usize>, Vec<usize>, bool, bool, usize, usize, usize, usize);
+
 /// Times `work` (and `other`, alternately run by run, when given): WARMUP + RUNS runs each.
-fn time(timer: &GpuTimer, mut work: impl FnMut(&mut Batch<'_>) -> Result<()>, mut other: Option<&mut dyn FnMut(&mut Batch<'_>) -> Result<()>>) -> Result<(Vec<f64>, Vec<f64>)> {
+fn time(timer: &GpuTimer, mut work: impl FnMut(&mut Batch<'_>) -> Result<()>, mut other: Option<Work<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for run in 0..WARMUP + RUNS {
         let t = timer.time(&mut work)?;
@@ -71,7 +78,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
     let mut out = Vec::new();
     for dtype in [DType::F32, DType::F16] {
         // (op, a shape, b: stored shape and whether it is seen transposed, bias, batch, m, n, k)
-        let cases: [(&'static str, Vec<usize>, Vec<usize>, bool, bool, usize, usize, usize, usize); 5] = [
+        let cases: [Case; 5] = [
             ("mm", vec![1024, 1024], vec![1024, 1024], false, false, 1, 1024, 1024, 1024),
             ("linear", vec![512, 768], vec![3072, 768], true, true, 1, 512, 3072, 768),
             ("bmm", vec![96, 128, 64], vec![96, 64, 128], false, false, 96, 128, 128, 64),
@@ -99,7 +106,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
                 None
             };
             let mut conv_work = conv.as_ref().map(|(x, w, cb, cy)| move |bt: &mut Batch<'_>| bt.conv2d_out(x, w, bias.then_some(cb), &Conv2dOptions::default(), cy));
-            let (times_ms, conv_ms) = time(&timer, &mut work, conv_work.as_mut().map(|f| f as &mut dyn FnMut(&mut Batch<'_>) -> Result<()>))?;
+            let (times_ms, conv_ms) = time(&timer, &mut work, conv_work.as_mut().map(|f| f as Work<'_>))?;
             // The weight's bytes, and a contiguous copy of as many (half read, half written).
             let (bytes, copy_ms) = if op == "matvec" {
                 let bytes = (n * k * dtype.size()) as f64;

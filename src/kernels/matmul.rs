@@ -64,7 +64,7 @@ pub enum MatmulKernel {
     /// the input [1, k, m, 1] read in place, B the weight [n, k], a bias-like addend the bias),
     /// through the convolution's default kernel for that shape; one convolution per batch
     /// matrix. CPU adapters, float32, alpha == 1, no addend or a bias (beta == 1, the same for
-    /// every row), no activation but ReLU, at most [`CONV_BATCHES`] batch matrices.
+    /// every row), no activation but ReLU, at most 128 batch matrices.
     Conv1x1,
 }
 
@@ -124,7 +124,7 @@ pub(crate) const MATMUL_FAMILY: &str = "matmul";
 /// whether A and B have unit stride along k (the staging each gets).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MatmulClass {
-    /// The kernels the tuner compares ([`MatmulKernel::candidates`]).
+    /// The kernels the tuner compares: every kernel whose one eligibility check accepts the product.
     pub kernels: Vec<MatmulKernel>,
     /// floor(log2) of m, n, k and the batch.
     pub log2: [u32; 4],
