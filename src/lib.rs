@@ -38,6 +38,7 @@ mod gpu;
 mod host;
 mod kernels;
 pub mod layout;
+pub mod matmul;
 mod plan;
 mod runtime;
 mod strided;
@@ -56,6 +57,7 @@ pub use gpu::tensor::DeviceTensor;
 pub use gpu::timing::GpuTimer;
 pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
+pub use matmul::{Activation, Matmul};
 pub use plan::{CopyPlan, IterPlan};
 pub use runtime::submit::Submission;
 pub use runtime::AdapterReport;
@@ -73,6 +75,8 @@ pub mod advanced {
     pub use crate::kernels::conv::ConvKernel;
     pub use crate::kernels::copy::{vec4_default, CopyPath, ShapeClass, MAX_DIMS};
     pub use crate::kernels::elementwise::{gather_default, rows_default, rows_eligible, ElementwisePath};
+    pub use crate::kernels::matmul::{MatmulClass, MatmulKernel};
+    pub use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, MatmulPlan};
     pub use crate::plan::{CopyKind, MAX_OPERANDS};
 
     /// What only the crate's own tests and benches need: every pipeline the tuner may pick on a
@@ -83,6 +87,7 @@ pub mod advanced {
         pub use crate::kernels::conv::gpu_pipelines as conv_gpu_pipelines;
         pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
+        pub use crate::kernels::matmul::gpu_pipelines as matmul_gpu_pipelines;
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
     }

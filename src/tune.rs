@@ -7,7 +7,7 @@
 //! take turns, round by round, and the best run wins). Measuring submits and waits, so it runs only outside recordings and only when the
 //! caller asked: at an explicit `GpuContext::tune_*` call, or, under
 //! [`TuningPolicy::OnFirstCall`], when a blocking call that is not a recording first meets a
-//! class (`DeviceTensor::copy_`, `conv2d`). Otherwise a class without a kept choice runs the
+//! class (`DeviceTensor::copy_`, `conv2d`, the matrix products of `Matmul`). Otherwise a class without a kept choice runs the
 //! family's default choice for the adapter, which measures nothing.
 //!
 //! A saved file is JSON: a list of sections, each keyed by adapter name, driver, backend and
@@ -41,7 +41,7 @@ pub enum TuningPolicy {
     /// deterministic choice per adapter kind. The default.
     #[default]
     Defaults,
-    /// The first blocking `copy_` or `conv2d` (not a recording) of a shape class without a
+    /// The first blocking `copy_`, `conv2d` or matrix product (not a recording) of a shape class without a
     /// kept choice measures the candidates first and keeps the fastest, as
     /// `torch.backends.cudnn.benchmark = True`. Recordings still never measure.
     OnFirstCall,

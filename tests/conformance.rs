@@ -3,13 +3,15 @@
 //! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
 //! M failed`; then conv1x1.jsonl and conv2d.jsonl (`CONFORMANCE_CONV1X1`, `CONFORMANCE_CONV2D`)
 //! on the host and every adapter, printing `conformance conv1x1: ...` and `conformance conv2d:
-//! N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
+//! N passed, M failed`; then matmul.jsonl (`CONFORMANCE_MATMUL`) on the host and every adapter,
+//! printing `conformance matmul: N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
 //! of their own.
 
 mod common;
 
 use common::conv::{self as convcase, to_device};
 use common::elementwise as ew;
+use common::matmul as mm;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use strided_wgpu::{conv1x1, conv2d, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
@@ -129,10 +131,11 @@ struct Files {
     elementwise: (String, Vec<ew::Case>),
     conv1x1: (String, Vec<convcase::ConvCase>),
     conv2d: (String, Vec<convcase::ConvCase>),
+    matmul: (String, Vec<mm::Case>),
 }
 
-/// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d.
-type Counts = [(usize, usize); 4];
+/// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d, matmul.
+type Counts = [(usize, usize); 5];
 
 fn replay(target: Target, files: &Files) -> Counts {
     let started = std::time::Instant::now();
@@ -158,8 +161,9 @@ fn replay(target: Target, files: &Files) -> Counts {
     let elementwise = elementwise_on(target, &files.elementwise.0, &files.elementwise.1);
     let conv1x1 = conv_on(target, "conv1x1", &files.conv1x1.0, &files.conv1x1.1);
     let conv2d = conv_on(target, "conv2d", &files.conv2d.0, &files.conv2d.1);
+    let matmul = matmul_on(target, &files.matmul.0, &files.matmul.1);
     eprintln!("  {}: every suite replayed in {:.1} s", target.name(), started.elapsed().as_secs_f64());
-    [views, elementwise, conv1x1, conv2d]
+    [views, elementwise, conv1x1, conv2d, matmul]
 }
 
 fn main() {
@@ -168,11 +172,13 @@ fn main() {
         elementwise: ew::load("elementwise.jsonl", "CONFORMANCE_ELEMENTWISE"),
         conv1x1: convcase::load("conv1x1.jsonl", "CONFORMANCE_CONV1X1"),
         conv2d: convcase::load("conv2d.jsonl", "CONFORMANCE_CONV2D"),
+        matmul: mm::load("matmul.jsonl", "CONFORMANCE_MATMUL"),
     };
     assert!(!files.views.1.is_empty(), "{} holds no cases", files.views.0);
     assert!(!files.elementwise.1.is_empty(), "{} holds no cases", files.elementwise.0);
     assert!(!files.conv1x1.1.is_empty(), "{} holds no cases", files.conv1x1.0);
     assert!(!files.conv2d.1.is_empty(), "{} holds no cases", files.conv2d.0);
+    assert!(!files.matmul.1.is_empty(), "{} holds no cases", files.matmul.0);
 
     let ctxs = contexts();
     let targets: Vec<Target> = std::iter::once(Target::Host).chain(ctxs.iter().map(Target::Device)).collect();
@@ -193,7 +199,7 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d")] {
+    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (4, "matmul")] {
         let (pass, fail) = sum(suite, 0);
         println!("conformance {label}: {pass} passed, {fail} failed");
         ok &= fail == 0;
@@ -201,6 +207,27 @@ fn main() {
     if !ok {
         std::process::exit(1);
     }
+}
+
+/// matmul.jsonl on `target`: (passed, failed).
+fn matmul_on(target: Target, path: &str, cases: &[mm::Case]) -> (usize, usize) {
+    let what = target.name();
+    let run = |case: &mm::Case| match target {
+        Target::Host => mm::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
+        Target::Device(ctx) => mm::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
+    };
+    let (mut p, mut f) = (0, 0);
+    for case in cases {
+        let errs = run(case);
+        if errs.is_empty() {
+            p += 1;
+        } else {
+            f += 1;
+            eprintln!("FAIL matmul {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
+        }
+    }
+    eprintln!("  matmul {what}: {p} passed, {f} failed");
+    (p, f)
 }
 
 /// Replays a convolution file (conv1x1.jsonl or conv2d.jsonl, or the file its env var names)

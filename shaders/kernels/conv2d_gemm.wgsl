@@ -1,15 +1,9 @@
-// Convolution as an implicit GEMM shaped for GPUs: out[m, k] = sum_r A[m, r] * B[r, k] per group,
-// where m runs over output pixels (n, oy, ox), k over the group's output channels and r over the
-// reduction (c, ky, kx). A is never built: each element is read from the input through its
-// strides at the tap's position (zero in the padding); B is the weight, packed by the host as
-// [group][r][k] rows of vec4 words (4 output channels each, zero past K/groups).
-//
-// A workgroup of 256 invocations computes a 64 x 64 tile (pixels x output channels); each
-// invocation a 4 x 4 register block (4 pixels x 4 channels: 16 accumulators). The reduction is
-// walked 16 at a time: the workgroup stages a 16 x 64 slice of A and of B in workgroup memory
-// (8 KiB), then every invocation takes 16 steps of one vec4 of A and one of B. So each element
-// loaded from memory feeds 64 multiply-adds, and an invocation holds about 50 values: room for
-// 8 or more waves per SIMD on a GPU.
+// Convolution as an implicit GEMM on the shared engine (preludes/gemm_engine.wgsl): out[m, k] =
+// sum_r A[m, r] * B[r, k] per group, where m runs over output pixels (n, oy, ox), k over the
+// group's output channels and r over the reduction (c, ky, kx). A is never built: each element is
+// read from the input through its strides at the tap's position (zero in the padding); B is the
+// weight, packed by the host as [group][r][k] rows of vec4 words (4 output channels each, zero
+// past K/groups).
 //
 // CHANNELS picks the orientation: false (NCHW), lanes run along pixels and r = (c, ky, kx), so
 // neighbouring lanes read neighbouring pixels of a row-major plane; true (NHWC), lanes run along
@@ -46,18 +40,9 @@ override VIN: bool = false;
 // are one aligned vec4 word.
 override VOUT: bool = false;
 
-const BM: u32 = 64u;
-const BN: u32 = 64u;
-const BK: u32 = 16u;
-
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> gp: GemmParams;
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
-
-// The staged slices: ta[r * 16 + i] holds pixels 4i .. 4i+3 of reduction step r, tb[r * 16 + j]
-// output channels 4j .. 4j+3.
-var<workgroup> ta: array<vec4<f32>, 256>;
-var<workgroup> tb: array<vec4<f32>, 256>;
 
 // Where a pixel of the tile reads: its image's element offset (channel 0 of the group), its
 // tap-(0, 0) row and column, and whether it exists.
@@ -163,6 +148,34 @@ fn out_offset(m: u32) -> i32 {
     return gp.base.y + i32(n) * gp.ys.x + i32(oy) * gp.ys.z + i32(ox) * gp.ys.w;
 }
 
+// What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages
+// (one, or four under CHANNELS without VIN), its group and the tile's first output channel.
+struct GemmFeed {
+    pa: array<Pixel, 4>,
+    group: u32,
+    n0: u32,
+}
+
+fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
+    var av = vec4<f32>(0.0);
+    if (CHANNELS && VIN) {
+        av = load_a4(f.pa[0], r0 + 4u * (lid % 4u));
+    } else if (CHANNELS) {
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            av[i] = load_a(f.pa[i], r0 + lid % 16u);
+        }
+    } else {
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            av[i] = load_a(f.pa[0], r0 + lid / 64u + 4u * i);
+        }
+    }
+    return av;
+}
+
+fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
+    return load_b(f.group, r0 + lid / 16u, f.n0 / 4u + lid % 16u);
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     // Whole workgroups past the work leave together (the id is uniform across the workgroup,
@@ -190,60 +203,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // What this invocation stages of A: NCHW, one pixel (lid % 64) at 4 reduction steps;
     // NHWC, 4 pixels (lid / 16 + 16i) at one step (lid % 16), or, under VIN, one pixel
     // (lid / 4) at 4 consecutive steps (4 * (lid % 4)).
-    var pa: array<Pixel, 4>;
+    var f: GemmFeed;
+    f.group = group;
+    f.n0 = n0;
     if (CHANNELS && !VIN) {
         for (var i = 0u; i < 4u; i = i + 1u) {
-            pa[i] = pixel_at(m0 + lid / 16u + 16u * i, group);
+            f.pa[i] = pixel_at(m0 + lid / 16u + 16u * i, group);
         }
     } else if (CHANNELS) {
-        pa[0] = pixel_at(m0 + lid / 4u, group);
+        f.pa[0] = pixel_at(m0 + lid / 4u, group);
     } else {
-        pa[0] = pixel_at(m0 + lid % 64u, group);
+        f.pa[0] = pixel_at(m0 + lid % 64u, group);
     }
-
-    var acc = mat4x4<f32>();
-    for (var r0 = 0u; r0 < gp.red.z; r0 = r0 + BK) {
-        var av = vec4<f32>(0.0);
-        if (CHANNELS && VIN) {
-            av = load_a4(pa[0], r0 + 4u * (lid % 4u));
-        } else if (CHANNELS) {
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                av[i] = load_a(pa[i], r0 + lid % 16u);
-            }
-        } else {
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                av[i] = load_a(pa[0], r0 + lid / 64u + 4u * i);
-            }
-        }
-        let bv = load_b(group, r0 + lid / 16u, n0 / 4u + lid % 16u);
-        workgroupBarrier();
-        if (CHANNELS && VIN) {
-            let m = lid / 4u;
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                ta[(4u * (lid % 4u) + i) * 16u + m / 4u][m % 4u] = av[i];
-            }
-        } else if (CHANNELS) {
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                let m = lid / 16u + 16u * i;
-                ta[(lid % 16u) * 16u + m / 4u][m % 4u] = av[i];
-            }
-        } else {
-            let m = lid % 64u;
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                ta[(lid / 64u + 4u * i) * 16u + m / 4u][m % 4u] = av[i];
-            }
-        }
-        tb[lid] = bv;
-        workgroupBarrier();
-        for (var kk = 0u; kk < BK; kk = kk + 1u) {
-            let a = ta[kk * 16u + tx];
-            let b = tb[kk * 16u + ty];
-            acc[0] = acc[0] + a.x * b;
-            acc[1] = acc[1] + a.y * b;
-            acc[2] = acc[2] + a.z * b;
-            acc[3] = acc[3] + a.w * b;
-        }
+    var sa = STAGE_A_ROWS;
+    if (CHANNELS && VIN) {
+        sa = STAGE_A_STEPS4;
+    } else if (CHANNELS) {
+        sa = STAGE_A_STEPS;
     }
+    let acc = gemm_tile(f, lid, tx, ty, gp.red.z, sa, STAGE_B_COLS);
 
     // acc[i] holds pixel 4tx + i at channels 4ty .. 4ty+3.
     let k = n0 + 4u * ty;

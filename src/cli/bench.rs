@@ -1,6 +1,6 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv|cold]`:
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv|matmul|cold]`:
 //! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the convolution
-//! rows (`bench_conv`), each convolution's first call with an empty shader cache (`cold`), on
+//! rows (`bench_conv`), the matrix products (`bench_matmul`), each convolution's first call with an empty shader cache (`cold`), on
 //! the chosen adapter in one run; `--only` runs one part. How rows are timed: `measure`.
 
 use strided_wgpu::{GpuContext, Result};
@@ -21,6 +21,10 @@ pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     if matches!(only.as_deref(), None | Some("conv")) {
         let conv = crate::cli::bench_conv::rows(&ctx)?;
         crate::cli::bench_conv::print(&ctx, &conv, json);
+    }
+    if matches!(only.as_deref(), None | Some("matmul")) {
+        let rows = crate::cli::bench_matmul::rows(&ctx)?;
+        crate::cli::bench_matmul::print(&ctx, &rows, json);
     }
     if matches!(only.as_deref(), None | Some("cold")) {
         crate::cli::bench_conv::cold_rows(json)?;

@@ -162,6 +162,10 @@ impl GpuContext {
                     let kernel: ConvKernel = serde_json::from_str(choice).map_err(bad)?;
                     class.kernels.iter().any(|(k, _)| *k == kernel)
                 }
+                crate::kernels::matmul::MATMUL_FAMILY => {
+                    let class: crate::kernels::matmul::MatmulClass = serde_json::from_str(class).map_err(bad)?;
+                    class.kernels.contains(&serde_json::from_str(choice).map_err(bad)?)
+                }
                 // Families of other versions: kept, and never read by this one.
                 _ => true,
             };

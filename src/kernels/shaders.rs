@@ -17,7 +17,10 @@
 //! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
-//! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share.
+//! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share;
+//! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
+//! and `matmul_gemm` (A and B through their strides) share, `matmul_io` the matrix products'
+//! uniform, packed operand loads and epilogue.
 //!
 //! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
 //! whose test compares the two through naga's reflected layout).
@@ -62,6 +65,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv2d_depthwise_cols", prelude!("conv2d_depthwise_cols")),
     ("conv2d_depthwise_cols_shuffled", prelude!("conv2d_depthwise_cols_shuffled")),
     ("subgroup_slot", prelude!("subgroup_slot")),
+    ("gemm_engine", prelude!("gemm_engine")),
+    ("matmul_io", prelude!("matmul_io")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -119,7 +124,10 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, kernel!("elementwise_rows_runs")),
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
-    ("conv2d_gemm", &["conv_io", "conv_relu"], kernel!("conv2d_gemm")),
+    // One GEMM engine (the tile loop) under the convolution and the matrix products.
+    ("conv2d_gemm", &["conv_io", "conv_relu", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
+    ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),

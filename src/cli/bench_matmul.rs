@@ -1,0 +1,160 @@
+//! The matrix-product rows of `bench` (`--only matmul`), each in float32 and float16: `mm`
+//! [1024,1024] @ [1024,1024]; `linear` [512,768] x [3072,768]^T + bias (a transformer MLP);
+//! `bmm` [96,128,64] @ [96,64,128] (attention scores), and the same with the right operand a
+//! transposed view of [96,128,64]; the matrix-vector product [1,4096] @ [4096,4096]^T (GB/s of
+//! the weight's bytes and `ratio_to_copy`: a contiguous copy kernel moving as many bytes, read
+//! plus written, timed in the same run). Every float32 row is timed alternately, run by run,
+//! with the 1x1 convolution of the same m, n, k (input [batch, k, m, 1], weight [n, k], the
+//! convolution's default kernel) so that `ratio_to_conv` compares like with like. Products run
+//! the adapter's default kernel (nothing tuned). GFLOP/s counts 2 * batch * m * n * k. GPU
+//! timestamps around the recorded work; medians of 9 runs after 2 warm-up runs.
+
+use strided_wgpu::{Batch, Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, GpuTimer, Matmul, MemoryFormat, Result, Strided};
+
+const WARMUP: usize = 2;
+const RUNS: usize = 9;
+
+/// One measured row.
+pub struct MatmulRow {
+    pub op: &'static str,
+    pub dtype: DType,
+    pub shape: String,
+    pub flops: f64,
+    pub times_ms: Vec<f64>,
+    /// The same product as a 1x1 convolution (float32 rows), timed alternately.
+    pub conv_ms: Option<Vec<f64>>,
+    /// Matrix-vector rows: the weight's bytes and a same-bytes copy's times.
+    pub bytes: Option<f64>,
+    pub copy_ms: Option<Vec<f64>>,
+    pub kernel: String,
+}
+
+fn median(t: &[f64]) -> f64 {
+    let mut t = t.to_vec();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+impl MatmulRow {
+    pub fn gflops(&self) -> f64 {
+        self.flops / (median(&self.times_ms) * 1e-3) / 1e9
+    }
+}
+
+/// Deterministic values in [-1, 1) of `dtype`.
+fn filled(ctx: &GpuContext, shape: &[usize], seed: usize, dtype: DType) -> Result<DeviceTensor> {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|i| ((i * 37 + seed) % 101) as f32 / 50.5 - 1.0).collect();
+    DeviceTensor::from_slice(ctx, &v, shape)?.to(dtype)
+}
+
+/// Work recorded into a batch.
+type Work<'a> = &'a mut dyn FnMut(&mut Batch<'_>) -> Result<()>;
+
+/// A bench case: op, A's shape, B's stored shape, whether B is seen transposed, whether a bias
+/// is added, and batch, m, n, k.
+type Case = (&'static str, Vec<usize>, Vec<usize>, bool, bool, usize, usize, usize, usize);
+
+/// Times `work` (and `other`, alternately run by run, when given): WARMUP + RUNS runs each.
+fn time(timer: &GpuTimer, mut work: impl FnMut(&mut Batch<'_>) -> Result<()>, mut other: Option<Work<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for run in 0..WARMUP + RUNS {
+        let t = timer.time(&mut work)?;
+        let u = match other.as_mut() {
+            Some(f) => Some(timer.time(|bt| f(bt))?),
+            None => None,
+        };
+        if run >= WARMUP {
+            a.push(t);
+            b.extend(u);
+        }
+    }
+    Ok((a, b))
+}
+
+/// Every matrix-product row.
+pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
+    let timer = GpuTimer::new(ctx)?;
+    let mut out = Vec::new();
+    for dtype in [DType::F32, DType::F16] {
+        // (op, a shape, b: stored shape and whether it is seen transposed, bias, batch, m, n, k)
+        let cases: [Case; 5] = [
+            ("mm", vec![1024, 1024], vec![1024, 1024], false, false, 1, 1024, 1024, 1024),
+            ("linear", vec![512, 768], vec![3072, 768], true, true, 1, 512, 3072, 768),
+            ("bmm", vec![96, 128, 64], vec![96, 64, 128], false, false, 96, 128, 128, 64),
+            ("bmm_transposed", vec![96, 128, 64], vec![96, 128, 64], true, false, 96, 128, 128, 64),
+            ("matvec", vec![1, 4096], vec![4096, 4096], true, false, 1, 1, 4096, 4096),
+        ];
+        for (op, ashape, bshape, transposed, bias, batch, m, n, k) in cases {
+            let a = filled(ctx, &ashape, 1, dtype)?;
+            let bs = filled(ctx, &bshape, 2, dtype)?;
+            let r = bshape.len();
+            let b = if transposed { bs.transpose(r as isize - 2, r as isize - 1)? } else { bs.clone() };
+            let bias_t = if bias { Some(filled(ctx, &[n], 3, dtype)?) } else { None };
+            let y = if op == "linear" { a.linear(&bs, bias_t.as_ref())? } else { a.matmul(&b)? };
+            let kernel = if op == "linear" { "auto".to_string() } else { format!("{:?}", ctx.matmul_choice_of(&a, &b)?) };
+            let mut work = |bt: &mut Batch<'_>| if op == "linear" { bt.linear_out(&a, &bs, bias_t.as_ref(), &y) } else { bt.matmul_out(&a, &b, &y) };
+            // The same product as a 1x1 convolution (float32): input [batch, k, m, 1] (A's
+            // transpose, read in place), weight [n, k].
+            let conv = if dtype == DType::F32 {
+                let x = filled(ctx, &[batch, k, m, 1], 4, dtype)?;
+                let w = filled(ctx, &[n, k], 5, dtype)?;
+                let cb = filled(ctx, &[n], 6, dtype)?;
+                let cy = DeviceTensor::empty(ctx, &[batch, n, m, 1], DType::F32, MemoryFormat::Contiguous)?;
+                Some((x, w, cb, cy))
+            } else {
+                None
+            };
+            let mut conv_work = conv.as_ref().map(|(x, w, cb, cy)| move |bt: &mut Batch<'_>| bt.conv2d_out(x, w, bias.then_some(cb), &Conv2dOptions::default(), cy));
+            let (times_ms, conv_ms) = time(&timer, &mut work, conv_work.as_mut().map(|f| f as Work<'_>))?;
+            // The weight's bytes, and a contiguous copy of as many (half read, half written).
+            let (bytes, copy_ms) = if op == "matvec" {
+                let bytes = (n * k * dtype.size()) as f64;
+                let len = (bytes / 8.0) as usize;
+                let (s, d) = (DeviceTensor::zeros(ctx, &[len], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::zeros(ctx, &[len], DType::F32, MemoryFormat::Contiguous)?);
+                let vec4 = strided_wgpu::advanced::vec4_default(ctx.adapter().device_type);
+                let (c, _) = time(&timer, |bt| bt.copy_with(&d, &s, vec4), None)?;
+                (Some(bytes), Some(c))
+            } else {
+                (None, None)
+            };
+            out.push(MatmulRow {
+                op,
+                dtype,
+                shape: format!("{ashape:?} x {bshape:?}{}{}", if transposed { "^T" } else { "" }, if bias { " + bias" } else { "" }),
+                flops: 2.0 * (batch * m * n * k) as f64,
+                times_ms,
+                conv_ms: conv.is_some().then_some(conv_ms),
+                bytes,
+                copy_ms,
+                kernel,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Prints the rows as JSON lines or as a table.
+pub fn print(ctx: &GpuContext, rows: &[MatmulRow], json: bool) {
+    let a = ctx.adapter();
+    if !json {
+        println!();
+        println!("matmul rows; adapter: {} ({:?}); default kernels, medians of {RUNS} runs", a.name, a.backend);
+        println!("{:<16} {:<5} {:<36} {:>10} {:>9} {:>14} {:>8} {:>8} {:>9}  kernel", "op", "dtype", "shape", "median_ms", "GFLOP/s", "conv1x1 GFLOP/s", "to_conv", "GB/s", "to_copy");
+    }
+    for r in rows {
+        let conv = r.conv_ms.as_ref().map(|c| r.flops / (median(c) * 1e-3) / 1e9);
+        let gbps = r.bytes.map(|b| b / (median(&r.times_ms) * 1e-3) / 1e9);
+        let to_copy = r.copy_ms.as_ref().map(|c| median(c) / median(&r.times_ms));
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({ "part": "matmul", "op": r.op, "dtype": r.dtype.to_string(), "shape": r.shape, "median_ms": median(&r.times_ms), "gflops": r.gflops(),
+                    "conv1x1_gflops": conv, "ratio_to_conv": conv.map(|c| r.gflops() / c), "gbps": gbps, "ratio_to_copy": to_copy, "kernel": r.kernel })
+            );
+        } else {
+            let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            println!("{:<16} {:<5} {:<36} {:>10.2} {:>9.2} {:>14} {:>8} {:>8} {:>9}  {}", r.op, r.dtype, r.shape, median(&r.times_ms), r.gflops(), f(conv), f(conv.map(|c| r.gflops() / c)), f(gbps), f(to_copy), r.kernel);
+        }
+    }
+}

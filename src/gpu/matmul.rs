@@ -1,0 +1,273 @@
+//! The matrix products on device tensors: [`Matmul`] for [`DeviceTensor`] and the [`Batch`]
+//! methods that record them (the kernels are in `crate::kernels::matmul`).
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
+use crate::gpu::tensor::DeviceTensor;
+use std::sync::Arc;
+
+use crate::gpu::context::GpuContext;
+use crate::kernels::matmul::{self as kernels, matmul_class, MatmulClass, MatmulKernel, Operand, Product, MATMUL_FAMILY};
+use crate::runtime::submit::Drive;
+use crate::runtime::timing::Timer;
+use crate::tune::Tuner;
+use crate::layout::{Layout, MemoryFormat};
+use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Matmul, MatmulPlan};
+use crate::strided::Strided;
+
+impl Matmul for DeviceTensor {
+    /// Runs the device kernels (the matrix-vector kernel for m == 1 or n == 1, else the tiled
+    /// GEMM; operands read in place); submitted, not waited for. Checked before anything is
+    /// recorded.
+    fn run_plan(plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
+        let ctx = a.context();
+        // Asked to, the first product of a shape class measures the kernels, outside any recording.
+        #[cfg(not(target_arch = "wasm32"))]
+        if ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && [Some(b), c].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+            pollster::block_on(ctx.tune_plan(plan, a, b, c, Drive::Wait))?;
+        }
+        let mut batch = ctx.batch();
+        let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
+        let _ = batch.submit()?;
+        Ok(out)
+    }
+}
+
+/// The matrix products, recorded: the [`Matmul`] methods with the left operand (for `addmm`,
+/// the input) as the first argument. Recording never measures.
+impl Batch<'_> {
+    /// Records `a.matmul(b)` ([`Matmul::matmul`]); returns the new tensor.
+    pub fn matmul(&mut self, a: &DeviceTensor, b: &DeviceTensor) -> Result<DeviceTensor> {
+        self.run_plan(&matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?, a, b, None, None, MatmulKernel::Auto)
+    }
+    /// Records `a.matmul_out(b, out)`.
+    pub fn matmul_out(&mut self, a: &DeviceTensor, b: &DeviceTensor, out: &DeviceTensor) -> Result<()> {
+        self.run_plan(&matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?, a, b, None, Some(out), MatmulKernel::Auto).map(drop)
+    }
+    /// Records `a.matmul_out(b, out)` through a chosen kernel (one that is not eligible is
+    /// [`Error::Unsupported`], and nothing is recorded).
+    pub fn matmul_out_with(&mut self, a: &DeviceTensor, b: &DeviceTensor, out: &DeviceTensor, kernel: MatmulKernel) -> Result<()> {
+        self.run_plan(&matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?, a, b, None, Some(out), kernel).map(drop)
+    }
+    /// Records `a.mm(b)`.
+    pub fn mm(&mut self, a: &DeviceTensor, b: &DeviceTensor) -> Result<DeviceTensor> {
+        self.run_plan(&mm_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?, a, b, None, None, MatmulKernel::Auto)
+    }
+    /// Records `a.bmm(b)`.
+    pub fn bmm(&mut self, a: &DeviceTensor, b: &DeviceTensor) -> Result<DeviceTensor> {
+        self.run_plan(&bmm_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?, a, b, None, None, MatmulKernel::Auto)
+    }
+    /// Records `x.linear(weight, bias)` ([`Matmul::linear`]).
+    pub fn linear(&mut self, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>) -> Result<DeviceTensor> {
+        let p = linear_plan(x.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(x.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
+        self.run_plan(&p, x, weight, bias, None, MatmulKernel::Auto)
+    }
+    /// Records `x.linear_out(weight, bias, out)`.
+    pub fn linear_out(&mut self, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, out: &DeviceTensor) -> Result<()> {
+        let p = linear_plan(x.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(x.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
+        self.run_plan(&p, x, weight, bias, Some(out), MatmulKernel::Auto).map(drop)
+    }
+    /// Records `input.addmm(mat1, mat2, beta, alpha)` ([`Matmul::addmm`]).
+    pub fn addmm(&mut self, input: &DeviceTensor, mat1: &DeviceTensor, mat2: &DeviceTensor, beta: f64, alpha: f64) -> Result<DeviceTensor> {
+        let p = addmm_plan(input.layout(), mat1.layout(), mat2.layout(), beta, alpha, [input.dtype(), mat1.dtype(), mat2.dtype()])?;
+        self.run_plan(&p, mat1, mat2, Some(input), None, MatmulKernel::Auto)
+    }
+    /// Records `input.addmm_out(mat1, mat2, beta, alpha, out)`.
+    pub fn addmm_out(&mut self, input: &DeviceTensor, mat1: &DeviceTensor, mat2: &DeviceTensor, beta: f64, alpha: f64, out: &DeviceTensor) -> Result<()> {
+        let p = addmm_plan(input.layout(), mat1.layout(), mat2.layout(), beta, alpha, [input.dtype(), mat1.dtype(), mat2.dtype()])?;
+        self.run_plan(&p, mat1, mat2, Some(input), Some(out), MatmulKernel::Auto).map(drop)
+    }
+
+    /// Records a plan made by one of the [`crate::advanced`] plan functions (`matmul_plan`,
+    /// `linear_plan`, ...; with its activation) into `out` through a chosen kernel: an
+    /// ineligible kernel is [`Error::Unsupported`] and nothing is recorded. `a`, `b` and `c`
+    /// are the tensors whose layouts the plan was made from (for `linear`: x, weight, bias;
+    /// for `addmm`: mat1, mat2, input).
+    pub fn run_plan_with(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &DeviceTensor, kernel: MatmulKernel) -> Result<()> {
+        self.run_plan(plan, a, b, c, Some(out), kernel).map(drop)
+    }
+
+    /// Records a checked plan into `out` (checked here) or a new contiguous tensor. A 16-bit
+    /// result is computed into an f32 scratch tensor and converted into the destination by a
+    /// recorded copy; an operand sharing the destination's buffer (a disjoint view) is read from
+    /// a copy of that buffer.
+    pub(crate) fn run_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
+        let op = plan.op;
+        let ctx = self.context().clone();
+        let operands: Vec<&DeviceTensor> = [Some(a), Some(b), c, out].into_iter().flatten().collect();
+        self.check_context(op, &operands)?;
+        let out = match out {
+            Some(out) => {
+                plan.check_out(out.layout(), out.dtype(), [out.shares_storage(a), out.shares_storage(b), c.is_some_and(|c| out.shares_storage(c))])?;
+                out.clone()
+            }
+            None => DeviceTensor::empty(&ctx, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?,
+        };
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        // The f32 destination the kernel writes, as [batch.., m, n].
+        let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
+        let scratch = match plan.dtype {
+            DType::F32 => None,
+            _ => Some(DeviceTensor::empty(&ctx, &full, DType::F32, MemoryFormat::Contiguous)?),
+        };
+        let target = scratch.as_ref().unwrap_or(&out);
+        let target_view: Layout = match &scratch {
+            Some(s) => s.layout().clone(),
+            None => plan.out_view(out.layout())?,
+        };
+        let c = c.filter(|_| plan.c.is_some());
+        let shared = |t: &DeviceTensor| scratch.is_none() && out.shares_storage(t);
+        for t in [Some(a), Some(b), c].into_iter().flatten() {
+            if shared(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
+                return Err(Error::unsupported(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
+            }
+        }
+        let cl = plan.c.clone();
+        let class = matmul_class(&ctx.rt.report, &product(plan, a, b, c, target.buffer(), &target_view));
+        let kernel = match kernel {
+            MatmulKernel::Auto => ctx.matmul_choice(&class),
+            k if class.kernels.contains(&k) => k,
+            k => return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels))),
+        };
+        let rt = ctx.rt.clone();
+        let (enc, keep) = self.parts(op)?;
+        for t in &operands {
+            keep.hold(t.storage());
+        }
+        if let Some(s) = &scratch {
+            keep.hold(s.storage());
+        }
+        let mut copies = Vec::new();
+        for t in [Some(a), Some(b), c] {
+            copies.push(match t {
+                Some(t) if shared(t) => {
+                    let size = t.buffer().size();
+                    Some(rt.scoped(op, || {
+                        let tmp = rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+                        enc.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
+                        Ok(tmp)
+                    })?)
+                }
+                _ => None,
+            });
+        }
+        let buf = |i: usize, t: &'_ DeviceTensor| -> wgpu::Buffer { copies[i].as_ref().map_or(t.buffer(), |c| c.buffer()).clone() };
+        let (ab, bb) = (buf(0, a), buf(1, b));
+        let cb = c.map(|c| buf(2, c));
+        let p = Product {
+            op,
+            dtype: plan.dtype,
+            a: Operand { buffer: &ab, layout: &plan.a },
+            b: Operand { buffer: &bb, layout: &plan.b },
+            c: match (&cb, &cl) {
+                (Some(buffer), Some(layout)) => Some(Operand { buffer, layout }),
+                _ => None,
+            },
+            out: Operand { buffer: target.buffer(), layout: &target_view },
+            alpha: plan.alpha,
+            beta: plan.beta,
+            activation: plan.activation,
+        };
+        let r = kernels::record(&rt, enc, keep, &p, kernel);
+        for c in copies.into_iter().flatten() {
+            keep.hold(c);
+        }
+        r?;
+        if let Some(s) = scratch {
+            let shape: Vec<isize> = plan.out_shape.iter().map(|&d| d as isize).collect();
+            self.copy_(&out, &s.view(&shape)?)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The product of `plan` over the given buffers (an addend only where the plan reads one).
+fn product<'a>(plan: &'a MatmulPlan, a: &'a DeviceTensor, b: &'a DeviceTensor, c: Option<&'a DeviceTensor>, out: &'a wgpu::Buffer, out_layout: &'a Layout) -> Product<'a> {
+    Product {
+        op: plan.op,
+        dtype: plan.dtype,
+        a: Operand { buffer: a.buffer(), layout: &plan.a },
+        b: Operand { buffer: b.buffer(), layout: &plan.b },
+        c: match (c, &plan.c) {
+            (Some(c), Some(layout)) => Some(Operand { buffer: c.buffer(), layout }),
+            _ => None,
+        },
+        out: Operand { buffer: out, layout: out_layout },
+        alpha: plan.alpha,
+        beta: plan.beta,
+        activation: plan.activation,
+    }
+}
+
+impl GpuContext {
+    /// The matrix-product kernel of `class`: the kept choice (measured or loaded), else the
+    /// adapter's default ([`MatmulKernel::default_for`]); never measures.
+    pub(crate) fn matmul_choice(&self, class: &MatmulClass) -> MatmulKernel {
+        self.tuner.get(MATMUL_FAMILY, class).unwrap_or_else(|| MatmulKernel::default_for(&self.rt.report, class))
+    }
+
+    /// The kernel `a.matmul(b)` runs now: the kept choice of its shape class, or the adapter's
+    /// default while the class has none. The checks of `matmul`; nothing is recorded.
+    pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
+        Ok(self.matmul_choice(&matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out))))
+    }
+
+    /// The adapter's default kernel for `a.matmul(b)`: what [`GpuContext::matmul_choice_of`]
+    /// gives while the call's class has no kept choice.
+    pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
+        Ok(MatmulKernel::default_for(&self.rt.report, &matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out))))
+    }
+
+    /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
+    pub fn tuned_matmul_choices(&self) -> Vec<(MatmulClass, MatmulKernel)> {
+        self.tuner.entries(MATMUL_FAMILY)
+    }
+
+    /// Measures the matrix-product kernels ([`MatmulClass::kernels`]) for the shape class of
+    /// `a.matmul(b)` unless it is tuned already: each computes the real product into a scratch
+    /// output. Returns whether it measured.
+    pub async fn tune_matmul_async(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        self.tune_plan(&plan, a, b, None, Drive::Poll).await
+    }
+
+    /// [`GpuContext::tune_matmul_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_matmul(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {
+        let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
+        pollster::block_on(self.tune_plan(&plan, a, b, None, Drive::Wait))
+    }
+
+    /// Measures the candidates of `plan`'s class into a contiguous f32 scratch output unless
+    /// the class is tuned already.
+    pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
+        self.rt.probe("tune")?;
+        let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
+        let out = Layout::contiguous(&full)?;
+        let class = matmul_class(&self.rt.report, &product(plan, a, b, c, a.buffer(), &out));
+        if out.numel() == 0 || class.kernels.len() < 2 || self.tuner.get::<_, MatmulKernel>(MATMUL_FAMILY, &class).is_some() {
+            return Ok(false);
+        }
+        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
+        let p = product(plan, a, b, c, scratch.buffer(), &out);
+        let timer = Timer::new(&self.rt)?;
+        let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, enc, keep| {
+            keep.hold(scratch.clone());
+            for t in [Some(a), Some(b), c].into_iter().flatten() {
+                keep.hold(t.storage());
+            }
+            kernels::record(&self.rt, enc, keep, &p, kernel)
+        })
+        .await?;
+        let Some(best) = best else { return Ok(false) };
+        self.tuner.set(MATMUL_FAMILY, &class, &best);
+        Ok(true)
+    }
+}

@@ -1,0 +1,440 @@
+//! The matrix products on the device: the tiled GEMM (`matmul_gemm.wgsl`, on the GEMM engine
+//! that `conv2d_gemm.wgsl` also runs on: 64 x 64 tiles, 4 x 4 register blocks) and a
+//! memory-bound matrix-vector kernel (`matmul_vec.wgsl`, for m == 1 or n == 1). Every operand
+//! is read in place through its strides: transposed, sliced, negative-step and broadcast
+//! (stride-0 batch) views alike, float16 and bfloat16 as packed 32-bit words; no operand is
+//! copied. The output is f32, written through its strides (the caller converts a 16-bit result).
+//!
+//! Batch dims that merge in every operand are merged, a batch whose right operand is broadcast
+//! (stride 0) folds into the rows where A and the output allow, two batch dims go to the
+//! kernel and any further ones become separate dispatches; a dispatch's operand windows must
+//! each fit one binding (`max_storage_buffer_binding_size`), so the batch splits into ranges
+//! that do, and a single matrix that does not is an [`Error::Limit`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::abi::uniform;
+use crate::kernels::dispatch::{self, i32_of, u32_of, Dispatch};
+use crate::kernels::shaders::PipelineSpec;
+use crate::layout::Layout;
+use crate::matmul::Activation;
+use crate::runtime::submit::Keep;
+use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
+
+/// Bindings: the uniform, A, B, C (the addend) as 32-bit words, the f32 output, A and B as
+/// vec4 words.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Read];
+
+/// The GEMM kernel's output tile (`BM` = `BN` of the engine).
+const TILE: usize = 64;
+/// The matrix-vector kernel's workgroup size.
+const VEC_WG: usize = 64;
+
+uniform! {
+    /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_io.wgsl`).
+    pub(crate) struct MatmulParams {
+        dims: [u32; 4],
+        work: [u32; 4],
+        sa: [i32; 4],
+        sb: [i32; 4],
+        sc: [i32; 4],
+        so: [i32; 4],
+        base: [i32; 4],
+        epi: [u32; 4],
+    }
+}
+
+/// A matrix-product kernel. `Auto` lets the context choose (the kept choice of the call's
+/// shape class, else [`MatmulKernel::default_for`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MatmulKernel {
+    /// The context's choice.
+    Auto,
+    /// The tiled GEMM (any shape).
+    Gemm,
+    /// The matrix-vector kernel with one invocation per row (m == 1 or n == 1): shaped for CPU
+    /// adapters, where an invocation streams its row.
+    Vec1,
+    /// The matrix-vector kernel with 16 lanes per row, their partial sums meeting in workgroup
+    /// memory: shaped for GPUs (neighbouring lanes read neighbouring elements).
+    Vec16,
+    /// The convolution family's CPU-adapter kernels: the product as a 1x1 convolution (A^T
+    /// the input [1, k, m, 1] read in place, B the weight [n, k], a bias-like addend the bias),
+    /// through the convolution's default kernel for that shape; one convolution per batch
+    /// matrix. CPU adapters, float32, alpha == 1, no addend or a bias (beta == 1, the same for
+    /// every row), no activation but ReLU, at most 128 batch matrices.
+    Conv1x1,
+}
+
+/// The most batch matrices the [`MatmulKernel::Conv1x1`] route records (one convolution each).
+pub const CONV_BATCHES: usize = 128;
+
+impl MatmulKernel {
+    /// Every kernel but `Auto`.
+    pub const ALL: [MatmulKernel; 4] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1];
+
+    /// The one eligibility check, for the automatic choice and forced kernels alike: the
+    /// matrix-vector kernels need m == 1 or n == 1.
+    pub fn eligible(self, m: usize, n: usize) -> Result<()> {
+        match self {
+            MatmulKernel::Conv1x1 => Ok(()),
+            MatmulKernel::Vec1 | MatmulKernel::Vec16 if m != 1 && n != 1 => Err(Error::unsupported("matmul", format!("the matrix-vector kernel {self:?} needs m == 1 or n == 1, got m = {m}, n = {n}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The lanes per row of a matrix-vector kernel (0 for the GEMM).
+    fn lanes(self) -> u32 {
+        match self {
+            MatmulKernel::Vec1 => 1,
+            MatmulKernel::Vec16 => 16,
+            _ => 0,
+        }
+    }
+
+    /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
+    /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
+    /// GPUs), all others the GEMM.
+    pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
+        let vector = class.kernels.contains(&MatmulKernel::Vec1);
+        if class.kernels.contains(&MatmulKernel::Conv1x1) && !vector {
+            return MatmulKernel::Conv1x1;
+        }
+        match (vector, report.device_type == wgpu::DeviceType::Cpu) {
+            (false, _) => MatmulKernel::Gemm,
+            (true, true) => MatmulKernel::Vec1,
+            (true, false) => MatmulKernel::Vec16,
+        }
+    }
+
+    /// The candidates of a product whose kernels see m x n: every eligible kernel (`conv`:
+    /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]).
+    fn candidates(m: usize, n: usize, conv: bool) -> Vec<MatmulKernel> {
+        Self::ALL.into_iter().filter(|&k| if k == MatmulKernel::Conv1x1 { conv } else { k.eligible(m, n).is_ok() }).collect()
+    }
+}
+
+/// The tuner's name for the matrix-product family.
+pub(crate) const MATMUL_FAMILY: &str = "matmul";
+
+/// A matrix-product shape class: the candidates, floor(log2) of m, n, k (as the kernels see
+/// them, a broadcast batch folded into m) and of the batch, the element type's code, and
+/// whether A and B have unit stride along k (the staging each gets).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatmulClass {
+    /// The kernels the tuner compares: every kernel whose one eligibility check accepts the product.
+    pub kernels: Vec<MatmulKernel>,
+    /// floor(log2) of m, n, k and the batch.
+    pub log2: [u32; 4],
+    /// [`DType::code`] of the operands.
+    pub dtype: u32,
+    /// Whether A's columns (k) and B's rows (k) are its unit-stride dim.
+    pub along_k: (bool, bool),
+}
+
+/// The class of `p` on the adapter of `report`.
+pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulClass {
+    let s = Shapes::of(p);
+    let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
+    let nb = s.batch.len();
+    MatmulClass {
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok()),
+        log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
+        dtype: p.dtype.code(),
+        along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),
+    }
+}
+
+/// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
+/// GEMM and the matrix-vector kernel, one pipeline each (every variation is a uniform).
+pub fn gpu_pipelines() -> Vec<PipelineSpec> {
+    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }]
+}
+
+/// One operand: its buffer and its view as `[batch.., rows, cols]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub layout: &'a Layout,
+}
+
+/// What `record` multiplies: `act(alpha * (a @ b) + beta * c)` into `out` (f32), all four views
+/// of one batch shape.
+pub(crate) struct Product<'a> {
+    pub op: &'static str,
+    pub dtype: DType,
+    pub a: Operand<'a>,
+    pub b: Operand<'a>,
+    pub c: Option<Operand<'a>>,
+    pub out: Operand<'a>,
+    pub alpha: f64,
+    pub beta: f64,
+    pub activation: Activation,
+}
+
+/// The four operands' (sizes, strides) after merging: batch dims first, then rows and columns.
+struct Shapes {
+    batch: Vec<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Per operand (a, b, c, out): batch strides, then (rows, cols) strides, then the offset.
+    strides: [Vec<isize>; 4],
+    offsets: [usize; 4],
+}
+
+impl Shapes {
+    fn of(p: &Product<'_>) -> Shapes {
+        let ls = [p.a.layout, p.b.layout, p.c.map_or(p.out.layout, |c| c.layout), p.out.layout];
+        let r = p.out.layout.rank() - 2;
+        let sh = p.a.layout.shape();
+        let (m, k, n) = (sh[r], sh[r + 1], p.out.layout.shape()[r + 1]);
+        // Drop batch dims of size 1, then merge neighbours that merge in all four views.
+        let mut batch: Vec<usize> = Vec::new();
+        let mut strides: [Vec<isize>; 4] = Default::default();
+        for d in 0..r {
+            let size = p.out.layout.shape()[d];
+            if size == 1 {
+                continue;
+            }
+            let merge = !batch.is_empty() && ls.iter().enumerate().all(|(i, l)| strides[i].last() == Some(&(l.strides()[d] * size as isize)));
+            if merge {
+                *batch.last_mut().unwrap() *= size;
+                for (i, l) in ls.iter().enumerate() {
+                    *strides[i].last_mut().unwrap() = l.strides()[d];
+                }
+            } else {
+                batch.push(size);
+                for (i, l) in ls.iter().enumerate() {
+                    strides[i].push(l.strides()[d]);
+                }
+            }
+        }
+        let mut s = Shapes { batch, m, n, k, strides, offsets: [0; 4] };
+        for (i, l) in ls.iter().enumerate() {
+            s.strides[i].extend_from_slice(&l.strides()[r..]);
+            s.offsets[i] = l.offset();
+        }
+        // A batch over which B (and C) do not move folds into the rows where A, C and the
+        // output step over it as one more run of rows: `linear` on [.., in] inputs.
+        while let Some(&z) = s.batch.last() {
+            let nb = s.batch.len();
+            let folds = s.strides[1][nb - 1] == 0 && [0, 2, 3].iter().all(|&i| s.strides[i][nb - 1] == s.strides[i][nb] * s.m as isize);
+            if !folds {
+                break;
+            }
+            s.batch.pop();
+            for st in s.strides.iter_mut() {
+                st.remove(nb - 1);
+            }
+            s.m *= z;
+        }
+        s
+    }
+}
+
+/// The byte window `(start, size)` of an operand's elements of `es` bytes over batch index
+/// ranges (outer fixed at `fixed`, inner dim 0 over `z0..z1`), start aligned to `align`; with
+/// the element offset of the range's first matrix within it.
+fn window(sizes: &[usize], strides: &[isize], offset: usize, es: u64, align: u64) -> Result<((u64, u64), usize)> {
+    let l = Layout::new(sizes.to_vec(), strides.to_vec(), offset)?;
+    let (lo, hi) = l.span().unwrap_or((offset, offset));
+    let start = lo as u64 * es / align * align;
+    let end = ((hi as u64 + 1) * es).div_ceil(4) * 4;
+    Ok(((start, end - start), offset - (start / es) as usize))
+}
+
+/// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
+    let op = p.op;
+    let s = Shapes::of(p);
+    kernel.eligible(s.m, s.n)?;
+    if kernel == MatmulKernel::Conv1x1 {
+        conv_route(&rt.report, p, &s)?;
+    }
+    if s.m * s.n == 0 || s.batch.iter().product::<usize>() == 0 {
+        return Ok(());
+    }
+    if kernel == MatmulKernel::Conv1x1 {
+        return record_conv(rt, enc, keep, p, &s);
+    }
+    let nb = s.batch.len();
+    // Two batch dims go to the kernel (z0, z1); dims before them are dispatches of their own.
+    let inner = nb.saturating_sub(2);
+    let outer: Vec<usize> = s.batch[..inner].to_vec();
+    let (b0, b1) = match nb {
+        0 => (1, 1),
+        1 => (s.batch[0], 1),
+        _ => (s.batch[nb - 2], s.batch[nb - 1]),
+    };
+    let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, 4];
+    let align = rt.report.min_storage_buffer_offset_alignment as u64;
+    let max = rt.report.max_storage_buffer_binding_size;
+    let (m, n, k) = (s.m, s.n, s.k);
+    let lanes = kernel.lanes();
+    let bufs = [p.a.buffer, p.b.buffer, p.c.map_or(p.a.buffer, |c| c.buffer), p.out.buffer];
+    // Each operand's strides as (batch z0, batch z1, rows, cols), sizes (b0, b1, rows, cols).
+    let dims = [[m, k], [k, n], [m, n], [m, n]];
+    let st = |i: usize| -> [isize; 4] {
+        let v = &s.strides[i];
+        let (z0, z1) = match nb {
+            0 => (0, 0),
+            1 => (v[0], 0),
+            _ => (v[nb - 2], v[nb - 1]),
+        };
+        [z0, z1, v[nb], v[nb + 1]]
+    };
+    let mut dispatches = Vec::new();
+    let outer_count: usize = outer.iter().product();
+    for oi in 0..outer_count {
+        // This dispatch's element offsets: the outer index through each operand's strides.
+        let mut offs = s.offsets.map(|o| o as isize);
+        let mut rem = oi;
+        for d in (0..inner).rev() {
+            let idx = (rem % outer[d]) as isize;
+            rem /= outer[d];
+            for (i, o) in offs.iter_mut().enumerate() {
+                *o += idx * s.strides[i][d];
+            }
+        }
+        // Split z0 into ranges whose four windows each fit one binding.
+        let windows = |z0: usize, z1: usize| -> Result<Vec<((u64, u64), usize)>> {
+            (0..4)
+                .map(|i| {
+                    let t = st(i);
+                    let off = offs[i] + z0 as isize * t[0];
+                    window(&[z1 - z0, b1, dims[i][0], dims[i][1]], &t, off as usize, es[i], align)
+                })
+                .collect()
+        };
+        let fits = |z0: usize, z1: usize| -> Result<bool> { Ok(windows(z0, z1)?.iter().all(|(w, _)| w.1 <= max)) };
+        let mut z0 = 0;
+        while z0 < b0 {
+            if !fits(z0, z0 + 1)? {
+                let need = windows(z0, z0 + 1)?.iter().map(|(w, _)| w.1).max().unwrap_or(0);
+                return Err(Error::Limit { op, what: format!("binding the operands of one batch of {b1} products of [{m}, {k}] x [{k}, {n}]"), limit: "max_storage_buffer_binding_size", requested: need, max });
+            }
+            let (mut lo, mut hi) = (z0 + 1, b0);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if fits(z0, mid)? {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            let ws = windows(z0, lo)?;
+            let batches = (lo - z0) * b1;
+            let (t, key, work) = if lanes == 0 {
+                let (tm, tn) = (m.div_ceil(TILE), n.div_ceil(TILE));
+                let total = tm as u64 * tn as u64 * batches as u64;
+                (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
+            } else {
+                let rows = if m == 1 { n } else { m };
+                let groups = rows.div_ceil(VEC_WG / lanes as usize);
+                (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
+            };
+            let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
+            let strides: Vec<[i32; 4]> = (0..4).map(|i| -> Result<[i32; 4]> { let v = st(i); Ok([i32_of(op, v[2], "row stride")?, i32_of(op, v[3], "column stride")?, i32_of(op, v[0], "batch stride")?, i32_of(op, v[1], "batch stride")?]) }).collect::<Result<_>>()?;
+            // The matrix-vector kernel's matrix (A for n == 1, else B^T) as vec4 words: float32,
+            // unit stride along k, rows and the first element 4-aligned within the window.
+            let (mi, mrow, mk) = if m == 1 { (1, st(1)[3], st(1)[2]) } else { (0, st(0)[2], st(0)[3]) };
+            let aligned = |v: isize| v.rem_euclid(4) == 0;
+            let vec4 = lanes == 1 && p.dtype == DType::F32 && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | lanes << 8;
+            let params = MatmulParams {
+                dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
+                work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],
+                sa: strides[0],
+                sb: strides[1],
+                sc: strides[2],
+                so: strides[3],
+                base: [i32_of(op, ws[0].1 as isize, "offset")?, i32_of(op, ws[1].1 as isize, "offset")?, i32_of(op, ws[2].1 as isize, "offset")?, i32_of(op, ws[3].1 as isize, "offset")?],
+                epi: [(p.alpha as f32).to_bits(), (p.beta as f32).to_bits(), p.activation.code(), flags],
+            };
+            // Without an addend (never read), binding 3 repeats A's window.
+            let mut bindings: Vec<_> = (0..4).map(|i| if i == 2 && p.c.is_none() { (bufs[0], ws[0].0) } else { (bufs[i], ws[i].0) }).collect();
+            // A and B again as whole vec4 words (at least one).
+            let words = |(o, sz): (u64, u64)| (o, (sz / 16 * 16).max(16));
+            bindings.push((bufs[0], words(ws[0].0)));
+            bindings.push((bufs[1], words(ws[1].0)));
+            dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![] }, params, bindings, grid });
+            z0 = lo;
+        }
+    }
+    dispatch::record(rt, enc, keep, op, SLOTS, &dispatches)
+}
+
+/// Whether the [`MatmulKernel::Conv1x1`] route applies (the one check, for the candidates and
+/// for forced kernels alike).
+fn conv_route(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
+    let nb = s.batch.len();
+    let why = if report.device_type != wgpu::DeviceType::Cpu {
+        "it is a CPU-adapter kernel"
+    } else if p.dtype != DType::F32 {
+        "it reads float32 operands"
+    } else if p.alpha != 1.0 {
+        "it does not scale the product (alpha != 1)"
+    } else if p.c.is_some() && (p.beta != 1.0 || s.strides[2][nb] != 0) {
+        "its only addend is a bias (beta == 1, the same for every row)"
+    } else if !matches!(p.activation, Activation::None | Activation::Relu) {
+        "its only activation is ReLU"
+    } else if s.batch.iter().product::<usize>() > CONV_BATCHES {
+        "it records one convolution per batch matrix, at most CONV_BATCHES"
+    } else if s.k == 0 {
+        "a convolution needs at least one input channel"
+    } else if [Some(p.a), Some(p.b), p.c, Some(p.out)].iter().flatten().any(|t| t.buffer.size() > report.max_storage_buffer_binding_size) {
+        "an operand's buffer exceeds one binding (the GEMM splits such products)"
+    } else {
+        return Ok(());
+    };
+    Err(Error::unsupported(p.op, format!("the Conv1x1 route does not apply: {why}")))
+}
+
+/// Records `p` as one 1x1 convolution per batch matrix, every operand read in place: the input
+/// A^T [1, k, m, 1], the weight B^T [n, k], the bias the addend's row, the output [1, n, m, 1];
+/// or, without an addend, the transposed product (input B, weight A, output C^T).
+fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, s: &Shapes) -> Result<()> {
+    use crate::conv::{Conv2dOptions, Conv2dShape};
+    use crate::kernels::conv::class::{conv_class, conv_default};
+    use crate::kernels::conv::{self, View};
+    use crate::layout::MemoryFormat;
+    let nb = s.batch.len();
+    let (m, n, k) = (s.m, s.n, s.k);
+    let o = Conv2dOptions { relu: p.activation == Activation::Relu, ..Default::default() };
+    let count: usize = s.batch.iter().product();
+    for z in 0..count {
+        let mut offs = s.offsets.map(|o| o as isize);
+        let mut rem = z;
+        for d in (0..nb).rev() {
+            let idx = (rem % s.batch[d]) as isize;
+            rem /= s.batch[d];
+            for (i, o) in offs.iter_mut().enumerate() {
+                *o += idx * s.strides[i][d];
+            }
+        }
+        let (sa, sb, sc, so) = (&s.strides[0][nb..], &s.strides[1][nb..], &s.strides[2][nb..], &s.strides[3][nb..]);
+        // Pixels along m (input A^T [1, k, m, 1], weight B^T [n, k]: the addend a bias per
+        // channel n), or, without an addend and with the output's columns unit-stride, along
+        // n (input B [1, k, n, 1], weight A [m, k], output C^T [1, m, n, 1]): then a row-major
+        // product is an NCHW convolution, pixels contiguous in input and output alike.
+        let along_n = p.c.is_none() && so[1] == 1 && n > 1;
+        let (pix, ch, (xs, xo, xb), (ws, wo, wb), (ys0, ys1)) = if along_n {
+            (n, m, ([sb[0], sb[1]], offs[1], p.b.buffer), ([sa[0], sa[1]], offs[0], p.a.buffer), (so[0], so[1]))
+        } else {
+            (m, n, ([sa[1], sa[0]], offs[0], p.a.buffer), ([sb[1], sb[0]], offs[1], p.b.buffer), (so[1], so[0]))
+        };
+        let g = Conv2dShape { n: 1, c: k, h: pix, w: 1, k: ch, kh: 1, kw: 1, oh: pix, ow: 1, format: MemoryFormat::Contiguous };
+        let x = Layout::new(vec![1, k, pix, 1], vec![1, xs[0], xs[1], 1], xo as usize)?;
+        let w = Layout::new(vec![ch, k], vec![ws[0], ws[1]], wo as usize)?;
+        let b = Layout::new(vec![n], vec![sc[1]], offs[2] as usize)?;
+        let y = Layout::new(vec![1, ch, pix, 1], vec![1, ys0, ys1, 1], offs[3] as usize)?;
+        let class = conv_class(&rt.report, &g, &o, &x, &y);
+        let kernel = conv_default(rt.report.device_type, &class, ys0 == 1 && ch > 1);
+        let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
+        conv::record(rt, enc, keep, View { buffer: p.out.buffer, layout: &y }, View { buffer: xb, layout: &x }, View { buffer: wb, layout: &w }, bias, &o, &g, kernel)?;
+    }
+    Ok(())
+}

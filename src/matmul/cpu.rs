@@ -1,0 +1,88 @@
+//! The CPU reference of the matrix products on host tensors: every operand read through its
+//! strides, accumulated in f64, rounded once to f32 and then to the result's type (as a
+//! float32 accumulator rounds).
+
+use crate::dtype::{f32_bits_to_float, DType};
+use crate::error::Result;
+use crate::host::HostTensor;
+use crate::layout::{Layout, MemoryFormat};
+use crate::matmul::{Activation, Matmul, MatmulPlan};
+use crate::strided::{Strided, Token};
+
+/// The elements of `t` seen through `layout`, in logical order, as f64.
+fn values(t: &HostTensor, layout: &Layout) -> Result<Vec<f64>> {
+    let v = t.with_layout(layout.clone(), Token(())).contiguous(MemoryFormat::Contiguous)?;
+    Ok(match v.dtype() {
+        DType::F32 => v.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
+        DType::F16 => v.to_vec::<half::f16>()?.into_iter().map(f64::from).collect(),
+        DType::BF16 => v.to_vec::<half::bf16>()?.into_iter().map(f64::from).collect(),
+        // The plans accept float operands only.
+        t => unreachable!("matmul reference on {t}"),
+    })
+}
+
+/// GELU (erf form) in f64.
+fn gelu(x: f64) -> f64 {
+    0.5 * x * crate::elementwise::cpu::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+}
+
+/// Applies an epilogue to one accumulated value: `act(alpha * acc + beta * c)`.
+pub(crate) fn epilogue(acc: f64, c: Option<f64>, alpha: f64, beta: f64, act: Activation) -> f64 {
+    let v = alpha * acc + c.map_or(0.0, |c| beta * c);
+    match act {
+        Activation::None => v,
+        // As Op::Relu: NaN stays NaN.
+        Activation::Relu => if v > 0.0 || v.is_nan() { v } else { 0.0 },
+        Activation::Gelu => gelu(v),
+    }
+}
+
+/// Computes `plan` on host operands (their storages seen through the plan's layouts) into a new
+/// contiguous tensor of the result's shape.
+pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>) -> Result<HostTensor> {
+    let av = values(a, &plan.a)?;
+    let bv = values(b, &plan.b)?;
+    let cv = match (&plan.c, c) {
+        (Some(l), Some(c)) => Some(values(c, l)?),
+        _ => None,
+    };
+    let (m, n, k) = (plan.m, plan.n, plan.k);
+    let batches: usize = plan.batch.iter().product();
+    let mut bits = Vec::with_capacity(batches * m * n);
+    for z in 0..batches {
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0f64;
+                for p in 0..k {
+                    acc += av[(z * m + i) * k + p] * bv[(z * k + p) * n + j];
+                }
+                let cz = cv.as_ref().map(|c| c[(z * m + i) * n + j]);
+                let v = epilogue(acc, cz, plan.alpha, plan.beta, plan.activation) as f32;
+                bits.push(f32_bits_to_float(plan.dtype, v.to_bits()));
+            }
+        }
+    }
+    let size = plan.dtype.size();
+    let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()[..size].to_vec()).collect();
+    let full: Vec<usize> = plan.batch.iter().copied().chain([m, n]).collect();
+    let t = HostTensor::from_bytes(plan.dtype, bytes, Layout::contiguous(&full)?)?;
+    t.reshape(&plan.out_shape.iter().map(|&s| s as isize).collect::<Vec<_>>())
+}
+
+impl Matmul for HostTensor {
+    /// The CPU reference ([`matmul_cpu`]), written into `out` after every check has passed.
+    fn run_plan(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>, out: Option<&HostTensor>) -> Result<HostTensor> {
+        if let Some(out) = out {
+            let shared = [out.shares_storage(a), out.shares_storage(b), c.is_some_and(|c| out.shares_storage(c))];
+            plan.check_out(out.layout(), out.dtype(), shared)?;
+        }
+        let r = matmul_cpu(plan, a, b, c)?;
+        match out {
+            Some(out) => {
+                out.copy_(&r)?;
+                Ok(out.clone())
+            }
+            None => Ok(r),
+        }
+    }
+}

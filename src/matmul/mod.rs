@@ -1,0 +1,323 @@
+//! Matrix products: `matmul`, `mm`, `bmm`, `linear` and `addmm` with PyTorch's shape rules
+//! (host values only: shapes, dtypes and the plan every implementation executes), and the CPU
+//! reference (`cpu`, on host tensors).
+//!
+//! Every form reduces to one [`MatmulPlan`]: a batch of products `A [batch.., m, k] @
+//! B [batch.., k, n]`, each operand a strided view (batch strides may be 0: broadcast; the last
+//! two dims in either order, negative steps included), followed by an epilogue
+//! `act(alpha * (A @ B) + beta * C)` where `C` is the bias of `linear` or the input of
+//! `addmm`, broadcast to `[batch.., m, n]` (with `beta == 0` it is not read). Operands are
+//! float32, float16 or bfloat16, all of one type; the result has that type and is accumulated
+//! in float32 on the device and float64 in the reference.
+
+mod cpu;
+
+pub use cpu::matmul_cpu;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, Overlap};
+
+/// An activation applied to the product after bias and scaling (the fused epilogue).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Activation {
+    /// None.
+    #[default]
+    None,
+    /// `relu`: x where x > 0, NaN stays NaN, 0 elsewhere.
+    Relu,
+    /// `gelu`, the erf form (`approximate="none"`).
+    Gelu,
+}
+
+impl Activation {
+    /// The activation's code in the kernels' uniforms (0 none, 1 relu, 2 gelu).
+    pub fn code(self) -> u32 {
+        match self {
+            Activation::None => 0,
+            Activation::Relu => 1,
+            Activation::Gelu => 2,
+        }
+    }
+}
+
+/// One checked matrix product: `act(alpha * (a @ b) + beta * c)` over a batch, with every
+/// operand seen as a view of its storage of the batched shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatmulPlan {
+    /// The op the plan was made for (named in errors).
+    pub op: &'static str,
+    /// The operands' and the result's element type.
+    pub dtype: DType,
+    /// The broadcast batch shape (may be empty).
+    pub batch: Vec<usize>,
+    /// Rows of the product.
+    pub m: usize,
+    /// Columns of the product.
+    pub n: usize,
+    /// The inner (reduced) size.
+    pub k: usize,
+    /// The left operand as `[batch.., m, k]` (broadcast batch dims have stride 0).
+    pub a: Layout,
+    /// The right operand as `[batch.., k, n]`.
+    pub b: Layout,
+    /// The addend (bias or addmm's input) as `[batch.., m, n]`; `None` when there is none or
+    /// `beta == 0`.
+    pub c: Option<Layout>,
+    /// The product's scale.
+    pub alpha: f64,
+    /// The addend's scale.
+    pub beta: f64,
+    /// The activation applied last.
+    pub activation: Activation,
+    /// The result's shape (PyTorch's: the dims added for 1-d operands removed).
+    pub out_shape: Vec<usize>,
+    /// Whether the left (`.0`) and right (`.1`) operands were 1-d (their added dim is removed
+    /// from the result).
+    pub promoted: (bool, bool),
+}
+
+impl MatmulPlan {
+    /// Multiply-adds counted as 2 flops: 2 * batch * m * n * k.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.batch.iter().product::<usize>() as f64 * (self.m * self.n * self.k) as f64
+    }
+
+    /// `out` (of the result's shape) seen as `[batch.., m, n]`: the dims removed for 1-d
+    /// operands put back as size-1 dims.
+    pub fn out_view(&self, out: &Layout) -> Result<Layout> {
+        let r = self.batch.len() as isize;
+        let mut l = out.clone();
+        if self.promoted.0 {
+            l = l.unsqueeze(r)?;
+        }
+        if self.promoted.1 {
+            l = l.unsqueeze(r + 1)?;
+        }
+        Ok(l)
+    }
+
+    /// The plan with `act`, applied after the bias and scaling.
+    pub fn with_activation(mut self, act: Activation) -> Self {
+        self.activation = act;
+        self
+    }
+
+    /// Checks an `out=` destination: its dtype and shape are the result's, it does not overlap
+    /// itself, nor an operand in the same storage (`shared`: whether a, b and c share out's
+    /// storage). Returns `out` seen as `[batch.., m, n]`.
+    pub fn check_out(&self, out: &Layout, dtype: DType, shared: [bool; 3]) -> Result<Layout> {
+        if out.shape() != self.out_shape.as_slice() || dtype != self.dtype {
+            return Err(Error::invalid(self.op, format!("out must be {} of shape {:?}, got {dtype} of shape {:?}", self.dtype, self.out_shape, out.shape())));
+        }
+        if out.has_internal_overlap() {
+            return Err(Error::Overlap { op: self.op, detail: format!("out (shape {:?}, strides {:?}) overlaps itself", out.shape(), out.strides()) });
+        }
+        let view = self.out_view(out)?;
+        for (name, t, s) in [("left operand", Some(&self.a), shared[0]), ("right operand", Some(&self.b), shared[1]), ("addend", self.c.as_ref(), shared[2])] {
+            if let (Some(t), true) = (t, s) {
+                if view.overlap(t) != Overlap::Disjoint {
+                    return Err(Error::Overlap { op: self.op, detail: format!("out (shape {:?}, strides {:?}) overlaps the {name} (strides {:?})", out.shape(), out.strides(), t.strides()) });
+                }
+            }
+        }
+        Ok(view)
+    }
+}
+
+/// The element type of operands `dtypes` (all must agree and be float32, float16 or bfloat16).
+fn common_dtype(op: &'static str, dtypes: &[DType]) -> Result<DType> {
+    let t = dtypes[0];
+    if let Some(&u) = dtypes.iter().find(|&&u| u != t) {
+        return Err(Error::DType { op, got: format!("{t} and {u}"), expected: "operands of one element type".into() });
+    }
+    if !t.is_float() {
+        return Err(Error::unsupported(op, format!("matrix products are implemented for float32, float16 and bfloat16 operands, got {t}")));
+    }
+    Ok(t)
+}
+
+/// `torch.matmul(a, b)`: 1-d x 1-d is a dot product, a 1-d operand is promoted to a matrix
+/// (`[1, k]` on the left, `[k, 1]` on the right) and the added dim removed from the result,
+/// batch dims broadcast.
+pub fn matmul_plan(a: &Layout, b: &Layout, dtypes: [DType; 2]) -> Result<MatmulPlan> {
+    plan("matmul", a, b, dtypes)
+}
+
+fn plan(op: &'static str, a: &Layout, b: &Layout, dtypes: [DType; 2]) -> Result<MatmulPlan> {
+    let dtype = common_dtype(op, &dtypes)?;
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(Error::invalid(op, format!("both arguments must be at least 1-d, got shapes {:?} and {:?}", a.shape(), b.shape())));
+    }
+    let promoted = (a.rank() == 1, b.rank() == 1);
+    let a2 = if promoted.0 { a.unsqueeze(0)? } else { a.clone() };
+    let b2 = if promoted.1 { b.unsqueeze(1)? } else { b.clone() };
+    let (ra, rb) = (a2.rank(), b2.rank());
+    let (m, ka) = (a2.shape()[ra - 2], a2.shape()[ra - 1]);
+    let (kb, n) = (b2.shape()[rb - 2], b2.shape()[rb - 1]);
+    if ka != kb {
+        return Err(Error::invalid(op, format!("the shapes {:?} and {:?} cannot be multiplied: inner sizes {ka} and {kb} differ", a.shape(), b.shape())));
+    }
+    let batch = broadcast(op, &a2.shape()[..ra - 2], &b2.shape()[..rb - 2])?;
+    let with = |s: &[usize], x: usize, y: usize| -> Vec<usize> { s.iter().copied().chain([x, y]).collect() };
+    let a3 = a2.broadcast_to(&with(&batch, m, ka))?;
+    let b3 = b2.broadcast_to(&with(&batch, ka, n))?;
+    let mut out_shape = batch.clone();
+    if !promoted.0 {
+        out_shape.push(m);
+    }
+    if !promoted.1 {
+        out_shape.push(n);
+    }
+    Ok(MatmulPlan { op, dtype, batch, m, n, k: ka, a: a3, b: b3, c: None, alpha: 1.0, beta: 1.0, activation: Activation::None, out_shape, promoted })
+}
+
+/// The broadcast of two batch shapes, PyTorch's rule (aligned from the right, sizes equal or 1).
+fn broadcast(op: &'static str, x: &[usize], y: &[usize]) -> Result<Vec<usize>> {
+    let r = x.len().max(y.len());
+    let at = |s: &[usize], i: usize| if i + s.len() >= r { s[i + s.len() - r] } else { 1 };
+    (0..r)
+        .map(|i| match (at(x, i), at(y, i)) {
+            (p, q) if p == q || q == 1 => Ok(p),
+            (1, q) => Ok(q),
+            (p, q) => Err(Error::invalid(op, format!("the batch dims {x:?} and {y:?} do not broadcast: at batch dim {i}, {p} and {q}"))),
+        })
+        .collect()
+}
+
+/// `torch.mm(a, b)`: both 2-d.
+pub fn mm_plan(a: &Layout, b: &Layout, dtypes: [DType; 2]) -> Result<MatmulPlan> {
+    if a.rank() != 2 || b.rank() != 2 {
+        return Err(Error::invalid("mm", format!("both operands must be 2-d, got shapes {:?} and {:?}", a.shape(), b.shape())));
+    }
+    plan("mm", a, b, dtypes)
+}
+
+/// `torch.bmm(a, b)`: both 3-d with the same batch size (no broadcast).
+pub fn bmm_plan(a: &Layout, b: &Layout, dtypes: [DType; 2]) -> Result<MatmulPlan> {
+    if a.rank() != 3 || b.rank() != 3 || a.shape()[0] != b.shape()[0] {
+        return Err(Error::invalid("bmm", format!("both operands must be 3-d with the same batch size, got shapes {:?} and {:?}", a.shape(), b.shape())));
+    }
+    plan("bmm", a, b, dtypes)
+}
+
+/// `torch.nn.functional.linear(x, weight, bias)`: `x @ weight.T + bias`, `weight` `[out, in]`
+/// (or 1-d `[in]`), `x` of any leading dims, `bias` broadcastable to the result (usually `[out]`).
+pub fn linear_plan(x: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3]) -> Result<MatmulPlan> {
+    let op = "linear";
+    let ds: Vec<DType> = dtypes.iter().flatten().copied().collect();
+    common_dtype(op, &ds)?;
+    if weight.rank() > 2 || weight.rank() == 0 {
+        return Err(Error::invalid(op, format!("weight must be [out, in] or [in], got shape {:?}", weight.shape())));
+    }
+    let wt = if weight.rank() == 2 { weight.transpose(0, 1)? } else { weight.clone() };
+    let mut p = plan(op, x, &wt, [ds[0], ds[1]])?;
+    if let Some(bias) = bias {
+        p.c = Some(addend(&p, bias, &p.out_shape.clone())?);
+    }
+    Ok(p)
+}
+
+/// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha)`: `beta * input + alpha * (mat1 @
+/// mat2)`, `input` broadcastable to `[m, n]`; with `beta == 0` the input is not read (NaN in it
+/// does not propagate).
+pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f64, dtypes: [DType; 3]) -> Result<MatmulPlan> {
+    let op = "addmm";
+    common_dtype(op, &dtypes)?;
+    if m1.rank() != 2 || m2.rank() != 2 {
+        return Err(Error::invalid(op, format!("mat1 and mat2 must be 2-d, got shapes {:?} and {:?}", m1.shape(), m2.shape())));
+    }
+    let mut p = plan(op, m1, m2, [dtypes[1], dtypes[2]])?;
+    let c = addend(&p, input, &[p.m, p.n])?;
+    p.c = (beta != 0.0).then_some(c);
+    p.alpha = alpha;
+    p.beta = beta;
+    Ok(p)
+}
+
+/// The addend `t` broadcast to the result's shape `to`, seen as `[batch.., m, n]`.
+fn addend(p: &MatmulPlan, t: &Layout, to: &[usize]) -> Result<Layout> {
+    let what = if p.op == "linear" { "bias" } else { "input" };
+    let b = t.broadcast_to(to).map_err(|_| Error::invalid(p.op, format!("the {what} of shape {:?} does not broadcast to the result's shape {to:?}", t.shape())))?;
+    p.out_view(&b)
+}
+
+/// The matrix products as methods, on host and device tensors alike, with PyTorch's names,
+/// shape rules and `out=` forms. On a [`HostTensor`](crate::HostTensor) they compute the CPU
+/// reference ([`matmul_cpu`]); on a [`DeviceTensor`](crate::DeviceTensor) they run the device
+/// kernels. Operands are float32, float16 or bfloat16, all of one type (two types:
+/// [`Error::DType`]; integer operands: [`Error::Unsupported`]); the result has that type.
+/// An `out` must have the result's type and shape and must not overlap itself or an operand
+/// ([`Error::Overlap`]); on any error nothing is written.
+///
+/// ```
+/// use strided_wgpu::{HostTensor, Matmul, Strided};
+/// let a = HostTensor::from_vec((0..6).map(|i| i as f32).collect(), &[2, 3])?;
+/// let w = HostTensor::from_vec((0..12).map(|i| i as f32).collect(), &[4, 3])?;
+/// // A transposed view is read in place.
+/// let y = a.matmul(&w.transpose(0, 1)?)?;
+/// assert_eq!(y.shape(), &[2, 4]);
+/// assert_eq!(a.linear(&w, None)?.to_vec::<f32>()?, y.to_vec::<f32>()?);
+/// # Ok::<(), strided_wgpu::Error>(())
+/// ```
+pub trait Matmul: crate::Strided {
+    /// Executes a checked plan: `a`, `b` and `c` give the storages the plan's layouts view;
+    /// into `out` when given (checked here), else into a new contiguous tensor.
+    #[doc(hidden)]
+    fn run_plan(plan: &MatmulPlan, a: &Self, b: &Self, c: Option<&Self>, out: Option<&Self>) -> Result<Self>;
+
+    /// `torch.matmul(self, other)`: 1-d x 1-d is a dot product (a 0-d result), 1-d operands are
+    /// promoted and the added dim removed, batch dims broadcast (`[3, 1, m, k] @ [1, 2, k, n]`
+    /// is `[3, 2, m, n]`).
+    fn matmul(&self, other: &Self) -> Result<Self> {
+        Self::run_plan(&matmul_plan(self.layout(), other.layout(), [self.dtype(), other.dtype()])?, self, other, None, None)
+    }
+    /// [`matmul`](Matmul::matmul) into `out`.
+    fn matmul_out(&self, other: &Self, out: &Self) -> Result<()> {
+        Self::run_plan(&matmul_plan(self.layout(), other.layout(), [self.dtype(), other.dtype()])?, self, other, None, Some(out)).map(drop)
+    }
+    /// `torch.mm(self, other)`: both 2-d.
+    fn mm(&self, other: &Self) -> Result<Self> {
+        Self::run_plan(&mm_plan(self.layout(), other.layout(), [self.dtype(), other.dtype()])?, self, other, None, None)
+    }
+    /// [`mm`](Matmul::mm) into `out`.
+    fn mm_out(&self, other: &Self, out: &Self) -> Result<()> {
+        Self::run_plan(&mm_plan(self.layout(), other.layout(), [self.dtype(), other.dtype()])?, self, other, None, Some(out)).map(drop)
+    }
+    /// `torch.bmm(self, other)`: both 3-d with the same batch size.
+    fn bmm(&self, other: &Self) -> Result<Self> {
+        Self::run_plan(&bmm_plan(self.layout(), other.layout(), [self.dtype(), other.dtype()])?, self, other, None, None)
+    }
+    /// [`bmm`](Matmul::bmm) into `out`.
+    fn bmm_out(&self, other: &Self, out: &Self) -> Result<()> {
+        Self::run_plan(&bmm_plan(self.layout(), other.layout(), [self.dtype(), other.dtype()])?, self, other, None, Some(out)).map(drop)
+    }
+    /// `torch.nn.functional.linear(self, weight, bias)`: `self @ weight.T + bias`, `weight`
+    /// `[out, in]` in any strides, `self` `[.., in]`, `bias` `[out]` (or broadcastable to the
+    /// result).
+    fn linear(&self, weight: &Self, bias: Option<&Self>) -> Result<Self> {
+        self.linear_act(weight, bias, Activation::None)
+    }
+    /// [`linear`](Matmul::linear) into `out`.
+    fn linear_out(&self, weight: &Self, bias: Option<&Self>, out: &Self) -> Result<()> {
+        let p = linear_plan(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
+        Self::run_plan(&p, self, weight, bias, Some(out)).map(drop)
+    }
+    /// `act(linear(self, weight, bias))` in one pass: the activation fused into the product's
+    /// epilogue (`F.relu(F.linear(..))`, `F.gelu(F.linear(..))`).
+    fn linear_act(&self, weight: &Self, bias: Option<&Self>, act: Activation) -> Result<Self> {
+        let p = linear_plan(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
+        Self::run_plan(&p.with_activation(act), self, weight, bias, None)
+    }
+    /// `torch.addmm(self, mat1, mat2, beta=beta, alpha=alpha)`: `beta * self + alpha * (mat1 @
+    /// mat2)`, `self` broadcastable to `[m, n]`; with `beta == 0` `self` is not read.
+    fn addmm(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64) -> Result<Self> {
+        let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
+        Self::run_plan(&p, mat1, mat2, Some(self), None)
+    }
+    /// [`addmm`](Matmul::addmm) into `out`.
+    fn addmm_out(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64, out: &Self) -> Result<()> {
+        let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
+        Self::run_plan(&p, mat1, mat2, Some(self), Some(out)).map(drop)
+    }
+}

@@ -1,0 +1,329 @@
+//! The matrix products on every adapter, in lockstep with the CPU reference: random shapes (m,
+//! n, k not multiples of the 64 x 64 tile, k = 1, 1 x 1 outputs), transposed, sliced,
+//! negative-step and broadcast (batch stride 0) operands, f32/f16/bf16, every kernel (the tiled
+//! GEMM, the matrix-vector kernel with 1 and 16 lanes per row), bias, alpha/beta, ReLU/GELU, out=
+//! views; more than 65,535 workgroups; operands over one binding (split into batch ranges, or
+//! an Error::Limit); bad input a typed error on the device as on the host.
+
+mod common;
+
+use common::gpu::{contexts, limited, name};
+use common::rng::Rng;
+use strided_wgpu::advanced::{addmm_plan, linear_plan, matmul_plan, MatmulKernel, MatmulPlan};
+use strided_wgpu::matmul::matmul_cpu;
+use strided_wgpu::{Activation, DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, Matmul, MemoryFormat, Strided};
+
+/// A random host tensor of `shape` (values k/8, exact in every float type), as `dtype`.
+fn rand(rng: &mut Rng, shape: &[usize], dtype: DType) -> HostTensor {
+    let n: usize = shape.iter().product();
+    HostTensor::from_vec((0..n).map(|_| (rng.below(33) as f32 - 16.0) / 8.0).collect(), shape).unwrap().to(dtype).unwrap()
+}
+
+fn f64s(t: &HostTensor) -> Vec<f64> {
+    let t = t.to(DType::F32).unwrap();
+    t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
+}
+
+/// Compares a device result with the reference of `plan` within f32 accumulation's bound,
+/// scaled per element by |alpha| |A| @ |B| + |beta| |C| (plus one unit in the last place of a
+/// 16-bit result).
+fn compare(what: &str, plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>, got: &HostTensor) {
+    compare_abs(what, plan, [a, b], c, None, got)
+}
+
+/// [`compare`] with the operands' absolute values given (`abs_ops`, seen through the same
+/// views as the operands), or made here where the operands are contiguous (`None`).
+fn compare_abs(what: &str, plan: &MatmulPlan, [a, b]: [&HostTensor; 2], c: Option<&HostTensor>, abs_ops: Option<&[HostTensor]>, got: &HostTensor) {
+    let want = matmul_cpu(plan, a, b, c).unwrap();
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let abs = |t: &HostTensor| t.to(DType::F32).unwrap().abs().unwrap().to(t.dtype()).unwrap();
+    let mut sp = plan.clone();
+    sp.alpha = plan.alpha.abs();
+    sp.beta = plan.beta.abs();
+    sp.activation = Activation::None;
+    let scale = match abs_ops {
+        Some(t) => matmul_cpu(&sp, &t[0], &t[1], t.get(2)),
+        // Contiguous operands: their absolute values have the same layouts.
+        None => matmul_cpu(&sp, &abs(a), &abs(b), c.map(abs).as_ref()),
+    };
+    let scale = f64s(&scale.unwrap());
+    let ulp = match plan.dtype {
+        DType::F16 => 1.0 / 1024.0,
+        DType::BF16 => 1.0 / 128.0,
+        _ => 0.0,
+    };
+    for (i, ((g, w), s)) in f64s(got).iter().zip(f64s(&want)).zip(scale).enumerate() {
+        let tol = 1e-5 * s + 1e-6 + ulp * w.abs();
+        assert!((g - w).abs() <= tol || (g.is_nan() && w.is_nan()), "{what}: element {i}: got {g}, want {w} (tol {tol})");
+    }
+}
+
+/// One random case: operands built on the host and uploaded, seen through the same views on
+/// both sides.
+struct Case {
+    plan: MatmulPlan,
+    host: Vec<HostTensor>,
+    /// The host operands' absolute values, through the same views.
+    abs: Vec<HostTensor>,
+    dev: Vec<DeviceTensor>,
+}
+
+/// A random view of a fresh `[.., rows, cols]` operand: stored transposed half of the time, a
+/// step-2 slice or a flip of a dim now and then.
+fn operand(rng: &mut Rng, ctx: &GpuContext, shape: &[usize], dtype: DType) -> (HostTensor, HostTensor, DeviceTensor) {
+    let r = shape.len();
+    let transposed = r >= 2 && rng.below(2) == 0;
+    let mut base_shape = shape.to_vec();
+    if transposed {
+        base_shape.swap(r - 1, r - 2);
+    }
+    let sliced = rng.below(4) == 0;
+    if sliced {
+        base_shape[r - 1] *= 2;
+    }
+    let h = rand(rng, &base_shape, dtype);
+    let d = DeviceTensor::upload(ctx, &h).unwrap();
+    let flip = rng.below(4) == 0;
+    let habs = h.to(DType::F32).unwrap().abs().unwrap().to(dtype).unwrap();
+    let view = |t: &HostTensor| -> HostTensor { view_of(t, sliced, transposed, flip, base_shape[r - 1]) };
+    let dv = {
+        let mut d = d;
+        if sliced {
+            d = d.slice(-1, 0, base_shape[r - 1] as isize, 2).unwrap();
+        }
+        if transposed {
+            d = d.transpose(-1, -2).unwrap();
+        }
+        if flip {
+            d = d.flip(0).unwrap();
+        }
+        d
+    };
+    (view(&h), view(&habs), dv)
+}
+
+fn view_of(t: &HostTensor, sliced: bool, transposed: bool, flip: bool, last: usize) -> HostTensor {
+    let mut h = t.clone();
+    if sliced {
+        h = h.slice(-1, 0, last as isize, 2).unwrap();
+    }
+    if transposed {
+        h = h.transpose(-1, -2).unwrap();
+    }
+    if flip {
+        h = h.flip(0).unwrap();
+    }
+    h
+}
+
+fn random_case(rng: &mut Rng, ctx: &GpuContext, dtype: DType) -> Case {
+    let dim = |rng: &mut Rng| match rng.below(5) {
+        0 => 1,
+        1 => 64 + rng.below(80),
+        _ => 1 + rng.below(40),
+    };
+    let (m, n, k) = (dim(rng), dim(rng), if rng.below(6) == 0 { 1 } else { dim(rng) });
+    match rng.below(3) {
+        // matmul with broadcast batch dims: [b0, 1, m, k] @ [b1, k, n] (or unbatched).
+        0 => {
+            let (b0, b1) = (1 + rng.below(3), 1 + rng.below(3));
+            let (ha, aa, da) = operand(rng, ctx, &[b0, 1, m, k], dtype);
+            let (hb, ab, db) = operand(rng, ctx, &[b1, k, n], dtype);
+            let plan = matmul_plan(ha.layout(), hb.layout(), [dtype, dtype]).unwrap();
+            Case { plan, host: vec![ha, hb], abs: vec![aa, ab], dev: vec![da, db] }
+        }
+        // linear over [b, m, in] with a bias and maybe an activation.
+        1 => {
+            let b = 1 + rng.below(3);
+            let (hx, ax, dx) = operand(rng, ctx, &[b, m, k], dtype);
+            let (hw, aw, dw) = operand(rng, ctx, &[n, k], dtype);
+            let hb = rand(rng, &[n], dtype);
+            let ab = hb.to(DType::F32).unwrap().abs().unwrap().to(dtype).unwrap();
+            let db = DeviceTensor::upload(ctx, &hb).unwrap();
+            let act = [Activation::None, Activation::Relu, Activation::Gelu][rng.below(3)];
+            let plan = linear_plan(hx.layout(), hw.layout(), Some(hb.layout()), [Some(dtype); 3]).unwrap().with_activation(act);
+            Case { plan, host: vec![hx, hw, hb], abs: vec![ax, aw, ab], dev: vec![dx, dw, db] }
+        }
+        // addmm with an input broadcast from [1, n] or [m, n], beta 0 now and then.
+        _ => {
+            let (h1, a1, d1) = operand(rng, ctx, &[m, k], dtype);
+            let (h2, a2, d2) = operand(rng, ctx, &[k, n], dtype);
+            let ishape = if rng.below(2) == 0 { vec![1, n] } else { vec![m, n] };
+            let (hi, ai, di) = operand(rng, ctx, &ishape, dtype);
+            let (beta, alpha) = ([0.0, 0.5, 1.0][rng.below(3)], [1.0, -0.5, 2.0][rng.below(3)]);
+            let plan = addmm_plan(hi.layout(), h1.layout(), h2.layout(), beta, alpha, [dtype; 3]).unwrap();
+            Case { plan, host: vec![h1, h2, hi], abs: vec![a1, a2, ai], dev: vec![d1, d2, di] }
+        }
+    }
+}
+
+/// Runs a case's plan on the device through `kernel` into a fresh `out` (a transposed view
+/// half of the time): the result downloaded.
+fn run_device(ctx: &GpuContext, rng: &mut Rng, case: &Case, kernel: MatmulKernel) -> Result<HostTensor, Error> {
+    let p = &case.plan;
+    let shape = &p.out_shape;
+    let out = if shape.len() >= 2 && rng.below(2) == 0 {
+        let mut s = shape.clone();
+        let r = s.len();
+        s.swap(r - 1, r - 2);
+        DeviceTensor::empty(ctx, &s, p.dtype, MemoryFormat::Contiguous)?.transpose(-1, -2)?
+    } else {
+        DeviceTensor::empty(ctx, shape, p.dtype, MemoryFormat::Contiguous)?
+    };
+    let mut batch = ctx.batch();
+    let d = &case.dev;
+    batch.run_plan_with(p, &d[0], &d[1], d.get(2), &out, kernel)?;
+    batch.submit_and_wait()?;
+    out.download()
+}
+
+#[test]
+fn random_products_match_the_reference_on_every_kernel() {
+    for ctx in contexts() {
+        let mut rng = Rng(11);
+        let mut counts = [0usize; 4];
+        for i in 0..60 {
+            let dtype = [DType::F32, DType::F16, DType::BF16][i % 3];
+            let case = random_case(&mut rng, ctx, dtype);
+            let hc = case.host.get(2);
+            for (ki, kernel) in MatmulKernel::ALL.into_iter().enumerate() {
+                if kernel.eligible(case.plan.m, case.plan.n).is_err() && kernel != MatmulKernel::Gemm {
+                    continue;
+                }
+                let what = format!("{} case {i} {kernel:?} {dtype} m={} n={} k={} batch={:?} op={}", name(ctx), case.plan.m, case.plan.n, case.plan.k, case.plan.batch, case.plan.op);
+                match run_device(ctx, &mut rng, &case, kernel) {
+                    Ok(got) => {
+                        compare_abs(&what, &case.plan, [&case.host[0], &case.host[1]], hc, Some(&case.abs), &got);
+                        counts[ki] += 1;
+                    }
+                    // A batch folded into the rows can make a 1-row product a matrix one.
+                    Err(Error::Unsupported { .. }) if kernel != MatmulKernel::Gemm => {}
+                    Err(e) => panic!("{what}: {e}"),
+                }
+            }
+        }
+        // The Conv1x1 route is a CPU-adapter kernel.
+        let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
+        assert!(counts.iter().enumerate().all(|(i, &c)| c > 0 || (i == 3 && !cpu)), "{}: every kernel ran: {counts:?}", name(ctx));
+    }
+}
+
+#[test]
+fn trait_forms_agree_with_the_host() {
+    for ctx in contexts() {
+        let mut rng = Rng(12);
+        let a = rand(&mut rng, &[3, 5, 7], DType::F32);
+        let b = rand(&mut rng, &[7, 4], DType::F32);
+        let v = rand(&mut rng, &[7], DType::F32);
+        let (da, db, dv) = (DeviceTensor::upload(ctx, &a).unwrap(), DeviceTensor::upload(ctx, &b).unwrap(), DeviceTensor::upload(ctx, &v).unwrap());
+        let same = |d: DeviceTensor, h: HostTensor| {
+            let p = d.download().unwrap();
+            assert_eq!(p.shape(), h.shape());
+            for (g, w) in f64s(&p).iter().zip(f64s(&h)) {
+                assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "got {g}, want {w}");
+            }
+        };
+        same(da.matmul(&db).unwrap(), a.matmul(&b).unwrap());
+        same(da.matmul(&dv).unwrap(), a.matmul(&v).unwrap());
+        same(dv.matmul(&dv).unwrap(), v.matmul(&v).unwrap());
+        same(dv.matmul(&db).unwrap(), v.matmul(&b).unwrap());
+        same(da.bmm(&da.transpose(1, 2).unwrap()).unwrap(), a.bmm(&a.transpose(1, 2).unwrap()).unwrap());
+        // Matrix-vector products whose matrix rows move as vec4 words (float32, unit stride
+        // along k, 4-aligned), with a k that is no multiple of 4 (the tail) and one that is.
+        for k in [66, 64] {
+            let w = rand(&mut rng, &[48, k], DType::F32);
+            let x = rand(&mut rng, &[1, k], DType::F32);
+            let (dw, dx) = (DeviceTensor::upload(ctx, &w).unwrap(), DeviceTensor::upload(ctx, &x).unwrap());
+            same(dx.matmul(&dw.transpose(0, 1).unwrap()).unwrap(), x.matmul(&w.transpose(0, 1).unwrap()).unwrap());
+            same(dw.matmul(&dx.transpose(0, 1).unwrap()).unwrap(), w.matmul(&x.transpose(0, 1).unwrap()).unwrap());
+            same(dx.linear(&dw, None).unwrap(), x.linear(&w, None).unwrap());
+        }
+        let w = b.transpose(0, 1).unwrap();
+        let dw = db.transpose(0, 1).unwrap();
+        same(da.linear(&dw, None).unwrap(), a.linear(&w, None).unwrap());
+        let nan = HostTensor::from_vec(vec![f32::NAN; 20], &[5, 4]).unwrap();
+        let dnan = DeviceTensor::upload(ctx, &nan).unwrap();
+        let a0 = a.select(0, 0).unwrap();
+        let da0 = da.select(0, 0).unwrap();
+        same(dnan.addmm(&da0, &db, 0.0, 1.5).unwrap(), nan.addmm(&a0, &b, 0.0, 1.5).unwrap());
+        // Bad input: typed errors, nothing written.
+        let out = DeviceTensor::from_slice(ctx, &[9f32; 20], &[5, 4]).unwrap();
+        assert!(matches!(da0.matmul(&da0), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(da0.matmul(&db.to(DType::F16).unwrap()), Err(Error::DType { .. })));
+        assert!(matches!(da0.to(DType::I32).unwrap().matmul(&db.to(DType::I32).unwrap()), Err(Error::Unsupported { .. })));
+        assert!(matches!(da0.matmul_out(&db, &out.expand(&[5, 4]).unwrap().transpose(0, 1).unwrap()), Err(Error::InvalidArgument { .. })));
+        let store = DeviceTensor::from_slice(ctx, &[9f32; 40], &[5, 8]).unwrap();
+        let (left, right) = (store.narrow(1, 0, 7).unwrap(), store.narrow(1, 3, 4).unwrap());
+        assert!(matches!(left.matmul_out(&db, &right), Err(Error::Overlap { .. })));
+        assert_eq!(store.download().unwrap().to_vec::<f32>().unwrap(), vec![9.0; 40]);
+        // A disjoint view of the operand's buffer is fine (read from a copy).
+        let store = DeviceTensor::zeros(ctx, &[5, 11], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let (left, right) = (store.narrow(1, 0, 7).unwrap(), store.narrow(1, 7, 4).unwrap());
+        left.copy_(&da0).unwrap();
+        left.matmul_out(&db, &right).unwrap();
+        same(right, a0.matmul(&b).unwrap());
+    }
+}
+
+#[test]
+fn many_workgroups_and_split_bindings() {
+    for ctx in contexts() {
+        let mut rng = Rng(13);
+        // 70,000 products: more workgroups than one grid dimension holds, on both kernels.
+        let a = rand(&mut rng, &[70_000, 1, 3], DType::F32);
+        let b = rand(&mut rng, &[70_000, 3, 2], DType::F32);
+        let (da, db) = (DeviceTensor::upload(ctx, &a).unwrap(), DeviceTensor::upload(ctx, &b).unwrap());
+        let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+        for kernel in [MatmulKernel::Gemm, MatmulKernel::Vec1] {
+            let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+            let mut batch = ctx.batch();
+            batch.run_plan_with(&plan, &da, &db, None, &out, kernel).unwrap();
+            batch.submit_and_wait().unwrap();
+            compare(&format!("{} 70000 batches {kernel:?}", name(ctx)), &plan, &a, &b, None, &out.download().unwrap());
+        }
+        // A device whose bindings hold 64 KiB: a batch of 16 KiB matrices splits into ranges; a
+        // single 128 KiB matrix is an Error::Limit.
+        let small = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
+        let a = rand(&mut rng, &[12, 64, 64], DType::F32);
+        let b = rand(&mut rng, &[12, 64, 64], DType::F32).transpose(1, 2).unwrap();
+        let (da, db) = (DeviceTensor::upload(&small, &a).unwrap(), DeviceTensor::upload(&small, &b.contiguous(MemoryFormat::Contiguous).unwrap()).unwrap());
+        let got = da.bmm(&db).unwrap().download().unwrap();
+        let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+        compare(&format!("{} split bindings", name(&small)), &plan, &a, &b, None, &got);
+        let big = DeviceTensor::zeros(&small, &[128, 256], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let r = big.matmul(&DeviceTensor::zeros(&small, &[256, 2], DType::F32, MemoryFormat::Contiguous).unwrap());
+        assert!(matches!(r, Err(Error::Limit { .. })), "{r:?}");
+    }
+}
+
+#[test]
+fn tuning_measures_only_when_asked() {
+    for shared in contexts() {
+        // A context of its own: the policy and the kept choices are the context's.
+        let own = limited(shared, |l| l);
+        let ctx = &own;
+        let mut rng = Rng(14);
+        let a = DeviceTensor::upload(ctx, &rand(&mut rng, &[1, 96], DType::F32)).unwrap();
+        let b = DeviceTensor::upload(ctx, &rand(&mut rng, &[96, 80], DType::F32)).unwrap();
+        // The default policy: a call runs the default kernel and keeps nothing.
+        let default = ctx.matmul_default(&a, &b).unwrap();
+        assert_eq!(ctx.matmul_choice_of(&a, &b).unwrap(), default);
+        a.matmul(&b).unwrap();
+        assert!(ctx.tuned_matmul_choices().is_empty(), "{}: a call measured under the default policy", name(ctx));
+        // Asked to, the tuner measures the class's candidates once and keeps one of them.
+        assert!(ctx.tune_matmul(&a, &b).unwrap());
+        assert!(!ctx.tune_matmul(&a, &b).unwrap(), "a tuned class measures again");
+        let kept = ctx.tuned_matmul_choices();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].0.kernels.contains(&kept[0].1));
+        assert_eq!(ctx.matmul_choice_of(&a, &b).unwrap(), kept[0].1);
+        // Under OnFirstCall the first call of a new class measures.
+        ctx.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+        let c = DeviceTensor::upload(ctx, &rand(&mut rng, &[40, 1], DType::F32)).unwrap();
+        let bt = DeviceTensor::upload(ctx, &rand(&mut rng, &[7, 40], DType::F32)).unwrap();
+        bt.matmul(&c).unwrap();
+        ctx.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
+        assert_eq!(ctx.tuned_matmul_choices().len(), 2, "{}: the first call did not measure", name(ctx));
+    }
+}

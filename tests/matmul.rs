@@ -1,0 +1,158 @@
+//! The matrix products on host tensors: PyTorch's shape rules (dot, 1-d promotion and removal,
+//! batch broadcast, mm, bmm, linear, addmm), checked against a plain triple loop written here
+//! over each operand's logical values, the fused activations, and every bad input a typed error
+//! that writes nothing.
+
+mod common;
+
+use common::rng::Rng;
+use strided_wgpu::{Activation, DType, Elementwise, Error, HostTensor, Matmul, MemoryFormat, Strided};
+
+fn rand(rng: &mut Rng, shape: &[usize]) -> HostTensor {
+    let n: usize = shape.iter().product();
+    HostTensor::from_vec((0..n).map(|_| (rng.below(33) as f32 - 16.0) / 8.0).collect(), shape).unwrap()
+}
+
+/// `a @ b` of two 2-d host tensors by a triple loop over their logical values.
+fn naive(a: &HostTensor, b: &HostTensor) -> Vec<f32> {
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let (av, bv) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            out[i * n + j] = (0..k).map(|p| av[i * k + p] as f64 * bv[p * n + j] as f64).sum::<f64>() as f32;
+        }
+    }
+    out
+}
+
+fn close(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "element {i}: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn shape_rules_follow_pytorch() {
+    let mut rng = Rng(1);
+    let (m, k, n) = (3, 5, 4);
+    let a = rand(&mut rng, &[m, k]);
+    let b = rand(&mut rng, &[k, n]);
+    let v = rand(&mut rng, &[k]);
+    // 2-d x 2-d, and mm.
+    close(&a.matmul(&b).unwrap().to_vec().unwrap(), &naive(&a, &b));
+    assert_eq!(a.mm(&b).unwrap().to_vec::<f32>().unwrap(), a.matmul(&b).unwrap().to_vec::<f32>().unwrap());
+    // 1-d x 1-d: a 0-d dot product.
+    let d = v.matmul(&v).unwrap();
+    assert_eq!(d.shape(), &[] as &[usize]);
+    close(&d.to_vec().unwrap(), &naive(&v.unsqueeze(0).unwrap(), &v.unsqueeze(1).unwrap()));
+    // 2-d x 1-d: [m]; 1-d x 2-d: [n].
+    let mv = a.matmul(&v).unwrap();
+    assert_eq!(mv.shape(), &[m]);
+    close(&mv.to_vec().unwrap(), &naive(&a, &v.unsqueeze(1).unwrap()));
+    let vm = v.matmul(&b).unwrap();
+    assert_eq!(vm.shape(), &[n]);
+    close(&vm.to_vec().unwrap(), &naive(&v.unsqueeze(0).unwrap(), &b));
+    // Batch broadcast: [3, 1, m, k] @ [1, 2, k, n] is [3, 2, m, n], each batch a plain product.
+    let ba = rand(&mut rng, &[3, 1, m, k]);
+    let bb = rand(&mut rng, &[1, 2, k, n]);
+    let r = ba.matmul(&bb).unwrap();
+    assert_eq!(r.shape(), &[3, 2, m, n]);
+    for i in 0..3 {
+        for j in 0..2 {
+            let (x, y) = (ba.select(0, i).unwrap().select(0, 0).unwrap(), bb.select(0, 0).unwrap().select(0, j).unwrap());
+            close(&r.select(0, i).unwrap().select(0, j).unwrap().to_vec().unwrap(), &naive(&x, &y));
+        }
+    }
+    // A batched left operand with a 1-d right one: [2, m, k] @ [k] is [2, m].
+    let b3 = rand(&mut rng, &[2, m, k]);
+    assert_eq!(b3.matmul(&v).unwrap().shape(), &[2, m]);
+    // bmm with a transposed, negative-step right operand.
+    let c = rand(&mut rng, &[2, n, k]).transpose(1, 2).unwrap().flip(2).unwrap();
+    let r = b3.bmm(&c).unwrap();
+    for i in 0..2 {
+        close(&r.select(0, i).unwrap().to_vec().unwrap(), &naive(&b3.select(0, i).unwrap(), &c.select(0, i).unwrap()));
+    }
+}
+
+#[test]
+fn linear_and_addmm() {
+    let mut rng = Rng(2);
+    let x = rand(&mut rng, &[2, 3, 6]);
+    let w = rand(&mut rng, &[4, 6]);
+    let bias = rand(&mut rng, &[4]);
+    let y = x.linear(&w, Some(&bias)).unwrap();
+    assert_eq!(y.shape(), &[2, 3, 4]);
+    let flat = x.reshape(&[6, 6]).unwrap();
+    let want: Vec<f32> = naive(&flat, &w.transpose(0, 1).unwrap()).iter().enumerate().map(|(i, v)| v + bias.to_vec::<f32>().unwrap()[i % 4]).collect();
+    close(&y.to_vec().unwrap(), &want);
+    // The fused activations equal the elementwise ops on the result.
+    for (act, want) in [(Activation::Relu, y.relu().unwrap()), (Activation::Gelu, y.gelu().unwrap())] {
+        let fused = x.linear_act(&w, Some(&bias), act).unwrap();
+        close(&fused.to_vec().unwrap(), &want.to_vec().unwrap());
+    }
+    // addmm: beta * input + alpha * (m1 @ m2), the input broadcast from [1, n].
+    let (m1, m2) = (rand(&mut rng, &[5, 6]), rand(&mut rng, &[6, 4]));
+    let input = rand(&mut rng, &[1, 4]);
+    let r = input.addmm(&m1, &m2, 0.5, -2.0).unwrap();
+    let iv = input.to_vec::<f32>().unwrap();
+    let want: Vec<f32> = naive(&m1, &m2).iter().enumerate().map(|(i, p)| 0.5 * iv[i % 4] + -2.0 * p).collect();
+    close(&r.to_vec().unwrap(), &want);
+    // beta == 0: the input is not read (NaN does not propagate).
+    let nan = HostTensor::from_vec(vec![f32::NAN; 20], &[5, 4]).unwrap();
+    let r = nan.addmm(&m1, &m2, 0.0, 1.0).unwrap();
+    close(&r.to_vec().unwrap(), &naive(&m1, &m2));
+}
+
+#[test]
+fn half_types_round_once_from_f32() {
+    let mut rng = Rng(3);
+    let (a, b) = (rand(&mut rng, &[7, 9]), rand(&mut rng, &[9, 5]));
+    let want = naive(&a, &b);
+    for dt in [DType::F16, DType::BF16] {
+        let (ah, bh) = (a.to(dt).unwrap(), b.to(dt).unwrap());
+        let r = ah.matmul(&bh).unwrap();
+        assert_eq!(r.dtype(), dt);
+        // The inputs are exact in both types and the sums in f32: one rounding at the end.
+        let expect = HostTensor::from_vec(want.clone(), &[7, 5]).unwrap().to(dt).unwrap();
+        assert_eq!(r.to(DType::F32).unwrap().to_vec::<f32>().unwrap(), expect.to(DType::F32).unwrap().to_vec::<f32>().unwrap());
+    }
+}
+
+#[test]
+fn bad_input_is_a_typed_error_and_writes_nothing() {
+    let mut rng = Rng(4);
+    let (a, b) = (rand(&mut rng, &[3, 4]), rand(&mut rng, &[5, 2]));
+    assert!(matches!(a.matmul(&b), Err(Error::InvalidArgument { .. })));
+    let (x, y) = (rand(&mut rng, &[2, 3, 4]), rand(&mut rng, &[3, 4, 2]));
+    assert!(matches!(x.matmul(&y), Err(Error::InvalidArgument { .. })), "batch dims 2 and 3 do not broadcast");
+    assert!(matches!(x.bmm(&rand(&mut rng, &[3, 4, 2])), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(a.mm(&x), Err(Error::InvalidArgument { .. })));
+    let s = HostTensor::from_vec(vec![1f32], &[]).unwrap();
+    assert!(matches!(s.matmul(&a), Err(Error::InvalidArgument { .. })));
+    let good = rand(&mut rng, &[4, 2]);
+    assert!(matches!(a.matmul(&good.to(DType::F16).unwrap()), Err(Error::DType { .. })));
+    assert!(matches!(a.to(DType::I32).unwrap().matmul(&good.to(DType::I32).unwrap()), Err(Error::Unsupported { .. })));
+    assert!(matches!(a.linear(&rand(&mut rng, &[2, 4]), Some(&rand(&mut rng, &[3]))), Err(Error::InvalidArgument { .. })));
+    // out=: wrong shape or type, self-overlapping, overlapping an operand.
+    let sentinel = |t: &HostTensor| t.to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    let out = HostTensor::from_vec(vec![7f32; 6], &[3, 2]).unwrap();
+    assert!(matches!(a.matmul_out(&good, &HostTensor::zeros(&[2, 3], DType::F32, MemoryFormat::Contiguous).unwrap()), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(a.matmul_out(&good, &out.to(DType::F16).unwrap()), Err(Error::InvalidArgument { .. })));
+    let expanded = HostTensor::from_vec(vec![7f32; 2], &[1, 2]).unwrap().expand(&[3, 2]).unwrap();
+    assert!(matches!(a.matmul_out(&good, &expanded), Err(Error::Overlap { .. })));
+    // The output is a view of the left operand's storage.
+    let big = rand(&mut rng, &[3, 4]);
+    let before = sentinel(&big);
+    let alias = big.narrow(1, 0, 2).unwrap();
+    assert!(matches!(big.matmul_out(&good, &alias), Err(Error::Overlap { .. })));
+    assert_eq!(sentinel(&big), before);
+    // A disjoint view of the same storage is fine.
+    let store = HostTensor::zeros(&[3, 6], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let (left, right) = (store.narrow(1, 0, 4).unwrap(), store.narrow(1, 4, 2).unwrap());
+    left.copy_(&a).unwrap();
+    left.matmul_out(&good, &right).unwrap();
+    close(&right.to_vec().unwrap(), &naive(&a, &good));
+    assert_eq!(sentinel(&out), vec![7.0; 6]);
+}
