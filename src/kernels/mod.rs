@@ -4,6 +4,7 @@
 //! the automatic choice and by forced paths alike.
 
 pub(crate) mod abi;
+pub(crate) mod dispatch;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
