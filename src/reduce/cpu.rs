@@ -115,8 +115,8 @@ fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
             let var = m2 / (n - correction).max(0.0);
             (if matches!(op, ReduceOp::Std { .. }) { var.sqrt() } else { var }, 0)
         }
-        ReduceOp::Norm { p } if p == 1.0 => (sum(f64::abs), 0),
-        ReduceOp::Norm { p } if p == 2.0 => (sum(|x| x * x).sqrt(), 0),
+        ReduceOp::Norm { p: 1.0 } => (sum(f64::abs), 0),
+        ReduceOp::Norm { p: 2.0 } => (sum(|x| x * x).sqrt(), 0),
         ReduceOp::Norm { .. } => (xs.iter().map(|x| x.abs()).fold(0.0, max_total), 0),
         ReduceOp::Logsumexp => {
             let m = xs.iter().copied().fold(f64::NEG_INFINITY, max_total);
