@@ -85,6 +85,7 @@ pub mod advanced {
         pub use crate::kernels::conv::gpu_pipelines as conv_gpu_pipelines;
         pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
+        pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
     }

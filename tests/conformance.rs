@@ -228,7 +228,7 @@ fn reduce_on(target: Target, path: &str, cases: &[rc::Case]) -> (usize, usize) {
     for case in cases {
         let errs = match target {
             Target::Host => rc::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
-            Target::Device(_) => continue,
+            Target::Device(ctx) => rc::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
         };
         if errs.is_empty() {
             p += 1;

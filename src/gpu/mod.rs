@@ -5,6 +5,7 @@ pub mod batch;
 pub mod context;
 pub mod conv;
 pub mod elementwise;
+pub mod reduce;
 pub mod tensor;
 pub mod timing;
 pub mod tuning;

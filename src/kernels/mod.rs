@@ -8,4 +8,5 @@ pub(crate) mod dispatch;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub mod reduce;
 pub mod shaders;

@@ -10,8 +10,10 @@
 //! (float64 in the CPU reference) and are rounded once.
 
 mod cpu;
+pub(crate) mod plan;
 pub(crate) mod spec;
 
+pub use plan::{ReduceClass, ReducePlan};
 pub use spec::{reduce_spec, scan_spec, Dims, ReduceOp, ReduceSpec, ScanOp, ScanSpec};
 
 use crate::dtype::DType;
