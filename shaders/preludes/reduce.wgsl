@@ -23,14 +23,25 @@ struct Red {
     // Invocations (general) or workgroups (rows) per row of the dispatch grid.
     grid_row: u32,
     correction: f32,
-    flags: u32,
-    pad: u32,
+    // 0: each invocation reduces (scans) a whole output (row); 1: each takes part `p` of
+    // `parts` of an output, elements [p * chunk, (p + 1) * chunk), and writes its state to
+    // `partials`; 2: each combines an output's part states in order and writes the result
+    // (a scan: the row's state, or each part's prefix); 3 (scans): each part writes its
+    // elements from the combined state.
+    mode: u32,
+    parts: u32,
+    chunk: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> red: Red;
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
 @group(0) @binding(2) var<storage, read> src: array<u32>;
 @group(0) @binding(3) var<storage, read_write> indices: array<u32>;
+// Part states (mode 1 writes, 2 and 3 read): outputs * parts of them, then one per row.
+@group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
 
 // The op codes of src/kernels/reduce.rs (reduce_code).
 const R_SUM: u32 = 0u;

@@ -25,8 +25,13 @@ const MAX_DIMS: usize = 8;
 /// Invocations per workgroup.
 const WG: u64 = 64;
 
-/// The bindings: the uniform, the output, the input, the indices of `max` / `min`.
-const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Write];
+/// The bindings: the uniform, the output, the input, the indices of `max` / `min`, the part
+/// states.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Write, Slot::Write];
+
+/// Elements one invocation walks at most: software adapters cap a loop's iterations (lavapipe
+/// stops a loop after about 32,000), and longer reductions spread over more invocations.
+pub const CHUNK: usize = 4096;
 
 uniform! {
     /// The uniform of the reduction kernels (`Red` in shaders/preludes/reduce.wgsl).
@@ -44,8 +49,12 @@ uniform! {
         out_t: u32,
         grid_row: u32,
         correction: f32,
-        flags: u32,
-        pad: u32,
+        mode: u32,
+        parts: u32,
+        chunk: u32,
+        pad0: u32,
+        pad1: u32,
+        pad2: u32,
     }
 }
 
@@ -132,13 +141,19 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         })
     };
     let extent = rp.extent.max(1);
+    // Parts per output, and the part states' bytes for `outputs` outputs (one more state per
+    // row holds a softmax row's combined state).
+    let parts = rp.extent.div_ceil(CHUNK).max(1) as u64;
+    let state_bytes = |outputs: u64| if parts > 1 { outputs * (parts + 1) * 16 } else { 16 };
     let fits = |p: &IterPlan| {
         let outputs = (p.numel() / extent) as u64;
-        let groups = outputs.div_ceil(WG);
+        let groups = (outputs * parts).div_ceil(WG);
         let gx = groups.min(max_groups);
         p.rank() <= MAX_DIMS
             && windows(p).iter().all(|&(_, len)| len <= max_bind)
+            && state_bytes(outputs) <= max_bind
             && p.numel() <= u32::MAX as usize
+            && outputs * (parts + 1) <= u32::MAX as u64
             && groups.div_ceil(gx.max(1)) <= max_groups
             && (0..3).all(|k| p.strides_of(k).iter().all(|&x| i32::try_from(x).is_ok()))
     };
@@ -148,18 +163,22 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         Error::Limit { op: OP, what: format!("binding the input of one output's reduction (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
     })?;
     // Bindings a call does not use get buffers of their own (a buffer bound writable may not
-    // be bound twice in a dispatch).
+    // be bound twice in a dispatch). Pieces run one after another, so they share the states.
+    let most = pieces.iter().map(|p| (p.numel() / extent) as u64).max().unwrap_or(0);
+    let states = rt.buffer(OP, state_bytes(most), wgpu::BufferUsages::STORAGE)?;
     let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let spare_in = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
     let key = PipelineKey { shader: "reduce_general", constants: vec![] };
-    let mut dispatches = Vec::with_capacity(pieces.len());
+    let modes: &[u32] = match (parts > 1, scan) {
+        (false, _) => &[0],
+        (true, false) => &[1, 2],
+        (true, true) => &[1, 2, 3],
+    };
+    let mut dispatches = Vec::with_capacity(pieces.len() * modes.len());
     for p in &pieces {
         let w = windows(p);
-        let outputs = p.numel() / extent;
-        let groups = (outputs as u64).div_ceil(WG);
-        let gx = groups.min(max_groups);
-        let gy = groups.div_ceil(gx.max(1));
+        let outputs = (p.numel() / extent) as u64;
         let mut u = RedUniform::zeroed();
         u.sizes = [1; MAX_DIMS];
         for d in 0..p.rank() {
@@ -179,8 +198,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         u.in_t = t.input.code();
         u.cast_t = t.cast.code();
         u.out_t = t.out.code();
-        u.grid_row = (gx * WG) as u32;
         u.correction = correction;
+        u.parts = parts as u32;
+        u.chunk = CHUNK as u32;
         let input = if reads { (b.input, w[1]) } else { (spare_in.buffer(), (0, 16)) };
         let indices = match b.indices {
             Some((buf, off)) if !scan => {
@@ -194,12 +214,22 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             }
             _ => (spare.buffer(), (0, 16)),
         };
-        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), input, indices], grid: (gx as u32, gy as u32) });
+        for &mode in modes {
+            let threads = if mode == 1 || mode == 3 { outputs * parts } else { outputs };
+            let groups = threads.div_ceil(WG);
+            let gx = groups.min(max_groups);
+            let gy = groups.div_ceil(gx.max(1));
+            u.mode = mode;
+            u.grid_row = (gx * WG) as u32;
+            let st = (states.buffer(), (0, state_bytes(outputs)));
+            dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), input, indices, st], grid: (gx as u32, gy as u32) });
+        }
     }
     dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)?;
     drop(dispatches);
     keep.hold(spare);
     keep.hold(spare_in);
+    keep.hold(states);
     Ok(())
 }
 
