@@ -165,7 +165,7 @@ fn tolerances(x: &HostTensor, op: ReduceOp, dims: &Dims, keepdim: bool, out: &Ho
     if exact || out.numel() == 0 {
         return vec![0.0; out.numel()];
     }
-    let f = if x.dtype().is_float() { x.to(DType::F32).unwrap() } else { x.to(DType::F32).unwrap() };
+    let f = x.to(DType::F32).unwrap();
     let fin = |v: f64| if v.is_finite() { v } else { 0.0 };
     let s1 = values(&f.norm(1.0, dims.clone(), keepdim).unwrap());
     let s2 = values(&f.mul(&f).unwrap().norm(1.0, dims.clone(), keepdim).unwrap());

@@ -20,6 +20,9 @@ fn fin(m: f32) -> f32 {
     return select(0.0, m, is_finite(m));
 }
 fn is_int() -> bool {
+    if (F32) {
+        return false;
+    }
     return !dt_is_float(red.cast_t);
 }
 
@@ -42,12 +45,12 @@ fn plan_pos(k: u32, n: u32) -> u32 {
 }
 
 // The state of elements [r0, r1) of output b (r1 > r0).
-fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
-    let op = red.op;
+fn run_state(b: vec3<u32>, r0: u32, r1: u32, step: u32) -> vec4<u32> {
+    let op = op_code();
     if (is_int()) {
         if (op == R_SUM || op == R_PROD || op == R_CUMSUM) {
             var acc = select(0u, 1u, op == R_PROD);
-            for (var r = r0; r < r1; r = r + 1u) {
+            for (var r = r0; r < r1; r = r + step) {
                 var e = r;
                 if (op == R_CUMSUM) {
                     e = plan_pos(r, red.extent);
@@ -59,7 +62,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
         }
         if (op == R_AMAX || op == R_AMIN) {
             var m = load_i(elem(b, r0).x);
-            for (var r = r0 + 1u; r < r1; r = r + 1u) {
+            for (var r = r0 + step; r < r1; r = r + step) {
                 let x = load_i(elem(b, r).x);
                 m = select(min(m, x), max(m, x), op == R_AMAX);
             }
@@ -69,7 +72,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
         let e0 = elem(b, r0);
         var best = load_i(e0.x);
         var bi = e0.y;
-        for (var r = r0 + 1u; r < r1; r = r + 1u) {
+        for (var r = r0 + step; r < r1; r = r + step) {
             let e = elem(b, r);
             let x = load_i(e.x);
             if (arg_better_i(x, e.y, best, bi, want_max)) {
@@ -81,7 +84,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
     }
     if (op == R_SUM || op == R_MEAN || op == R_NORM1 || op == R_NORM2 || op == R_CUMSUM) {
         var s = vec2<f32>(0.0);
-        for (var r = r0; r < r1; r = r + 1u) {
+        for (var r = r0; r < r1; r = r + step) {
             var e = r;
             if (op == R_CUMSUM) {
                 e = plan_pos(r, red.extent);
@@ -98,20 +101,20 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
     }
     if (op == R_VAR || op == R_STD) {
         var s = vec2<f32>(0.0);
-        for (var r = r0; r < r1; r = r + 1u) {
+        for (var r = r0; r < r1; r = r + step) {
             s = kadd(s, load_f(elem(b, r).x));
         }
-        let mean = ksum(s) / f32(r1 - r0);
+        let mean = ksum(s) / f32((r1 - r0 + step - 1u) / step);
         var q = vec2<f32>(0.0);
-        for (var r = r0; r < r1; r = r + 1u) {
+        for (var r = r0; r < r1; r = r + step) {
             let d = load_f(elem(b, r).x) - mean;
             q = kadd(q, d * d);
         }
-        return vec4<u32>(asu(mean), asu(ksum(q)), r1 - r0, 0u);
+        return vec4<u32>(asu(mean), asu(ksum(q)), (r1 - r0 + step - 1u) / step, 0u);
     }
     if (op == R_PROD) {
         var p = 1.0;
-        for (var r = r0; r < r1; r = r + 1u) {
+        for (var r = r0; r < r1; r = r + step) {
             p = p * load_f(elem(b, r).x);
         }
         return vec4<u32>(asu(p), 0u, 0u, 0u);
@@ -119,7 +122,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
     if (op == R_AMAX || op == R_AMIN || op == R_NORMINF || op == R_LOGSUMEXP || op == R_SOFTMAX || op == R_LOG_SOFTMAX) {
         // amin is -amax(-x), as the CPU reference (the signed-zero order flips with the sign).
         var m = bitcast<f32>(0xff800000u);
-        for (var r = r0; r < r1; r = r + 1u) {
+        for (var r = r0; r < r1; r = r + step) {
             var x = load_f(elem(b, r).x);
             if (op == R_AMIN) {
                 x = -x;
@@ -133,7 +136,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
         }
         let mr = fin(m);
         var s = vec2<f32>(0.0);
-        for (var r = r0; r < r1; r = r + 1u) {
+        for (var r = r0; r < r1; r = r + step) {
             s = kadd(s, exp(load_f(elem(b, r).x) - mr));
         }
         return vec4<u32>(asu(m), asu(s.x), asu(s.y), 0u);
@@ -143,7 +146,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
     let e0 = elem(b, r0);
     var best = load_f(e0.x);
     var bi = e0.y;
-    for (var r = r0 + 1u; r < r1; r = r + 1u) {
+    for (var r = r0 + step; r < r1; r = r + step) {
         let e = elem(b, r);
         let x = load_f(e.x);
         if (arg_better(x, e.y, best, bi, want_max)) {
@@ -156,7 +159,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32) -> vec4<u32> {
 
 // The state of a then b (a's elements first).
 fn combine(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
-    let op = red.op;
+    let op = op_code();
     if (is_int()) {
         if (op == R_SUM || op == R_CUMSUM) {
             return vec4<u32>(a.x + b.x, 0u, 0u, 0u);
@@ -214,7 +217,7 @@ fn combine(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
 
 // Writes output b from its whole state.
 fn finish(b: vec3<u32>, st: vec4<u32>) {
-    let op = red.op;
+    let op = op_code();
     if (is_int()) {
         if (op == R_ARGMAX || op == R_ARGMIN) {
             store_bits(b.x, st.y);
@@ -272,7 +275,7 @@ fn finish(b: vec3<u32>, st: vec4<u32>) {
 fn scan_write(b: vec3<u32>, k0: u32, k1: u32, m: f32, s: f32, run: vec4<u32>) {
     let st = row_strides();
     let n = red.extent;
-    if (red.op == R_CUMSUM) {
+    if (op_code() == R_CUMSUM) {
         var acc = run.x;
         var q = vec2<f32>(asf(run.x), asf(run.y));
         for (var k = k0; k < k1; k = k + 1u) {
@@ -292,7 +295,7 @@ fn scan_write(b: vec3<u32>, k0: u32, k1: u32, m: f32, s: f32, run: vec4<u32>) {
     let ls = log(s);
     for (var k = k0; k < k1; k = k + 1u) {
         let d = load_f(b.y + k * st.y) - m;
-        if (red.op == R_SOFTMAX) {
+        if (op_code() == R_SOFTMAX) {
             store_f(b.x + k * st.x, exp(d) / s);
         } else {
             store_f(b.x + k * st.x, d - ls);
@@ -312,11 +315,11 @@ fn softmax_of(st: vec4<u32>) -> vec2<f32> {
 
 fn identity(b: vec3<u32>) {
     var v = 0.0;
-    if (red.op == R_PROD) {
+    if (op_code() == R_PROD) {
         v = 1.0;
-    } else if (red.op == R_MEAN || red.op == R_VAR || red.op == R_STD) {
+    } else if (op_code() == R_MEAN || op_code() == R_VAR || op_code() == R_STD) {
         v = bitcast<f32>(NAN_BITS);
-    } else if (red.op == R_LOGSUMEXP) {
+    } else if (op_code() == R_LOGSUMEXP) {
         v = bitcast<f32>(0xff800000u);
     }
     if (dt_is_float(red.out_t)) {
@@ -330,7 +333,7 @@ fn identity(b: vec3<u32>) {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = gid.x + gid.y * red.grid_row;
     let n = red.extent;
-    let scan = red.op >= R_SOFTMAX;
+    let scan = op_code() >= R_SOFTMAX;
     if (red.mode == 0u) {
         if (t >= red.outputs) {
             return;
@@ -341,12 +344,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             return;
         }
         if (!scan) {
-            finish(b, run_state(b, 0u, n));
+            finish(b, run_state(b, 0u, n, 1u));
             return;
         }
         var ms = vec2<f32>(0.0);
-        if (red.op != R_CUMSUM) {
-            ms = softmax_of(run_state(b, 0u, n));
+        if (op_code() != R_CUMSUM) {
+            ms = softmax_of(run_state(b, 0u, n, 1u));
         }
         scan_write(b, 0u, n, ms.x, ms.y, vec4<u32>(0u));
         return;
@@ -358,13 +361,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let o = t / red.parts;
         let p = t % red.parts;
         let b = out_offsets(o);
-        let r0 = p * red.chunk;
-        let r1 = min(n, r0 + red.chunk);
+        var r0 = p * red.chunk;
+        var r1 = min(n, r0 + red.chunk);
         if (red.mode == 1u) {
-            partials[t] = run_state(b, r0, r1);
+            if (red.chunk == 0u) {
+                // Interleaved parts (rows contiguous in memory): part p takes elements p,
+                // p + parts, ..., so neighbouring invocations read neighbouring elements.
+                partials[t] = run_state(b, p, n, red.parts);
+            } else {
+                partials[t] = run_state(b, r0, r1, 1u);
+            }
             return;
         }
-        if (red.op == R_CUMSUM) {
+        if (op_code() == R_CUMSUM) {
             scan_write(b, r0, r1, 0.0, 0.0, partials[t]);
         } else {
             let ms = softmax_of(partials[red.outputs * red.parts + o]);
@@ -377,7 +386,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let base = t * red.parts;
-    if (red.op == R_CUMSUM) {
+    if (op_code() == R_CUMSUM) {
         // Each part's state becomes the running state before it.
         var run = vec4<u32>(0u);
         for (var p = 0u; p < red.parts; p = p + 1u) {

@@ -63,6 +63,19 @@ const R_SOFTMAX: u32 = 20u;
 const R_LOG_SOFTMAX: u32 = 21u;
 const R_CUMSUM: u32 = 22u;
 
+// Specializations (the general pipeline leaves both at their defaults): the op, or 255 for
+// the uniform's; F32 when input, computation and output are all f32 (indices i32), so that
+// loads and stores need no conversion.
+override OPC: u32 = 255u;
+override F32: bool = false;
+
+fn op_code() -> u32 {
+    if (OPC != 255u) {
+        return OPC;
+    }
+    return red.op;
+}
+
 const NAN_BITS: u32 = 0x7fc00000u;
 const INF_BITS: u32 = 0x7f800000u;
 
@@ -116,6 +129,9 @@ fn load_bits(e: u32) -> u32 {
 
 // Input element e converted to the reduction's type, as f32 (float types) or i32.
 fn load_f(e: u32) -> f32 {
+    if (F32) {
+        return bitcast<f32>(src[e]);
+    }
     return bitcast<f32>(float_to_f32(red.cast_t, cast_bits(load_bits(e), red.in_t, red.cast_t)));
 }
 fn load_i(e: u32) -> i32 {
@@ -123,6 +139,10 @@ fn load_i(e: u32) -> i32 {
 }
 
 fn store_bits(e: u32, v: u32) {
+    if (F32) {
+        atomicStore(&out[e], v);
+        return;
+    }
     let b = dt_bytes(red.out_t);
     if (b == 4u) {
         atomicStore(&out[e], v);
@@ -146,6 +166,10 @@ fn store_bits(e: u32, v: u32) {
 
 // An f32 result rounded once to the output's float type.
 fn store_f(e: u32, x: f32) {
+    if (F32) {
+        atomicStore(&out[e], bitcast<u32>(x));
+        return;
+    }
     store_bits(e, f32_to_float(red.out_t, bitcast<u32>(x)));
 }
 

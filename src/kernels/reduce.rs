@@ -33,6 +33,9 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Write, Sl
 /// stops a loop after about 32,000), and longer reductions spread over more invocations.
 pub const CHUNK: usize = 4096;
 
+/// Interleaved parts of a contiguous row.
+const IPARTS: usize = 64;
+
 uniform! {
     /// The uniform of the reduction kernels (`Red` in shaders/preludes/reduce.wgsl).
     pub(crate) struct RedUniform {
@@ -143,7 +146,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let extent = rp.extent.max(1);
     // Parts per output, and the part states' bytes for `outputs` outputs (one more state per
     // row holds a softmax row's combined state).
-    let parts = rp.extent.div_ceil(CHUNK).max(1) as u64;
+    // Rows contiguous in memory (not scans) go in interleaved parts: part p of a row takes
+    // elements p, p + parts, ..., so that neighbouring invocations read neighbouring elements
+    // (on lavapipe, 8 lanes of one vector load).
+    let interleave = !scan && rp.rrank == 1 && rp.plan.strides_of(1)[0] == 1 && rp.extent >= 8 * IPARTS && rp.extent <= IPARTS * CHUNK;
+    let parts = if interleave { IPARTS as u64 } else { rp.extent.div_ceil(CHUNK).max(1) as u64 };
     let state_bytes = |outputs: u64| if parts > 1 { outputs * (parts + 1) * 16 } else { 16 };
     let fits = |p: &IterPlan| {
         let outputs = (p.numel() / extent) as u64;
@@ -169,7 +176,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let spare_in = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
-    let key = PipelineKey { shader: "reduce_general", constants: vec![] };
+    let key = PipelineKey { shader: "reduce_general", constants: specialize(op, t) };
     let modes: &[u32] = match (parts > 1, scan) {
         (false, _) => &[0],
         (true, false) => &[1, 2],
@@ -200,7 +207,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         u.out_t = t.out.code();
         u.correction = correction;
         u.parts = parts as u32;
-        u.chunk = CHUNK as u32;
+        u.chunk = if interleave { 0 } else { CHUNK as u32 };
         let input = if reads { (b.input, w[1]) } else { (spare_in.buffer(), (0, 16)) };
         let indices = match b.indices {
             Some((buf, off)) if !scan => {
@@ -233,8 +240,26 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     Ok(())
 }
 
+/// The override constants of a call: f32 reductions (f32 in, f32 or index out) get a pipeline
+/// per op with every branch on the op and the types folded (the software adapters' compilers
+/// then run 5-10x faster); any other call runs the one general pipeline, which reads both from
+/// the uniform.
+fn specialize(op: u32, t: Types) -> Vec<(&'static str, i64)> {
+    let f32_only = t.input == DType::F32 && t.cast == DType::F32 && matches!(t.out, DType::F32 | DType::I32);
+    if f32_only {
+        vec![("OPC", op as i64), ("F32", 1)]
+    } else {
+        vec![]
+    }
+}
+
 /// Every reduction pipeline a GPU may run, for the register-budget test (one: ops and types
 /// are uniforms).
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    vec![PipelineSpec { kernel: "reduce_general", constants: vec![] }]
+    let mut v = vec![PipelineSpec { kernel: "reduce_general", constants: vec![] }];
+    let f32s = Types { input: DType::F32, cast: DType::F32, out: DType::F32 };
+    for op in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21, 22] {
+        v.push(PipelineSpec { kernel: "reduce_general", constants: specialize(op, f32s) });
+    }
+    v
 }
