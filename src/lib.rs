@@ -40,6 +40,7 @@ mod kernels;
 pub mod layout;
 pub mod matmul;
 mod plan;
+pub mod reduce;
 mod runtime;
 mod strided;
 mod tune;
@@ -59,6 +60,7 @@ pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
 pub use matmul::{Activation, Matmul};
 pub use plan::{CopyPlan, IterPlan};
+pub use reduce::{Dims, Reduce, ReduceOp, ScanOp};
 pub use runtime::submit::Submission;
 pub use runtime::AdapterReport;
 pub use strided::Strided;
@@ -88,6 +90,7 @@ pub mod advanced {
         pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
         pub use crate::kernels::matmul::gpu_pipelines as matmul_gpu_pipelines;
+        pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
     }

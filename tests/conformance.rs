@@ -12,6 +12,7 @@ mod common;
 use common::conv::{self as convcase, to_device};
 use common::elementwise as ew;
 use common::matmul as mm;
+use common::reduce as rc;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use strided_wgpu::{conv1x1, conv2d, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
@@ -204,6 +205,7 @@ fn main() {
         println!("conformance {label}: {pass} passed, {fail} failed");
         ok &= fail == 0;
     }
+    ok &= reduce_suite(&targets);
     if !ok {
         std::process::exit(1);
     }
@@ -227,6 +229,42 @@ fn matmul_on(target: Target, path: &str, cases: &[mm::Case]) -> (usize, usize) {
         }
     }
     eprintln!("  matmul {what}: {p} passed, {f} failed");
+    (p, f)
+}
+
+/// reduce.jsonl (or the file `CONFORMANCE_REDUCE` names) on the host and every adapter, each
+/// on a thread of its own; prints `conformance reduce: N passed, M failed` (all targets
+/// together). Returns whether every case passed.
+fn reduce_suite(targets: &[Target]) -> bool {
+    let (path, cases) = rc::load("reduce.jsonl", "CONFORMANCE_REDUCE");
+    assert!(!cases.is_empty(), "{path} holds no cases");
+    let counts: Vec<(usize, usize)> = std::thread::scope(|s| {
+        let (path, cases) = (&path, &cases);
+        let handles: Vec<_> = targets.iter().map(|&t| s.spawn(move || reduce_on(t, path, cases))).collect();
+        handles.into_iter().map(|h| h.join().expect("a conformance thread panicked")).collect()
+    });
+    let (pass, fail) = counts.iter().fold((0, 0), |(p, f), c| (p + c.0, f + c.1));
+    println!("conformance reduce: {pass} passed, {fail} failed");
+    fail == 0
+}
+
+/// reduce.jsonl on `target`: (passed, failed).
+fn reduce_on(target: Target, path: &str, cases: &[rc::Case]) -> (usize, usize) {
+    let what = target.name();
+    let (mut p, mut f) = (0, 0);
+    for case in cases {
+        let errs = match target {
+            Target::Host => rc::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
+            Target::Device(ctx) => rc::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
+        };
+        if errs.is_empty() {
+            p += 1;
+        } else {
+            f += 1;
+            eprintln!("FAIL reduce {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
+        }
+    }
+    eprintln!("  reduce {what}: {p} passed, {f} failed");
     (p, f)
 }
 

@@ -6,6 +6,7 @@ pub mod context;
 pub mod conv;
 pub mod elementwise;
 pub mod matmul;
+pub mod reduce;
 pub mod tensor;
 pub mod timing;
 pub mod tuning;

@@ -9,4 +9,5 @@ pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod matmul;
+pub mod reduce;
 pub mod shaders;

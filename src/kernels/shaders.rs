@@ -67,6 +67,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("subgroup_slot", prelude!("subgroup_slot")),
     ("gemm_engine", prelude!("gemm_engine")),
     ("matmul_io", prelude!("matmul_io")),
+    ("reduce", prelude!("reduce")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -132,6 +133,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
+    ("reduce_general", &["dtypes", "cast", "reduce"], kernel!("reduce_general")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 

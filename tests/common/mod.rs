@@ -5,3 +5,4 @@ pub mod rng;
 pub mod conv;
 pub mod elementwise;
 pub mod matmul;
+pub mod reduce;

@@ -1,0 +1,244 @@
+// The reduction kernels' plan, bindings, loads, stores and arithmetic (src/kernels/reduce.rs,
+// src/reduce/plan.rs). The plan's operands: 0 the output (stride 0 along reduced dims), 1 the
+// input, 2 the index (each element's logical position within its reduction); its first
+// `rrank` dims are reduced, so that linear index r + extent * o is element r of output o.
+// Needs the generated `dtypes` prelude and `cast`.
+
+struct Red {
+    // Dims innermost first, 8 at most; unused dims have size 1 and stride 0.
+    sizes: array<vec4<u32>, 2>,
+    // Operand k's strides along dims 4j..4j+3 are strides[2k + j] (k: output, input, index).
+    strides: array<vec4<i32>, 6>,
+    // The output's, input's and index's element of linear index 0 (relative to their bound
+    // windows), and the indices output's.
+    offsets: vec4<u32>,
+    rank: u32,
+    rrank: u32,
+    outputs: u32,
+    extent: u32,
+    op: u32,
+    in_t: u32,
+    cast_t: u32,
+    out_t: u32,
+    // Invocations (general) or workgroups (rows) per row of the dispatch grid.
+    grid_row: u32,
+    correction: f32,
+    // 0: each invocation reduces (scans) a whole output (row); 1: each takes part `p` of
+    // `parts` of an output, elements [p * chunk, (p + 1) * chunk), and writes its state to
+    // `partials`; 2: each combines an output's part states in order and writes the result
+    // (a scan: the row's state, or each part's prefix); 3 (scans): each part writes its
+    // elements from the combined state.
+    mode: u32,
+    parts: u32,
+    chunk: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> red: Red;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<storage, read> src: array<u32>;
+@group(0) @binding(3) var<storage, read_write> indices: array<u32>;
+// Part states (mode 1 writes, 2 and 3 read): outputs * parts of them, then one per row.
+@group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
+
+// The op codes of src/kernels/reduce.rs (reduce_code).
+const R_SUM: u32 = 0u;
+const R_MEAN: u32 = 1u;
+const R_PROD: u32 = 2u;
+const R_AMAX: u32 = 3u;
+const R_AMIN: u32 = 4u;
+const R_ARGMAX: u32 = 5u;
+const R_ARGMIN: u32 = 6u;
+const R_MAX: u32 = 7u;
+const R_MIN: u32 = 8u;
+const R_VAR: u32 = 9u;
+const R_STD: u32 = 10u;
+const R_NORM1: u32 = 11u;
+const R_NORM2: u32 = 12u;
+const R_NORMINF: u32 = 13u;
+const R_LOGSUMEXP: u32 = 14u;
+const R_SOFTMAX: u32 = 20u;
+const R_LOG_SOFTMAX: u32 = 21u;
+const R_CUMSUM: u32 = 22u;
+
+// Specializations (the general pipeline leaves both at their defaults): the op, or 255 for
+// the uniform's; F32 when input, computation and output are all f32 (indices i32), so that
+// loads and stores need no conversion.
+override OPC: u32 = 255u;
+override F32: bool = false;
+
+fn op_code() -> u32 {
+    if (OPC != 255u) {
+        return OPC;
+    }
+    return red.op;
+}
+
+const NAN_BITS: u32 = 0x7fc00000u;
+const INF_BITS: u32 = 0x7f800000u;
+
+// Every operand's stride along dim d: (output, input, index).
+fn r_strides(d: u32) -> vec3<u32> {
+    let j = d >> 2u;
+    let c = d & 3u;
+    return bitcast<vec3<u32>>(vec3<i32>(red.strides[j][c], red.strides[2u + j][c], red.strides[4u + j][c]));
+}
+
+// The (output, input, index) elements of output o (reduced element 0). Wrapping u32
+// arithmetic gives the exact index whenever it lies in [0, 2^32).
+fn out_offsets(o: u32) -> vec3<u32> {
+    var rem = o;
+    var off = red.offsets.xyz;
+    for (var d = red.rrank; d < red.rank; d = d + 1u) {
+        let n = red.sizes[d >> 2u][d & 3u];
+        let k = rem % n;
+        rem = rem / n;
+        off = off + k * r_strides(d);
+    }
+    return off;
+}
+
+// The (output, input, index) deltas of reduced element r.
+fn red_offsets(r: u32) -> vec3<u32> {
+    if (red.rrank == 1u) {
+        return r * r_strides(0u);
+    }
+    var rem = r;
+    var off = vec3<u32>(0u);
+    for (var d = 0u; d < red.rrank; d = d + 1u) {
+        let n = red.sizes[d >> 2u][d & 3u];
+        let k = rem % n;
+        rem = rem / n;
+        off = off + k * r_strides(d);
+    }
+    return off;
+}
+
+fn load_bits(e: u32) -> u32 {
+    let b = dt_bytes(red.in_t);
+    if (b == 4u) {
+        return src[e];
+    }
+    if (b == 2u) {
+        return (src[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu;
+    }
+    return (src[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu;
+}
+
+// Input element e converted to the reduction's type, as f32 (float types) or i32.
+fn load_f(e: u32) -> f32 {
+    if (F32) {
+        return bitcast<f32>(src[e]);
+    }
+    return bitcast<f32>(float_to_f32(red.cast_t, cast_bits(load_bits(e), red.in_t, red.cast_t)));
+}
+fn load_i(e: u32) -> i32 {
+    return bitcast<i32>(int_widen(red.cast_t, cast_bits(load_bits(e), red.in_t, red.cast_t)));
+}
+
+fn store_bits(e: u32, v: u32) {
+    if (F32) {
+        atomicStore(&out[e], v);
+        return;
+    }
+    let b = dt_bytes(red.out_t);
+    if (b == 4u) {
+        atomicStore(&out[e], v);
+        return;
+    }
+    var w: u32;
+    var shift: u32;
+    var mask: u32;
+    if (b == 2u) {
+        w = e >> 1u;
+        shift = (e & 1u) * 16u;
+        mask = 0xffffu;
+    } else {
+        w = e >> 2u;
+        shift = (e & 3u) * 8u;
+        mask = 0xffu;
+    }
+    atomicAnd(&out[w], ~(mask << shift));
+    atomicOr(&out[w], (v & mask) << shift);
+}
+
+// An f32 result rounded once to the output's float type.
+fn store_f(e: u32, x: f32) {
+    if (F32) {
+        atomicStore(&out[e], bitcast<u32>(x));
+        return;
+    }
+    store_bits(e, f32_to_float(red.out_t, bitcast<u32>(x)));
+}
+
+fn is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+fn is_finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+// b where b is larger than a: NaN wins, -0.0 < +0.0 (a total order: any combination order
+// gives the same bits). The twin of max_total in src/reduce/cpu.rs.
+fn max_total(a: f32, b: f32) -> f32 {
+    if (is_nan(a)) {
+        return a;
+    }
+    if (is_nan(b) || b > a || (b == a && bitcast<u32>(a) == 0x80000000u && bitcast<u32>(b) == 0u)) {
+        return b;
+    }
+    return a;
+}
+
+// A compensated (Neumaier) sum: x the sum, y the compensation.
+fn kadd(s: vec2<f32>, v: f32) -> vec2<f32> {
+    let t = s.x + v;
+    var c = s.y;
+    if (abs(s.x) >= abs(v)) {
+        c = c + ((s.x - t) + v);
+    } else {
+        c = c + ((v - t) + s.x);
+    }
+    return vec2<f32>(t, c);
+}
+fn ksum(s: vec2<f32>) -> f32 {
+    if (!is_finite(s.x)) {
+        return s.x;
+    }
+    return s.x + s.y;
+}
+
+// Whether candidate (x, i) replaces the best (b, bi) of an argmax (`max`) or argmin: the first
+// NaN wins, then the larger (smaller) value, then the lower index among equals.
+fn arg_better(x: f32, i: u32, b: f32, bi: u32, max: bool) -> bool {
+    if (is_nan(b)) {
+        return is_nan(x) && i < bi;
+    }
+    if (is_nan(x)) {
+        return true;
+    }
+    if (x == b) {
+        return i < bi;
+    }
+    return (max && x > b) || (!max && x < b);
+}
+fn arg_better_i(x: i32, i: u32, b: i32, bi: u32, max: bool) -> bool {
+    if (x == b) {
+        return i < bi;
+    }
+    return (max && x > b) || (!max && x < b);
+}
+
+// var's divisor max(0, n - correction) applied to the sum of squared deviations m2.
+fn var_of(m2: f32, n: u32) -> f32 {
+    let d = f32(n) - red.correction;
+    if (d <= 0.0) {
+        if (is_nan(m2) || m2 == 0.0) {
+            return bitcast<f32>(NAN_BITS);
+        }
+        return bitcast<f32>(INF_BITS);
+    }
+    return m2 / d;
+}

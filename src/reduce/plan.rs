@@ -1,0 +1,157 @@
+//! The iteration plan of a reduction or of an op along a dim: PyTorch's TensorIterator for
+//! reductions. The output is seen with the input's shape and stride 0 along every reduced
+//! dim; a third operand, the *index*, is a contiguous tensor over the reduced dims alone
+//! (stride 0 along kept dims), so that it gives each element its position within its
+//! reduction in logical order (`argmax`'s answer, `cumsum`'s direction). The three operands
+//! are planned as any elementwise operation ([`IterPlan::build`]: size-1 dims dropped,
+//! reversed dims flipped, dims ordered by memory, contiguous dims merged), then the reduced
+//! dims (index stride != 0) are moved innermost, in their planned order, so that linear index
+//! `r + extent * o` is element `r` of output `o`.
+
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::plan::IterPlan;
+use crate::reduce::spec::{ReduceSpec, ScanSpec};
+
+/// Where the reduced dims fall in memory, which picks the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceClass {
+    /// Nothing to write.
+    Empty,
+    /// The reduction reads nothing (every output is the op's identity).
+    Identity,
+    /// The reduced elements of each output are one contiguous run in the input (reduced dims
+    /// innermost): a workgroup per output.
+    Rows,
+    /// Neighbouring outputs read neighbouring input elements (a kept dim innermost in the
+    /// input): an invocation per output walking its reduction.
+    Columns,
+    /// Anything else: an invocation per output, through the index formula.
+    General,
+}
+
+/// A reduction's plan: operand 0 the output, 1 the input, 2 the index; the first `rrank`
+/// dims are reduced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReducePlan {
+    /// The plan.
+    pub plan: IterPlan,
+    /// How many of its innermost dims are reduced.
+    pub rrank: usize,
+    /// Elements per output.
+    pub extent: usize,
+    /// Outputs (rows of a scan).
+    pub outputs: usize,
+}
+
+impl ReducePlan {
+    /// The plan of `spec` reducing an input of `input`'s layout into `out` (a view of the
+    /// result's `keep_shape`, or of its shape: the kept dims in order).
+    pub fn reduction(spec: &ReduceSpec, input: &Layout, out: &Layout) -> Result<ReducePlan> {
+        let shape = input.shape();
+        // The output seen with the input's shape: its kept dims' strides, 0 along reduced dims.
+        let mut kept = out.strides().iter().copied();
+        let out_strides: Vec<isize> = if out.rank() == shape.len() {
+            out.strides().iter().zip(&spec.reduced).map(|(&s, &r)| if r { 0 } else { s }).collect()
+        } else {
+            spec.reduced.iter().map(|&r| if r { 0 } else { kept.next().unwrap_or(0) }).collect()
+        };
+        let out_view = Layout::new(shape.to_vec(), out_strides, out.offset())?;
+        Self::build(spec.op.name(), &out_view, out, input, &spec.reduced, spec.extent, spec.outputs())
+    }
+
+    /// The plan of a scan along `spec.dim` of `input` into `out` (both of the input's shape).
+    pub fn scan(spec: &ScanSpec, input: &Layout, out: &Layout) -> Result<ReducePlan> {
+        let shape = input.shape();
+        let reduced: Vec<bool> = (0..shape.len()).map(|d| d == spec.dim).collect();
+        let extent = shape.get(spec.dim).copied().unwrap_or(1);
+        let rows = input.numel().checked_div(extent).unwrap_or(0);
+        Self::build(spec.op.name(), out, out, input, &reduced, extent, rows)
+    }
+
+    /// `out`: the output seen with the input's shape; `result`: the output as given (planned
+    /// alone when nothing is read).
+    fn build(op: &'static str, out: &Layout, result: &Layout, input: &Layout, reduced: &[bool], extent: usize, outputs: usize) -> Result<ReducePlan> {
+        let shape = input.shape();
+        // The index: row-major over the reduced dims, 0 along kept dims.
+        let mut idx = vec![0isize; shape.len()];
+        let mut acc = 1isize;
+        for d in (0..shape.len()).rev() {
+            if reduced[d] {
+                idx[d] = acc;
+                acc *= shape[d].max(1) as isize;
+            }
+        }
+        let index = Layout::new(shape.to_vec(), idx, 0)?;
+        let mut plan = if extent == 0 || outputs == 0 {
+            // Nothing is read: a plan over the outputs alone (every operand the output).
+            let p = IterPlan::build(op, result, &[result, result])?;
+            return Ok(ReducePlan { plan: p, rrank: 0, extent, outputs });
+        } else {
+            IterPlan::build(op, out, &[input, &index])?
+        };
+        let mut rrank = 0;
+        for d in 0..plan.rank() {
+            if plan.strides_of(2)[d] != 0 {
+                plan = plan.with_dim_moved(d, rrank);
+                rrank += 1;
+            }
+        }
+        Ok(ReducePlan { plan, rrank, extent, outputs })
+    }
+
+    /// The plan's class.
+    pub fn class(&self) -> ReduceClass {
+        if self.outputs == 0 {
+            return ReduceClass::Empty;
+        }
+        if self.extent == 0 {
+            return ReduceClass::Identity;
+        }
+        let p = &self.plan;
+        let input = p.strides_of(1);
+        if self.rrank == 1 && input[0] == 1 {
+            ReduceClass::Rows
+        } else if p.rank() > self.rrank && input[self.rrank] == 1 {
+            ReduceClass::Columns
+        } else {
+            ReduceClass::General
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::layout::MemoryFormat;
+    use crate::reduce::spec::{reduce_spec, Dims, ReduceOp};
+
+    fn plan(shape: &[usize], format: MemoryFormat, dims: &[isize]) -> ReducePlan {
+        let x = Layout::with_format(shape, format).unwrap();
+        let s = reduce_spec(ReduceOp::Sum, &x, DType::F32, &Dims::List(dims.to_vec()), false, None).unwrap();
+        let out = Layout::contiguous(&s.out_shape).unwrap();
+        ReducePlan::reduction(&s, &x, &out).unwrap()
+    }
+
+    #[test]
+    fn classes_follow_memory() {
+        // Global average pooling: NCHW reduces rows of H*W, channels-last columns of C.
+        let p = plan(&[8, 64, 56, 56], MemoryFormat::Contiguous, &[2, 3]);
+        assert_eq!((p.class(), p.plan.sizes(), p.rrank), (ReduceClass::Rows, &[3136, 512][..], 1));
+        let p = plan(&[8, 64, 56, 56], MemoryFormat::ChannelsLast, &[2, 3]);
+        assert_eq!((p.class(), p.plan.sizes(), p.rrank), (ReduceClass::Columns, &[3136, 64, 8][..], 1));
+        assert_eq!(p.plan.strides_of(1), &[64, 1, 200704]);
+        assert_eq!(plan(&[4096, 4096], MemoryFormat::Contiguous, &[0]).class(), ReduceClass::Columns);
+        // A batch-norm statistic: dims 0, 2, 3 of NCHW are neither innermost nor outermost.
+        let p = plan(&[8, 64, 56, 56], MemoryFormat::Contiguous, &[0, 2, 3]);
+        assert_eq!((p.class(), p.rrank), (ReduceClass::General, 2));
+        // The index operand gives logical positions even through a flip.
+        let x = Layout::contiguous(&[3, 5]).unwrap().flip(1).unwrap();
+        let s = reduce_spec(ReduceOp::Argmax, &x, DType::F32, &Dims::List(vec![1]), false, None).unwrap();
+        let p = ReducePlan::reduction(&s, &x, &Layout::contiguous(&[3]).unwrap()).unwrap();
+        let mut o = [0usize; 4];
+        p.plan.offsets_into(0, &mut o);
+        assert_eq!((o[1], o[2]), (0, 4)); // storage element 0 is logical position 4 of its row
+    }
+}

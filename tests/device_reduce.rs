@@ -1,0 +1,395 @@
+//! Reductions, softmax, log_softmax and cumsum on every adapter in lockstep with the CPU
+//! reference: random views (permuted, stepped, flipped, broadcast, offset), the seven types,
+//! every op and dims form, through every kernel class (rows, columns, general, identity),
+//! with NaN, infinities and signed zeros; the edges of grids (a device allowing 16 workgroups
+//! per dimension), bindings (a device with 4 KiB bindings: pieces, and a typed Limit error),
+//! 0-d, single-element and empty inputs; determinism (two runs, the same bits); bad input
+//! (typed errors, nothing written).
+
+mod common;
+
+use common::elementwise::{bits, value};
+use common::gpu::{contexts, limited, name};
+use common::rng::Rng;
+use strided_wgpu::reduce::{reduce_spec, ReduceClass, ReducePlan};
+use strided_wgpu::{DType, DeviceTensor, Dims, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, ReduceOp, ScanOp, Strided};
+
+/// Random element bits of `dtype`: small floats (some NaN, infinities and signed zeros when
+/// `specials`), integers of the type's range.
+fn data(rng: &mut Rng, dtype: DType, n: usize, specials: bool) -> HostTensor {
+    let bytes: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            let v: f64 = match rng.below(40) {
+                0 if specials => f64::NAN,
+                1 if specials => -0.0,
+                2 if specials => 0.0,
+                3 if specials => f64::INFINITY,
+                _ => (rng.below(1601) as f64 - 800.0) / 200.0,
+            };
+            let b: u32 = match dtype {
+                DType::F32 => (v as f32).to_bits(),
+                DType::F16 => half::f16::from_f64(v).to_bits() as u32,
+                DType::BF16 => half::bf16::from_f64(v).to_bits() as u32,
+                DType::I32 => (rng.below(2001) as i32 - 1000) as u32,
+                DType::U32 => rng.below(3000) as u32,
+                DType::U8 => rng.below(256) as u32,
+                DType::I8 => rng.below(256) as u32,
+            };
+            b.to_le_bytes()[..dtype.size()].to_vec()
+        })
+        .collect();
+    HostTensor::from_bytes(dtype, bytes, Layout::contiguous(&[n]).unwrap()).unwrap()
+}
+
+/// One view op of a random case, replayed on host and device tensors alike.
+enum V {
+    Slice(isize, isize, isize, isize),
+    View(Vec<isize>),
+    Flip(isize),
+    Permute(Vec<isize>),
+    Unsqueeze0,
+    Expand(Vec<isize>),
+}
+
+fn apply<T: Strided>(mut t: T, ops: &[V]) -> T {
+    for op in ops {
+        t = match op {
+            V::Slice(d, a, b, k) => t.slice(*d, *a, *b, *k),
+            V::View(s) => t.view(s),
+            V::Flip(d) => t.flip(*d),
+            V::Permute(p) => t.permute(p),
+            V::Unsqueeze0 => t.unsqueeze(0),
+            V::Expand(s) => t.expand(s),
+        }
+        .unwrap();
+    }
+    t
+}
+
+/// A random view of rank 0-4 over fresh data (permuted, stepped, flipped, broadcast, at an
+/// offset): the host tensor and the same view of the same data on `ctx`.
+fn view(ctx: &GpuContext, rng: &mut Rng, dtype: DType, big: bool) -> (HostTensor, DeviceTensor) {
+    let rank = rng.below(5);
+    let mut shape: Vec<usize> = (0..rank).map(|_| match rng.below(10) { 0 => 0, 1 => 1, 2 if big => 70 + rng.below(200), _ => 1 + rng.below(7) }).collect();
+    if shape.iter().product::<usize>() > 30_000 {
+        shape.iter_mut().for_each(|n| *n = (*n).min(9));
+    }
+    // Base with room for steps: every dim up to twice as long.
+    let base_shape: Vec<usize> = shape.iter().map(|&n| n * (1 + rng.below(2))).collect();
+    let n: usize = base_shape.iter().product();
+    let specials = rng.below(3) == 0;
+    let base = data(rng, dtype, n + 3, specials);
+    let mut ops = vec![V::Slice(0, 3, (n + 3) as isize, 1), V::View(base_shape.iter().map(|&x| x as isize).collect())];
+    for d in 0..rank {
+        let step = if base_shape[d] >= 2 * shape[d] && shape[d] > 0 { 2 } else { 1 };
+        ops.push(V::Slice(d as isize, 0, (shape[d] * step) as isize, step as isize));
+        if rng.below(4) == 0 {
+            ops.push(V::Flip(d as isize));
+        }
+    }
+    if rank >= 2 {
+        let mut perm: Vec<isize> = (0..rank as isize).collect();
+        for i in (1..rank).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        ops.push(V::Permute(perm));
+    }
+    if rng.below(5) == 0 {
+        // Broadcast: a new leading dim read with stride 0.
+        let mut sizes: Vec<isize> = vec![1 + rng.below(4) as isize];
+        sizes.extend(apply(base.clone(), &ops).shape().iter().map(|&n| n as isize));
+        ops.push(V::Unsqueeze0);
+        ops.push(V::Expand(sizes));
+    }
+    let d = DeviceTensor::upload(ctx, &base).unwrap();
+    (apply(base, &ops), apply(d, &ops))
+}
+
+fn random_dims(rng: &mut Rng, rank: usize) -> Dims {
+    match rng.below(3) {
+        0 => Dims::All,
+        1 if rank > 0 => Dims::from(rng.below(rank) as isize - if rng.below(2) == 0 { rank as isize } else { 0 }),
+        _ => Dims::List((0..rank as isize).filter(|_| rng.below(2) == 0).collect()),
+    }
+}
+
+const OPS: [ReduceOp; 15] = [
+    ReduceOp::Sum,
+    ReduceOp::Mean,
+    ReduceOp::Prod,
+    ReduceOp::Amax,
+    ReduceOp::Amin,
+    ReduceOp::Argmax,
+    ReduceOp::Argmin,
+    ReduceOp::Max,
+    ReduceOp::Min,
+    ReduceOp::Var { correction: 1.0 },
+    ReduceOp::Std { correction: 0.0 },
+    ReduceOp::Norm { p: 1.0 },
+    ReduceOp::Norm { p: 2.0 },
+    ReduceOp::Norm { p: f64::INFINITY },
+    ReduceOp::Logsumexp,
+];
+
+/// The elements of a host tensor as f64, logical order.
+fn values(t: &HostTensor) -> Vec<f64> {
+    bits(t).into_iter().map(|b| value(t.dtype(), b)).collect()
+}
+
+/// Compares a device result with the host's: exact where the op picks or counts (integers,
+/// indices, amax/amin/max/min), else within `tol[i]` (plus one unit of f16/bf16).
+fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: &[f64]) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!("{what}: {} {:?} != {} {:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
+    }
+    let (g, w) = (values(got), values(want));
+    let ulp = match want.dtype() {
+        DType::F16 => 2f64.powi(-10),
+        DType::BF16 => 2f64.powi(-7),
+        _ => 0.0,
+    };
+    for (i, (&g, &w)) in g.iter().zip(&w).enumerate() {
+        let t = tol.get(i).copied().unwrap_or(0.0);
+        let ok = if w.is_nan() || g.is_nan() || w.is_infinite() { (w.is_nan() && g.is_nan()) || g == w } else { (g - w).abs() <= t + ulp * w.abs() };
+        if !ok {
+            return Err(format!("{what}[{i}]: got {g}, want {w} (tol {t})"));
+        }
+    }
+    Ok(())
+}
+
+/// Per-output tolerances of a reduction, from the sums of |x| and x^2 that each output reads
+/// (f32 accumulation in any order meets 4e-6 of them; exp and log within 1e-5).
+fn tolerances(x: &HostTensor, op: ReduceOp, dims: &Dims, keepdim: bool, out: &HostTensor) -> Vec<f64> {
+    let exact = matches!(op, ReduceOp::Amax | ReduceOp::Amin | ReduceOp::Argmax | ReduceOp::Argmin | ReduceOp::Max | ReduceOp::Min) || !out.dtype().is_float();
+    if exact || out.numel() == 0 {
+        return vec![0.0; out.numel()];
+    }
+    let f = x.to(DType::F32).unwrap();
+    let fin = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let s1 = values(&f.norm(1.0, dims.clone(), keepdim).unwrap());
+    let s2 = values(&f.mul(&f).unwrap().norm(1.0, dims.clone(), keepdim).unwrap());
+    let m = (x.numel() as f64 / out.numel() as f64).max(1.0);
+    let want = values(out);
+    (0..out.numel())
+        .map(|i| {
+            let (a, q, w) = (fin(s1[i]), fin(s2[i]), fin(want[i]).abs());
+            1e-6 + match op {
+                ReduceOp::Mean => 4e-6 * a / m,
+                ReduceOp::Norm { p: 2.0 } => 4e-6 * q.sqrt(),
+                ReduceOp::Var { correction } => 4e-6 * q / (m - correction).max(1.0),
+                ReduceOp::Std { correction } => (4e-6 * q / (m - correction).max(1.0)).sqrt(),
+                ReduceOp::Logsumexp => 1e-5 * (w + 1.0),
+                ReduceOp::Prod => 1e-5 * w,
+                _ => 4e-6 * a,
+            }
+        })
+        .collect()
+}
+
+use strided_wgpu::Elementwise;
+
+/// One random reduction on `ctx` against the host: the error, if any.
+fn reduction_case(ctx: &GpuContext, rng: &mut Rng, big: bool) -> Result<(), String> {
+    let dtype = DType::ALL[rng.below(7)];
+    let (x, d) = view(ctx, rng, dtype, big);
+    let op = OPS[rng.below(OPS.len())];
+    let dims = random_dims(rng, x.rank());
+    let keepdim = rng.below(2) == 0;
+    let dims = if matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::Argmax | ReduceOp::Argmin | ReduceOp::Prod) {
+        match dims {
+            Dims::List(l) if l.len() == 1 => Dims::List(l),
+            _ if matches!(op, ReduceOp::Max | ReduceOp::Min) => Dims::from(0),
+            _ => Dims::All,
+        }
+    } else {
+        dims
+    };
+    let desc = format!("{op:?} dims {dims:?} keepdim {keepdim} of {dtype} {:?} strides {:?}", x.shape(), x.strides());
+    let host = x.reduce(op, dims.clone(), keepdim, None, None, None);
+    let dev = d.reduce(op, dims.clone(), keepdim, None, None, None);
+    match (host, dev) {
+        (Err(_), Err(_)) => Ok(()),
+        (Ok(_), Err(e)) => Err(format!("{desc}: device error {e}")),
+        (Err(e), Ok(_)) => Err(format!("{desc}: host error {e}, device ok")),
+        (Ok((hv, hi)), Ok((dv, di))) => {
+            let tol = tolerances(&x, op, &dims, keepdim, &hv);
+            compare(&desc, &dv.download().unwrap(), &hv, &tol)?;
+            if let (Some(hi), Some(di)) = (hi, di) {
+                compare(&format!("{desc} indices"), &di.download().unwrap(), &hi, &[])?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One random scan on `ctx` against the host.
+fn scan_case(ctx: &GpuContext, rng: &mut Rng) -> Result<(), String> {
+    let dtype = DType::ALL[rng.below(7)];
+    let (x, d) = view(ctx, rng, dtype, false);
+    let op = [ScanOp::Softmax, ScanOp::LogSoftmax, ScanOp::Cumsum][rng.below(3)];
+    let dim = if x.rank() == 0 { 0 } else { rng.below(x.rank()) as isize };
+    let desc = format!("{op:?} dim {dim} of {dtype} {:?} strides {:?}", x.shape(), x.strides());
+    match (x.scan(op, dim, None), d.scan(op, dim, None)) {
+        (Err(_), Err(_)) => Ok(()),
+        (Ok(_), Err(e)) => Err(format!("{desc}: device error {e}")),
+        (Err(e), Ok(_)) => Err(format!("{desc}: host error {e}, device ok")),
+        (Ok(h), Ok(g)) => {
+            if g.strides() != h.strides() {
+                return Err(format!("{desc}: strides {:?} != {:?}", g.strides(), h.strides()));
+            }
+            let scale = if op == ScanOp::Cumsum && dtype.is_float() { values(&x.to(DType::F32).unwrap().norm(1.0, Dims::All, false).unwrap())[0] } else { 0.0 };
+            let tol: Vec<f64> = values(&h).iter().map(|w| 4e-6 * if scale.is_finite() { scale } else { 0.0 } + 1e-5 * (if w.is_finite() { w.abs() } else { 0.0 } + 1.0)).collect();
+            compare(&desc, &g.download().unwrap(), &h, &tol)
+        }
+    }
+}
+
+#[test]
+fn random_reductions_and_scans_match_the_host() {
+    let cases: usize = std::env::var("REDUCE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    for ctx in contexts() {
+        let mut rng = Rng(0x5eed_0033);
+        let mut fails = Vec::new();
+        for i in 0..cases {
+            if let Err(e) = reduction_case(ctx, &mut rng, i % 4 == 0) {
+                fails.push(e);
+            }
+            if i % 3 == 0 {
+                if let Err(e) = scan_case(ctx, &mut rng) {
+                    fails.push(e);
+                }
+            }
+        }
+        assert!(fails.is_empty(), "{}: {} failures:\n{}", name(ctx), fails.len(), fails.join("\n"));
+    }
+}
+
+fn f32s(t: &HostTensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn every_class_on_edge_extents_and_determinism() {
+    for ctx in contexts() {
+        let mut rng = Rng(7);
+        // (shape, format, dims, class): extents around the workgroup size, one element.
+        let cases: &[(&[usize], MemoryFormat, &[isize], ReduceClass)] = &[
+            (&[3, 65], MemoryFormat::Contiguous, &[1], ReduceClass::Rows),
+            (&[2, 1], MemoryFormat::Contiguous, &[1], ReduceClass::Identity),
+            (&[1, 1], MemoryFormat::Contiguous, &[0, 1], ReduceClass::Identity),
+            (&[130, 63], MemoryFormat::Contiguous, &[0], ReduceClass::Columns),
+            (&[2, 5, 3, 3], MemoryFormat::ChannelsLast, &[2, 3], ReduceClass::Columns),
+            (&[3, 5, 7, 2], MemoryFormat::Contiguous, &[0, 2, 3], ReduceClass::General),
+            (&[4097], MemoryFormat::Contiguous, &[0], ReduceClass::Rows),
+        ];
+        for &(shape, format, dims, class) in cases {
+            let n: usize = shape.iter().product();
+            let x = data(&mut rng, DType::F32, n, true).view(&shape.iter().map(|&s| s as isize).collect::<Vec<_>>()).unwrap().contiguous(format).unwrap();
+            let s = reduce_spec(ReduceOp::Sum, x.layout(), DType::F32, &Dims::List(dims.to_vec()), false, None).unwrap();
+            let plan = ReducePlan::reduction(&s, x.layout(), &Layout::contiguous(&s.out_shape).unwrap()).unwrap();
+            let class_ok = plan.class() == class || (class == ReduceClass::Identity && plan.extent == 1);
+            assert!(class_ok, "{shape:?} {format:?} {dims:?}: {:?}", plan.class());
+            let d = DeviceTensor::upload(ctx, &x).unwrap();
+            for op in OPS {
+                let host = x.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let a = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let b = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let (a0, b0) = (a.0.download().unwrap(), b.0.download().unwrap());
+                assert_eq!(bits(&a0), bits(&b0), "{op:?} {shape:?}: two runs differ");
+                let tol = tolerances(&x, op, &Dims::List(dims.to_vec()), false, &host.0);
+                compare(&format!("{} {op:?} {shape:?} {dims:?}", name(ctx)), &a0, &host.0, &tol).unwrap();
+            }
+        }
+    }
+}
+
+/// Reductions and scans longer than one invocation walks (`CHUNK`, and lavapipe's cap on a
+/// loop's iterations, about 32,000): parts, then their states combined in order.
+#[test]
+fn long_reductions_and_scans_run_in_parts() {
+    for ctx in contexts() {
+        let mut rng = Rng(99);
+        let x = data(&mut rng, DType::F32, 3 * 40_001, true).view(&[3, 40_001]).unwrap();
+        let h = x.transpose(0, 1).unwrap();
+        let (dx, dh) = {
+            let d = DeviceTensor::upload(ctx, &x).unwrap();
+            let t = d.transpose(0, 1).unwrap();
+            (d, t)
+        };
+        for (what, host, dev, dims) in [("rows", &x, &dx, Dims::from(1)), ("columns", &h, &dh, Dims::from(0)), ("all", &x, &dx, Dims::All)] {
+            for op in OPS {
+                let dims = if matches!(op, ReduceOp::Argmax | ReduceOp::Argmin | ReduceOp::Prod) && dims == Dims::All { Dims::All } else { dims.clone() };
+                let dims = if matches!(op, ReduceOp::Max | ReduceOp::Min) && dims == Dims::All { Dims::from(1) } else { dims };
+                let want = host.reduce(op, dims.clone(), false, None, None, None).unwrap();
+                let got = dev.reduce(op, dims.clone(), false, None, None, None).unwrap();
+                let tol = tolerances(host, op, &dims, false, &want.0);
+                compare(&format!("{} {what} {op:?}", name(ctx)), &got.0.download().unwrap(), &want.0, &tol).unwrap();
+                if let (Some(w), Some(g)) = (want.1, got.1) {
+                    compare(&format!("{} {what} {op:?} indices", name(ctx)), &g.download().unwrap(), &w, &[]).unwrap();
+                }
+            }
+        }
+        // Rows without specials for the scans (a NaN makes a softmax row NaN), one flipped.
+        let x = data(&mut rng, DType::F32, 2 * 40_001, false).view(&[2, 40_001]).unwrap();
+        let d = DeviceTensor::upload(ctx, &x).unwrap();
+        for (xf, df) in [(x.clone(), d.clone()), (x.flip(1).unwrap(), d.flip(1).unwrap())] {
+            for op in [ScanOp::Softmax, ScanOp::LogSoftmax, ScanOp::Cumsum] {
+                let want = xf.scan(op, 1, None).unwrap();
+                let scale = values(&xf.norm(1.0, Dims::All, false).unwrap())[0];
+                let tol: Vec<f64> = values(&want).iter().map(|w| 1e-5 * (w.abs() + 1.0) + if op == ScanOp::Cumsum { 4e-6 * scale } else { 0.0 }).collect();
+                compare(&format!("{} {op:?} {:?}", name(ctx), xf.strides()), &df.scan(op, 1, None).unwrap().download().unwrap(), &want, &tol).unwrap();
+            }
+        }
+        let i = HostTensor::from_vec((0..50_000).map(|v| v % 7 - 3).collect::<Vec<i32>>(), &[50_000]).unwrap();
+        let di = DeviceTensor::upload(ctx, &i).unwrap();
+        assert_eq!(di.cumsum(0).unwrap().download().unwrap().to_vec::<i32>().unwrap(), i.cumsum(0).unwrap().to_vec::<i32>().unwrap());
+        assert_eq!(di.sum(0, false).unwrap().download().unwrap().to_vec::<i32>().unwrap(), i.sum(0, false).unwrap().to_vec::<i32>().unwrap());
+    }
+}
+
+#[test]
+fn grids_bindings_and_bad_input() {
+    for ctx in contexts() {
+        let mut rng = Rng(11);
+        // 16 workgroups per dimension: 3000 outputs need a 2-D grid of 64-invocation groups.
+        let small = limited(ctx, |l| wgpu::Limits { max_compute_workgroups_per_dimension: 16, ..l });
+        let x = data(&mut rng, DType::F32, 3000 * 3, false).view(&[3000, 3]).unwrap();
+        let d = DeviceTensor::upload(&small, &x).unwrap();
+        assert_eq!(f32s(&d.amax(1, false).unwrap().download().unwrap()), f32s(&x.amax(1, false).unwrap()));
+        let sm = d.softmax(1).unwrap().download().unwrap();
+        compare("softmax 2-d grid", &sm, &x.softmax(1).unwrap(), &vec![1e-6; 9000]).unwrap();
+
+        // 4 KiB bindings: row sums over 3000 x 8 f32 (96 KiB) run in pieces of kept dims, and
+        // so does a softmax; a column sum, whose every output reads more than a binding, is a
+        // typed Limit error.
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 4 << 10, ..l });
+        let x = data(&mut rng, DType::F32, 8 * 3000, false).view(&[3000, 8]).unwrap();
+        let d = DeviceTensor::upload(&tight, &x).unwrap();
+        let want = x.sum(1, false).unwrap();
+        let tol = tolerances(&x, ReduceOp::Sum, &Dims::from(1), false, &want);
+        compare("pieces", &d.sum(1, false).unwrap().download().unwrap(), &want, &tol).unwrap();
+        compare("softmax pieces", &d.softmax(-1).unwrap().download().unwrap(), &x.softmax(-1).unwrap(), &[1e-6; 24000]).unwrap();
+        assert!(matches!(d.sum(0, false), Err(Error::Limit { .. })), "{:?}", d.sum(0, false).map(|t| t.shape().to_vec()));
+
+        // Bad input: typed errors, the destination untouched.
+        let x = DeviceTensor::from_slice(ctx, &[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+        let out = DeviceTensor::from_slice(ctx, &[9.0f32; 3], &[3]).unwrap();
+        assert!(x.sum_out(0, false, &out).is_err());
+        assert!(matches!(x.amax([1, -1], false), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(x.sum(2, false), Err(Error::DimOutOfRange { .. })));
+        assert!(matches!(x.softmax_out(0, &x), Err(Error::Overlap { .. })));
+        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), vec![9.0; 3]);
+        // out= forms write through any strides; max/min into values and indices.
+        let o = DeviceTensor::from_slice(ctx, &[0.0f32; 4], &[2, 2]).unwrap().transpose(0, 1).unwrap();
+        x.log_softmax_out(1, &o).unwrap();
+        let want = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap().log_softmax(1).unwrap();
+        compare("log_softmax_out", &o.download().unwrap(), &want, &[1e-6; 4]).unwrap();
+        let (v, i) = (DeviceTensor::from_slice(ctx, &[0.0f32; 2], &[2]).unwrap(), DeviceTensor::from_slice(ctx, &[0i32; 2], &[2]).unwrap());
+        x.min_dim_out(0, false, &v, &i).unwrap();
+        assert_eq!((f32s(&v.download().unwrap()), i.download().unwrap().to_vec::<i32>().unwrap()), (vec![1.0, 2.0], vec![0, 0]));
+        let s = DeviceTensor::from_slice(ctx, &[0.0f32; 1], &[1]).unwrap().squeeze(0).unwrap();
+        x.mean_out(Dims::All, false, &s).unwrap();
+        assert_eq!(f32s(&s.download().unwrap()), vec![2.5]);
+    }
+}

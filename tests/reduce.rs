@@ -1,0 +1,246 @@
+//! Reductions on the host: PyTorch's rules the conformance file does not reach (errors that
+//! write nothing, empty reductions, wrapping integer sums, signed zeros, NaN positions, views
+//! with negative steps and broadcast inputs), against plain loops.
+
+use strided_wgpu::{DType, Dims, Error, HostTensor, MemoryFormat, Reduce, Strided};
+
+fn t(v: Vec<f32>, shape: &[usize]) -> HostTensor {
+    HostTensor::from_vec(v, shape).unwrap()
+}
+
+#[test]
+fn bad_dims_and_types_are_typed_errors() {
+    let x = t((0..24).map(|i| i as f32).collect(), &[2, 3, 4]);
+    assert!(matches!(
+        x.sum(3, false),
+        Err(Error::DimOutOfRange {
+            op: "sum",
+            dim: 3,
+            rank: 3
+        })
+    ));
+    assert!(matches!(x.sum(-4, false), Err(Error::DimOutOfRange { .. })));
+    assert!(matches!(
+        x.amax([0, -3], false),
+        Err(Error::InvalidArgument { op: "amax", .. })
+    ));
+    assert!(matches!(
+        x.norm(3.0, 0, false),
+        Err(Error::Unsupported { op: "norm", .. })
+    ));
+    assert!(matches!(x.softmax(3), Err(Error::DimOutOfRange { .. })));
+    let i = HostTensor::from_vec((0..6).collect::<Vec<i32>>(), &[2, 3]).unwrap();
+    assert!(i.mean(0, false).is_err());
+    assert!(i.var(0, 1.0, false).is_err());
+    assert!(i.softmax(0).is_err());
+    assert!(i.mean_dtype(0, false, DType::I32).is_err());
+    let u = HostTensor::from_vec(vec![1u32, 2, 3], &[3]).unwrap();
+    for r in [
+        u.amax(0, false),
+        u.argmax(None, false),
+        u.max_dim(0, false).map(|p| p.0),
+    ] {
+        assert!(matches!(r, Err(Error::DType { .. })), "{r:?}");
+    }
+    // An empty reduction has no maximum; a sum of nothing is 0.
+    let e = HostTensor::zeros(&[3, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert!(
+        e.amax(1, false).is_err()
+            && e.argmax(None, false).is_err()
+            && e.max_dim(1, false).is_err()
+            && e.norm(f64::INFINITY, 1, false).is_err()
+    );
+    assert_eq!(e.amax(0, false).unwrap().shape(), &[0]);
+}
+
+#[test]
+fn out_forms_check_before_writing() {
+    let x = t(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let wrong = t(vec![9.0; 3], &[3]);
+    assert!(x.sum_out(0, false, &wrong).is_err());
+    assert_eq!(wrong.to_vec::<f32>().unwrap(), vec![9.0; 3]);
+    let int_out = HostTensor::from_vec(vec![7i32; 2], &[2]).unwrap();
+    assert!(x.sum_out(0, false, &int_out).is_err());
+    assert_eq!(int_out.to_vec::<i32>().unwrap(), vec![7, 7]);
+    // Overlapping the input, or itself.
+    assert!(matches!(
+        x.sum_out(0, false, &x.select(0, 0).unwrap()),
+        Err(Error::Overlap { .. })
+    ));
+    let expanded = t(vec![5.0], &[1]).expand(&[2]).unwrap();
+    assert!(matches!(
+        x.sum_out(0, false, &expanded),
+        Err(Error::Overlap { .. })
+    ));
+    assert!(matches!(x.softmax_out(1, &x), Err(Error::Overlap { .. })));
+    // max(dim) into values and indices.
+    let (v, i) = (
+        t(vec![0.0; 2], &[2]),
+        HostTensor::from_vec(vec![0i32; 2], &[2]).unwrap(),
+    );
+    x.max_dim_out(1, false, &v, &i).unwrap();
+    assert_eq!(
+        (v.to_vec::<f32>().unwrap(), i.to_vec::<i32>().unwrap()),
+        (vec![2.0, 4.0], vec![1, 1])
+    );
+    let out = t(vec![0.0; 4], &[2, 2]).transpose(0, 1).unwrap();
+    x.softmax_out(0, &out).unwrap();
+    assert_eq!(
+        out.to_vec::<f32>().unwrap(),
+        x.softmax(0).unwrap().to_vec::<f32>().unwrap()
+    );
+}
+
+#[test]
+fn empty_and_scalar_reductions() {
+    let e = HostTensor::zeros(&[2, 0, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(
+        e.sum(1, false).unwrap().to_vec::<f32>().unwrap(),
+        vec![0.0; 6]
+    );
+    assert_eq!(e.prod(Some(1), true).unwrap().shape(), &[2, 1, 3]);
+    assert_eq!(
+        e.prod(Some(1), true).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0; 6]
+    );
+    assert!(e
+        .mean(1, false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| v.is_nan()));
+    assert!(e
+        .var(1, 0.0, false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| v.is_nan()));
+    assert_eq!(
+        e.logsumexp(1, false).unwrap().to_vec::<f32>().unwrap(),
+        vec![f32::NEG_INFINITY; 6]
+    );
+    assert_eq!(e.norm(2.0, Dims::All, true).unwrap().shape(), &[1, 1, 1]);
+    let s = t(vec![-2.5], &[]).squeeze(0).unwrap();
+    assert_eq!(s.rank(), 0);
+    assert_eq!(
+        s.sum(0, false).unwrap().to_vec::<f32>().unwrap(),
+        vec![-2.5]
+    );
+    assert_eq!(
+        s.argmax(Some(-1), true).unwrap().to_vec::<i32>().unwrap(),
+        vec![0]
+    );
+    assert_eq!(s.softmax(0).unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
+    assert_eq!(s.cumsum(-1).unwrap().to_vec::<f32>().unwrap(), vec![-2.5]);
+}
+
+#[test]
+fn integers_nan_and_zeros() {
+    // int32 sums wrap as PyTorch's dtype=torch.int32 sum does.
+    let i = HostTensor::from_vec(vec![i32::MAX, 1, 5], &[3]).unwrap();
+    assert_eq!(
+        i.sum(0, false).unwrap().to_vec::<i32>().unwrap(),
+        vec![i32::MAX.wrapping_add(6)]
+    );
+    let u8s = HostTensor::from_vec(vec![200u8, 100, 50], &[3]).unwrap();
+    let s = u8s.sum(0, false).unwrap();
+    assert_eq!(
+        (s.dtype(), s.to_vec::<i32>().unwrap()),
+        (DType::I32, vec![350])
+    );
+    assert_eq!(
+        u8s.cumsum(0).unwrap().to_vec::<i32>().unwrap(),
+        vec![200, 300, 350]
+    );
+    assert_eq!(
+        u8s.sum_dtype(0, false, DType::F16)
+            .unwrap()
+            .to_vec::<half::f16>()
+            .unwrap(),
+        vec![half::f16::from_f32(350.0)]
+    );
+    // NaN: amax propagates it, argmax points at the first one.
+    let x = t(vec![1.0, f32::NAN, 3.0, f32::NAN], &[4]);
+    assert!(x.amax(0, false).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
+    assert_eq!(
+        x.argmin(Some(0), false).unwrap().to_vec::<i32>().unwrap(),
+        vec![1]
+    );
+    let (v, i) = x.max_dim(0, false).unwrap();
+    assert!(v.to_vec::<f32>().unwrap()[0].is_nan());
+    assert_eq!(i.to_vec::<i32>().unwrap(), vec![1]);
+    // Signed zeros: amax orders -0.0 below +0.0 whatever the order; ties give the first index.
+    for v in [vec![-0.0f32, 0.0], vec![0.0, -0.0]] {
+        let z = t(v, &[2]);
+        assert_eq!(
+            z.amax(0, false).unwrap().to_vec::<f32>().unwrap()[0].to_bits(),
+            0
+        );
+        assert_eq!(
+            z.amin(0, false).unwrap().to_vec::<f32>().unwrap()[0].to_bits(),
+            (-0.0f32).to_bits()
+        );
+        assert_eq!(
+            z.argmax(None, false).unwrap().to_vec::<i32>().unwrap(),
+            vec![0]
+        );
+    }
+}
+
+#[test]
+fn views_with_steps_and_broadcasts_against_loops() {
+    let base = t(
+        (0..60).map(|i| ((i * 37) % 23) as f32 - 11.0).collect(),
+        &[3, 4, 5],
+    );
+    let x = base
+        .flip(2)
+        .unwrap()
+        .slice(1, 0, 4, 2)
+        .unwrap()
+        .permute(&[2, 0, 1])
+        .unwrap(); // [5, 3, 2]
+    let dense = x
+        .contiguous(MemoryFormat::Contiguous)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let at = |a: usize, b: usize, c: usize| dense[(a * 3 + b) * 2 + c] as f64;
+    let s = x.sum([0, 2], false).unwrap().to_vec::<f32>().unwrap();
+    for (b, &got) in s.iter().enumerate() {
+        let want: f64 = (0..5).flat_map(|a| (0..2).map(move |c| (a, c))).map(|(a, c)| at(a, b, c)).sum();
+        assert_eq!(got as f64, want);
+    }
+    let am = x.argmax(Some(0), true).unwrap();
+    assert_eq!(am.shape(), &[1, 3, 2]);
+    let am = am.to_vec::<i32>().unwrap();
+    for (j, &k) in am.iter().enumerate() {
+        let (b, c) = (j / 2, j % 2);
+        let col: Vec<f64> = (0..5).map(|a| at(a, b, c)).collect();
+        let first_max = col
+            .iter()
+            .position(|&v| v == col.iter().cloned().fold(f64::MIN, f64::max))
+            .unwrap();
+        assert_eq!(k as usize, first_max);
+    }
+    // A broadcast input reads each element many times.
+    let row = t(vec![1.0, 2.0, 3.0], &[3]).expand(&[4, 3]).unwrap();
+    assert_eq!(
+        row.sum(0, false).unwrap().to_vec::<f32>().unwrap(),
+        vec![4.0, 8.0, 12.0]
+    );
+    assert_eq!(
+        row.var(Dims::All, 0.0, false)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![2.0 / 3.0]
+    );
+    // softmax keeps the input's memory order.
+    let cl = t((0..24).map(|i| i as f32 / 8.0).collect(), &[1, 2, 3, 4])
+        .contiguous(MemoryFormat::ChannelsLast)
+        .unwrap();
+    assert_eq!(cl.softmax(1).unwrap().strides(), cl.strides());
+}
