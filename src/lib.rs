@@ -39,7 +39,9 @@ mod host;
 mod kernels;
 pub mod layout;
 mod plan;
+pub mod pool;
 mod runtime;
+pub mod shape;
 mod strided;
 mod tune;
 
@@ -57,6 +59,8 @@ pub use gpu::timing::GpuTimer;
 pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
 pub use plan::{CopyPlan, IterPlan};
+pub use pool::{AvgPool2dOptions, MaxPool2dOptions, Pool2d};
+pub use shape::{cat, stack, InterpolateMode, InterpolateOptions, PadMode, ShapeOps};
 pub use runtime::submit::Submission;
 pub use runtime::AdapterReport;
 pub use strided::Strided;
@@ -83,6 +87,7 @@ pub mod advanced {
         pub use crate::kernels::conv::gpu_pipelines as conv_gpu_pipelines;
         pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
+        pub use crate::kernels::pool::gpu_pipelines as pool_gpu_pipelines;
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
     }

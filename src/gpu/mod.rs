@@ -5,6 +5,8 @@ pub mod batch;
 pub mod context;
 pub mod conv;
 pub mod elementwise;
+pub mod pool;
+pub mod shape;
 pub mod tensor;
 pub mod timing;
 pub mod tuning;

@@ -127,6 +127,7 @@ mod tests {
             twin::<gemm::GemmParams>("GemmParams"),
             twin::<depthwise::DepthwiseParams>("DepthwiseParams"),
             twin::<depthwise::RowsParams>("RowsParams"),
+            twin::<crate::kernels::pool::PoolParams>("PoolParams"),
         ]
     }
 

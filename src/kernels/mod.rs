@@ -6,5 +6,7 @@
 pub(crate) mod abi;
 pub mod conv;
 pub mod copy;
+pub(crate) mod dispatch;
 pub mod elementwise;
+pub mod pool;
 pub mod shaders;

@@ -4,3 +4,4 @@ pub mod gpu;
 pub mod rng;
 pub mod conv;
 pub mod elementwise;
+pub mod window;
