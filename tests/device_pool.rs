@@ -282,3 +282,87 @@ fn bad_input_is_a_typed_error() {
     let i = HostTensor::from_vec(vec![0i32; 16], &[1, 1, 4, 4]).unwrap();
     assert!(matches!(i.max_pool2d(&MaxPool2dOptions::new((2, 2))), Err(Error::Unsupported { .. })));
 }
+
+/// `batch_norm` on host and every adapter against a plain f64 loop over the definition, for
+/// NCHW, channels-last and strided inputs of the three float types, with and without the
+/// affine parameters; its output keeps the input's type and memory format.
+#[test]
+fn batch_norm_matches_the_definition() {
+    let mut rng = Rng(0xb40);
+    for case in 0..16 {
+        let dtype = float(&mut rng);
+        let layout = rng.below(3);
+        let shape = [1 + rng.below(2), 1 + rng.below(6), 1 + rng.below(5), 1 + rng.below(5)];
+        let c = shape[1];
+        let x = tensor(&mut rng, &shape, dtype, layout, false);
+        let vec = |rng: &mut Rng, lo: f32| HostTensor::from_vec((0..c).map(|_| lo + rng.below(64) as f32 / 16.0).collect::<Vec<f32>>(), &[c]).unwrap();
+        let (mean, var, w, b) = (vec(&mut rng, -2.0), vec(&mut rng, 0.25), vec(&mut rng, -2.0), vec(&mut rng, -2.0));
+        let affine = rng.below(2) == 0;
+        let eps = 1e-5;
+        let xs: Vec<f64> = bits(&x).into_iter().map(|b| value(dtype, b)).collect();
+        let (m, v, wv, bv) = (mean.to_vec::<f32>().unwrap(), var.to_vec::<f32>().unwrap(), w.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+        let plane = shape[2] * shape[3];
+        let want: Vec<f64> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let k = (i / plane) % c;
+                let y = (x - m[k] as f64) / (v[k] as f64 + eps).sqrt();
+                if affine { y * wv[k] as f64 + bv[k] as f64 } else { y }
+            })
+            .collect();
+        let check = |what: &str, y: &HostTensor, strides: &[isize]| {
+            assert_eq!(y.dtype(), dtype, "{what}");
+            assert_eq!(y.shape(), x.shape(), "{what}");
+            assert_eq!(y.strides(), strides, "{what}: memory format");
+            for (k, (&g, &w)) in bits(y).iter().map(|&b| value(dtype, b)).collect::<Vec<_>>().iter().zip(&want).enumerate() {
+                assert!(close(dtype, g, w, 16.0), "{what}: element {k}: {g}, want {w}");
+            }
+        };
+        let (wo, bo) = if affine { (Some(&w), Some(&b)) } else { (None, None) };
+        let y = strided_wgpu::batch_norm(&x, &mean, &var, wo, bo, eps).unwrap();
+        let dense = Layout::with_format(&shape, x.layout().suggest_memory_format()).unwrap();
+        check(&format!("host case {case}"), &y, dense.strides());
+        for ctx in contexts() {
+            let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+            let (dm, dv, dw, db) = (up(&mean), up(&var), up(&w), up(&b));
+            let (dwo, dbo) = if affine { (Some(&dw), Some(&db)) } else { (None, None) };
+            let dy = strided_wgpu::batch_norm(&mirror(ctx, &x, layout), &dm, &dv, dwo, dbo, eps).unwrap();
+            check(&format!("{} case {case}", name(ctx)), &dy.download().unwrap().contiguous(x.layout().suggest_memory_format()).unwrap(), dense.strides());
+            assert_eq!(dy.strides(), dense.strides());
+        }
+    }
+    let x = HostTensor::from_vec(vec![0f32; 12], &[1, 3, 2, 2]).unwrap();
+    let two = HostTensor::from_vec(vec![0f32; 2], &[2]).unwrap();
+    assert!(matches!(strided_wgpu::batch_norm(&x, &two, &two, None, None, 1e-5), Err(Error::InvalidArgument { .. })));
+}
+
+/// A folded convolution equals the convolution followed by the batch norm (host reference and
+/// every adapter's convolution of the folded weight).
+#[test]
+fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
+    use strided_wgpu::conv::conv2d_cpu;
+    use strided_wgpu::{fold_batch_norm, Conv2d, Conv2dOptions};
+    let mut rng = Rng(0xf01d);
+    let (n, c, k) = (2, 3, 5);
+    let x = tensor(&mut rng, &[n, c, 6, 7], DType::F32, 0, false);
+    let wt = tensor(&mut rng, &[k, c, 3, 3], DType::F32, 0, false);
+    let vec = |rng: &mut Rng, lo: f32| HostTensor::from_vec((0..k).map(|_| lo + rng.below(64) as f32 / 16.0).collect::<Vec<f32>>(), &[k]).unwrap();
+    let (bias, mean, var, g, beta) = (vec(&mut rng, -2.0), vec(&mut rng, -2.0), vec(&mut rng, 0.5), vec(&mut rng, -2.0), vec(&mut rng, -2.0));
+    let opts = Conv2dOptions { padding: (1, 1), ..Default::default() };
+    let want = strided_wgpu::batch_norm(&conv2d_cpu(&x, &wt, Some(&bias), &opts).unwrap(), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap().to_vec::<f32>().unwrap();
+    let scale: f64 = want.iter().map(|v| v.abs() as f64).fold(0.0, f64::max) + 64.0 * 8.0;
+    let (fw, fb) = fold_batch_norm(&wt, Some(&bias), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
+    let got = conv2d_cpu(&x, &fw, Some(&fb), &opts).unwrap().to_vec::<f32>().unwrap();
+    for (a, b) in got.iter().zip(&want) {
+        assert!(((a - b).abs() as f64) <= 1e-5 * scale, "host: {a} against {b}");
+    }
+    for ctx in contexts() {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+        let (dfw, dfb) = fold_batch_norm(&up(&wt), Some(&up(&bias)), &up(&mean), &up(&var), Some(&up(&g)), Some(&up(&beta)), 1e-5).unwrap();
+        let got = up(&x).conv2d(&dfw, Some(&dfb), &opts).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        for (a, b) in got.iter().zip(&want) {
+            assert!(((a - b).abs() as f64) <= 1e-5 * scale, "{}: {a} against {b}", name(ctx));
+        }
+    }
+}
