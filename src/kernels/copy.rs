@@ -4,15 +4,15 @@
 //! forced paths alike), and recording a prepared path into an encoder ([`record`]): the plan is
 //! split into pieces whose bindings fit the adapter, and each piece is one dispatch.
 
-use std::num::NonZeroU64;
 
 use bytemuck::Zeroable;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::abi::{self, uniform};
-use crate::kernels::shaders::{self, PipelineSpec};
+use crate::kernels::abi::uniform;
+use crate::kernels::dispatch::{self, Dispatch};
+use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{CopyKind, CopyPlan, Cuts};
 use crate::runtime::submit::Keep;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
@@ -40,10 +40,6 @@ uniform! {
         aux: u32,
         aux2: u32,
     }
-}
-
-pub(crate) fn bind(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: NonZeroU64::new(size) })
 }
 
 /// Which kernel variant moves a plan, and how it is shaped. Tests and benchmarks can force one.
@@ -654,8 +650,7 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
         let ((_, dlen), (_, slen)) = windows(&p);
         Error::Limit { op: OP, what: format!("binding the smallest piece the {} kernel can move (plan {p:?})", key.shader), limit: "max_storage_buffer_binding_size", requested: dlen.max(slen), max: max_bind }
     })?;
-    let pipeline = rt.pipeline(&key, SLOTS, || shaders::source(key.shader))?;
-    let bgl = rt.bind_group_layout(SLOTS)?;
+    let mut dispatches = Vec::with_capacity(pieces.len());
     for p in pieces {
         let ((dstart, dlen), (sstart, slen)) = windows(&p);
         let cover = grid.of(&p, wg);
@@ -675,25 +670,9 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
         u.aux = cover.aux as u32;
         u.aux2 = cover.aux2;
         u.grid_row = (gx * wg as u64) as u32;
-        let uniform = rt.buffer(OP, abi::SLOT_BYTES as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
-        rt.queue.write_buffer(uniform.buffer(), 0, abi::bytes(&u));
-        let bg = rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("copy"),
-            layout: &bgl,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: uniform.buffer().as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: bind(src, sstart, slen) },
-                wgpu::BindGroupEntry { binding: 2, resource: bind(dst, dstart, dlen) },
-            ],
-        });
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("copy"), timestamp_writes: None });
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bg, &[]);
-        pass.dispatch_workgroups(gx as u32, gy as u32, 1);
-        drop(pass);
-        keep.hold(uniform);
+        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(src, (sstart, slen)), (dst, (dstart, dlen))], grid: (gx as u32, gy as u32) });
     }
-    Ok(())
+    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)
 }
 
 /// Copy pipelines for the register-budget test (the ones whose register use depends on their

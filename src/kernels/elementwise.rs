@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::DType;
 use crate::elementwise::resolve::{Repr, Resolved, Slot as InSlot};
 use crate::error::{Error, Result};
-use crate::kernels::abi::{self, uniform};
-use crate::kernels::copy::{bind, MAX_DIMS};
-use crate::kernels::shaders;
+use crate::kernels::abi::uniform;
+use crate::kernels::copy::MAX_DIMS;
+use crate::kernels::dispatch::{self, Dispatch};
 use crate::plan::{Cuts, IterPlan};
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -313,8 +313,6 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         shader = rows_kernel(columns, trans != 0);
     }
     let key = PipelineKey { shader, constants };
-    let pipeline = rt.pipeline(&key, SLOTS, || shaders::source(shader))?;
-    let bgl = rt.bind_group_layout(SLOTS)?;
     // Unused and aliased input bindings get a buffer that is not the output's.
     let spare = match inputs.iter().find(|b| **b != out && b.size() >= 16) {
         Some(b) => (*b).clone(),
@@ -325,7 +323,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             b
         }
     };
-    // Every piece's uniform and bind group first, so that a failure records nothing.
+    // Every piece's uniform first (the dispatch loop makes every bind group before it records), so that a failure records nothing.
     let mut dispatches = Vec::with_capacity(pieces.len());
     for p in pieces {
         let w = windows(&p);
@@ -356,36 +354,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
         u.args = r.args;
         u.extra[0] = blocks as u32;
-        let uniform = rt.buffer(OP, abi::SLOT_BYTES as u64, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
-        rt.queue.write_buffer(uniform.buffer(), 0, abi::bytes(&u));
-        let input_binding = |k: usize| {
-            if k < n_ops && !alias[k - 1] {
-                bind(inputs[k - 1], w[k].0, w[k].1)
-            } else {
-                bind(&spare, 0, 16)
-            }
-        };
-        let bg = rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("elementwise"),
-            layout: &bgl,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: uniform.buffer().as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: bind(out, w[0].0, w[0].1) },
-                wgpu::BindGroupEntry { binding: 2, resource: input_binding(1) },
-                wgpu::BindGroupEntry { binding: 3, resource: input_binding(2) },
-                wgpu::BindGroupEntry { binding: 4, resource: input_binding(3) },
-            ],
-        });
-        keep.hold(uniform);
-        dispatches.push((bg, gx as u32, gy as u32));
+        let input = |k: usize| if k < n_ops && !alias[k - 1] { (inputs[k - 1], w[k]) } else { (&spare, (0, 16)) };
+        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(out, w[0]), input(1), input(2), input(3)], grid: (gx as u32, gy as u32) });
     }
-    for (bg, gx, gy) in dispatches {
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("elementwise"), timestamp_writes: None });
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bg, &[]);
-        pass.dispatch_workgroups(gx, gy, 1);
-    }
-    Ok(())
+    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)
 }
 
 /// The rows kernel of a traversal: runs along rows, quad columns through rows, or quad columns

@@ -4,9 +4,9 @@
 //! the automatic choice and by forced paths alike.
 
 pub(crate) mod abi;
+pub(crate) mod dispatch;
 pub mod conv;
 pub mod copy;
-pub(crate) mod dispatch;
 pub mod elementwise;
 pub mod pool;
 pub mod shaders;

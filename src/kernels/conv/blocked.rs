@@ -14,7 +14,8 @@
 use crate::conv::Conv2dShape;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Dispatch, Images, Operands};
+use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Images, Operands};
+use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{blocked_vectors as vectors, ConvKernel, BLOCK, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -204,7 +205,7 @@ pub(crate) fn record_blocks(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: 
             Dispatch {
                 key,
                 params,
-                bindings: [(ops.input.buffer, r.x), (blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, (ops.input.buffer, words(r.x)), o6],
+                bindings: vec![(ops.input.buffer, r.x), (blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, (ops.input.buffer, words(r.x)), o6],
                 grid,
             }
         })

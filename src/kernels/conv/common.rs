@@ -1,21 +1,19 @@
 //! What the convolution families share: an operand's view, the operands a family records, the
-//! image ranges that keep input and output within one binding, and the dispatch of a family's
-//! uniforms, bind groups and passes.
-
-use std::num::NonZeroU64;
+//! image ranges that keep input and output within one binding, and the convolutions' use of
+//! the shared dispatch loop (`kernels::dispatch`).
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::abi::{self, Uniform};
+use crate::kernels::abi::Uniform;
+use crate::kernels::dispatch::{self, Dispatch};
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::kernels::copy;
-use crate::kernels::shaders;
 use crate::layout::Layout;
 use crate::plan::CopyPlan;
 use crate::runtime::pool::Pooled;
 use crate::runtime::submit::Keep;
-use crate::runtime::{PipelineKey, Runtime, Slot};
+use crate::runtime::{Runtime, Slot};
 
 /// One operand of a convolution: its buffer and the view of it.
 #[derive(Clone, Copy)]
@@ -110,8 +108,19 @@ pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, ali
     Ok(ranges)
 }
 
-pub(crate) fn bind(b: &wgpu::Buffer, (offset, size): (u64, u64)) -> wgpu::BindingResource<'_> {
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: NonZeroU64::new(size.div_ceil(4) * 4) })
+/// `v` as a uniform's i32 (an overflow error of the convolution otherwise).
+pub(crate) fn i32_of(v: isize, what: &str) -> Result<i32> {
+    dispatch::i32_of(OP, v, what)
+}
+
+/// `v` as a uniform's u32 (an overflow error of the convolution otherwise).
+pub(crate) fn u32_of(v: usize, what: &str) -> Result<u32> {
+    dispatch::u32_of(OP, v, what)
+}
+
+/// A grid of `groups` workgroups (see [`dispatch::grid`]).
+pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> {
+    dispatch::grid(rt, OP, groups, what)
 }
 
 /// A window as whole vec4 words (every vec4 the kernels move lies inside it).
@@ -119,74 +128,12 @@ pub(crate) fn words((offset, size): (u64, u64)) -> (u64, u64) {
     (offset, (size / 16 * 16).max(16))
 }
 
-pub(crate) fn i32_of(v: isize, what: &str) -> Result<i32> {
-    i32::try_from(v).map_err(|_| Error::overflow(OP, format!("{what} = {v} in i32")))
-}
-
-pub(crate) fn u32_of(v: usize, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::overflow(OP, format!("{what} = {v} in u32")))
-}
-
-/// A grid of `groups` workgroups within the per-dimension limit: (x, y) with x * y >= groups.
-pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> {
-    let max = rt.report.max_compute_workgroups_per_dimension as u64;
-    let gx = groups.clamp(1, max);
-    let gy = groups.div_ceil(gx);
-    if gy > max {
-        return Err(Error::Limit { op: OP, what: what.to_string(), limit: "max_compute_workgroups_per_dimension", requested: gy, max });
-    }
-    Ok((gx as u32, gy as u32))
-}
-
-/// One dispatch of a family: its pipeline, uniform, the buffers of bindings 1..=6 (binding 0 is
-/// the uniform), and its grid.
-pub(crate) struct Dispatch<'a, P: Uniform> {
-    pub key: PipelineKey,
-    pub params: P,
-    pub bindings: [(&'a wgpu::Buffer, (u64, u64)); 6],
-    pub grid: (u32, u32),
-}
-
-/// Records `dispatches` in one compute pass: their uniforms in one buffer (256-byte slots),
-/// their bind groups against the layout of `slots`. The output is bound once as writable
-/// storage: as f32 (binding 4) or as vec4 words (binding 6); the other writable binding gets a
-/// scratch word the kernel never touches (WebGPU forbids two writable bindings of one range).
+/// Records a family's dispatches through the one dispatch loop (the convolution's slots: the
+/// output is bound once as writable storage, as f32 (binding 4) or as vec4 words (binding 6);
+/// the other writable binding gets a scratch word the kernel never touches, since WebGPU
+/// forbids two writable bindings of one range).
 pub(crate) fn dispatch<P: Uniform>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
-    if dispatches.is_empty() {
-        return Ok(());
-    }
-    let mut pipelines = Vec::new();
-    for d in dispatches {
-        pipelines.push(rt.pipeline(&d.key, slots, || shaders::source(d.key.shader))?);
-    }
-    let bgl = rt.bind_group_layout(slots)?;
-    let stride = abi::SLOT_BYTES as u64;
-    let size = std::mem::size_of::<P>() as u64;
-    rt.scoped(OP, || {
-        let ubuf = rt.buffer(OP, dispatches.len() as u64 * stride, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
-        let mut bytes = vec![0u8; dispatches.len() * stride as usize];
-        for (i, d) in dispatches.iter().enumerate() {
-            bytes[i * stride as usize..][..size as usize].copy_from_slice(abi::bytes(&d.params));
-        }
-        rt.queue.write_buffer(ubuf.buffer(), 0, &bytes);
-        let mut groups = Vec::new();
-        for (i, d) in dispatches.iter().enumerate() {
-            let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: bind(ubuf.buffer(), (i as u64 * stride, size)) }];
-            for (j, (buffer, window)) in d.bindings.iter().enumerate() {
-                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: bind(buffer, *window) });
-            }
-            groups.push(rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(OP), layout: &bgl, entries: &entries }));
-        }
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: None });
-        for ((bg, d), pipeline) in groups.iter().zip(dispatches).zip(&pipelines) {
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bg, &[]);
-            pass.dispatch_workgroups(d.grid.0, d.grid.1, 1);
-        }
-        drop(pass);
-        keep.hold(ubuf);
-        Ok(())
-    })
+    dispatch::record(rt, enc, keep, OP, slots, dispatches)
 }
 
 /// The output's two writable bindings (4: f32, 6: vec4 words): the real window on the one the

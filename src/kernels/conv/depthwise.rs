@@ -6,7 +6,8 @@
 
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
+use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -78,7 +79,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
     dispatch(rt, enc, keep, SLOTS, &dispatches)?;
@@ -168,7 +169,7 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
     dispatch(rt, enc, keep, SLOTS, &dispatches)?;

@@ -7,7 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Dispatch, Operands};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
+use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{OP};
 use crate::layout::Layout;
 use crate::runtime::submit::Keep;
@@ -84,7 +85,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: [(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
     dispatch(rt, enc, keep, SLOTS, &dispatches)?;
