@@ -39,9 +39,12 @@ mod host;
 mod kernels;
 pub mod layout;
 pub mod matmul;
+mod norm;
 mod plan;
+pub mod pool;
 pub mod reduce;
 mod runtime;
+pub mod shape;
 mod strided;
 mod tune;
 
@@ -59,8 +62,11 @@ pub use gpu::timing::GpuTimer;
 pub use host::HostTensor;
 pub use layout::{Layout, MemoryFormat, Overlap, Reshape};
 pub use matmul::{Activation, Matmul};
+pub use norm::{batch_norm, fold_batch_norm};
 pub use plan::{CopyPlan, IterPlan};
+pub use pool::{AvgPool2dOptions, MaxPool2dOptions, Pool2d};
 pub use reduce::{Dims, Reduce, ReduceOp, ScanOp};
+pub use shape::{cat, stack, InterpolateMode, InterpolateOptions, PadMode, ShapeOps};
 pub use runtime::submit::Submission;
 pub use runtime::AdapterReport;
 pub use strided::Strided;
@@ -91,6 +97,7 @@ pub mod advanced {
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;
         pub use crate::kernels::matmul::gpu_pipelines as matmul_gpu_pipelines;
         pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
+        pub use crate::kernels::pool::gpu_pipelines as pool_gpu_pipelines;
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
     }

@@ -3,8 +3,10 @@
 //! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
 //! M failed`; then conv1x1.jsonl and conv2d.jsonl (`CONFORMANCE_CONV1X1`, `CONFORMANCE_CONV2D`)
 //! on the host and every adapter, printing `conformance conv1x1: ...` and `conformance conv2d:
-//! N passed, M failed`; then matmul.jsonl (`CONFORMANCE_MATMUL`) on the host and every adapter,
-//! printing `conformance matmul: N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
+//! N passed, M failed`; then matmul.jsonl (`CONFORMANCE_MATMUL`), shape.jsonl and pool.jsonl
+//! (`CONFORMANCE_SHAPE`, `CONFORMANCE_POOL`) on the host and every adapter, printing
+//! `conformance matmul: N passed, M failed`, `conformance shape: N passed, M failed` and
+//! `conformance pool: N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
 //! of their own.
 
 mod common;
@@ -15,6 +17,7 @@ use common::matmul as mm;
 use common::reduce as rc;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
+use common::window;
 use strided_wgpu::{conv1x1, conv2d, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 use strided_wgpu::conv::{conv1x1_cpu, conv2d_cpu};
 
@@ -133,10 +136,13 @@ struct Files {
     conv1x1: (String, Vec<convcase::ConvCase>),
     conv2d: (String, Vec<convcase::ConvCase>),
     matmul: (String, Vec<mm::Case>),
+    shape: (String, Vec<ew::Case>),
+    pool: (String, Vec<ew::Case>),
 }
 
-/// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d, matmul.
-type Counts = [(usize, usize); 5];
+/// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d, matmul,
+/// shape, pool.
+type Counts = [(usize, usize); 7];
 
 fn replay(target: Target, files: &Files) -> Counts {
     let started = std::time::Instant::now();
@@ -163,8 +169,10 @@ fn replay(target: Target, files: &Files) -> Counts {
     let conv1x1 = conv_on(target, "conv1x1", &files.conv1x1.0, &files.conv1x1.1);
     let conv2d = conv_on(target, "conv2d", &files.conv2d.0, &files.conv2d.1);
     let matmul = matmul_on(target, &files.matmul.0, &files.matmul.1);
+    let shape = window_on(target, "shape", &files.shape.0, &files.shape.1);
+    let pool = window_on(target, "pool", &files.pool.0, &files.pool.1);
     eprintln!("  {}: every suite replayed in {:.1} s", target.name(), started.elapsed().as_secs_f64());
-    [views, elementwise, conv1x1, conv2d, matmul]
+    [views, elementwise, conv1x1, conv2d, matmul, shape, pool]
 }
 
 fn main() {
@@ -174,7 +182,11 @@ fn main() {
         conv1x1: convcase::load("conv1x1.jsonl", "CONFORMANCE_CONV1X1"),
         conv2d: convcase::load("conv2d.jsonl", "CONFORMANCE_CONV2D"),
         matmul: mm::load("matmul.jsonl", "CONFORMANCE_MATMUL"),
+        shape: ew::load("shape.jsonl", "CONFORMANCE_SHAPE"),
+        pool: ew::load("pool.jsonl", "CONFORMANCE_POOL"),
     };
+    assert!(!files.shape.1.is_empty(), "{} holds no cases", files.shape.0);
+    assert!(!files.pool.1.is_empty(), "{} holds no cases", files.pool.0);
     assert!(!files.views.1.is_empty(), "{} holds no cases", files.views.0);
     assert!(!files.elementwise.1.is_empty(), "{} holds no cases", files.elementwise.0);
     assert!(!files.conv1x1.1.is_empty(), "{} holds no cases", files.conv1x1.0);
@@ -200,7 +212,7 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (4, "matmul")] {
+    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (4, "matmul"), (5, "shape"), (6, "pool")] {
         let (pass, fail) = sum(suite, 0);
         println!("conformance {label}: {pass} passed, {fail} failed");
         ok &= fail == 0;
@@ -309,4 +321,35 @@ fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]
         }
     }
     (pass, fail)
+}
+
+/// Replays shape.jsonl or pool.jsonl (`label`) on `target`: (passed, failed). A case PyTorch
+/// rejects must be an error.
+fn window_on(target: Target, label: &str, path: &str, cases: &[ew::Case]) -> (usize, usize) {
+    let what = target.name();
+    let pool = label == "pool";
+    let (mut p, mut f) = (0, 0);
+    for case in cases {
+        let line = &case.line;
+        let got = match target {
+            Target::Host => {
+                let make = |h: &HostTensor| h.clone();
+                if pool { window::run_pool(line, &make) } else { window::run_shape(line, &make) }
+            }
+            Target::Device(ctx) => {
+                let make = |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload");
+                let r = if pool { window::run_pool(line, &make) } else { window::run_shape(line, &make) };
+                r.and_then(|ts| ts.iter().map(|t| t.download()).collect())
+            }
+        };
+        let errs = window::compare(line, got);
+        if errs.is_empty() {
+            p += 1;
+        } else {
+            f += 1;
+            eprintln!("FAIL {label} {what} {} ({path}): {}\n  {}", case.id, line, errs.join("\n  "));
+        }
+    }
+    eprintln!("  {label} {what}: {p} passed, {f} failed");
+    (p, f)
 }

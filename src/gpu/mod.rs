@@ -7,6 +7,8 @@ pub mod conv;
 pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
+pub mod pool;
+pub mod shape;
 pub mod tensor;
 pub mod timing;
 pub mod tuning;

@@ -129,6 +129,7 @@ mod tests {
             twin::<depthwise::DepthwiseParams>("DepthwiseParams"),
             twin::<depthwise::RowsParams>("RowsParams"),
             twin::<crate::kernels::matmul::MatmulParams>("MatmulParams"),
+            twin::<crate::kernels::pool::PoolParams>("PoolParams"),
         ]
     }
 

@@ -10,4 +10,5 @@ pub mod copy;
 pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
+pub mod pool;
 pub mod shaders;

@@ -134,6 +134,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
     ("reduce_general", &["dtypes", "cast", "reduce"], kernel!("reduce_general")),
+    // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
+    ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 

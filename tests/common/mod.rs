@@ -6,3 +6,4 @@ pub mod conv;
 pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
+pub mod window;

@@ -1,0 +1,280 @@
+//! 2-d pooling and bilinear resampling: options and shape checks (host values only, which the
+//! kernels use), the [`Pool2d`] trait, and the CPU reference (`cpu`, on host tensors).
+//!
+//! Every op here reads each output from a window of one (n, c) plane of a logical
+//! [N, C, H, W] input in any strides (NCHW, channels-last, sliced: read in place), and writes a
+//! new output in the input's memory format (PyTorch's `suggest_memory_format`). The element
+//! types are float32, float16 and bfloat16; windows accumulate in f64 on the host and f32 on
+//! the device, and a 16-bit result is rounded once at the store.
+
+mod cpu;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, MemoryFormat};
+use crate::strided::Strided;
+
+/// Options of [`Pool2d::max_pool2d`]: PyTorch's `F.max_pool2d(x, kernel_size, stride, padding,
+/// dilation, ceil_mode)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxPool2dOptions {
+    /// (kh, kw), each >= 1.
+    pub kernel: (usize, usize),
+    /// (sh, sw), each >= 1; `None` is the kernel size (PyTorch's `stride=None`).
+    pub stride: Option<(usize, usize)>,
+    /// (ph, pw): implicit -inf padding on each side, at most half the kernel.
+    pub padding: (usize, usize),
+    /// (dh, dw), each >= 1: the spacing of the window's taps.
+    pub dilation: (usize, usize),
+    /// Round the output size up (a last window must still start inside the input or its left
+    /// padding).
+    pub ceil_mode: bool,
+}
+
+impl MaxPool2dOptions {
+    /// A `kh x kw` window at stride equal to the kernel, no padding, no dilation.
+    pub fn new(kernel: (usize, usize)) -> Self {
+        MaxPool2dOptions { kernel, stride: None, padding: (0, 0), dilation: (1, 1), ceil_mode: false }
+    }
+}
+
+/// Options of [`Pool2d::avg_pool2d`]: PyTorch's `F.avg_pool2d(x, kernel_size, stride, padding,
+/// ceil_mode, count_include_pad, divisor_override)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AvgPool2dOptions {
+    /// (kh, kw), each >= 1.
+    pub kernel: (usize, usize),
+    /// (sh, sw), each >= 1; `None` is the kernel size.
+    pub stride: Option<(usize, usize)>,
+    /// (ph, pw): implicit zero padding on each side, at most half the kernel.
+    pub padding: (usize, usize),
+    /// Round the output size up.
+    pub ceil_mode: bool,
+    /// Divide by the window clipped to the padded input (true, PyTorch's default) or by the
+    /// number of input elements in it (false).
+    pub count_include_pad: bool,
+    /// Divide every window's sum by this instead (>= 1).
+    pub divisor_override: Option<usize>,
+}
+
+impl AvgPool2dOptions {
+    /// A `kh x kw` window at stride equal to the kernel, no padding, PyTorch's defaults.
+    pub fn new(kernel: (usize, usize)) -> Self {
+        AvgPool2dOptions { kernel, stride: None, padding: (0, 0), ceil_mode: false, count_include_pad: true, divisor_override: None }
+    }
+}
+
+/// What one output reads.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WindowMode {
+    /// The largest value of a dilated window (NaN wins), and optionally its `h * W + w`.
+    Max,
+    /// The mean of a window: `divisor` overrides, else the clipped window (`count_include_pad`)
+    /// or the elements inside the input.
+    Avg {
+        /// Count the padding in the divisor.
+        count_include_pad: bool,
+        /// The divisor, when overridden.
+        divisor: Option<usize>,
+    },
+    /// The largest value of bin `[floor(i*H/OH), ceil((i+1)*H/OH))` (rows; columns likewise).
+    AdaptiveMax,
+    /// The mean of that bin.
+    AdaptiveAvg,
+    /// Bilinear interpolation (`F.interpolate(mode="bilinear")`): source coordinate
+    /// `scale * o` (align_corners) or `max(scale * (o + 0.5) - 0.5, 0)`, in f32 as PyTorch.
+    Bilinear {
+        /// (rows, columns) scale: input over output.
+        scale: (f32, f32),
+        /// PyTorch's `align_corners`.
+        align_corners: bool,
+    },
+}
+
+/// The checked geometry of a windowed op on a [N, C, H, W] input: what the CPU reference and
+/// the device kernel both receive.
+#[doc(hidden)]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    /// The operation's name, for errors.
+    pub op: &'static str,
+    /// What each output computes.
+    pub mode: WindowMode,
+    /// Input [N, C, H, W].
+    pub input: [usize; 4],
+    /// Output (OH, OW).
+    pub out: (usize, usize),
+    /// (kh, kw) (max and average).
+    pub kernel: (usize, usize),
+    /// (sh, sw).
+    pub stride: (usize, usize),
+    /// (ph, pw).
+    pub padding: (usize, usize),
+    /// (dh, dw).
+    pub dilation: (usize, usize),
+    /// Whether the indices of the maxima are returned too.
+    pub indices: bool,
+    /// The output's memory format.
+    pub format: MemoryFormat,
+}
+
+impl Window {
+    /// [N, C, OH, OW].
+    pub fn out_shape(&self) -> [usize; 4] {
+        [self.input[0], self.input[1], self.out.0, self.out.1]
+    }
+
+    /// The rows (or columns: `axis` 1) an output `o` reads: (first, end, step), clipped to the
+    /// input, and, for average pooling, the divisor's extent of that axis (the window clipped
+    /// to the padded input).
+    pub fn span(&self, axis: usize, o: usize) -> (i64, i64, i64, i64) {
+        let pick = |t: (usize, usize)| if axis == 0 { t.0 } else { t.1 } as i64;
+        let size = self.input[2 + axis] as i64;
+        let outs = pick(self.out);
+        let o = o as i64;
+        match self.mode {
+            WindowMode::AdaptiveMax | WindowMode::AdaptiveAvg => {
+                let start = o * size / outs;
+                let end = ((o + 1) * size + outs - 1) / outs;
+                (start, end, 1, end - start)
+            }
+            WindowMode::Bilinear { .. } => (0, 0, 1, 0),
+            _ => {
+                let (k, s, p, d) = (pick(self.kernel), pick(self.stride), pick(self.padding), pick(self.dilation));
+                let start = o * s - p;
+                match self.mode {
+                    WindowMode::Avg { .. } => {
+                        let end = (start + k).min(size + p);
+                        let extent = end - start;
+                        (start.max(0), end.min(size), 1, extent)
+                    }
+                    _ => {
+                        let end = (start + (k - 1) * d + 1).min(size);
+                        let mut first = start;
+                        while first < 0 {
+                            first += d;
+                        }
+                        (first, end, d, 0)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// PyTorch's `pooling_output_shape`: the output size of one axis, or `None` below 1.
+fn pooled(size: usize, k: usize, pad: usize, stride: usize, dilation: usize, ceil: bool) -> Option<usize> {
+    let (size, k, pad, stride, dilation) = (size as i64, k as i64, pad as i64, stride as i64, dilation as i64);
+    let num = size + 2 * pad - dilation * (k - 1) - 1 + if ceil { stride - 1 } else { 0 };
+    let mut out = num.div_euclid(stride) + 1;
+    if ceil && (out - 1) * stride >= size + pad {
+        out -= 1;
+    }
+    (out >= 1).then_some(out as usize)
+}
+
+/// The input as [N, C, H, W] of a float type, or a typed error naming `op`.
+fn input4(op: &'static str, x: &Layout, dtype: DType) -> Result<[usize; 4]> {
+    let s = x.shape();
+    if s.len() != 4 {
+        return Err(Error::unsupported(op, format!("only 4-d [N, C, H, W] inputs are served here (a 3-d [C, H, W] input: unsqueeze(0) first), got shape {s:?}")));
+    }
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(Error::unsupported(op, format!("element type {dtype} (float32, float16 and bfloat16 are served)")));
+    }
+    Ok([s[0], s[1], s[2], s[3]])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), stride: Option<(usize, usize)>, padding: (usize, usize), dilation: (usize, usize), ceil: bool, mode: WindowMode, indices: bool) -> Result<Window> {
+    let input = input4(op, x, dtype)?;
+    let stride = stride.unwrap_or(kernel);
+    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 || dilation.0 == 0 || dilation.1 == 0 {
+        return Err(Error::invalid(op, format!("kernel {kernel:?}, stride {stride:?} and dilation {dilation:?} must all be at least 1")));
+    }
+    if padding.0 > kernel.0 / 2 || padding.1 > kernel.1 / 2 {
+        return Err(Error::invalid(op, format!("padding {padding:?} must be at most half the kernel {kernel:?}")));
+    }
+    let oh = pooled(input[2], kernel.0, padding.0, stride.0, dilation.0, ceil);
+    let ow = pooled(input[3], kernel.1, padding.1, stride.1, dilation.1, ceil);
+    let (Some(oh), Some(ow)) = (oh, ow) else {
+        return Err(Error::invalid(op, format!("input {input:?} with kernel {kernel:?}, stride {stride:?}, padding {padding:?}, dilation {dilation:?} gives an output size below 1")));
+    };
+    Ok(Window { op, mode, input, out: (oh, ow), kernel, stride, padding, dilation, indices, format: x.suggest_memory_format() })
+}
+
+/// The geometry of `F.max_pool2d` on `x`, checked.
+#[doc(hidden)]
+pub fn max_pool2d_window(x: &Layout, dtype: DType, o: &MaxPool2dOptions, indices: bool) -> Result<Window> {
+    windowed("max_pool2d", x, dtype, o.kernel, o.stride, o.padding, o.dilation, o.ceil_mode, WindowMode::Max, indices)
+}
+
+/// The geometry of `F.avg_pool2d` on `x`, checked.
+#[doc(hidden)]
+pub fn avg_pool2d_window(x: &Layout, dtype: DType, o: &AvgPool2dOptions) -> Result<Window> {
+    if o.divisor_override == Some(0) {
+        return Err(Error::invalid("avg_pool2d", "divisor_override must be at least 1"));
+    }
+    let mode = WindowMode::Avg { count_include_pad: o.count_include_pad, divisor: o.divisor_override };
+    windowed("avg_pool2d", x, dtype, o.kernel, o.stride, o.padding, (1, 1), o.ceil_mode, mode, false)
+}
+
+/// The geometry of an adaptive pooling to `out` on `x`, checked.
+#[doc(hidden)]
+pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, usize), max: bool, indices: bool) -> Result<Window> {
+    let input = input4(op, x, dtype)?;
+    if out.0 == 0 || out.1 == 0 {
+        return Err(Error::invalid(op, format!("output size {out:?} must be at least 1")));
+    }
+    if (input[2] == 0 || input[3] == 0) && input[0] * input[1] > 0 {
+        return Err(Error::invalid(op, format!("input {input:?} has an empty spatial dim")));
+    }
+    let mode = if max { WindowMode::AdaptiveMax } else { WindowMode::AdaptiveAvg };
+    Ok(Window { op, mode, input, out, kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices, format: x.suggest_memory_format() })
+}
+
+/// Pooling on host and device tensors, PyTorch's `torch.nn.functional` semantics. The input
+/// is [N, C, H, W] in any strides, float32, float16 or bfloat16; the output keeps the input's
+/// type and memory format. Indices (PyTorch's int64) are int32 here, each maximum's position
+/// `h * W + w` in its (n, c) plane. Bad input (padding over half the kernel, an output size
+/// below 1, a zero kernel, stride or dilation) is a typed error and nothing is written.
+///
+/// ```
+/// use strided_wgpu::{HostTensor, MaxPool2dOptions, Pool2d};
+/// let x = HostTensor::from_vec((0..16).map(|i| i as f32).collect(), &[1, 1, 4, 4]).unwrap();
+/// let y = x.max_pool2d(&MaxPool2dOptions::new((2, 2))).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![5.0, 7.0, 13.0, 15.0]);
+/// ```
+pub trait Pool2d: Strided {
+    /// Runs the checked window `g` into a new output (and the indices when `g.indices`).
+    #[doc(hidden)]
+    fn window(&self, g: &Window) -> Result<(Self, Option<Self>)>;
+
+    /// `F.max_pool2d(x, ..)`: the largest value of each window (NaN propagates).
+    fn max_pool2d(&self, options: &MaxPool2dOptions) -> Result<Self> {
+        Ok(self.window(&max_pool2d_window(self.layout(), self.dtype(), options, false)?)?.0)
+    }
+    /// `F.max_pool2d(x, .., return_indices=True)`: the maxima and their `h * W + w` (int32).
+    fn max_pool2d_with_indices(&self, options: &MaxPool2dOptions) -> Result<(Self, Self)> {
+        let (y, i) = self.window(&max_pool2d_window(self.layout(), self.dtype(), options, true)?)?;
+        Ok((y, i.expect("indices asked for")))
+    }
+    /// `F.avg_pool2d(x, ..)`: the mean of each window.
+    fn avg_pool2d(&self, options: &AvgPool2dOptions) -> Result<Self> {
+        Ok(self.window(&avg_pool2d_window(self.layout(), self.dtype(), options)?)?.0)
+    }
+    /// `F.adaptive_avg_pool2d(x, (oh, ow))`.
+    fn adaptive_avg_pool2d(&self, output_size: (usize, usize)) -> Result<Self> {
+        Ok(self.window(&adaptive_window("adaptive_avg_pool2d", self.layout(), self.dtype(), output_size, false, false)?)?.0)
+    }
+    /// `F.adaptive_max_pool2d(x, (oh, ow))`.
+    fn adaptive_max_pool2d(&self, output_size: (usize, usize)) -> Result<Self> {
+        Ok(self.window(&adaptive_window("adaptive_max_pool2d", self.layout(), self.dtype(), output_size, true, false)?)?.0)
+    }
+    /// `F.adaptive_max_pool2d(x, (oh, ow), return_indices=True)`.
+    fn adaptive_max_pool2d_with_indices(&self, output_size: (usize, usize)) -> Result<(Self, Self)> {
+        let (y, i) = self.window(&adaptive_window("adaptive_max_pool2d", self.layout(), self.dtype(), output_size, true, true)?)?;
+        Ok((y, i.expect("indices asked for")))
+    }
+}

@@ -1,0 +1,443 @@
+//! Shape ops on host and device tensors, PyTorch's semantics: [`cat`], [`stack`] and the
+//! [`ShapeOps`] methods `pad`, `repeat`, `index_select`, `interpolate`. Each is written once
+//! over a few primitives of the tensor type and materializes through the copy plans: a `cat`
+//! is copies into narrowed views of the output, a reflect pad copies flipped slices, a repeat
+//! copies one expanded view, a nearest resize copies expanded rows and columns. Only bilinear
+//! interpolation computes (the pooling family's window kernel, [`crate::Pool2d`]'s reference on
+//! the host). On a device all the copies of one op are recorded into one batch and submitted
+//! once.
+
+use crate::dtype::DType;
+use crate::elementwise::{result_type, Elementwise, PromoteArg};
+use crate::error::{Error, Result};
+use crate::layout::{checked_numel, wrap_dim, MemoryFormat};
+use crate::pool::{Pool2d, Window, WindowMode};
+
+pub(crate) mod host;
+
+/// The padding mode of [`ShapeOps::pad`] (PyTorch's `F.pad(x, pad, mode, value)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PadMode {
+    /// Fill with a value (`mode="constant"`); negative pads crop. The value converts to the
+    /// tensor's type as `x.to(dtype)` does (integers: through int32).
+    Constant(f64),
+    /// Mirror without repeating the edge (`mode="reflect"`); each pad must be below the size.
+    Reflect,
+    /// Repeat the edge (`mode="replicate"`).
+    Replicate,
+    /// Wrap around (`mode="circular"`); each pad at most the size.
+    Circular,
+}
+
+/// The mode of [`ShapeOps::interpolate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InterpolateMode {
+    /// `mode="nearest"`: PyTorch's legacy rule, source `floor(o * r)`.
+    Nearest,
+    /// `mode="nearest-exact"`: source `floor((o + 0.5) * r)`.
+    NearestExact,
+    /// `mode="bilinear"` with PyTorch's `align_corners` (float types only).
+    Bilinear {
+        /// Align the corner pixels' centres (`align_corners=True`).
+        align_corners: bool,
+    },
+}
+
+/// Options of [`ShapeOps::interpolate`]: exactly one of `size` and `scale_factor`, and a mode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InterpolateOptions {
+    /// The output's (OH, OW).
+    pub size: Option<(usize, usize)>,
+    /// Factors (rows, columns): OH = floor(H * factor); the ratio used is 1 / factor
+    /// (PyTorch keeps the given factor, `recompute_scale_factor=False`).
+    pub scale_factor: Option<(f64, f64)>,
+    /// The mode.
+    pub mode: InterpolateMode,
+}
+
+impl InterpolateOptions {
+    /// Resize to `size`.
+    pub fn size(size: (usize, usize), mode: InterpolateMode) -> Self {
+        InterpolateOptions { size: Some(size), scale_factor: None, mode }
+    }
+    /// Resize by `scale_factor`.
+    pub fn scale(scale_factor: (f64, f64), mode: InterpolateMode) -> Self {
+        InterpolateOptions { size: None, scale_factor: Some(scale_factor), mode }
+    }
+}
+
+/// `torch.cat(tensors, dim)`: the tensors joined along `dim` (negative counts from the end).
+/// The result type is PyTorch's promotion of all inputs; the result is channels-last when every
+/// input suggests it, else contiguous. Empty 1-d tensors (shape \[0\]) are skipped, as PyTorch
+/// does; other empty inputs take part. Every other dim must agree. A new tensor; bad input is
+/// a typed error before anything is allocated.
+///
+/// ```
+/// use strided_wgpu::{cat, HostTensor};
+/// let a = HostTensor::from_vec(vec![1i32, 2, 3, 4], &[2, 2]).unwrap();
+/// let b = HostTensor::from_vec(vec![0.5f32, 1.5], &[2, 1]).unwrap();
+/// let c = cat(&[&a, &b], -1).unwrap();
+/// assert_eq!(c.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 0.5, 3.0, 4.0, 1.5]);
+/// ```
+pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
+    const OP: &str = "cat";
+    let Some(first) = tensors.first() else {
+        return Err(Error::invalid(OP, "expected a non-empty list of tensors"));
+    };
+    let args: Vec<PromoteArg> = tensors.iter().map(|t| PromoteArg::Tensor(t.dtype(), t.rank().max(1))).collect();
+    let dtype = result_type(OP, &args)?;
+    let parts: Vec<&T> = tensors.iter().copied().filter(|t| !(t.rank() == 1 && t.numel() == 0)).collect();
+    let Some(reference) = parts.first() else {
+        return first.new_tensor(&[0], dtype, MemoryFormat::Contiguous);
+    };
+    let rank = reference.rank();
+    if rank == 0 {
+        return Err(Error::invalid(OP, "zero-dimensional tensors cannot be concatenated"));
+    }
+    let d = wrap_dim(OP, dim, rank, false)?;
+    let mut shape = reference.shape().to_vec();
+    shape[d] = 0;
+    for (i, t) in parts.iter().enumerate() {
+        let s = t.shape();
+        if s.len() != rank || s.iter().zip(reference.shape()).enumerate().any(|(k, (a, b))| k != d && a != b) {
+            return Err(Error::invalid(OP, format!("sizes of tensors must match except in dim {d}: tensor {i} has shape {s:?}, tensor 0 {:?}", reference.shape())));
+        }
+        shape[d] = shape[d].checked_add(s[d]).ok_or_else(|| Error::overflow(OP, format!("the size of dim {d}")))?;
+    }
+    checked_numel(OP, &shape)?;
+    let formats: Vec<MemoryFormat> = tensors.iter().map(|t| t.layout().suggest_memory_format()).collect();
+    let format = if formats.iter().all(|&f| f == formats[0]) && formats[0].dim_order(rank).is_some() { formats[0] } else { MemoryFormat::Contiguous };
+    let out = reference.new_tensor(&shape, dtype, format)?;
+    let mut pieces = Vec::new();
+    let mut at = 0usize;
+    for t in parts {
+        let len = t.shape()[d];
+        if len > 0 && out.numel() > 0 {
+            pieces.push((out.narrow(d as isize, at as isize, len)?, (*t).clone()));
+        }
+        at += len;
+    }
+    T::copy_pieces(&pieces)?;
+    Ok(out)
+}
+
+/// `torch.stack(tensors, dim)`: the tensors (all of one shape) joined along a new dim `dim`
+/// (`-rank-1 <= dim <= rank`), with [`cat`]'s type promotion.
+pub fn stack<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
+    const OP: &str = "stack";
+    let Some(first) = tensors.first() else {
+        return Err(Error::invalid(OP, "expected a non-empty list of tensors"));
+    };
+    for (i, t) in tensors.iter().enumerate() {
+        if t.shape() != first.shape() {
+            return Err(Error::invalid(OP, format!("stack expects each tensor to be equal size, but tensor 0 has shape {:?} and tensor {i} {:?}", first.shape(), t.shape())));
+        }
+    }
+    let d = wrap_dim(OP, dim, first.rank() + 1, false)?;
+    let args: Vec<PromoteArg> = tensors.iter().map(|t| PromoteArg::Tensor(t.dtype(), t.rank().max(1))).collect();
+    result_type(OP, &args)?;
+    let views = tensors.iter().map(|t| t.unsqueeze(d as isize)).collect::<Result<Vec<T>>>()?;
+    let refs: Vec<&T> = views.iter().collect();
+    cat(&refs, d as isize)
+}
+
+/// Shape ops on host and device tensors (PyTorch's `F.pad`, `Tensor.repeat`,
+/// `torch.index_select`, `F.interpolate`); see also [`cat`] and [`stack`]. Each returns a new
+/// tensor; bad input is a typed error before anything is allocated.
+///
+/// ```
+/// use strided_wgpu::{HostTensor, PadMode, ShapeOps, Strided};
+/// let x = HostTensor::from_vec(vec![1f32, 2.0, 3.0], &[1, 3]).unwrap();
+/// assert_eq!(x.pad(&[2, 1], PadMode::Reflect).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 2.0, 1.0, 2.0, 3.0, 2.0]);
+/// assert_eq!(x.repeat(&[2, 1]).unwrap().shape(), &[2, 3]);
+/// ```
+pub trait ShapeOps: Elementwise + Pool2d {
+    /// A new tensor of `shape`, `dtype` and `format` beside this one (same context).
+    #[doc(hidden)]
+    fn new_tensor(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self>;
+    /// A \[1\] tensor of `dtype` holding `value` (converted as `x.to(dtype)`; integers through
+    /// int32), beside this one.
+    #[doc(hidden)]
+    fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<Self>;
+    /// `dst.copy_(src)` for each (dst, src), in order (on a device, in one submission).
+    #[doc(hidden)]
+    fn copy_pieces(pieces: &[(Self, Self)]) -> Result<()>;
+
+    /// `F.pad(x, pad, mode)`: `pad` lists (left, right) for the last dim, then the one before,
+    /// and so on. Constant padding takes any number of pairs up to the rank and negative pads
+    /// (crops); reflect, replicate and circular pad the last 1-3 dims of a tensor with one or
+    /// two more dims, with pads >= 0 (reflect: below the size; circular: at most the size). The
+    /// result keeps the input's memory format.
+    fn pad(&self, pad: &[isize], mode: PadMode) -> Result<Self> {
+        const OP: &str = "pad";
+        let rank = self.rank();
+        if !pad.len().is_multiple_of(2) || pad.len() / 2 > rank {
+            return Err(Error::invalid(OP, format!("padding length {} must be even and at most two times the rank of shape {:?}", pad.len(), self.shape())));
+        }
+        let pairs: Vec<(usize, isize, isize)> = (0..pad.len() / 2).map(|i| (rank - 1 - i, pad[2 * i], pad[2 * i + 1])).collect();
+        let mut shape = self.shape().to_vec();
+        for &(d, l, r) in &pairs {
+            let n = self.shape()[d] as isize + l + r;
+            if n < 0 {
+                return Err(Error::invalid(OP, format!("pads ({l}, {r}) of dim {d} of shape {:?} give a negative size {n}", self.shape())));
+            }
+            shape[d] = n as usize;
+        }
+        checked_numel(OP, &shape)?;
+        let format = self.layout().suggest_memory_format();
+        if let PadMode::Constant(value) = mode {
+            let out = self.new_tensor(&shape, self.dtype(), format)?;
+            let mut pieces = Vec::new();
+            if out.numel() > 0 && pairs.iter().any(|&(_, l, r)| l > 0 || r > 0) {
+                let fill = self.scalar_tensor(value, self.dtype())?;
+                let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+                pieces.push((out.clone(), fill.expand(&sizes)?));
+            }
+            let (mut src, mut dst) = (self.clone(), out.clone());
+            let mut empty = false;
+            for &(d, l, r) in &pairs {
+                let size = self.shape()[d] as isize;
+                let (cl, cr) = ((-l).max(0), (-r).max(0));
+                let len = size - cl - cr;
+                if len <= 0 {
+                    empty = true;
+                    break;
+                }
+                src = src.narrow(d as isize, cl, len as usize)?;
+                dst = dst.narrow(d as isize, l.max(0), len as usize)?;
+            }
+            if !empty && dst.numel() > 0 {
+                pieces.push((dst, src));
+            }
+            Self::copy_pieces(&pieces)?;
+            return Ok(out);
+        }
+        let k = pairs.len();
+        if k == 0 || k > 3 || !(rank == k + 1 || rank == k + 2) {
+            return Err(Error::unsupported(OP, format!("{mode:?} padding of {k} dims needs a tensor of rank {} or {}, got shape {:?}", k + 1, k + 2, self.shape())));
+        }
+        for &(d, l, r) in &pairs {
+            let size = self.shape()[d] as isize;
+            let ok = l >= 0 && r >= 0 && match mode {
+                PadMode::Reflect => l < size && r < size,
+                PadMode::Circular => l <= size && r <= size,
+                _ => size > 0,
+            };
+            if !ok {
+                return Err(Error::invalid(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: pads must be >= 0 and {}", self.shape(), match mode {
+                    PadMode::Reflect => "below the size",
+                    PadMode::Circular => "at most the size",
+                    _ => "the dim must not be empty",
+                })));
+            }
+        }
+        // One dim at a time, each into a new tensor: the corners come from the padded rows.
+        let mut cur = self.clone();
+        let mut pieces = Vec::new();
+        for &(d, l, r) in &pairs {
+            let size = cur.shape()[d];
+            let mut next_shape = cur.shape().to_vec();
+            next_shape[d] = size + l as usize + r as usize;
+            let next = self.new_tensor(&next_shape, self.dtype(), format)?;
+            let di = d as isize;
+            let (l, r) = (l as usize, r as usize);
+            if next.numel() > 0 {
+                pieces.push((next.narrow(di, l as isize, size)?, cur.clone()));
+                for (at, len, left) in [(0, l, true), (l + size, r, false)] {
+                    if len == 0 {
+                        continue;
+                    }
+                    let src = match (mode, left) {
+                        (PadMode::Reflect, true) => cur.narrow(di, 1, len)?.flip(di)?,
+                        (PadMode::Reflect, false) => cur.narrow(di, (size - 1 - len) as isize, len)?.flip(di)?,
+                        (PadMode::Circular, true) => cur.narrow(di, (size - len) as isize, len)?,
+                        (PadMode::Circular, false) => cur.narrow(di, 0, len)?,
+                        (_, edge) => {
+                            let mut sizes: Vec<isize> = cur.shape().iter().map(|&s| s as isize).collect();
+                            sizes[d] = len as isize;
+                            cur.narrow(di, if edge { 0 } else { size as isize - 1 }, 1)?.expand(&sizes)?
+                        }
+                    };
+                    pieces.push((next.narrow(di, at as isize, len)?, src));
+                }
+            }
+            cur = next;
+        }
+        Self::copy_pieces(&pieces)?;
+        Ok(cur)
+    }
+
+    /// `x.repeat(*repeats)`: the tensor tiled `repeats[i]` times along each dim; `repeats` may
+    /// have more entries than the rank (leading dims of size 1 are added). One copy of an
+    /// expanded view; a contiguous result.
+    fn repeat(&self, repeats: &[usize]) -> Result<Self> {
+        const OP: &str = "repeat";
+        let rank = self.rank();
+        if repeats.len() < rank {
+            return Err(Error::invalid(OP, format!("{} repeats for shape {:?}: there must be at least one per dim", repeats.len(), self.shape())));
+        }
+        let mut x = self.clone();
+        while x.rank() < repeats.len() {
+            x = x.unsqueeze(0)?;
+        }
+        let shape: Vec<usize> = x.shape().iter().zip(repeats).map(|(&s, &r)| s.checked_mul(r)).collect::<Option<Vec<_>>>().ok_or_else(|| Error::overflow(OP, format!("shape {:?} repeated {repeats:?}", self.shape())))?;
+        checked_numel(OP, &shape)?;
+        let out = self.new_tensor(&shape, self.dtype(), MemoryFormat::Contiguous)?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        // Source [r0, s0, r1, s1, ..] with stride 0 on each r; the output viewed the same way.
+        let mut split = Vec::new();
+        for (&s, &r) in x.shape().iter().zip(repeats) {
+            split.push(r as isize);
+            split.push(s as isize);
+        }
+        let mut src = x;
+        for i in 0..repeats.len() {
+            src = src.unsqueeze(2 * i as isize)?;
+        }
+        let src = src.expand(&split)?;
+        Self::copy_pieces(&[(out.view(&split)?, src)])?;
+        Ok(out)
+    }
+
+    /// `torch.index_select(x, dim, index)`: the entries `index` (a host list here, where
+    /// PyTorch takes an int64 tensor) along `dim`; each must be in `[0, size)`. Runs of
+    /// consecutive indices copy as one slice. A contiguous result.
+    fn index_select(&self, dim: isize, index: &[i64]) -> Result<Self> {
+        const OP: &str = "index_select";
+        if self.rank() == 0 {
+            return Err(Error::unsupported(OP, "a 0-d input"));
+        }
+        let d = wrap_dim(OP, dim, self.rank(), false)?;
+        let size = self.shape()[d];
+        if let Some(&bad) = index.iter().find(|&&i| i < 0 || i as u64 >= size as u64) {
+            return Err(Error::invalid(OP, format!("index {bad} is out of range for dim {d} of shape {:?} (size {size})", self.shape())));
+        }
+        let mut shape = self.shape().to_vec();
+        shape[d] = index.len();
+        checked_numel(OP, &shape)?;
+        let out = self.new_tensor(&shape, self.dtype(), MemoryFormat::Contiguous)?;
+        let mut pieces = Vec::new();
+        if out.numel() > 0 {
+            let mut j = 0;
+            while j < index.len() {
+                let mut len = 1;
+                while j + len < index.len() && index[j + len] == index[j] + len as i64 {
+                    len += 1;
+                }
+                pieces.push((out.narrow(d as isize, j as isize, len)?, self.narrow(d as isize, index[j] as isize, len)?));
+                j += len;
+            }
+        }
+        Self::copy_pieces(&pieces)?;
+        Ok(out)
+    }
+
+    /// `F.interpolate(x, size= or scale_factor=, mode=, align_corners=)` on a 4-d [N, C, H, W]
+    /// input; the result keeps the input's memory format. Nearest modes copy (any type, bit
+    /// for bit): rows then columns, as runs of expanded slices, or one copy of an expanded view
+    /// when the output is a whole multiple of the input. Bilinear computes (float types).
+    fn interpolate(&self, options: &InterpolateOptions) -> Result<Self> {
+        const OP: &str = "interpolate";
+        if self.rank() != 4 {
+            return Err(Error::unsupported(OP, format!("only 4-d [N, C, H, W] inputs are served here, got shape {:?}", self.shape())));
+        }
+        let [n, c, h, w] = [self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]];
+        let (oh, ow, scales) = match (options.size, options.scale_factor) {
+            (Some(s), None) => (s.0, s.1, None),
+            (None, Some(f)) => {
+                if !(f.0 > 0.0 && f.1 > 0.0 && f.0.is_finite() && f.1.is_finite()) {
+                    return Err(Error::invalid(OP, format!("scale_factor {f:?} must be positive and finite")));
+                }
+                ((h as f64 * f.0).floor() as usize, (w as f64 * f.1).floor() as usize, Some(f))
+            }
+            _ => return Err(Error::invalid(OP, "exactly one of size and scale_factor must be given")),
+        };
+        if h == 0 || w == 0 || oh == 0 || ow == 0 {
+            return Err(Error::invalid(OP, format!("input and output sizes must be greater than 0: input ({h}, {w}), output ({oh}, {ow})")));
+        }
+        let format = self.layout().suggest_memory_format();
+        // PyTorch's compute_scales_value: 1 / factor when given, else in / out.
+        let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
+        if let InterpolateMode::Bilinear { align_corners } = options.mode {
+            if !matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+                return Err(Error::unsupported(OP, format!("bilinear interpolation of {} (float32, float16 and bfloat16 are served)", self.dtype())));
+            }
+            let sc = |i: usize, o: usize, f: Option<f64>| if align_corners { if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 } } else { ratio(i, o, f) };
+            let scale = (sc(h, oh, scales.map(|s| s.0)), sc(w, ow, scales.map(|s| s.1)));
+            let g = Window { op: OP, mode: WindowMode::Bilinear { scale, align_corners }, input: [n, c, h, w], out: (oh, ow), kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices: false, format };
+            checked_numel(OP, &g.out_shape())?;
+            return Ok(self.window(&g)?.0);
+        }
+        let exact = options.mode == InterpolateMode::NearestExact;
+        let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
+            let r = ratio(i, o, f);
+            (0..o)
+                .map(|k| {
+                    let s = if exact {
+                        ((k as f32 + 0.5) * r).floor() as usize
+                    } else if o == i {
+                        k
+                    } else if o == 2 * i {
+                        k >> 1
+                    } else {
+                        (k as f32 * r).floor() as usize
+                    };
+                    s.min(i - 1)
+                })
+                .collect()
+        };
+        let rows = source(h, oh, scales.map(|s| s.0));
+        let cols = source(w, ow, scales.map(|s| s.1));
+        checked_numel(OP, &[n, c, oh, ow])?;
+        let out = self.new_tensor(&[n, c, oh, ow], self.dtype(), format)?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        let (fh, fw) = (multiple(&rows, h), multiple(&cols, w));
+        if let (Some(a), Some(b)) = (fh, fw) {
+            // out [N, C, H, a, W, b] <- x [N, C, H, 1, W, 1] expanded.
+            let split = [n as isize, c as isize, h as isize, a as isize, w as isize, b as isize];
+            let src = self.unsqueeze(3)?.unsqueeze(5)?.expand(&split)?;
+            Self::copy_pieces(&[(out.view(&split)?, src)])?;
+            return Ok(out);
+        }
+        // Rows into [N, C, OH, W], then columns into the output.
+        let mut pieces = Vec::new();
+        let mid = if fh == Some(1) {
+            self.clone()
+        } else {
+            let mid = self.new_tensor(&[n, c, oh, w], self.dtype(), format)?;
+            runs(&rows, 2, &mid, self, &mut pieces)?;
+            mid
+        };
+        runs(&cols, 3, &out, &mid, &mut pieces)?;
+        Self::copy_pieces(&pieces)?;
+        Ok(out)
+    }
+
+}
+
+/// `Some(k)` when `src[o] == o / k` for every o and the output is `k` times the input.
+fn multiple(src: &[usize], input: usize) -> Option<usize> {
+    let k = src.len() / input;
+    (k >= 1 && k * input == src.len() && src.iter().enumerate().all(|(o, &s)| s == o / k)).then_some(k)
+}
+
+/// Copies of `dst.narrow(dim, o0, len) <- src.narrow(dim, s, 1).expand(..)` for each run of
+/// equal sources `s` along `dim`.
+fn runs<T: ShapeOps>(src_of: &[usize], dim: usize, dst: &T, src: &T, pieces: &mut Vec<(T, T)>) -> Result<()> {
+    let mut o = 0;
+    while o < src_of.len() {
+        let mut len = 1;
+        while o + len < src_of.len() && src_of[o + len] == src_of[o] {
+            len += 1;
+        }
+        let target = dst.narrow(dim as isize, o as isize, len)?;
+        let sizes: Vec<isize> = target.shape().iter().map(|&s| s as isize).collect();
+        pieces.push((target, src.narrow(dim as isize, src_of[o] as isize, 1)?.expand(&sizes)?));
+        o += len;
+    }
+    Ok(())
+}

@@ -1,0 +1,368 @@
+//! Pooling, bilinear resampling and the shape ops on every adapter against the CPU reference:
+//! random geometry, options, element types and input layouts (NCHW, channels-last, strided),
+//! NaN through max pooling, the edges of windows (padding, ceil_mode, dilation, adaptive bins
+//! that overlap), and bad input as typed errors. Copies (every shape op but bilinear) bit for
+//! bit; arithmetic within a tolerance scaled to the window's sum of magnitudes.
+
+mod common;
+
+use common::elementwise::{bits, bits_of, value};
+use common::gpu::{contexts, name};
+use common::rng::Rng;
+use strided_wgpu::{cat, stack, AvgPool2dOptions, DType, DeviceTensor, Error, GpuContext, HostTensor, InterpolateMode, InterpolateOptions, Layout, MaxPool2dOptions, MemoryFormat, PadMode, Pool2d, ShapeOps, Strided};
+
+/// A random host tensor of `shape` and `dtype` (values multiples of 1/8 in [-8, 8), every
+/// 13th a NaN when `nan`), seen as `layout`: 0 contiguous, 1 channels-last, 2 strided along W
+/// (every other column of a wider tensor), 3 a permuted [N, H, C, W] base.
+fn tensor(rng: &mut Rng, shape: &[usize], dtype: DType, layout: usize, nan: bool) -> HostTensor {
+    let mut base_shape = shape.to_vec();
+    if layout == 2 {
+        base_shape[3] *= 2;
+    }
+    let n: usize = base_shape.iter().product();
+    let bytes: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            let v = if dtype.is_float() && nan && rng.below(13) == 0 { f64::NAN } else if dtype.is_float() { rng.below(128) as f64 / 8.0 - 8.0 } else { rng.below(200) as f64 };
+            bits_of(dtype, v).to_le_bytes()[..dtype.size()].to_vec()
+        })
+        .collect();
+    let t = HostTensor::from_bytes(dtype, bytes, Layout::contiguous(&base_shape).unwrap()).unwrap();
+    match layout {
+        1 if shape.len() == 4 => t.contiguous(MemoryFormat::ChannelsLast).unwrap(),
+        2 => t.slice(3, 0, base_shape[3] as isize, 2).unwrap(),
+        3 if shape.len() == 4 => t.permute(&[0, 2, 1, 3]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().permute(&[0, 2, 1, 3]).unwrap(),
+        _ => t,
+    }
+}
+
+fn close(dtype: DType, got: f64, want: f64, scale: f64) -> bool {
+    if want.is_nan() || got.is_nan() {
+        return want.is_nan() && got.is_nan();
+    }
+    let tol = match dtype {
+        DType::F32 => 4e-6 * scale + 1e-6,
+        DType::F16 => 1e-3 * scale + 1e-6,
+        _ => 8e-3 * scale + 1e-6,
+    };
+    (got - want).abs() <= tol
+}
+
+/// Device against host: the same error class, or the same shape, dtype and values (bit for
+/// bit when `exact`, else within the tolerance of values up to 8 in magnitude).
+fn same(what: &str, host: Result<Vec<HostTensor>, Error>, dev: Result<Vec<DeviceTensor>, Error>, exact: bool) {
+    match (host, dev) {
+        (Err(a), Err(b)) => assert_eq!(std::mem::discriminant(&a), std::mem::discriminant(&b), "{what}: host {a} device {b}"),
+        (Ok(h), Ok(d)) => {
+            assert_eq!(h.len(), d.len(), "{what}");
+            for (h, d) in h.iter().zip(&d) {
+                assert_eq!(h.shape(), d.shape(), "{what}");
+                assert_eq!(h.strides(), d.strides(), "{what}: the output's memory format");
+                assert_eq!(h.dtype(), d.dtype(), "{what}");
+                let (hb, db) = (bits(h), bits(&d.download().unwrap()));
+                if exact {
+                    assert_eq!(hb, db, "{what}: bits");
+                } else {
+                    for (k, (&a, &b)) in hb.iter().zip(&db).enumerate() {
+                        let (a, b) = (value(h.dtype(), a), value(h.dtype(), b));
+                        assert!(close(h.dtype(), b, a, 8.0), "{what}: element {k}: device {b}, host {a}");
+                    }
+                }
+            }
+        }
+        (h, d) => panic!("{what}: host {:?}, device {:?}", h.map(|_| ()), d.map(|_| ())),
+    }
+}
+
+/// A device tensor with the host tensor's exact layout (built by the same view ops).
+fn mirror(ctx: &GpuContext, h: &HostTensor, layout: usize) -> DeviceTensor {
+    let shape = h.shape().to_vec();
+    let c = h.contiguous(MemoryFormat::Contiguous).unwrap();
+    let d = DeviceTensor::upload(ctx, &c).unwrap();
+    let d = match layout {
+        1 if shape.len() == 4 => d.contiguous(MemoryFormat::ChannelsLast).unwrap(),
+        2 => {
+            // Interleave into a tensor twice as wide, then view every other column.
+            let mut wide = shape.clone();
+            wide[3] *= 2;
+            let w = DeviceTensor::zeros(ctx, &wide, h.dtype(), MemoryFormat::Contiguous).unwrap();
+            let v = w.slice(3, 0, wide[3] as isize, 2).unwrap();
+            v.copy_(&d).unwrap();
+            v
+        }
+        3 if shape.len() == 4 => d.permute(&[0, 2, 1, 3]).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().permute(&[0, 2, 1, 3]).unwrap(),
+        _ => d,
+    };
+    assert_eq!(d.strides(), h.strides(), "mirrored layout");
+    d
+}
+
+fn float(rng: &mut Rng) -> DType {
+    [DType::F32, DType::F16, DType::BF16][rng.below(3)]
+}
+
+#[test]
+fn pooling_and_bilinear_match_the_cpu_reference() {
+    for ctx in contexts() {
+        let mut rng = Rng(0x9001);
+        for case in 0..120 {
+            let dtype = float(&mut rng);
+            let layout = rng.below(4);
+            let shape = [1 + rng.below(2), 1 + rng.below(6), 1 + rng.below(11), 1 + rng.below(11)];
+            let nan = rng.below(4) == 0;
+            let h = tensor(&mut rng, &shape, dtype, layout, nan);
+            let d = mirror(ctx, &h, layout);
+            let k = (1 + rng.below(4), 1 + rng.below(4));
+            let stride = Some((1 + rng.below(3), 1 + rng.below(3)));
+            let padding = (rng.below(k.0 / 2 + 1), rng.below(k.1 / 2 + 1));
+            let ceil_mode = rng.below(2) == 1;
+            let what = format!("{} case {case}: {shape:?} {dtype} layout {layout}", name(ctx));
+            match rng.below(5) {
+                0 => {
+                    let o = MaxPool2dOptions { kernel: k, stride, padding, dilation: (1 + rng.below(2), 1 + rng.below(2)), ceil_mode };
+                    if rng.below(2) == 0 {
+                        same(&format!("{what} max {o:?}"), h.max_pool2d_with_indices(&o).map(|(a, b)| vec![a, b]), d.max_pool2d_with_indices(&o).map(|(a, b)| vec![a, b]), true);
+                    } else {
+                        same(&format!("{what} max {o:?}"), h.max_pool2d(&o).map(|a| vec![a]), d.max_pool2d(&o).map(|a| vec![a]), true);
+                    }
+                }
+                1 => {
+                    let divisor_override = (rng.below(4) == 0).then(|| 1 + rng.below(5));
+                    let o = AvgPool2dOptions { kernel: k, stride, padding, ceil_mode, count_include_pad: rng.below(2) == 0, divisor_override };
+                    same(&format!("{what} avg {o:?}"), h.avg_pool2d(&o).map(|a| vec![a]), d.avg_pool2d(&o).map(|a| vec![a]), false);
+                }
+                2 => {
+                    let out = (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2));
+                    same(&format!("{what} adaptive avg {out:?}"), h.adaptive_avg_pool2d(out).map(|a| vec![a]), d.adaptive_avg_pool2d(out).map(|a| vec![a]), false);
+                }
+                3 => {
+                    let out = (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2));
+                    same(&format!("{what} adaptive max {out:?}"), h.adaptive_max_pool2d_with_indices(out).map(|(a, b)| vec![a, b]), d.adaptive_max_pool2d_with_indices(out).map(|(a, b)| vec![a, b]), true);
+                }
+                _ => {
+                    let mode = InterpolateMode::Bilinear { align_corners: rng.below(2) == 0 };
+                    let o = if rng.below(2) == 0 { InterpolateOptions::size((1 + rng.below(20), 1 + rng.below(20)), mode) } else { InterpolateOptions::scale((0.5 + rng.below(8) as f64 * 0.375, 0.5 + rng.below(8) as f64 * 0.375), mode) };
+                    let (hh, dd) = (h.interpolate(&o), d.interpolate(&o));
+                    same(&format!("{what} bilinear {o:?}"), hh.map(|a| vec![a]), dd.map(|a| vec![a]), false);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shape_ops_match_the_cpu_reference_bit_for_bit() {
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U32, DType::U8, DType::I8];
+    for ctx in contexts() {
+        let mut rng = Rng(0x5a9e);
+        for case in 0..80 {
+            let dtype = dtypes[rng.below(dtypes.len())];
+            let layout = rng.below(4);
+            let shape = [1 + rng.below(2), rng.below(5), 1 + rng.below(7), 1 + rng.below(7)];
+            let h = tensor(&mut rng, &shape, dtype, layout, false);
+            let d = mirror(ctx, &h, layout);
+            let what = format!("{} case {case}: {shape:?} {dtype} layout {layout}", name(ctx));
+            let one = |r: Result<HostTensor, Error>| r.map(|t| vec![t]);
+            let oned = |r: Result<DeviceTensor, Error>| r.map(|t| vec![t]);
+            match rng.below(6) {
+                0 => {
+                    // cat with a second input of another type and layout along a random dim.
+                    let dim = rng.below(4);
+                    let mut s2 = shape;
+                    s2[dim] = rng.below(4);
+                    let t2 = dtypes[rng.below(3)];
+                    let l2 = rng.below(4);
+                    let h2 = tensor(&mut rng, &s2, t2, l2, false);
+                    let d2 = mirror(ctx, &h2, l2);
+                    let nd = dim as isize - if rng.below(2) == 0 { 4 } else { 0 };
+                    same(&format!("{what} cat {s2:?} {t2} dim {nd}"), one(cat(&[&h, &h2], nd)), oned(cat(&[&d, &d2], nd)), true);
+                }
+                1 => {
+                    let dim = rng.below(5) as isize;
+                    same(&format!("{what} stack {dim}"), one(stack(&[&h, &h], dim)), oned(stack(&[&d, &d], dim)), true);
+                }
+                2 => {
+                    let mode = [PadMode::Constant(-1.5), PadMode::Reflect, PadMode::Replicate, PadMode::Circular][rng.below(4)];
+                    let mut pad: Vec<isize> = (0..4).map(|_| rng.below(4) as isize).collect();
+                    if matches!(mode, PadMode::Constant(_)) {
+                        pad[rng.below(4)] = -(rng.below(2) as isize);
+                    }
+                    same(&format!("{what} pad {pad:?} {mode:?}"), one(h.pad(&pad, mode)), oned(d.pad(&pad, mode)), true);
+                }
+                3 => {
+                    let reps: Vec<usize> = (0..4 + rng.below(2)).map(|_| rng.below(3)).collect();
+                    same(&format!("{what} repeat {reps:?}"), one(h.repeat(&reps)), oned(d.repeat(&reps)), true);
+                }
+                4 => {
+                    let dim = rng.below(4);
+                    let index: Vec<i64> = (0..rng.below(6)).map(|_| rng.below(shape[dim] + 1) as i64).collect();
+                    same(&format!("{what} index_select {dim} {index:?}"), one(h.index_select(dim as isize, &index)), oned(d.index_select(dim as isize, &index)), true);
+                }
+                _ => {
+                    let mode = if rng.below(2) == 0 { InterpolateMode::Nearest } else { InterpolateMode::NearestExact };
+                    let o = if rng.below(2) == 0 { InterpolateOptions::size((1 + rng.below(15), 1 + rng.below(15)), mode) } else { InterpolateOptions::scale((0.5 + rng.below(6) as f64 * 0.5, 0.5 + rng.below(6) as f64 * 0.5), mode) };
+                    same(&format!("{what} interpolate {o:?}"), one(h.interpolate(&o)), oned(d.interpolate(&o)), true);
+                }
+            }
+        }
+    }
+}
+
+/// Nearest resizing against a plain loop over the definitions (the conformance data checks the
+/// PyTorch rule; this checks the copies' runs and the whole-multiple path on larger sizes).
+#[test]
+fn nearest_resize_is_a_gather_of_the_source_rule() {
+    let h = HostTensor::from_vec((0..2 * 3 * 9 * 7).map(|i| i as f32).collect(), &[2, 3, 9, 7]).unwrap();
+    for (oh, ow) in [(18, 14), (27, 7), (13, 5), (4, 20), (9, 7)] {
+        for exact in [false, true] {
+            let mode = if exact { InterpolateMode::NearestExact } else { InterpolateMode::Nearest };
+            let got = h.interpolate(&InterpolateOptions::size((oh, ow), mode)).unwrap().to_vec::<f32>().unwrap();
+            let src = |o: usize, i: usize, out: usize| -> usize {
+                let r = i as f32 / out as f32;
+                let s = if exact { ((o as f32 + 0.5) * r).floor() } else if out == 2 * i { (o / 2) as f32 } else { (o as f32 * r).floor() };
+                (s as usize).min(i - 1)
+            };
+            let mut want = Vec::new();
+            for p in 0..6 {
+                for y in 0..oh {
+                    for x in 0..ow {
+                        want.push((p * 63 + src(y, 9, oh) * 7 + src(x, 7, ow)) as f32);
+                    }
+                }
+            }
+            assert_eq!(got, want, "{oh}x{ow} exact {exact}");
+        }
+    }
+}
+
+/// The bad input: typed errors, before anything is allocated or recorded.
+#[test]
+fn bad_input_is_a_typed_error() {
+    let h = HostTensor::from_vec(vec![0f32; 2 * 3 * 4 * 5], &[2, 3, 4, 5]).unwrap();
+    type Checks = Box<dyn Fn() -> Vec<Result<(), Error>>>;
+    let mut targets: Vec<Checks> = Vec::new();
+    fn checks<T: ShapeOps>(x: &T) -> Vec<Result<(), Error>> {
+        let drop1 = |r: Result<T, Error>| r.map(drop);
+        vec![
+            // a window over half the kernel in padding
+            drop1(x.max_pool2d(&MaxPool2dOptions { padding: (2, 0), ..MaxPool2dOptions::new((3, 3)) })),
+            drop1(x.avg_pool2d(&AvgPool2dOptions { padding: (0, 2), ..AvgPool2dOptions::new((2, 2)) })),
+            // an output size below 1
+            drop1(x.max_pool2d(&MaxPool2dOptions::new((5, 5)))),
+            drop1(x.adaptive_avg_pool2d((0, 2))),
+            drop1(x.interpolate(&InterpolateOptions::scale((0.2, 1.0), InterpolateMode::Nearest))),
+            // cat of mismatched shapes
+            drop1(cat(&[x, &x.narrow(1, 0, 2).unwrap()], 3)),
+            drop1(stack(&[x, &x.narrow(1, 0, 2).unwrap()], 0)),
+            // an out-of-range index
+            drop1(x.index_select(1, &[0, 3])),
+            drop1(x.index_select(1, &[-1])),
+            // a reflect pad wider than the input
+            drop1(x.pad(&[5, 0, 0, 0], PadMode::Reflect)),
+            drop1(x.pad(&[0, 0, 0, 4], PadMode::Reflect)),
+            drop1(x.pad(&[6, 0, 0, 0], PadMode::Circular)),
+            // a crop past the size
+            drop1(x.pad(&[-3, -3], PadMode::Constant(0.0))),
+        ]
+    }
+    let hh = h.clone();
+    targets.push(Box::new(move || checks(&hh)));
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap();
+        targets.push(Box::new(move || checks(&d)));
+    }
+    for t in targets {
+        for (k, r) in t().into_iter().enumerate() {
+            match r {
+                Err(Error::InvalidArgument { .. } | Error::DimOutOfRange { .. }) => {}
+                other => panic!("check {k}: {other:?}"),
+            }
+        }
+    }
+    // Integer pooling is served by no kernel: Unsupported, not a wrong answer.
+    let i = HostTensor::from_vec(vec![0i32; 16], &[1, 1, 4, 4]).unwrap();
+    assert!(matches!(i.max_pool2d(&MaxPool2dOptions::new((2, 2))), Err(Error::Unsupported { .. })));
+}
+
+/// `batch_norm` on host and every adapter against a plain f64 loop over the definition, for
+/// NCHW, channels-last and strided inputs of the three float types, with and without the
+/// affine parameters; its output keeps the input's type and memory format.
+#[test]
+fn batch_norm_matches_the_definition() {
+    let mut rng = Rng(0xb40);
+    for case in 0..16 {
+        let dtype = float(&mut rng);
+        let layout = rng.below(3);
+        let shape = [1 + rng.below(2), 1 + rng.below(6), 1 + rng.below(5), 1 + rng.below(5)];
+        let c = shape[1];
+        let x = tensor(&mut rng, &shape, dtype, layout, false);
+        let vec = |rng: &mut Rng, lo: f32| HostTensor::from_vec((0..c).map(|_| lo + rng.below(64) as f32 / 16.0).collect::<Vec<f32>>(), &[c]).unwrap();
+        let (mean, var, w, b) = (vec(&mut rng, -2.0), vec(&mut rng, 0.25), vec(&mut rng, -2.0), vec(&mut rng, -2.0));
+        let affine = rng.below(2) == 0;
+        let eps = 1e-5;
+        let xs: Vec<f64> = bits(&x).into_iter().map(|b| value(dtype, b)).collect();
+        let (m, v, wv, bv) = (mean.to_vec::<f32>().unwrap(), var.to_vec::<f32>().unwrap(), w.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+        let plane = shape[2] * shape[3];
+        let want: Vec<f64> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let k = (i / plane) % c;
+                let y = (x - m[k] as f64) / (v[k] as f64 + eps).sqrt();
+                if affine { y * wv[k] as f64 + bv[k] as f64 } else { y }
+            })
+            .collect();
+        let check = |what: &str, y: &HostTensor, strides: &[isize]| {
+            assert_eq!(y.dtype(), dtype, "{what}");
+            assert_eq!(y.shape(), x.shape(), "{what}");
+            assert_eq!(y.strides(), strides, "{what}: memory format");
+            for (k, (&g, &w)) in bits(y).iter().map(|&b| value(dtype, b)).collect::<Vec<_>>().iter().zip(&want).enumerate() {
+                assert!(close(dtype, g, w, 16.0), "{what}: element {k}: {g}, want {w}");
+            }
+        };
+        let (wo, bo) = if affine { (Some(&w), Some(&b)) } else { (None, None) };
+        let y = strided_wgpu::batch_norm(&x, &mean, &var, wo, bo, eps).unwrap();
+        let dense = Layout::with_format(&shape, x.layout().suggest_memory_format()).unwrap();
+        check(&format!("host case {case}"), &y, dense.strides());
+        for ctx in contexts() {
+            let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+            let (dm, dv, dw, db) = (up(&mean), up(&var), up(&w), up(&b));
+            let (dwo, dbo) = if affine { (Some(&dw), Some(&db)) } else { (None, None) };
+            let dy = strided_wgpu::batch_norm(&mirror(ctx, &x, layout), &dm, &dv, dwo, dbo, eps).unwrap();
+            check(&format!("{} case {case}", name(ctx)), &dy.download().unwrap().contiguous(x.layout().suggest_memory_format()).unwrap(), dense.strides());
+            assert_eq!(dy.strides(), dense.strides());
+        }
+    }
+    let x = HostTensor::from_vec(vec![0f32; 12], &[1, 3, 2, 2]).unwrap();
+    let two = HostTensor::from_vec(vec![0f32; 2], &[2]).unwrap();
+    assert!(matches!(strided_wgpu::batch_norm(&x, &two, &two, None, None, 1e-5), Err(Error::InvalidArgument { .. })));
+}
+
+/// A folded convolution equals the convolution followed by the batch norm (host reference and
+/// every adapter's convolution of the folded weight).
+#[test]
+fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
+    use strided_wgpu::conv::conv2d_cpu;
+    use strided_wgpu::{fold_batch_norm, Conv2d, Conv2dOptions};
+    let mut rng = Rng(0xf01d);
+    let (n, c, k) = (2, 3, 5);
+    let x = tensor(&mut rng, &[n, c, 6, 7], DType::F32, 0, false);
+    let wt = tensor(&mut rng, &[k, c, 3, 3], DType::F32, 0, false);
+    let vec = |rng: &mut Rng, lo: f32| HostTensor::from_vec((0..k).map(|_| lo + rng.below(64) as f32 / 16.0).collect::<Vec<f32>>(), &[k]).unwrap();
+    let (bias, mean, var, g, beta) = (vec(&mut rng, -2.0), vec(&mut rng, -2.0), vec(&mut rng, 0.5), vec(&mut rng, -2.0), vec(&mut rng, -2.0));
+    let opts = Conv2dOptions { padding: (1, 1), ..Default::default() };
+    let want = strided_wgpu::batch_norm(&conv2d_cpu(&x, &wt, Some(&bias), &opts).unwrap(), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap().to_vec::<f32>().unwrap();
+    let scale: f64 = want.iter().map(|v| v.abs() as f64).fold(0.0, f64::max) + 64.0 * 8.0;
+    let (fw, fb) = fold_batch_norm(&wt, Some(&bias), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
+    let got = conv2d_cpu(&x, &fw, Some(&fb), &opts).unwrap().to_vec::<f32>().unwrap();
+    for (a, b) in got.iter().zip(&want) {
+        assert!(((a - b).abs() as f64) <= 1e-5 * scale, "host: {a} against {b}");
+    }
+    for ctx in contexts() {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+        let (dfw, dfb) = fold_batch_norm(&up(&wt), Some(&up(&bias)), &up(&mean), &up(&var), Some(&up(&g)), Some(&up(&beta)), 1e-5).unwrap();
+        let got = up(&x).conv2d(&dfw, Some(&dfb), &opts).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        for (a, b) in got.iter().zip(&want) {
+            assert!(((a - b).abs() as f64) <= 1e-5 * scale, "{}: {a} against {b}", name(ctx));
+        }
+    }
+}
