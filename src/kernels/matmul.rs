@@ -100,7 +100,7 @@ impl MatmulKernel {
 
     /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
-    /// GPUs); on CPU adapters a product of at least 2^[`CONV_MIN_LOG2`] multiply-adds that the
+    /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds that the
     /// `Conv1x1` route serves takes it; all others the GEMM.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
