@@ -68,6 +68,10 @@ pub enum MatmulKernel {
     Conv1x1,
 }
 
+/// The floor(log2) of the multiply-adds (m, n, k and batch together) from which a CPU adapter's
+/// default is the [`MatmulKernel::Conv1x1`] route.
+pub const CONV_MIN_LOG2: u32 = 22;
+
 /// The most batch matrices the [`MatmulKernel::Conv1x1`] route records (one convolution each).
 pub const CONV_BATCHES: usize = 128;
 
@@ -96,10 +100,14 @@ impl MatmulKernel {
 
     /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
-    /// GPUs), all others the GEMM.
+    /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds that the
+    /// `Conv1x1` route serves takes it; all others the GEMM.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
-        if class.kernels.contains(&MatmulKernel::Conv1x1) && !vector {
+        // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
+        // lavapipe (BENCHMARKS.md), but compile for seconds each: products of at least 2^22
+        // multiply-adds take them.
+        if class.kernels.contains(&MatmulKernel::Conv1x1) && !vector && class.log2.iter().sum::<u32>() >= CONV_MIN_LOG2 {
             return MatmulKernel::Conv1x1;
         }
         match (vector, report.device_type == wgpu::DeviceType::Cpu) {
