@@ -195,13 +195,8 @@ fn max_total(a: f32, b: f32) -> f32 {
 // A compensated (Neumaier) sum: x the sum, y the compensation.
 fn kadd(s: vec2<f32>, v: f32) -> vec2<f32> {
     let t = s.x + v;
-    var c = s.y;
-    if (abs(s.x) >= abs(v)) {
-        c = c + ((s.x - t) + v);
-    } else {
-        c = c + ((v - t) + s.x);
-    }
-    return vec2<f32>(t, c);
+    let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));
+    return vec2<f32>(t, s.y + c);
 }
 fn ksum(s: vec2<f32>) -> f32 {
     if (!is_finite(s.x)) {
