@@ -120,3 +120,28 @@ async fn elementwise_ops_on_webgpu_match_the_cpu() {
         assert_eq!(got.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>(), want.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>(), "{path:?}");
     }
 }
+
+#[wasm_bindgen_test]
+async fn a_softmax_and_a_column_sum_on_webgpu_match_the_cpu() {
+    use strided_wgpu::Reduce;
+    let ctx = GpuContext::new_async().await.expect("a WebGPU adapter");
+    // Rows of 37 logits (softmax along the last dim); a column sum of [300, 13] (outputs
+    // contiguous, each walking its column), and of a transposed view (rows in memory).
+    let xh = HostTensor::from_vec((0..5 * 37).map(|i| ((i * 29) % 31) as f32 * 0.25 - 3.0).collect(), &[5, 37]).unwrap();
+    let ch = HostTensor::from_vec((0..300 * 13).map(|i| ((i * 7) % 23) as f32 - 11.0).collect(), &[300, 13]).unwrap();
+    let (x, c) = (DeviceTensor::upload(&ctx, &xh).unwrap(), DeviceTensor::upload(&ctx, &ch).unwrap());
+    let mut batch = ctx.batch();
+    let sm = batch.softmax(&x, -1).unwrap();
+    let cs = batch.sum(&c, 0, false).unwrap();
+    let ts = batch.sum(&c.transpose(0, 1).unwrap(), 1, false).unwrap();
+    batch.submit().unwrap().finished().await.unwrap();
+    let want = xh.softmax(-1).unwrap().to_vec::<f32>().unwrap();
+    let got = sm.download_async().await.unwrap().to_vec::<f32>().unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * (w.abs() + 1.0), "softmax element {i}: {g} vs {w}");
+    }
+    // Sums of small integers: exact in f32 whatever the order.
+    let want = ch.sum(0, false).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(cs.download_async().await.unwrap().to_vec::<f32>().unwrap(), want);
+    assert_eq!(ts.download_async().await.unwrap().to_vec::<f32>().unwrap(), want);
+}

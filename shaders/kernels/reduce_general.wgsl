@@ -121,7 +121,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32, step: u32) -> vec4<u32> {
     }
     if (op == R_AMAX || op == R_AMIN || op == R_NORMINF || op == R_LOGSUMEXP || op == R_SOFTMAX || op == R_LOG_SOFTMAX) {
         // amin is -amax(-x), as the CPU reference (the signed-zero order flips with the sign).
-        var m = bitcast<f32>(0xff800000u);
+        var m = f32_of(0xff800000u);
         for (var r = r0; r < r1; r = r + step) {
             var x = load_f(elem(b, r).x);
             if (op == R_AMIN) {
@@ -308,7 +308,7 @@ fn scan_write(b: vec3<u32>, k0: u32, k1: u32, m: f32, s: f32, run: vec4<u32>) {
 fn softmax_of(st: vec4<u32>) -> vec2<f32> {
     let m = asf(st.x);
     if (!is_finite(m)) {
-        return vec2<f32>(m, bitcast<f32>(NAN_BITS));
+        return vec2<f32>(m, f32_of(NAN_BITS));
     }
     return vec2<f32>(m, ksum(vec2<f32>(asf(st.y), asf(st.z))));
 }
@@ -318,9 +318,9 @@ fn identity(b: vec3<u32>) {
     if (op_code() == R_PROD) {
         v = 1.0;
     } else if (op_code() == R_MEAN || op_code() == R_VAR || op_code() == R_STD) {
-        v = bitcast<f32>(NAN_BITS);
+        v = f32_of(NAN_BITS);
     } else if (op_code() == R_LOGSUMEXP) {
-        v = bitcast<f32>(0xff800000u);
+        v = f32_of(0xff800000u);
     }
     if (dt_is_float(red.out_t)) {
         store_f(b.x, v);

@@ -76,6 +76,11 @@ fn op_code() -> u32 {
     return red.op;
 }
 
+// f32 bits as a value at run time: browsers refuse a constant NaN or infinity in WGSL.
+fn f32_of(bits: u32) -> f32 {
+    return bitcast<f32>(bits);
+}
+
 const NAN_BITS: u32 = 0x7fc00000u;
 const INF_BITS: u32 = 0x7f800000u;
 
@@ -195,13 +200,8 @@ fn max_total(a: f32, b: f32) -> f32 {
 // A compensated (Neumaier) sum: x the sum, y the compensation.
 fn kadd(s: vec2<f32>, v: f32) -> vec2<f32> {
     let t = s.x + v;
-    var c = s.y;
-    if (abs(s.x) >= abs(v)) {
-        c = c + ((s.x - t) + v);
-    } else {
-        c = c + ((v - t) + s.x);
-    }
-    return vec2<f32>(t, c);
+    let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));
+    return vec2<f32>(t, s.y + c);
 }
 fn ksum(s: vec2<f32>) -> f32 {
     if (!is_finite(s.x)) {
@@ -236,9 +236,9 @@ fn var_of(m2: f32, n: u32) -> f32 {
     let d = f32(n) - red.correction;
     if (d <= 0.0) {
         if (is_nan(m2) || m2 == 0.0) {
-            return bitcast<f32>(NAN_BITS);
+            return f32_of(NAN_BITS);
         }
-        return bitcast<f32>(INF_BITS);
+        return f32_of(INF_BITS);
     }
     return m2 / d;
 }
