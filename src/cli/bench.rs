@@ -1,5 +1,5 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|conv|cold]`:
-//! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the convolution
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|pool|conv|cold]`:
+//! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the pooling and shape rows (`bench_pool`), the convolution
 //! rows (`bench_conv`), each convolution's first call with an empty shader cache (`cold`), on
 //! the chosen adapter in one run; `--only` runs one part. How rows are timed: `measure`.
 
@@ -17,6 +17,10 @@ pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     if matches!(only.as_deref(), None | Some("elementwise")) {
         let rows = crate::cli::bench_elementwise::rows(&ctx, warm)?;
         print(&ctx, "elementwise", &rows, json, warm);
+    }
+    if matches!(only.as_deref(), None | Some("pool")) {
+        let rows = crate::cli::bench_pool::rows(&ctx, warm)?;
+        print(&ctx, "pool", &rows, json, warm);
     }
     if matches!(only.as_deref(), None | Some("conv")) {
         let conv = crate::cli::bench_conv::rows(&ctx)?;
