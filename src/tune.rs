@@ -3,8 +3,8 @@
 //!
 //! It knows no kernel: a family names its classes and choices (any serde types), gives the
 //! candidates and records each one into an encoder; [`Tuner::measure`] times them all with one
-//! loop (the first run of each compiles its pipelines and is not counted; the best of the rest
-//! wins). Measuring submits and waits, so it runs only outside recordings and only when the
+//! loop (the first run of each compiles its pipelines and is not counted; then the candidates
+//! take turns, round by round, and the best run wins). Measuring submits and waits, so it runs only outside recordings and only when the
 //! caller asked: at an explicit `GpuContext::tune_*` call, or, under
 //! [`TuningPolicy::OnFirstCall`], when a blocking call that is not a recording first meets a
 //! class (`DeviceTensor::copy_`, `conv2d`). Otherwise a class without a kept choice runs the
@@ -101,19 +101,39 @@ impl Tuner {
     }
 
     /// Times every candidate that `record` accepts and returns the fastest (`None` when none
-    /// ran). A candidate whose recording fails (it does not apply) is skipped.
+    /// ran). A candidate whose recording fails (it does not apply) is skipped. Each candidate
+    /// runs once untimed (it compiles its pipelines), then the candidates take turns, round by
+    /// round, so that a host whose speed drifts during the measurement slows them alike; each
+    /// keeps its fastest run.
     pub async fn measure<K: Copy>(timer: &Timer, candidates: &[K], drive: Drive, record: impl Fn(K, &mut wgpu::CommandEncoder, &mut Keep) -> Result<()>) -> Result<Option<K>> {
-        let mut best: Option<(f64, K)> = None;
+        // The fastest run of each candidate still in the race (None: not timed yet).
+        let mut racing: Vec<(K, Option<f64>)> = Vec::new();
         for &k in candidates {
-            let mut times = Vec::new();
-            for _ in 0..RUNS {
+            match timer.time(drive, |enc, keep| record(k, enc, keep)).await {
+                Ok(_) => racing.push((k, None)),
+                Err(e @ Error::DeviceLost { .. }) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        for _ in 1..RUNS {
+            let mut i = 0;
+            while i < racing.len() {
+                let k = racing[i].0;
                 match timer.time(drive, |enc, keep| record(k, enc, keep)).await {
-                    Ok(ms) => times.push(ms),
+                    Ok(ms) => {
+                        racing[i].1 = Some(racing[i].1.map_or(ms, |b| b.min(ms)));
+                        i += 1;
+                    }
                     Err(e @ Error::DeviceLost { .. }) => return Err(e),
-                    Err(_) => break,
+                    Err(_) => {
+                        racing.remove(i);
+                    }
                 }
             }
-            if let Some(t) = times.iter().skip(1).copied().reduce(f64::min) {
+        }
+        let mut best: Option<(f64, K)> = None;
+        for (k, t) in racing {
+            if let Some(t) = t {
                 if best.is_none_or(|(b, _)| t < b) {
                     best = Some((t, k));
                 }

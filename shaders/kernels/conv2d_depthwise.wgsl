@@ -21,12 +21,11 @@ struct DepthwiseParams {
     base: vec4<i32>,
     // Units of 4 outputs in this dispatch, K / C, K, the bias stride.
     work: vec4<u32>,
+    // x = 1: plus the bias; y = 1: ReLU after (kernels/conv/common.rs: `finish`).
+    finish: vec4<u32>,
 }
 
 override CHANNELS: bool = false;
-// 0: start from zero; 1: start from the bias.
-override MODE: u32 = 0u;
-override RELU: bool = false;
 override VIN: bool = false;
 override VOUT: bool = false;
 override WG: u32 = 64u;
@@ -36,7 +35,7 @@ override WG: u32 = 64u;
 @group(0) @binding(2) var<storage, read> wt: array<f32>;
 
 fn bias_at(k: u32) -> f32 {
-    if (MODE != 1u || k >= dp.work.z) {
+    if (dp.finish.x != 1u || k >= dp.work.z) {
         return 0.0;
     }
     return bias[u32(dp.base.w + i32(k) * i32(dp.work.w))];
@@ -44,10 +43,10 @@ fn bias_at(k: u32) -> f32 {
 
 fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     var o = v;
-    if (MODE == 1u) {
+    if (dp.finish.x == 1u) {
         o = o + b;
     }
-    if (RELU) {
+    if (dp.finish.y != 0u) {
         o = relu4(o);
     }
     return o;

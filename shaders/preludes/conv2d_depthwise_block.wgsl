@@ -21,10 +21,10 @@ struct RowsParams {
     // Strips of 8 pixels per output row; blocks of TALL output rows per output column
     // (conv2d_depthwise_tall.wgsl); -, -.
     strips: vec4<u32>,
+    // x = 1: plus the bias; y = 1: ReLU after (kernels/conv/common.rs: `finish`).
+    finish: vec4<u32>,
 }
 
-override MODE: u32 = 0u;
-override RELU: bool = false;
 // 4 consecutive channels of the input are one aligned vec4 word (K == C).
 override VIN: bool = false;
 // 4 consecutive channels of the output are one aligned vec4 word.
@@ -59,7 +59,7 @@ fn ld_inside(at: i32, ix: i32, k0: u32) -> vec4<f32> {
 }
 
 fn bias_at(k: u32) -> f32 {
-    if (MODE != 1u || k >= rp.work.z) {
+    if (rp.finish.x != 1u || k >= rp.work.z) {
         return 0.0;
     }
     return bias[u32(rp.base.w + i32(k) * rp.base.z)];
@@ -70,10 +70,10 @@ fn put(n: u32, oy: u32, ox: u32, k0: u32, v: vec4<f32>, b: vec4<f32>) {
         return;
     }
     var o = v;
-    if (MODE == 1u) {
+    if (rp.finish.x == 1u) {
         o = o + b;
     }
-    if (RELU) {
+    if (rp.finish.y != 0u) {
         o = relu4(o);
     }
     let at = rp.base.y + i32(n) * rp.ys.x + i32(oy) * rp.ys.z + i32(ox) * rp.ys.w + i32(k0) * rp.ys.y;

@@ -123,6 +123,14 @@ pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> 
     dispatch::grid(rt, OP, groups, what)
 }
 
+/// The `finish` word of a convolution uniform (every kernel but the GEMM's, whose finish is
+/// still two pipeline constants): x says how a window's values start (0: from zero, 1: plus
+/// the bias, 2: plus what earlier channel windows wrote), y = 1 applies ReLU after. A uniform,
+/// not a pipeline constant: one pipeline serves every window of a convolution.
+pub(crate) fn finish(mode: u32, relu: bool) -> [u32; 4] {
+    [mode, relu as u32, 0, 0]
+}
+
 /// A window as whole vec4 words (every vec4 the kernels move lies inside it).
 pub(crate) fn words((offset, size): (u64, u64)) -> (u64, u64) {
     (offset, (size / 16 * 16).max(16))

@@ -6,7 +6,7 @@
 
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
+use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
@@ -31,6 +31,7 @@ uniform! {
         ws: [i32; 4],
         base: [i32; 4],
         work: [u32; 4],
+        finish: [u32; 4],
     }
 }
 
@@ -68,8 +69,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             ws: [i32_of(ws[0], "weight stride k")?, i32_of(ws[1], "weight stride c")?, i32_of(ws[2], "weight stride kh")?, i32_of(ws[3], "weight stride kw")?],
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(wl.offset() as isize, "weight offset")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
             work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, i32_of(bs, "bias stride")? as u32],
+            finish: finish(ops.bias.is_some() as u32, o.relu),
         };
-        let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
+        let constants = vec![("CHANNELS", kernel.channels() as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
         plan.push((r, params, PipelineKey { shader: "conv2d_depthwise", constants }, vout, grid));
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
@@ -99,6 +101,7 @@ uniform! {
         base: [i32; 4],
         work: [u32; 4],
         strips: [u32; 4],
+        finish: [u32; 4],
     }
 }
 
@@ -142,8 +145,9 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bs, "bias stride")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?],
             work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, u32_of(kq, "channel quads")?],
             strips: [u32_of(strips, "strips")?, u32_of(blocks, "row blocks")?, 0, 0],
+            finish: finish(ops.bias.is_some() as u32, o.relu),
         };
-        let mut constants = vec![("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
+        let mut constants = vec![("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
         let shader = if tall {
             constants.push(("TALL", TALL as i64));
             if rt.report.shuffled_weights {

@@ -120,17 +120,17 @@ impl ConvKernel {
                 OP,
                 format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
-            ConvKernel::Direct => tiling(g, o.groups).map(|_| ()),
+            ConvKernel::Direct => tiling(self, g, o.groups).map(|_| ()),
             ConvKernel::DirectRows if (g.kw, o.stride.1, o.dilation.1) != (3, 1, 1) => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a kernel 3 wide with stride 1 and dilation 1 along W, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
-            ConvKernel::DirectRows => tiling(g, o.groups).map(|_| ()),
+            ConvKernel::DirectRows => tiling(self, g, o.groups).map(|_| ()),
             ConvKernel::DirectBand if (g.kh, g.kw, o.stride, o.dilation) != (3, 3, (1, 1), (1, 1)) => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a 3x3 kernel with stride 1 and dilation 1, got {}x{} with stride {:?} and dilation {:?}", g.kh, g.kw, o.stride, o.dilation),
             )),
-            ConvKernel::DirectBand => tiling(g, o.groups).map(|_| ()),
+            ConvKernel::DirectBand => tiling(self, g, o.groups).map(|_| ()),
             _ => Ok(()),
         }
     }
@@ -172,8 +172,16 @@ impl ConvKernel {
     }
 }
 
-/// The most output-channel quads an invocation holds (the named accumulators of the kernel).
+/// The most output-channel quads an invocation of [`ConvKernel::Direct`] holds (the named
+/// accumulators of the kernel).
 const MAX_KQ: usize = 16;
+
+/// The most output-channel quads an invocation of the rows kernels ([`ConvKernel::DirectRows`],
+/// [`ConvKernel::DirectBand`]) holds. They unroll the 9 taps of a 3x3 window over every quad
+/// held, so their compile time on a CPU adapter grows with it: lavapipe compiled
+/// `conv2d_direct_band` for [8, 64, 56, 56] K=64 in about 8x less time at 4 quads than at 16,
+/// and ran it as fast or faster (same run, alternating, 3x3 at 56x56, 28x28 and 14x14).
+const ROWS_MAX_KQ: usize = 4;
 
 /// How the work is cut: KQ output-channel quads per invocation (a power of two) and CW input
 /// channels per window (a multiple of 4).
@@ -183,16 +191,17 @@ pub(crate) struct Tiling {
     pub cw: usize,
 }
 
-/// The tiling of `g` with `groups`, or why the direct kernel cannot run it: a weight block must
-/// hold every tap of at least 4 input channels for one output-channel quad.
-pub(crate) fn tiling(g: &Conv2dShape, groups: usize) -> Result<Tiling> {
+/// The tiling of `g` with `groups` for the direct-family `kernel`, or why it cannot run it: a
+/// weight block must hold every tap of at least 4 input channels for one output-channel quad.
+pub(crate) fn tiling(kernel: ConvKernel, g: &Conv2dShape, groups: usize) -> Result<Tiling> {
     let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh * g.kw);
-    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(MAX_KQ);
+    let most = if matches!(kernel, ConvKernel::DirectRows | ConvKernel::DirectBand) { ROWS_MAX_KQ } else { MAX_KQ };
+    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(most);
     while kq > 1 && taps * 16 * kq > BLOCK {
         kq /= 2;
     }
     if taps * 16 * kq > BLOCK {
-        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", ConvKernel::Direct, g.kh, g.kw, taps * 16)));
+        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", kernel, g.kh, g.kw, taps * 16)));
     }
     let fit = BLOCK / (taps * 4 * kq) / 4 * 4;
     let chunks = cg.div_ceil(fit).max(1);

@@ -74,24 +74,27 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
         let vins: &[i64] = if kernel.channels() { &[0, 1] } else { &[0] };
         for &vin in vins {
             for vout in [0, 1] {
-                for mode in [0, 1] {
-                    for relu in [0, 1] {
-                        let mut constants = vec![("MODE", mode), ("RELU", relu), ("VIN", vin), ("VOUT", vout)];
-                        if kernel != ConvKernel::DepthwiseRows {
-                            constants.insert(0, ("CHANNELS", channels));
+                // The GEMM's finish is still two pipeline constants; the others' a uniform.
+                let finishes: &[(i64, i64)] = if kernel.family() == Family::Gemm { &[(0, 0), (0, 1), (1, 0), (1, 1)] } else { &[(0, 0)] };
+                for &(mode, relu) in finishes {
+                    let mut constants = vec![("VIN", vin), ("VOUT", vout)];
+                    if kernel.family() == Family::Gemm {
+                        constants.splice(0..0, [("MODE", mode), ("RELU", relu)]);
+                    }
+                    if kernel != ConvKernel::DepthwiseRows {
+                        constants.insert(0, ("CHANNELS", channels));
+                    }
+                    if kernel.family() == Family::Depthwise {
+                        constants.push(("WG", depthwise::WG as i64));
+                    }
+                    if kernel == ConvKernel::DepthwiseRows {
+                        for slide in [0, 1] {
+                            let mut c = constants.clone();
+                            c.push(("SLIDE", slide));
+                            out.push(PipelineSpec { kernel: shader_of(kernel), constants: c });
                         }
-                        if kernel.family() == Family::Depthwise {
-                            constants.push(("WG", depthwise::WG as i64));
-                        }
-                        if kernel == ConvKernel::DepthwiseRows {
-                            for slide in [0, 1] {
-                                let mut c = constants.clone();
-                                c.push(("SLIDE", slide));
-                                out.push(PipelineSpec { kernel: shader_of(kernel), constants: c });
-                            }
-                        } else {
-                            out.push(PipelineSpec { kernel: shader_of(kernel), constants });
-                        }
+                    } else {
+                        out.push(PipelineSpec { kernel: shader_of(kernel), constants });
                     }
                 }
             }
