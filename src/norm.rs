@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::ShapeOps;
 
-/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 [C].
+/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
 fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     for (what, t) in [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)] {
         if let Some(t) = t {
@@ -38,7 +38,7 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// eps=eps)`: `(x - mean) / sqrt(var + eps) * weight + bias` per channel (dim 1) of an
 /// [N, C, ...] float input, computed in f32 (one `addcmul` over the per-channel scale and
 /// shift) and stored in the input's type and memory format. The statistics, `weight` and
-/// `bias` are [C] float tensors of the input's kind (host or device). Bad shapes are
+/// `bias` are \[C\] float tensors of the input's kind (host or device). Bad shapes are
 /// [`Error::InvalidArgument`] before anything is written.
 ///
 /// ```
@@ -71,8 +71,8 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
 /// Folds an inference batch norm into the convolution before it, as inference engines do:
 /// returns the weight and bias of one convolution equal to `batch_norm(conv2d(x, weight,
 /// bias))`: `weight * scale[k]` and `(bias - mean) * scale + bn_bias` with
-/// `scale = bn_weight / sqrt(var + eps)`. `weight` is [K, ...] (f32), `bias` [K] or none, the
-/// statistics [K]. New contiguous f32 tensors.
+/// `scale = bn_weight / sqrt(var + eps)`. `weight` is [K, ...] (f32), `bias` \[K\] or none, the
+/// statistics \[K\]. New contiguous f32 tensors.
 pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: &T, running_var: &T, bn_weight: Option<&T>, bn_bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     const OP: &str = "fold_batch_norm";
     if weight.rank() < 1 || weight.dtype() != DType::F32 {

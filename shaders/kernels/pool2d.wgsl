@@ -1,19 +1,26 @@
 // Windowed ops on the (n, c) planes of a [N, C, H, W] input read in place through its strides:
-// max / average pooling, adaptive max / average pooling and bilinear resampling, chosen by the
-// uniform (one pipeline for all). Each invocation computes the outputs of one 32-bit word of
-// the dense output (in its memory order: NCHW or NHWC), so float16 and bfloat16 results are
-// stored as whole words without atomics; values are read as f32 (cast.wgsl), accumulated in
-// f32 and rounded once at the store. Max modes also write each maximum's h * W + w (int32)
-// when asked; NaN wins (the last NaN of a window, as PyTorch's CPU kernel).
+// max / average pooling, adaptive max / average pooling and bilinear resampling. The family
+// (FAMILY) and the element type (DT) are override constants, the rest is in the uniform:
+// lavapipe runs every branch of a shader under masks, so one pipeline for every mode ran all
+// the modes' code for each output (40 times slower). Each invocation computes the outputs of
+// p.base.z consecutive 32-bit words of the dense output (in its memory order: NCHW or NHWC),
+// so float16 and bfloat16 results are stored as whole words without atomics; values are read
+// as f32 (cast.wgsl), accumulated in f32 and rounded once at the store. Max modes also write
+// each maximum's h * W + w (int32) when asked; NaN wins (the last NaN of a window, as
+// PyTorch's CPU kernel).
 
 override WG: u32 = 64u;
+// 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
+override FAMILY: u32 = 0u;
+// The element type's code (DT_F32, DT_F16, DT_BF16).
+override DT: u32 = 0u;
 
 struct PoolParams {
     // Input strides (n, c, h, w) in elements.
     xs: vec4<i32>,
     // (C, H, W, output elements).
     geo: vec4<u32>,
-    // (OH, OW, channels-last output, element type code).
+    // (OH, OW, channels-last output, element type code: DT's).
     dims: vec4<u32>,
     // (kh, kw, sh, sw).
     win: vec4<i32>,
@@ -23,7 +30,7 @@ struct PoolParams {
     mode: vec4<u32>,
     // (row scale, column scale, align_corners, -) of bilinear resampling.
     scale: vec4<f32>,
-    // (input offset in elements within the binding, output words, -, -).
+    // (input offset in elements within the binding, output words, words per invocation, -).
     base: vec4<u32>,
 }
 
@@ -39,7 +46,7 @@ const MODE_BILINEAR: u32 = 4u;
 @group(0) @binding(3) var<storage, read_write> idx: array<i32>;
 
 fn load(e: i32) -> f32 {
-    let t = p.dims.w;
+    let t = DT;
     let i = u32(e);
     if (t == DT_F32) {
         return bitcast<f32>(src[i]);
@@ -54,7 +61,7 @@ fn is_nan(v: f32) -> bool {
 
 // The window of output o along one axis: (first, end, step, divisor extent).
 fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
-    let mode = p.mode.x;
+    let mode = FAMILY;
     if (mode == MODE_ADAPTIVE_MAX || mode == MODE_ADAPTIVE_AVG) {
         let s = (o * size) / outs;
         let e = ((o + 1) * size + outs - 1) / outs;
@@ -92,36 +99,78 @@ fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
     return vec4<f32>(f32(i0), f32(i1), 1.0 - l1, l1);
 }
 
-// Output element e (in the output's memory order): its value; writes its index when asked.
-fn one(e: u32) -> f32 {
+// An output's coordinates.
+struct Pos {
+    n: u32,
+    c: u32,
+    oh: u32,
+    ow: u32,
+}
+
+// The coordinates of output element e (in the output's memory order: NCHW or NHWC).
+fn pos_of(e: u32) -> Pos {
     let C = p.geo.x;
+    let OH = p.dims.x;
+    let OW = p.dims.y;
+    if (p.dims.z != 0u) {
+        let t = e / C;
+        let u = t / OW;
+        return Pos(u / OH, e - t * C, u % OH, t - u * OW);
+    }
+    let t = e / OW;
+    let u = t / OH;
+    return Pos(u / C, u % C, t - u * OH, e - t * OW);
+}
+
+// The next output in memory order (no division: one pass computes a run of outputs).
+fn next(q: Pos) -> Pos {
+    var r = q;
+    if (p.dims.z != 0u) {
+        r.c = r.c + 1u;
+        if (r.c == p.geo.x) {
+            r.c = 0u;
+            r.ow = r.ow + 1u;
+            if (r.ow == p.dims.y) {
+                r.ow = 0u;
+                r.oh = r.oh + 1u;
+                if (r.oh == p.dims.x) {
+                    r.oh = 0u;
+                    r.n = r.n + 1u;
+                }
+            }
+        }
+    } else {
+        r.ow = r.ow + 1u;
+        if (r.ow == p.dims.y) {
+            r.ow = 0u;
+            r.oh = r.oh + 1u;
+            if (r.oh == p.dims.x) {
+                r.oh = 0u;
+                r.c = r.c + 1u;
+                if (r.c == p.geo.x) {
+                    r.c = 0u;
+                    r.n = r.n + 1u;
+                }
+            }
+        }
+    }
+    return r;
+}
+
+// Output q (element e in memory order): its value; writes its index when asked.
+fn one(q: Pos, e: u32) -> f32 {
     let H = i32(p.geo.y);
     let W = i32(p.geo.z);
     let OH = p.dims.x;
     let OW = p.dims.y;
-    var n: u32;
-    var c: u32;
-    var oh: u32;
-    var ow: u32;
-    if (p.dims.z != 0u) {
-        c = e % C;
-        var t = e / C;
-        ow = t % OW;
-        t = t / OW;
-        oh = t % OH;
-        n = t / OH;
-    } else {
-        ow = e % OW;
-        var t = e / OW;
-        oh = t % OH;
-        t = t / OH;
-        c = t % C;
-        n = t / C;
-    }
+    let n = q.n;
+    let c = q.c;
+    let oh = q.oh;
+    let ow = q.ow;
     let plane = i32(p.base.x) + i32(n) * p.xs.x + i32(c) * p.xs.y;
     let hs = p.xs.z;
     let ws = p.xs.w;
-    let mode = p.mode.x;
+    let mode = FAMILY;
     if (mode == MODE_BILINEAR) {
         let th = taps(p.scale.x, oh, u32(H));
         let tw = taps(p.scale.y, ow, u32(W));
@@ -172,23 +221,42 @@ fn one(e: u32) -> f32 {
     return sum / f32(divisor);
 }
 
+// A workgroup takes WG * p.base.z consecutive output words, each invocation p.base.z
+// consecutive ones (one f32, or two 16-bit results, per word), finding the first output's
+// coordinates by division and the others by counting.
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let word = (wid.y * nwg.x + wid.x) * WG + lid;
-    if (word >= p.base.y) {
+    let per = p.base.z;
+    let first = ((wid.y * nwg.x + wid.x) * WG + lid) * per;
+    let words = p.base.y;
+    if (first >= words) {
         return;
     }
     let total = p.geo.w;
-    let t = p.dims.w;
-    if (t == DT_F32) {
-        dst[word] = bitcast<u32>(one(word));
-        return;
+    var e = first;
+    if (DT != DT_F32) {
+        e = first * 2u;
     }
-    let e = word * 2u;
-    let lo = f32_to_float(t, bitcast<u32>(one(e))) & 0xffffu;
-    var hi = 0u;
-    if (e + 1u < total) {
-        hi = f32_to_float(t, bitcast<u32>(one(e + 1u))) & 0xffffu;
+    var q = pos_of(e);
+    for (var k = 0u; k < per; k = k + 1u) {
+        let word = first + k;
+        if (word >= words) {
+            return;
+        }
+        if (DT == DT_F32) {
+            dst[word] = bitcast<u32>(one(q, e));
+            q = next(q);
+            e = e + 1u;
+        } else {
+            let lo = f32_to_float(DT, bitcast<u32>(one(q, e))) & 0xffffu;
+            q = next(q);
+            var hi = 0u;
+            if (e + 1u < total) {
+                hi = f32_to_float(DT, bitcast<u32>(one(q, e + 1u))) & 0xffffu;
+            }
+            q = next(q);
+            e = e + 2u;
+            dst[word] = lo | (hi << 16u);
+        }
     }
-    dst[word] = lo | (hi << 16u);
 }

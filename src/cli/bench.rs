@@ -1,7 +1,8 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|conv|matmul|cold]`:
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|cold]`:
 //! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the reduction
-//! rows (`bench_reduce`), the convolution rows (`bench_conv`), the matrix products
-//! (`bench_matmul`), each convolution's first call with an empty shader cache (`cold`), on
+//! rows (`bench_reduce`), the pooling and shape rows (`bench_pool`), the convolution rows
+//! (`bench_conv`), the matrix products (`bench_matmul`), each convolution's first call with an
+//! empty shader cache (`cold`), on
 //! the chosen adapter in one run; `--only` runs one part. How rows are timed: `measure`.
 
 use strided_wgpu::{GpuContext, Result};
@@ -22,6 +23,10 @@ pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     if matches!(only.as_deref(), None | Some("reduce")) {
         let rows = crate::cli::bench_reduce::rows(&ctx, warm)?;
         crate::cli::bench_reduce::print(&ctx, &rows, json, warm);
+    }
+    if matches!(only.as_deref(), None | Some("pool")) {
+        let rows = crate::cli::bench_pool::rows(&ctx, warm)?;
+        print(&ctx, "pool", &rows, json, warm);
     }
     if matches!(only.as_deref(), None | Some("conv")) {
         let conv = crate::cli::bench_conv::rows(&ctx)?;

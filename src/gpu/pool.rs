@@ -5,7 +5,9 @@ use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::pool;
-use crate::pool::{Pool2d, Window};
+use crate::error::Error;
+use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
+use crate::shape::{resize, InterpolateOptions};
 use crate::strided::Strided;
 
 impl Pool2d for DeviceTensor {
@@ -21,7 +23,49 @@ impl Pool2d for DeviceTensor {
     }
 }
 
+/// Pooling and bilinear resampling, recorded: the [`Pool2d`] methods (and bilinear
+/// [`crate::ShapeOps::interpolate`]) with the input as the first argument, each into a new
+/// tensor in the input's memory format.
 impl Batch<'_> {
+    /// Records `x.max_pool2d(options)` ([`Pool2d::max_pool2d`]).
+    pub fn max_pool2d(&mut self, x: &DeviceTensor, options: &MaxPool2dOptions) -> Result<DeviceTensor> {
+        Ok(self.new_window(x, &max_pool2d_window(x.layout(), x.dtype(), options, false)?)?.0)
+    }
+    /// Records `x.max_pool2d_with_indices(options)` ([`Pool2d::max_pool2d_with_indices`]).
+    pub fn max_pool2d_with_indices(&mut self, x: &DeviceTensor, options: &MaxPool2dOptions) -> Result<(DeviceTensor, DeviceTensor)> {
+        let (y, i) = self.new_window(x, &max_pool2d_window(x.layout(), x.dtype(), options, true)?)?;
+        Ok((y, i.expect("indices asked for")))
+    }
+    /// Records `x.avg_pool2d(options)` ([`Pool2d::avg_pool2d`]).
+    pub fn avg_pool2d(&mut self, x: &DeviceTensor, options: &AvgPool2dOptions) -> Result<DeviceTensor> {
+        Ok(self.new_window(x, &avg_pool2d_window(x.layout(), x.dtype(), options)?)?.0)
+    }
+    /// Records `x.adaptive_avg_pool2d(output_size)` ([`Pool2d::adaptive_avg_pool2d`]).
+    pub fn adaptive_avg_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
+        Ok(self.new_window(x, &adaptive_window("adaptive_avg_pool2d", x.layout(), x.dtype(), output_size, false, false)?)?.0)
+    }
+    /// Records `x.adaptive_max_pool2d(output_size)` ([`Pool2d::adaptive_max_pool2d`]).
+    pub fn adaptive_max_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
+        Ok(self.new_window(x, &adaptive_window("adaptive_max_pool2d", x.layout(), x.dtype(), output_size, true, false)?)?.0)
+    }
+    /// Records a bilinear `x.interpolate(options)` ([`crate::ShapeOps::interpolate`]); the
+    /// nearest modes, which are copies, are [`Error::Unsupported`] here (call the method).
+    pub fn interpolate(&mut self, x: &DeviceTensor, options: &InterpolateOptions) -> Result<DeviceTensor> {
+        match resize(x.layout(), x.dtype(), options)?.bilinear {
+            Some(g) => Ok(self.new_window(x, &g)?.0),
+            None => Err(Error::unsupported("interpolate", "a recorded nearest resize (x.interpolate(..) runs it as copies)")),
+        }
+    }
+
+    fn new_window(&mut self, x: &DeviceTensor, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
+        self.check_context(g.op, &[x])?;
+        let ctx = self.context().clone();
+        let out = DeviceTensor::empty(&ctx, &g.out_shape(), x.dtype(), g.format)?;
+        let idx = if g.indices { Some(DeviceTensor::empty(&ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
+        self.window(g, x, &out, idx.as_ref())?;
+        Ok((out, idx))
+    }
+
     /// Records the window `g` of `x` into `out` (new, dense) and `idx`.
     pub(crate) fn window(&mut self, g: &Window, x: &DeviceTensor, out: &DeviceTensor, idx: Option<&DeviceTensor>) -> Result<()> {
         let operands: Vec<&DeviceTensor> = [Some(x), Some(out), idx].into_iter().flatten().collect();

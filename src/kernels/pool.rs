@@ -1,7 +1,9 @@
 //! The window family (`shaders/kernels/pool2d.wgsl`): max, average and adaptive pooling and
-//! bilinear resampling of [N, C, H, W] inputs read in place through their strides, one
-//! pipeline specialized by its uniform. Each invocation writes one 32-bit word of the dense
-//! output (two 16-bit elements, or one f32) and, for max modes, the int32 indices.
+//! bilinear resampling of [N, C, H, W] inputs read in place through their strides: one
+//! pipeline per mode and element type (override constants; lavapipe runs every branch of a
+//! shader, so a mode in the uniform cost every mode's work), the rest in the uniform. Each
+//! invocation writes consecutive 32-bit words of the dense output (two 16-bit elements, or
+//! one f32) and, for max modes, the int32 indices.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -33,14 +35,21 @@ uniform! {
     }
 }
 
-/// The one pipeline of the family.
-fn key() -> PipelineKey {
-    PipelineKey { shader: "pool2d", constants: vec![("WG", WG as i64)] }
+/// The pipeline of a family (`pool2d.wgsl`'s MODE_* codes: 0 max, 1 average, 2 adaptive max,
+/// 3 adaptive average, 4 bilinear) and element type.
+fn constants(family: u32, dtype: DType) -> Vec<(&'static str, i64)> {
+    vec![("WG", WG as i64), ("FAMILY", family as i64), ("DT", dtype.code() as i64)]
 }
 
-/// Every pipeline a GPU may run (the register budget).
+/// Every pipeline a GPU may run (the register budget): five families by three float types.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    vec![PipelineSpec { kernel: "pool2d", constants: vec![("WG", WG as i64)] }]
+    let mut v = Vec::new();
+    for family in 0..5 {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            v.push(PipelineSpec { kernel: "pool2d", constants: constants(family, dtype) });
+        }
+    }
+    v
 }
 
 /// The checks this family makes of a call: a float type, the output dense in NCHW or NHWC
@@ -81,6 +90,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             return Err(Error::Limit { op, what: format!("binding {what} of {:?}", g.input), limit: "max_storage_buffer_binding_size", requested: need, max });
         }
     }
+    // lavapipe pays about 0.2 us per invocation whatever it does: 32 words each there.
+    let per: u64 = if rt.report.device_type == wgpu::DeviceType::Cpu { 32 } else { 4 };
     let s = x.strides();
     let (mode, scale) = match g.mode {
         WindowMode::Max => (0, [0.0; 4]),
@@ -102,14 +113,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         pad: [i(g.padding.0, "ph")?, i(g.padding.1, "pw")?, i(g.dilation.0, "dh")?, i(g.dilation.1, "dw")?],
         mode: [mode, include, divisor, g.indices as u32],
         scale,
-        base: [u32_of(op, x.offset() - (start / bytes) as usize, "input offset")?, u32_of(op, words as usize, "output words")?, 0, 0],
+        base: [u32_of(op, x.offset() - (start / bytes) as usize, "input offset")?, u32_of(op, words as usize, "output words")?, per as u32, 0],
     };
     // The window's indices reach H * W and the plane offsets n * sn + c * sc: within i32.
     i32_of(op, (hi + 1) as isize, "input extent")?;
-    let grid = grid(rt, op, words.div_ceil(WG as u64), &format!("{words} output words"))?;
+    let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));
-    let d = Dispatch { key: key(), params, bindings: vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx], grid };
+    let family = mode;
+    let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings: vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx], grid };
     let r = dispatch::record(rt, enc, keep, op, SLOTS, &[d]);
     keep.hold(scratch);
     r

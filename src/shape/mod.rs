@@ -340,36 +340,12 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// when the output is a whole multiple of the input. Bilinear computes (float types).
     fn interpolate(&self, options: &InterpolateOptions) -> Result<Self> {
         const OP: &str = "interpolate";
-        if self.rank() != 4 {
-            return Err(Error::unsupported(OP, format!("only 4-d [N, C, H, W] inputs are served here, got shape {:?}", self.shape())));
-        }
-        let [n, c, h, w] = [self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]];
-        let (oh, ow, scales) = match (options.size, options.scale_factor) {
-            (Some(s), None) => (s.0, s.1, None),
-            (None, Some(f)) => {
-                if !(f.0 > 0.0 && f.1 > 0.0 && f.0.is_finite() && f.1.is_finite()) {
-                    return Err(Error::invalid(OP, format!("scale_factor {f:?} must be positive and finite")));
-                }
-                ((h as f64 * f.0).floor() as usize, (w as f64 * f.1).floor() as usize, Some(f))
-            }
-            _ => return Err(Error::invalid(OP, "exactly one of size and scale_factor must be given")),
-        };
-        if h == 0 || w == 0 || oh == 0 || ow == 0 {
-            return Err(Error::invalid(OP, format!("input and output sizes must be greater than 0: input ({h}, {w}), output ({oh}, {ow})")));
-        }
-        let format = self.layout().suggest_memory_format();
-        // PyTorch's compute_scales_value: 1 / factor when given, else in / out.
-        let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
-        if let InterpolateMode::Bilinear { align_corners } = options.mode {
-            if !matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16) {
-                return Err(Error::unsupported(OP, format!("bilinear interpolation of {} (float32, float16 and bfloat16 are served)", self.dtype())));
-            }
-            let sc = |i: usize, o: usize, f: Option<f64>| if align_corners { if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 } } else { ratio(i, o, f) };
-            let scale = (sc(h, oh, scales.map(|s| s.0)), sc(w, ow, scales.map(|s| s.1)));
-            let g = Window { op: OP, mode: WindowMode::Bilinear { scale, align_corners }, input: [n, c, h, w], out: (oh, ow), kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices: false, format };
-            checked_numel(OP, &g.out_shape())?;
+        let r = resize(self.layout(), self.dtype(), options)?;
+        if let Some(g) = r.bilinear {
             return Ok(self.window(&g)?.0);
         }
+        let ([n, c, h, w], (oh, ow), scales, format) = (r.input, r.out, r.scales, r.format);
+        let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
         let exact = options.mode == InterpolateMode::NearestExact;
         let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
             let r = ratio(i, o, f);
@@ -440,4 +416,57 @@ fn runs<T: ShapeOps>(src_of: &[usize], dim: usize, dst: &T, src: &T, pieces: &mu
         o += len;
     }
     Ok(())
+}
+
+/// A resize's checked geometry: input, output size, the given factors, the output's format,
+/// and the window of a bilinear one.
+pub(crate) struct Resize {
+    pub input: [usize; 4],
+    pub out: (usize, usize),
+    pub scales: Option<(f64, f64)>,
+    pub format: MemoryFormat,
+    pub bilinear: Option<Window>,
+}
+
+/// Checks an `interpolate` of a tensor of layout `x` and type `dtype`.
+pub(crate) fn resize(x: &crate::layout::Layout, dtype: DType, options: &InterpolateOptions) -> Result<Resize> {
+    const OP: &str = "interpolate";
+    let s = x.shape();
+    if s.len() != 4 {
+        return Err(Error::unsupported(OP, format!("only 4-d [N, C, H, W] inputs are served here, got shape {s:?}")));
+    }
+    let [n, c, h, w] = [s[0], s[1], s[2], s[3]];
+    let (oh, ow, scales) = match (options.size, options.scale_factor) {
+        (Some(s), None) => (s.0, s.1, None),
+        (None, Some(f)) => {
+            if !(f.0 > 0.0 && f.1 > 0.0 && f.0.is_finite() && f.1.is_finite()) {
+                return Err(Error::invalid(OP, format!("scale_factor {f:?} must be positive and finite")));
+            }
+            ((h as f64 * f.0).floor() as usize, (w as f64 * f.1).floor() as usize, Some(f))
+        }
+        _ => return Err(Error::invalid(OP, "exactly one of size and scale_factor must be given")),
+    };
+    if h == 0 || w == 0 || oh == 0 || ow == 0 {
+        return Err(Error::invalid(OP, format!("input and output sizes must be greater than 0: input ({h}, {w}), output ({oh}, {ow})")));
+    }
+    checked_numel(OP, &[n, c, oh, ow])?;
+    let format = x.suggest_memory_format();
+    let mut bilinear = None;
+    if let InterpolateMode::Bilinear { align_corners } = options.mode {
+        if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+            return Err(Error::unsupported(OP, format!("bilinear interpolation of {dtype} (float32, float16 and bfloat16 are served)")));
+        }
+        // PyTorch's area_pixel_compute_scale: (in - 1) / (out - 1) aligned, else 1 / factor
+        // when given, else in / out; in f32 as its CPU kernel.
+        let sc = |i: usize, o: usize, f: Option<f64>| -> f32 {
+            if align_corners {
+                if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 }
+            } else {
+                f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32)
+            }
+        };
+        let scale = (sc(h, oh, scales.map(|s| s.0)), sc(w, ow, scales.map(|s| s.1)));
+        bilinear = Some(Window { op: OP, mode: WindowMode::Bilinear { scale, align_corners }, input: [n, c, h, w], out: (oh, ow), kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices: false, format });
+    }
+    Ok(Resize { input: [n, c, h, w], out: (oh, ow), scales, format, bilinear })
 }
