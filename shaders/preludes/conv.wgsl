@@ -8,7 +8,7 @@
 // channels. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
 // the weight view. Every invocation owns two quads of 4 consecutive output pixels; the input and
 // output are addressed through their strides, so any layout, padding and stride is read directly.
-// Channel windows after the first add into the output (`finish.x` 2); the last applies ReLU.
+// Channel windows after the first add into the output (MODE 2); the last applies ReLU.
 
 struct ConvParams {
     // Input strides (n, c, h, w) and output strides (n, k, oh, ow), in elements.
@@ -27,19 +27,19 @@ struct ConvParams {
     work: vec4<u32>,
     // kh, kw, dh, dw: read by the direct kernel only (the others get one tap per dispatch).
     taps: vec4<i32>,
-    // How the stored value is finished: x = 0: from zero, 1: plus the bias, 2: plus what earlier
-    // channel windows wrote; y = 1: ReLU after (kernels/conv/common.rs: `finish`).
-    finish: vec4<u32>,
 }
 
 // Specializations (pipeline constants, so that lanes never pay for a path they do not take):
-// the workgroup size, the channels held, and whether the kernel's 4-vectors of input (of
-// output) are contiguous and 16-byte aligned, so that they move as one vec4 word. How a window
-// finishes its values (`cp.finish`) is a uniform: one pipeline serves every window.
+// the workgroup size, the channels held, how a window starts (0: from zero, 1: from the bias,
+// 2: from what earlier channel windows wrote), whether it applies ReLU, and whether the
+// kernel's 4-vectors of input (of output) are contiguous and 16-byte aligned, so that they move
+// as one vec4 word.
 override WG: u32 = 64u;
 // Channel quads each invocation holds in registers (its chunk is 4*CQ <= 64 channels; a power
 // of two).
 override CQ: u32 = 16u;
+override MODE: u32 = 0u;
+override RELU: bool = false;
 override VIN: bool = false;
 override VOUT: bool = false;
 // The tiled variant: each channel quad of the workgroup's input passes through workgroup memory,
@@ -221,12 +221,12 @@ fn load_channel(qd: Quad, c: u32) -> vec4<f32> {
 // ReLU on the last chunk. `b` is the bias of its output channel, `prev` the output's value.
 fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
     var o = v;
-    if (cp.finish.x == 1u) {
+    if (MODE == 1u) {
         o = o + b;
-    } else if (cp.finish.x == 2u) {
+    } else if (MODE == 2u) {
         o = o + prev;
     }
-    if (cp.finish.y != 0u) {
+    if (RELU) {
         o = relu4(o);
     }
     return o;
@@ -235,7 +235,7 @@ fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
 // Writes one vec4 word of output (y4[at]), or one element (y[at]), finished as `finish` says.
 fn put4(at: u32, v: vec4<f32>, b: vec4<f32>) {
     var prev = vec4<f32>(0.0);
-    if (cp.finish.x == 2u) {
+    if (MODE == 2u) {
         prev = y4[at];
     }
     y4[at] = finish(v, b, prev);
@@ -243,14 +243,14 @@ fn put4(at: u32, v: vec4<f32>, b: vec4<f32>) {
 
 fn put1(at: u32, v: f32, b: f32) {
     var prev = 0.0;
-    if (cp.finish.x == 2u) {
+    if (MODE == 2u) {
         prev = y[at];
     }
     y[at] = finish(vec4<f32>(v), vec4<f32>(b), vec4<f32>(prev)).x;
 }
 
 fn bias_at(k: u32) -> f32 {
-    if (cp.finish.x != 1u || k >= cp.work.z) {
+    if (MODE != 1u || k >= cp.work.z) {
         return 0.0;
     }
     return bias[u32(cp.base.z + i32(k) * cp.base.w)];

@@ -14,7 +14,7 @@
 use crate::conv::Conv2dShape;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, finish, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Images, Operands};
+use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Images, Operands};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{blocked_vectors as vectors, ConvKernel, BLOCK, OP};
 use crate::layout::Layout;
@@ -66,8 +66,6 @@ uniform! {
         pub work: [u32; 4],
         /// kh, kw, dh, dw (read by the direct kernel only).
         pub taps: [i32; 4],
-        /// How the window finishes its values ([`finish`]).
-        pub finish: [u32; 4],
     }
 }
 
@@ -169,9 +167,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
                 work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
                 taps: geom.taps,
-                finish: finish(mode, options.relu && w.last),
             };
-            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
             plan.push((r, wi, params, PipelineKey { shader: shader(kernel, report.shuffled_weights), constants }, vout, grid));
         }
     }

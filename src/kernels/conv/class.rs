@@ -89,15 +89,23 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
         return if channels_last_out { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
     }
     let [kh, kw, ..] = c.window;
-    if channels_last_out && has(ConvKernel::DirectBand) {
-        return ConvKernel::DirectBand;
-    }
+    // 3x3 at unit stride (bench, same run, lavapipe): channels-last, the rows kernel beat the
+    // band kernel by 11-18% at 56x56, 28x28 and 14x14; NCHW, the band kernel beat `Nchw` by
+    // 12% on the largest images measured (2^13 output pixels or more), not below.
     if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
         return ConvKernel::DirectRows;
     }
+    if channels_last_out && has(ConvKernel::DirectBand) {
+        return ConvKernel::DirectBand;
+    }
+    if !channels_last_out && c.log2[2] >= 13 && has(ConvKernel::DirectBand) {
+        return ConvKernel::DirectBand;
+    }
     // floor(log2(C / groups)) < 2: fewer than 4 input channels per group; or, channels-last,
     // more input than output channels per group (the direct kernel holds the outputs).
-    if (kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1])) && has(ConvKernel::Direct) {
+    // Also a channels-last 1x1 at a stride above 1 (two same-run benches: `Nhwc` at 0.85 of it).
+    let strided_1x1 = kh * kw == 1 && (c.window[2] > 1 || c.window[3] > 1);
+    if (kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && (c.log2[0] > c.log2[1] || strided_1x1))) && has(ConvKernel::Direct) {
         return ConvKernel::Direct;
     }
     if channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) {
