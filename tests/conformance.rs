@@ -6,7 +6,8 @@
 //! N passed, M failed`; then matmul.jsonl (`CONFORMANCE_MATMUL`), shape.jsonl and pool.jsonl
 //! (`CONFORMANCE_SHAPE`, `CONFORMANCE_POOL`) on the host and every adapter, printing
 //! `conformance matmul: N passed, M failed`, `conformance shape: N passed, M failed` and
-//! `conformance pool: N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
+//! `conformance pool: N passed, M failed`; then reduce.jsonl (`CONFORMANCE_REDUCE`), printing
+//! `conformance reduce: N passed, M failed`. Exits non-zero on any failure. The host and each adapter replay on threads
 //! of their own.
 
 mod common;
@@ -64,25 +65,30 @@ impl Replay for DeviceTensor {
     }
 }
 
-/// elementwise.jsonl on `target`: (passed, failed).
-fn elementwise_on(target: Target, path: &str, cases: &[ew::Case]) -> (usize, usize) {
-    let what = target.name();
-    let run = |case: &ew::Case| match target {
-        Target::Host => ew::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
-        Target::Device(ctx) => ew::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
-    };
+/// Runs `check` on every case of a JSON Lines file (`id` and `line` name a failing case) and
+/// prints the failures and `  <label> <target>: N passed, M failed`: (passed, failed).
+fn tally<C>(label: &str, what: &str, path: &str, cases: &[C], name: impl Fn(&C) -> (&str, &serde_json::Value), check: impl Fn(&C) -> Vec<String>) -> (usize, usize) {
     let (mut p, mut f) = (0, 0);
     for case in cases {
-        let errs = run(case);
+        let errs = check(case);
         if errs.is_empty() {
             p += 1;
         } else {
             f += 1;
-            eprintln!("FAIL elementwise {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
+            let (id, line) = name(case);
+            eprintln!("FAIL {label} {what} {id} ({path}): {line}\n  {}", errs.join("\n  "));
         }
     }
-    eprintln!("  elementwise {what}: {p} passed, {f} failed");
+    eprintln!("  {label} {what}: {p} passed, {f} failed");
     (p, f)
+}
+
+/// elementwise.jsonl on `target`: (passed, failed).
+fn elementwise_on(target: Target, path: &str, cases: &[ew::Case]) -> (usize, usize) {
+    tally("elementwise", &target.name(), path, cases, |c| (&c.id, &c.line), |case| match target {
+        Target::Host => ew::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
+        Target::Device(ctx) => ew::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
+    })
 }
 
 fn report(what: &str, path: &str, cases: &[Case], run: impl Fn(&Case) -> Vec<String>) -> (usize, usize) {
@@ -138,11 +144,12 @@ struct Files {
     matmul: (String, Vec<mm::Case>),
     shape: (String, Vec<ew::Case>),
     pool: (String, Vec<ew::Case>),
+    reduce: (String, Vec<rc::Case>),
 }
 
 /// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d, matmul,
-/// shape, pool.
-type Counts = [(usize, usize); 7];
+/// shape, pool, reduce.
+type Counts = [(usize, usize); 8];
 
 fn replay(target: Target, files: &Files) -> Counts {
     let started = std::time::Instant::now();
@@ -171,8 +178,9 @@ fn replay(target: Target, files: &Files) -> Counts {
     let matmul = matmul_on(target, &files.matmul.0, &files.matmul.1);
     let shape = window_on(target, "shape", &files.shape.0, &files.shape.1);
     let pool = window_on(target, "pool", &files.pool.0, &files.pool.1);
+    let reduce = reduce_on(target, &files.reduce.0, &files.reduce.1);
     eprintln!("  {}: every suite replayed in {:.1} s", target.name(), started.elapsed().as_secs_f64());
-    [views, elementwise, conv1x1, conv2d, matmul, shape, pool]
+    [views, elementwise, conv1x1, conv2d, matmul, shape, pool, reduce]
 }
 
 fn main() {
@@ -184,6 +192,7 @@ fn main() {
         matmul: mm::load("matmul.jsonl", "CONFORMANCE_MATMUL"),
         shape: ew::load("shape.jsonl", "CONFORMANCE_SHAPE"),
         pool: ew::load("pool.jsonl", "CONFORMANCE_POOL"),
+        reduce: rc::load("reduce.jsonl", "CONFORMANCE_REDUCE"),
     };
     assert!(!files.shape.1.is_empty(), "{} holds no cases", files.shape.0);
     assert!(!files.pool.1.is_empty(), "{} holds no cases", files.pool.0);
@@ -192,6 +201,7 @@ fn main() {
     assert!(!files.conv1x1.1.is_empty(), "{} holds no cases", files.conv1x1.0);
     assert!(!files.conv2d.1.is_empty(), "{} holds no cases", files.conv2d.0);
     assert!(!files.matmul.1.is_empty(), "{} holds no cases", files.matmul.0);
+    assert!(!files.reduce.1.is_empty(), "{} holds no cases", files.reduce.0);
 
     let ctxs = contexts();
     let targets: Vec<Target> = std::iter::once(Target::Host).chain(ctxs.iter().map(Target::Device)).collect();
@@ -212,12 +222,11 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (4, "matmul"), (5, "shape"), (6, "pool")] {
+    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (4, "matmul"), (5, "shape"), (6, "pool"), (7, "reduce")] {
         let (pass, fail) = sum(suite, 0);
         println!("conformance {label}: {pass} passed, {fail} failed");
         ok &= fail == 0;
     }
-    ok &= reduce_suite(&targets);
     if !ok {
         std::process::exit(1);
     }
@@ -225,59 +234,18 @@ fn main() {
 
 /// matmul.jsonl on `target`: (passed, failed).
 fn matmul_on(target: Target, path: &str, cases: &[mm::Case]) -> (usize, usize) {
-    let what = target.name();
-    let run = |case: &mm::Case| match target {
+    tally("matmul", &target.name(), path, cases, |c| (&c.id, &c.line), |case| match target {
         Target::Host => mm::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
         Target::Device(ctx) => mm::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
-    };
-    let (mut p, mut f) = (0, 0);
-    for case in cases {
-        let errs = run(case);
-        if errs.is_empty() {
-            p += 1;
-        } else {
-            f += 1;
-            eprintln!("FAIL matmul {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
-        }
-    }
-    eprintln!("  matmul {what}: {p} passed, {f} failed");
-    (p, f)
-}
-
-/// reduce.jsonl (or the file `CONFORMANCE_REDUCE` names) on the host and every adapter, each
-/// on a thread of its own; prints `conformance reduce: N passed, M failed` (all targets
-/// together). Returns whether every case passed.
-fn reduce_suite(targets: &[Target]) -> bool {
-    let (path, cases) = rc::load("reduce.jsonl", "CONFORMANCE_REDUCE");
-    assert!(!cases.is_empty(), "{path} holds no cases");
-    let counts: Vec<(usize, usize)> = std::thread::scope(|s| {
-        let (path, cases) = (&path, &cases);
-        let handles: Vec<_> = targets.iter().map(|&t| s.spawn(move || reduce_on(t, path, cases))).collect();
-        handles.into_iter().map(|h| h.join().expect("a conformance thread panicked")).collect()
-    });
-    let (pass, fail) = counts.iter().fold((0, 0), |(p, f), c| (p + c.0, f + c.1));
-    println!("conformance reduce: {pass} passed, {fail} failed");
-    fail == 0
+    })
 }
 
 /// reduce.jsonl on `target`: (passed, failed).
 fn reduce_on(target: Target, path: &str, cases: &[rc::Case]) -> (usize, usize) {
-    let what = target.name();
-    let (mut p, mut f) = (0, 0);
-    for case in cases {
-        let errs = match target {
-            Target::Host => rc::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
-            Target::Device(ctx) => rc::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
-        };
-        if errs.is_empty() {
-            p += 1;
-        } else {
-            f += 1;
-            eprintln!("FAIL reduce {what} {} ({path}): {}\n  {}", case.id, case.line, errs.join("\n  "));
-        }
-    }
-    eprintln!("  reduce {what}: {p} passed, {f} failed");
-    (p, f)
+    tally("reduce", &target.name(), path, cases, |c| (&c.id, &c.line), |case| match target {
+        Target::Host => rc::check(case, |h: &HostTensor| h.clone(), |t: &HostTensor| t.clone()),
+        Target::Device(ctx) => rc::check(case, |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload"), |t: &DeviceTensor| t.download().expect("download")),
+    })
 }
 
 /// Replays a convolution file (conv1x1.jsonl or conv2d.jsonl, or the file its env var names)
@@ -326,10 +294,8 @@ fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]
 /// Replays shape.jsonl or pool.jsonl (`label`) on `target`: (passed, failed). A case PyTorch
 /// rejects must be an error.
 fn window_on(target: Target, label: &str, path: &str, cases: &[ew::Case]) -> (usize, usize) {
-    let what = target.name();
     let pool = label == "pool";
-    let (mut p, mut f) = (0, 0);
-    for case in cases {
+    tally(label, &target.name(), path, cases, |c| (&c.id, &c.line), |case| {
         let line = &case.line;
         let got = match target {
             Target::Host => {
@@ -342,14 +308,6 @@ fn window_on(target: Target, label: &str, path: &str, cases: &[ew::Case]) -> (us
                 r.and_then(|ts| ts.iter().map(|t| t.download()).collect())
             }
         };
-        let errs = window::compare(line, got);
-        if errs.is_empty() {
-            p += 1;
-        } else {
-            f += 1;
-            eprintln!("FAIL {label} {what} {} ({path}): {}\n  {}", case.id, line, errs.join("\n  "));
-        }
-    }
-    eprintln!("  {label} {what}: {p} passed, {f} failed");
-    (p, f)
+        window::compare(line, got)
+    })
 }
