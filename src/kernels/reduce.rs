@@ -263,3 +263,48 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{code, Work};
+    use crate::reduce::{ReduceOp, ScanOp};
+
+    /// The op codes `code` gives are the `R_*` constants of reduce.wgsl, one for one.
+    #[test]
+    fn op_codes_are_the_wgsl_constants() {
+        let text = include_str!("../../shaders/preludes/reduce.wgsl");
+        let wgsl: Vec<(&str, u32)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("const R_"))
+            .map(|l| {
+                let (name, rest) = l.split_once(": u32 = ").expect("const R_<NAME>: u32 = <n>u;");
+                (name, rest.trim_end_matches("u;").parse().expect("a u32 code"))
+            })
+            .collect();
+        let ours = [
+            ("SUM", Work::Reduce(ReduceOp::Sum)),
+            ("MEAN", Work::Reduce(ReduceOp::Mean)),
+            ("PROD", Work::Reduce(ReduceOp::Prod)),
+            ("AMAX", Work::Reduce(ReduceOp::Amax)),
+            ("AMIN", Work::Reduce(ReduceOp::Amin)),
+            ("ARGMAX", Work::Reduce(ReduceOp::Argmax)),
+            ("ARGMIN", Work::Reduce(ReduceOp::Argmin)),
+            ("MAX", Work::Reduce(ReduceOp::Max)),
+            ("MIN", Work::Reduce(ReduceOp::Min)),
+            ("VAR", Work::Reduce(ReduceOp::Var { correction: 1.0 })),
+            ("STD", Work::Reduce(ReduceOp::Std { correction: 1.0 })),
+            ("NORM1", Work::Reduce(ReduceOp::Norm { p: 1.0 })),
+            ("NORM2", Work::Reduce(ReduceOp::Norm { p: 2.0 })),
+            ("NORMINF", Work::Reduce(ReduceOp::Norm { p: f64::INFINITY })),
+            ("LOGSUMEXP", Work::Reduce(ReduceOp::Logsumexp)),
+            ("SOFTMAX", Work::Scan(ScanOp::Softmax)),
+            ("LOG_SOFTMAX", Work::Scan(ScanOp::LogSoftmax)),
+            ("CUMSUM", Work::Scan(ScanOp::Cumsum)),
+        ];
+        assert_eq!(wgsl.len(), ours.len(), "reduce.wgsl's R_* constants: {wgsl:?}");
+        for (name, work) in ours {
+            let Some(&(_, v)) = wgsl.iter().find(|(n, _)| *n == name) else { panic!("no R_{name} in reduce.wgsl") };
+            assert_eq!(code(work).0, v, "R_{name}");
+        }
+    }
+}
