@@ -211,6 +211,13 @@ impl GpuContext {
         crate::runtime::pool::destroy(&gl, idle);
         freed
     }
+    /// How many compute pipelines this context has compiled so far. Each distinct kernel
+    /// (shader and override constants) is compiled once per context, at its first use, and
+    /// reused after; the count shows what a first call pays (`STRIDED_WGPU_LOG_PIPELINES=1`
+    /// prints each one with its compile time).
+    pub fn pipeline_count(&self) -> usize {
+        self.rt.pipeline_count()
+    }
     /// Bytes held by idle pooled buffers.
     pub fn pool_idle_bytes(&self) -> u64 {
         lock(&self.rt.pool).idle_bytes()

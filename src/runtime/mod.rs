@@ -141,6 +141,11 @@ impl Runtime {
         Pooled::get(&self.device, &self.pool, size, usage, self.report.max_buffer_size).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))
     }
 
+    /// How many pipelines this runtime has compiled (one per distinct shader and constants).
+    pub fn pipeline_count(&self) -> usize {
+        lock(&self.pipelines).len()
+    }
+
     /// The pipeline for `key`, compiled once per runtime from `source` with the layout `slots`.
     pub fn pipeline(&self, key: &PipelineKey, slots: &'static [Slot], source: impl FnOnce() -> Option<String>) -> Result<Arc<wgpu::ComputePipeline>> {
         if let Some(p) = lock(&self.pipelines).get(key) {

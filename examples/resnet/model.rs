@@ -1,0 +1,612 @@
+//! A ResNet with torchvision's BasicBlock layout, built on the crate's public API only: the
+//! description file, the parameters of its closed formulas, the folded network and its forward
+//! pass, generic over the tensor type (the same code runs the CPU reference on
+//! [`HostTensor`]s and the device on [`DeviceTensor`]s).
+//!
+//! Shared by `examples/resnet.rs`, the main program's walk-through and its `bench --only
+//! resnet` rows (they include this file).
+//!
+//! The forward pass, per image batch (every op reads its operands through their strides;
+//! nothing is copied into another layout on the way):
+//! * the RGBA8 batch `[N, S, S, 4]` is normalized into `[N, 3, S, S]` f32 in the chosen memory
+//!   format by one `addcmul_out` over the view `rgba.narrow(3, 0, 3).permute([0, 3, 1, 2])`;
+//! * every convolution carries its batch norm folded into its weight and bias
+//!   ([`fold_batch_norm`], done once when the network is built), with ReLU fused where one
+//!   follows; its output keeps the input's memory format;
+//! * a block's sum is `y.add_(identity)` then `y.relu_()`, in place;
+//! * global average pooling is `mean(dims [2, 3])` (it reads either layout in place), the
+//!   classifier `linear`, then `softmax(1)` and `argmax(1)`.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use strided_wgpu::{
+    fold_batch_norm, Conv2d, Conv2dOptions, DType, DeviceTensor, GpuContext, HostTensor, Matmul,
+    MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided,
+};
+
+/// ImageNet's per-channel mean (RGB).
+pub const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
+/// ImageNet's per-channel standard deviation (RGB).
+pub const STD: [f64; 3] = [0.229, 0.224, 0.225];
+/// The batch norms' epsilon.
+pub const EPS: f64 = 1e-5;
+
+/// What can go wrong building or running the network: each names what it is about.
+#[derive(Debug)]
+pub enum ModelError {
+    /// The description file is not what the network needs.
+    Description(String),
+    /// A parameter is missing, mis-shaped or of another type (`name` is its torchvision name).
+    Parameter { name: String, detail: String },
+    /// A weights file cannot be read as safetensors.
+    Weights(String),
+    /// The crate refused an op.
+    Crate(strided_wgpu::Error),
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::Description(d) => write!(f, "resnet description: {d}"),
+            ModelError::Parameter { name, detail } => {
+                write!(f, "resnet parameter {name}: {detail}")
+            }
+            ModelError::Weights(d) => write!(f, "resnet weights: {d}"),
+            ModelError::Crate(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl From<strided_wgpu::Error> for ModelError {
+    fn from(e: strided_wgpu::Error) -> Self {
+        ModelError::Crate(e)
+    }
+}
+
+/// The example's result type.
+pub type Result<T> = std::result::Result<T, ModelError>;
+
+/// A network description (the format of `tests/data/resnet_small.json`).
+#[derive(Clone, Debug)]
+pub struct Description {
+    /// Image height and width.
+    pub size: usize,
+    /// Images per batch.
+    pub batch: usize,
+    /// Each stage's width.
+    pub widths: Vec<usize>,
+    /// Each stage's number of blocks.
+    pub blocks: Vec<usize>,
+    /// Classifier outputs.
+    pub classes: usize,
+    /// PyTorch's answers, when the file has them: logits and probabilities (`[batch, classes]`
+    /// row-major) and each image's top class.
+    pub logits: Option<Vec<f64>>,
+    /// See `logits`.
+    pub probs: Option<Vec<f64>>,
+    /// See `logits`.
+    pub top1: Option<Vec<usize>>,
+}
+
+fn field<'a>(v: &'a serde_json::Value, key: &str) -> Result<&'a serde_json::Value> {
+    v.get(key)
+        .ok_or_else(|| ModelError::Description(format!("no field {key:?}")))
+}
+
+fn count(v: &serde_json::Value, key: &str) -> Result<usize> {
+    field(v, key)?
+        .as_u64()
+        .filter(|&n| n > 0)
+        .map(|n| n as usize)
+        .ok_or_else(|| {
+            ModelError::Description(format!(
+                "{key:?} must be a positive integer, got {}",
+                v[key]
+            ))
+        })
+}
+
+fn counts(v: &serde_json::Value, key: &str) -> Result<Vec<usize>> {
+    let bad = || {
+        ModelError::Description(format!(
+            "{key:?} must be a list of positive integers, got {}",
+            v[key]
+        ))
+    };
+    field(v, key)?
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|x| {
+            x.as_u64()
+                .filter(|&n| n > 0)
+                .map(|n| n as usize)
+                .ok_or_else(bad)
+        })
+        .collect()
+}
+
+fn numbers(v: &serde_json::Value, key: &str, len: usize) -> Result<Option<Vec<f64>>> {
+    let Some(x) = v.get(key) else { return Ok(None) };
+    let bad = || ModelError::Description(format!("{key:?} must be a list of {len} numbers"));
+    let list: Vec<f64> = x
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|x| x.as_f64().ok_or_else(bad))
+        .collect::<Result<_>>()?;
+    if list.len() != len {
+        return Err(bad());
+    }
+    Ok(Some(list))
+}
+
+impl Description {
+    /// Parses and checks a description: the network's fields, and `param_shapes` (when
+    /// present) naming exactly the parameters the network has, with their shapes.
+    pub fn parse(text: &str) -> Result<Description> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ModelError::Description(format!("not JSON: {e}")))?;
+        let d = Description {
+            size: count(&v, "size")?,
+            batch: count(&v, "batch")?,
+            widths: counts(&v, "widths")?,
+            blocks: counts(&v, "blocks")?,
+            classes: count(&v, "classes")?,
+            logits: None,
+            probs: None,
+            top1: None,
+        };
+        if d.widths.len() != d.blocks.len() || d.widths.is_empty() {
+            return Err(ModelError::Description(format!(
+                "widths {:?} and blocks {:?} must be non-empty lists of one length",
+                d.widths, d.blocks
+            )));
+        }
+        // The input's bytes must be countable and fit one host allocation comfortably.
+        if d.size
+            .checked_mul(d.size)
+            .and_then(|p| p.checked_mul(d.batch * 4))
+            .is_none_or(|b| b > 1 << 31)
+        {
+            return Err(ModelError::Description(format!(
+                "a batch of {} images of {}x{} is too large",
+                d.batch, d.size, d.size
+            )));
+        }
+        let n = d.batch * d.classes;
+        let d = Description {
+            logits: numbers(&v, "logits", n)?,
+            probs: numbers(&v, "probs", n)?,
+            ..d
+        };
+        let top1 = match v.get("top1") {
+            None => None,
+            Some(t) => Some(
+                t.as_array()
+                    .filter(|a| a.len() == d.batch)
+                    .and_then(|a| {
+                        a.iter()
+                            .map(|x| x.as_u64().map(|x| x as usize))
+                            .collect::<Option<Vec<_>>>()
+                    })
+                    .ok_or_else(|| {
+                        ModelError::Description(format!(
+                            "\"top1\" must be a list of {} class indices",
+                            d.batch
+                        ))
+                    })?,
+            ),
+        };
+        let d = Description { top1, ..d };
+        if let Some(shapes) = v.get("param_shapes") {
+            let shapes = shapes.as_object().ok_or_else(|| {
+                ModelError::Description("\"param_shapes\" must be an object".into())
+            })?;
+            let expected = d.parameters();
+            for (name, shape) in &expected {
+                let got = shapes.get(name).ok_or_else(|| ModelError::Parameter {
+                    name: name.clone(),
+                    detail: "missing from param_shapes".into(),
+                })?;
+                let got: Option<Vec<usize>> = got
+                    .as_array()
+                    .and_then(|a| a.iter().map(|x| x.as_u64().map(|x| x as usize)).collect());
+                if got.as_ref() != Some(shape) {
+                    return Err(ModelError::Parameter {
+                        name: name.clone(),
+                        detail: format!(
+                            "param_shapes gives {}, the network needs {shape:?}",
+                            shapes[name]
+                        ),
+                    });
+                }
+            }
+            if let Some(extra) = shapes
+                .keys()
+                .find(|k| !expected.iter().any(|(n, _)| n == *k))
+            {
+                return Err(ModelError::Parameter {
+                    name: extra.clone(),
+                    detail: "in param_shapes, but not a parameter of this network".into(),
+                });
+            }
+        }
+        Ok(d)
+    }
+
+    /// ResNet-18 (widths 64..512, two blocks a stage, 1000 classes) on `batch` images of
+    /// `size` x `size`.
+    pub fn resnet18(batch: usize, size: usize) -> Description {
+        Description {
+            size,
+            batch,
+            widths: vec![64, 128, 256, 512],
+            blocks: vec![2, 2, 2, 2],
+            classes: 1000,
+            logits: None,
+            probs: None,
+            top1: None,
+        }
+    }
+
+    /// Every parameter, with torchvision's name and shape, in the network's order.
+    pub fn parameters(&self) -> Vec<(String, Vec<usize>)> {
+        let mut out = Vec::new();
+        let bn = |out: &mut Vec<(String, Vec<usize>)>, p: &str, c: usize| {
+            for s in ["weight", "bias", "running_mean", "running_var"] {
+                out.push((format!("{p}.{s}"), vec![c]));
+            }
+        };
+        let w0 = self.widths[0];
+        out.push(("conv1.weight".into(), vec![w0, 3, 7, 7]));
+        bn(&mut out, "bn1", w0);
+        let mut cin = w0;
+        for (s, (&w, &b)) in self.widths.iter().zip(&self.blocks).enumerate() {
+            for i in 0..b {
+                let p = format!("layer{}.{i}", s + 1);
+                let stride = if i == 0 && s > 0 { 2 } else { 1 };
+                out.push((format!("{p}.conv1.weight"), vec![w, cin, 3, 3]));
+                bn(&mut out, &format!("{p}.bn1"), w);
+                out.push((format!("{p}.conv2.weight"), vec![w, w, 3, 3]));
+                bn(&mut out, &format!("{p}.bn2"), w);
+                if stride != 1 || cin != w {
+                    out.push((format!("{p}.downsample.0.weight"), vec![w, cin, 1, 1]));
+                    bn(&mut out, &format!("{p}.downsample.1"), w);
+                }
+                cin = w;
+            }
+        }
+        out.push(("fc.weight".into(), vec![self.classes, cin]));
+        out.push(("fc.bias".into(), vec![self.classes]));
+        out
+    }
+
+    /// The input batch: `[batch, size, size, 4]` RGBA8, byte `i` is
+    /// `(i*37 + (i / (size*size*4))*59) % 256`.
+    pub fn image(&self) -> Vec<u8> {
+        let per = self.size * self.size * 4;
+        (0..self.batch * per)
+            .map(|i| ((i * 37 + (i / per) * 59) % 256) as u8)
+            .collect()
+    }
+}
+
+/// Parameters by torchvision name, f32 host tensors.
+pub type Params = BTreeMap<String, HostTensor>;
+
+/// The value of parameter `name` (of `shape`) at flat index `j`, from the description's closed
+/// formulas (computed in f64).
+fn formula(name: &str, shape: &[usize], j: usize) -> f64 {
+    let t = |a: usize, b: usize| (((a * j + b) % 31) as f64 / 15.0) - 1.0;
+    if name.ends_with(".running_mean") {
+        t(13, 1) * 0.1
+    } else if name.ends_with(".running_var") {
+        (t(17, 2) * 0.3 + 1.0).abs() + 0.2
+    } else if name == "fc.bias" {
+        t(29, 0) * 0.1
+    } else if shape.len() == 1 && name.ends_with(".weight") {
+        t(7, 3) * 0.2 + 1.0
+    } else if shape.len() == 1 {
+        t(11, 5) * 0.1
+    } else {
+        let fan: usize = shape[1..].iter().product();
+        (((j * 53) % 97) as f64 / 48.0 - 1.0) / (fan as f64).sqrt()
+    }
+}
+
+/// Every parameter of `d` from its closed formulas.
+pub fn formula_params(d: &Description) -> Result<Params> {
+    d.parameters()
+        .into_iter()
+        .map(|(name, shape)| {
+            let n: usize = shape.iter().product();
+            let data: Vec<f32> = (0..n).map(|j| formula(&name, &shape, j) as f32).collect();
+            let t = HostTensor::from_vec(data, &shape)?;
+            Ok((name, t))
+        })
+        .collect()
+}
+
+/// Checks that `params` holds every parameter of `d` as f32 of its shape (extra entries are
+/// ignored, as PyTorch's `load_state_dict(strict=False)` would not; they are named).
+pub fn check_params(d: &Description, params: &Params) -> Result<()> {
+    for (name, shape) in d.parameters() {
+        let t = params.get(&name).ok_or_else(|| ModelError::Parameter {
+            name: name.clone(),
+            detail: format!("missing (expected f32 {shape:?})"),
+        })?;
+        if t.shape() != shape.as_slice() || t.dtype() != DType::F32 {
+            return Err(ModelError::Parameter {
+                name,
+                detail: format!("{} {:?}, expected f32 {shape:?}", t.dtype(), t.shape()),
+            });
+        }
+    }
+    if let Some(extra) = params
+        .keys()
+        .find(|k| !d.parameters().iter().any(|(n, _)| n == *k))
+    {
+        return Err(ModelError::Parameter {
+            name: extra.clone(),
+            detail: "not a parameter of this network".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The tensor operations the network needs, plus allocation (the one thing the two tensor
+/// types do differently).
+pub trait Tensor: ShapeOps + Conv2d + Reduce + Matmul {
+    /// A new uninitialized f32 tensor beside `self`.
+    fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self>;
+}
+
+impl Tensor for HostTensor {
+    fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self> {
+        Ok(HostTensor::zeros(shape, DType::F32, format)?)
+    }
+}
+
+impl Tensor for DeviceTensor {
+    fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self> {
+        Ok(DeviceTensor::empty(
+            self.context(),
+            shape,
+            DType::F32,
+            format,
+        )?)
+    }
+}
+
+/// A convolution with its batch norm folded in.
+pub struct Conv<T> {
+    weight: T,
+    bias: T,
+    options: Conv2dOptions,
+}
+
+/// A BasicBlock.
+pub struct Block<T> {
+    conv1: Conv<T>,
+    conv2: Conv<T>,
+    downsample: Option<Conv<T>>,
+}
+
+/// The folded network, ready to run, holding its parameters as `T`.
+pub struct Net<T> {
+    /// The memory format activations are kept in.
+    pub format: MemoryFormat,
+    scale: T,
+    shift: T,
+    stem: Conv<T>,
+    blocks: Vec<Block<T>>,
+    fc_weight: T,
+    fc_bias: T,
+}
+
+/// What one forward pass gives.
+pub struct Outputs<T> {
+    /// `[batch, classes]` f32.
+    pub logits: T,
+    /// `softmax(logits, 1)`.
+    pub probs: T,
+    /// `argmax(logits, 1)`, int32 `[batch]`.
+    pub top1: T,
+}
+
+fn param<'a>(p: &'a Params, name: &str) -> Result<&'a HostTensor> {
+    p.get(name).ok_or_else(|| ModelError::Parameter {
+        name: name.into(),
+        detail: "missing".into(),
+    })
+}
+
+fn folded(
+    p: &Params,
+    conv: &str,
+    bn: &str,
+    stride: usize,
+    padding: usize,
+    relu: bool,
+) -> Result<Conv<HostTensor>> {
+    let w = param(p, &format!("{conv}.weight"))?;
+    let bnp = |s: &str| param(p, &format!("{bn}.{s}"));
+    let (weight, bias) = fold_batch_norm(
+        w,
+        None,
+        bnp("running_mean")?,
+        bnp("running_var")?,
+        Some(bnp("weight")?),
+        Some(bnp("bias")?),
+        EPS,
+    )?;
+    Ok(Conv {
+        weight,
+        bias,
+        options: Conv2dOptions {
+            stride: (stride, stride),
+            padding: (padding, padding),
+            relu,
+            ..Default::default()
+        },
+    })
+}
+
+impl Net<HostTensor> {
+    /// Builds the network of `d` from checked `params`, folding each batch norm into the
+    /// convolution before it; activations will be kept in `format`.
+    pub fn build(
+        d: &Description,
+        params: &Params,
+        format: MemoryFormat,
+    ) -> Result<Net<HostTensor>> {
+        check_params(d, params)?;
+        let scale: Vec<f32> = STD.iter().map(|s| (1.0 / (255.0 * s)) as f32).collect();
+        let shift: Vec<f32> = MEAN.iter().zip(STD).map(|(m, s)| (-m / s) as f32).collect();
+        let mut blocks = Vec::new();
+        let mut cin = d.widths[0];
+        for (s, (&w, &b)) in d.widths.iter().zip(&d.blocks).enumerate() {
+            for i in 0..b {
+                let pre = format!("layer{}.{i}", s + 1);
+                let stride = if i == 0 && s > 0 { 2 } else { 1 };
+                let downsample = if stride != 1 || cin != w {
+                    Some(folded(
+                        params,
+                        &format!("{pre}.downsample.0"),
+                        &format!("{pre}.downsample.1"),
+                        stride,
+                        0,
+                        false,
+                    )?)
+                } else {
+                    None
+                };
+                blocks.push(Block {
+                    conv1: folded(
+                        params,
+                        &format!("{pre}.conv1"),
+                        &format!("{pre}.bn1"),
+                        stride,
+                        1,
+                        true,
+                    )?,
+                    conv2: folded(
+                        params,
+                        &format!("{pre}.conv2"),
+                        &format!("{pre}.bn2"),
+                        1,
+                        1,
+                        false,
+                    )?,
+                    downsample,
+                });
+                cin = w;
+            }
+        }
+        Ok(Net {
+            format,
+            scale: HostTensor::from_vec(scale, &[1, 3, 1, 1])?,
+            shift: HostTensor::from_vec(shift, &[1, 3, 1, 1])?,
+            stem: folded(params, "conv1", "bn1", 2, 3, true)?,
+            blocks,
+            fc_weight: param(params, "fc.weight")?.clone(),
+            fc_bias: param(params, "fc.bias")?.clone(),
+        })
+    }
+
+    /// The same network with its parameters uploaded to `ctx`.
+    pub fn to_device(&self, ctx: &GpuContext) -> Result<Net<DeviceTensor>> {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t);
+        let conv = |c: &Conv<HostTensor>| -> Result<Conv<DeviceTensor>> {
+            Ok(Conv {
+                weight: up(&c.weight)?,
+                bias: up(&c.bias)?,
+                options: c.options,
+            })
+        };
+        Ok(Net {
+            format: self.format,
+            scale: up(&self.scale)?,
+            shift: up(&self.shift)?,
+            stem: conv(&self.stem)?,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| {
+                    Ok(Block {
+                        conv1: conv(&b.conv1)?,
+                        conv2: conv(&b.conv2)?,
+                        downsample: b.downsample.as_ref().map(conv).transpose()?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+            fc_weight: up(&self.fc_weight)?,
+            fc_bias: up(&self.fc_bias)?,
+        })
+    }
+}
+
+impl<T: Tensor> Net<T> {
+    /// The forward pass on an RGBA8 batch `[N, S, S, 4]` (u8, contiguous).
+    pub fn forward(&self, rgba: &T) -> Result<Outputs<T>> {
+        let s = rgba.shape();
+        if s.len() != 4 || s[3] != 4 || rgba.dtype() != DType::U8 {
+            return Err(ModelError::Description(format!(
+                "the input must be a u8 [N, H, W, 4] RGBA batch, got {} {s:?}",
+                rgba.dtype()
+            )));
+        }
+        // Normalize: `shift + x * scale` over the RGB view, into the activations' layout.
+        let x = rgba.narrow(3, 0, 3)?.permute(&[0, 3, 1, 2])?;
+        let input = rgba.alloc(&[s[0], 3, s[1], s[2]], self.format)?;
+        self.shift.addcmul_out(&x, &self.scale, 1.0, &input)?;
+
+        let conv = |x: &T, c: &Conv<T>| x.conv2d(&c.weight, Some(&c.bias), &c.options);
+        let mut x = conv(&input, &self.stem)?.max_pool2d(&MaxPool2dOptions {
+            stride: Some((2, 2)),
+            padding: (1, 1),
+            ..MaxPool2dOptions::new((3, 3))
+        })?;
+        for b in &self.blocks {
+            let y = conv(&conv(&x, &b.conv1)?, &b.conv2)?;
+            match &b.downsample {
+                Some(d) => y.add_(&conv(&x, d)?)?,
+                None => y.add_(&x)?,
+            }
+            y.relu_()?;
+            x = y;
+        }
+        let features = x.mean(vec![2isize, 3], false)?;
+        let logits = features.linear(&self.fc_weight, Some(&self.fc_bias))?;
+        let probs = logits.softmax(1)?;
+        let top1 = logits.argmax(Some(1), false)?;
+        Ok(Outputs {
+            logits,
+            probs,
+            top1,
+        })
+    }
+}
+
+/// The largest `|a - b|` (infinite when the lengths differ or a value is NaN).
+pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            if (x - y).is_nan() {
+                f64::INFINITY
+            } else {
+                (x - y).abs()
+            }
+        })
+        .fold(0.0, f64::max)
+}
