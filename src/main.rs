@@ -1,8 +1,9 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|cold]`: copy,
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`: copy,
 //! elementwise and convolution throughput on the chosen adapter, each convolution through its
 //! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
-//! shader cache, in a fresh process (`first-call I nchw|nhwc`).
+//! shader cache, in a fresh process (`first-call I nchw|nhwc`), and (`resnet`) ResNet-18's
+//! images per second in both layouts and its first inference (`resnet-first nchw|nhwc`).
 //! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: the same-bytes copy ratios of
 //! two `bench --json` runs as a bar chart.
 
@@ -17,8 +18,14 @@ mod cli {
     pub mod bench_reduce;
     pub mod chart;
     pub mod measure;
+    pub mod resnet;
     pub mod walkthrough;
 }
+
+/// The ResNet of `examples/resnet.rs` (the crate's public API only), shared with the example.
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "../examples/resnet/model.rs"]
+mod resnet_model;
 
 /// The main program drives the GPU with the blocking API, which exists on native targets only.
 #[cfg(target_arch = "wasm32")]
@@ -52,6 +59,7 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Some("resnet-first") if args.len() == 2 && matches!(args[1].as_str(), "nchw" | "nhwc") => cli::resnet::first_inference(&args[1]),
         None => cli::walkthrough::run(),
         Some(other) => {
             eprintln!("unknown command {other:?}; {USAGE}");
@@ -65,7 +73,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|resnet|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
@@ -78,8 +86,8 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
         match a.as_str() {
             "--json" => {}
             "--only" => match it.next().map(String::as_str) {
-                Some(v @ ("copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "cold")) => only = Some(v.to_string()),
-                v => return Err(format!("--only needs copy, elementwise, reduce, pool, conv, matmul or cold, got {v:?}")),
+                Some(v @ ("copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
+                v => return Err(format!("--only needs copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
             },
             "--interleave" => warm = 0,
             "--warm" => {

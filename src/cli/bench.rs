@@ -1,7 +1,7 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|cold]`:
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`:
 //! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the reduction
 //! rows (`bench_reduce`), the pooling and shape rows (`bench_pool`), the convolution rows
-//! (`bench_conv`), the matrix products (`bench_matmul`), each convolution's first call with an
+//! (`bench_conv`), the matrix products (`bench_matmul`), ResNet-18 in both layouts (`resnet`), each convolution's first call with an
 //! empty shader cache (`cold`), on
 //! the chosen adapter in one run; `--only` runs one part. How rows are timed: `measure`.
 
@@ -35,6 +35,9 @@ pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     if matches!(only.as_deref(), None | Some("matmul")) {
         let rows = crate::cli::bench_matmul::rows(&ctx)?;
         crate::cli::bench_matmul::print(&ctx, &rows, json);
+    }
+    if matches!(only.as_deref(), None | Some("resnet")) {
+        crate::cli::resnet::run(&ctx, json)?;
     }
     if matches!(only.as_deref(), None | Some("cold")) {
         crate::cli::bench_conv::cold_rows(json)?;

@@ -96,5 +96,5 @@ pub fn run() -> Result<()> {
             return Err(strided_wgpu::Error::Gpu { op: "walkthrough", message: format!("{name} differs from the CPU reference") });
         }
     }
-    Ok(())
+    crate::cli::resnet::walkthrough_resnet(&ctx)
 }

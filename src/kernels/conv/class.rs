@@ -91,21 +91,26 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     let [kh, kw, ..] = c.window;
     // 3x3 at unit stride (bench, same run, lavapipe): channels-last, the rows kernel beat the
     // band kernel by 11-18% at 56x56, 28x28 and 14x14; NCHW, the band kernel beat `Nchw` by
-    // 12% on the largest images measured (2^13 output pixels or more), not below.
+    // 12% on the largest images measured (2^13 output pixels or more), and was up to 12% behind
+    // it below, but its first call compiles 2 pipelines (ReLU or not) where `Nchw` compiles 3
+    // (first, middle, last window) that each took several times longer (ResNet-18, NCHW).
     if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
         return ConvKernel::DirectRows;
     }
-    if channels_last_out && has(ConvKernel::DirectBand) {
-        return ConvKernel::DirectBand;
-    }
-    if !channels_last_out && c.log2[2] >= 13 && has(ConvKernel::DirectBand) {
+    if has(ConvKernel::DirectBand) {
         return ConvKernel::DirectBand;
     }
     // floor(log2(C / groups)) < 2: fewer than 4 input channels per group; or, channels-last,
     // more input than output channels per group (the direct kernel holds the outputs).
-    // Also a channels-last 1x1 at a stride above 1 (two same-run benches: `Nhwc` at 0.85 of it).
-    let strided_1x1 = kh * kw == 1 && (c.window[2] > 1 || c.window[3] > 1);
-    if (kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && (c.log2[0] > c.log2[1] || strided_1x1))) && has(ConvKernel::Direct) {
+    // Also any convolution at a stride above 1. ResNet-18's (batch 8, same process, a shared
+    // host): its 3x3 stride-2 convolutions ran 7-55x faster channels-last and 0.8-5.7x NCHW
+    // through `Direct` than through `Nhwc` / `Nchw`, and its 1x1 stride-2 ones within noise of
+    // them; the first call of each (lavapipe compiles at the first dispatch) took 2-8 s through
+    // `Direct` against 16-53 s through the blocked kernels, whose 3 pipelines a window (first,
+    // middle, last with ReLU) at up to 16 channel quads each are slow to compile.
+    let strided = c.window[2] > 1 || c.window[3] > 1;
+    let direct = strided || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
+    if direct && has(ConvKernel::Direct) {
         return ConvKernel::Direct;
     }
     if channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) {

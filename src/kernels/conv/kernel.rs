@@ -45,7 +45,7 @@ pub enum ConvKernel {
     /// x 8 pixels of 16 consecutive rows per invocation, three input rows held in registers
     /// while it walks down. Shaped for CPU adapters (a tuner candidate only there).
     DepthwiseTall,
-    /// CPU-shaped (`conv2d_direct.wgsl`), any kernel size: 8 pixels x up to 64 output channels
+    /// CPU-shaped (`conv2d_direct.wgsl`), any kernel size: 8 pixels x up to 16 output channels
     /// per invocation accumulated over every tap and input channel, each output written once
     /// (the NHWC orientation).
     Direct,
@@ -172,16 +172,17 @@ impl ConvKernel {
     }
 }
 
-/// The most output-channel quads an invocation of [`ConvKernel::Direct`] holds (the named
-/// accumulators of the kernel).
-const MAX_KQ: usize = 16;
-
-/// The most output-channel quads an invocation of the rows kernels ([`ConvKernel::DirectRows`],
-/// [`ConvKernel::DirectBand`]) holds. They unroll the 9 taps of a 3x3 window over every quad
-/// held, so their compile time on a CPU adapter grows with it: lavapipe compiled
+/// The most output-channel quads an invocation of the direct kernels ([`ConvKernel::Direct`],
+/// [`ConvKernel::DirectRows`], [`ConvKernel::DirectBand`]) holds. They unroll every tap of the
+/// window over every quad held, so their compile time on a CPU adapter (lavapipe compiles a
+/// pipeline's LLVM code at its first dispatch) grows with it: lavapipe compiled
 /// `conv2d_direct_band` for [8, 64, 56, 56] K=64 in about 8x less time at 4 quads than at 16,
-/// and ran it as fast or faster (same run, alternating, 3x3 at 56x56, 28x28 and 14x14).
-const ROWS_MAX_KQ: usize = 4;
+/// and ran it as fast or faster (same run, alternating, 3x3 at 56x56, 28x28 and 14x14); the
+/// 7x7 stem of [8, 3, 224, 224] K=64 (`Direct`) took 3.5-5.3 s to its first result at 4 quads,
+/// 8.1-9.0 s at 8 and 14.2-29.4 s at 16, and ran 1.3-1.6x slower at 4 than at 16 once compiled
+/// (a shared host, alternating runs): a ResNet's first inference pays the compile, every
+/// inference the run.
+const MAX_KQ: usize = 4;
 
 /// How the work is cut: KQ output-channel quads per invocation (a power of two) and CW input
 /// channels per window (a multiple of 4).
@@ -195,8 +196,7 @@ pub(crate) struct Tiling {
 /// weight block must hold every tap of at least 4 input channels for one output-channel quad.
 pub(crate) fn tiling(kernel: ConvKernel, g: &Conv2dShape, groups: usize) -> Result<Tiling> {
     let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh * g.kw);
-    let most = if matches!(kernel, ConvKernel::DirectRows | ConvKernel::DirectBand) { ROWS_MAX_KQ } else { MAX_KQ };
-    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(most);
+    let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(MAX_KQ);
     while kq > 1 && taps * 16 * kq > BLOCK {
         kq /= 2;
     }

@@ -6,7 +6,7 @@
 //!   x up to 64 input channels); a kh x kw kernel runs as kh*kw shifted 1x1 passes that add into
 //!   the output.
 //! * [`direct`]: shaped for CPU adapters too, for any kernel size: an invocation holds 8 pixels
-//!   x up to 64 output channels and walks every tap and input channel, writing each output once.
+//!   x up to 16 output channels and walks every tap and input channel, writing each output once.
 //! * [`gemm`]: tiled implicit GEMM shaped for GPUs (64 x 64 output tiles, 4 x 4 register
 //!   blocks, the reduction staged through workgroup memory), with the im2col mapping inside the
 //!   input loads.
