@@ -253,11 +253,15 @@ mod tests {
                     &run(&d, &formula, format, Some(&ctx)).unwrap(),
                     &format!("{a} {format:?} formulas"),
                 );
+                // A second forward pass (here on parameters read from the file) compiles
+                // nothing: every pipeline is made once per context.
+                let compiled = ctx.pipeline_count();
                 check(
                     &d,
                     &run(&d, &loaded, format, Some(&ctx)).unwrap(),
                     &format!("{a} {format:?} safetensors"),
                 );
+                assert_eq!(ctx.pipeline_count(), compiled, "{a} {format:?}: a second forward pass compiled pipelines");
             }
         }
     }
