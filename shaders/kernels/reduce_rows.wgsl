@@ -72,8 +72,9 @@ fn walk(b: vec3<u32>, pass_: u32, c: f32, lid: u32, step: u32) -> vec4<u32> {
     return collapse(k, acc);
 }
 
-// softmax / log_softmax of the row with elements b (one run) from its maximum m and sum s.
+// softmax / log_softmax of the row with elements b (one run) from its maximum m and k.
 fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
+    // s: the k of `soft`.
     let n = red.extent;
     let so = r_strides(0u).x;
     let e0 = b.y;

@@ -255,20 +255,24 @@ fn finish(ob: u32, st: vec4<u32>, st2: vec4<u32>) {
     out[ob] = asu(v);
 }
 
-// softmax / log_softmax of x from its row's maximum m and sum s of exp(x - m): NaN where the
-// maximum is not finite (x - m is NaN there, as in the CPU reference).
-fn soft(x: f32, m: f32, s: f32) -> f32 {
+// softmax / log_softmax of x from its row's maximum m and k (1 / sum of exp(x - m), or its log).
+fn soft(x: f32, m: f32, k: f32) -> f32 {
     let d = x - m;
     if (OPC == R_SOFTMAX) {
-        return exp(d) / s;
+        return exp(d) * k;
     }
-    return d - log(s);
+    return d - k;
 }
-// The (maximum, sum) of a row from its passes' states.
+// A row's (maximum, k of `soft`) from its passes' states: NaN sums where the maximum is not
+// finite (x - m is NaN there, as in the CPU reference).
 fn soft_ms(st: vec4<u32>, st2: vec4<u32>) -> vec2<f32> {
     let m = asf(st.x);
-    if (!is_finite(m)) {
-        return vec2<f32>(m, f32_of(NAN_BITS));
+    var s = f32_of(NAN_BITS);
+    if (is_finite(m)) {
+        s = sum_of(st2);
     }
-    return vec2<f32>(m, sum_of(st2));
+    if (OPC == R_SOFTMAX) {
+        return vec2<f32>(m, 1.0 / s);
+    }
+    return vec2<f32>(m, log(s));
 }
