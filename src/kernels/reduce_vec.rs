@@ -80,8 +80,11 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
     }
 }
 
-/// The kernel [`kernel_for`] picks for `work` over `rp` of an input of `dtype` (computed in
-/// `dtype`; indices int32) on an adapter of `device_type`.
+/// The kernel a reduction or op along a dim runs for `work` over `rp` of an input of `dtype`
+/// (computed in `dtype`; indices int32) on an adapter of `device_type`: the same check the
+/// recording uses. Rows and columns take f32 reductions, softmax and log_softmax of their plan
+/// class within the loop caps; rows run an invocation per output on CPU adapters with at least
+/// 64 outputs and on GPUs for rows of at most 64 elements, else a workgroup per output.
 pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgpu::DeviceType) -> ReduceKernel {
     let indices = matches!(work, Work::Reduce(op) if matches!(op, crate::reduce::ReduceOp::Argmax | crate::reduce::ReduceOp::Argmin));
     kernel_for(rp, work, Types { input: dtype, cast: dtype, out: if indices { DType::I32 } else { dtype } }, device_type)
