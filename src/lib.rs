@@ -84,6 +84,8 @@ pub mod advanced {
     pub use crate::kernels::copy::{vec4_default, CopyPath, ShapeClass, MAX_DIMS};
     pub use crate::kernels::elementwise::{gather_default, rows_default, rows_eligible, ElementwisePath};
     pub use crate::kernels::matmul::{MatmulClass, MatmulKernel};
+    pub use crate::kernels::reduce_abi::Work as ReduceWork;
+    pub use crate::kernels::reduce_vec::{reduce_kernel, ReduceKernel};
     pub use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, MatmulPlan};
     pub use crate::plan::{CopyKind, MAX_OPERANDS};
 

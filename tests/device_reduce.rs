@@ -280,7 +280,7 @@ fn every_class_on_edge_extents_and_determinism() {
             (&[1, 1], MemoryFormat::Contiguous, &[0, 1], ReduceClass::Identity),
             (&[130, 63], MemoryFormat::Contiguous, &[0], ReduceClass::Columns),
             (&[2, 5, 3, 3], MemoryFormat::ChannelsLast, &[2, 3], ReduceClass::Columns),
-            (&[3, 5, 7, 2], MemoryFormat::Contiguous, &[0, 2, 3], ReduceClass::General),
+            (&[3, 5, 7, 2], MemoryFormat::Contiguous, &[0, 2, 3], ReduceClass::Rows),
             (&[4097], MemoryFormat::Contiguous, &[0], ReduceClass::Rows),
         ];
         for &(shape, format, dims, class) in cases {
@@ -391,5 +391,99 @@ fn grids_bindings_and_bad_input() {
         let s = DeviceTensor::from_slice(ctx, &[0.0f32; 1], &[1]).unwrap().squeeze(0).unwrap();
         x.mean_out(Dims::All, false, &s).unwrap();
         assert_eq!(f32s(&s.download().unwrap()), vec![2.5]);
+    }
+}
+
+/// The rows kernel (a workgroup per output, and an invocation per output), and the columns
+/// kernel on their edges against the host: every op, softmax and log_softmax; row lengths
+/// around the vector width and the workgroup (1, 3, 4, 5, 63-65, 257, 1000), rows starting
+/// off a 16-byte word, rows made of several runs, columns of 1-9 outputs at offsets, NaN,
+/// infinities, signed zeros and ties (few distinct values); each call's kernel is asserted.
+#[test]
+fn rows_and_columns_kernels_on_their_edges() {
+    use strided_wgpu::advanced::{reduce_kernel, ReduceKernel, ReduceWork};
+    const SCANS: [ScanOp; 2] = [ScanOp::Softmax, ScanOp::LogSoftmax];
+    for ctx in contexts() {
+        let cpu = ctx.adapter().device_type;
+        let mut rng = Rng(0x33);
+        // (shape, format, dims, element offset, few distinct values)
+        type Case<'a> = (&'a [usize], MemoryFormat, &'a [isize], usize, bool);
+        let cases: &[Case] = &[
+            (&[3, 1], MemoryFormat::Contiguous, &[0], 0, false),
+            (&[70, 1], MemoryFormat::Contiguous, &[0], 1, false),
+            (&[3, 5], MemoryFormat::Contiguous, &[1], 1, false),
+            (&[70, 3], MemoryFormat::Contiguous, &[1], 2, true),
+            (&[70, 4], MemoryFormat::Contiguous, &[1], 0, false),
+            (&[3, 63], MemoryFormat::Contiguous, &[1], 3, true),
+            (&[5, 65], MemoryFormat::Contiguous, &[1], 1, false),
+            (&[66, 65], MemoryFormat::Contiguous, &[1], 2, false),
+            (&[2, 257], MemoryFormat::Contiguous, &[1], 0, true),
+            (&[4, 1000], MemoryFormat::Contiguous, &[1], 3, false),
+            (&[80, 257], MemoryFormat::Contiguous, &[1], 1, true),
+            (&[3, 5, 2, 7], MemoryFormat::Contiguous, &[0, 2, 3], 1, false),
+            (&[4, 70, 2, 9], MemoryFormat::Contiguous, &[0, 2, 3], 0, false),
+            (&[130, 1], MemoryFormat::Contiguous, &[0], 0, false),
+            (&[37, 3], MemoryFormat::Contiguous, &[0], 1, true),
+            (&[37, 8], MemoryFormat::Contiguous, &[0], 0, false),
+            (&[37, 8], MemoryFormat::Contiguous, &[0], 2, false),
+            (&[300, 9], MemoryFormat::Contiguous, &[0], 0, true),
+            (&[2, 5, 3, 3], MemoryFormat::ChannelsLast, &[2, 3], 3, false),
+            (&[2, 8, 4, 3], MemoryFormat::ChannelsLast, &[0, 2, 3], 0, true),
+        ];
+        let mut seen = Vec::new();
+        for &(shape, format, dims, offset, ties) in cases {
+            let n: usize = shape.iter().product();
+            let raw = data(&mut rng, DType::F32, n + offset, true);
+            let raw = if ties {
+                // Few distinct values (ties everywhere), a NaN in some rows.
+                let v: Vec<f32> = (0..n + offset).map(|_| if rng.below(60) == 0 { f32::NAN } else { rng.below(4) as f32 - 1.0 }).collect();
+                HostTensor::from_vec(v, &[n + offset]).unwrap()
+            } else {
+                raw
+            };
+            let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+            let dev = DeviceTensor::upload(ctx, &raw).unwrap();
+            let view = |t: &HostTensor| t.slice(0, offset as isize, (n + offset) as isize, 1).unwrap().view(&sizes).unwrap();
+            let x = view(&raw);
+            // Channels-last views: the same values at the same offset, strides permuted.
+            let (x, d) = if format == MemoryFormat::ChannelsLast {
+                let inv = [0isize, 3, 1, 2];
+                let s = [shape[0] as isize, shape[2] as isize, shape[3] as isize, shape[1] as isize];
+                let hx = raw.slice(0, offset as isize, (n + offset) as isize, 1).unwrap().view(&s).unwrap().permute(&inv).unwrap();
+                let dx = dev.slice(0, offset as isize, (n + offset) as isize, 1).unwrap().view(&s).unwrap().permute(&inv).unwrap();
+                (hx, dx)
+            } else {
+                (x, dev.slice(0, offset as isize, (n + offset) as isize, 1).unwrap().view(&sizes).unwrap())
+            };
+            let desc = |what: &str| format!("{} {what} of {shape:?} {format:?} dims {dims:?} offset {offset}", name(ctx));
+            for op in OPS {
+                let dims = if matches!(op, ReduceOp::Argmax | ReduceOp::Argmin | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod) && dims.len() > 1 { &dims[..1] } else { dims };
+                let s = reduce_spec(op, x.layout(), DType::F32, &Dims::List(dims.to_vec()), false, None).unwrap();
+                let plan = ReducePlan::reduction(&s, x.layout(), &Layout::contiguous(&s.out_shape).unwrap()).unwrap();
+                let kernel = reduce_kernel(&plan, ReduceWork::Reduce(op), DType::F32, cpu);
+                seen.push(kernel);
+                let want = x.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let got = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let tol = tolerances(&x, op, &Dims::List(dims.to_vec()), false, &want.0);
+                let what = desc(&format!("{op:?} ({kernel:?})"));
+                compare(&what, &got.0.download().unwrap(), &want.0, &tol).unwrap();
+                if let (Some(w), Some(g)) = (want.1, got.1) {
+                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
+                }
+            }
+            let dim = dims[0];
+            for op in SCANS {
+                let s = strided_wgpu::reduce::scan_spec(op, x.layout(), DType::F32, dim).unwrap();
+                let plan = ReducePlan::scan(&s, x.layout(), &s.out_layout).unwrap();
+                let kernel = reduce_kernel(&plan, ReduceWork::Scan(op), DType::F32, cpu);
+                seen.push(kernel);
+                let want = x.scan(op, dim, None).unwrap();
+                let tol: Vec<f64> = values(&want).iter().map(|w| 1e-5 * (if w.is_finite() { w.abs() } else { 0.0 } + 1.0)).collect();
+                compare(&desc(&format!("{op:?} dim {dim} ({kernel:?})")), &d.scan(op, dim, None).unwrap().download().unwrap(), &want, &tol).unwrap();
+            }
+        }
+        for k in [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns] {
+            assert!(seen.contains(&k), "{}: no case ran {k:?}", name(ctx));
+        }
     }
 }

@@ -2,7 +2,8 @@
 // src/reduce/plan.rs). The plan's operands: 0 the output (stride 0 along reduced dims), 1 the
 // input, 2 the index (each element's logical position within its reduction); its first
 // `rrank` dims are reduced, so that linear index r + extent * o is element r of output o.
-// Needs the generated `dtypes` prelude and `cast`.
+// The kernels' bindings 1.. and element access are in reduce_io.wgsl (the general kernel) and
+// reduce_vec.wgsl (the rows and columns kernels).
 
 struct Red {
     // Dims innermost first, 8 at most; unused dims have size 1 and stride 0.
@@ -37,12 +38,6 @@ struct Red {
 }
 
 @group(0) @binding(0) var<uniform> red: Red;
-@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
-@group(0) @binding(2) var<storage, read> src: array<u32>;
-@group(0) @binding(3) var<storage, read_write> indices: array<u32>;
-// Part states (mode 1 writes, 2 and 3 read): outputs * parts of them, then one per row.
-@group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
-
 // The op codes of src/kernels/reduce.rs (reduce_code).
 const R_SUM: u32 = 0u;
 const R_MEAN: u32 = 1u;
@@ -119,63 +114,6 @@ fn red_offsets(r: u32) -> vec3<u32> {
         off = off + k * r_strides(d);
     }
     return off;
-}
-
-fn load_bits(e: u32) -> u32 {
-    let b = dt_bytes(red.in_t);
-    if (b == 4u) {
-        return src[e];
-    }
-    if (b == 2u) {
-        return (src[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu;
-    }
-    return (src[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu;
-}
-
-// Input element e converted to the reduction's type, as f32 (float types) or i32.
-fn load_f(e: u32) -> f32 {
-    if (F32) {
-        return bitcast<f32>(src[e]);
-    }
-    return bitcast<f32>(float_to_f32(red.cast_t, cast_bits(load_bits(e), red.in_t, red.cast_t)));
-}
-fn load_i(e: u32) -> i32 {
-    return bitcast<i32>(int_widen(red.cast_t, cast_bits(load_bits(e), red.in_t, red.cast_t)));
-}
-
-fn store_bits(e: u32, v: u32) {
-    if (F32) {
-        atomicStore(&out[e], v);
-        return;
-    }
-    let b = dt_bytes(red.out_t);
-    if (b == 4u) {
-        atomicStore(&out[e], v);
-        return;
-    }
-    var w: u32;
-    var shift: u32;
-    var mask: u32;
-    if (b == 2u) {
-        w = e >> 1u;
-        shift = (e & 1u) * 16u;
-        mask = 0xffffu;
-    } else {
-        w = e >> 2u;
-        shift = (e & 3u) * 8u;
-        mask = 0xffu;
-    }
-    atomicAnd(&out[w], ~(mask << shift));
-    atomicOr(&out[w], (v & mask) << shift);
-}
-
-// An f32 result rounded once to the output's float type.
-fn store_f(e: u32, x: f32) {
-    if (F32) {
-        atomicStore(&out[e], bitcast<u32>(x));
-        return;
-    }
-    store_bits(e, f32_to_float(red.out_t, bitcast<u32>(x)));
 }
 
 fn is_nan(x: f32) -> bool {

@@ -1,26 +1,29 @@
 //! The reduction kernels: reductions, softmax, log_softmax and cumsum recorded from a
-//! [`ReducePlan`] into a caller's encoder. The plan is cut into pieces along kept dims only
-//! (each output's reduction stays whole) whose bindings fit the adapter; each piece is one
-//! dispatch of `reduce_general.wgsl`: one invocation per output (per row of a scan), walking its
-//! elements in the plan's (memory) order with one accumulator, so every run gives the same
-//! bits. One pipeline serves every op and type (they are uniforms, not override constants).
+//! [`ReducePlan`] into a caller's encoder. f32 calls whose plan has a contiguous innermost
+//! reduced dim (rows) or a contiguous kept dim (columns) run the vector kernels of
+//! [`reduce_vec`](crate::kernels::reduce_vec) (its `kernel_for` is the one eligibility check);
+//! everything else runs `reduce_general.wgsl`, recorded here. The plan is cut into pieces along
+//! kept dims only (each output's reduction stays whole) whose bindings fit the adapter; each
+//! piece is one dispatch of the general kernel: one invocation per output (per row of a scan),
+//! walking its elements in the plan's (memory) order with one accumulator, so every run gives
+//! the same bits. One general pipeline serves every op and type (they are uniforms), and one
+//! per op serves f32.
 
 use bytemuck::Zeroable;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::abi::uniform;
 use crate::kernels::dispatch::{self, Dispatch};
+use crate::kernels::reduce_abi::code;
+pub(crate) use crate::kernels::reduce_abi::{Buffers, RedUniform, Types, Work, MAX_DIMS};
+use crate::kernels::reduce_vec::{self, ReduceKernel};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
-use crate::reduce::{ReduceOp, ReducePlan, ScanOp};
+use crate::reduce::ReducePlan;
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 const OP: &str = "reduce";
-
-/// Dims a piece's plan may have.
-const MAX_DIMS: usize = 8;
 
 /// Invocations per workgroup.
 const WG: u64 = 64;
@@ -36,83 +39,6 @@ pub const CHUNK: usize = 4096;
 /// Interleaved parts of a contiguous row.
 const IPARTS: usize = 64;
 
-uniform! {
-    /// The uniform of the reduction kernels (`Red` in shaders/preludes/reduce.wgsl).
-    pub(crate) struct RedUniform {
-        sizes: [u32; MAX_DIMS],
-        strides: [i32; 3 * MAX_DIMS],
-        offsets: [u32; 4],
-        rank: u32,
-        rrank: u32,
-        outputs: u32,
-        extent: u32,
-        op: u32,
-        in_t: u32,
-        cast_t: u32,
-        out_t: u32,
-        grid_row: u32,
-        correction: f32,
-        mode: u32,
-        parts: u32,
-        chunk: u32,
-        pad0: u32,
-        pad1: u32,
-        pad2: u32,
-    }
-}
-
-/// What a kernel computes: a reduction or a scan, with its op code.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Work {
-    /// A reduction.
-    Reduce(ReduceOp),
-    /// An op along a dim.
-    Scan(ScanOp),
-}
-
-/// The op code of `reduce.wgsl` (its `R_*` constants) and the correction of var / std.
-fn code(w: Work) -> (u32, f32) {
-    match w {
-        Work::Reduce(op) => match op {
-            ReduceOp::Sum => (0, 0.0),
-            ReduceOp::Mean => (1, 0.0),
-            ReduceOp::Prod => (2, 0.0),
-            ReduceOp::Amax => (3, 0.0),
-            ReduceOp::Amin => (4, 0.0),
-            ReduceOp::Argmax => (5, 0.0),
-            ReduceOp::Argmin => (6, 0.0),
-            ReduceOp::Max => (7, 0.0),
-            ReduceOp::Min => (8, 0.0),
-            ReduceOp::Var { correction } => (9, correction as f32),
-            ReduceOp::Std { correction } => (10, correction as f32),
-            ReduceOp::Norm { p: 1.0 } => (11, 0.0),
-            ReduceOp::Norm { p: 2.0 } => (12, 0.0),
-            ReduceOp::Norm { .. } => (13, 0.0),
-            ReduceOp::Logsumexp => (14, 0.0),
-        },
-        Work::Scan(ScanOp::Softmax) => (20, 0.0),
-        Work::Scan(ScanOp::LogSoftmax) => (21, 0.0),
-        Work::Scan(ScanOp::Cumsum) => (22, 0.0),
-    }
-}
-
-/// The types of a call: the input's, the one it is converted to before the arithmetic, the
-/// output's.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Types {
-    pub input: DType,
-    pub cast: DType,
-    pub out: DType,
-}
-
-/// The buffers of a call: output, input, and the indices of `max` / `min` (`indices_offset`
-/// its element of linear index 0; it has the output's strides).
-pub(crate) struct Buffers<'a> {
-    pub out: &'a wgpu::Buffer,
-    pub input: &'a wgpu::Buffer,
-    pub indices: Option<(&'a wgpu::Buffer, usize)>,
-}
-
 /// Records `work` over `rp` into `enc`. Fails (recording nothing) when one output's
 /// reduction does not fit a binding ([`Error::Limit`]) or its plan has more than 8 reduced
 /// dims ([`Error::Unsupported`]).
@@ -122,6 +48,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     }
     if rp.rrank > MAX_DIMS {
         return Err(Error::unsupported(OP, format!("a reduction over {} dims that cannot be merged (at most {MAX_DIMS}); plan {:?}", rp.rrank, rp.plan)));
+    }
+    let kernel = reduce_vec::kernel_for(rp, work, t, rt.report.device_type);
+    if kernel != ReduceKernel::General {
+        return reduce_vec::record(rt, enc, keep, rp, work, kernel, b);
     }
     let scan = matches!(work, Work::Scan(_));
     let reads = rp.extent > 0;
@@ -253,58 +183,14 @@ fn specialize(op: u32, t: Types) -> Vec<(&'static str, i64)> {
     }
 }
 
-/// Every reduction pipeline a GPU may run, for the register-budget test (one: ops and types
-/// are uniforms).
+/// Every reduction pipeline a GPU may run, for the register-budget test: the general kernel's
+/// (one for any op and type, one per op of f32), the rows and columns kernels' (one per op).
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut v = vec![PipelineSpec { kernel: "reduce_general", constants: vec![] }];
     let f32s = Types { input: DType::F32, cast: DType::F32, out: DType::F32 };
     for op in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21, 22] {
         v.push(PipelineSpec { kernel: "reduce_general", constants: specialize(op, f32s) });
     }
+    v.extend(reduce_vec::gpu_pipelines());
     v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{code, Work};
-    use crate::reduce::{ReduceOp, ScanOp};
-
-    /// The op codes `code` gives are the `R_*` constants of reduce.wgsl, one for one.
-    #[test]
-    fn op_codes_are_the_wgsl_constants() {
-        let text = include_str!("../../shaders/preludes/reduce.wgsl");
-        let wgsl: Vec<(&str, u32)> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("const R_"))
-            .map(|l| {
-                let (name, rest) = l.split_once(": u32 = ").expect("const R_<NAME>: u32 = <n>u;");
-                (name, rest.trim_end_matches("u;").parse().expect("a u32 code"))
-            })
-            .collect();
-        let ours = [
-            ("SUM", Work::Reduce(ReduceOp::Sum)),
-            ("MEAN", Work::Reduce(ReduceOp::Mean)),
-            ("PROD", Work::Reduce(ReduceOp::Prod)),
-            ("AMAX", Work::Reduce(ReduceOp::Amax)),
-            ("AMIN", Work::Reduce(ReduceOp::Amin)),
-            ("ARGMAX", Work::Reduce(ReduceOp::Argmax)),
-            ("ARGMIN", Work::Reduce(ReduceOp::Argmin)),
-            ("MAX", Work::Reduce(ReduceOp::Max)),
-            ("MIN", Work::Reduce(ReduceOp::Min)),
-            ("VAR", Work::Reduce(ReduceOp::Var { correction: 1.0 })),
-            ("STD", Work::Reduce(ReduceOp::Std { correction: 1.0 })),
-            ("NORM1", Work::Reduce(ReduceOp::Norm { p: 1.0 })),
-            ("NORM2", Work::Reduce(ReduceOp::Norm { p: 2.0 })),
-            ("NORMINF", Work::Reduce(ReduceOp::Norm { p: f64::INFINITY })),
-            ("LOGSUMEXP", Work::Reduce(ReduceOp::Logsumexp)),
-            ("SOFTMAX", Work::Scan(ScanOp::Softmax)),
-            ("LOG_SOFTMAX", Work::Scan(ScanOp::LogSoftmax)),
-            ("CUMSUM", Work::Scan(ScanOp::Cumsum)),
-        ];
-        assert_eq!(wgsl.len(), ours.len(), "reduce.wgsl's R_* constants: {wgsl:?}");
-        for (name, work) in ours {
-            let Some(&(_, v)) = wgsl.iter().find(|(n, _)| *n == name) else { panic!("no R_{name} in reduce.wgsl") };
-            assert_eq!(code(work).0, v, "R_{name}");
-        }
-    }
 }

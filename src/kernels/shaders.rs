@@ -68,6 +68,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("gemm_engine", prelude!("gemm_engine")),
     ("matmul_io", prelude!("matmul_io")),
     ("reduce", prelude!("reduce")),
+    ("reduce_io", prelude!("reduce_io")),
+    ("reduce_vec", prelude!("reduce_vec")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -133,7 +135,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("reduce_general", &["dtypes", "cast", "reduce"], kernel!("reduce_general")),
+    ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io"], kernel!("reduce_general")),
+    ("reduce_rows", &["reduce", "reduce_vec"], kernel!("reduce_rows")),
+    ("reduce_cols", &["reduce", "reduce_vec"], kernel!("reduce_cols")),
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
     ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),

@@ -20,13 +20,13 @@ pub enum ReduceClass {
     Empty,
     /// The reduction reads nothing (every output is the op's identity).
     Identity,
-    /// The reduced elements of each output are one contiguous run in the input (reduced dims
-    /// innermost): a workgroup per output.
+    /// The innermost reduced dim is contiguous in the input: each output's elements are
+    /// contiguous runs (one run when the reduced dims merge into one): a workgroup per output.
     Rows,
     /// Neighbouring outputs read neighbouring input elements (a kept dim innermost in the
-    /// input): an invocation per output walking its reduction.
+    /// input): an invocation per four outputs walking their reductions.
     Columns,
-    /// Anything else: an invocation per output, through the index formula.
+    /// Neither contiguous: an invocation per output, through the index formula.
     General,
 }
 
@@ -110,7 +110,7 @@ impl ReducePlan {
         }
         let p = &self.plan;
         let input = p.strides_of(1);
-        if self.rrank == 1 && input[0] == 1 {
+        if self.rrank >= 1 && input[0] == 1 {
             ReduceClass::Rows
         } else if p.rank() > self.rrank && input[self.rrank] == 1 {
             ReduceClass::Columns
@@ -143,9 +143,14 @@ mod tests {
         assert_eq!((p.class(), p.plan.sizes(), p.rrank), (ReduceClass::Columns, &[3136, 64, 8][..], 1));
         assert_eq!(p.plan.strides_of(1), &[64, 1, 200704]);
         assert_eq!(plan(&[4096, 4096], MemoryFormat::Contiguous, &[0]).class(), ReduceClass::Columns);
-        // A batch-norm statistic: dims 0, 2, 3 of NCHW are neither innermost nor outermost.
+        // A batch-norm statistic: dims 0, 2, 3 of NCHW are runs of H*W, one per image.
         let p = plan(&[8, 64, 56, 56], MemoryFormat::Contiguous, &[0, 2, 3]);
-        assert_eq!((p.class(), p.rrank), (ReduceClass::General, 2));
+        assert_eq!((p.class(), p.plan.sizes(), p.rrank), (ReduceClass::Rows, &[3136, 8, 64][..], 2));
+        // Neither: every dim strided.
+        let x = Layout::contiguous(&[6, 10]).unwrap().slice(1, 0, 10, 2).unwrap();
+        let s = reduce_spec(ReduceOp::Sum, &x, DType::F32, &Dims::List(vec![0]), false, None).unwrap();
+        let p = ReducePlan::reduction(&s, &x, &Layout::contiguous(&[5]).unwrap()).unwrap();
+        assert_eq!(p.class(), ReduceClass::General);
         // The index operand gives logical positions even through a flip.
         let x = Layout::contiguous(&[3, 5]).unwrap().flip(1).unwrap();
         let s = reduce_spec(ReduceOp::Argmax, &x, DType::F32, &Dims::List(vec![1]), false, None).unwrap();

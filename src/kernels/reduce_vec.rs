@@ -1,0 +1,207 @@
+//! The rows and columns reduction kernels (`reduce_rows.wgsl`, `reduce_cols.wgsl`): f32
+//! reductions, softmax and log_softmax whose innermost reduced dim (rows: a workgroup per
+//! output) or a kept dim (columns: an invocation per four neighbouring outputs) is contiguous
+//! in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
+//! eligibility check; everything else runs `reduce_general.wgsl`.
+
+use bytemuck::Zeroable;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::dispatch::{self, Dispatch};
+use crate::kernels::reduce_abi::{code, Buffers, RedUniform, Types, Work, MAX_DIMS};
+use crate::kernels::shaders::PipelineSpec;
+use crate::plan::{Cuts, IterPlan};
+use crate::reduce::{ReduceClass, ReducePlan, ScanOp};
+use crate::runtime::submit::Keep;
+use crate::runtime::{PipelineKey, Runtime, Slot};
+
+const OP: &str = "reduce";
+
+/// Invocations per workgroup of both kernels.
+const WG: u64 = 64;
+
+/// Iterations one loop of an invocation may run: software adapters stop a loop after about
+/// 32,000 (lavapipe).
+const LOOP_CAP: usize = 16_384;
+
+/// Elements of a reduction above which a handful of outputs run the general kernel's parts
+/// (many invocations per output) rather than a workgroup each.
+const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
+
+/// The bindings: the uniform, the output, the input as f32 and as 16-byte words (the same
+/// window), the indices of `max` / `min`.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write];
+
+/// The kernel a reduction or op along a dim runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceKernel {
+    /// `reduce_rows`: the innermost reduced dim contiguous; a workgroup per output, its
+    /// invocations' states combined in a fixed tree in workgroup memory.
+    Rows,
+    /// `reduce_rows` with `PER_THREAD`: the same rows, an invocation per output (no workgroup
+    /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
+    RowThreads,
+    /// `reduce_cols`: a kept dim contiguous; an invocation per four outputs.
+    Columns,
+    /// `reduce_general`: anything (any type, op, layout and length).
+    General,
+}
+
+/// The kernel for `work` over `rp` with types `t` on an adapter of `device_type`: the one
+/// eligibility check. Rows and columns take f32 reductions (f32 or index results), softmax and
+/// log_softmax, whose plan is of their class, within the loop caps; a reduction of more than
+/// [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
+/// Rows run an invocation per output where each run fits one invocation's loops and either the
+/// adapter is a CPU and there are at least 64 outputs (barriers cost a CPU adapter more than a
+/// workgroup's parallelism gains) or the rows are at most 64 elements; else a workgroup each.
+pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
+    let f32s = t.input == DType::F32 && t.cast == DType::F32 && matches!(t.out, DType::F32 | DType::I32);
+    if !f32s || matches!(work, Work::Scan(ScanOp::Cumsum)) || rp.rrank > MAX_DIMS || (rp.outputs < 16 && rp.extent > FEW_OUTPUTS_EXTENT) {
+        return ReduceKernel::General;
+    }
+    match rp.class() {
+        ReduceClass::Rows => {
+            let n0 = rp.plan.sizes()[0];
+            let runs = rp.extent / n0;
+            let threads = if device_type == wgpu::DeviceType::Cpu { rp.outputs >= 64 } else { rp.extent <= 64 };
+            if runs > LOOP_CAP {
+                ReduceKernel::General
+            } else if n0 <= LOOP_CAP && threads {
+                ReduceKernel::RowThreads
+            } else if n0 <= WG as usize * LOOP_CAP {
+                ReduceKernel::Rows
+            } else {
+                ReduceKernel::General
+            }
+        }
+        ReduceClass::Columns if rp.extent <= LOOP_CAP => ReduceKernel::Columns,
+        _ => ReduceKernel::General,
+    }
+}
+
+/// The kernel a reduction or op along a dim runs for `work` over `rp` of an input of `dtype`
+/// (computed in `dtype`; indices int32) on an adapter of `device_type`: the same check the
+/// recording uses. Rows and columns take f32 reductions, softmax and log_softmax of their plan
+/// class within the loop caps; rows run an invocation per output on CPU adapters with at least
+/// 64 outputs and on GPUs for rows of at most 64 elements, else a workgroup per output.
+pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgpu::DeviceType) -> ReduceKernel {
+    let indices = matches!(work, Work::Reduce(op) if matches!(op, crate::reduce::ReduceOp::Argmax | crate::reduce::ReduceOp::Argmin));
+    kernel_for(rp, work, Types { input: dtype, cast: dtype, out: if indices { DType::I32 } else { dtype } }, device_type)
+}
+
+/// The shader and override constants of `kernel` (not General) for op code `op`.
+fn pipeline(kernel: ReduceKernel, op: u32) -> PipelineKey {
+    match kernel {
+        ReduceKernel::RowThreads => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("PER_THREAD", 1)] },
+        ReduceKernel::Rows => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64)] },
+        _ => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64)] },
+    }
+}
+
+/// The op codes the rows and columns kernels serve (every reduction, softmax, log_softmax).
+const OPS: [u32; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21];
+
+/// Every rows and columns pipeline, for the register-budget test.
+pub fn gpu_pipelines() -> Vec<PipelineSpec> {
+    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns];
+    kernels.into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op))).map(|p| PipelineSpec { kernel: p.shader, constants: p.constants }).collect()
+}
+
+/// Records `work` over `rp` with `kernel` (Rows or Columns, as [`kernel_for`] chose).
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, rp: &ReducePlan, work: Work, kernel: ReduceKernel, b: &Buffers<'_>) -> Result<()> {
+    let rep = &rt.report;
+    let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
+    let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    let max_groups = rep.max_compute_workgroups_per_dimension as u64;
+    let bufs = [b.out, b.input];
+    let rows = kernel == ReduceKernel::Rows;
+    let threads = kernel == ReduceKernel::RowThreads;
+    let rrank = rp.rrank;
+    // The bound byte window (start, length) of the output (0) and the input (1).
+    let windows = |p: &IterPlan| -> [(u64, u64); 2] {
+        [0, 1].map(|k| {
+            let (lo, hi) = p.span(k).unwrap_or((0, 0));
+            let (lo, hi) = (lo as u64 * 4, (hi as u64 + 1) * 4);
+            let start = lo / align * align;
+            (start, hi.min(bufs[k].size()) - start)
+        })
+    };
+    // Workgroups of a piece.
+    let groups = |p: &IterPlan| -> u64 {
+        let outputs = (p.numel() / rp.extent) as u64;
+        if rows {
+            outputs
+        } else if threads {
+            outputs.div_ceil(WG)
+        } else {
+            let k0 = p.sizes()[rrank] as u64;
+            (k0.div_ceil(4) * (outputs / k0)).div_ceil(WG)
+        }
+    };
+    let fits = |p: &IterPlan| {
+        let g = groups(p);
+        let gx = g.min(max_groups).max(1);
+        p.rank() <= MAX_DIMS
+            && windows(p).iter().all(|&(_, len)| len <= max_bind)
+            && p.numel() <= u32::MAX as usize
+            && g.div_ceil(gx) <= max_groups
+            && (0..3).all(|k| p.strides_of(k).iter().all(|&x| i32::try_from(x).is_ok()))
+    };
+    let cuts = Cuts { keep: rrank, grain0: 1, max_rank: MAX_DIMS };
+    let pieces = rp.plan.pieces(cuts, fits).map_err(|p| {
+        let len = windows(&p).iter().map(|w| w.1).max().unwrap_or(0);
+        Error::Limit { op: OP, what: format!("binding the input of one output's reduction (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
+    })?;
+    let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+    let spare4 = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+    let (op, correction) = code(work);
+    let key = pipeline(kernel, op);
+    let scan = matches!(work, Work::Scan(_));
+    let mut dispatches = Vec::with_capacity(pieces.len());
+    for p in &pieces {
+        let w = windows(p);
+        let mut u = RedUniform::zeroed();
+        u.sizes = [1; MAX_DIMS];
+        for d in 0..p.rank() {
+            u.sizes[d] = p.sizes()[d] as u32;
+            for k in 0..3 {
+                u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
+            }
+        }
+        u.offsets[0] = (p.offset_of(0) as u64 - w[0].0 / 4) as u32;
+        u.offsets[1] = (p.offset_of(1) as u64 - w[1].0 / 4) as u32;
+        u.offsets[2] = p.offset_of(2) as u32;
+        u.rank = p.rank() as u32;
+        u.rrank = rrank as u32;
+        u.outputs = (p.numel() / rp.extent) as u32;
+        u.extent = rp.extent as u32;
+        u.op = op;
+        u.correction = correction;
+        // Columns: whether every step along the reduction keeps a 16-byte word aligned.
+        u.mode = (0..rrank).all(|d| p.strides_of(1)[d] % 4 == 0) as u32;
+        let indices = match b.indices {
+            Some((buf, off)) if !scan => {
+                // The indices have the output's strides, `delta` elements from it.
+                let delta = off as i64 - rp.plan.offset_of(0) as i64;
+                let (slo, shi) = p.span(0).unwrap_or((0, 0));
+                let (lo, hi) = ((slo as i64 + delta) as u64, (shi as i64 + delta) as u64);
+                let start = lo * 4 / align * align;
+                u.offsets[3] = ((p.offset_of(0) as i64 + delta) as u64 - start / 4) as u32;
+                (buf, (start, ((hi + 1) * 4).min(buf.size()) - start))
+            }
+            _ => (spare.buffer(), (0, 16)),
+        };
+        let words = w[1].1 / 16 * 16;
+        let input4 = if words > 0 { (b.input, (w[1].0, words)) } else { (spare4.buffer(), (0, 16)) };
+        let g = groups(p);
+        let gx = g.min(max_groups).max(1);
+        u.grid_row = (if kernel == ReduceKernel::Columns { gx * WG } else { gx }) as u32;
+        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), (b.input, w[1]), input4, indices], grid: (gx as u32, g.div_ceil(gx) as u32) });
+    }
+    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)?;
+    drop(dispatches);
+    keep.hold(spare);
+    keep.hold(spare4);
+    Ok(())
+}
