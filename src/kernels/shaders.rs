@@ -136,6 +136,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("reduce_general", &["dtypes", "cast", "reduce"], kernel!("reduce_general")),
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
     ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
+    ("pool2d_vec", &["dtypes", "cast"], kernel!("pool2d_vec")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
