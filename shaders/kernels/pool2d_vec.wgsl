@@ -2,13 +2,16 @@
 // four channels at a time: each invocation takes 4 consecutive channels c0..c0+3 of one image
 // and computes them for p.dims.w consecutive output pixels (in (oh, ow) order), so that the
 // window's bounds, its index arithmetic, the loop control and bilinear weights are paid once
-// per 4 outputs, and the 4 loads of a tap are one vec4 of consecutive words when the input is
-// channels-last (channel stride 1). CL (override) says how the dense output is laid out and
-// which neighbour invocations take: 1 channels-last (invocations along C first, each writing 4
-// consecutive output elements: f32 or 16-bit types with C even), 0 NCHW (invocations along the
-// pixels first; f32 only: 16-bit outputs pack two pixels per word). Channels past C (C not a
-// multiple of 4) read channel C - 1 and are not written. FAMILY and DT are override constants
-// as in pool2d.wgsl (lavapipe runs every branch under masks).
+// per 4 outputs (the 4 loads of a tap read consecutive words when the input is channels-last;
+// they are scalar loads, so any input strides are read). Along a row, bilinear keeps the two
+// input columns of the last output, and max pooling the maxima of the last window column,
+// for the next output (an x2 upsampling loads one new column every other output, a 3x3
+// stride-2 max pooling 2 columns of 3). CL (override) says how the dense output is laid out
+// and which neighbour invocations take: 1 channels-last (invocations along C first, each
+// writing 4 consecutive output elements: f32, or 16-bit types with C even), 0 NCHW
+// (invocations along the pixels first; f32 only, as 16-bit outputs pack two pixels a word).
+// Channels past C (C not a multiple of 4) read channel C - 1 and are not written. FAMILY and
+// DT are override constants as in pool2d.wgsl (lavapipe runs every branch under masks).
 
 override WG: u32 = 64u;
 // 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
@@ -112,38 +115,29 @@ struct Out {
     at: vec4<i32>,
 }
 
+// The maxima of column q over the rows rs of a window, and their indices: the first maximum
+// of the column, or its last NaN.
+fn column(plane: i32, cs: vec4<i32>, rs: vec4<i32>, q: i32) -> Out {
+    let W = i32(p.geo.z);
+    var best = vec4<f32>(bitcast<f32>(0xff800000u));
+    var at = vec4<i32>(rs.x * W + q);
+    for (var r = rs.x; r < rs.y; r = r + rs.z) {
+        let v = load4(plane + r * p.xs.z + q * p.xs.w, cs);
+        let m = (v > best) | nan4(v);
+        best = select(best, v, m);
+        at = select(at, vec4<i32>(r * W + q), m);
+    }
+    return Out(best, at);
+}
+
+// Average pooling (plain or adaptive) of one output pixel's 4 channels.
 fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
     let H = i32(p.geo.y);
     let W = i32(p.geo.z);
     let hs = p.xs.z;
     let ws = p.xs.w;
-    if (FAMILY == MODE_BILINEAR) {
-        let th = taps(p.scale.x, oh, u32(H));
-        let tw = taps(p.scale.y, ow, u32(W));
-        let r0 = plane + i32(th.x) * hs;
-        let r1 = plane + i32(th.y) * hs;
-        let c0 = i32(tw.x) * ws;
-        let c1 = i32(tw.y) * ws;
-        let top = tw.z * load4(r0 + c0, cs) + tw.w * load4(r0 + c1, cs);
-        let bottom = tw.z * load4(r1 + c0, cs) + tw.w * load4(r1 + c1, cs);
-        return Out(th.z * top + th.w * bottom, vec4<i32>(0));
-    }
     let rs = span(0u, i32(oh), H, i32(p.dims.x));
     let qs = span(1u, i32(ow), W, i32(p.dims.y));
-    if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
-        var best = vec4<f32>(bitcast<f32>(0xff800000u));
-        var at = vec4<i32>(rs.x * W + qs.x);
-        for (var r = rs.x; r < rs.y; r = r + rs.z) {
-            let row = plane + r * hs;
-            for (var q = qs.x; q < qs.y; q = q + qs.z) {
-                let v = load4(row + q * ws, cs);
-                let m = (v > best) | nan4(v);
-                best = select(best, v, m);
-                at = select(at, vec4<i32>(r * W + q), m);
-            }
-        }
-        return Out(best, at);
-    }
     var sum = vec4<f32>(0.0);
     for (var r = rs.x; r < rs.y; r = r + 1) {
         let row = plane + r * hs;
@@ -205,8 +199,71 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var oh = first / OW;
     var ow = first - oh * OW;
     let valid = vec4<i32>(0, 1, 2, 3) <= vec4<i32>(last);
+    // Bilinear: the input rows of the current output row, and the two input columns (their
+    // top and bottom values) of the previous output, which the next output along the row
+    // mostly reads again (an x2 upsampling loads one new column every other output).
+    var th = vec4<f32>(0.0);
+    var r0 = 0;
+    var r1 = 0;
+    var ca = -1;
+    var cb = -1;
+    var at = vec4<f32>(0.0);
+    var ab = vec4<f32>(0.0);
+    var bt = vec4<f32>(0.0);
+    var bb = vec4<f32>(0.0);
+    if (FAMILY == MODE_BILINEAR) {
+        th = taps(p.scale.x, oh, p.geo.y);
+        r0 = plane + i32(th.x) * p.xs.z;
+        r1 = plane + i32(th.y) * p.xs.z;
+    }
+    // Max modes: the last column computed (kq) and its maxima, reused when the next window
+    // of the row starts there.
+    var kq = -1;
+    var kept = Out(vec4<f32>(0.0), vec4<i32>(0));
     for (var px = first; px < end; px = px + 1u) {
-        let o = pixel(plane, cs, oh, ow);
+        var o: Out;
+        if (FAMILY == MODE_BILINEAR) {
+            let tw = taps(p.scale.y, ow, p.geo.z);
+            let i0 = i32(tw.x);
+            let i1 = i32(tw.y);
+            if (i0 != ca) {
+                if (i0 == cb) {
+                    at = bt;
+                    ab = bb;
+                } else {
+                    at = load4(r0 + i0 * p.xs.w, cs);
+                    ab = load4(r1 + i0 * p.xs.w, cs);
+                }
+                ca = i0;
+            }
+            if (i1 != cb) {
+                bt = load4(r0 + i1 * p.xs.w, cs);
+                bb = load4(r1 + i1 * p.xs.w, cs);
+                cb = i1;
+            }
+            o = Out(th.z * (tw.z * at + tw.w * bt) + th.w * (tw.z * ab + tw.w * bb), vec4<i32>(0));
+        } else if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
+            // Column by column, the window's last column kept for the next output, whose
+            // first column it often is (3x3 windows of stride 2 load 6 columns' worth of 9).
+            // Columns combine in any order as the row-major scan of pool2d.wgsl: the larger
+            // value, of equal ones the smaller index, of NaNs the larger index.
+            let rs = span(0u, i32(oh), i32(p.geo.y), i32(OH));
+            let qs = span(1u, i32(ow), i32(p.geo.z), i32(OW));
+            var best = vec4<f32>(bitcast<f32>(0xff800000u));
+            var at = vec4<i32>(rs.x * i32(p.geo.z) + qs.x);
+            for (var q = qs.x; q < qs.y; q = q + qs.z) {
+                if (q != kq) {
+                    kept = column(plane, cs, rs, q);
+                    kq = q;
+                }
+                let m = (kept.v > best) | ((kept.v == best) & (kept.at < at)) | (nan4(kept.v) & (!nan4(best) | (kept.at > at)));
+                best = select(best, kept.v, m);
+                at = select(at, kept.at, m);
+            }
+            o = Out(best, at);
+        } else {
+            o = pixel(plane, cs, oh, ow);
+        }
         if (CL != 0u) {
             let e = (n * pixels + px) * C + c0;
             if (DT == DT_F32) {
@@ -244,6 +301,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (ow == OW) {
             ow = 0u;
             oh = oh + 1u;
+            kq = -1;
+            if (FAMILY == MODE_BILINEAR) {
+                th = taps(p.scale.x, oh, p.geo.y);
+                r0 = plane + i32(th.x) * p.xs.z;
+                r1 = plane + i32(th.y) * p.xs.z;
+                ca = -1;
+                cb = -1;
+            }
         }
     }
 }
