@@ -208,7 +208,8 @@ fn shape_ops_match_the_cpu_reference_bit_for_bit() {
 }
 
 /// Nearest resizing against a plain loop over the definitions (the conformance data checks the
-/// PyTorch rule; this checks the copies' runs and the whole-multiple path on larger sizes).
+/// PyTorch rule; this checks the copies' runs and the whole-multiple path on larger sizes), on
+/// the host and recorded in a device batch.
 #[test]
 fn nearest_resize_is_a_gather_of_the_source_rule() {
     let h = HostTensor::from_vec((0..2 * 3 * 9 * 7).map(|i| i as f32).collect(), &[2, 3, 9, 7]).unwrap();
@@ -230,6 +231,18 @@ fn nearest_resize_is_a_gather_of_the_source_rule() {
                 }
             }
             assert_eq!(got, want, "{oh}x{ow} exact {exact}");
+            // Recorded in a batch (the method's copies, in order), in either memory format.
+            for ctx in contexts() {
+                for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                    let d = DeviceTensor::upload(ctx, &h).unwrap().contiguous(format).unwrap();
+                    let mut b = ctx.batch();
+                    let y = b.interpolate(&d, &InterpolateOptions::size((oh, ow), mode)).unwrap();
+                    b.submit().unwrap();
+                    assert!(y.layout().is_contiguous_for(format), "{}: {format:?} output strides {:?}", name(ctx), y.strides());
+                    let got = y.contiguous(MemoryFormat::Contiguous).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                    assert_eq!(got, want, "{}: recorded {oh}x{ow} exact {exact} {format:?}", name(ctx));
+                }
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::pool::{self, PoolKernel};
 use crate::error::Error;
 use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
-use crate::shape::{resize, InterpolateOptions};
+use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
 use crate::strided::Strided;
 
 impl Pool2d for DeviceTensor {
@@ -65,13 +65,20 @@ impl Batch<'_> {
     pub fn adaptive_max_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
         Ok(self.new_window(x, &adaptive_window("adaptive_max_pool2d", x.layout(), x.dtype(), output_size, true, false)?)?.0)
     }
-    /// Records a bilinear `x.interpolate(options)` ([`crate::ShapeOps::interpolate`]); the
-    /// nearest modes, which are copies, are [`Error::Unsupported`] here (call the method).
+    /// Records `x.interpolate(options)` ([`crate::ShapeOps::interpolate`]): bilinear through
+    /// the window kernel, the nearest modes as the method's copies (rows into an intermediate,
+    /// then columns, or one copy of an expanded view), in order.
     pub fn interpolate(&mut self, x: &DeviceTensor, options: &InterpolateOptions) -> Result<DeviceTensor> {
-        match resize(x.layout(), x.dtype(), options)?.bilinear {
-            Some(g) => Ok(self.new_window(x, &g)?.0),
-            None => Err(Error::unsupported("interpolate", "a recorded nearest resize (x.interpolate(..) runs it as copies)")),
+        self.check_context("interpolate", &[x])?;
+        let r = resize(x.layout(), x.dtype(), options)?;
+        if let Some(g) = &r.bilinear {
+            return Ok(self.new_window(x, g)?.0);
         }
+        let (out, pieces) = nearest_pieces(x, &r, options.mode == InterpolateMode::NearestExact)?;
+        for (dst, src) in &pieces {
+            self.copy_(dst, src)?;
+        }
+        Ok(out)
     }
 
     fn new_window(&mut self, x: &DeviceTensor, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
