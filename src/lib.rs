@@ -79,6 +79,8 @@ pub use tune::TuningPolicy;
 pub mod advanced {
     pub use crate::conv::{conv1x1_shape, conv2d_shape, Conv2dShape};
     pub use crate::gpu::conv::{conv1x1_with, conv2d_with};
+    pub use crate::gpu::pool::window_with;
+    pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};
     pub use crate::kernels::conv::class::{conv_candidates, ConvClass, TUNE_ELEMENTS};
     pub use crate::kernels::conv::ConvKernel;
     pub use crate::kernels::copy::{vec4_default, CopyPath, ShapeClass, MAX_DIMS};

@@ -208,7 +208,8 @@ fn shape_ops_match_the_cpu_reference_bit_for_bit() {
 }
 
 /// Nearest resizing against a plain loop over the definitions (the conformance data checks the
-/// PyTorch rule; this checks the copies' runs and the whole-multiple path on larger sizes).
+/// PyTorch rule; this checks the copies' runs and the whole-multiple path on larger sizes), on
+/// the host and recorded in a device batch.
 #[test]
 fn nearest_resize_is_a_gather_of_the_source_rule() {
     let h = HostTensor::from_vec((0..2 * 3 * 9 * 7).map(|i| i as f32).collect(), &[2, 3, 9, 7]).unwrap();
@@ -230,6 +231,18 @@ fn nearest_resize_is_a_gather_of_the_source_rule() {
                 }
             }
             assert_eq!(got, want, "{oh}x{ow} exact {exact}");
+            // Recorded in a batch (the method's copies, in order), in either memory format.
+            for ctx in contexts() {
+                for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                    let d = DeviceTensor::upload(ctx, &h).unwrap().contiguous(format).unwrap();
+                    let mut b = ctx.batch();
+                    let y = b.interpolate(&d, &InterpolateOptions::size((oh, ow), mode)).unwrap();
+                    b.submit().unwrap();
+                    assert!(y.layout().is_contiguous_for(format), "{}: {format:?} output strides {:?}", name(ctx), y.strides());
+                    let got = y.contiguous(MemoryFormat::Contiguous).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                    assert_eq!(got, want, "{}: recorded {oh}x{ow} exact {exact} {format:?}", name(ctx));
+                }
+            }
         }
     }
 }
@@ -364,5 +377,71 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
         for (a, b) in got.iter().zip(&want) {
             assert!(((a - b).abs() as f64) <= 1e-5 * scale, "{}: {a} against {b}", name(ctx));
         }
+    }
+}
+
+/// Both window kernels, forced (`advanced::window_with`), on random windows against the CPU
+/// reference: the vec4 kernel in either output layout over any input strides (channels-last,
+/// NCHW, strided along W, permuted, offset by a narrowed batch), C not a multiple of 4 (its
+/// last group masked), runs of pixels crossing rows, NaN through max, indices; where the vec4
+/// kernel cannot serve a call (16-bit NCHW output, 16-bit odd C) it is `Unsupported`, exactly
+/// as `pool_classify` says.
+#[test]
+fn both_window_kernels_match_the_cpu_reference() {
+    use strided_wgpu::advanced::{pool_classify, window_with, PoolKernel};
+    use strided_wgpu::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, Window, WindowMode};
+    for ctx in contexts() {
+        let mut rng = Rng(0x9002);
+        let (mut served, mut tried) = ([0usize; 2], 0);
+        for case in 0..48 {
+            // Two dtypes (f32 twice as often), so that few pipelines are made.
+            let dtype = [DType::F32, DType::F32, DType::F16][rng.below(3)];
+            let layout = rng.below(4);
+            let shape = [1 + rng.below(3), 1 + rng.below(9), 1 + rng.below(13), 1 + rng.below(13)];
+            let nan = rng.below(3) == 0;
+            let h = tensor(&mut rng, &shape, dtype, layout, nan);
+            let d = mirror(ctx, &h, layout);
+            // Half the time a view offset by one image (the input's first element not aligned).
+            let (h, d) = if shape[0] > 1 && rng.below(2) == 0 { (h.narrow(0, 1, shape[0] - 1).unwrap(), d.narrow(0, 1, shape[0] - 1).unwrap()) } else { (h, d) };
+            let x = h.layout();
+            let k = (1 + rng.below(4), 1 + rng.below(4));
+            let stride = Some((1 + rng.below(3), 1 + rng.below(3)));
+            let padding = (rng.below(k.0 / 2 + 1), rng.below(k.1 / 2 + 1));
+            let ceil_mode = rng.below(2) == 1;
+            let g: Result<Window, Error> = match case % 5 {
+                0 => max_pool2d_window(x, dtype, &MaxPool2dOptions { kernel: k, stride, padding, dilation: (1 + rng.below(2), 1 + rng.below(2)), ceil_mode }, rng.below(2) == 0),
+                1 => avg_pool2d_window(x, dtype, &AvgPool2dOptions { kernel: k, stride, padding, ceil_mode, count_include_pad: rng.below(2) == 0, divisor_override: (rng.below(4) == 0).then(|| 1 + rng.below(5)) }),
+                2 => adaptive_window("adaptive_avg_pool2d", x, dtype, (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2)), false, false),
+                3 => adaptive_window("adaptive_max_pool2d", x, dtype, (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2)), true, rng.below(2) == 0),
+                _ => {
+                    let out = (1 + rng.below(2 * shape[2] + 1), 1 + rng.below(2 * shape[3] + 1));
+                    let align_corners = rng.below(2) == 0;
+                    let sc = |i: usize, o: usize| if align_corners { if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 } } else { i as f32 / o as f32 };
+                    let mode = WindowMode::Bilinear { scale: (sc(shape[2], out.0), sc(shape[3], out.1)), align_corners };
+                    Ok(Window { op: "interpolate", mode, input: h.shape().try_into().unwrap(), out, kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices: false, format: MemoryFormat::Contiguous })
+                }
+            };
+            let Ok(mut g) = g else { continue };
+            tried += 1;
+            g.format = if rng.below(2) == 0 { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
+            let what = format!("{} case {case}: {:?} {dtype} layout {layout} {g:?}", name(ctx), h.shape());
+            let want = Pool2d::window(&h, &g).map(|(a, b)| [Some(a), b].into_iter().flatten().collect::<Vec<_>>());
+            let exact = !matches!(g.mode, WindowMode::Avg { .. } | WindowMode::AdaptiveAvg | WindowMode::Bilinear { .. });
+            for (i, kernel) in [PoolKernel::General, PoolKernel::Vec4].into_iter().enumerate() {
+                let out = Layout::with_format(&g.out_shape(), g.format).unwrap();
+                let got = window_with(&d, &g, kernel);
+                match pool_classify(&g, dtype, &out, kernel) {
+                    Ok(_) => {
+                        served[i] += 1;
+                        same(&format!("{what} {kernel:?}"), want.clone(), got.map(|(a, b)| [Some(a), b].into_iter().flatten().collect()), exact);
+                    }
+                    Err(e) => {
+                        assert!(matches!(e, Error::Unsupported { .. }), "{what}: {e}");
+                        assert!(matches!(got, Err(Error::Unsupported { .. })), "{what} {kernel:?}: forced where classify refuses");
+                    }
+                }
+            }
+        }
+        assert!(served[0] == tried && tried >= 40 && served[1] >= 28, "{}: of {tried} cases each kernel served {served:?}", name(ctx));
     }
 }

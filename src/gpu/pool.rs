@@ -4,10 +4,10 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
-use crate::kernels::pool;
+use crate::kernels::pool::{self, PoolKernel};
 use crate::error::Error;
 use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
-use crate::shape::{resize, InterpolateOptions};
+use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
 use crate::strided::Strided;
 
 impl Pool2d for DeviceTensor {
@@ -17,10 +17,27 @@ impl Pool2d for DeviceTensor {
         let out = DeviceTensor::empty(ctx, &g.out_shape(), self.dtype(), g.format)?;
         let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
         let mut batch = ctx.batch();
-        batch.window(g, self, &out, idx.as_ref())?;
+        batch.window(g, self, &out, idx.as_ref(), PoolKernel::Auto)?;
         let _ = batch.submit()?;
         Ok((out, idx))
     }
+}
+
+/// The window op `g` of `x` (built by [`crate::pool::max_pool2d_window`] and its siblings for
+/// `x`'s layout) through a chosen kernel, into a new tensor (and the indices when `g.indices`)
+/// in `g.format`; submitted, not waited for. A kernel that cannot run the call is
+/// [`Error::Unsupported`] ([`crate::kernels::pool::classify`]'s check).
+pub fn window_with(x: &DeviceTensor, g: &Window, kernel: PoolKernel) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
+    let ctx = x.context();
+    if x.shape() != g.input {
+        return Err(Error::invalid(g.op, format!("a window built for {:?} applied to an input of shape {:?}", g.input, x.shape())));
+    }
+    let out = DeviceTensor::empty(ctx, &g.out_shape(), x.dtype(), g.format)?;
+    let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
+    let mut batch = ctx.batch();
+    batch.window(g, x, &out, idx.as_ref(), kernel)?;
+    let _ = batch.submit()?;
+    Ok((out, idx))
 }
 
 /// Pooling and bilinear resampling, recorded: the [`Pool2d`] methods (and bilinear
@@ -48,13 +65,20 @@ impl Batch<'_> {
     pub fn adaptive_max_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
         Ok(self.new_window(x, &adaptive_window("adaptive_max_pool2d", x.layout(), x.dtype(), output_size, true, false)?)?.0)
     }
-    /// Records a bilinear `x.interpolate(options)` ([`crate::ShapeOps::interpolate`]); the
-    /// nearest modes, which are copies, are [`Error::Unsupported`] here (call the method).
+    /// Records `x.interpolate(options)` ([`crate::ShapeOps::interpolate`]): bilinear through
+    /// the window kernel, the nearest modes as the method's copies (rows into an intermediate,
+    /// then columns, or one copy of an expanded view), in order.
     pub fn interpolate(&mut self, x: &DeviceTensor, options: &InterpolateOptions) -> Result<DeviceTensor> {
-        match resize(x.layout(), x.dtype(), options)?.bilinear {
-            Some(g) => Ok(self.new_window(x, &g)?.0),
-            None => Err(Error::unsupported("interpolate", "a recorded nearest resize (x.interpolate(..) runs it as copies)")),
+        self.check_context("interpolate", &[x])?;
+        let r = resize(x.layout(), x.dtype(), options)?;
+        if let Some(g) = &r.bilinear {
+            return Ok(self.new_window(x, g)?.0);
         }
+        let (out, pieces) = nearest_pieces(x, &r, options.mode == InterpolateMode::NearestExact)?;
+        for (dst, src) in &pieces {
+            self.copy_(dst, src)?;
+        }
+        Ok(out)
     }
 
     fn new_window(&mut self, x: &DeviceTensor, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
@@ -62,20 +86,20 @@ impl Batch<'_> {
         let ctx = self.context().clone();
         let out = DeviceTensor::empty(&ctx, &g.out_shape(), x.dtype(), g.format)?;
         let idx = if g.indices { Some(DeviceTensor::empty(&ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
-        self.window(g, x, &out, idx.as_ref())?;
+        self.window(g, x, &out, idx.as_ref(), PoolKernel::Auto)?;
         Ok((out, idx))
     }
 
-    /// Records the window `g` of `x` into `out` (new, dense) and `idx`.
-    pub(crate) fn window(&mut self, g: &Window, x: &DeviceTensor, out: &DeviceTensor, idx: Option<&DeviceTensor>) -> Result<()> {
+    /// Records the window `g` of `x` into `out` (new, dense) and `idx` through `kernel`.
+    pub(crate) fn window(&mut self, g: &Window, x: &DeviceTensor, out: &DeviceTensor, idx: Option<&DeviceTensor>, kernel: PoolKernel) -> Result<()> {
         let operands: Vec<&DeviceTensor> = [Some(x), Some(out), idx].into_iter().flatten().collect();
         self.check_context(g.op, &operands)?;
-        pool::eligible(g, x.dtype(), out.layout())?;
+        let kernel = pool::classify(g, x.dtype(), out.layout(), kernel)?;
         let ctx = self.context().clone();
         let (enc, keep) = self.parts(g.op)?;
         for t in operands {
             keep.hold(t.storage());
         }
-        pool::record(&ctx.rt, enc, keep, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()))
+        pool::record(&ctx.rt, enc, keep, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel)
     }
 }

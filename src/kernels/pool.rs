@@ -1,9 +1,11 @@
-//! The window family (`shaders/kernels/pool2d.wgsl`): max, average and adaptive pooling and
-//! bilinear resampling of [N, C, H, W] inputs read in place through their strides: one
-//! pipeline per mode and element type (override constants; lavapipe runs every branch of a
-//! shader, so a mode in the uniform cost every mode's work), the rest in the uniform. Each
-//! invocation writes consecutive 32-bit words of the dense output (two 16-bit elements, or
-//! one f32) and, for max modes, the int32 indices.
+//! The window family: max, average and adaptive pooling and bilinear resampling of
+//! [N, C, H, W] inputs read in place through their strides, by two kernels ([`PoolKernel`]):
+//! `pool2d_vec.wgsl`, four channels of a run of output pixels per invocation (the window's
+//! bookkeeping paid once per 4 outputs), where [`classify`] admits it, else the general
+//! `pool2d.wgsl`, consecutive 32-bit words of the dense output per invocation. One pipeline
+//! per mode and element type (and output layout for the vec kernel): override constants, as
+//! lavapipe runs every branch of a shader, so a mode in the uniform cost every mode's work;
+//! the rest is in the uniform. Max modes also write the int32 indices.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -13,6 +15,7 @@ use crate::kernels::shaders::PipelineSpec;
 use crate::layout::{Layout, MemoryFormat};
 use crate::pool::{Window, WindowMode};
 use crate::runtime::submit::Keep;
+use serde::{Deserialize, Serialize};
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// The bindings: the parameters, the input, the output words, the indices.
@@ -35,21 +38,78 @@ uniform! {
     }
 }
 
+uniform! {
+    /// The uniform of `shaders/kernels/pool2d_vec.wgsl` (`PoolVecParams` there).
+    pub(crate) struct PoolVecParams {
+        xs: [i32; 4],
+        geo: [u32; 4],
+        dims: [u32; 4],
+        win: [i32; 4],
+        pad: [i32; 4],
+        mode: [u32; 4],
+        scale: [f32; 4],
+        base: [u32; 4],
+    }
+}
+
+/// Which kernel computes a window op. Tests and benchmarks can force one
+/// ([`crate::advanced::window_with`]); a forced kernel goes through the same [`classify`] check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PoolKernel {
+    /// `Vec4` where [`classify`] admits it, else `General`.
+    Auto,
+    /// `pool2d.wgsl`: any float type and layout, one output word after another.
+    General,
+    /// `pool2d_vec.wgsl`: 4 consecutive channels of a run of output pixels per invocation.
+    /// Needs a float32 output (either layout), or a 16-bit channels-last output with C even.
+    Vec4,
+}
+
 /// The pipeline of a family (`pool2d.wgsl`'s MODE_* codes: 0 max, 1 average, 2 adaptive max,
 /// 3 adaptive average, 4 bilinear) and element type.
 fn constants(family: u32, dtype: DType) -> Vec<(&'static str, i64)> {
     vec![("WG", WG as i64), ("FAMILY", family as i64), ("DT", dtype.code() as i64)]
 }
 
-/// Every pipeline a GPU may run (the register budget): five families by three float types.
+/// The vec kernel's pipeline of a family, element type and output layout (channels-last or not).
+fn vec_constants(family: u32, dtype: DType, cl: bool) -> Vec<(&'static str, i64)> {
+    let mut c = constants(family, dtype);
+    c.push(("CL", cl as i64));
+    c
+}
+
+/// Every pipeline a GPU may run (the register budget): five families by three float types of
+/// the general kernel, and of the vec kernel in channels-last (three types) and NCHW (f32).
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut v = Vec::new();
     for family in 0..5 {
         for dtype in [DType::F32, DType::F16, DType::BF16] {
             v.push(PipelineSpec { kernel: "pool2d", constants: constants(family, dtype) });
+            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, dtype, true) });
         }
+        v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, false) });
     }
     v
+}
+
+/// The kernel that runs `g` (of element type `dtype`) into the dense output `out` when
+/// `kernel` is asked for: the one eligibility check of both kernels, used by the automatic
+/// choice and forced kernels alike. The family's checks come first (a float type, a dense
+/// NCHW or channels-last output from offset 0, counts within u32); the vec kernel needs a
+/// float32 output, or a channels-last 16-bit one with an even C (its 4 channels fill whole
+/// words).
+pub fn classify(g: &Window, dtype: DType, out: &Layout, kernel: PoolKernel) -> Result<PoolKernel> {
+    eligible(g, dtype, out)?;
+    let vec = dtype == DType::F32 || (!out.is_contiguous() && g.input[1].is_multiple_of(2));
+    match kernel {
+        PoolKernel::Auto if vec => Ok(PoolKernel::Vec4),
+        PoolKernel::Auto | PoolKernel::General => Ok(PoolKernel::General),
+        PoolKernel::Vec4 if vec => Ok(PoolKernel::Vec4),
+        PoolKernel::Vec4 => Err(Error::unsupported(
+            g.op,
+            format!("the vec4 window kernel needs a float32 output or a channels-last one with an even C; got {dtype}, C = {}, output strides {:?}", g.input[1], out.strides()),
+        )),
+    }
 }
 
 /// The checks this family makes of a call: a float type, the output dense in NCHW or NHWC
@@ -67,10 +127,10 @@ pub(crate) fn eligible(g: &Window, dtype: DType, out: &Layout) -> Result<()> {
 }
 
 /// Records `g` on the input view `x` (of `xbuf`) into the new dense output `out` (of `obuf`),
-/// and the indices into `ibuf` when `g.indices`.
+/// and the indices into `ibuf` when `g.indices`, through `kernel` (checked by [`classify`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, g: &Window, dtype: DType, x: &Layout, xbuf: &wgpu::Buffer, out: &Layout, obuf: &wgpu::Buffer, ibuf: Option<&wgpu::Buffer>) -> Result<()> {
-    eligible(g, dtype, out)?;
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, g: &Window, dtype: DType, x: &Layout, xbuf: &wgpu::Buffer, out: &Layout, obuf: &wgpu::Buffer, ibuf: Option<&wgpu::Buffer>, kernel: PoolKernel) -> Result<()> {
+    let kernel = classify(g, dtype, out, kernel)?;
     let op = g.op;
     let total = out.numel();
     if total == 0 {
@@ -117,12 +177,38 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     };
     // The window's indices reach H * W and the plane offsets n * sn + c * sc: within i32.
     i32_of(op, (hi + 1) as isize, "input extent")?;
-    let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));
     let family = mode;
-    let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings: vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx], grid };
-    let r = dispatch::record(rt, enc, keep, op, SLOTS, &[d]);
+    let bindings = vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx];
+    let r = if kernel == PoolKernel::Vec4 {
+        // Pixels per invocation: a run of 8 on CPU adapters (along which bilinear and max
+        // reuse loaded columns; 2 was slower on lavapipe, 32 no faster), one on GPUs.
+        let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
+        let pixels = (g.out.0 * g.out.1) as u64;
+        let run: u64 = if cpu { 8 } else { 1 };
+        let blocks = pixels.div_ceil(run);
+        let groups = (g.input[1] as u64).div_ceil(4);
+        let invocations = g.input[0] as u64 * groups * blocks;
+        let cl = !out.is_contiguous();
+        let v = PoolVecParams {
+            xs: params.xs,
+            geo: [params.geo[0], params.geo[1], params.geo[2], u32_of(op, groups as usize, "channel groups")?],
+            dims: [params.dims[0], params.dims[1], u32_of(op, blocks as usize, "pixel blocks")?, run as u32],
+            win: params.win,
+            pad: params.pad,
+            mode: params.mode,
+            scale: params.scale,
+            base: [params.base[0], u32_of(op, invocations as usize, "invocations")?, 0, 0],
+        };
+        let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
+        let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, cl) }, params: v, bindings, grid };
+        dispatch::record(rt, enc, keep, op, SLOTS, &[d])
+    } else {
+        let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
+        let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings, grid };
+        dispatch::record(rt, enc, keep, op, SLOTS, &[d])
+    };
     keep.hold(scratch);
     r
 }

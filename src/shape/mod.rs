@@ -339,60 +339,67 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// for bit): rows then columns, as runs of expanded slices, or one copy of an expanded view
     /// when the output is a whole multiple of the input. Bilinear computes (float types).
     fn interpolate(&self, options: &InterpolateOptions) -> Result<Self> {
-        const OP: &str = "interpolate";
         let r = resize(self.layout(), self.dtype(), options)?;
         if let Some(g) = r.bilinear {
             return Ok(self.window(&g)?.0);
         }
-        let ([n, c, h, w], (oh, ow), scales, format) = (r.input, r.out, r.scales, r.format);
-        let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
-        let exact = options.mode == InterpolateMode::NearestExact;
-        let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
-            let r = ratio(i, o, f);
-            (0..o)
-                .map(|k| {
-                    let s = if exact {
-                        ((k as f32 + 0.5) * r).floor() as usize
-                    } else if o == i {
-                        k
-                    } else if o == 2 * i {
-                        k >> 1
-                    } else {
-                        (k as f32 * r).floor() as usize
-                    };
-                    s.min(i - 1)
-                })
-                .collect()
-        };
-        let rows = source(h, oh, scales.map(|s| s.0));
-        let cols = source(w, ow, scales.map(|s| s.1));
-        checked_numel(OP, &[n, c, oh, ow])?;
-        let out = self.new_tensor(&[n, c, oh, ow], self.dtype(), format)?;
-        if out.numel() == 0 {
-            return Ok(out);
-        }
-        let (fh, fw) = (multiple(&rows, h), multiple(&cols, w));
-        if let (Some(a), Some(b)) = (fh, fw) {
-            // out [N, C, H, a, W, b] <- x [N, C, H, 1, W, 1] expanded.
-            let split = [n as isize, c as isize, h as isize, a as isize, w as isize, b as isize];
-            let src = self.unsqueeze(3)?.unsqueeze(5)?.expand(&split)?;
-            Self::copy_pieces(&[(out.view(&split)?, src)])?;
-            return Ok(out);
-        }
-        // Rows into [N, C, OH, W], then columns into the output.
-        let mut pieces = Vec::new();
-        let mid = if fh == Some(1) {
-            self.clone()
-        } else {
-            let mid = self.new_tensor(&[n, c, oh, w], self.dtype(), format)?;
-            runs(&rows, 2, &mid, self, &mut pieces)?;
-            mid
-        };
-        runs(&cols, 3, &out, &mid, &mut pieces)?;
+        let (out, pieces) = nearest_pieces(self, &r, options.mode == InterpolateMode::NearestExact)?;
         Self::copy_pieces(&pieces)?;
         Ok(out)
     }
 
+}
+
+
+/// A nearest (or nearest-exact) resize `r` of `x` as copies: the new output and the
+/// (destination, source) copies that fill it, in order (rows into an intermediate first, then
+/// columns from it). Nothing is written: the caller runs the copies.
+pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Result<(T, Vec<(T, T)>)> {
+    let ([n, c, h, w], (oh, ow), scales, format) = (r.input, r.out, r.scales, r.format);
+    let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
+    let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
+        let r = ratio(i, o, f);
+        (0..o)
+            .map(|k| {
+                let s = if exact {
+                    ((k as f32 + 0.5) * r).floor() as usize
+                } else if o == i {
+                    k
+                } else if o == 2 * i {
+                    k >> 1
+                } else {
+                    (k as f32 * r).floor() as usize
+                };
+                s.min(i - 1)
+            })
+            .collect()
+    };
+    let rows = source(h, oh, scales.map(|s| s.0));
+    let cols = source(w, ow, scales.map(|s| s.1));
+    checked_numel("interpolate", &[n, c, oh, ow])?;
+    let out = x.new_tensor(&[n, c, oh, ow], x.dtype(), format)?;
+    if out.numel() == 0 {
+        return Ok((out, Vec::new()));
+    }
+    let (fh, fw) = (multiple(&rows, h), multiple(&cols, w));
+    if let (Some(a), Some(b)) = (fh, fw) {
+        // out [N, C, H, a, W, b] <- x [N, C, H, 1, W, 1] expanded.
+        let split = [n as isize, c as isize, h as isize, a as isize, w as isize, b as isize];
+        let src = x.unsqueeze(3)?.unsqueeze(5)?.expand(&split)?;
+        let pieces = vec![(out.view(&split)?, src)];
+        return Ok((out, pieces));
+    }
+    // Rows into [N, C, OH, W], then columns into the output.
+    let mut pieces = Vec::new();
+    let mid = if fh == Some(1) {
+        x.clone()
+    } else {
+        let mid = x.new_tensor(&[n, c, oh, w], x.dtype(), format)?;
+        runs(&rows, 2, &mid, x, &mut pieces)?;
+        mid
+    };
+    runs(&cols, 3, &out, &mid, &mut pieces)?;
+    Ok((out, pieces))
 }
 
 /// `Some(k)` when `src[o] == o / k` for every o and the output is `k` times the input.

@@ -1,0 +1,314 @@
+// The window family of pool2d.wgsl (max, average and adaptive pooling, bilinear resampling),
+// four channels at a time: each invocation takes 4 consecutive channels c0..c0+3 of one image
+// and computes them for p.dims.w consecutive output pixels (in (oh, ow) order), so that the
+// window's bounds, its index arithmetic, the loop control and bilinear weights are paid once
+// per 4 outputs (the 4 loads of a tap read consecutive words when the input is channels-last;
+// they are scalar loads, so any input strides are read). Along a row, bilinear keeps the two
+// input columns of the last output, and max pooling the maxima of the last window column,
+// for the next output (an x2 upsampling loads one new column every other output, a 3x3
+// stride-2 max pooling 2 columns of 3). CL (override) says how the dense output is laid out
+// and which neighbour invocations take: 1 channels-last (invocations along C first, each
+// writing 4 consecutive output elements: f32, or 16-bit types with C even), 0 NCHW
+// (invocations along the pixels first; f32 only, as 16-bit outputs pack two pixels a word).
+// Channels past C (C not a multiple of 4) read channel C - 1 and are not written. FAMILY and
+// DT are override constants as in pool2d.wgsl (lavapipe runs every branch under masks).
+
+override WG: u32 = 64u;
+// 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
+override FAMILY: u32 = 0u;
+// The element type's code (DT_F32, DT_F16, DT_BF16).
+override DT: u32 = 0u;
+// 1: the output is channels-last; 0: NCHW.
+override CL: u32 = 0u;
+
+struct PoolVecParams {
+    // Input strides (n, c, h, w) in elements.
+    xs: vec4<i32>,
+    // (C, H, W, channel groups: ceil(C / 4)).
+    geo: vec4<u32>,
+    // (OH, OW, pixel blocks per image, pixels per invocation).
+    dims: vec4<u32>,
+    // (kh, kw, sh, sw).
+    win: vec4<i32>,
+    // (ph, pw, dh, dw).
+    pad: vec4<i32>,
+    // (-, count_include_pad, divisor override or 0, write indices).
+    mode: vec4<u32>,
+    // (row scale, column scale, align_corners, -) of bilinear resampling.
+    scale: vec4<f32>,
+    // (input offset in elements within the binding, invocations, -, -).
+    base: vec4<u32>,
+}
+
+const MODE_MAX: u32 = 0u;
+const MODE_AVG: u32 = 1u;
+const MODE_ADAPTIVE_MAX: u32 = 2u;
+const MODE_ADAPTIVE_AVG: u32 = 3u;
+const MODE_BILINEAR: u32 = 4u;
+
+@group(0) @binding(0) var<uniform> p: PoolVecParams;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+@group(0) @binding(3) var<storage, read_write> idx: array<i32>;
+
+fn load1(i: u32) -> f32 {
+    if (DT == DT_F32) {
+        return bitcast<f32>(src[i]);
+    }
+    let h = (src[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
+    return bitcast<f32>(float_to_f32(DT, h));
+}
+
+// The 4 channels at element e, the others at e + cs.y, e + cs.z, e + cs.w.
+fn load4(e: i32, cs: vec4<i32>) -> vec4<f32> {
+    let i = vec4<u32>(vec4<i32>(e) + cs);
+    return vec4<f32>(load1(i.x), load1(i.y), load1(i.z), load1(i.w));
+}
+
+fn nan4(v: vec4<f32>) -> vec4<bool> {
+    return (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+}
+
+// The window of output o along one axis: (first, end, step, divisor extent), as pool2d.wgsl.
+fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
+    if (FAMILY == MODE_ADAPTIVE_MAX || FAMILY == MODE_ADAPTIVE_AVG) {
+        let s = (o * size) / outs;
+        let e = ((o + 1) * size + outs - 1) / outs;
+        return vec4<i32>(s, e, 1, e - s);
+    }
+    let k = p.win[axis];
+    let s = o * p.win[2u + axis] - p.pad[axis];
+    if (FAMILY == MODE_AVG) {
+        let e = min(s + k, size + p.pad[axis]);
+        return vec4<i32>(max(s, 0), min(e, size), 1, e - s);
+    }
+    let d = p.pad[2u + axis];
+    let e = min(s + (k - 1) * d + 1, size);
+    var f = s;
+    if (f < 0) {
+        f = f + ((-f + d - 1) / d) * d;
+    }
+    return vec4<i32>(f, e, d, 0);
+}
+
+// Bilinear taps of output o along one axis: (i0, i1) and (l0, l1), as pool2d.wgsl.
+fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
+    var real: f32;
+    if (p.scale.z != 0.0) {
+        real = scale * f32(o);
+    } else {
+        real = max(scale * (f32(o) + 0.5) - 0.5, 0.0);
+    }
+    let i0 = min(u32(real), size - 1u);
+    var i1 = i0;
+    if (i0 < size - 1u) {
+        i1 = i0 + 1u;
+    }
+    let l1 = real - f32(i0);
+    return vec4<f32>(f32(i0), f32(i1), 1.0 - l1, l1);
+}
+
+// One output pixel's 4 channels (plane: the channels' first element at row 0, column 0) and,
+// for max modes, their indices h * W + w.
+struct Out {
+    v: vec4<f32>,
+    at: vec4<i32>,
+}
+
+// The maxima of column q over the rows rs of a window, and their indices: the first maximum
+// of the column, or its last NaN.
+fn column(plane: i32, cs: vec4<i32>, rs: vec4<i32>, q: i32) -> Out {
+    let W = i32(p.geo.z);
+    var best = vec4<f32>(bitcast<f32>(0xff800000u));
+    var at = vec4<i32>(rs.x * W + q);
+    for (var r = rs.x; r < rs.y; r = r + rs.z) {
+        let v = load4(plane + r * p.xs.z + q * p.xs.w, cs);
+        let m = (v > best) | nan4(v);
+        best = select(best, v, m);
+        at = select(at, vec4<i32>(r * W + q), m);
+    }
+    return Out(best, at);
+}
+
+// Average pooling (plain or adaptive) of one output pixel's 4 channels.
+fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
+    let H = i32(p.geo.y);
+    let W = i32(p.geo.z);
+    let hs = p.xs.z;
+    let ws = p.xs.w;
+    let rs = span(0u, i32(oh), H, i32(p.dims.x));
+    let qs = span(1u, i32(ow), W, i32(p.dims.y));
+    var sum = vec4<f32>(0.0);
+    for (var r = rs.x; r < rs.y; r = r + 1) {
+        let row = plane + r * hs;
+        for (var q = qs.x; q < qs.y; q = q + 1) {
+            sum = sum + load4(row + q * ws, cs);
+        }
+    }
+    if (rs.x >= rs.y || qs.x >= qs.y) {
+        return Out(vec4<f32>(0.0), vec4<i32>(0));
+    }
+    var divisor: i32;
+    if (p.mode.z != 0u) {
+        divisor = i32(p.mode.z);
+    } else if (FAMILY == MODE_AVG && p.mode.y != 0u) {
+        divisor = rs.w * qs.w;
+    } else {
+        divisor = (rs.y - rs.x) * (qs.y - qs.x);
+    }
+    return Out(sum / f32(divisor), vec4<i32>(0));
+}
+
+// A 16-bit pair's word: the element-type bits of a (low half) and b.
+fn pack2(a: f32, b: f32) -> u32 {
+    return (f32_to_float(DT, bitcast<u32>(a)) & 0xffffu) | (f32_to_float(DT, bitcast<u32>(b)) << 16u);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = (wid.y * nwg.x + wid.x) * WG + lid;
+    if (t >= p.base.y) {
+        return;
+    }
+    let C = p.geo.x;
+    let groups = p.geo.w;
+    let blocks = p.dims.z;
+    var g: u32;
+    var b: u32;
+    var n: u32;
+    if (CL != 0u) {
+        let r = t / groups;
+        g = t - r * groups;
+        n = r / blocks;
+        b = r - n * blocks;
+    } else {
+        let r = t / blocks;
+        b = t - r * blocks;
+        n = r / groups;
+        g = r - n * groups;
+    }
+    let c0 = g * 4u;
+    let last = i32(C - 1u - c0);
+    let cs = vec4<i32>(0, min(1, last), min(2, last), min(3, last)) * p.xs.y;
+    let plane = i32(p.base.x) + i32(n) * p.xs.x + i32(c0) * p.xs.y;
+    let OH = p.dims.x;
+    let OW = p.dims.y;
+    let pixels = OH * OW;
+    let first = b * p.dims.w;
+    let end = min(first + p.dims.w, pixels);
+    var oh = first / OW;
+    var ow = first - oh * OW;
+    let valid = vec4<i32>(0, 1, 2, 3) <= vec4<i32>(last);
+    // Bilinear: the input rows of the current output row, and the two input columns (their
+    // top and bottom values) of the previous output, which the next output along the row
+    // mostly reads again (an x2 upsampling loads one new column every other output).
+    var th = vec4<f32>(0.0);
+    var r0 = 0;
+    var r1 = 0;
+    var ca = -1;
+    var cb = -1;
+    var at = vec4<f32>(0.0);
+    var ab = vec4<f32>(0.0);
+    var bt = vec4<f32>(0.0);
+    var bb = vec4<f32>(0.0);
+    if (FAMILY == MODE_BILINEAR) {
+        th = taps(p.scale.x, oh, p.geo.y);
+        r0 = plane + i32(th.x) * p.xs.z;
+        r1 = plane + i32(th.y) * p.xs.z;
+    }
+    // Max modes: the last column computed (kq) and its maxima, reused when the next window
+    // of the row starts there.
+    var kq = -1;
+    var kept = Out(vec4<f32>(0.0), vec4<i32>(0));
+    for (var px = first; px < end; px = px + 1u) {
+        var o: Out;
+        if (FAMILY == MODE_BILINEAR) {
+            let tw = taps(p.scale.y, ow, p.geo.z);
+            let i0 = i32(tw.x);
+            let i1 = i32(tw.y);
+            if (i0 != ca) {
+                if (i0 == cb) {
+                    at = bt;
+                    ab = bb;
+                } else {
+                    at = load4(r0 + i0 * p.xs.w, cs);
+                    ab = load4(r1 + i0 * p.xs.w, cs);
+                }
+                ca = i0;
+            }
+            if (i1 != cb) {
+                bt = load4(r0 + i1 * p.xs.w, cs);
+                bb = load4(r1 + i1 * p.xs.w, cs);
+                cb = i1;
+            }
+            o = Out(th.z * (tw.z * at + tw.w * bt) + th.w * (tw.z * ab + tw.w * bb), vec4<i32>(0));
+        } else if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
+            // Column by column, the window's last column kept for the next output, whose
+            // first column it often is (3x3 windows of stride 2 load 6 columns' worth of 9).
+            // Columns combine in any order as the row-major scan of pool2d.wgsl: the larger
+            // value, of equal ones the smaller index, of NaNs the larger index.
+            let rs = span(0u, i32(oh), i32(p.geo.y), i32(OH));
+            let qs = span(1u, i32(ow), i32(p.geo.z), i32(OW));
+            var best = vec4<f32>(bitcast<f32>(0xff800000u));
+            var at = vec4<i32>(rs.x * i32(p.geo.z) + qs.x);
+            for (var q = qs.x; q < qs.y; q = q + qs.z) {
+                if (q != kq) {
+                    kept = column(plane, cs, rs, q);
+                    kq = q;
+                }
+                let m = (kept.v > best) | ((kept.v == best) & (kept.at < at)) | (nan4(kept.v) & (!nan4(best) | (kept.at > at)));
+                best = select(best, kept.v, m);
+                at = select(at, kept.at, m);
+            }
+            o = Out(best, at);
+        } else {
+            o = pixel(plane, cs, oh, ow);
+        }
+        if (CL != 0u) {
+            let e = (n * pixels + px) * C + c0;
+            if (DT == DT_F32) {
+                for (var k = 0u; k < 4u; k = k + 1u) {
+                    if (valid[k]) {
+                        dst[e + k] = bitcast<u32>(o.v[k]);
+                    }
+                }
+            } else {
+                // C even: e is even and the channels come in whole pairs.
+                dst[e >> 1u] = pack2(o.v.x, o.v.y);
+                if (valid.z) {
+                    dst[(e >> 1u) + 1u] = pack2(o.v.z, o.v.w);
+                }
+            }
+            if (p.mode.w != 0u) {
+                for (var k = 0u; k < 4u; k = k + 1u) {
+                    if (valid[k]) {
+                        idx[e + k] = o.at[k];
+                    }
+                }
+            }
+        } else {
+            let e = (n * C + c0) * pixels + px;
+            for (var k = 0u; k < 4u; k = k + 1u) {
+                if (valid[k]) {
+                    dst[e + k * pixels] = bitcast<u32>(o.v[k]);
+                    if (p.mode.w != 0u) {
+                        idx[e + k * pixels] = o.at[k];
+                    }
+                }
+            }
+        }
+        ow = ow + 1u;
+        if (ow == OW) {
+            ow = 0u;
+            oh = oh + 1u;
+            kq = -1;
+            if (FAMILY == MODE_BILINEAR) {
+                th = taps(p.scale.x, oh, p.geo.y);
+                r0 = plane + i32(th.x) * p.xs.z;
+                r1 = plane + i32(th.y) * p.xs.z;
+                ca = -1;
+                cb = -1;
+            }
+        }
+    }
+}
