@@ -191,9 +191,9 @@ fn random_products_match_the_reference_on_every_kernel() {
                 if kernel.eligible(case.plan.m, case.plan.n).is_err() && kernel != MatmulKernel::Gemm {
                     continue;
                 }
-                // The Conv1x1 route compiles the convolution's CPU kernels (seconds each on a
-                // software adapter): every sixth case (float32) takes it.
-                if kernel == MatmulKernel::Conv1x1 && i % 6 != 0 {
+                // The Conv1x1 route and the Blocked kernel compile the convolution's CPU kernels
+                // (seconds each on a software adapter): every sixth case (float32) takes them.
+                if matches!(kernel, MatmulKernel::Conv1x1 | MatmulKernel::Blocked) && i % 6 != 0 {
                     continue;
                 }
                 let what = format!("{} case {i} {kernel:?} {dtype} m={} n={} k={} batch={:?} op={}", name(ctx), case.plan.m, case.plan.n, case.plan.k, case.plan.batch, case.plan.op);
@@ -344,8 +344,8 @@ type BlockedCase = (Vec<usize>, ViewFn, Vec<usize>, ViewFn, Option<usize>);
 /// The Blocked kernel (one dispatch over the batch, CPU adapters with subgroups) at its edges:
 /// reductions over one chunk (k = 65, 130: partial last chunk) and of one step, rows and
 /// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right
-/// operand, packed once), negative steps, a bias with ReLU, operands moved as vec4 words, and
-/// more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
+/// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
+/// as vec4 words, weights read in place, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
 #[test]
 fn blocked_kernel_edges() {
     fn same<T: Strided>(t: &T, f: fn(&HostTensor) -> HostTensor) -> Result<T, Error> {
@@ -368,6 +368,8 @@ fn blocked_kernel_edges() {
         (vec![4, 20, 33], tr, vec![1, 20, 9], bcast, None),
         (vec![5, 1, 1], id, vec![5, 1, 1], id, None),
         (vec![2, 8, 16], id, vec![2, 16, 12], id, None),
+        // A read in place over two chunks, its rows 32 vec4 words apart.
+        (vec![2, 9, 128], id, vec![2, 128, 12], id, None),
         (vec![2, 37, 70], id, vec![45, 70], id, Some(45)),
     ];
     for ctx in contexts() {
@@ -402,34 +404,33 @@ fn blocked_kernel_edges() {
                 .with_activation(Activation::Relu),
                 None => matmul_plan(ha.layout(), hb.layout(), [DType::F32; 2]).unwrap(),
             };
-            let out =
-                DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous)
-                    .unwrap();
-            let mut batch = ctx.batch();
-            let r = batch.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::Blocked);
-            if !subgroups {
-                assert!(
-                    matches!(r, Err(Error::Unsupported { .. })),
-                    "{}: {r:?}",
-                    name(ctx)
-                );
-                continue;
+            // The bias case also into a transposed out: the orientation with the rows as
+            // pixels, the bias added per output (MODE 1) rather than copied in first.
+            for transposed in [false, true] {
+                if transposed && bias.is_none() {
+                    continue;
+                }
+                let shape = &plan.out_shape;
+                let out = if transposed {
+                    let r = shape.len();
+                    let mut s = shape.clone();
+                    s.swap(r - 1, r - 2);
+                    DeviceTensor::empty(ctx, &s, DType::F32, MemoryFormat::Contiguous).unwrap().transpose(-1, -2).unwrap()
+                } else {
+                    DeviceTensor::empty(ctx, shape, DType::F32, MemoryFormat::Contiguous).unwrap()
+                };
+                let mut batch = ctx.batch();
+                let r = batch.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::Blocked);
+                if !subgroups {
+                    assert!(matches!(r, Err(Error::Unsupported { .. })), "{}: {r:?}", name(ctx));
+                    continue;
+                }
+                r.unwrap();
+                batch.submit_and_wait().unwrap();
+                let abs = |t: &HostTensor| t.abs().unwrap();
+                let abs_ops = [abs(&ha), abs(&hb)].into_iter().chain(hc.as_ref().map(abs)).collect::<Vec<_>>();
+                compare_abs(&format!("{} Blocked case {ci} transposed out {transposed}", name(ctx)), &plan, [&ha, &hb], hc.as_ref(), Some(&abs_ops), &out.download().unwrap());
             }
-            r.unwrap();
-            batch.submit_and_wait().unwrap();
-            let abs = |t: &HostTensor| t.abs().unwrap();
-            let abs_ops = [abs(&ha), abs(&hb)]
-                .into_iter()
-                .chain(hc.as_ref().map(abs))
-                .collect::<Vec<_>>();
-            compare_abs(
-                &format!("{} Blocked case {ci}", name(ctx)),
-                &plan,
-                [&ha, &hb],
-                hc.as_ref(),
-                Some(&abs_ops),
-                &out.download().unwrap(),
-            );
         }
         if subgroups {
             // 530,000 products of [1, 1] x [1, 2]: more than 65,535 workgroups of 8 units.

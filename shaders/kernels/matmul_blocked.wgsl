@@ -12,12 +12,13 @@
 //   xs: X's strides (batch, channel, pixel, -), ys: out's (batch, output, pixel, -),
 //   geo: pixels per matrix, pixel units per matrix, output blocks, outputs per block (a
 //        multiple of 4),
-//   conv: packed weight rows per batch matrix (0: one matrix for all), this chunk's first row,
-//         the batch size,
+//   conv: weight rows per batch matrix (0: one matrix for all), this chunk's first row, the
+//         batch size, rows from one output to the next,
 //   base: X's and out's element offsets (this chunk's channel included), the bias's offset and
 //         stride, work: -, channels in this chunk, outputs.
-// The packed weights: row ((z * chunks + chunk) * outputs + o) * CQ + i holds W[z][o] at steps
-// chunk * 4*CQ + 4i .. 4i+3 (zero past the reduction).
+// The weights as vec4 rows: packed, row ((z * chunks + chunk) * outputs + o) * CQ + i holds
+// W[z][o] at steps chunk * 4*CQ + 4i .. 4i+3 (zero past the reduction); or W itself where its
+// rows are unit-stride whole chunks (row z * bs + o * os + chunk * CQ + i).
 
 // Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false).
 fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
@@ -54,7 +55,7 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let wbase = zw * u32(cp.conv.x) + u32(cp.conv.y);
     let o0 = ob * cp.geo.w;
     for (var k = o0; k < o0 + cp.geo.w; k = k + 4u) {
-        let a = block(h, weights(inv, wbase + k * CQ, 1u));
+        let a = block(h, weights(inv, wbase + k * u32(cp.conv.w), u32(cp.conv.w)));
         store_channel(t.a, k, a.v0);
         store_channel(t.a, k + 1u, a.v1);
         store_channel(t.a, k + 2u, a.v2);

@@ -7,8 +7,8 @@
 // uniform costs a read per lane). Needs subgroups of at least 8 invocations, made of whole
 // groups of 8 consecutive invocations, all of them active (the kernel never returns early).
 
-// The packed weights: row r holds 4 consecutive reduction steps of one output (see
-// matmul_blocked.wgsl).
+// The weights as vec4 rows of 4 consecutive reduction steps of one output, `stride` rows from
+// one output to the next (see matmul_blocked.wgsl).
 @group(0) @binding(2) var<storage, read> wst: array<vec4<f32>>;
 
 struct Invocation {
@@ -17,7 +17,8 @@ struct Invocation {
     @builtin(subgroup_invocation_id) sid: u32,
 }
 
-// This lane's reads: rows 8j + (sid % 8) for j = 0..7 (those past the 4*CQ rows are zero), and
+// The block of 4 outputs x CQ quads from row `base`, outputs `stride` rows apart. This lane's
+// reads: block rows 8j + (sid % 8) for j = 0..7 (those past the 4*CQ rows are zero), and
 // the first lane of its group of 8 within the subgroup.
 struct Weights {
     r0: vec4<f32>,
@@ -31,11 +32,13 @@ struct Weights {
     first: u32,
 }
 
+// Row r = 8j + lane of the block (output r / CQ, quad r % CQ), zero past its 4*CQ rows.
 fn weight_row(base: u32, stride: u32, j: u32, lane: u32) -> vec4<f32> {
     if (8u * j >= 4u * CQ) {
         return vec4<f32>(0.0);
     }
-    return wst[base + (8u * j + lane) * stride];
+    let r = 8u * j + lane;
+    return wst[base + (r / CQ) * stride + r % CQ];
 }
 
 fn weights(inv: Invocation, base: u32, stride: u32) -> Weights {

@@ -6,9 +6,9 @@
 //! `Conv1x1` route records one convolution per batch matrix.
 //!
 //! The product runs as `out = X @ W^T` with "pixels" along X's rows: the product's rows (X = A,
-//! W = B^T: the orientation that takes a bias per column), or, with no addend and the output's
-//! columns at unit stride, the product's columns (X = B^T, W = A, out^T: pixels contiguous in
-//! input and output for row-major operands). W is packed first, by one strided copy per part
+//! W = B^T: the bias per column is the convolution's bias per output), or, where the output's
+//! columns have unit stride, the product's columns (X = B^T, W = A, out^T: the output's stores,
+//! the kernel's main traffic, move as vec4 words; a bias starts the output as a copy of it). W is packed first, by one strided copy per part
 //! (`[batch, chunk, output, 4*CQ steps]`, zero past the reduction), once for a broadcast W.
 
 use crate::dtype::DType;
@@ -46,6 +46,8 @@ const MIN_UNITS: usize = 64;
 /// The product as the kernel sees it: X [batch, channels, pixels], W [batch, outputs,
 /// channels], out [batch, outputs, pixels], each as (batch, second, third) strides and offset.
 struct Orient<'a> {
+    /// Whether the pixels are the product's columns (out^T = B^T A^T).
+    along_n: bool,
     pixels: usize,
     outputs: usize,
     x: (&'a wgpu::Buffer, [isize; 3], usize),
@@ -61,8 +63,12 @@ fn orient<'a>(p: &Product<'a>, s: &Shapes) -> Orient<'a> {
         &s.strides[1][nb..],
         &s.strides[3][nb..],
     );
-    if p.c.is_none() && so[1] == 1 && s.n > 1 {
+    // Pixels along the output's unit-stride columns: then the stores (every output element once
+    // per chunk, the kernel's main traffic) move as vec4 words. A bias (per column, the only
+    // addend the kernel takes) is then per pixel: the output starts as a copy of it.
+    if so[1] == 1 && s.n > 1 {
         Orient {
+            along_n: true,
             pixels: s.n,
             outputs: s.m,
             x: (p.b.buffer, [z(1), sb[0], sb[1]], s.offsets[1]),
@@ -71,6 +77,7 @@ fn orient<'a>(p: &Product<'a>, s: &Shapes) -> Orient<'a> {
         }
     } else {
         Orient {
+            along_n: false,
             pixels: s.m,
             outputs: s.n,
             x: (p.a.buffer, [z(0), sa[1], sa[0]], s.offsets[0]),
@@ -220,6 +227,10 @@ pub(super) fn record(
         Some(_) => (s.offsets[2] as isize, s.strides[2][nb + 1]),
         None => (0, 0),
     };
+    // W read in place where its rows already are whole unit-stride chunks, 4-aligned (no zero
+    // padding needed): mm, bmm and linear's row-major operands. Else packed.
+    let (ww, wrel) = window(&[z, n_out, k], &ws, o.w.2, 4, rt.report.min_storage_buffer_offset_alignment as u64)?;
+    let in_place = ws[2] == 1 && k % chunk == 0 && ws[1] > 0 && m4(ws[1]) && ws[0] >= 0 && m4(ws[0]) && m4(wrel as isize) && ww.1 <= rt.report.max_storage_buffer_binding_size;
     // Every parameter is checked before anything is recorded.
     let mut params = Vec::with_capacity(chunks);
     for c in 0..chunks {
@@ -244,12 +255,21 @@ pub(super) fn record(
                 u32_of(op, blocks, "output blocks")?,
                 u32_of(op, per_block, "outputs per block")?,
             ],
-            conv: [
-                i32_of(op, if zw == 1 { 0 } else { per as isize }, "packed rows")?,
-                i32_of(op, (c * n_out * cq) as isize, "packed rows")?,
-                i32_of(op, z as isize, "batch")?,
-                0,
-            ],
+            conv: if in_place {
+                [
+                    i32_of(op, ws[0] / 4, "weight rows")?,
+                    i32_of(op, (wrel / 4 + c * cq) as isize, "weight rows")?,
+                    i32_of(op, z as isize, "batch")?,
+                    i32_of(op, ws[1] / 4, "weight rows")?,
+                ]
+            } else {
+                [
+                    i32_of(op, if zw == 1 { 0 } else { per as isize }, "packed rows")?,
+                    i32_of(op, (c * n_out * cq) as isize, "packed rows")?,
+                    i32_of(op, z as isize, "batch")?,
+                    cq as i32,
+                ]
+            },
             base: [
                 i32_of(op, xbase, "offset")?,
                 i32_of(op, yrel as isize, "offset")?,
@@ -261,7 +281,7 @@ pub(super) fn record(
         });
     }
     // Pack W: [zw, chunks, outputs, chunk] f32 (zero past the reduction).
-    let total = rows * 4;
+    let total = if in_place { 4 } else { rows * 4 };
     let packed = rt.scoped(op, || {
         rt.buffer(
             op,
@@ -269,7 +289,7 @@ pub(super) fn record(
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         )
     })?;
-    let full = k / chunk;
+    let full = if in_place { chunks } else { k / chunk };
     if full < chunks {
         enc.clear_buffer(packed.buffer(), 0, None);
     }
@@ -279,7 +299,7 @@ pub(super) fn record(
         (cq * 4) as isize,
         1,
     ];
-    if full > 0 {
+    if full > 0 && !in_place {
         let dst = Layout::as_strided(&[zw, full, n_out, chunk], &ds, 0, total)?;
         let src = Layout::new(
             vec![zw, full, n_out, chunk],
@@ -303,6 +323,10 @@ pub(super) fn record(
         )?;
         pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
     }
+    // Along n, the bias is per pixel: the output starts as the bias, every chunk adds into it.
+    if let (true, Some(c)) = (o.along_n, p.c) {
+        pack(rt, enc, keep, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
+    }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let words = |(off, size): (u64, u64)| (off, (size / 16 * 16).max(16));
     let bias = match p.c {
@@ -318,7 +342,7 @@ pub(super) fn record(
         .into_iter()
         .enumerate()
         .map(|(c, params)| {
-            let mode = if c > 0 { 2 } else { p.c.is_some() as i64 };
+            let mode = if c > 0 || (o.along_n && p.c.is_some()) { 2 } else { p.c.is_some() as i64 };
             let relu = p.activation == Activation::Relu && c + 1 == chunks;
             let constants = vec![
                 ("WG", WG as i64),
@@ -337,7 +361,7 @@ pub(super) fn record(
                 params,
                 bindings: vec![
                     (o.x.0, xw),
-                    (packed.buffer(), (0, total as u64 * 4)),
+                    if in_place { (o.w.0, words(ww)) } else { (packed.buffer(), (0, total as u64 * 4)) },
                     bias,
                     y1,
                     (o.x.0, words(xw)),
