@@ -37,6 +37,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 const TILE: usize = 64;
 /// The matrix-vector kernel's workgroup size.
 const VEC_WG: usize = 64;
+/// Rows per invocation of the one-lane matrix-vector kernel (`ROWS` in `matmul_vec.wgsl`).
+const VEC_ROWS: usize = 8;
 
 uniform! {
     /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_io.wgsl`).
@@ -279,7 +281,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
                 let rows = if m == 1 { n } else { m };
-                let groups = rows.div_ceil(VEC_WG / lanes as usize);
+                // One lane per row: teams of 8 lanes stream VEC_ROWS rows; more lanes share a row.
+                let per = if lanes == 1 { VEC_WG / 8 * VEC_ROWS } else { VEC_WG / lanes as usize };
+                let groups = rows.div_ceil(per);
                 (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
             };
             let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
@@ -289,7 +293,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let (mi, mrow, mk) = if m == 1 { (1, st(1)[3], st(1)[2]) } else { (0, st(0)[2], st(0)[3]) };
             let aligned = |v: isize| v.rem_euclid(4) == 0;
             let vec4 = lanes == 1 && p.dtype == DType::F32 && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
-            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | lanes << 8;
+            // The vector (B for n == 1, else A) as vec4 words too: the same conditions.
+            let (vi, vk) = if m == 1 { (0, st(0)[3]) } else { (1, st(1)[2]) };
+            let vvec = vec4 && vk == 1 && aligned(st(vi)[0]) && aligned(st(vi)[1]) && aligned(ws[vi].1 as isize) && ws[vi].0 .0 % 16 == 0;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | lanes << 8;
             let params = MatmulParams {
                 dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
                 work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],
