@@ -432,6 +432,17 @@ fn blocked_kernel_edges() {
                 compare_abs(&format!("{} Blocked case {ci} transposed out {transposed}", name(ctx)), &plan, [&ha, &hb], hc.as_ref(), Some(&abs_ops), &out.download().unwrap());
             }
         }
+        // A 16-bit product of 2^22 multiply-adds on a CPU adapter runs widened to f32 through
+        // the f32 CPU-adapter kernels (Blocked where subgroups allow, else Conv1x1).
+        for dtype in [DType::F16, DType::BF16] {
+            let (ha, hb) = (rand(&mut rng, &[4, 128, 64], dtype), rand(&mut rng, &[4, 64, 128], dtype));
+            let (da, db) = (DeviceTensor::upload(ctx, &ha).unwrap(), DeviceTensor::upload(ctx, &hb.transpose(1, 2).unwrap().contiguous(MemoryFormat::Contiguous).unwrap()).unwrap().transpose(1, 2).unwrap());
+            let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
+            let want = if subgroups { MatmulKernel::Blocked } else { MatmulKernel::Conv1x1 };
+            assert!(!cpu || ctx.matmul_choice_of(&da, &db).unwrap() == want, "{}: {dtype} choice", name(ctx));
+            let plan = matmul_plan(ha.layout(), hb.layout(), [dtype; 2]).unwrap();
+            compare(&format!("{} {dtype} widened", name(ctx)), &plan, &ha, &hb, None, &da.bmm(&db).unwrap().download().unwrap());
+        }
         if subgroups {
             // 530,000 products of [1, 1] x [1, 2]: more than 65,535 workgroups of 8 units.
             let a = rand(&mut rng, &[530_000, 1, 1], DType::F32);
