@@ -83,54 +83,59 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         var hi = vec4<f32>(0.0);
         let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u);
         let vv = (mp.epi.w & 16u) != 0u;
-        for (var q = tl; q < k4; q = q + 8u) {
-            let kk = i32(4u * q);
-            var v: vec4<f32>;
-            if (vv && along_n) {
-                v = bitcast<vec4<f32>>(a4[u32(v0 + kk) / 4u]);
-            } else if (vv) {
-                v = bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
-            } else if (along_n) {
-                v = vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
-            } else {
-                v = vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
+        // Inside one `if`, so that the loops' lane-varying bounds leave the barrier below in
+        // uniform control flow (browsers' compilers check).
+        if (true) {
+            for (var q = tl; q < k4; q = q + 8u) {
+                let kk = i32(4u * q);
+                var v: vec4<f32>;
+                if (vv && along_n) {
+                    v = bitcast<vec4<f32>>(a4[u32(v0 + kk) / 4u]);
+                } else if (vv) {
+                    v = bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
+                } else if (along_n) {
+                    v = vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
+                } else {
+                    v = vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
+                }
+                lo = lo + vec4<f32>(dot(mat4(along_n, r0[0] + kk), v), dot(mat4(along_n, r0[1] + kk), v), dot(mat4(along_n, r0[2] + kk), v), dot(mat4(along_n, r0[3] + kk), v));
+                hi = hi + vec4<f32>(dot(mat4(along_n, r0[4] + kk), v), dot(mat4(along_n, r0[5] + kk), v), dot(mat4(along_n, r0[6] + kk), v), dot(mat4(along_n, r0[7] + kk), v));
             }
-            lo = lo + vec4<f32>(dot(mat4(along_n, r0[0] + kk), v), dot(mat4(along_n, r0[1] + kk), v), dot(mat4(along_n, r0[2] + kk), v), dot(mat4(along_n, r0[3] + kk), v));
-            hi = hi + vec4<f32>(dot(mat4(along_n, r0[4] + kk), v), dot(mat4(along_n, r0[5] + kk), v), dot(mat4(along_n, r0[6] + kk), v), dot(mat4(along_n, r0[7] + kk), v));
-        }
-        for (var k = 4u * k4 + tl; k < mp.dims.z; k = k + 8u) {
-            let kk = i32(k);
-            let ks = kk * ms.y;
-            var v: f32;
-            if (along_n) {
-                v = load_a(v0 + kk * vs);
-            } else {
-                v = load_b(v0 + kk * vs);
+            for (var k = 4u * k4 + tl; k < mp.dims.z; k = k + 8u) {
+                let kk = i32(k);
+                let ks = kk * ms.y;
+                var v: f32;
+                if (along_n) {
+                    v = load_a(v0 + kk * vs);
+                } else {
+                    v = load_b(v0 + kk * vs);
+                }
+                lo = lo + v * vec4<f32>(mat1(along_n, r0[0] + ks), mat1(along_n, r0[1] + ks), mat1(along_n, r0[2] + ks), mat1(along_n, r0[3] + ks));
+                hi = hi + v * vec4<f32>(mat1(along_n, r0[4] + ks), mat1(along_n, r0[5] + ks), mat1(along_n, r0[6] + ks), mat1(along_n, r0[7] + ks));
             }
-            lo = lo + v * vec4<f32>(mat1(along_n, r0[0] + ks), mat1(along_n, r0[1] + ks), mat1(along_n, r0[2] + ks), mat1(along_n, r0[3] + ks));
-            hi = hi + v * vec4<f32>(mat1(along_n, r0[4] + ks), mat1(along_n, r0[5] + ks), mat1(along_n, r0[6] + ks), mat1(along_n, r0[7] + ks));
         }
         // The team's 8 partial sums of each row meet in workgroup memory, added in lane order.
         teams[2u * lid] = lo;
         teams[2u * lid + 1u] = hi;
         workgroupBarrier();
-        if (tl != 0u) {
-            return;
-        }
-        lo = vec4<f32>(0.0);
-        hi = vec4<f32>(0.0);
-        for (var t = 0u; t < 8u; t = t + 1u) {
-            lo = lo + teams[2u * (lid + t)];
-            hi = hi + teams[2u * (lid + t) + 1u];
-        }
-        for (var i = 0u; i < ROWS; i = i + 1u) {
-            let r = first + i;
-            if (r < rows) {
-                var acc = lo[i % 4u];
-                if (i >= 4u) {
-                    acc = hi[i % 4u];
+        // The first lane of each team finishes its rows (no early return: the GEMM-shaped
+        // path below keeps its barriers in uniform control flow).
+        if (tl == 0u) {
+            lo = vec4<f32>(0.0);
+            hi = vec4<f32>(0.0);
+            for (var t = 0u; t < 8u; t = t + 1u) {
+                lo = lo + teams[2u * (lid + t)];
+                hi = hi + teams[2u * (lid + t) + 1u];
+            }
+            for (var i = 0u; i < ROWS; i = i + 1u) {
+                let r = first + i;
+                if (r < rows) {
+                    var acc = lo[i % 4u];
+                    if (i >= 4u) {
+                        acc = hi[i % 4u];
+                    }
+                    y[u32(o0 + i32(r) * os)] = mm_finish(acc, c0 + i32(r) * cs);
                 }
-                y[u32(o0 + i32(r) * os)] = mm_finish(acc, c0 + i32(r) * cs);
             }
         }
         return;
