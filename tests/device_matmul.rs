@@ -182,7 +182,7 @@ fn run_device(ctx: &GpuContext, rng: &mut Rng, case: &Case, kernel: MatmulKernel
 fn random_products_match_the_reference_on_every_kernel() {
     for ctx in contexts() {
         let mut rng = Rng(11);
-        let mut counts = [0usize; 4];
+        let mut counts = [0usize; 5];
         for i in 0..60 {
             let dtype = [DType::F32, DType::F16, DType::BF16][i % 3];
             let case = random_case(&mut rng, ctx, dtype);
@@ -191,9 +191,9 @@ fn random_products_match_the_reference_on_every_kernel() {
                 if kernel.eligible(case.plan.m, case.plan.n).is_err() && kernel != MatmulKernel::Gemm {
                     continue;
                 }
-                // The Conv1x1 route compiles the convolution's CPU kernels (seconds each on a
-                // software adapter): every sixth case (float32) takes it.
-                if kernel == MatmulKernel::Conv1x1 && i % 6 != 0 {
+                // The Conv1x1 route and the Blocked kernel compile the convolution's CPU kernels
+                // (seconds each on a software adapter): every sixth case (float32) takes them.
+                if matches!(kernel, MatmulKernel::Conv1x1 | MatmulKernel::Blocked) && i % 6 != 0 {
                     continue;
                 }
                 let what = format!("{} case {i} {kernel:?} {dtype} m={} n={} k={} batch={:?} op={}", name(ctx), case.plan.m, case.plan.n, case.plan.k, case.plan.batch, case.plan.op);
@@ -208,9 +208,11 @@ fn random_products_match_the_reference_on_every_kernel() {
                 }
             }
         }
-        // The Conv1x1 route is a CPU-adapter kernel.
+        // The Conv1x1 route is a CPU-adapter kernel; the Blocked kernel needs subgroups too
+        // (lavapipe has them, llvmpipe's GL not).
         let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
-        assert!(counts.iter().enumerate().all(|(i, &c)| c > 0 || (i == 3 && !cpu)), "{}: every kernel ran: {counts:?}", name(ctx));
+        let subgroups = cpu && ctx.adapter().backend == wgpu::Backend::Vulkan;
+        assert!(counts.iter().enumerate().all(|(i, &c)| c > 0 || (i == 3 && !cpu) || (i == 4 && !subgroups)), "{}: every kernel ran: {counts:?}", name(ctx));
     }
 }
 
@@ -330,5 +332,142 @@ fn tuning_measures_only_when_asked() {
         bt.matmul(&c).unwrap();
         ctx.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
         assert_eq!(ctx.tuned_matmul_choices().len(), 2, "{}: the first call did not measure", name(ctx));
+    }
+}
+
+/// A view made the same way of a host tensor and of its device copy.
+type ViewFn = fn(&HostTensor) -> HostTensor;
+
+/// A Blocked case: A's stored shape and view, B's, and the bias length (linear with ReLU).
+type BlockedCase = (Vec<usize>, ViewFn, Vec<usize>, ViewFn, Option<usize>);
+
+/// The Blocked kernel (one dispatch over the batch, CPU adapters with subgroups) at its edges:
+/// reductions over one chunk (k = 65, 130: partial last chunk) and of one step, rows and
+/// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right
+/// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
+/// as vec4 words, weights read in place, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
+#[test]
+fn blocked_kernel_edges() {
+    fn same<T: Strided>(t: &T, f: fn(&HostTensor) -> HostTensor) -> Result<T, Error> {
+        // Applies the host view's layout to `t` (same storage shape).
+        let probe = HostTensor::zeros(&[t.storage_len()], DType::F32, MemoryFormat::Contiguous)
+            .unwrap()
+            .as_strided(t.shape(), t.strides(), t.storage_offset())
+            .unwrap();
+        let v = f(&probe);
+        t.as_strided(v.shape(), v.strides(), v.storage_offset())
+    }
+    let id: ViewFn = |t| t.clone();
+    let flip: ViewFn = |t| t.flip(0).unwrap().flip(1).unwrap();
+    let tr: ViewFn = |t| t.transpose(1, 2).unwrap();
+    let bcast: ViewFn = |t| t.expand(&[4, -1, -1]).unwrap();
+    // (a stored shape, its view, b stored shape, its view, bias length: linear with ReLU)
+    let cases: Vec<BlockedCase> = vec![
+        (vec![3, 70, 65], id, vec![3, 65, 37], id, None),
+        (vec![2, 9, 130], flip, vec![2, 130, 6], flip, None),
+        (vec![4, 20, 33], tr, vec![1, 20, 9], bcast, None),
+        (vec![5, 1, 1], id, vec![5, 1, 1], id, None),
+        (vec![2, 8, 16], id, vec![2, 16, 12], id, None),
+        // A read in place over two chunks, its rows 32 vec4 words apart.
+        (vec![2, 9, 128], id, vec![2, 128, 12], id, None),
+        (vec![2, 37, 70], id, vec![45, 70], id, Some(45)),
+    ];
+    for ctx in contexts() {
+        let mut rng = Rng(15);
+        let subgroups = ctx.adapter().device_type == wgpu::DeviceType::Cpu
+            && ctx.adapter().backend == wgpu::Backend::Vulkan;
+        for (ci, (sa, va, sb, vb, bias)) in cases.iter().enumerate() {
+            let (ha, hb) = (
+                rand(&mut rng, sa, DType::F32),
+                rand(&mut rng, sb, DType::F32),
+            );
+            let (da, db) = (
+                DeviceTensor::upload(ctx, &ha).unwrap(),
+                DeviceTensor::upload(ctx, &hb).unwrap(),
+            );
+            let (ha, hb, da, db) = (
+                va(&ha),
+                vb(&hb),
+                same(&da, *va).unwrap(),
+                same(&db, *vb).unwrap(),
+            );
+            let hc = bias.map(|n| rand(&mut rng, &[n], DType::F32));
+            let dc = hc.as_ref().map(|c| DeviceTensor::upload(ctx, c).unwrap());
+            let plan = match &hc {
+                Some(c) => linear_plan(
+                    ha.layout(),
+                    hb.layout(),
+                    Some(c.layout()),
+                    [Some(DType::F32); 3],
+                )
+                .unwrap()
+                .with_activation(Activation::Relu),
+                None => matmul_plan(ha.layout(), hb.layout(), [DType::F32; 2]).unwrap(),
+            };
+            // The bias case also into a transposed out: the orientation with the rows as
+            // pixels, the bias added per output (MODE 1) rather than copied in first.
+            for transposed in [false, true] {
+                if transposed && bias.is_none() {
+                    continue;
+                }
+                let shape = &plan.out_shape;
+                let out = if transposed {
+                    let r = shape.len();
+                    let mut s = shape.clone();
+                    s.swap(r - 1, r - 2);
+                    DeviceTensor::empty(ctx, &s, DType::F32, MemoryFormat::Contiguous).unwrap().transpose(-1, -2).unwrap()
+                } else {
+                    DeviceTensor::empty(ctx, shape, DType::F32, MemoryFormat::Contiguous).unwrap()
+                };
+                let mut batch = ctx.batch();
+                let r = batch.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::Blocked);
+                if !subgroups {
+                    assert!(matches!(r, Err(Error::Unsupported { .. })), "{}: {r:?}", name(ctx));
+                    continue;
+                }
+                r.unwrap();
+                batch.submit_and_wait().unwrap();
+                let abs = |t: &HostTensor| t.abs().unwrap();
+                let abs_ops = [abs(&ha), abs(&hb)].into_iter().chain(hc.as_ref().map(abs)).collect::<Vec<_>>();
+                compare_abs(&format!("{} Blocked case {ci} transposed out {transposed}", name(ctx)), &plan, [&ha, &hb], hc.as_ref(), Some(&abs_ops), &out.download().unwrap());
+            }
+        }
+        // A 16-bit product of 2^22 multiply-adds on a CPU adapter runs widened to f32 through
+        // the f32 CPU-adapter kernels (Blocked where subgroups allow, else Conv1x1).
+        for dtype in [DType::F16, DType::BF16] {
+            let (ha, hb) = (rand(&mut rng, &[4, 128, 64], dtype), rand(&mut rng, &[4, 64, 128], dtype));
+            let (da, db) = (DeviceTensor::upload(ctx, &ha).unwrap(), DeviceTensor::upload(ctx, &hb.transpose(1, 2).unwrap().contiguous(MemoryFormat::Contiguous).unwrap()).unwrap().transpose(1, 2).unwrap());
+            let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
+            let want = if subgroups { MatmulKernel::Blocked } else { MatmulKernel::Conv1x1 };
+            assert!(!cpu || ctx.matmul_choice_of(&da, &db).unwrap() == want, "{}: {dtype} choice", name(ctx));
+            let plan = matmul_plan(ha.layout(), hb.layout(), [dtype; 2]).unwrap();
+            compare(&format!("{} {dtype} widened", name(ctx)), &plan, &ha, &hb, None, &da.bmm(&db).unwrap().download().unwrap());
+        }
+        if subgroups {
+            // 530,000 products of [1, 1] x [1, 2]: more than 65,535 workgroups of 8 units.
+            let a = rand(&mut rng, &[530_000, 1, 1], DType::F32);
+            let b = rand(&mut rng, &[530_000, 1, 2], DType::F32);
+            let (da, db) = (
+                DeviceTensor::upload(ctx, &a).unwrap(),
+                DeviceTensor::upload(ctx, &b).unwrap(),
+            );
+            let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+            let out =
+                DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous)
+                    .unwrap();
+            let mut batch = ctx.batch();
+            batch
+                .run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Blocked)
+                .unwrap();
+            batch.submit_and_wait().unwrap();
+            compare(
+                &format!("{} Blocked 530000 batches", name(ctx)),
+                &plan,
+                &a,
+                &b,
+                None,
+                &out.download().unwrap(),
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The async API on WebGPU in a browser (wasm32 only): a copy, a 1x1 convolution, 3x3
-//! convolutions through every GPU-shaped kernel and elementwise ops through both elementwise
-//! kernels (browsers' shader compilers are stricter than naga), checked against the CPU reference, with nothing that blocks. Run headless by `.ci/run` (Chromium's
+//! convolutions through every GPU-shaped kernel, elementwise ops through both elementwise
+//! kernels (browsers' shader compilers are stricter than naga), a softmax and column sums, and a
+//! matmul, a linear and a matrix-vector product, checked against the CPU reference, with nothing that blocks. Run headless by `.ci/run` (Chromium's
 //! WebGPU on SwiftShader):
 //! `CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 //! cargo test --target wasm32-unknown-unknown --features webgpu --test web`
@@ -144,4 +145,35 @@ async fn a_softmax_and_a_column_sum_on_webgpu_match_the_cpu() {
     let want = ch.sum(0, false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(cs.download_async().await.unwrap().to_vec::<f32>().unwrap(), want);
     assert_eq!(ts.download_async().await.unwrap().to_vec::<f32>().unwrap(), want);
+}
+
+#[wasm_bindgen_test]
+async fn a_matmul_and_a_linear_on_webgpu_match_the_cpu() {
+    use strided_wgpu::Matmul;
+    let ctx = GpuContext::new_async().await.expect("a WebGPU adapter");
+    // A batched matmul with a transposed right operand ([3, 5, 37] @ [20, 37]^T: the tiled GEMM)
+    // and a linear with a bias over [7, 33] (weight [10, 33]); a matrix-vector product too.
+    let val = |n: usize, s: usize| (0..n).map(|i| ((i * 13 + s) % 17) as f32 * 0.125 - 1.0).collect::<Vec<f32>>();
+    let ah = HostTensor::from_vec(val(3 * 5 * 37, 1), &[3, 5, 37]).unwrap();
+    let bh = HostTensor::from_vec(val(20 * 37, 2), &[20, 37]).unwrap();
+    let xh = HostTensor::from_vec(val(7 * 33, 3), &[7, 33]).unwrap();
+    let wh = HostTensor::from_vec(val(10 * 33, 4), &[10, 33]).unwrap();
+    let ch = HostTensor::from_vec(val(10, 5), &[10]).unwrap();
+    let vh = HostTensor::from_vec(val(33, 6), &[33]).unwrap();
+    let up = |t: &HostTensor| DeviceTensor::upload(&ctx, t).unwrap();
+    let (a, b, x, w, c, v) = (up(&ah), up(&bh), up(&xh), up(&wh), up(&ch), up(&vh));
+    let mut batch = ctx.batch();
+    let mm = batch.matmul(&a, &b.transpose(0, 1).unwrap()).unwrap();
+    let lin = batch.linear(&x, &w, Some(&c)).unwrap();
+    let mv = batch.matmul(&w, &v).unwrap();
+    batch.submit().unwrap().finished().await.unwrap();
+    let checks = [(mm, ah.matmul(&bh.transpose(0, 1).unwrap()).unwrap()), (lin, xh.linear(&wh, Some(&ch)).unwrap()), (mv, wh.matmul(&vh).unwrap())];
+    for (ci, (got, want)) in checks.into_iter().enumerate() {
+        assert_eq!(got.shape(), want.shape(), "product {ci}: shape");
+        let got = got.download_async().await.unwrap().to_vec::<f32>().unwrap();
+        // Products of multiples of 1/8 summed in f32: within a few units of the sum's magnitude.
+        for (i, (g, w)) in got.iter().zip(want.to_vec::<f32>().unwrap()).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * (w.abs() + 4.0), "product {ci} element {i}: {g} vs {w}");
+        }
+    }
 }

@@ -12,23 +12,7 @@
 // of this speed). Quads at or past CQ are zero and their steps compile away (CQ is a pipeline
 // constant).
 
-// One step: quad i of the input into the 4 output channels whose rows `w` holds (rows from
-// k * CQ: row m * CQ + i is w[k + m, 4i..4i+4]).
-fn step(a: Acc, x: Pair, w: Weights, i: u32) -> Acc {
-    if (i >= CQ) {
-        return a;
-    }
-    let w0 = weight(w, i);
-    let w1 = weight(w, CQ + i);
-    let w2 = weight(w, 2u * CQ + i);
-    let w3 = weight(w, 3u * CQ + i);
-    return Acc(a.v0 + x.a * w0, a.v1 + x.a * w1, a.v2 + x.a * w2, a.v3 + x.a * w3, a.v4 + x.b * w0, a.v5 + x.b * w1, a.v6 + x.b * w2, a.v7 + x.b * w3);
-}
-
-// Input channels 4i .. 4i+3 of the chunk at a quad's pixels.
-fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
-    return mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
-}
+// `step` and `quad_load`: preludes/conv1x1_nchw_step.wgsl (shared with matmul_blocked.wgsl).
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation) {

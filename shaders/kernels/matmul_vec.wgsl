@@ -1,11 +1,37 @@
 // Matrix-vector products (m == 1 or n == 1), memory-bound: every element of the matrix operand is
 // read once. With n == 1 the rows are A's, dotted with B's column; with m == 1 the rows are B's
-// columns, dotted with A's row. A workgroup of 64 invocations covers 64 / L rows, L lanes per row
-// (epi bits 8..: 1 on CPU adapters, where one invocation streams its row; more on GPUs, where
+// columns, dotted with A's row. L lanes per row (epi bits 8..). L = 1 on CPU adapters: a team
+// of 8 lanes streams ROWS rows, its lanes along k (neighbouring lanes read neighbouring words:
+// one stream per row), each lane reading its steps of the vector once for all ROWS rows (as one
+// vec4 word where flag bit 4 allows, the rows' words too under bit 3), so the vector's loads
+// are a fraction of the matrix's (a CPU adapter's per-lane loads cost the same whether their
+// addresses are shared or not); the 8 partial sums of a row meet in lane order at the end. L > 1 on GPUs: a workgroup of 64 invocations covers 64 / L rows,
 // the lanes of a row read consecutive elements and their partial sums meet in workgroup memory
-// in a fixed order: deterministic). Operands and epilogue: preludes/matmul_io.wgsl.
+// in a fixed order. Each row's sum runs in a fixed order: deterministic. Operands and epilogue:
+// preludes/matmul_io.wgsl.
+
+// Rows per invocation where L = 1 (two vec4 accumulators).
+const ROWS: u32 = 8u;
+
+// The matrix operand's vec4 word at element `at` (B's along n, else A's).
+fn mat4(along_n: bool, at: i32) -> vec4<f32> {
+    if (along_n) {
+        return bitcast<vec4<f32>>(b4[u32(at) / 4u]);
+    }
+    return bitcast<vec4<f32>>(a4[u32(at) / 4u]);
+}
+
+// The matrix operand's element at `at`.
+fn mat1(along_n: bool, at: i32) -> f32 {
+    if (along_n) {
+        return load_b(at);
+    }
+    return load_a(at);
+}
 
 var<workgroup> part: array<f32, 64>;
+// The one-lane kernel's partial sums: two vec4 (ROWS rows) per invocation.
+var<workgroup> teams: array<vec4<f32>, 128>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -34,32 +60,97 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         m0 = v0;
         v0 = t;
     }
+    let c0 = mp.base.z + z0 * mp.sc.z + z1 * mp.sc.w;
+    let o0 = mp.base.w + z0 * mp.so.z + z1 * mp.so.w;
+    var cs = mp.sc.x;
+    var os = mp.so.x;
+    if (along_n) {
+        cs = mp.sc.y;
+        os = mp.so.y;
+    }
+    if (lanes == 1u) {
+        // A team of 8 lanes takes ROWS rows, its lanes along k: lane t reads words t, t + 8, ..
+        // (neighbouring lanes, neighbouring words).
+        let team = lid / 8u;
+        let tl = lid % 8u;
+        let first = (group * 8u + team) * ROWS;
+        // Rows past the end read the last row and store nothing.
+        var r0: array<i32, 8>;
+        for (var i = 0u; i < ROWS; i = i + 1u) {
+            r0[i] = m0 + i32(min(first + i, rows - 1u)) * ms.x;
+        }
+        var lo = vec4<f32>(0.0);
+        var hi = vec4<f32>(0.0);
+        let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u);
+        let vv = (mp.epi.w & 16u) != 0u;
+        // Inside one `if`, so that the loops' lane-varying bounds leave the barrier below in
+        // uniform control flow (browsers' compilers check).
+        if (true) {
+            for (var q = tl; q < k4; q = q + 8u) {
+                let kk = i32(4u * q);
+                var v: vec4<f32>;
+                if (vv && along_n) {
+                    v = bitcast<vec4<f32>>(a4[u32(v0 + kk) / 4u]);
+                } else if (vv) {
+                    v = bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
+                } else if (along_n) {
+                    v = vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
+                } else {
+                    v = vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
+                }
+                lo = lo + vec4<f32>(dot(mat4(along_n, r0[0] + kk), v), dot(mat4(along_n, r0[1] + kk), v), dot(mat4(along_n, r0[2] + kk), v), dot(mat4(along_n, r0[3] + kk), v));
+                hi = hi + vec4<f32>(dot(mat4(along_n, r0[4] + kk), v), dot(mat4(along_n, r0[5] + kk), v), dot(mat4(along_n, r0[6] + kk), v), dot(mat4(along_n, r0[7] + kk), v));
+            }
+            for (var k = 4u * k4 + tl; k < mp.dims.z; k = k + 8u) {
+                let kk = i32(k);
+                let ks = kk * ms.y;
+                var v: f32;
+                if (along_n) {
+                    v = load_a(v0 + kk * vs);
+                } else {
+                    v = load_b(v0 + kk * vs);
+                }
+                lo = lo + v * vec4<f32>(mat1(along_n, r0[0] + ks), mat1(along_n, r0[1] + ks), mat1(along_n, r0[2] + ks), mat1(along_n, r0[3] + ks));
+                hi = hi + v * vec4<f32>(mat1(along_n, r0[4] + ks), mat1(along_n, r0[5] + ks), mat1(along_n, r0[6] + ks), mat1(along_n, r0[7] + ks));
+            }
+        }
+        // The team's 8 partial sums of each row meet in workgroup memory, added in lane order.
+        teams[2u * lid] = lo;
+        teams[2u * lid + 1u] = hi;
+        workgroupBarrier();
+        // The first lane of each team finishes its rows (no early return: the GEMM-shaped
+        // path below keeps its barriers in uniform control flow).
+        if (tl == 0u) {
+            lo = vec4<f32>(0.0);
+            hi = vec4<f32>(0.0);
+            for (var t = 0u; t < 8u; t = t + 1u) {
+                lo = lo + teams[2u * (lid + t)];
+                hi = hi + teams[2u * (lid + t) + 1u];
+            }
+            for (var i = 0u; i < ROWS; i = i + 1u) {
+                let r = first + i;
+                if (r < rows) {
+                    var acc = lo[i % 4u];
+                    if (i >= 4u) {
+                        acc = hi[i % 4u];
+                    }
+                    y[u32(o0 + i32(r) * os)] = mm_finish(acc, c0 + i32(r) * cs);
+                }
+            }
+        }
+        return;
+    }
     let row = group * per + lid / lanes;
     let lane = lid % lanes;
     var acc = 0.0;
     if (row < rows) {
         let r0 = m0 + i32(row) * ms.x;
-        // Float32 rows 4-aligned and contiguous along k (one lane per row): 4 elements a load.
-        let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u && lanes == 1u);
-        for (var q = 0u; q < k4; q = q + 1u) {
-            let kk = i32(4u * q);
-            var w: vec4<f32>;
-            var v: vec4<f32>;
-            if (along_n) {
-                w = bitcast<vec4<f32>>(b4[u32(r0 + kk) / 4u]);
-                v = vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
-            } else {
-                w = bitcast<vec4<f32>>(a4[u32(r0 + kk) / 4u]);
-                v = vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
-            }
-            acc = acc + dot(w, v);
-        }
         if (along_n) {
-            for (var k = lane + 4u * k4; k < mp.dims.z; k = k + lanes) {
+            for (var k = lane; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_b(r0 + i32(k) * ms.y) * load_a(v0 + i32(k) * vs);
             }
         } else {
-            for (var k = lane + 4u * k4; k < mp.dims.z; k = k + lanes) {
+            for (var k = lane; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
             }
         }
@@ -76,14 +167,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         acc = part[lid];
     }
     if (row < rows && lane == 0u) {
-        let c0 = mp.base.z + z0 * mp.sc.z + z1 * mp.sc.w;
-        let o0 = mp.base.w + z0 * mp.so.z + z1 * mp.so.w;
-        var cs = mp.sc.x;
-        var os = mp.so.x;
-        if (along_n) {
-            cs = mp.sc.y;
-            os = mp.so.y;
-        }
         y[u32(o0 + i32(row) * os)] = mm_finish(acc, c0 + i32(row) * cs);
     }
 }

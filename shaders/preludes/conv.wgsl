@@ -49,9 +49,9 @@ override TILED: bool = false;
 
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> cp: ConvParams;
-// The window's weights; the kernel file says how they are laid out, and the weights prelude
-// (conv_weights.wgsl or conv_weights_shuffled.wgsl) how they are read.
-@group(0) @binding(2) var<uniform> wu: array<vec4<f32>, 4096>;
+// Binding 2 holds the window's weights: the kernel file says how they are laid out, and the
+// weights prelude (conv_weights.wgsl, conv_weights_shuffled.wgsl: the 64 KiB uniform block `wu`;
+// matmul_weights.wgsl: a storage buffer) declares and reads it.
 
 // Each invocation owns two quads of output pixels (8 pixels): every weight it reads from the
 // uniform block feeds both.

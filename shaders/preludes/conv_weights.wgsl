@@ -4,6 +4,9 @@
 // this file's interface: `Invocation` (the entry point's built-ins), `Weights` (the rows a
 // block of output channels reads), and `weights` and `weight`.
 
+// The window's weights (binding 2 of conv.wgsl): a 64 KiB uniform block.
+@group(0) @binding(2) var<uniform> wu: array<vec4<f32>, 4096>;
+
 struct Invocation {
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,

@@ -7,6 +7,9 @@
 // rows costs each lane CQ / 2 reads instead of 4*CQ. Needs subgroups of at least 8
 // invocations, all of them active (the kernels never return early).
 
+// The window's weights (binding 2 of conv.wgsl): a 64 KiB uniform block.
+@group(0) @binding(2) var<uniform> wu: array<vec4<f32>, 4096>;
+
 struct Invocation {
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,

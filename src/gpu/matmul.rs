@@ -127,14 +127,32 @@ impl Batch<'_> {
         }
         let cl = plan.c.clone();
         let class = matmul_class(&ctx.rt.report, &product(plan, a, b, c, target.buffer(), &target_view));
-        let kernel = match kernel {
-            MatmulKernel::Auto => ctx.matmul_choice(&class),
-            k if class.kernels.contains(&k) => k,
-            k => return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels))),
+        // 16-bit operands of a product that the f32 CPU-adapter kernels would take (Blocked,
+        // Conv1x1: the choice for the product's f32 class): each operand's whole storage is
+        // widened to f32 first by a recorded converting copy (so the plan's layouts hold), and
+        // the f32 kernel runs; the kernels' packed 16-bit loads serve GPUs and small products.
+        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, target.buffer(), &target_view) } else { None };
+        let widened: Vec<DeviceTensor> = match wide {
+            Some(_) => [Some(a), Some(b), c]
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let w = DeviceTensor::empty(&ctx, &[t.storage_len()], DType::F32, MemoryFormat::Contiguous)?;
+                    self.copy_(&w, &t.as_strided(&[t.storage_len()], &[1], 0)?)?;
+                    Ok(w)
+                })
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        let kernel = match (wide, kernel) {
+            (Some(k), _) => k,
+            (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
+            (None, k) if class.kernels.contains(&k) => k,
+            (None, k) => return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels))),
         };
         let rt = ctx.rt.clone();
         let (enc, keep) = self.parts(op)?;
-        for t in &operands {
+        for t in operands.iter().copied().chain(&widened) {
             keep.hold(t.storage());
         }
         if let Some(s) = &scratch {
@@ -154,12 +172,12 @@ impl Batch<'_> {
                 _ => None,
             });
         }
-        let buf = |i: usize, t: &'_ DeviceTensor| -> wgpu::Buffer { copies[i].as_ref().map_or(t.buffer(), |c| c.buffer()).clone() };
+        let buf = |i: usize, t: &'_ DeviceTensor| -> wgpu::Buffer { widened.get(i).map_or_else(|| copies[i].as_ref().map_or(t.buffer(), |c| c.buffer()), |w| w.buffer()).clone() };
         let (ab, bb) = (buf(0, a), buf(1, b));
         let cb = c.map(|c| buf(2, c));
         let p = Product {
             op,
-            dtype: plan.dtype,
+            dtype: if widened.is_empty() { plan.dtype } else { DType::F32 },
             a: Operand { buffer: &ab, layout: &plan.a },
             b: Operand { buffer: &bb, layout: &plan.b },
             c: match (&cb, &cl) {
@@ -214,7 +232,23 @@ impl GpuContext {
     pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
-        Ok(self.matmul_choice(&matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out))))
+        let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out));
+        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out).unwrap_or_else(|| self.matmul_choice(&class)))
+    }
+
+    /// Where a 16-bit product runs widened to f32 on a CPU adapter: the f32 class's choice when
+    /// that is one of the f32 CPU-adapter kernels (`Blocked`, `Conv1x1`) and every operand's
+    /// storage fits one binding as f32; else `None`.
+    fn widened_choice(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &wgpu::Buffer, out_view: &Layout) -> Option<MatmulKernel> {
+        let report = &self.rt.report;
+        if plan.dtype == DType::F32 || report.device_type != wgpu::DeviceType::Cpu {
+            return None;
+        }
+        let mut p32 = plan.clone();
+        p32.dtype = DType::F32;
+        let k32 = self.matmul_choice(&matmul_class(report, &product(&p32, a, b, c, out, out_view)));
+        let fits = [Some(a), Some(b), c].into_iter().flatten().all(|t| t.storage_len() as u64 * 4 <= report.max_storage_buffer_binding_size);
+        (matches!(k32, MatmulKernel::Blocked | MatmulKernel::Conv1x1) && fits).then_some(k32)
     }
 
     /// The adapter's default kernel for `a.matmul(b)`: what [`GpuContext::matmul_choice_of`]

@@ -10,9 +10,11 @@
 //! generated `dtypes` prelude, the element-type codes of [`DType::code`]); `iter` the
 //! elementwise kernels' plan uniform, `elementwise_out_*` the general elementwise kernel's two
 //! output forms; `conv` the register-blocked convolutions' uniform and pixel arithmetic
-//! (`conv1x1_block` the 1x1 kernels' inner product, `conv2d_direct_acc` the direct kernels'
+//! (`conv1x1_block` the 1x1 kernels' inner product, `conv1x1_nchw_step` its NCHW-orientation
+//! step, which `matmul_blocked` shares, `conv2d_direct_acc` the direct kernels'
 //! accumulators, `conv2d_direct_span` the spans of input pixels that their rows forms slide
-//! along), and `conv_weights*` two ways of reading their weights; `conv_io` the bindings every
+//! along), and `conv_weights*` two ways of reading their weights (`matmul_weights` a third:
+//! a batch of weights in storage); `conv_io` the bindings every
 //! convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
 //! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
@@ -57,6 +59,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv_weights", prelude!("conv_weights")),
     ("conv_weights_shuffled", prelude!("conv_weights_shuffled")),
     ("conv1x1_block", prelude!("conv1x1_block")),
+    ("conv1x1_nchw_step", prelude!("conv1x1_nchw_step")),
+    ("matmul_weights", prelude!("matmul_weights")),
     ("conv2d_direct_acc", prelude!("conv2d_direct_acc")),
     ("conv2d_direct_span", prelude!("conv2d_direct_span")),
     ("conv_io", prelude!("conv_io")),
@@ -110,10 +114,10 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("transpose_vec4", &["plan", "transpose"], kernel!("transpose_vec4")),
     ("transpose_narrow", &["plan", "transpose"], kernel!("transpose_narrow")),
     ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], kernel!("transpose_cast")),
-    ("conv1x1_nchw", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nchw", &["conv_io", "conv", "conv_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
     ("conv1x1_nhwc", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
     ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     ("conv2d_direct", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
     ("conv2d_direct_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
@@ -131,6 +135,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_gemm", &["conv_io", "conv_relu", "gemm_engine"], kernel!("conv2d_gemm")),
     ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
+    // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
+    ("matmul_blocked", &["conv_io", "conv", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),

@@ -23,6 +23,12 @@ use crate::matmul::Activation;
 use crate::runtime::submit::Keep;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
+mod blocked;
+mod product;
+
+pub(crate) use product::{Operand, Product};
+use product::{window, Shapes};
+
 /// Bindings: the uniform, A, B, C (the addend) as 32-bit words, the f32 output, A and B as
 /// vec4 words.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Read];
@@ -31,6 +37,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 const TILE: usize = 64;
 /// The matrix-vector kernel's workgroup size.
 const VEC_WG: usize = 64;
+/// Rows per invocation of the one-lane matrix-vector kernel (`ROWS` in `matmul_vec.wgsl`).
+const VEC_ROWS: usize = 8;
 
 uniform! {
     /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_io.wgsl`).
@@ -66,6 +74,12 @@ pub enum MatmulKernel {
     /// matrix. CPU adapters, float32, alpha == 1, no addend or a bias (beta == 1, the same for
     /// every row), no activation but ReLU, at most 128 batch matrices.
     Conv1x1,
+    /// The convolution's CPU-adapter inner product over a batch of weights
+    /// (`matmul_blocked.wgsl`): one dispatch per 64 reduction steps covers the whole batch.
+    /// CPU adapters with subgroups of at least 8 invocations, float32, alpha == 1, no addend or
+    /// a bias (beta == 1, the same for every row), no activation but ReLU, at most one batch
+    /// dim after merging, X, the output and the packed B each within one binding.
+    Blocked,
 }
 
 /// The floor(log2) of the multiply-adds (m, n, k and batch together) from which a CPU adapter's
@@ -77,13 +91,14 @@ pub const CONV_BATCHES: usize = 128;
 
 impl MatmulKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [MatmulKernel; 4] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1];
+    pub const ALL: [MatmulKernel; 5] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked];
 
-    /// The one eligibility check, for the automatic choice and forced kernels alike: the
-    /// matrix-vector kernels need m == 1 or n == 1.
+    /// The one eligibility check on m and n, for the automatic choice and forced kernels
+    /// alike: the matrix-vector kernels need m == 1 or n == 1 (the `Conv1x1` route's and the
+    /// `Blocked` kernel's own checks look at the whole product, at the class and at record).
     pub fn eligible(self, m: usize, n: usize) -> Result<()> {
         match self {
-            MatmulKernel::Conv1x1 => Ok(()),
+            MatmulKernel::Conv1x1 | MatmulKernel::Blocked => Ok(()),
             MatmulKernel::Vec1 | MatmulKernel::Vec16 if m != 1 && n != 1 => Err(Error::unsupported("matmul", format!("the matrix-vector kernel {self:?} needs m == 1 or n == 1, got m = {m}, n = {n}"))),
             _ => Ok(()),
         }
@@ -100,14 +115,20 @@ impl MatmulKernel {
 
     /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
-    /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds that the
-    /// `Conv1x1` route serves takes it; all others the GEMM.
+    /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
+    /// kernel where it applies, else the `Conv1x1` route where that applies; all others the GEMM.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
         // lavapipe (BENCHMARKS.md), but compile for seconds each: products of at least 2^22
         // multiply-adds take them.
-        if class.kernels.contains(&MatmulKernel::Conv1x1) && !vector && class.log2.iter().sum::<u32>() >= CONV_MIN_LOG2 {
+        // The Blocked kernel runs the same inner product with the batch in one dispatch: it
+        // goes first where it applies.
+        let large = !vector && class.log2.iter().sum::<u32>() >= CONV_MIN_LOG2;
+        if large && class.kernels.contains(&MatmulKernel::Blocked) {
+            return MatmulKernel::Blocked;
+        }
+        if large && class.kernels.contains(&MatmulKernel::Conv1x1) {
             return MatmulKernel::Conv1x1;
         }
         match (vector, report.device_type == wgpu::DeviceType::Cpu) {
@@ -118,9 +139,17 @@ impl MatmulKernel {
     }
 
     /// The candidates of a product whose kernels see m x n: every eligible kernel (`conv`:
-    /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]).
-    fn candidates(m: usize, n: usize, conv: bool) -> Vec<MatmulKernel> {
-        Self::ALL.into_iter().filter(|&k| if k == MatmulKernel::Conv1x1 { conv } else { k.eligible(m, n).is_ok() }).collect()
+    /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]; `blocked`: whether
+    /// the [`MatmulKernel::Blocked`] kernel does, `blocked::eligible`).
+    fn candidates(m: usize, n: usize, conv: bool, blocked: bool) -> Vec<MatmulKernel> {
+        Self::ALL
+            .into_iter()
+            .filter(|&k| match k {
+                MatmulKernel::Conv1x1 => conv,
+                MatmulKernel::Blocked => blocked,
+                _ => k.eligible(m, n).is_ok(),
+            })
+            .collect()
     }
 }
 
@@ -148,7 +177,7 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let nb = s.batch.len();
     MatmulClass {
-        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok()),
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok()),
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),
@@ -161,112 +190,23 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }]
 }
 
-/// One operand: its buffer and its view as `[batch.., rows, cols]`.
-#[derive(Clone, Copy)]
-pub(crate) struct Operand<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub layout: &'a Layout,
-}
-
-/// What `record` multiplies: `act(alpha * (a @ b) + beta * c)` into `out` (f32), all four views
-/// of one batch shape.
-pub(crate) struct Product<'a> {
-    pub op: &'static str,
-    pub dtype: DType,
-    pub a: Operand<'a>,
-    pub b: Operand<'a>,
-    pub c: Option<Operand<'a>>,
-    pub out: Operand<'a>,
-    pub alpha: f64,
-    pub beta: f64,
-    pub activation: Activation,
-}
-
-/// The four operands' (sizes, strides) after merging: batch dims first, then rows and columns.
-struct Shapes {
-    batch: Vec<usize>,
-    m: usize,
-    n: usize,
-    k: usize,
-    /// Per operand (a, b, c, out): batch strides, then (rows, cols) strides, then the offset.
-    strides: [Vec<isize>; 4],
-    offsets: [usize; 4],
-}
-
-impl Shapes {
-    fn of(p: &Product<'_>) -> Shapes {
-        let ls = [p.a.layout, p.b.layout, p.c.map_or(p.out.layout, |c| c.layout), p.out.layout];
-        let r = p.out.layout.rank() - 2;
-        let sh = p.a.layout.shape();
-        let (m, k, n) = (sh[r], sh[r + 1], p.out.layout.shape()[r + 1]);
-        // Drop batch dims of size 1, then merge neighbours that merge in all four views.
-        let mut batch: Vec<usize> = Vec::new();
-        let mut strides: [Vec<isize>; 4] = Default::default();
-        for d in 0..r {
-            let size = p.out.layout.shape()[d];
-            if size == 1 {
-                continue;
-            }
-            let merge = !batch.is_empty() && ls.iter().enumerate().all(|(i, l)| strides[i].last() == Some(&(l.strides()[d] * size as isize)));
-            if merge {
-                *batch.last_mut().unwrap() *= size;
-                for (i, l) in ls.iter().enumerate() {
-                    *strides[i].last_mut().unwrap() = l.strides()[d];
-                }
-            } else {
-                batch.push(size);
-                for (i, l) in ls.iter().enumerate() {
-                    strides[i].push(l.strides()[d]);
-                }
-            }
-        }
-        let mut s = Shapes { batch, m, n, k, strides, offsets: [0; 4] };
-        for (i, l) in ls.iter().enumerate() {
-            s.strides[i].extend_from_slice(&l.strides()[r..]);
-            s.offsets[i] = l.offset();
-        }
-        // A batch over which B (and C) do not move folds into the rows where A, C and the
-        // output step over it as one more run of rows: `linear` on [.., in] inputs.
-        while let Some(&z) = s.batch.last() {
-            let nb = s.batch.len();
-            let folds = s.strides[1][nb - 1] == 0 && [0, 2, 3].iter().all(|&i| s.strides[i][nb - 1] == s.strides[i][nb] * s.m as isize);
-            if !folds {
-                break;
-            }
-            s.batch.pop();
-            for st in s.strides.iter_mut() {
-                st.remove(nb - 1);
-            }
-            s.m *= z;
-        }
-        s
-    }
-}
-
-/// The byte window `(start, size)` of an operand's elements of `es` bytes over batch index
-/// ranges (outer fixed at `fixed`, inner dim 0 over `z0..z1`), start aligned to `align`; with
-/// the element offset of the range's first matrix within it.
-fn window(sizes: &[usize], strides: &[isize], offset: usize, es: u64, align: u64) -> Result<((u64, u64), usize)> {
-    let l = Layout::new(sizes.to_vec(), strides.to_vec(), offset)?;
-    let (lo, hi) = l.span().unwrap_or((offset, offset));
-    let start = lo as u64 * es / align * align;
-    let end = ((hi as u64 + 1) * es).div_ceil(4) * 4;
-    Ok(((start, end - start), offset - (start / es) as usize))
-}
-
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
     let op = p.op;
     let s = Shapes::of(p);
     kernel.eligible(s.m, s.n)?;
-    if kernel == MatmulKernel::Conv1x1 {
-        conv_route(&rt.report, p, &s)?;
+    match kernel {
+        MatmulKernel::Conv1x1 => conv_route(&rt.report, p, &s)?,
+        MatmulKernel::Blocked => blocked::eligible(&rt.report, p, &s)?,
+        _ => {}
     }
     if s.m * s.n == 0 || s.batch.iter().product::<usize>() == 0 {
         return Ok(());
     }
-    if kernel == MatmulKernel::Conv1x1 {
-        return record_conv(rt, enc, keep, p, &s);
+    match kernel {
+        MatmulKernel::Conv1x1 => return record_conv(rt, enc, keep, p, &s),
+        MatmulKernel::Blocked => return blocked::record(rt, enc, keep, p, &s),
+        _ => {}
     }
     let nb = s.batch.len();
     // Two batch dims go to the kernel (z0, z1); dims before them are dispatches of their own.
@@ -341,7 +281,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
                 let rows = if m == 1 { n } else { m };
-                let groups = rows.div_ceil(VEC_WG / lanes as usize);
+                // One lane per row: teams of 8 lanes stream VEC_ROWS rows; more lanes share a row.
+                let per = if lanes == 1 { VEC_WG / 8 * VEC_ROWS } else { VEC_WG / lanes as usize };
+                let groups = rows.div_ceil(per);
                 (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
             };
             let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
@@ -351,7 +293,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let (mi, mrow, mk) = if m == 1 { (1, st(1)[3], st(1)[2]) } else { (0, st(0)[2], st(0)[3]) };
             let aligned = |v: isize| v.rem_euclid(4) == 0;
             let vec4 = lanes == 1 && p.dtype == DType::F32 && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
-            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | lanes << 8;
+            // The vector (B for n == 1, else A) as vec4 words too: the same conditions.
+            let (vi, vk) = if m == 1 { (0, st(0)[3]) } else { (1, st(1)[2]) };
+            let vvec = vec4 && vk == 1 && aligned(st(vi)[0]) && aligned(st(vi)[1]) && aligned(ws[vi].1 as isize) && ws[vi].0 .0 % 16 == 0;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | lanes << 8;
             let params = MatmulParams {
                 dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
                 work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],

@@ -1,0 +1,68 @@
+// Batched matrix product on CPU adapters, the 1x1 convolution's register-blocked inner product
+// (preludes conv.wgsl, conv1x1_nchw_step.wgsl, conv1x1_block.wgsl) over a batch of weights read
+// from storage (matmul_weights.wgsl): out[z] = X[z] @ W[z]^T where the "pixels" (rows of X and
+// of out) are the product's rows, the channels its reduction and the outputs its columns (or,
+// transposed, the product's columns as pixels and its rows as outputs). One dispatch covers the
+// batch and every output block of one chunk of 4*CQ reduction steps; chunks after the first add
+// into the output (MODE 2), the first starts from zero or the bias (MODE 1), the last applies
+// ReLU. The batch is a grid dimension: each group of 8 invocations (a unit) takes 64 pixels of
+// one batch matrix and one block of outputs, so the weights it reads are the same for its lanes.
+//
+// The uniform (ConvParams of conv.wgsl) as this kernel reads it:
+//   xs: X's strides (batch, channel, pixel, -), ys: out's (batch, output, pixel, -),
+//   geo: pixels per matrix, pixel units per matrix, output blocks, outputs per block (a
+//        multiple of 4),
+//   conv: weight rows per batch matrix (0: one matrix for all), this chunk's first row, the
+//         batch size, rows from one output to the next,
+//   base: X's and out's element offsets (this chunk's channel included), the bias's offset and
+//         stride, work: -, channels in this chunk, outputs.
+// The weights as vec4 rows: packed, row ((z * chunks + chunk) * outputs + o) * CQ + i holds
+// W[z][o] at steps chunk * 4*CQ + 4i .. 4i+3 (zero past the reduction); or W itself where its
+// rows are unit-stride whole chunks (row z * bs + o * os + chunk * CQ + i).
+
+// Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false).
+fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
+    var r: Quad;
+    let x0 = cp.base.x + i32(z) * cp.xs.x;
+    let y0 = cp.base.y + i32(z) * cp.ys.x;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        let px = 4u * p + j;
+        r.valid[j] = live && px < cp.geo.x;
+        r.inside[j] = r.valid[j];
+        let pc = i32(min(px, cp.geo.x - 1u));
+        r.xoff[j] = x0 + pc * cp.xs.z;
+        r.yoff[j] = y0 + pc * cp.ys.z;
+    }
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    // No invocation returns early (the shuffles need every lane of a group).
+    let unit = (wid.x + wid.y * nwg.x) * (WG / 8u) + inv.lid / 8u;
+    let pu = unit % cp.geo.y;
+    let rest = unit / cp.geo.y;
+    let ob = rest % cp.geo.z;
+    let z = rest / cp.geo.z;
+    let live = z < u32(cp.conv.z);
+    let zw = min(z, u32(cp.conv.z) - 1u);
+    let q = pu * 8u + inv.lid % 8u;
+    var t: Tile;
+    t.a = mm_quad(2u * q, z, live);
+    t.b = mm_quad(2u * q + 1u, z, live);
+    t.lid = inv.lid;
+    let h = hold(t);
+    let wbase = zw * u32(cp.conv.x) + u32(cp.conv.y);
+    let o0 = ob * cp.geo.w;
+    for (var k = o0; k < o0 + cp.geo.w; k = k + 4u) {
+        let a = block(h, weights(inv, wbase + k * u32(cp.conv.w), u32(cp.conv.w)));
+        store_channel(t.a, k, a.v0);
+        store_channel(t.a, k + 1u, a.v1);
+        store_channel(t.a, k + 2u, a.v2);
+        store_channel(t.a, k + 3u, a.v3);
+        store_channel(t.b, k, a.v4);
+        store_channel(t.b, k + 1u, a.v5);
+        store_channel(t.b, k + 2u, a.v6);
+        store_channel(t.b, k + 3u, a.v7);
+    }
+}

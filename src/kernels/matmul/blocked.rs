@@ -1,0 +1,378 @@
+//! [`MatmulKernel::Blocked`](super::MatmulKernel::Blocked): the 1x1 convolution's
+//! register-blocked CPU-adapter inner product (`conv1x1_nchw_step.wgsl`, `conv1x1_block.wgsl`)
+//! over a batch of weights in storage (`matmul_blocked.wgsl`, `matmul_weights.wgsl`). One
+//! dispatch per chunk of 4*CQ reduction steps covers every batch matrix and every output: the
+//! batch is a grid dimension (batch strides of any sign, 0 for a broadcast operand), where the
+//! `Conv1x1` route records one convolution per batch matrix.
+//!
+//! The product runs as `out = X @ W^T` with "pixels" along X's rows: the product's rows (X = A,
+//! W = B^T: the bias per column is the convolution's bias per output), or, where the output's
+//! columns have unit stride, the product's columns (X = B^T, W = A, out^T: the output's stores,
+//! the kernel's main traffic, move as vec4 words; a bias starts the output as a copy of it). W is packed first, by one strided copy per part
+//! (`[batch, chunk, output, 4*CQ steps]`, zero past the reduction), once for a broadcast W.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::conv::blocked::ConvParams;
+use crate::kernels::copy;
+use crate::kernels::dispatch::{self, i32_of, u32_of, Dispatch};
+use crate::layout::Layout;
+use crate::matmul::Activation;
+use crate::plan::CopyPlan;
+use crate::runtime::submit::Keep;
+use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
+
+use super::product::{window, Product, Shapes};
+
+/// Bindings: the uniform, X, the packed weights, the bias, the output as f32, X as vec4 words,
+/// the output as vec4 words (the output is bound writable once; the other gets a scratch word).
+const SLOTS: &[Slot] = &[
+    Slot::Uniform,
+    Slot::Read,
+    Slot::Read,
+    Slot::Read,
+    Slot::Write,
+    Slot::Read,
+    Slot::Write,
+];
+
+/// Invocations per workgroup (8 units of 8 lanes).
+const WG: usize = 64;
+/// Pixels per unit (8 lanes, two quads of 4 pixels each).
+const UNIT_PIXELS: usize = 64;
+/// The units a dispatch should have at least before its outputs are split into blocks.
+const MIN_UNITS: usize = 64;
+
+/// The product as the kernel sees it: X [batch, channels, pixels], W [batch, outputs,
+/// channels], out [batch, outputs, pixels], each as (batch, second, third) strides and offset.
+struct Orient<'a> {
+    /// Whether the pixels are the product's columns (out^T = B^T A^T).
+    along_n: bool,
+    pixels: usize,
+    outputs: usize,
+    x: (&'a wgpu::Buffer, [isize; 3], usize),
+    w: (&'a wgpu::Buffer, [isize; 3], usize),
+    y: ([isize; 3], usize),
+}
+
+fn orient<'a>(p: &Product<'a>, s: &Shapes) -> Orient<'a> {
+    let nb = s.batch.len();
+    let z = |i: usize| if nb == 1 { s.strides[i][0] } else { 0 };
+    let (sa, sb, so) = (
+        &s.strides[0][nb..],
+        &s.strides[1][nb..],
+        &s.strides[3][nb..],
+    );
+    // Pixels along the output's unit-stride columns: then the stores (every output element once
+    // per chunk, the kernel's main traffic) move as vec4 words. A bias (per column, the only
+    // addend the kernel takes) is then per pixel: the output starts as a copy of it.
+    if so[1] == 1 && s.n > 1 {
+        Orient {
+            along_n: true,
+            pixels: s.n,
+            outputs: s.m,
+            x: (p.b.buffer, [z(1), sb[0], sb[1]], s.offsets[1]),
+            w: (p.a.buffer, [z(0), sa[0], sa[1]], s.offsets[0]),
+            y: ([z(3), so[0], so[1]], s.offsets[3]),
+        }
+    } else {
+        Orient {
+            along_n: false,
+            pixels: s.m,
+            outputs: s.n,
+            x: (p.a.buffer, [z(0), sa[1], sa[0]], s.offsets[0]),
+            w: (p.b.buffer, [z(1), sb[1], sb[0]], s.offsets[1]),
+            y: ([z(3), so[1], so[0]], s.offsets[3]),
+        }
+    }
+}
+
+/// Channel quads an invocation holds (a power of two, at most 16) for a reduction of `k`.
+fn cq_of(k: usize) -> usize {
+    k.div_ceil(4).max(1).next_power_of_two().min(16)
+}
+
+/// The batch size the kernel sees (at most one batch dim).
+fn batch_of(s: &Shapes) -> usize {
+    s.batch.first().copied().unwrap_or(1)
+}
+
+/// The packed weights' vec4 rows per batch matrix and in all.
+fn packed_rows(s: &Shapes, o: &Orient<'_>) -> (usize, usize) {
+    let cq = cq_of(s.k);
+    let per = s.k.div_ceil(4 * cq) * o.outputs * cq;
+    (
+        per,
+        if o.w.1[0] == 0 {
+            per
+        } else {
+            per * batch_of(s)
+        },
+    )
+}
+
+/// Whether the kernel serves `p` (the one check, for the candidates and forced kernels alike).
+pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
+    let nb = s.batch.len();
+    let max = report.max_storage_buffer_binding_size;
+    let why = if report.device_type != wgpu::DeviceType::Cpu || !report.shuffled_weights {
+        "it is a CPU-adapter kernel that needs subgroups of at least 8 invocations"
+    } else if p.dtype != DType::F32 {
+        "it reads float32 operands"
+    } else if p.alpha != 1.0 {
+        "it does not scale the product (alpha != 1)"
+    } else if p.c.is_some()
+        && (p.beta != 1.0 || s.strides[2][nb] != 0 || (nb == 1 && s.strides[2][0] != 0))
+    {
+        "its only addend is a bias (beta == 1, the same for every row)"
+    } else if !matches!(p.activation, Activation::None | Activation::Relu) {
+        "its only activation is ReLU"
+    } else if nb > 1 {
+        "it takes one batch dim (after merging)"
+    } else if s.k == 0 {
+        "it needs a reduction of at least one step"
+    } else if p.c.is_some_and(|c| c.buffer.size() > max)
+        || packed_rows(s, &orient(p, s)).1 as u64 * 16 > max
+        || !fits(report, p, s)?
+    {
+        "an operand exceeds one binding (the GEMM splits such products)"
+    } else {
+        return Ok(());
+    };
+    Err(Error::unsupported(
+        p.op,
+        format!("the Blocked kernel does not apply: {why}"),
+    ))
+}
+
+/// The byte windows of X and out over the whole batch.
+fn windows(report: &AdapterReport, s: &Shapes, o: &Orient<'_>) -> Result<[((u64, u64), usize); 2]> {
+    let align = report.min_storage_buffer_offset_alignment as u64;
+    let z = batch_of(s);
+    Ok([
+        window(&[z, s.k, o.pixels], &o.x.1, o.x.2, 4, align)?,
+        window(&[z, o.outputs, o.pixels], &o.y.0, o.y.1, 4, align)?,
+    ])
+}
+
+fn fits(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<bool> {
+    let max = report.max_storage_buffer_binding_size;
+    Ok(windows(report, s, &orient(p, s))?
+        .iter()
+        .all(|(w, _)| w.1 <= max))
+}
+
+/// Records the copy of the view `src` of `from` into the view `dst` of `packed`.
+fn pack(
+    rt: &Runtime,
+    enc: &mut wgpu::CommandEncoder,
+    keep: &mut Keep,
+    dst: &Layout,
+    src: &Layout,
+    packed: &wgpu::Buffer,
+    from: &wgpu::Buffer,
+) -> Result<()> {
+    let report = &rt.report;
+    let plan = CopyPlan::new(dst, src)?;
+    let buffer_copy = from.usage().contains(wgpu::BufferUsages::COPY_SRC);
+    let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, buffer_copy, |c| {
+        copy::transpose_default(report, c)
+    }) else {
+        return Ok(());
+    };
+    let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
+    copy::record(rt, enc, keep, prepared, packed, from)
+}
+
+/// Records `p` (eligible, at least one output element) into `enc`.
+pub(super) fn record(
+    rt: &Runtime,
+    enc: &mut wgpu::CommandEncoder,
+    keep: &mut Keep,
+    p: &Product<'_>,
+    s: &Shapes,
+) -> Result<()> {
+    let op = p.op;
+    let o = orient(p, s);
+    let (k, n_out, px) = (s.k, o.outputs, o.pixels);
+    let z = batch_of(s);
+    let cq = cq_of(k);
+    let chunk = 4 * cq;
+    let chunks = k.div_ceil(chunk);
+    let (per, rows) = packed_rows(s, &o);
+    let zw = if o.w.1[0] == 0 { 1 } else { z };
+    // Units of 8 lanes: 64 pixels of one batch matrix x one block of outputs.
+    let pu = px.div_ceil(UNIT_PIXELS);
+    let blocks = if z * pu >= MIN_UNITS {
+        1
+    } else {
+        MIN_UNITS.div_ceil(z * pu).min(n_out.div_ceil(16)).max(1)
+    };
+    let per_block = n_out.div_ceil(blocks).next_multiple_of(4);
+    let blocks = n_out.div_ceil(per_block);
+    let units = z as u64 * blocks as u64 * pu as u64;
+    let grid = dispatch::grid(
+        rt,
+        op,
+        units.div_ceil((WG / 8) as u64),
+        &format!("{units} units of 8 invocations"),
+    )?;
+    let [(xw, xrel), (yw, yrel)] = windows(&rt.report, s, &o)?;
+    let (xs, ws, ys) = (o.x.1, o.w.1, o.y.0);
+    let m4 = |v: isize| v.rem_euclid(4) == 0;
+    let vin = xs[2] == 1 && px % 4 == 0 && (z == 1 || m4(xs[0])) && m4(xs[1]) && m4(xrel as isize);
+    let vout = ys[2] == 1 && px % 4 == 0 && (z == 1 || m4(ys[0])) && m4(ys[1]) && m4(yrel as isize);
+    let nb = s.batch.len();
+    let (bias_base, bias_stride) = match p.c {
+        Some(_) => (s.offsets[2] as isize, s.strides[2][nb + 1]),
+        None => (0, 0),
+    };
+    // W read in place where its rows already are whole unit-stride chunks, 4-aligned (no zero
+    // padding needed): mm, bmm and linear's row-major operands. Else packed.
+    let (ww, wrel) = window(&[z, n_out, k], &ws, o.w.2, 4, rt.report.min_storage_buffer_offset_alignment as u64)?;
+    let in_place = ws[2] == 1 && k % chunk == 0 && ws[1] > 0 && m4(ws[1]) && ws[0] >= 0 && m4(ws[0]) && m4(wrel as isize) && ww.1 <= rt.report.max_storage_buffer_binding_size;
+    // Every parameter is checked before anything is recorded.
+    let mut params = Vec::with_capacity(chunks);
+    for c in 0..chunks {
+        let cn = chunk.min(k - c * chunk);
+        let xbase = xrel as isize + (c * chunk) as isize * xs[1];
+        params.push(ConvParams {
+            xs: [
+                i32_of(op, xs[0], "batch stride")?,
+                i32_of(op, xs[1], "stride")?,
+                i32_of(op, xs[2], "stride")?,
+                0,
+            ],
+            ys: [
+                i32_of(op, ys[0], "batch stride")?,
+                i32_of(op, ys[1], "stride")?,
+                i32_of(op, ys[2], "stride")?,
+                0,
+            ],
+            geo: [
+                u32_of(op, px, "rows")?,
+                u32_of(op, pu, "row units")?,
+                u32_of(op, blocks, "output blocks")?,
+                u32_of(op, per_block, "outputs per block")?,
+            ],
+            conv: if in_place {
+                [
+                    i32_of(op, ws[0] / 4, "weight rows")?,
+                    i32_of(op, (wrel / 4 + c * cq) as isize, "weight rows")?,
+                    i32_of(op, z as isize, "batch")?,
+                    i32_of(op, ws[1] / 4, "weight rows")?,
+                ]
+            } else {
+                [
+                    i32_of(op, if zw == 1 { 0 } else { per as isize }, "packed rows")?,
+                    i32_of(op, (c * n_out * cq) as isize, "packed rows")?,
+                    i32_of(op, z as isize, "batch")?,
+                    cq as i32,
+                ]
+            },
+            base: [
+                i32_of(op, xbase, "offset")?,
+                i32_of(op, yrel as isize, "offset")?,
+                i32_of(op, bias_base, "bias offset")?,
+                i32_of(op, bias_stride, "bias stride")?,
+            ],
+            work: [0, cn as u32, u32_of(op, n_out, "outputs")?, 0],
+            taps: [0; 4],
+        });
+    }
+    // Pack W: [zw, chunks, outputs, chunk] f32 (zero past the reduction).
+    let total = if in_place { 4 } else { rows * 4 };
+    let packed = rt.scoped(op, || {
+        rt.buffer(
+            op,
+            total as u64 * 4,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        )
+    })?;
+    let full = if in_place { chunks } else { k / chunk };
+    if full < chunks {
+        enc.clear_buffer(packed.buffer(), 0, None);
+    }
+    let ds = [
+        (per * 4) as isize,
+        (n_out * cq * 4) as isize,
+        (cq * 4) as isize,
+        1,
+    ];
+    if full > 0 && !in_place {
+        let dst = Layout::as_strided(&[zw, full, n_out, chunk], &ds, 0, total)?;
+        let src = Layout::new(
+            vec![zw, full, n_out, chunk],
+            vec![ws[0], chunk as isize * ws[2], ws[1], ws[2]],
+            o.w.2,
+        )?;
+        pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
+    }
+    if full < chunks {
+        let rem = k - full * chunk;
+        let dst = Layout::as_strided(
+            &[zw, n_out, rem],
+            &[ds[0], ds[2], 1],
+            full * n_out * cq * 4,
+            total,
+        )?;
+        let src = Layout::new(
+            vec![zw, n_out, rem],
+            vec![ws[0], ws[1], ws[2]],
+            (o.w.2 as isize + (full * chunk) as isize * ws[2]) as usize,
+        )?;
+        pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
+    }
+    // Along n, the bias is per pixel: the output starts as the bias, every chunk adds into it.
+    if let (true, Some(c)) = (o.along_n, p.c) {
+        pack(rt, enc, keep, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
+    }
+    let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
+    let words = |(off, size): (u64, u64)| (off, (size / 16 * 16).max(16));
+    let bias = match p.c {
+        Some(c) => (c.buffer, (0, c.buffer.size())),
+        None => (packed.buffer(), (0, 16)),
+    };
+    let (y1, y4) = if vout {
+        ((scratch.buffer(), (0, 16)), (p.out.buffer, words(yw)))
+    } else {
+        ((p.out.buffer, yw), (scratch.buffer(), (0, 16)))
+    };
+    let dispatches: Vec<Dispatch<'_, ConvParams>> = params
+        .into_iter()
+        .enumerate()
+        .map(|(c, params)| {
+            let mode = if c > 0 || (o.along_n && p.c.is_some()) { 2 } else { p.c.is_some() as i64 };
+            let relu = p.activation == Activation::Relu && c + 1 == chunks;
+            let constants = vec![
+                ("WG", WG as i64),
+                ("CQ", cq as i64),
+                ("TILED", 0),
+                ("MODE", mode),
+                ("RELU", relu as i64),
+                ("VIN", vin as i64),
+                ("VOUT", vout as i64),
+            ];
+            Dispatch {
+                key: PipelineKey {
+                    shader: "matmul_blocked",
+                    constants,
+                },
+                params,
+                bindings: vec![
+                    (o.x.0, xw),
+                    if in_place { (o.w.0, words(ww)) } else { (packed.buffer(), (0, total as u64 * 4)) },
+                    bias,
+                    y1,
+                    (o.x.0, words(xw)),
+                    y4,
+                ],
+                grid,
+            }
+        })
+        .collect();
+    dispatch::record(rt, enc, keep, op, SLOTS, &dispatches)?;
+    keep.hold(scratch);
+    keep.hold(packed);
+    Ok(())
+}
