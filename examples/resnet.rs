@@ -39,30 +39,18 @@ const USAGE: &str = "usage: resnet <description.json> [--layout nchw|channels-la
 
 fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
     let mut it = args.iter();
-    let mut a = Args {
-        description: String::new(),
-        format: MemoryFormat::ChannelsLast,
-        weights: None,
-        write_weights: None,
-        cpu: false,
-    };
+    let mut a = Args { description: String::new(), format: MemoryFormat::ChannelsLast, weights: None, write_weights: None, cpu: false };
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--layout" => {
                 a.format = match it.next().map(String::as_str) {
                     Some("nchw") => MemoryFormat::Contiguous,
                     Some("channels-last" | "nhwc") => MemoryFormat::ChannelsLast,
-                    other => {
-                        return Err(format!(
-                            "--layout takes nchw or channels-last, got {other:?}"
-                        ))
-                    }
+                    other => return Err(format!("--layout takes nchw or channels-last, got {other:?}")),
                 }
             }
             "--weights" => a.weights = Some(it.next().ok_or("--weights needs a file")?.clone()),
-            "--write-weights" => {
-                a.write_weights = Some(it.next().ok_or("--write-weights needs a file")?.clone())
-            }
+            "--write-weights" => a.write_weights = Some(it.next().ok_or("--write-weights needs a file")?.clone()),
             "--cpu" => a.cpu = true,
             f if f.starts_with("--") => return Err(format!("unknown flag {f}")),
             f if a.description.is_empty() => a.description = f.to_string(),
@@ -92,20 +80,11 @@ struct Report {
 }
 
 fn report<T: Tensor>(o: Outputs<T>, download: impl Fn(&T) -> Result<HostTensor>) -> Result<Report> {
-    Ok(Report {
-        logits: download(&o.logits)?.to_vec()?,
-        probs: download(&o.probs)?.to_vec()?,
-        top1: download(&o.top1)?.to_vec()?,
-    })
+    Ok(Report { logits: download(&o.logits)?.to_vec()?, probs: download(&o.probs)?.to_vec()?, top1: download(&o.top1)?.to_vec()? })
 }
 
 /// Runs the network of `d` on the host (the CPU reference) or on `ctx`.
-fn run(
-    d: &Description,
-    params: &Params,
-    format: MemoryFormat,
-    ctx: Option<&GpuContext>,
-) -> Result<Report> {
+fn run(d: &Description, params: &Params, format: MemoryFormat, ctx: Option<&GpuContext>) -> Result<Report> {
     let net = Net::build(d, params, format)?;
     let rgba = HostTensor::from_vec(d.image(), &[d.batch, d.size, d.size, 4])?;
     match ctx {
@@ -119,27 +98,16 @@ fn run(
 }
 
 fn json_list<T: std::fmt::Display>(v: &[T]) -> String {
-    format!(
-        "[{}]",
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
 }
 
 fn main_inner(a: &Args) -> Result<()> {
-    let text = std::fs::read_to_string(&a.description)
-        .map_err(|e| ModelError::Description(format!("{}: {e}", a.description)))?;
+    let text = std::fs::read_to_string(&a.description).map_err(|e| ModelError::Description(format!("{}: {e}", a.description)))?;
     let d = Description::parse(&text)?;
     if let Some(out) = &a.write_weights {
         let bytes = weights::save(&model::formula_params(&d)?)?;
         std::fs::write(out, &bytes).map_err(|e| ModelError::Weights(format!("{out}: {e}")))?;
-        println!(
-            "wrote {} parameters ({} bytes) to {out}",
-            d.parameters().len(),
-            bytes.len()
-        );
+        println!("wrote {} parameters ({} bytes) to {out}", d.parameters().len(), bytes.len());
         return Ok(());
     }
     let bytes = match &a.weights {
@@ -147,18 +115,9 @@ fn main_inner(a: &Args) -> Result<()> {
         None => None,
     };
     let params = params(&d, bytes.as_deref())?;
-    let ctx = if a.cpu {
-        None
-    } else {
-        Some(GpuContext::new()?)
-    };
-    let where_ = ctx.as_ref().map_or("the CPU reference".to_string(), |c| {
-        format!("{} ({:?})", c.adapter().name, c.adapter().backend)
-    });
-    eprintln!(
-        "resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, on {where_}",
-        d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format
-    );
+    let ctx = if a.cpu { None } else { Some(GpuContext::new()?) };
+    let where_ = ctx.as_ref().map_or("the CPU reference".to_string(), |c| format!("{} ({:?})", c.adapter().name, c.adapter().backend));
+    eprintln!("resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, on {where_}", d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format);
     let r = run(&d, &params, a.format, ctx.as_ref())?;
     println!("logits: {}", json_list(&r.logits));
     println!("top1: {}", json_list(&r.top1));
@@ -194,16 +153,10 @@ mod tests {
     fn check(d: &Description, r: &Report, what: &str) {
         let logits: Vec<f64> = r.logits.iter().map(|&x| x as f64).collect();
         let probs: Vec<f64> = r.probs.iter().map(|&x| x as f64).collect();
-        let (dl, dp) = (
-            model::max_abs_diff(&logits, d.logits.as_ref().unwrap()),
-            model::max_abs_diff(&probs, d.probs.as_ref().unwrap()),
-        );
+        let (dl, dp) = (model::max_abs_diff(&logits, d.logits.as_ref().unwrap()), model::max_abs_diff(&probs, d.probs.as_ref().unwrap()));
         println!("resnet {what}: logits max |diff| {dl:.2e}, probs {dp:.2e}");
         assert!(dl <= 1e-4, "{what}: logits differ from PyTorch's by {dl:e}");
-        assert!(
-            dp <= 1e-5,
-            "{what}: probabilities differ from PyTorch's by {dp:e}"
-        );
+        assert!(dp <= 1e-5, "{what}: probabilities differ from PyTorch's by {dp:e}");
         let top1: Vec<usize> = r.top1.iter().map(|&i| i as usize).collect();
         assert_eq!(&top1, d.top1.as_ref().unwrap(), "{what}: top-1");
     }
@@ -218,10 +171,7 @@ mod tests {
                 Err(e) => eprintln!("!!! resnet example: SKIPPING {backends:?}: no adapter ({e})"),
             }
         }
-        assert!(
-            !out.is_empty() || !require,
-            "STRIDED_WGPU_REQUIRE_ADAPTER=1 but no adapter opened"
-        );
+        assert!(!out.is_empty() || !require, "STRIDED_WGPU_REQUIRE_ADAPTER=1 but no adapter opened");
         out
     }
 
@@ -234,33 +184,17 @@ mod tests {
         let file = weights::save(&formula).unwrap();
         let loaded = params(&d, Some(&file)).unwrap();
         for (name, t) in &formula {
-            assert_eq!(
-                t.to_vec::<f32>().unwrap(),
-                loaded[name].to_vec::<f32>().unwrap(),
-                "{name} changed through the file"
-            );
+            assert_eq!(t.to_vec::<f32>().unwrap(), loaded[name].to_vec::<f32>().unwrap(), "{name} changed through the file");
         }
-        check(
-            &d,
-            &run(&d, &formula, MemoryFormat::Contiguous, None).unwrap(),
-            "host NCHW",
-        );
+        check(&d, &run(&d, &formula, MemoryFormat::Contiguous, None).unwrap(), "host NCHW");
         for ctx in contexts() {
             let a = format!("{:?}", ctx.adapter().backend);
             for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-                check(
-                    &d,
-                    &run(&d, &formula, format, Some(&ctx)).unwrap(),
-                    &format!("{a} {format:?} formulas"),
-                );
+                check(&d, &run(&d, &formula, format, Some(&ctx)).unwrap(), &format!("{a} {format:?} formulas"));
                 // A second forward pass (here on parameters read from the file) compiles
                 // nothing: every pipeline is made once per context.
                 let compiled = ctx.pipeline_count();
-                check(
-                    &d,
-                    &run(&d, &loaded, format, Some(&ctx)).unwrap(),
-                    &format!("{a} {format:?} safetensors"),
-                );
+                check(&d, &run(&d, &loaded, format, Some(&ctx)).unwrap(), &format!("{a} {format:?} safetensors"));
                 assert_eq!(ctx.pipeline_count(), compiled, "{a} {format:?}: a second forward pass compiled pipelines");
             }
         }
@@ -281,33 +215,21 @@ mod tests {
         // A description missing a field, with a mis-shaped or missing parameter.
         let mut v: serde_json::Value = serde_json::from_str(SMALL).unwrap();
         v.as_object_mut().unwrap().remove("widths");
-        assert!(
-            matches!(Description::parse(&v.to_string()), Err(ModelError::Description(m)) if m.contains("widths"))
-        );
+        assert!(matches!(Description::parse(&v.to_string()), Err(ModelError::Description(m)) if m.contains("widths")));
         let mut v: serde_json::Value = serde_json::from_str(SMALL).unwrap();
         v["param_shapes"]["layer2.0.conv1.weight"] = serde_json::json!([32, 16, 3, 1]);
-        assert!(
-            matches!(Description::parse(&v.to_string()), Err(ModelError::Parameter { name, .. }) if name == "layer2.0.conv1.weight")
-        );
+        assert!(matches!(Description::parse(&v.to_string()), Err(ModelError::Parameter { name, .. }) if name == "layer2.0.conv1.weight"));
         let mut v: serde_json::Value = serde_json::from_str(SMALL).unwrap();
         v["param_shapes"].as_object_mut().unwrap().remove("fc.bias");
-        assert!(
-            matches!(Description::parse(&v.to_string()), Err(ModelError::Parameter { name, .. }) if name == "fc.bias")
-        );
+        assert!(matches!(Description::parse(&v.to_string()), Err(ModelError::Parameter { name, .. }) if name == "fc.bias"));
         let mut v: serde_json::Value = serde_json::from_str(SMALL).unwrap();
         v["blocks"] = serde_json::json!([1, 1]);
-        assert!(matches!(
-            Description::parse(&v.to_string()),
-            Err(ModelError::Description(_))
-        ));
+        assert!(matches!(Description::parse(&v.to_string()), Err(ModelError::Description(_))));
 
         let formula = model::formula_params(&d).unwrap();
         let good = weights::save(&formula).unwrap();
         // Truncated: the data ends early.
-        assert!(matches!(
-            weights::load(&good[..good.len() - 1], &d),
-            Err(ModelError::Weights(_))
-        ));
+        assert!(matches!(weights::load(&good[..good.len() - 1], &d), Err(ModelError::Weights(_))));
         // A header that lies about a tensor's byte range.
         let header_len = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
         let header = std::str::from_utf8(&good[8..8 + header_len]).unwrap();
@@ -315,72 +237,30 @@ mod tests {
         assert_ne!(lying, header, "the header's layout changed: fix the test");
         let mut bad = good.clone();
         bad[8..8 + header_len].copy_from_slice(lying.as_bytes());
-        assert!(matches!(
-            weights::load(&bad, &d),
-            Err(ModelError::Weights(_))
-        ));
+        assert!(matches!(weights::load(&bad, &d), Err(ModelError::Weights(_))));
         // A tensor of another shape, of another dtype, and a missing one.
         let mut p = formula.clone();
-        p.insert(
-            "layer1.0.bn2.bias".into(),
-            HostTensor::from_vec(vec![0f32; 17], &[17]).unwrap(),
-        );
-        param_error(
-            weights::load(&weights::save(&p).unwrap(), &d),
-            "layer1.0.bn2.bias",
-        );
+        p.insert("layer1.0.bn2.bias".into(), HostTensor::from_vec(vec![0f32; 17], &[17]).unwrap());
+        param_error(weights::load(&weights::save(&p).unwrap(), &d), "layer1.0.bn2.bias");
         let mut p = formula.clone();
         p.remove("layer3.0.downsample.0.weight");
-        param_error(
-            weights::load(&weights::save(&p).unwrap(), &d),
-            "layer3.0.downsample.0.weight",
-        );
+        param_error(weights::load(&weights::save(&p).unwrap(), &d), "layer3.0.downsample.0.weight");
         let f64_file = {
             let data: Vec<u8> = vec![0u8; 10 * 8];
-            let view = safetensors::tensor::TensorView::new(
-                safetensors::tensor::Dtype::F64,
-                vec![10],
-                &data,
-            )
-            .unwrap();
+            let view = safetensors::tensor::TensorView::new(safetensors::tensor::Dtype::F64, vec![10], &data).unwrap();
             let mut all: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
             for (name, t) in formula.iter().filter(|(n, _)| *n != "fc.bias") {
-                all.push((
-                    name.clone(),
-                    t.shape().to_vec(),
-                    t.to_vec::<f32>()
-                        .unwrap()
-                        .iter()
-                        .flat_map(|v| v.to_le_bytes())
-                        .collect(),
-                ));
+                all.push((name.clone(), t.shape().to_vec(), t.to_vec::<f32>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect()));
             }
-            let mut views: Vec<(String, safetensors::tensor::TensorView<'_>)> = all
-                .iter()
-                .map(|(n, s, b)| {
-                    (
-                        n.clone(),
-                        safetensors::tensor::TensorView::new(
-                            safetensors::tensor::Dtype::F32,
-                            s.clone(),
-                            b,
-                        )
-                        .unwrap(),
-                    )
-                })
-                .collect();
+            let mut views: Vec<(String, safetensors::tensor::TensorView<'_>)> =
+                all.iter().map(|(n, s, b)| (n.clone(), safetensors::tensor::TensorView::new(safetensors::tensor::Dtype::F32, s.clone(), b).unwrap())).collect();
             views.push(("fc.bias".into(), view));
             safetensors::serialize(views, None).unwrap()
         };
         param_error(weights::load(&f64_file, &d), "fc.bias");
         // Building the network checks the parameters before anything runs.
         let mut p = formula.clone();
-        p.insert(
-            "bn1.weight".into(),
-            HostTensor::from_vec(vec![1f32; 15], &[15]).unwrap(),
-        );
-        assert!(
-            matches!(Net::build(&d, &p, MemoryFormat::ChannelsLast), Err(ModelError::Parameter { name, .. }) if name == "bn1.weight")
-        );
+        p.insert("bn1.weight".into(), HostTensor::from_vec(vec![1f32; 15], &[15]).unwrap());
+        assert!(matches!(Net::build(&d, &p, MemoryFormat::ChannelsLast), Err(ModelError::Parameter { name, .. }) if name == "bn1.weight"));
     }
 }

@@ -22,10 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use strided_wgpu::{
-    fold_batch_norm, Conv2d, Conv2dOptions, DType, DeviceTensor, GpuContext, HostTensor, Matmul,
-    MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided,
-};
+use strided_wgpu::{fold_batch_norm, Conv2d, Conv2dOptions, DType, DeviceTensor, GpuContext, HostTensor, Matmul, MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided};
 
 /// ImageNet's per-channel mean (RGB).
 pub const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -94,52 +91,22 @@ pub struct Description {
 }
 
 fn field<'a>(v: &'a serde_json::Value, key: &str) -> Result<&'a serde_json::Value> {
-    v.get(key)
-        .ok_or_else(|| ModelError::Description(format!("no field {key:?}")))
+    v.get(key).ok_or_else(|| ModelError::Description(format!("no field {key:?}")))
 }
 
 fn count(v: &serde_json::Value, key: &str) -> Result<usize> {
-    field(v, key)?
-        .as_u64()
-        .filter(|&n| n > 0)
-        .map(|n| n as usize)
-        .ok_or_else(|| {
-            ModelError::Description(format!(
-                "{key:?} must be a positive integer, got {}",
-                v[key]
-            ))
-        })
+    field(v, key)?.as_u64().filter(|&n| n > 0).map(|n| n as usize).ok_or_else(|| ModelError::Description(format!("{key:?} must be a positive integer, got {}", v[key])))
 }
 
 fn counts(v: &serde_json::Value, key: &str) -> Result<Vec<usize>> {
-    let bad = || {
-        ModelError::Description(format!(
-            "{key:?} must be a list of positive integers, got {}",
-            v[key]
-        ))
-    };
-    field(v, key)?
-        .as_array()
-        .ok_or_else(bad)?
-        .iter()
-        .map(|x| {
-            x.as_u64()
-                .filter(|&n| n > 0)
-                .map(|n| n as usize)
-                .ok_or_else(bad)
-        })
-        .collect()
+    let bad = || ModelError::Description(format!("{key:?} must be a list of positive integers, got {}", v[key]));
+    field(v, key)?.as_array().ok_or_else(bad)?.iter().map(|x| x.as_u64().filter(|&n| n > 0).map(|n| n as usize).ok_or_else(bad)).collect()
 }
 
 fn numbers(v: &serde_json::Value, key: &str, len: usize) -> Result<Option<Vec<f64>>> {
     let Some(x) = v.get(key) else { return Ok(None) };
     let bad = || ModelError::Description(format!("{key:?} must be a list of {len} numbers"));
-    let list: Vec<f64> = x
-        .as_array()
-        .ok_or_else(bad)?
-        .iter()
-        .map(|x| x.as_f64().ok_or_else(bad))
-        .collect::<Result<_>>()?;
+    let list: Vec<f64> = x.as_array().ok_or_else(bad)?.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<Result<_>>()?;
     if list.len() != len {
         return Err(bad());
     }
@@ -150,8 +117,7 @@ impl Description {
     /// Parses and checks a description: the network's fields, and `param_shapes` (when
     /// present) naming exactly the parameters the network has, with their shapes.
     pub fn parse(text: &str) -> Result<Description> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| ModelError::Description(format!("not JSON: {e}")))?;
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| ModelError::Description(format!("not JSON: {e}")))?;
         let d = Description {
             size: count(&v, "size")?,
             batch: count(&v, "batch")?,
@@ -163,78 +129,36 @@ impl Description {
             top1: None,
         };
         if d.widths.len() != d.blocks.len() || d.widths.is_empty() {
-            return Err(ModelError::Description(format!(
-                "widths {:?} and blocks {:?} must be non-empty lists of one length",
-                d.widths, d.blocks
-            )));
+            return Err(ModelError::Description(format!("widths {:?} and blocks {:?} must be non-empty lists of one length", d.widths, d.blocks)));
         }
         // The input's bytes must be countable and fit one host allocation comfortably.
-        if d.size
-            .checked_mul(d.size)
-            .and_then(|p| p.checked_mul(d.batch * 4))
-            .is_none_or(|b| b > 1 << 31)
-        {
-            return Err(ModelError::Description(format!(
-                "a batch of {} images of {}x{} is too large",
-                d.batch, d.size, d.size
-            )));
+        if d.size.checked_mul(d.size).and_then(|p| p.checked_mul(d.batch * 4)).is_none_or(|b| b > 1 << 31) {
+            return Err(ModelError::Description(format!("a batch of {} images of {}x{} is too large", d.batch, d.size, d.size)));
         }
         let n = d.batch * d.classes;
-        let d = Description {
-            logits: numbers(&v, "logits", n)?,
-            probs: numbers(&v, "probs", n)?,
-            ..d
-        };
+        let d = Description { logits: numbers(&v, "logits", n)?, probs: numbers(&v, "probs", n)?, ..d };
         let top1 = match v.get("top1") {
             None => None,
             Some(t) => Some(
                 t.as_array()
                     .filter(|a| a.len() == d.batch)
-                    .and_then(|a| {
-                        a.iter()
-                            .map(|x| x.as_u64().map(|x| x as usize))
-                            .collect::<Option<Vec<_>>>()
-                    })
-                    .ok_or_else(|| {
-                        ModelError::Description(format!(
-                            "\"top1\" must be a list of {} class indices",
-                            d.batch
-                        ))
-                    })?,
+                    .and_then(|a| a.iter().map(|x| x.as_u64().map(|x| x as usize)).collect::<Option<Vec<_>>>())
+                    .ok_or_else(|| ModelError::Description(format!("\"top1\" must be a list of {} class indices", d.batch)))?,
             ),
         };
         let d = Description { top1, ..d };
         if let Some(shapes) = v.get("param_shapes") {
-            let shapes = shapes.as_object().ok_or_else(|| {
-                ModelError::Description("\"param_shapes\" must be an object".into())
-            })?;
+            let shapes = shapes.as_object().ok_or_else(|| ModelError::Description("\"param_shapes\" must be an object".into()))?;
             let expected = d.parameters();
             for (name, shape) in &expected {
-                let got = shapes.get(name).ok_or_else(|| ModelError::Parameter {
-                    name: name.clone(),
-                    detail: "missing from param_shapes".into(),
-                })?;
-                let got: Option<Vec<usize>> = got
-                    .as_array()
-                    .and_then(|a| a.iter().map(|x| x.as_u64().map(|x| x as usize)).collect());
+                let got = shapes.get(name).ok_or_else(|| ModelError::Parameter { name: name.clone(), detail: "missing from param_shapes".into() })?;
+                let got: Option<Vec<usize>> = got.as_array().and_then(|a| a.iter().map(|x| x.as_u64().map(|x| x as usize)).collect());
                 if got.as_ref() != Some(shape) {
-                    return Err(ModelError::Parameter {
-                        name: name.clone(),
-                        detail: format!(
-                            "param_shapes gives {}, the network needs {shape:?}",
-                            shapes[name]
-                        ),
-                    });
+                    return Err(ModelError::Parameter { name: name.clone(), detail: format!("param_shapes gives {}, the network needs {shape:?}", shapes[name]) });
                 }
             }
-            if let Some(extra) = shapes
-                .keys()
-                .find(|k| !expected.iter().any(|(n, _)| n == *k))
-            {
-                return Err(ModelError::Parameter {
-                    name: extra.clone(),
-                    detail: "in param_shapes, but not a parameter of this network".into(),
-                });
+            if let Some(extra) = shapes.keys().find(|k| !expected.iter().any(|(n, _)| n == *k)) {
+                return Err(ModelError::Parameter { name: extra.clone(), detail: "in param_shapes, but not a parameter of this network".into() });
             }
         }
         Ok(d)
@@ -243,16 +167,7 @@ impl Description {
     /// ResNet-18 (widths 64..512, two blocks a stage, 1000 classes) on `batch` images of
     /// `size` x `size`.
     pub fn resnet18(batch: usize, size: usize) -> Description {
-        Description {
-            size,
-            batch,
-            widths: vec![64, 128, 256, 512],
-            blocks: vec![2, 2, 2, 2],
-            classes: 1000,
-            logits: None,
-            probs: None,
-            top1: None,
-        }
+        Description { size, batch, widths: vec![64, 128, 256, 512], blocks: vec![2, 2, 2, 2], classes: 1000, logits: None, probs: None, top1: None }
     }
 
     /// Every parameter, with torchvision's name and shape, in the network's order.
@@ -291,9 +206,7 @@ impl Description {
     /// `(i*37 + (i / (size*size*4))*59) % 256`.
     pub fn image(&self) -> Vec<u8> {
         let per = self.size * self.size * 4;
-        (0..self.batch * per)
-            .map(|i| ((i * 37 + (i / per) * 59) % 256) as u8)
-            .collect()
+        (0..self.batch * per).map(|i| ((i * 37 + (i / per) * 59) % 256) as u8).collect()
     }
 }
 
@@ -337,25 +250,13 @@ pub fn formula_params(d: &Description) -> Result<Params> {
 /// ignored, as PyTorch's `load_state_dict(strict=False)` would not; they are named).
 pub fn check_params(d: &Description, params: &Params) -> Result<()> {
     for (name, shape) in d.parameters() {
-        let t = params.get(&name).ok_or_else(|| ModelError::Parameter {
-            name: name.clone(),
-            detail: format!("missing (expected f32 {shape:?})"),
-        })?;
+        let t = params.get(&name).ok_or_else(|| ModelError::Parameter { name: name.clone(), detail: format!("missing (expected f32 {shape:?})") })?;
         if t.shape() != shape.as_slice() || t.dtype() != DType::F32 {
-            return Err(ModelError::Parameter {
-                name,
-                detail: format!("{} {:?}, expected f32 {shape:?}", t.dtype(), t.shape()),
-            });
+            return Err(ModelError::Parameter { name, detail: format!("{} {:?}, expected f32 {shape:?}", t.dtype(), t.shape()) });
         }
     }
-    if let Some(extra) = params
-        .keys()
-        .find(|k| !d.parameters().iter().any(|(n, _)| n == *k))
-    {
-        return Err(ModelError::Parameter {
-            name: extra.clone(),
-            detail: "not a parameter of this network".into(),
-        });
+    if let Some(extra) = params.keys().find(|k| !d.parameters().iter().any(|(n, _)| n == *k)) {
+        return Err(ModelError::Parameter { name: extra.clone(), detail: "not a parameter of this network".into() });
     }
     Ok(())
 }
@@ -375,12 +276,7 @@ impl Tensor for HostTensor {
 
 impl Tensor for DeviceTensor {
     fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self> {
-        Ok(DeviceTensor::empty(
-            self.context(),
-            shape,
-            DType::F32,
-            format,
-        )?)
+        Ok(DeviceTensor::empty(self.context(), shape, DType::F32, format)?)
     }
 }
 
@@ -421,51 +317,20 @@ pub struct Outputs<T> {
 }
 
 fn param<'a>(p: &'a Params, name: &str) -> Result<&'a HostTensor> {
-    p.get(name).ok_or_else(|| ModelError::Parameter {
-        name: name.into(),
-        detail: "missing".into(),
-    })
+    p.get(name).ok_or_else(|| ModelError::Parameter { name: name.into(), detail: "missing".into() })
 }
 
-fn folded(
-    p: &Params,
-    conv: &str,
-    bn: &str,
-    stride: usize,
-    padding: usize,
-    relu: bool,
-) -> Result<Conv<HostTensor>> {
+fn folded(p: &Params, conv: &str, bn: &str, stride: usize, padding: usize, relu: bool) -> Result<Conv<HostTensor>> {
     let w = param(p, &format!("{conv}.weight"))?;
     let bnp = |s: &str| param(p, &format!("{bn}.{s}"));
-    let (weight, bias) = fold_batch_norm(
-        w,
-        None,
-        bnp("running_mean")?,
-        bnp("running_var")?,
-        Some(bnp("weight")?),
-        Some(bnp("bias")?),
-        EPS,
-    )?;
-    Ok(Conv {
-        weight,
-        bias,
-        options: Conv2dOptions {
-            stride: (stride, stride),
-            padding: (padding, padding),
-            relu,
-            ..Default::default()
-        },
-    })
+    let (weight, bias) = fold_batch_norm(w, None, bnp("running_mean")?, bnp("running_var")?, Some(bnp("weight")?), Some(bnp("bias")?), EPS)?;
+    Ok(Conv { weight, bias, options: Conv2dOptions { stride: (stride, stride), padding: (padding, padding), relu, ..Default::default() } })
 }
 
 impl Net<HostTensor> {
     /// Builds the network of `d` from checked `params`, folding each batch norm into the
     /// convolution before it; activations will be kept in `format`.
-    pub fn build(
-        d: &Description,
-        params: &Params,
-        format: MemoryFormat,
-    ) -> Result<Net<HostTensor>> {
+    pub fn build(d: &Description, params: &Params, format: MemoryFormat) -> Result<Net<HostTensor>> {
         check_params(d, params)?;
         let scale: Vec<f32> = STD.iter().map(|s| (1.0 / (255.0 * s)) as f32).collect();
         let shift: Vec<f32> = MEAN.iter().zip(STD).map(|(m, s)| (-m / s) as f32).collect();
@@ -475,35 +340,10 @@ impl Net<HostTensor> {
             for i in 0..b {
                 let pre = format!("layer{}.{i}", s + 1);
                 let stride = if i == 0 && s > 0 { 2 } else { 1 };
-                let downsample = if stride != 1 || cin != w {
-                    Some(folded(
-                        params,
-                        &format!("{pre}.downsample.0"),
-                        &format!("{pre}.downsample.1"),
-                        stride,
-                        0,
-                        false,
-                    )?)
-                } else {
-                    None
-                };
+                let downsample = if stride != 1 || cin != w { Some(folded(params, &format!("{pre}.downsample.0"), &format!("{pre}.downsample.1"), stride, 0, false)?) } else { None };
                 blocks.push(Block {
-                    conv1: folded(
-                        params,
-                        &format!("{pre}.conv1"),
-                        &format!("{pre}.bn1"),
-                        stride,
-                        1,
-                        true,
-                    )?,
-                    conv2: folded(
-                        params,
-                        &format!("{pre}.conv2"),
-                        &format!("{pre}.bn2"),
-                        1,
-                        1,
-                        false,
-                    )?,
+                    conv1: folded(params, &format!("{pre}.conv1"), &format!("{pre}.bn1"), stride, 1, true)?,
+                    conv2: folded(params, &format!("{pre}.conv2"), &format!("{pre}.bn2"), 1, 1, false)?,
                     downsample,
                 });
                 cin = w;
@@ -523,29 +363,13 @@ impl Net<HostTensor> {
     /// The same network with its parameters uploaded to `ctx`.
     pub fn to_device(&self, ctx: &GpuContext) -> Result<Net<DeviceTensor>> {
         let up = |t: &HostTensor| DeviceTensor::upload(ctx, t);
-        let conv = |c: &Conv<HostTensor>| -> Result<Conv<DeviceTensor>> {
-            Ok(Conv {
-                weight: up(&c.weight)?,
-                bias: up(&c.bias)?,
-                options: c.options,
-            })
-        };
+        let conv = |c: &Conv<HostTensor>| -> Result<Conv<DeviceTensor>> { Ok(Conv { weight: up(&c.weight)?, bias: up(&c.bias)?, options: c.options }) };
         Ok(Net {
             format: self.format,
             scale: up(&self.scale)?,
             shift: up(&self.shift)?,
             stem: conv(&self.stem)?,
-            blocks: self
-                .blocks
-                .iter()
-                .map(|b| {
-                    Ok(Block {
-                        conv1: conv(&b.conv1)?,
-                        conv2: conv(&b.conv2)?,
-                        downsample: b.downsample.as_ref().map(conv).transpose()?,
-                    })
-                })
-                .collect::<Result<_>>()?,
+            blocks: self.blocks.iter().map(|b| Ok(Block { conv1: conv(&b.conv1)?, conv2: conv(&b.conv2)?, downsample: b.downsample.as_ref().map(conv).transpose()? })).collect::<Result<_>>()?,
             fc_weight: up(&self.fc_weight)?,
             fc_bias: up(&self.fc_bias)?,
         })
@@ -557,10 +381,7 @@ impl<T: Tensor> Net<T> {
     pub fn forward(&self, rgba: &T) -> Result<Outputs<T>> {
         let s = rgba.shape();
         if s.len() != 4 || s[3] != 4 || rgba.dtype() != DType::U8 {
-            return Err(ModelError::Description(format!(
-                "the input must be a u8 [N, H, W, 4] RGBA batch, got {} {s:?}",
-                rgba.dtype()
-            )));
+            return Err(ModelError::Description(format!("the input must be a u8 [N, H, W, 4] RGBA batch, got {} {s:?}", rgba.dtype())));
         }
         // Normalize: `shift + x * scale` over the RGB view, into the activations' layout.
         let x = rgba.narrow(3, 0, 3)?.permute(&[0, 3, 1, 2])?;
@@ -568,11 +389,7 @@ impl<T: Tensor> Net<T> {
         self.shift.addcmul_out(&x, &self.scale, 1.0, &input)?;
 
         let conv = |x: &T, c: &Conv<T>| x.conv2d(&c.weight, Some(&c.bias), &c.options);
-        let mut x = conv(&input, &self.stem)?.max_pool2d(&MaxPool2dOptions {
-            stride: Some((2, 2)),
-            padding: (1, 1),
-            ..MaxPool2dOptions::new((3, 3))
-        })?;
+        let mut x = conv(&input, &self.stem)?.max_pool2d(&MaxPool2dOptions { stride: Some((2, 2)), padding: (1, 1), ..MaxPool2dOptions::new((3, 3)) })?;
         for b in &self.blocks {
             let y = conv(&conv(&x, &b.conv1)?, &b.conv2)?;
             match &b.downsample {
@@ -586,11 +403,7 @@ impl<T: Tensor> Net<T> {
         let logits = features.linear(&self.fc_weight, Some(&self.fc_bias))?;
         let probs = logits.softmax(1)?;
         let top1 = logits.argmax(Some(1), false)?;
-        Ok(Outputs {
-            logits,
-            probs,
-            top1,
-        })
+        Ok(Outputs { logits, probs, top1 })
     }
 }
 
@@ -599,14 +412,5 @@ pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     if a.len() != b.len() {
         return f64::INFINITY;
     }
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| {
-            if (x - y).is_nan() {
-                f64::INFINITY
-            } else {
-                (x - y).abs()
-            }
-        })
-        .fold(0.0, f64::max)
+    a.iter().zip(b).map(|(x, y)| if (x - y).is_nan() { f64::INFINITY } else { (x - y).abs() }).fold(0.0, f64::max)
 }

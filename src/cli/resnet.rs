@@ -99,7 +99,10 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
         let name = if *l == "nhwc" { "channels-last" } else { "NCHW" };
         let (first_ms, pipelines) = (cold[i]["first_inference_ms"].as_f64(), cold[i]["pipelines"].as_u64());
         if json {
-            println!("{}", serde_json::json!({ "part": "resnet", "op": format!("resnet18_{l}"), "batch": BATCH, "size": SIZE, "images_per_s": ips[i], "median_ms": BATCH as f64 / ips[i] * 1e3, "first_inference_ms": first_ms, "pipelines": pipelines, "error": cold[i].get("error") }));
+            println!(
+                "{}",
+                serde_json::json!({ "part": "resnet", "op": format!("resnet18_{l}"), "batch": BATCH, "size": SIZE, "images_per_s": ips[i], "median_ms": BATCH as f64 / ips[i] * 1e3, "first_inference_ms": first_ms, "pipelines": pipelines, "error": cold[i].get("error") })
+            );
         } else {
             let first = first_ms.map_or_else(|| format!("error: {}", cold[i]["error"]), |ms| format!("{:.2}", ms / 1e3));
             println!("{:<14} {:>12.2} {:>12.1} {:>12} {:>10}", name, ips[i], BATCH as f64 / ips[i] * 1e3, first, pipelines.map_or("-".into(), |p| p.to_string()));
