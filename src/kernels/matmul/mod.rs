@@ -116,16 +116,21 @@ impl MatmulKernel {
     /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
     /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
-    /// kernel where it applies, else the `Conv1x1` route where that applies; all others the GEMM.
+    /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
+    /// that applies (then `Blocked`); all others the GEMM.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
         // lavapipe (BENCHMARKS.md), but compile for seconds each: products of at least 2^22
         // multiply-adds take them.
-        // The Blocked kernel runs the same inner product with the batch in one dispatch: it
-        // goes first where it applies.
+        // The Blocked kernel runs the same inner product with the batch in one dispatch, and
+        // with a bias still along the output's columns: it goes first for batched products
+        // and products with an addend. A single product without one runs the Conv1x1 route
+        // where that applies (its weights in a uniform block: at or above the Blocked kernel's
+        // speed there on lavapipe, BENCHMARKS.md).
         let large = !vector && class.log2.iter().sum::<u32>() >= CONV_MIN_LOG2;
-        if large && class.kernels.contains(&MatmulKernel::Blocked) {
+        let conv = class.kernels.contains(&MatmulKernel::Conv1x1);
+        if large && class.kernels.contains(&MatmulKernel::Blocked) && (class.log2[3] > 0 || class.addend || !conv) {
             return MatmulKernel::Blocked;
         }
         if large && class.kernels.contains(&MatmulKernel::Conv1x1) {
@@ -169,6 +174,9 @@ pub struct MatmulClass {
     pub dtype: u32,
     /// Whether A's columns (k) and B's rows (k) are its unit-stride dim.
     pub along_k: (bool, bool),
+    /// Whether the product reads an addend (a bias or addmm's input).
+    #[serde(default)]
+    pub addend: bool,
 }
 
 /// The class of `p` on the adapter of `report`.
@@ -181,6 +189,7 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),
+        addend: p.c.is_some(),
     }
 }
 
