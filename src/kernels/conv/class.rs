@@ -102,12 +102,14 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     }
     // floor(log2(C / groups)) < 2: fewer than 4 input channels per group; or, channels-last,
     // more input than output channels per group (the direct kernel holds the outputs).
-    // Also any convolution at a stride above 1. ResNet-18's (batch 8, same process, a shared
-    // host): its 3x3 stride-2 convolutions ran 7-55x faster channels-last and 0.8-5.7x NCHW
-    // through `Direct` than through `Nhwc` / `Nchw`, and its 1x1 stride-2 ones within noise of
-    // them; the first call of each (lavapipe compiles at the first dispatch) took 2-8 s through
-    // `Direct` against 16-53 s through the blocked kernels, whose 3 pipelines a window (first,
-    // middle, last with ReLU) at up to 16 channel quads each are slow to compile.
+    // Also any convolution at a stride above 1. ResNet-18's 3x3 stride-2 convolutions
+    // (channels-last, quiet host, same process) ran at 0.77-1.05 of `Nhwc`'s speed through
+    // `Direct` once compiled, the bench's 3x3 s2 row at 0.6-0.7 and its NCHW strided 1x1
+    // (K=512) at 0.33 of `Nchw`, but `Direct` compiles one pipeline where the blocked kernels
+    // compile one per kind of window (first, middle, last with ReLU), each several times
+    // slower: the bench's first calls of those rows fell from 11.1 / 5.0 s (3x3 s2, NCHW /
+    // channels-last) and 10.9 s (1x1 s2 NCHW) to 3.3 / 2.0 s and 1.9 s, and ResNet-18's NCHW
+    // first inference took 45 s with its strided 1x1s on `Nchw` against 18 s on `Direct`.
     let strided = c.window[2] > 1 || c.window[3] > 1;
     let direct = strided || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
     if direct && has(ConvKernel::Direct) {
