@@ -117,21 +117,22 @@ override PER_THREAD: bool = false;
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if (PER_THREAD) {
+        // No early return on the invocation's own index: WGSL's uniformity analysis (Tint)
+        // would then treat the workgroup path's barriers below as non-uniform.
         let o = (wid.x + wid.y * red.grid_row) * WG + lid;
-        if (o >= red.outputs) {
-            return;
-        }
-        let b = out_offsets(o);
-        let st = walk(b, 0u, 0.0, 0u, 1u);
-        var st2 = st;
-        if (two_pass()) {
-            st2 = walk(b, 1u, second_c(st), 0u, 1u);
-        }
-        if (is_scan()) {
-            let ms = soft_ms(st, st2);
-            write_row(b, ms.x, ms.y, 0u, 1u);
-        } else {
-            finish(b.x, st, st2);
+        if (o < red.outputs) {
+            let b = out_offsets(o);
+            let st = walk(b, 0u, 0.0, 0u, 1u);
+            var st2 = st;
+            if (two_pass()) {
+                st2 = walk(b, 1u, second_c(st), 0u, 1u);
+            }
+            if (is_scan()) {
+                let ms = soft_ms(st, st2);
+                write_row(b, ms.x, ms.y, 0u, 1u);
+            } else {
+                finish(b.x, st, st2);
+            }
         }
         return;
     }
