@@ -246,16 +246,17 @@ pub fn formula_params(d: &Description) -> Result<Params> {
         .collect()
 }
 
-/// Checks that `params` holds every parameter of `d` as f32 of its shape (extra entries are
-/// ignored, as PyTorch's `load_state_dict(strict=False)` would not; they are named).
+/// Checks that `params` holds every parameter of `d` as f32 of its shape and nothing else (an
+/// extra entry is an error naming it, as PyTorch's strict `load_state_dict`).
 pub fn check_params(d: &Description, params: &Params) -> Result<()> {
-    for (name, shape) in d.parameters() {
+    let expected = d.parameters();
+    for (name, shape) in expected.iter().cloned() {
         let t = params.get(&name).ok_or_else(|| ModelError::Parameter { name: name.clone(), detail: format!("missing (expected f32 {shape:?})") })?;
         if t.shape() != shape.as_slice() || t.dtype() != DType::F32 {
             return Err(ModelError::Parameter { name, detail: format!("{} {:?}, expected f32 {shape:?}", t.dtype(), t.shape()) });
         }
     }
-    if let Some(extra) = params.keys().find(|k| !d.parameters().iter().any(|(n, _)| n == *k)) {
+    if let Some(extra) = params.keys().find(|k| !expected.iter().any(|(n, _)| n == *k)) {
         return Err(ModelError::Parameter { name: extra.clone(), detail: "not a parameter of this network".into() });
     }
     Ok(())
