@@ -9,7 +9,7 @@
 mod common;
 
 use common::elementwise::{bits, value};
-use common::gpu::{contexts, limited, name};
+use common::gpu::{contexts, limited, name, posing_as_gpu};
 use common::rng::Rng;
 use strided_wgpu::reduce::{reduce_spec, ReduceClass, ReducePlan};
 use strided_wgpu::{DType, DeviceTensor, Dims, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, ReduceOp, ScanOp, Strided};
@@ -399,11 +399,14 @@ fn grids_bindings_and_bad_input() {
 /// around the vector width and the workgroup (1, 3, 4, 5, 63-65, 257, 1000), rows starting
 /// off a 16-byte word, rows made of several runs, columns of 1-9 outputs at offsets, NaN,
 /// infinities, signed zeros and ties (few distinct values); each call's kernel is asserted.
+/// Each adapter runs them twice: as itself and posing as a GPU (the GPUs' split columns).
 #[test]
 fn rows_and_columns_kernels_on_their_edges() {
     use strided_wgpu::advanced::{reduce_kernel, ReduceKernel, ReduceWork};
     const SCANS: [ScanOp; 2] = [ScanOp::Softmax, ScanOp::LogSoftmax];
-    for ctx in contexts() {
+    let posing: Vec<GpuContext> = contexts().iter().filter_map(posing_as_gpu).collect();
+    assert_eq!(posing.len(), contexts().len(), "a device of each adapter's own");
+    for ctx in contexts().iter().chain(&posing) {
         let cpu = ctx.adapter().device_type;
         let mut rng = Rng(0x33);
         // (shape, format, dims, element offset, few distinct values)
@@ -482,8 +485,13 @@ fn rows_and_columns_kernels_on_their_edges() {
                 compare(&desc(&format!("{op:?} dim {dim} ({kernel:?})")), &d.scan(op, dim, None).unwrap().download().unwrap(), &want, &tol).unwrap();
             }
         }
-        for k in [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns] {
-            assert!(seen.contains(&k), "{}: no case ran {k:?}", name(ctx));
+        let expected: &[ReduceKernel] = match cpu {
+            wgpu::DeviceType::Cpu => &[ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns],
+            _ => &[ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns, ReduceKernel::ColumnSplits],
+        };
+        for k in expected {
+            assert!(seen.contains(k), "{}: no case ran {k:?}", name(ctx));
         }
+        assert!(cpu != wgpu::DeviceType::Cpu || !seen.contains(&ReduceKernel::ColumnSplits), "{}: a CPU adapter ran the split columns", name(ctx));
     }
 }

@@ -1,10 +1,22 @@
 // Reductions, softmax and log_softmax whose outputs are contiguous in the input (columns: a
-// kept dim, the plan's dim `rrank`, has input stride 1): an invocation per four neighbouring
+// kept dim, the plan's dim `rrank`, has input stride 1): invocations per four neighbouring
 // outputs of that dim, walking their reductions together in the plan's (memory) order with one
 // lane each, a 16-byte load per step where the four elements are one aligned word (`mode` 1:
-// every reduced input stride is a multiple of 4). One accumulator per output and a fixed order:
-// the same input gives the same bits. Two-pass_ ops walk twice; softmax and log_softmax then
-// write. Needs `reduce` and `reduce_vec`; the uniform's grid_row counts invocations.
+// every reduced input stride is a multiple of 4). SPLIT 0 (CPU adapters): one invocation per
+// four outputs walks all of their elements. SPLIT 1 (GPUs, whose thousands of lanes a few
+// hundred outputs would leave idle): `parts` invocations (a power of two, 2 to 32) share four
+// outputs, invocation s walking the reduced elements s, s + parts, ...; their states meet in a
+// fixed tree in workgroup memory. A fixed order either way: the same input gives the same bits.
+// Two-pass_ ops walk twice; softmax and log_softmax then write. Needs `reduce` and
+// `reduce_vec`; the uniform's grid_row counts invocations (SPLIT 0) or quads (SPLIT 1) per row
+// of the dispatch grid.
+
+override SPLIT: u32 = 0u;
+
+const WG: u32 = 64u;
+
+// SPLIT 1: the lane states of the workgroup's invocations, [(s * quads per workgroup + quad) * 4 + lane].
+var<workgroup> lanes: array<vec4<u32>, 256>;
 
 // The four outputs' elements (valid lanes; the others repeat the last valid one) at input
 // element e.
@@ -16,19 +28,128 @@ fn load4(e: u32, whole: bool, valid: u32) -> vec4<f32> {
     return vec4<f32>(src[e + l.x], src[e + l.y], src[e + l.z], src[e + l.w]);
 }
 
-// The lanes' accumulators of pass_ `pass_` over the outputs with elements b.
-fn walk(b: vec3<u32>, pass_: u32, c: vec4<f32>, whole: bool, valid: u32) -> Acc {
+// The lanes' accumulators of pass_ `pass_` over the outputs with elements b: reduced elements
+// r0, r0 + step, ...
+fn walk(b: vec3<u32>, pass_: u32, c: vec4<f32>, whole: bool, valid: u32, r0: u32, step: u32) -> Acc {
     let k = kind(pass_);
     var acc = acc_new(k);
-    for (var r = 0u; r < red.extent; r = r + 1u) {
+    for (var r = r0; r < red.extent; r = r + step) {
         let o = red_offsets(r);
         acc = fold(k, acc, tx(load4(b.y + o.y, whole, valid), pass_, c), vec4<u32>(b.z + o.z));
     }
     return acc;
 }
 
+// SPLIT 1: the invocations' lane states combined over the splits of each quad in a fixed tree
+// (split s with s + h, h = parts / 2, ..., 1); quad q's lane l then lies at lanes[4 q + l].
+fn split_tree(k: u32, acc: Acc, lid: u32, qpw: u32) {
+    for (var l = 0u; l < 4u; l = l + 1u) {
+        lanes[lid * 4u + l] = lane(k, acc, l);
+    }
+    workgroupBarrier();
+    let sy = lid / qpw;
+    for (var h = red.parts / 2u; h > 0u; h = h >> 1u) {
+        if (sy < h) {
+            for (var l = 0u; l < 4u; l = l + 1u) {
+                let i = lid * 4u + l;
+                lanes[i] = comb(k, lanes[i], lanes[i + h * qpw * 4u]);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+// SPLIT 1: `parts` invocations per four outputs (no early return: every invocation reaches
+// the barriers).
+fn split_main(wid: vec3<u32>, lid: u32) {
+    let parts = red.parts;
+    let qpw = WG / parts;
+    let qx = lid % qpw;
+    let sy = lid / qpw;
+    let t = wid.x * qpw + qx + wid.y * red.grid_row;
+    let d = red.rrank;
+    let k0 = red.sizes[d >> 2u][d & 3u];
+    let quads = (k0 + 3u) / 4u;
+    let live = t < quads * (red.outputs / k0);
+    var b = vec3<u32>(0u);
+    var valid = 1u;
+    var whole = false;
+    if (live) {
+        let q = t % quads;
+        b = out_offsets((t / quads) * k0 + 4u * q);
+        valid = min(4u, k0 - 4u * q);
+        whole = valid == 4u && red.mode == 1u && (b.y & 3u) == 0u;
+    }
+    let k = kind(0u);
+    var acc = acc_new(k);
+    if (live) {
+        acc = walk(b, 0u, vec4<f32>(0.0), whole, valid, sy, parts);
+    }
+    split_tree(k, acc, lid, qpw);
+    let s0 = lanes[qx * 4u];
+    let s1 = lanes[qx * 4u + 1u];
+    let s2 = lanes[qx * 4u + 2u];
+    let s3 = lanes[qx * 4u + 3u];
+    var t0 = s0;
+    var t1 = s1;
+    var t2 = s2;
+    var t3 = s3;
+    if (two_pass()) {
+        let c = vec4<f32>(second_c(s0), second_c(s1), second_c(s2), second_c(s3));
+        // Every invocation has read the first pass_'s states before the second overwrites them.
+        workgroupBarrier();
+        var acc2 = acc_new(kind(1u));
+        if (live) {
+            acc2 = walk(b, 1u, c, whole, valid, sy, parts);
+        }
+        split_tree(kind(1u), acc2, lid, qpw);
+        t0 = lanes[qx * 4u];
+        t1 = lanes[qx * 4u + 1u];
+        t2 = lanes[qx * 4u + 2u];
+        t3 = lanes[qx * 4u + 3u];
+    }
+    let so = r_strides(d).x;
+    if (live && is_scan()) {
+        let m0 = soft_ms(s0, t0);
+        let m1 = soft_ms(s1, t1);
+        let m2 = soft_ms(s2, t2);
+        let m3 = soft_ms(s3, t3);
+        for (var r = sy; r < red.extent; r = r + parts) {
+            let o = red_offsets(r);
+            let x = load4(b.y + o.y, whole, valid);
+            let ob = b.x + o.x;
+            out[ob] = asu(soft(x.x, m0.x, m0.y));
+            if (valid > 1u) {
+                out[ob + so] = asu(soft(x.y, m1.x, m1.y));
+            }
+            if (valid > 2u) {
+                out[ob + 2u * so] = asu(soft(x.z, m2.x, m2.y));
+            }
+            if (valid > 3u) {
+                out[ob + 3u * so] = asu(soft(x.w, m3.x, m3.y));
+            }
+        }
+    }
+    if (live && !is_scan() && sy == 0u) {
+        finish(b.x, s0, t0);
+        if (valid > 1u) {
+            finish(b.x + so, s1, t1);
+        }
+        if (valid > 2u) {
+            finish(b.x + 2u * so, s2, t2);
+        }
+        if (valid > 3u) {
+            finish(b.x + 3u * so, s3, t3);
+        }
+    }
+}
+
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if (SPLIT == 1u) {
+        split_main(wid, lid);
+        return;
+    }
     let t = gid.x + gid.y * red.grid_row;
     let d = red.rrank;
     let k0 = red.sizes[d >> 2u][d & 3u];
@@ -42,11 +163,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let whole = valid == 4u && red.mode == 1u && (b.y & 3u) == 0u;
     let so = r_strides(d).x;
     let k = kind(0u);
-    let acc = walk(b, 0u, vec4<f32>(0.0), whole, valid);
+    let acc = walk(b, 0u, vec4<f32>(0.0), whole, valid, 0u, 1u);
     var acc2 = acc;
     if (two_pass()) {
         let c = vec4<f32>(second_c(lane(k, acc, 0u)), second_c(lane(k, acc, 1u)), second_c(lane(k, acc, 2u)), second_c(lane(k, acc, 3u)));
-        acc2 = walk(b, 1u, c, whole, valid);
+        acc2 = walk(b, 1u, c, whole, valid, 0u, 1u);
     }
     if (is_scan()) {
         let m0 = soft_ms(lane(k, acc, 0u), lane(K_SUM, acc2, 0u));

@@ -1,7 +1,7 @@
 //! The rows and columns reduction kernels (`reduce_rows.wgsl`, `reduce_cols.wgsl`): f32
 //! reductions, softmax and log_softmax whose innermost reduced dim (rows: a workgroup per
-//! output) or a kept dim (columns: an invocation per four neighbouring outputs) is contiguous
-//! in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
+//! output) or a kept dim (columns: one invocation, or on GPUs several, per four neighbouring
+//! outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
 //! eligibility check; everything else runs `reduce_general.wgsl`.
 
 use bytemuck::Zeroable;
@@ -42,8 +42,13 @@ pub enum ReduceKernel {
     /// `reduce_rows` with `PER_THREAD`: the same rows, an invocation per output (no workgroup
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
     RowThreads,
-    /// `reduce_cols`: a kept dim contiguous; an invocation per four outputs.
+    /// `reduce_cols`: a kept dim contiguous; an invocation per four outputs (CPU adapters).
     Columns,
+    /// `reduce_cols` with `SPLIT`: a kept dim contiguous; 2 to 32 invocations per four
+    /// outputs, each walking every `parts`-th reduced element, their states combined in a
+    /// fixed tree in workgroup memory ([`column_splits`]): what GPUs run, whose lanes a few
+    /// hundred outputs would otherwise leave idle.
+    ColumnSplits,
     /// `reduce_general`: anything (any type, op, layout and length).
     General,
 }
@@ -55,6 +60,7 @@ pub enum ReduceKernel {
 /// Rows run an invocation per output where each run fits one invocation's loops and either the
 /// adapter is a CPU and there are at least 64 outputs (barriers cost a CPU adapter more than a
 /// workgroup's parallelism gains) or the rows are at most 64 elements; else a workgroup each.
+/// Columns of at least 16 reduced elements split each output's walk on GPUs.
 pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
     let f32s = t.input == DType::F32 && t.cast == DType::F32 && matches!(t.out, DType::F32 | DType::I32);
     if !f32s || matches!(work, Work::Scan(ScanOp::Cumsum)) || rp.rrank > MAX_DIMS || (rp.outputs < 16 && rp.extent > FEW_OUTPUTS_EXTENT) {
@@ -75,7 +81,13 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::General
             }
         }
-        ReduceClass::Columns if rp.extent <= LOOP_CAP => ReduceKernel::Columns,
+        ReduceClass::Columns if rp.extent <= LOOP_CAP => {
+            if device_type != wgpu::DeviceType::Cpu && rp.extent >= 16 {
+                ReduceKernel::ColumnSplits
+            } else {
+                ReduceKernel::Columns
+            }
+        }
         _ => ReduceKernel::General,
     }
 }
@@ -84,7 +96,8 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
 /// (computed in `dtype`; indices int32) on an adapter of `device_type`: the same check the
 /// recording uses. Rows and columns take f32 reductions, softmax and log_softmax of their plan
 /// class within the loop caps; rows run an invocation per output on CPU adapters with at least
-/// 64 outputs and on GPUs for rows of at most 64 elements, else a workgroup per output.
+/// 64 outputs and on GPUs for rows of at most 64 elements, else a workgroup per output;
+/// columns of at least 16 elements split each output's walk on GPUs.
 pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgpu::DeviceType) -> ReduceKernel {
     let indices = matches!(work, Work::Reduce(op) if matches!(op, crate::reduce::ReduceOp::Argmax | crate::reduce::ReduceOp::Argmin));
     kernel_for(rp, work, Types { input: dtype, cast: dtype, out: if indices { DType::I32 } else { dtype } }, device_type)
@@ -95,8 +108,20 @@ fn pipeline(kernel: ReduceKernel, op: u32) -> PipelineKey {
     match kernel {
         ReduceKernel::RowThreads => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("PER_THREAD", 1)] },
         ReduceKernel::Rows => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64)] },
+        ReduceKernel::ColumnSplits => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
         _ => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64)] },
     }
+}
+
+/// Invocations of [`ReduceKernel::ColumnSplits`] per four outputs, for `quads` groups of four
+/// outputs and `extent` reduced elements: a power of two, enough for about 1024 workgroups
+/// (a large GPU's fill) where the outputs are few, each invocation walking at least 8
+/// elements, and from 2 to 32 (at most 32: a workgroup then still reads two quads, 32
+/// contiguous bytes, per row).
+pub fn column_splits(quads: u64, extent: u64) -> u64 {
+    let want = (WG * 1024 / quads.max(1)).next_power_of_two();
+    let most = 1u64 << (extent / 8).max(2).ilog2();
+    want.min(most).clamp(2, 32)
 }
 
 /// The op codes the rows and columns kernels serve (every reduction, softmax, log_softmax).
@@ -104,11 +129,11 @@ const OPS: [u32; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21
 
 /// Every rows and columns pipeline, for the register-budget test.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns];
+    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns, ReduceKernel::ColumnSplits];
     kernels.into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op))).map(|p| PipelineSpec { kernel: p.shader, constants: p.constants }).collect()
 }
 
-/// Records `work` over `rp` with `kernel` (Rows or Columns, as [`kernel_for`] chose).
+/// Records `work` over `rp` with `kernel` (not General, as [`kernel_for`] chose).
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, rp: &ReducePlan, work: Work, kernel: ReduceKernel, b: &Buffers<'_>) -> Result<()> {
     let rep = &rt.report;
     let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
@@ -117,6 +142,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let bufs = [b.out, b.input];
     let rows = kernel == ReduceKernel::Rows;
     let threads = kernel == ReduceKernel::RowThreads;
+    let split = kernel == ReduceKernel::ColumnSplits;
     let rrank = rp.rrank;
     // The bound byte window (start, length) of the output (0) and the input (1).
     let windows = |p: &IterPlan| -> [(u64, u64); 2] {
@@ -127,6 +153,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             (start, hi.min(bufs[k].size()) - start)
         })
     };
+    // Columns: a piece's groups of four outputs, and the invocations sharing each.
+    let quads = |p: &IterPlan| -> u64 {
+        let k0 = p.sizes()[rrank] as u64;
+        k0.div_ceil(4) * ((p.numel() / rp.extent) as u64 / k0)
+    };
+    let parts = |p: &IterPlan| if split { column_splits(quads(p), rp.extent as u64) } else { 1 };
     // Workgroups of a piece.
     let groups = |p: &IterPlan| -> u64 {
         let outputs = (p.numel() / rp.extent) as u64;
@@ -135,8 +167,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         } else if threads {
             outputs.div_ceil(WG)
         } else {
-            let k0 = p.sizes()[rrank] as u64;
-            (k0.div_ceil(4) * (outputs / k0)).div_ceil(WG)
+            quads(p).div_ceil(WG / parts(p))
         }
     };
     let fits = |p: &IterPlan| {
@@ -196,7 +227,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let input4 = if words > 0 { (b.input, (w[1].0, words)) } else { (spare4.buffer(), (0, 16)) };
         let g = groups(p);
         let gx = g.min(max_groups).max(1);
-        u.grid_row = (if kernel == ReduceKernel::Columns { gx * WG } else { gx }) as u32;
+        u.parts = parts(p) as u32;
+        u.grid_row = match kernel {
+            ReduceKernel::Columns => gx * WG,
+            ReduceKernel::ColumnSplits => gx * (WG / parts(p)),
+            _ => gx,
+        } as u32;
         dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), (b.input, w[1]), input4, indices], grid: (gx as u32, g.div_ceil(gx) as u32) });
     }
     dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)?;

@@ -68,6 +68,16 @@ pub fn own_device(ctx: &GpuContext) -> Option<(wgpu::Device, wgpu::Queue, wgpu::
     Some((device, queue, adapter.get_info()))
 }
 
+/// `ctx`'s adapter on a device of its own that the crate takes for a discrete GPU (the host's
+/// `AdapterInfo` says so): on a software adapter the kernels GPUs run by default then run, and
+/// are checked, too. Its name says it poses.
+pub fn posing_as_gpu(ctx: &GpuContext) -> Option<GpuContext> {
+    let (device, queue, mut info) = own_device(ctx)?;
+    info.device_type = wgpu::DeviceType::DiscreteGpu;
+    info.name = format!("{} posing as a GPU", info.name);
+    Some(GpuContext::from_device(device, queue, &info))
+}
+
 /// Runs a future to completion on this thread without ever blocking it: polled in a loop with
 /// a waker that does nothing, yielding between polls.
 pub fn spin<F: std::future::Future>(f: F) -> F::Output {
