@@ -156,3 +156,26 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
     close(&right.to_vec().unwrap(), &naive(&a, &good));
     assert_eq!(sentinel(&out), vec![7.0; 6]);
 }
+
+/// The public CPU reference takes a plan and tensors: a plan made for other tensors, whose
+/// views reach past these storages or whose types they do not hold, is a typed error (it
+/// panicked inside a copy).
+#[test]
+fn the_cpu_reference_refuses_tensors_that_are_not_its_plans() {
+    use strided_wgpu::advanced::matmul_plan;
+    use strided_wgpu::matmul::matmul_cpu;
+    let mut rng = Rng(5);
+    let big = rand(&mut rng, &[600]);
+    let a = big.view(&[300, 2]).unwrap().select(1, 1).unwrap().view(&[1, 300]).unwrap();
+    let b = rand(&mut rng, &[300, 7]);
+    let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+    let want = matmul_cpu(&plan, &a, &b, None).unwrap();
+    close(&want.to_vec::<f32>().unwrap(), &naive(&a.contiguous(MemoryFormat::Contiguous).unwrap(), &b));
+    // Dense copies of the operands hold 300 and 2100 elements: the plan's A reaches element 599.
+    let dense = a.contiguous(MemoryFormat::Contiguous).unwrap();
+    let e = matmul_cpu(&plan, &dense, &b, None).unwrap_err();
+    assert!(matches!(e, Error::OutOfBounds { .. }), "{e}");
+    let ints = HostTensor::from_vec(vec![1i32; 600], &[600]).unwrap();
+    let e = matmul_cpu(&plan, &ints, &b, None).unwrap_err();
+    assert!(matches!(e, Error::DType { op: "matmul_cpu", .. }), "{e}");
+}

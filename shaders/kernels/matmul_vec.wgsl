@@ -5,9 +5,10 @@
 // one stream per row), each lane reading its steps of the vector once for all ROWS rows (as one
 // vec4 word where flag bit 4 allows, the rows' words too under bit 3), so the vector's loads
 // are a fraction of the matrix's (a CPU adapter's per-lane loads cost the same whether their
-// addresses are shared or not); the 8 partial sums of a row meet in lane order at the end. L > 1 on GPUs: a workgroup of 64 invocations covers 64 / L rows,
-// the lanes of a row read consecutive elements and their partial sums meet in workgroup memory
-// in a fixed order. Each row's sum runs in a fixed order: deterministic. Operands and epilogue:
+// addresses are shared or not); the 8 partial sums of a row meet in lane order at the end.
+// L > 1 on GPUs: a workgroup of 64 invocations covers 64 / L rows, the lanes of a row read
+// consecutive 16-byte words where bit 3 allows (else elements), two per step, and their partial
+// sums meet in workgroup memory in a fixed order. Each row's sum runs in a fixed order: deterministic. Operands and epilogue:
 // preludes/matmul_io.wgsl.
 
 // Rows per invocation where L = 1 (two vec4 accumulators).
@@ -27,6 +28,21 @@ fn mat1(along_n: bool, at: i32) -> f32 {
         return load_b(at);
     }
     return load_a(at);
+}
+
+// The vector's four elements from element kk (A's row for n == 1, else B's column): one vec4
+// word where flag bit 4 allows.
+fn vec_word(along_n: bool, vv: bool, v0: i32, kk: i32, vs: i32) -> vec4<f32> {
+    if (vv && along_n) {
+        return bitcast<vec4<f32>>(a4[u32(v0 + kk) / 4u]);
+    }
+    if (vv) {
+        return bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
+    }
+    if (along_n) {
+        return vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
+    }
+    return vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
 }
 
 var<workgroup> part: array<f32, 64>;
@@ -88,16 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (true) {
             for (var q = tl; q < k4; q = q + 8u) {
                 let kk = i32(4u * q);
-                var v: vec4<f32>;
-                if (vv && along_n) {
-                    v = bitcast<vec4<f32>>(a4[u32(v0 + kk) / 4u]);
-                } else if (vv) {
-                    v = bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
-                } else if (along_n) {
-                    v = vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
-                } else {
-                    v = vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
-                }
+                let v = vec_word(along_n, vv, v0, kk, vs);
                 lo = lo + vec4<f32>(dot(mat4(along_n, r0[0] + kk), v), dot(mat4(along_n, r0[1] + kk), v), dot(mat4(along_n, r0[2] + kk), v), dot(mat4(along_n, r0[3] + kk), v));
                 hi = hi + vec4<f32>(dot(mat4(along_n, r0[4] + kk), v), dot(mat4(along_n, r0[5] + kk), v), dot(mat4(along_n, r0[6] + kk), v), dot(mat4(along_n, r0[7] + kk), v));
             }
@@ -145,12 +152,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var acc = 0.0;
     if (row < rows) {
         let r0 = m0 + i32(row) * ms.x;
+        // Where the flags allow, the row's whole vec4 words first: lane l takes words l,
+        // l + L, ... (a row's lanes read L neighbouring words), two per step into two vec4
+        // accumulators (more loads in flight), which meet in a fixed order; the tail below.
+        let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u);
+        let vv = (mp.epi.w & 16u) != 0u;
+        var w0 = vec4<f32>(0.0);
+        var w1 = vec4<f32>(0.0);
+        var q = lane;
+        for (; q + lanes < k4; q = q + 2u * lanes) {
+            let kk = i32(4u * q);
+            let kl = i32(4u * (q + lanes));
+            w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
+            w1 = w1 + mat4(along_n, r0 + kl) * vec_word(along_n, vv, v0, kl, vs);
+        }
+        if (q < k4) {
+            let kk = i32(4u * q);
+            w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
+        }
+        let w = w0 + w1;
+        acc = (w.x + w.y) + (w.z + w.w);
         if (along_n) {
-            for (var k = lane; k < mp.dims.z; k = k + lanes) {
+            for (var k = 4u * k4 + lane; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_b(r0 + i32(k) * ms.y) * load_a(v0 + i32(k) * vs);
             }
         } else {
-            for (var k = lane; k < mp.dims.z; k = k + lanes) {
+            for (var k = 4u * k4 + lane; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
             }
         }

@@ -7,17 +7,19 @@ use crate::error::Result;
 use crate::host::HostTensor;
 use crate::layout::{Layout, MemoryFormat};
 use crate::matmul::{Activation, Matmul, MatmulPlan};
-use crate::strided::{Strided, Token};
+use crate::strided::Strided;
 
-/// The elements of `t` seen through `layout`, in logical order, as f64.
+/// The elements of `t`'s storage seen through `layout`, in logical order, as f64: an
+/// [`Error::OutOfBounds`](crate::Error::OutOfBounds) where the layout (a plan made for other
+/// tensors) reaches outside that storage.
 fn values(t: &HostTensor, layout: &Layout) -> Result<Vec<f64>> {
-    let v = t.with_layout(layout.clone(), Token(())).contiguous(MemoryFormat::Contiguous)?;
+    let v = t.as_strided(layout.shape(), layout.strides(), layout.offset())?.contiguous(MemoryFormat::Contiguous)?;
     Ok(match v.dtype() {
         DType::F32 => v.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
         DType::F16 => v.to_vec::<half::f16>()?.into_iter().map(f64::from).collect(),
         DType::BF16 => v.to_vec::<half::bf16>()?.into_iter().map(f64::from).collect(),
-        // The plans accept float operands only.
-        t => unreachable!("matmul reference on {t}"),
+        // The plans accept float operands only; a tensor of another type is not the plan's.
+        t => return Err(crate::Error::DType { op: "matmul_cpu", got: t.to_string(), expected: "float32, float16 or bfloat16 (the plan's operands)".into() }),
     })
 }
 
