@@ -6,26 +6,22 @@
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use common::gpu::{contexts, name, own_device, spin};
 use strided_wgpu::{conv1x1, conv2d, Conv1x1Options, Conv2dOptions, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
 use strided_wgpu::advanced::CopyPath;
 
-/// Destroying a device while other threads create, use or drop devices hung NVIDIA's Vulkan
-/// driver (580.159 on an H200: `vkDestroyDevice` waited inside the driver while
-/// `request_device`, submits and drops on other devices of the process blocked). The losses
-/// here are deliberate, so each test that destroys a device holds this lock for writing and
-/// every other test of this file holds it for reading: no destroy runs beside other device
-/// work of this binary.
-static DEVICES: RwLock<()> = RwLock::new(());
+/// The tests of this file run one at a time. Each makes devices of its own, and several destroy
+/// theirs; run side by side on NVIDIA's Vulkan driver (580.159, an H200) they hung in 3 of 5
+/// runs, every thread waiting inside the driver (`vkDestroyDevice`, `vkDestroyQueryPool`,
+/// `vkCreateFence` of a new device, queue submits), none in the crate's locks. Keeping only the
+/// destroys apart was not enough (the fifth run hung among tests that create, use and drop
+/// devices); the same binary passed twice when run alone.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn sharing_devices() -> RwLockReadGuard<'static, ()> {
-    DEVICES.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn destroying_devices() -> RwLockWriteGuard<'static, ()> {
-    DEVICES.write().unwrap_or_else(|e| e.into_inner())
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Installs the host's own uncaptured-error handler, which counts the errors it sees.
@@ -40,7 +36,7 @@ fn count_host_errors(device: &wgpu::Device) -> Arc<AtomicUsize> {
 
 #[test]
 fn a_batch_holds_its_operands_until_the_work_is_done() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     // Record dst.copy_(src), drop src, upload another tensor of src's size (which would take
     // src's pooled buffer, its upload running before the batch), then submit.
     let n = 65_536;
@@ -62,7 +58,7 @@ fn a_batch_holds_its_operands_until_the_work_is_done() {
 
 #[test]
 fn host_copies_both_ways_on_two_threads_do_not_deadlock() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     let a = HostTensor::from_vec(vec![1f32; 1 << 16], &[1 << 16]).unwrap();
     let b = HostTensor::from_vec(vec![2f32; 1 << 16], &[1 << 16]).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -82,7 +78,7 @@ fn host_copies_both_ways_on_two_threads_do_not_deadlock() {
 
 #[test]
 fn the_hosts_error_handler_stays_and_its_errors_are_not_ours() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let Some((device, queue, info)) = own_device(ctx) else { continue };
         let seen = count_host_errors(&device);
@@ -103,7 +99,7 @@ fn the_hosts_error_handler_stays_and_its_errors_are_not_ours() {
 
 #[test]
 fn a_device_the_crate_created_has_a_handler_that_never_panics() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let c = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).unwrap();
         // The caller's own invalid work on the crate's device, outside any error scope: wgpu's
@@ -119,7 +115,7 @@ fn a_device_the_crate_created_has_a_handler_that_never_panics() {
 
 #[test]
 fn every_call_after_device_loss_returns_device_lost() {
-    let _devices = destroying_devices();
+    let _serial = one_at_a_time();
     // Each call is the first after the loss on a context of its own (no call learns of the
     // loss from an earlier one), then the loss sticks.
     type Call = fn(&GpuContext, &DeviceTensor, &DeviceTensor, &DeviceTensor) -> Result<(), Error>;
@@ -155,7 +151,7 @@ fn every_call_after_device_loss_returns_device_lost() {
 
 #[test]
 fn the_async_api_runs_on_an_executor_that_never_blocks() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let h = HostTensor::from_vec((0..2 * 8 * 6 * 4).map(|i| i as f32 * 0.5 - 7.0).collect(), &[2, 8, 6, 4]).unwrap();
         let x = DeviceTensor::upload(ctx, &h).unwrap();
@@ -183,7 +179,7 @@ fn the_async_api_runs_on_an_executor_that_never_blocks() {
 
 #[test]
 fn recordings_never_tune_and_tuning_persists() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         // A context of its own, so that no other test has tuned its classes.
         let Some((device, queue, info)) = own_device(ctx) else { continue };
@@ -233,7 +229,7 @@ fn recordings_never_tune_and_tuning_persists() {
 
 #[test]
 fn caller_buffers_are_checked_and_never_pooled() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let d = ctx.device();
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
@@ -280,7 +276,7 @@ fn caller_buffers_are_checked_and_never_pooled() {
 
 #[test]
 fn the_pool_is_capped_and_trimmed() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let Some((device, queue, info)) = own_device(ctx) else { continue };
         let mine = GpuContext::from_device(device, queue, &info);
@@ -306,7 +302,7 @@ fn the_pool_is_capped_and_trimmed() {
 
 #[test]
 fn a_finished_batch_is_submitted_by_the_caller_with_its_own_work() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let h = HostTensor::from_vec((0..6 * 10).map(|i| i as u32).collect(), &[6, 10]).unwrap();
         let src = DeviceTensor::upload(ctx, &h).unwrap();
@@ -330,7 +326,7 @@ fn a_finished_batch_is_submitted_by_the_caller_with_its_own_work() {
 
 #[test]
 fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     // A caller's buffer with STORAGE usage alone: a dense copy into it, recorded into the
     // caller's encoder, must not use copy_buffer_to_buffer (the caller's finish would fail, in
     // the host's handler).
@@ -361,7 +357,7 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
 /// of a class run the adapter's default kernel and keep no choice; `OnFirstCall` measures.
 #[test]
 fn no_call_measures_unless_asked() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let Some((device, queue, info)) = own_device(ctx) else { continue };
         let fresh = GpuContext::from_device(device, queue, &info);
@@ -403,7 +399,7 @@ fn no_call_measures_unless_asked() {
 /// brackets the work with two empty compute passes that write them, and tuning measures.
 #[test]
 fn pass_timestamps_time_and_tune() {
-    let _devices = sharing_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
         let Some(adapter) = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into())).into_iter().next() else { continue };
@@ -492,7 +488,7 @@ fn square_transposed(c: &GpuContext, n: usize) -> DeviceTensor {
 
 #[test]
 fn losing_the_device_while_a_download_is_pending_is_device_lost() {
-    let _devices = destroying_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         // The download's future polled once, the device destroyed, then the future polled to
         // its end, or dropped unfinished.
@@ -517,7 +513,7 @@ fn losing_the_device_while_a_download_is_pending_is_device_lost() {
 
 #[test]
 fn losing_the_device_between_submit_and_completion_is_device_lost() {
-    let _devices = destroying_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         for blocking in [true, false] {
             for (who, c, host) in doomed(ctx) {
@@ -537,7 +533,7 @@ fn losing_the_device_between_submit_and_completion_is_device_lost() {
 
 #[test]
 fn losing_the_device_in_the_middle_of_a_recording_is_device_lost() {
-    let _devices = destroying_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         // Into the crate's encoder (then submitted, or finished), and into the host's.
         for how in ["submit", "finish", "record_into"] {
@@ -569,7 +565,7 @@ fn losing_the_device_in_the_middle_of_a_recording_is_device_lost() {
 
 #[test]
 fn losing_the_device_before_or_while_tuning_is_device_lost() {
-    let _devices = destroying_devices();
+    let _serial = one_at_a_time();
     let conv = Conv2dOptions { padding: (1, 1), ..Default::default() };
     for ctx in contexts() {
         // Destroyed before the blocking call, or after the first poll of the async one.
@@ -609,7 +605,7 @@ fn losing_the_device_before_or_while_tuning_is_device_lost() {
 
 #[test]
 fn a_buffer_of_another_device_is_refused_by_from_buffer() {
-    let _devices = destroying_devices();
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         // Two devices of one wgpu instance (a host program's two devices).
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
