@@ -27,19 +27,22 @@ struct ConvParams {
     work: vec4<u32>,
     // kh, kw, dh, dw: read by the direct kernel only (the others get one tap per dispatch).
     taps: vec4<i32>,
+    // x: 1 applies ReLU to what this dispatch writes (the last channel window of a call with
+    // ReLU); y, z, w: 0.
+    finish: vec4<u32>,
 }
 
 // Specializations (pipeline constants, so that lanes never pay for a path they do not take):
 // the workgroup size, the channels held, how a window starts (0: from zero, 1: from the bias,
-// 2: from what earlier channel windows wrote), whether it applies ReLU, and whether the
-// kernel's 4-vectors of input (of output) are contiguous and 16-byte aligned, so that they move
-// as one vec4 word.
+// 2: from what earlier channel windows wrote), and whether the kernel's 4-vectors of input (of
+// output) are contiguous and 16-byte aligned, so that they move as one vec4 word. ReLU is the
+// uniform's `finish.x`, applied by a select at each store (no branch): as a constant it
+// doubled the pipelines of a network (a ResNet's convolutions with and without it).
 override WG: u32 = 64u;
 // Channel quads each invocation holds in registers (its chunk is 4*CQ <= 64 channels; a power
 // of two).
 override CQ: u32 = 16u;
 override MODE: u32 = 0u;
-override RELU: bool = false;
 override VIN: bool = false;
 override VOUT: bool = false;
 // The tiled variant: each channel quad of the workgroup's input passes through workgroup memory,
@@ -226,10 +229,7 @@ fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
     } else if (MODE == 2u) {
         o = o + prev;
     }
-    if (RELU) {
-        o = relu4(o);
-    }
-    return o;
+    return select(o, relu4(o), cp.finish.x != 0u);
 }
 
 // Writes one vec4 word of output (y4[at]), or one element (y[at]), finished as `finish` says.

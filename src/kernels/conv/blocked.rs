@@ -66,6 +66,8 @@ uniform! {
         pub work: [u32; 4],
         /// kh, kw, dh, dw (read by the direct kernel only).
         pub taps: [i32; 4],
+        /// 1 applies ReLU to what the dispatch writes; then three zeros.
+        pub finish: [u32; 4],
     }
 }
 
@@ -167,8 +169,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
                 work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
                 taps: geom.taps,
+                finish: [(options.relu && w.last) as u32, 0, 0, 0],
             };
-            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", mode), ("VIN", vin as i64), ("VOUT", vout as i64)];
             plan.push((r, wi, params, PipelineKey { shader: shader(kernel, report.shuffled_weights), constants }, vout, grid));
         }
     }

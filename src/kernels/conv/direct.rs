@@ -64,8 +64,9 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
                 base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
                 work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
                 taps: geom.taps,
+                finish: [(options.relu && w.last) as u32, 0, 0, 0],
             };
-            let constants = vec![("WG", WG as i64), ("CQ", t.kq as i64), ("TILED", 0), ("MODE", mode), ("RELU", (options.relu && w.last) as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            let constants = vec![("WG", WG as i64), ("CQ", t.kq as i64), ("TILED", 0), ("MODE", mode), ("VIN", vin as i64), ("VOUT", vout as i64)];
             plan.push((r, wi, params, PipelineKey { shader, constants }, vout, grid));
         }
     }

@@ -278,6 +278,7 @@ pub(super) fn record(
             ],
             work: [0, cn as u32, u32_of(op, n_out, "outputs")?, 0],
             taps: [0; 4],
+            finish: [(p.activation == Activation::Relu && c + 1 == chunks) as u32, 0, 0, 0],
         });
     }
     // Pack W: [zw, chunks, outputs, chunk] f32 (zero past the reduction).
@@ -343,13 +344,11 @@ pub(super) fn record(
         .enumerate()
         .map(|(c, params)| {
             let mode = if c > 0 || (o.along_n && p.c.is_some()) { 2 } else { p.c.is_some() as i64 };
-            let relu = p.activation == Activation::Relu && c + 1 == chunks;
             let constants = vec![
                 ("WG", WG as i64),
                 ("CQ", cq as i64),
                 ("TILED", 0),
                 ("MODE", mode),
-                ("RELU", relu as i64),
                 ("VIN", vin as i64),
                 ("VOUT", vout as i64),
             ];
