@@ -61,6 +61,10 @@ fn main() {
         },
         Some("resnet-first") if args.len() == 2 && matches!(args[1].as_str(), "nchw" | "nhwc") => cli::resnet::first_inference(&args[1]),
         None => cli::walkthrough::run(),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            return;
+        }
         Some(other) => {
             eprintln!("unknown command {other:?}; {USAGE}");
             std::process::exit(2);
