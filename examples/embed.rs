@@ -133,6 +133,7 @@ mod tests {
                     println!("embed: ok on {adapter}");
                     ran += 1;
                 }
+                Ok(None) if required.split(',').any(|r| names.contains(&r.trim())) => panic!("STRIDED_WGPU_REQUIRE_BACKENDS names {backends:?}, but no such adapter exists"),
                 Ok(None) => eprintln!("!!! embed: no adapter for {backends:?}"),
                 Err(e @ strided_wgpu::Error::Adapter(_)) if !required.split(',').any(|r| names.contains(&r.trim())) => eprintln!("!!! embed: the {backends:?} adapter did not open a device: {e}"),
                 Err(e) => panic!("embed on {backends:?}: {e}"),

@@ -474,43 +474,47 @@ fn blocked_kernel_edges() {
 
 /// The matrix-vector kernels on rows long enough for every step of their loops (the GPU kernel
 /// reads two 16-byte words per lane and step, then the tail): m == 1 and n == 1, rows whose
-/// words are aligned (k a multiple of 4, from element 0 or 4) or not (k odd, from element 1),
-/// the vector contiguous or strided.
+/// words are aligned (a row stride that is a multiple of 4, from element 0 or 4; k a multiple
+/// of 4 or not, so that the word loop is followed by a tail) or not (an odd stride, or from
+/// element 1), the vector contiguous or strided.
 #[test]
 fn matrix_vector_kernels_on_long_rows() {
     for ctx in contexts() {
         let mut rng = Rng(17);
-        for k in [300usize, 132, 301, 7] {
+        // (k, row stride)
+        for (k, ks) in [(300usize, 300usize), (132, 132), (301, 304), (7, 8), (301, 301), (7, 7)] {
             for start in [0usize, 1, 4] {
                 for m_is_1 in [true, false] {
                     for strided_vector in [false, true] {
-                        // The matrix: 7 rows of k elements from `start` of a flat buffer (B =
-                        // W^T for m == 1, A for n == 1); the vector every element or every
-                        // second one. The same views of the absolute values scale the tolerance.
-                        let rows = 7usize;
-                        let flat = rand(&mut rng, &[start + rows * k], DType::F32);
-                        let vbase = rand(&mut rng, &[2 * k], DType::F32);
-                        let views = |flat: &HostTensor, vbase: &HostTensor| -> (HostTensor, HostTensor) {
-                            let mat = flat.narrow(0, start as isize, rows * k).unwrap().view(&[rows as isize, k as isize]).unwrap();
-                            let vec = if strided_vector { vbase.view(&[k as isize, 2]).unwrap().select(1, 1).unwrap() } else { vbase.narrow(0, 0, k).unwrap() };
-                            if m_is_1 {
-                                (vec.view(&[1, k as isize]).unwrap(), mat.transpose(0, 1).unwrap())
-                            } else {
-                                (mat, vec.view(&[k as isize, 1]).unwrap())
+                        // The matrix: 7 rows (or 1: m == n == 1, a dot product) of k
+                        // elements, ks apart, from `start` of a flat buffer (B = W^T for m == 1,
+                        // A for n == 1); the vector every element or every second one. The same
+                        // views of the absolute values scale the tolerance.
+                        for rows in [7usize, 1] {
+                            let flat = rand(&mut rng, &[start + rows * ks], DType::F32);
+                            let vbase = rand(&mut rng, &[2 * k], DType::F32);
+                            let views = |flat: &HostTensor, vbase: &HostTensor| -> (HostTensor, HostTensor) {
+                                let mat = flat.narrow(0, start as isize, rows * ks).unwrap().view(&[rows as isize, ks as isize]).unwrap().narrow(1, 0, k).unwrap();
+                                let vec = if strided_vector { vbase.view(&[k as isize, 2]).unwrap().select(1, 1).unwrap() } else { vbase.narrow(0, 0, k).unwrap() };
+                                if m_is_1 {
+                                    (vec.view(&[1, k as isize]).unwrap(), mat.transpose(0, 1).unwrap())
+                                } else {
+                                    (mat, vec.view(&[k as isize, 1]).unwrap())
+                                }
+                            };
+                            let (a, b) = views(&flat, &vbase);
+                            let (aa, ab) = views(&flat.abs().unwrap(), &vbase.abs().unwrap());
+                            let up = |h: &HostTensor, base: &HostTensor| DeviceTensor::upload(ctx, base).unwrap().as_strided(h.shape(), h.strides(), h.storage_offset()).unwrap();
+                            let (da, db) = if m_is_1 { (up(&a, &vbase), up(&b, &flat)) } else { (up(&a, &flat), up(&b, &vbase)) };
+                            let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+                            for kernel in [MatmulKernel::Vec1, MatmulKernel::Vec16] {
+                                let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+                                let mut batch = ctx.batch();
+                                batch.run_plan_with(&plan, &da, &db, None, &out, kernel).unwrap();
+                                batch.submit_and_wait().unwrap();
+                                let what = format!("{} {kernel:?} {rows} rows k={k} row stride {ks} start={start} m==1: {m_is_1} strided vector: {strided_vector}", name(ctx));
+                                compare_abs(&what, &plan, [&a, &b], None, Some(&[aa.clone(), ab.clone()]), &out.download().unwrap());
                             }
-                        };
-                        let (a, b) = views(&flat, &vbase);
-                        let (aa, ab) = views(&flat.abs().unwrap(), &vbase.abs().unwrap());
-                        let up = |h: &HostTensor, base: &HostTensor| DeviceTensor::upload(ctx, base).unwrap().as_strided(h.shape(), h.strides(), h.storage_offset()).unwrap();
-                        let (da, db) = if m_is_1 { (up(&a, &vbase), up(&b, &flat)) } else { (up(&a, &flat), up(&b, &vbase)) };
-                        let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
-                        for kernel in [MatmulKernel::Vec1, MatmulKernel::Vec16] {
-                            let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous).unwrap();
-                            let mut batch = ctx.batch();
-                            batch.run_plan_with(&plan, &da, &db, None, &out, kernel).unwrap();
-                            batch.submit_and_wait().unwrap();
-                            let what = format!("{} {kernel:?} k={k} start={start} m==1: {m_is_1} strided vector: {strided_vector}", name(ctx));
-                            compare_abs(&what, &plan, [&a, &b], None, Some(&[aa.clone(), ab.clone()]), &out.download().unwrap());
                         }
                     }
                 }

@@ -178,4 +178,12 @@ fn the_cpu_reference_refuses_tensors_that_are_not_its_plans() {
     let ints = HostTensor::from_vec(vec![1i32; 600], &[600]).unwrap();
     let e = matmul_cpu(&plan, &ints, &b, None).unwrap_err();
     assert!(matches!(e, Error::DType { op: "matmul_cpu", .. }), "{e}");
+    // float16 operands for a float32 plan; a plan that adds an input, given none.
+    let e = matmul_cpu(&plan, &big.to(DType::F16).unwrap(), &b, None).unwrap_err();
+    assert!(matches!(e, Error::DType { op: "matmul_cpu", .. }), "{e}");
+    let c = rand(&mut rng, &[1, 7]);
+    let plan = strided_wgpu::advanced::addmm_plan(c.layout(), a.layout(), b.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
+    assert!(matmul_cpu(&plan, &a, &b, Some(&c)).is_ok());
+    let e = matmul_cpu(&plan, &a, &b, None).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { op: "matmul_cpu", .. }), "{e}");
 }

@@ -181,6 +181,11 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
                 }
                 return ((a ^ b) & 0x80000000u) | F_INF;
             }
+            if ((a & 0x7fffffffu) == 0u) {
+                // 0 / y is a signed zero for every other y (a GPU that flushes a subnormal y
+                // would take 0 / 0 = NaN).
+                return (a ^ b) & 0x80000000u;
+            }
             // WGSL's `/` is accurate only for |y| in [2^-126, 2^126]: beyond, a GPU may take
             // x * (1 / y) with 1 / y flushed to 0 (NVIDIA gave inf / 3.4e38 = NaN). Scaling
             // both by 1/4 brings such a y into range and keeps IEEE's quotient.

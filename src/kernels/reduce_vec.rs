@@ -33,8 +33,9 @@ const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
 /// window), the indices of `max` / `min`.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write];
 
-/// The kernel a reduction or op along a dim runs.
+/// The kernel a reduction or op along a dim runs (more may come: match with a wildcard arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReduceKernel {
     /// `reduce_rows`: the innermost reduced dim contiguous; a workgroup per output, its
     /// invocations' states combined in a fixed tree in workgroup memory.

@@ -10,16 +10,20 @@ use crate::matmul::{Activation, Matmul, MatmulPlan};
 use crate::strided::Strided;
 
 /// The elements of `t`'s storage seen through `layout`, in logical order, as f64: an
+/// [`Error::DType`](crate::Error::DType) where `t` is not of the plan's type `dtype`, an
 /// [`Error::OutOfBounds`](crate::Error::OutOfBounds) where the layout (a plan made for other
-/// tensors) reaches outside that storage.
-fn values(t: &HostTensor, layout: &Layout) -> Result<Vec<f64>> {
+/// tensors) reaches outside its storage.
+fn values(t: &HostTensor, layout: &Layout, dtype: DType) -> Result<Vec<f64>> {
+    if t.dtype() != dtype {
+        return Err(crate::Error::DType { op: "matmul_cpu", got: t.dtype().to_string(), expected: format!("{dtype} (the plan's operands)") });
+    }
     let v = t.as_strided(layout.shape(), layout.strides(), layout.offset())?.contiguous(MemoryFormat::Contiguous)?;
     Ok(match v.dtype() {
         DType::F32 => v.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
         DType::F16 => v.to_vec::<half::f16>()?.into_iter().map(f64::from).collect(),
         DType::BF16 => v.to_vec::<half::bf16>()?.into_iter().map(f64::from).collect(),
-        // The plans accept float operands only; a tensor of another type is not the plan's.
-        t => return Err(crate::Error::DType { op: "matmul_cpu", got: t.to_string(), expected: "float32, float16 or bfloat16 (the plan's operands)".into() }),
+        // The plans accept float operands only.
+        t => return Err(crate::Error::DType { op: "matmul_cpu", got: t.to_string(), expected: "float32, float16 or bfloat16".into() }),
     })
 }
 
@@ -42,11 +46,13 @@ pub(crate) fn epilogue(acc: f64, c: Option<f64>, alpha: f64, beta: f64, act: Act
 /// Computes `plan` on host operands (their storages seen through the plan's layouts) into a new
 /// contiguous tensor of the result's shape.
 pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>) -> Result<HostTensor> {
-    let av = values(a, &plan.a)?;
-    let bv = values(b, &plan.b)?;
+    let av = values(a, &plan.a, plan.dtype)?;
+    let bv = values(b, &plan.b, plan.dtype)?;
+    // A plan without an addend (addmm with beta == 0) does not read one it is given.
     let cv = match (&plan.c, c) {
-        (Some(l), Some(c)) => Some(values(c, l)?),
-        _ => None,
+        (Some(l), Some(c)) => Some(values(c, l, plan.dtype)?),
+        (Some(_), None) => return Err(crate::Error::invalid("matmul_cpu", "the plan adds an input (addmm's, beta != 0) but none was given")),
+        (None, _) => None,
     };
     let (m, n, k) = (plan.m, plan.n, plan.k);
     let batches: usize = plan.batch.iter().product();

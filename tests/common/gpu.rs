@@ -50,12 +50,22 @@ pub fn name(c: &GpuContext) -> String {
     format!("{} ({:?})", c.adapter().name, c.adapter().backend)
 }
 
-/// A fresh device of its own on `ctx`'s backend (tests that destroy it, or that install the
+/// `ctx`'s adapter, enumerated afresh: the one of its backend with its name and device type
+/// (the first of the backend could be another GPU, or a software adapter beside a GPU).
+fn same_adapter(ctx: &GpuContext) -> Option<wgpu::Adapter> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    let a = ctx.adapter();
+    let adapters = pollster::block_on(instance.enumerate_adapters(a.backend.into()));
+    adapters.into_iter().find(|x| {
+        let i = x.get_info();
+        i.name == a.name && i.device_type == a.device_type
+    })
+}
+
+/// A fresh device of its own on `ctx`'s adapter (tests that destroy it, or that install the
 /// host's own handlers), with its adapter's info.
 pub fn own_device(ctx: &GpuContext) -> Option<(wgpu::Device, wgpu::Queue, wgpu::AdapterInfo)> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
-    let adapter = adapters.into_iter().next()?;
+    let adapter = same_adapter(ctx)?;
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("test host"),
         required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
@@ -93,9 +103,7 @@ pub fn spin<F: std::future::Future>(f: F) -> F::Output {
 
 /// A device on the same adapter as `ctx` with lowered limits (a context of its own).
 pub fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> GpuContext {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
-    let adapter = adapters.into_iter().next().expect("the adapter again");
+    let adapter = same_adapter(ctx).expect("the adapter again");
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: None,
         required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP),
