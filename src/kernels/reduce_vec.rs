@@ -47,7 +47,7 @@ pub enum ReduceKernel {
     Columns,
     /// `reduce_cols` with `SPLIT`: a kept dim contiguous; 2 to 32 invocations per four
     /// outputs, each walking every `parts`-th reduced element, their states combined in a
-    /// fixed tree in workgroup memory ([`column_splits`]): what GPUs run, whose lanes a few
+    /// fixed tree in workgroup memory (`column_splits` picks how many): what GPUs run, whose lanes a few
     /// hundred outputs would otherwise leave idle.
     ColumnSplits,
     /// `reduce_general`: anything (any type, op, layout and length).
