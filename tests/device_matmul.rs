@@ -476,14 +476,16 @@ fn blocked_kernel_edges() {
 /// reads two 16-byte words per lane and step, then the tail): m == 1 and n == 1, rows whose
 /// words are aligned (a row stride that is a multiple of 4, from element 0 or 4; k a multiple
 /// of 4 or not, so that the word loop is followed by a tail) or not (an odd stride, or from
-/// element 1), the vector contiguous or strided.
+/// element 1), the vector contiguous or strided; float32, and float16 and bfloat16 (whose words
+/// hold 8 elements: row strides and starts that are multiples of 8).
 #[test]
 fn matrix_vector_kernels_on_long_rows() {
     for ctx in contexts() {
         let mut rng = Rng(17);
-        // (k, row stride)
-        for (k, ks) in [(300usize, 300usize), (132, 132), (301, 304), (7, 8), (301, 301), (7, 7)] {
-            for start in [0usize, 1, 4] {
+        // (k, row stride, type)
+        let cases = [(300usize, 300usize), (132, 132), (301, 304), (7, 8), (301, 301), (7, 7), (296, 296), (300, 304)];
+        for (k, ks, dtype) in cases.iter().flat_map(|&(k, ks)| [DType::F32, DType::F16, DType::BF16].map(|d| (k, ks, d))) {
+            for start in [0usize, 1, 4, 8] {
                 for m_is_1 in [true, false] {
                     for strided_vector in [false, true] {
                         // The matrix: 7 rows (or 1: m == n == 1, a dot product) of k
@@ -491,8 +493,8 @@ fn matrix_vector_kernels_on_long_rows() {
                         // A for n == 1); the vector every element or every second one. The same
                         // views of the absolute values scale the tolerance.
                         for rows in [7usize, 1] {
-                            let flat = rand(&mut rng, &[start + rows * ks], DType::F32);
-                            let vbase = rand(&mut rng, &[2 * k], DType::F32);
+                            let flat = rand(&mut rng, &[start + rows * ks], dtype);
+                            let vbase = rand(&mut rng, &[2 * k], dtype);
                             let views = |flat: &HostTensor, vbase: &HostTensor| -> (HostTensor, HostTensor) {
                                 let mat = flat.narrow(0, start as isize, rows * ks).unwrap().view(&[rows as isize, ks as isize]).unwrap().narrow(1, 0, k).unwrap();
                                 let vec = if strided_vector { vbase.view(&[k as isize, 2]).unwrap().select(1, 1).unwrap() } else { vbase.narrow(0, 0, k).unwrap() };
@@ -506,13 +508,13 @@ fn matrix_vector_kernels_on_long_rows() {
                             let (aa, ab) = views(&flat.abs().unwrap(), &vbase.abs().unwrap());
                             let up = |h: &HostTensor, base: &HostTensor| DeviceTensor::upload(ctx, base).unwrap().as_strided(h.shape(), h.strides(), h.storage_offset()).unwrap();
                             let (da, db) = if m_is_1 { (up(&a, &vbase), up(&b, &flat)) } else { (up(&a, &flat), up(&b, &vbase)) };
-                            let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+                            let plan = matmul_plan(a.layout(), b.layout(), [dtype; 2]).unwrap();
                             for kernel in [MatmulKernel::Vec1, MatmulKernel::Vec16] {
-                                let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+                                let out = DeviceTensor::empty(ctx, &plan.out_shape, dtype, MemoryFormat::Contiguous).unwrap();
                                 let mut batch = ctx.batch();
                                 batch.run_plan_with(&plan, &da, &db, None, &out, kernel).unwrap();
                                 batch.submit_and_wait().unwrap();
-                                let what = format!("{} {kernel:?} {rows} rows k={k} row stride {ks} start={start} m==1: {m_is_1} strided vector: {strided_vector}", name(ctx));
+                                let what = format!("{} {kernel:?} {dtype} {rows} rows k={k} row stride {ks} start={start} m==1: {m_is_1} strided vector: {strided_vector}", name(ctx));
                                 compare_abs(&what, &plan, [&a, &b], None, Some(&[aa.clone(), ab.clone()]), &out.download().unwrap());
                             }
                         }

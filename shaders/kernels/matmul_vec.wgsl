@@ -7,8 +7,8 @@
 // are a fraction of the matrix's (a CPU adapter's per-lane loads cost the same whether their
 // addresses are shared or not); the 8 partial sums of a row meet in lane order at the end.
 // L > 1 on GPUs: a workgroup of 64 invocations covers 64 / L rows, the lanes of a row read
-// consecutive 16-byte words where bit 3 allows (else elements), two per step, and their partial
-// sums meet in workgroup memory in a fixed order. Each row's sum runs in a fixed order: deterministic. Operands and epilogue:
+// consecutive 16-byte words where bit 3 allows (else elements; float32 two words a step,
+// 16-bit types one word of 8), and their partial sums meet in workgroup memory in a fixed order. Each row's sum runs in a fixed order: deterministic. Operands and epilogue:
 // preludes/matmul_io.wgsl.
 
 // Rows per invocation where L = 1 (two vec4 accumulators).
@@ -43,6 +43,40 @@ fn vec_word(along_n: bool, vv: bool, v0: i32, kk: i32, vs: i32) -> vec4<f32> {
         return vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
     }
     return vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
+}
+
+// Eight 16-bit elements (a 16-byte word), as f32: float16 or bfloat16, as the uniform says.
+struct Oct {
+    lo: vec4<f32>,
+    hi: vec4<f32>,
+}
+
+fn oct(w: vec4<u32>) -> Oct {
+    if (mp.dims.w == DT_F16) {
+        return Oct(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)), vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+    }
+    let lo = vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u);
+    let hi = vec4<u32>(w.z << 16u, w.z & 0xffff0000u, w.w << 16u, w.w & 0xffff0000u);
+    return Oct(bitcast<vec4<f32>>(lo), bitcast<vec4<f32>>(hi));
+}
+
+// The matrix operand's eight 16-bit elements from element `at` (a multiple of 8).
+fn mat8(along_n: bool, at: i32) -> Oct {
+    if (along_n) {
+        return oct(b4[u32(at) / 8u]);
+    }
+    return oct(a4[u32(at) / 8u]);
+}
+
+// The vector's eight 16-bit elements from element kk: one word where flag bit 4 allows.
+fn vec8(along_n: bool, vv: bool, v0: i32, kk: i32, vs: i32) -> Oct {
+    if (vv && along_n) {
+        return oct(a4[u32(v0 + kk) / 8u]);
+    }
+    if (vv) {
+        return oct(b4[u32(v0 + kk) / 8u]);
+    }
+    return Oct(vec_word(along_n, false, v0, kk, vs), vec_word(along_n, false, v0, kk + 4, vs));
 }
 
 var<workgroup> part: array<f32, 64>;
@@ -155,29 +189,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // Where the flags allow, the row's whole vec4 words first: lane l takes words l,
         // l + L, ... (a row's lanes read L neighbouring words), two per step into two vec4
         // accumulators (more loads in flight), which meet in a fixed order; the tail below.
-        let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u);
+        // A word holds 4 float32 or 8 16-bit elements.
+        let halves = mp.dims.w != DT_F32;
+        let epw = select(4u, 8u, halves);
+        let k4 = select(0u, mp.dims.z / epw, (mp.epi.w & 8u) != 0u);
         let vv = (mp.epi.w & 16u) != 0u;
         var w0 = vec4<f32>(0.0);
         var w1 = vec4<f32>(0.0);
-        var q = lane;
-        for (; q + lanes < k4; q = q + 2u * lanes) {
-            let kk = i32(4u * q);
-            let kl = i32(4u * (q + lanes));
-            w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
-            w1 = w1 + mat4(along_n, r0 + kl) * vec_word(along_n, vv, v0, kl, vs);
-        }
-        if (q < k4) {
-            let kk = i32(4u * q);
-            w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
+        if (halves) {
+            // 16-bit: one word a step, its two halves into the two accumulators.
+            for (var q = lane; q < k4; q = q + lanes) {
+                let kk = i32(8u * q);
+                let m = mat8(along_n, r0 + kk);
+                let v = vec8(along_n, vv, v0, kk, vs);
+                w0 = w0 + m.lo * v.lo;
+                w1 = w1 + m.hi * v.hi;
+            }
+        } else {
+            var q = lane;
+            for (; q + lanes < k4; q = q + 2u * lanes) {
+                let kk = i32(4u * q);
+                let kl = i32(4u * (q + lanes));
+                w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
+                w1 = w1 + mat4(along_n, r0 + kl) * vec_word(along_n, vv, v0, kl, vs);
+            }
+            if (q < k4) {
+                let kk = i32(4u * q);
+                w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
+            }
         }
         let w = w0 + w1;
         acc = (w.x + w.y) + (w.z + w.w);
         if (along_n) {
-            for (var k = 4u * k4 + lane; k < mp.dims.z; k = k + lanes) {
+            for (var k = epw * k4 + lane; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_b(r0 + i32(k) * ms.y) * load_a(v0 + i32(k) * vs);
             }
         } else {
-            for (var k = 4u * k4 + lane; k < mp.dims.z; k = k + lanes) {
+            for (var k = epw * k4 + lane; k < mp.dims.z; k = k + lanes) {
                 acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
             }
         }

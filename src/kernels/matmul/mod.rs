@@ -297,11 +297,13 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             };
             let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
             let strides: Vec<[i32; 4]> = (0..4).map(|i| -> Result<[i32; 4]> { let v = st(i); Ok([i32_of(op, v[2], "row stride")?, i32_of(op, v[3], "column stride")?, i32_of(op, v[0], "batch stride")?, i32_of(op, v[1], "batch stride")?]) }).collect::<Result<_>>()?;
-            // The matrix-vector kernel's matrix (A for n == 1, else B^T) as vec4 words: float32,
-            // unit stride along k, rows and the first element 4-aligned within the window.
+            // The matrix-vector kernel's matrix (A for n == 1, else B^T) as 16-byte words (4
+            // float32 or, on the GPU path, 8 16-bit elements): unit stride along k, rows and the
+            // first element word-aligned within the window.
             let (mi, mrow, mk) = if m == 1 { (1, st(1)[3], st(1)[2]) } else { (0, st(0)[2], st(0)[3]) };
-            let aligned = |v: isize| v.rem_euclid(4) == 0;
-            let vec4 = p.dtype == DType::F32 && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
+            let per_word = if p.dtype == DType::F32 { 4 } else { 8 };
+            let aligned = |v: isize| v.rem_euclid(per_word) == 0;
+            let vec4 = (p.dtype == DType::F32 || lanes > 1) && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
             // The vector (B for n == 1, else A) as vec4 words too: the same conditions.
             let (vi, vk) = if m == 1 { (0, st(0)[3]) } else { (1, st(1)[2]) };
             let vvec = vec4 && vk == 1 && aligned(st(vi)[0]) && aligned(st(vi)[1]) && aligned(ws[vi].1 as isize) && ws[vi].0 .0 % 16 == 0;
