@@ -40,6 +40,60 @@ fn walk(b: vec3<u32>, pass_: u32, c: vec4<f32>, whole: bool, valid: u32, r0: u32
     return acc;
 }
 
+// A quad's lane states: s from the first pass_, t from the second (the first again for
+// one-pass ops).
+struct QuadStates {
+    s0: vec4<u32>,
+    s1: vec4<u32>,
+    s2: vec4<u32>,
+    s3: vec4<u32>,
+    t0: vec4<u32>,
+    t1: vec4<u32>,
+    t2: vec4<u32>,
+    t3: vec4<u32>,
+}
+
+// Writes what the quad with elements b (its `valid` outputs `so` apart) gives: softmax and
+// log_softmax its reduced elements r0, r0 + step, ...; the other ops their outputs, where
+// `finishes`.
+fn write_quad(b: vec3<u32>, whole: bool, valid: u32, so: u32, q: QuadStates, r0: u32, step: u32, finishes: bool) {
+    if (is_scan()) {
+        let m0 = soft_ms(q.s0, q.t0);
+        let m1 = soft_ms(q.s1, q.t1);
+        let m2 = soft_ms(q.s2, q.t2);
+        let m3 = soft_ms(q.s3, q.t3);
+        for (var r = r0; r < red.extent; r = r + step) {
+            let o = red_offsets(r);
+            let x = load4(b.y + o.y, whole, valid);
+            let ob = b.x + o.x;
+            out[ob] = asu(soft(x.x, m0.x, m0.y));
+            if (valid > 1u) {
+                out[ob + so] = asu(soft(x.y, m1.x, m1.y));
+            }
+            if (valid > 2u) {
+                out[ob + 2u * so] = asu(soft(x.z, m2.x, m2.y));
+            }
+            if (valid > 3u) {
+                out[ob + 3u * so] = asu(soft(x.w, m3.x, m3.y));
+            }
+        }
+        return;
+    }
+    if (!finishes) {
+        return;
+    }
+    finish(b.x, q.s0, q.t0);
+    if (valid > 1u) {
+        finish(b.x + so, q.s1, q.t1);
+    }
+    if (valid > 2u) {
+        finish(b.x + 2u * so, q.s2, q.t2);
+    }
+    if (valid > 3u) {
+        finish(b.x + 3u * so, q.s3, q.t3);
+    }
+}
+
 // SPLIT 1: the invocations' lane states combined over the splits of each quad in a fixed tree
 // (split s with s + h, h = parts / 2, ..., 1); quad q's lane l then lies at lanes[4 q + l].
 fn split_tree(k: u32, acc: Acc, lid: u32, qpw: u32) {
@@ -108,39 +162,8 @@ fn split_main(wid: vec3<u32>, lid: u32) {
         t2 = lanes[qx * 4u + 2u];
         t3 = lanes[qx * 4u + 3u];
     }
-    let so = r_strides(d).x;
-    if (live && is_scan()) {
-        let m0 = soft_ms(s0, t0);
-        let m1 = soft_ms(s1, t1);
-        let m2 = soft_ms(s2, t2);
-        let m3 = soft_ms(s3, t3);
-        for (var r = sy; r < red.extent; r = r + parts) {
-            let o = red_offsets(r);
-            let x = load4(b.y + o.y, whole, valid);
-            let ob = b.x + o.x;
-            out[ob] = asu(soft(x.x, m0.x, m0.y));
-            if (valid > 1u) {
-                out[ob + so] = asu(soft(x.y, m1.x, m1.y));
-            }
-            if (valid > 2u) {
-                out[ob + 2u * so] = asu(soft(x.z, m2.x, m2.y));
-            }
-            if (valid > 3u) {
-                out[ob + 3u * so] = asu(soft(x.w, m3.x, m3.y));
-            }
-        }
-    }
-    if (live && !is_scan() && sy == 0u) {
-        finish(b.x, s0, t0);
-        if (valid > 1u) {
-            finish(b.x + so, s1, t1);
-        }
-        if (valid > 2u) {
-            finish(b.x + 2u * so, s2, t2);
-        }
-        if (valid > 3u) {
-            finish(b.x + 3u * so, s3, t3);
-        }
+    if (live) {
+        write_quad(b, whole, valid, r_strides(d).x, QuadStates(s0, s1, s2, s3, t0, t1, t2, t3), sy, parts, sy == 0u);
     }
 }
 
@@ -161,7 +184,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
     let b = out_offsets((t / quads) * k0 + 4u * q);
     let valid = min(4u, k0 - 4u * q);
     let whole = valid == 4u && red.mode == 1u && (b.y & 3u) == 0u;
-    let so = r_strides(d).x;
     let k = kind(0u);
     let acc = walk(b, 0u, vec4<f32>(0.0), whole, valid, 0u, 1u);
     var acc2 = acc;
@@ -169,36 +191,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         let c = vec4<f32>(second_c(lane(k, acc, 0u)), second_c(lane(k, acc, 1u)), second_c(lane(k, acc, 2u)), second_c(lane(k, acc, 3u)));
         acc2 = walk(b, 1u, c, whole, valid, 0u, 1u);
     }
-    if (is_scan()) {
-        let m0 = soft_ms(lane(k, acc, 0u), lane(K_SUM, acc2, 0u));
-        let m1 = soft_ms(lane(k, acc, 1u), lane(K_SUM, acc2, 1u));
-        let m2 = soft_ms(lane(k, acc, 2u), lane(K_SUM, acc2, 2u));
-        let m3 = soft_ms(lane(k, acc, 3u), lane(K_SUM, acc2, 3u));
-        for (var r = 0u; r < red.extent; r = r + 1u) {
-            let o = red_offsets(r);
-            let x = load4(b.y + o.y, whole, valid);
-            let ob = b.x + o.x;
-            out[ob] = asu(soft(x.x, m0.x, m0.y));
-            if (valid > 1u) {
-                out[ob + so] = asu(soft(x.y, m1.x, m1.y));
-            }
-            if (valid > 2u) {
-                out[ob + 2u * so] = asu(soft(x.z, m2.x, m2.y));
-            }
-            if (valid > 3u) {
-                out[ob + 3u * so] = asu(soft(x.w, m3.x, m3.y));
-            }
-        }
-        return;
-    }
-    finish(b.x, lane(k, acc, 0u), lane(K_SUM, acc2, 0u));
-    if (valid > 1u) {
-        finish(b.x + so, lane(k, acc, 1u), lane(K_SUM, acc2, 1u));
-    }
-    if (valid > 2u) {
-        finish(b.x + 2u * so, lane(k, acc, 2u), lane(K_SUM, acc2, 2u));
-    }
-    if (valid > 3u) {
-        finish(b.x + 3u * so, lane(k, acc, 3u), lane(K_SUM, acc2, 3u));
-    }
+    let states = QuadStates(lane(k, acc, 0u), lane(k, acc, 1u), lane(k, acc, 2u), lane(k, acc, 3u), lane(K_SUM, acc2, 0u), lane(K_SUM, acc2, 1u), lane(K_SUM, acc2, 2u), lane(K_SUM, acc2, 3u));
+    write_quad(b, whole, valid, r_strides(d).x, states, 0u, 1u, true);
 }
