@@ -11,7 +11,6 @@
 //! `--interleave`) times every run with the caches the other rows left. GB/s counts bytes read
 //! plus bytes written (each element moved is read once and written once).
 
-use std::collections::BTreeMap;
 
 use strided_wgpu::{Batch, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 use strided_wgpu::advanced::{vec4_default, CopyPath};
@@ -81,22 +80,35 @@ impl Case {
     }
 }
 
+/// The reference copies of `cases`: the distinct element counts, in order of first use (f32
+/// elements, half the bytes each way, whole vec4 words), and for each case the index in
+/// `cases` followed by those copies of its own. (Until 2026-11-26 the copies were appended in
+/// ascending size while the indices counted first uses, so rows of different byte counts were
+/// compared with another row's copy, scaled.)
+fn reference_copies(cases: &[Case]) -> (Vec<usize>, Vec<usize>) {
+    let mut sizes: Vec<usize> = Vec::new();
+    let ref_of = cases
+        .iter()
+        .map(|c| {
+            let n = ((c.bytes / 8.0) as usize / 4 * 4).max(4);
+            let k = sizes.iter().position(|&m| m == n).unwrap_or_else(|| {
+                sizes.push(n);
+                sizes.len() - 1
+            });
+            cases.len() + k
+        })
+        .collect();
+    (sizes, ref_of)
+}
+
 /// Times every case RUNS times after WARMUP rounds, round-robin, together with a contiguous
 /// copy kernel moving the same bytes as each (half read, half written): each timed run of
 /// either directly follows `warm` untimed runs of the same work.
 pub fn measure(ctx: &GpuContext, timer: &GpuTimer, cases: Vec<Case>, warm: usize) -> Result<Vec<Row>> {
     // One reference copy per byte count: whole vec4 words of f32, each way.
-    let mut refs: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut all = Vec::new();
-    let mut ref_of = Vec::new();
-    for c in &cases {
-        let n = ((c.bytes / 8.0) as usize / 4 * 4).max(4);
-        let next = cases.len() + refs.len();
-        let idx = *refs.entry(n).or_insert(next);
-        ref_of.push(idx);
-    }
-    all.extend(cases);
-    for &n in refs.keys() {
+    let (sizes, ref_of) = reference_copies(&cases);
+    let mut all = cases;
+    for &n in &sizes {
         let a = DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?;
         let b = DeviceTensor::zeros(ctx, &[n], DType::F32, MemoryFormat::Contiguous)?;
         // The contiguous copy kernel at the shape the crate runs on this adapter.
@@ -132,3 +144,25 @@ pub fn measure(ctx: &GpuContext, timer: &GpuTimer, cases: Vec<Case>, warm: usize
         .collect())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(bytes: f64) -> Case {
+        Case { op: String::new(), shape: vec![], dtype: DType::F32, bytes, note: String::new(), work: Box::new(|_| Ok(())) }
+    }
+
+    /// Each case's reference is the copy of its own byte count, whatever order the sizes
+    /// come in (the pooling rows come largest first).
+    #[test]
+    fn each_row_is_compared_with_the_copy_of_its_own_bytes() {
+        let bytes = [32e6, 8e6, 131072.0, 32e6, 25.6e6, 8e6];
+        let cases: Vec<Case> = bytes.iter().map(|&b| case(b)).collect();
+        let (sizes, ref_of) = reference_copies(&cases);
+        assert_eq!(sizes.len(), 4, "{sizes:?}");
+        for (i, &b) in bytes.iter().enumerate() {
+            let n = sizes[ref_of[i] - cases.len()];
+            assert_eq!(n, ((b / 8.0) as usize / 4 * 4), "case {i} of {b} bytes got the copy of {n} floats");
+        }
+    }
+}

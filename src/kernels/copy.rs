@@ -460,7 +460,19 @@ pub(crate) fn auto_path(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DTy
     let same_type = dst == src;
     Some(match plan.kind() {
         CopyKind::Empty => return None,
-        CopyKind::Dense if buffer_copy && same_type && (plan.dst_offset() * de).is_multiple_of(4) && (plan.src_offset() * se).is_multiple_of(4) && (plan.numel() * de).is_multiple_of(4) => CopyPath::BufferCopy,
+        // A buffer copy on CPU adapters (lavapipe: several times the vec4 kernel's speed), and
+        // on GPUs where the vec4 kernel does not apply: NVIDIA's H200 copied 64 MiB at 818 GB/s
+        // by `copy_buffer_to_buffer` and at 3064 GB/s by the vec4 kernel (BENCHMARKS.md).
+        CopyKind::Dense
+            if buffer_copy
+                && same_type
+                && (plan.dst_offset() * de).is_multiple_of(4)
+                && (plan.src_offset() * se).is_multiple_of(4)
+                && (plan.numel() * de).is_multiple_of(4)
+                && (r.device_type == wgpu::DeviceType::Cpu || plan.in_words(16 / de, 1).is_none()) =>
+        {
+            CopyPath::BufferCopy
+        }
         CopyKind::Dense | CopyKind::InnerContiguous if same_type => match plan.in_words(16 / de, 1) {
             Some(w) if w.sizes()[0] < SHORT_ROW_WORDS => CopyPath::Vec4Rows { wg: 256, rows: column_rows(&w, 1) },
             Some(_) => vec4_default(r.device_type),
