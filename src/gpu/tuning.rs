@@ -10,6 +10,7 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::elementwise::resolve::check_copy;
 use crate::kernels::conv::class::{conv_class, conv_default, tune_images, ConvClass, CONV_FAMILY, TUNE_ELEMENTS};
+
 use crate::kernels::conv::{self, ConvKernel, View};
 use crate::kernels::copy::{self, CopyPath, TRANSPOSE_FAMILY};
 use crate::layout::Layout;
@@ -18,6 +19,9 @@ use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 use crate::strided::Strided;
 use crate::tune::Tuner;
+
+/// The most elements a transpose tuning run copies on a GPU (a piece larger than its L2).
+const GPU_TUNE_COPY_ELEMENTS: usize = 1 << 24;
 
 impl GpuContext {
     /// The copy path for `plan`: `path` when forced, else the plan's class with the tuned (or
@@ -99,7 +103,13 @@ impl GpuContext {
         if self.tuner.get::<_, CopyPath>(TRANSPOSE_FAMILY, &class).is_some() {
             return Ok(false);
         }
-        let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= TUNE_ELEMENTS).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
+        // On a GPU a piece its last-level cache holds times the cache, not the memory the whole
+        // copy streams through (an H200, whose L2 holds 50 MiB, tuned NHWC -> NCHW of
+        // [32, 256, 56, 56] on one 3 MiB image to a kernel 1.4x slower on the whole tensor than
+        // the default), so GPUs time pieces of up to 2^24 elements; CPU adapters, which time
+        // slowly, pieces of TUNE_ELEMENTS.
+        let most = if r.device_type == wgpu::DeviceType::Cpu { TUNE_ELEMENTS } else { GPU_TUNE_COPY_ELEMENTS };
+        let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= most).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
         let Some(((dlo, dhi), (slo, shi))) = piece.spans() else { return Ok(false) };
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
         let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);

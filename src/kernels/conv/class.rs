@@ -10,8 +10,9 @@ use crate::kernels::conv::ConvKernel;
 use crate::layout::Layout;
 use crate::runtime::AdapterReport;
 
-/// The most elements a transpose tuning run copies, and the most output elements a
-/// convolution tuning run writes (one image of the batch when a single image holds more).
+/// The most elements a transpose tuning run copies on a CPU adapter (GPUs: 2^24), and the most
+/// output elements a convolution tuning run writes (one image of the batch when a single image
+/// holds more).
 pub const TUNE_ELEMENTS: usize = 1 << 20;
 
 /// How many images of a convolution's batch the tuner convolves: the whole batch, or as many
