@@ -139,24 +139,48 @@ fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
     let rs = span(0u, i32(oh), H, i32(p.dims.x));
     let qs = span(1u, i32(ow), W, i32(p.dims.y));
     var sum = vec4<f32>(0.0);
-    for (var r = rs.x; r < rs.y; r = r + 1) {
-        let row = plane + r * hs;
-        for (var q = qs.x; q < qs.y; q = q + 1) {
-            sum = sum + load4(row + q * ws, cs);
+    // Windows of at most 2x2 taps inside the image (the common 2x2 average pooling) without
+    // the loops, whose per-lane bounds cost lavapipe about a sixth of this row's time.
+    if (FAMILY == MODE_AVG && rs.y - rs.x <= 2 && qs.y - qs.x <= 2) {
+        let row = plane + rs.x * hs + qs.x * ws;
+        let two_r = rs.y - rs.x == 2;
+        let two_q = qs.y - qs.x == 2;
+        sum = load4(row, cs);
+        if (two_q) {
+            sum = sum + load4(row + ws, cs);
+        }
+        if (two_r) {
+            sum = sum + load4(row + hs, cs);
+            if (two_q) {
+                sum = sum + load4(row + hs + ws, cs);
+            }
+        }
+    } else {
+        for (var r = rs.x; r < rs.y; r = r + 1) {
+            let row = plane + r * hs;
+            for (var q = qs.x; q < qs.y; q = q + 1) {
+                sum = sum + load4(row + q * ws, cs);
+            }
         }
     }
     if (rs.x >= rs.y || qs.x >= qs.y) {
         return Out(vec4<f32>(0.0), vec4<i32>(0));
     }
-    var divisor: i32;
-    if (p.mode.z != 0u) {
-        divisor = i32(p.mode.z);
-    } else if (FAMILY == MODE_AVG && p.mode.y != 0u) {
-        divisor = rs.w * qs.w;
-    } else {
-        divisor = (rs.y - rs.x) * (qs.y - qs.x);
+    // The divisor override, else the window with its padding (count_include_pad), else the
+    // taps inside the image; selects, not branches (lavapipe runs every branch).
+    var divisor = (rs.y - rs.x) * (qs.y - qs.x);
+    if (FAMILY == MODE_AVG) {
+        divisor = select(divisor, rs.w * qs.w, p.mode.y != 0u);
     }
+    divisor = select(divisor, i32(p.mode.z), p.mode.z != 0u);
     return Out(sum / f32(divisor), vec4<i32>(0));
+}
+
+// Whether the call writes indices: max modes only (a constant false for the others, whose
+// pipelines then hold no index stores: lavapipe runs a branch's masked stores even when no
+// lane takes it).
+fn writes_indices() -> bool {
+    return (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) && p.mode.w != 0u;
 }
 
 // A 16-bit pair's word: the element-type bits of a (low half) and b.
@@ -279,7 +303,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     dst[(e >> 1u) + 1u] = pack2(o.v.z, o.v.w);
                 }
             }
-            if (p.mode.w != 0u) {
+            if (writes_indices()) {
                 for (var k = 0u; k < 4u; k = k + 1u) {
                     if (valid[k]) {
                         idx[e + k] = o.at[k];
@@ -291,7 +315,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for (var k = 0u; k < 4u; k = k + 1u) {
                 if (valid[k]) {
                     dst[e + k * pixels] = bitcast<u32>(o.v[k]);
-                    if (p.mode.w != 0u) {
+                    if (writes_indices()) {
                         idx[e + k * pixels] = o.at[k];
                     }
                 }
