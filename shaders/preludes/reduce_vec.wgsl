@@ -25,11 +25,6 @@ const K_ARGMIN: u32 = 4u;
 
 const NO_INDEX: u32 = 0xffffffffu;
 
-// A sum's flags (its state's z): it holds +inf, -inf, NaN.
-const F_POS: u32 = 1u;
-const F_NEG: u32 = 2u;
-const F_NAN: u32 = 4u;
-
 fn asf(v: u32) -> f32 {
     return bitcast<f32>(v);
 }
@@ -137,18 +132,13 @@ fn better4(x: vec4<f32>, i: vec4<u32>, b: vec4<f32>, bi: vec4<u32>, want_max: bo
 fn fold(k: u32, acc: Acc, x: vec4<f32>, i: vec4<u32>) -> Acc {
     var r = acc;
     if (k == K_SUM) {
-        // Neumaier's compensated sum of the finite elements, lane by lane; infinities and NaN
-        // are flags beside it (the software adapters' compilers rewrite x - (a + x) freely, so
-        // an infinity in the sum could come out NaN).
-        let bits = bitcast<vec4<u32>>(x);
-        let special = (bits & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u);
-        let v = select(x, vec4<f32>(0.0), special);
-        let t = acc.a + v;
-        let c = select((v - t) + acc.a, (acc.a - t) + v, abs(acc.a) >= abs(v));
+        // Neumaier's compensated sum, lane by lane. An infinity or NaN makes the running sum
+        // `a` non-finite for good (the sum of what came so far, as IEEE adds them), and the
+        // compensation `b` meaningless: `sum_of` then takes `a`.
+        let t = acc.a + x;
+        let c = select((x - t) + acc.a, (acc.a - t) + x, abs(acc.a) >= abs(x));
         r.a = t;
         r.b = acc.b + c;
-        let flag = select(select(vec4<u32>(F_NEG), vec4<u32>(F_POS), bits == vec4<u32>(INF_BITS)), vec4<u32>(F_NAN), nan4(x));
-        r.i = acc.i | select(vec4<u32>(0u), flag, special);
     } else if (k == K_MAX) {
         r.a = max4(acc.a, x);
     } else if (k == K_PROD) {
@@ -178,8 +168,10 @@ fn lane(k: u32, acc: Acc, l: u32) -> vec4<u32> {
 // The state of p's elements then q's.
 fn comb(k: u32, p: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
     if (k == K_SUM) {
-        let s = kadd(kadd(vec2<f32>(asf(p.x), asf(p.y)), asf(q.x)), asf(q.y));
-        return vec4<u32>(asu(s.x), asu(s.y), p.z | q.z, 0u);
+        // The running sums add as IEEE does (a non-finite one stays so); the compensations add
+        // with the error of that addition.
+        let s = kadd(vec2<f32>(asf(p.x), asf(p.y) + asf(q.y)), asf(q.x));
+        return vec4<u32>(asu(s.x), asu(s.y), 0u, 0u);
     }
     if (k == K_MAX) {
         return vec4<u32>(asu(max_total(asf(p.x), asf(q.x))), 0u, 0u, 0u);
@@ -195,15 +187,10 @@ fn collapse(k: u32, acc: Acc) -> vec4<u32> {
     return comb(k, comb(k, comb(k, lane(k, acc, 0u), lane(k, acc, 1u)), lane(k, acc, 2u)), lane(k, acc, 3u));
 }
 
-// A sum state's value: NaN where it holds NaN or both infinities, else an infinity it holds,
-// else the compensated sum.
+// A sum state's value: its running sum where that is not finite (NaN where the elements held
+// NaN or both infinities, else the infinity they held, or to which finite elements
+// overflowed), else the compensated sum.
 fn sum_of(st: vec4<u32>) -> f32 {
-    if ((st.z & F_NAN) != 0u || st.z == (F_POS | F_NEG)) {
-        return f32_of(NAN_BITS);
-    }
-    if (st.z != 0u) {
-        return f32_of(select(0xff800000u, INF_BITS, st.z == F_POS));
-    }
     return ksum(vec2<f32>(asf(st.x), asf(st.y)));
 }
 
