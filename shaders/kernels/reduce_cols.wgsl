@@ -33,6 +33,26 @@ fn load4(e: u32, whole: bool, valid: u32) -> vec4<f32> {
 fn walk(b: vec3<u32>, pass_: u32, c: vec4<f32>, whole: bool, valid: u32, r0: u32, step: u32) -> Acc {
     let k = kind(pass_);
     var acc = acc_new(k);
+    // One reduced dim (the plan coalesced them): its offsets by one multiply, outside
+    // red_offsets, whose general loop (divisions) lavapipe would run, masked, at every step;
+    // and whole words without load4's branch, whose scalar loads it would run too (lavapipe,
+    // quiet: mean over H, W of channels-last [8, 64, 56, 56] 2.34 -> 1.39 -> 0.94 ms).
+    if (red.rrank == 1u && whole) {
+        let s = r_strides(0u);
+        for (var r = r0; r < red.extent; r = r + step) {
+            let o = r * s;
+            acc = fold(k, acc, tx(src4[(b.y + o.y) >> 2u], pass_, c), vec4<u32>(b.z + o.z));
+        }
+        return acc;
+    }
+    if (red.rrank == 1u) {
+        let s = r_strides(0u);
+        for (var r = r0; r < red.extent; r = r + step) {
+            let o = r * s;
+            acc = fold(k, acc, tx(load4(b.y + o.y, whole, valid), pass_, c), vec4<u32>(b.z + o.z));
+        }
+        return acc;
+    }
     for (var r = r0; r < red.extent; r = r + step) {
         let o = red_offsets(r);
         acc = fold(k, acc, tx(load4(b.y + o.y, whole, valid), pass_, c), vec4<u32>(b.z + o.z));
@@ -62,8 +82,13 @@ fn write_quad(b: vec3<u32>, whole: bool, valid: u32, so: u32, q: QuadStates, r0:
         let m1 = soft_ms(q.s1, q.t1);
         let m2 = soft_ms(q.s2, q.t2);
         let m3 = soft_ms(q.s3, q.t3);
+        let flat = red.rrank == 1u;
+        let s = r_strides(0u);
         for (var r = r0; r < red.extent; r = r + step) {
-            let o = red_offsets(r);
+            var o = r * s;
+            if (!flat) {
+                o = red_offsets(r);
+            }
             let x = load4(b.y + o.y, whole, valid);
             let ob = b.x + o.x;
             out[ob] = asu(soft(x.x, m0.x, m0.y));
