@@ -411,10 +411,13 @@ fn indexed(dtype: DType, n: usize) -> Vec<u8> {
 #[test]
 fn transpose_kernels_match_cpu_on_edge_shapes() {
     // NCHW <-> NHWC, NCDHW <-> NDHWC, with tile edges, C = 3, sizes of 1, and a storage offset;
-    // C = 3 and 2 with whole words of pixels (the narrow kernel).
+    // C = 3 and 2 with whole words of pixels (the narrow kernel: one block of 4 pixels per
+    // invocation, or, on CPU adapters, 4 where they divide an image's blocks: 8 and 16 here).
     let cases: &[(&[usize], MemoryFormat)] = &[
         (&[2, 3, 4, 6], MemoryFormat::ChannelsLast),
         (&[3, 2, 4, 5], MemoryFormat::ChannelsLast),
+        (&[2, 3, 4, 8], MemoryFormat::ChannelsLast),
+        (&[3, 2, 8, 8], MemoryFormat::ChannelsLast),
         (&[2, 3, 2, 2, 3], MemoryFormat::ChannelsLast3d),
         (&[2, 64, 8, 8], MemoryFormat::ChannelsLast),
         (&[3, 3, 17, 5], MemoryFormat::ChannelsLast),

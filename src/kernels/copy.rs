@@ -313,6 +313,9 @@ fn binds_block(r: &AdapterReport, p: &CopyPlan, esize: usize, sizes: &[usize]) -
     p.rank() >= sizes.len() && [p.dst_strides(), p.src_strides()].iter().all(|s| extent(s) * esize as u128 + slack <= max_bind)
 }
 
+/// Blocks per invocation of the narrow transpose on CPU adapters.
+const NARROW_GROUP: u32 = 4;
+
 /// How a kernel's invocations cover a plan piece.
 #[derive(Clone, Copy)]
 pub(crate) enum Grid {
@@ -322,6 +325,9 @@ pub(crate) enum Grid {
     WorkgroupRuns { per: u32 },
     /// Each invocation moves a `tile` x `tile` block of dims 0 and 1.
     Blocks { tile: u32 },
+    /// Each invocation moves `group` consecutive `tile` x `tile` blocks (a divisor of the
+    /// blocks of one matrix).
+    BlockGroups { tile: u32, group: u32 },
     /// Each workgroup moves a `tile` x `tile` block of dims 0 and 1.
     WorkgroupBlocks { tile: u32 },
     /// Each invocation moves one word of `unit` elements of dim 0 in `rows` consecutive rows
@@ -365,6 +371,10 @@ impl Grid {
             Grid::Blocks { tile } => {
                 let (bm, bn) = (n0.div_ceil(tile as u64), n1.div_ceil(tile as u64));
                 cover(numel / (n0 * n1) * bm * bn, bm, bn)
+            }
+            Grid::BlockGroups { tile, group } => {
+                let c = Grid::Blocks { tile }.of(p, wg);
+                Cover { threads: c.threads / group as u64, ..c }
             }
             Grid::WorkgroupBlocks { tile } => {
                 let c = Grid::Blocks { tile }.of(p, wg);
@@ -571,8 +581,12 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             let (p, side, c) = if same_type { transpose_narrow_plan(r, plan, de) } else { None }.ok_or_else(|| {
                 Error::unsupported(OP, format!("the narrow transpose kernel needs a batched transpose of 4-byte elements of one type, with one transposed dim of 2 or 3 packed elements, the rest aligned to 4, and one matrix fitting a binding; plan {plan:?}, {src} to {dst}"))
             })?;
-            let constants = vec![("WG", wg as i64), ("TILE", 4), ("ORDER", 0), ("C", c as i64), ("NARROW", side as i64)];
-            kernel(p, "transpose_narrow", constants, Units::of(de, se), wg, Grid::Blocks { tile: 4 }, Cuts { keep: 2, ..Cuts::ANY })
+            // Blocks per invocation: 4 on CPU adapters where they divide a matrix's blocks (the
+            // block arithmetic, divisions, paid once for them), else 1.
+            let blocks = (p.sizes()[0].div_ceil(4) * p.sizes()[1].div_ceil(4)) as u64;
+            let group = if r.device_type == wgpu::DeviceType::Cpu && blocks.is_multiple_of(NARROW_GROUP as u64) { NARROW_GROUP } else { 1 };
+            let constants = vec![("WG", wg as i64), ("TILE", 4), ("ORDER", 0), ("C", c as i64), ("NARROW", side as i64), ("BLOCKS", group as i64)];
+            kernel(p, "transpose_narrow", constants, Units::of(de, se), wg, Grid::BlockGroups { tile: 4, group }, Cuts { keep: 2, ..Cuts::ANY })
         }
         CopyPath::TransposeTile { wg, tile } => {
             let CopyKind::BatchedTranspose { dim } = plan.kind() else {
