@@ -980,3 +980,26 @@ fn dense_copies_are_buffer_copies_on_cpu_adapters_and_kernels_on_gpus() {
         }
     }
 }
+
+#[test]
+fn layout_conversion_defaults_on_gpus() {
+    // Before tuning, a GPU converts 2-byte elements in whole words through the vec4 transpose
+    // (on an H200 3x the tile kernel), 4-byte ones through the workgroup-memory tile; either
+    // way bit for bit.
+    for ctx in contexts() {
+        let Some(gpu) = common::gpu::posing_as_gpu(ctx) else { continue };
+        for (dtype, want) in [(DType::F16, CopyPath::TransposeVec4 { wg: 256, tile: 8, order: 0 }), (DType::F32, CopyPath::TransposeTile { wg: 256, tile: 32 })] {
+            let shape = [2usize, 64, 8, 8];
+            let n: usize = shape.iter().product();
+            let bytes = indexed(dtype, n);
+            let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&shape).unwrap()).unwrap();
+            let d = device_from_bytes(&gpu, dtype, &bytes).view(&shape.map(|x| x as isize)).unwrap();
+            let out = DeviceTensor::zeros(&gpu, &shape, dtype, MemoryFormat::ChannelsLast).unwrap();
+            assert_eq!(gpu.copy_default(&out, &d).unwrap(), Some(want), "{}: {dtype}", name(&gpu));
+            out.copy_(&d).unwrap();
+            // download() returns the logical order.
+            assert!(whole(&out.download().unwrap()) == whole(&h), "{}: {dtype} via {want:?}", name(&gpu));
+        }
+    }
+}
+
