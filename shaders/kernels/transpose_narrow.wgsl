@@ -69,15 +69,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let blk = transpose_block(t * BLOCKS);
+    // Along the long dim, 4 positions are one destination word and C source words (NARROW 1),
+    // or C destination words and one source word (NARROW 0): the element steps between blocks.
+    let ds = 4u * select(1u, C, NARROW == 0u);
+    let ss = 4u * select(C, 1u, NARROW == 0u);
     for (var k = 0u; k < BLOCKS; k = k + 1u) {
-        // Along the long dim: 4 positions are one destination word and C source words
-        // (NARROW 1), or C destination words and one source word (NARROW 0).
-        var ds = 1u;
-        var ss = C;
-        if (NARROW == 0u) {
-            ds = C;
-            ss = 1u;
-        }
-        move_block(blk, 4u * k * ds, 4u * k * ss);
+        move_block(blk, k * ds, k * ss);
     }
 }

@@ -11,7 +11,6 @@
 //! `--interleave`) times every run with the caches the other rows left. GB/s counts bytes read
 //! plus bytes written (each element moved is read once and written once).
 
-
 use strided_wgpu::{Batch, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
 use strided_wgpu::advanced::{vec4_default, CopyPath};
 

@@ -10,7 +10,6 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::elementwise::resolve::check_copy;
 use crate::kernels::conv::class::{conv_class, conv_default, tune_images, ConvClass, CONV_FAMILY, TUNE_ELEMENTS};
-
 use crate::kernels::conv::{self, ConvKernel, View};
 use crate::kernels::copy::{self, CopyPath, TRANSPOSE_FAMILY};
 use crate::layout::Layout;
