@@ -709,10 +709,16 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
 
 /// Copy pipelines for the register-budget test (the ones whose register use depends on their
 /// constants): the converting transpose between every pair of types, at the automatic
-/// choice's shape, the vec4 copy at its GPU shape, and the vec4 transpose at every shape the
-/// tuner measures on a GPU (the default for 2-byte elements there).
+/// choice's shape, the vec4 copy at its GPU shape, the vec4 transpose at every shape the
+/// tuner measures on a GPU (the default for 2-byte elements there), and the narrow transpose
+/// (one block per invocation on GPUs).
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut out = vec![PipelineSpec { kernel: "copy_vec4", constants: vec![("WG", 256), ("WPT", 4)] }];
+    for wg in [64, 256] {
+        for (c, side) in [(2, 0), (2, 1), (3, 0), (3, 1)] {
+            out.push(PipelineSpec { kernel: "transpose_narrow", constants: vec![("WG", wg), ("TILE", 4), ("ORDER", 0), ("C", c), ("NARROW", side), ("BLOCKS", 1)] });
+        }
+    }
     for eb in [1usize, 2, 4] {
         let class = ShapeClass { element_bytes: eb, vec4: true, narrow: false, log2: [8, 8, 0] };
         for path in transpose_candidates(&class) {
