@@ -1,6 +1,7 @@
-// Matrix-vector products (m == 1 or n == 1), memory-bound: every element of the matrix operand is
-// read once. With n == 1 the rows are A's, dotted with B's column; with m == 1 the rows are B's
-// columns, dotted with A's row. L lanes per row (epi bits 8..). L = 1 on CPU adapters: a team
+// Matrix-vector products, memory-bound: every element of the matrix operand is read once. The
+// kernel sees n == 1 only: A's rows dotted with B's column (the host records a product with
+// m == 1 as its transpose, B^T a^T, so that no load below chooses its binding at run time).
+// L lanes per row (epi bits 8..). L = 1 on CPU adapters: a team
 // of 8 lanes streams ROWS rows, its lanes along k (neighbouring lanes read neighbouring words:
 // one stream per row), each lane reading its steps of the vector once for all ROWS rows (as one
 // vec4 word where flag bit 4 allows, the rows' words too under bit 3), so the vector's loads
@@ -14,33 +15,15 @@
 // Rows per invocation where L = 1 (two vec4 accumulators).
 const ROWS: u32 = 8u;
 
-// The matrix operand's vec4 word at element `at` (B's along n, else A's).
-fn mat4(along_n: bool, at: i32) -> vec4<f32> {
-    if (along_n) {
-        return bitcast<vec4<f32>>(b4[u32(at) / 4u]);
-    }
+// A's vec4 word at element `at`.
+fn mat4(at: i32) -> vec4<f32> {
     return bitcast<vec4<f32>>(a4[u32(at) / 4u]);
 }
 
-// The matrix operand's element at `at`.
-fn mat1(along_n: bool, at: i32) -> f32 {
-    if (along_n) {
-        return load_b(at);
-    }
-    return load_a(at);
-}
-
-// The vector's four elements from element kk (A's row for n == 1, else B's column): one vec4
-// word where flag bit 4 allows.
-fn vec_word(along_n: bool, vv: bool, v0: i32, kk: i32, vs: i32) -> vec4<f32> {
-    if (vv && along_n) {
-        return bitcast<vec4<f32>>(a4[u32(v0 + kk) / 4u]);
-    }
+// B's four elements from element kk: one vec4 word where flag bit 4 allows.
+fn vec_word(vv: bool, v0: i32, kk: i32, vs: i32) -> vec4<f32> {
     if (vv) {
         return bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
-    }
-    if (along_n) {
-        return vec4<f32>(load_a(v0 + kk * vs), load_a(v0 + (kk + 1) * vs), load_a(v0 + (kk + 2) * vs), load_a(v0 + (kk + 3) * vs));
     }
     return vec4<f32>(load_b(v0 + kk * vs), load_b(v0 + (kk + 1) * vs), load_b(v0 + (kk + 2) * vs), load_b(v0 + (kk + 3) * vs));
 }
@@ -51,32 +34,39 @@ struct Oct {
     hi: vec4<f32>,
 }
 
-fn oct(w: vec4<u32>) -> Oct {
-    if (mp.dims.w == DT_F16) {
-        return Oct(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)), vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
-    }
+fn oct_f16(w: vec4<u32>) -> Oct {
+    return Oct(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)), vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+}
+
+fn oct_bf16(w: vec4<u32>) -> Oct {
     let lo = vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u);
     let hi = vec4<u32>(w.z << 16u, w.z & 0xffff0000u, w.w << 16u, w.w & 0xffff0000u);
     return Oct(bitcast<vec4<f32>>(lo), bitcast<vec4<f32>>(hi));
 }
 
-// The matrix operand's eight 16-bit elements from element `at` (a multiple of 8).
-fn mat8(along_n: bool, at: i32) -> Oct {
-    if (along_n) {
-        return oct(b4[u32(at) / 8u]);
+fn oct(w: vec4<u32>) -> Oct {
+    if (mp.dims.w == DT_F16) {
+        return oct_f16(w);
     }
+    return oct_bf16(w);
+}
+
+// The dot product of two words of eight.
+fn dot8(x: Oct, y: Oct) -> f32 {
+    return dot(x.lo, y.lo) + dot(x.hi, y.hi);
+}
+
+// A's eight 16-bit elements from element `at` (a multiple of 8).
+fn mat8(at: i32) -> Oct {
     return oct(a4[u32(at) / 8u]);
 }
 
-// The vector's eight 16-bit elements from element kk: one word where flag bit 4 allows.
-fn vec8(along_n: bool, vv: bool, v0: i32, kk: i32, vs: i32) -> Oct {
-    if (vv && along_n) {
-        return oct(a4[u32(v0 + kk) / 8u]);
-    }
+// B's eight 16-bit elements from element kk: one word where flag bit 4 allows.
+fn vec8(vv: bool, v0: i32, kk: i32, vs: i32) -> Oct {
     if (vv) {
         return oct(b4[u32(v0 + kk) / 8u]);
     }
-    return Oct(vec_word(along_n, false, v0, kk, vs), vec_word(along_n, false, v0, kk + 4, vs));
+    return Oct(vec_word(false, v0, kk, vs), vec_word(false, v0, kk + 4, vs));
 }
 
 var<workgroup> part: array<f32, 64>;
@@ -95,29 +85,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let z = id / mp.work.x;
     let z0 = i32(z / mp.work.z);
     let z1 = i32(z % mp.work.z);
-    let along_n = mp.dims.x == 1u;
-    var rows = mp.dims.x;
-    // The matrix operand's (row, k) strides and start, the vector's k stride and start.
-    var ms = vec2<i32>(mp.sa.x, mp.sa.y);
-    var vs = mp.sb.x;
-    var m0 = mp.base.x + z0 * mp.sa.z + z1 * mp.sa.w;
-    var v0 = mp.base.y + z0 * mp.sb.z + z1 * mp.sb.w;
-    if (along_n) {
-        rows = mp.dims.y;
-        ms = vec2<i32>(mp.sb.y, mp.sb.x);
-        vs = mp.sa.y;
-        let t = m0;
-        m0 = v0;
-        v0 = t;
-    }
+    let rows = mp.dims.x;
+    // A's (row, k) strides and start, B's k stride and start.
+    let ms = vec2<i32>(mp.sa.x, mp.sa.y);
+    let vs = mp.sb.x;
+    let m0 = mp.base.x + z0 * mp.sa.z + z1 * mp.sa.w;
+    let v0 = mp.base.y + z0 * mp.sb.z + z1 * mp.sb.w;
     let c0 = mp.base.z + z0 * mp.sc.z + z1 * mp.sc.w;
     let o0 = mp.base.w + z0 * mp.so.z + z1 * mp.so.w;
-    var cs = mp.sc.x;
-    var os = mp.so.x;
-    if (along_n) {
-        cs = mp.sc.y;
-        os = mp.so.y;
-    }
+    let cs = mp.sc.x;
+    let os = mp.so.x;
     if (lanes == 1u) {
         // A team of 8 lanes takes ROWS rows, its lanes along k: lane t reads words t, t + 8, ..
         // (neighbouring lanes, neighbouring words).
@@ -131,28 +108,57 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         var lo = vec4<f32>(0.0);
         var hi = vec4<f32>(0.0);
-        let k4 = select(0u, mp.dims.z / 4u, (mp.epi.w & 8u) != 0u);
+        // Whole 16-byte words of the rows under flag bit 3: 4 float32 or 8 16-bit elements.
+        let halves = mp.dims.w != DT_F32;
+        let epw = select(4u, 8u, halves);
+        let kw = select(0u, mp.dims.z / epw, (mp.epi.w & 8u) != 0u);
         let vv = (mp.epi.w & 16u) != 0u;
         // Inside one `if`, so that the loops' lane-varying bounds leave the barrier below in
-        // uniform control flow (browsers' compilers check).
-        if (true) {
-            for (var q = tl; q < k4; q = q + 8u) {
-                let kk = i32(4u * q);
-                let v = vec_word(along_n, vv, v0, kk, vs);
-                lo = lo + vec4<f32>(dot(mat4(along_n, r0[0] + kk), v), dot(mat4(along_n, r0[1] + kk), v), dot(mat4(along_n, r0[2] + kk), v), dot(mat4(along_n, r0[3] + kk), v));
-                hi = hi + vec4<f32>(dot(mat4(along_n, r0[4] + kk), v), dot(mat4(along_n, r0[5] + kk), v), dot(mat4(along_n, r0[6] + kk), v), dot(mat4(along_n, r0[7] + kk), v));
+        // uniform control flow (browsers' compilers check). The two word loops are apart, not
+        // one loop choosing its decoding per word: a CPU adapter runs both sides of a branch.
+        if (halves && vv && mp.dims.w == DT_F16) {
+            for (var q = tl; q < kw; q = q + 8u) {
+                let kk = i32(8u * q);
+                let v = oct_f16(b4[u32(v0 + kk) / 8u]);
+                lo = lo + vec4<f32>(dot8(oct_f16(a4[u32(r0[0] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[1] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[2] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[3] + kk) / 8u]), v));
+                hi = hi + vec4<f32>(dot8(oct_f16(a4[u32(r0[4] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[5] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[6] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[7] + kk) / 8u]), v));
             }
-            for (var k = 4u * k4 + tl; k < mp.dims.z; k = k + 8u) {
+        } else if (halves && vv) {
+            for (var q = tl; q < kw; q = q + 8u) {
+                let kk = i32(8u * q);
+                let v = oct_bf16(b4[u32(v0 + kk) / 8u]);
+                lo = lo + vec4<f32>(dot8(oct_bf16(a4[u32(r0[0] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[1] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[2] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[3] + kk) / 8u]), v));
+                hi = hi + vec4<f32>(dot8(oct_bf16(a4[u32(r0[4] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[5] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[6] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[7] + kk) / 8u]), v));
+            }
+        } else if (halves) {
+            for (var q = tl; q < kw; q = q + 8u) {
+                let kk = i32(8u * q);
+                let v = vec8(vv, v0, kk, vs);
+                lo = lo + vec4<f32>(dot8(mat8(r0[0] + kk), v), dot8(mat8(r0[1] + kk), v), dot8(mat8(r0[2] + kk), v), dot8(mat8(r0[3] + kk), v));
+                hi = hi + vec4<f32>(dot8(mat8(r0[4] + kk), v), dot8(mat8(r0[5] + kk), v), dot8(mat8(r0[6] + kk), v), dot8(mat8(r0[7] + kk), v));
+            }
+        } else if (vv) {
+            for (var q = tl; q < kw; q = q + 8u) {
+                let kk = i32(4u * q);
+                let v = bitcast<vec4<f32>>(b4[u32(v0 + kk) / 4u]);
+                lo = lo + vec4<f32>(dot(mat4(r0[0] + kk), v), dot(mat4(r0[1] + kk), v), dot(mat4(r0[2] + kk), v), dot(mat4(r0[3] + kk), v));
+                hi = hi + vec4<f32>(dot(mat4(r0[4] + kk), v), dot(mat4(r0[5] + kk), v), dot(mat4(r0[6] + kk), v), dot(mat4(r0[7] + kk), v));
+            }
+        } else {
+            for (var q = tl; q < kw; q = q + 8u) {
+                let kk = i32(4u * q);
+                let v = vec_word(false, v0, kk, vs);
+                lo = lo + vec4<f32>(dot(mat4(r0[0] + kk), v), dot(mat4(r0[1] + kk), v), dot(mat4(r0[2] + kk), v), dot(mat4(r0[3] + kk), v));
+                hi = hi + vec4<f32>(dot(mat4(r0[4] + kk), v), dot(mat4(r0[5] + kk), v), dot(mat4(r0[6] + kk), v), dot(mat4(r0[7] + kk), v));
+            }
+        }
+        if (true) {
+            for (var k = epw * kw + tl; k < mp.dims.z; k = k + 8u) {
                 let kk = i32(k);
                 let ks = kk * ms.y;
-                var v: f32;
-                if (along_n) {
-                    v = load_a(v0 + kk * vs);
-                } else {
-                    v = load_b(v0 + kk * vs);
-                }
-                lo = lo + v * vec4<f32>(mat1(along_n, r0[0] + ks), mat1(along_n, r0[1] + ks), mat1(along_n, r0[2] + ks), mat1(along_n, r0[3] + ks));
-                hi = hi + v * vec4<f32>(mat1(along_n, r0[4] + ks), mat1(along_n, r0[5] + ks), mat1(along_n, r0[6] + ks), mat1(along_n, r0[7] + ks));
+                let v = load_b(v0 + kk * vs);
+                lo = lo + v * vec4<f32>(load_a(r0[0] + ks), load_a(r0[1] + ks), load_a(r0[2] + ks), load_a(r0[3] + ks));
+                hi = hi + v * vec4<f32>(load_a(r0[4] + ks), load_a(r0[5] + ks), load_a(r0[6] + ks), load_a(r0[7] + ks));
             }
         }
         // The team's 8 partial sums of each row meet in workgroup memory, added in lane order.
@@ -200,8 +206,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             // 16-bit: one word a step, its two halves into the two accumulators.
             for (var q = lane; q < k4; q = q + lanes) {
                 let kk = i32(8u * q);
-                let m = mat8(along_n, r0 + kk);
-                let v = vec8(along_n, vv, v0, kk, vs);
+                let m = mat8(r0 + kk);
+                let v = vec8(vv, v0, kk, vs);
                 w0 = w0 + m.lo * v.lo;
                 w1 = w1 + m.hi * v.hi;
             }
@@ -210,24 +216,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for (; q + lanes < k4; q = q + 2u * lanes) {
                 let kk = i32(4u * q);
                 let kl = i32(4u * (q + lanes));
-                w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
-                w1 = w1 + mat4(along_n, r0 + kl) * vec_word(along_n, vv, v0, kl, vs);
+                w0 = w0 + mat4(r0 + kk) * vec_word(vv, v0, kk, vs);
+                w1 = w1 + mat4(r0 + kl) * vec_word(vv, v0, kl, vs);
             }
             if (q < k4) {
                 let kk = i32(4u * q);
-                w0 = w0 + mat4(along_n, r0 + kk) * vec_word(along_n, vv, v0, kk, vs);
+                w0 = w0 + mat4(r0 + kk) * vec_word(vv, v0, kk, vs);
             }
         }
         let w = w0 + w1;
         acc = (w.x + w.y) + (w.z + w.w);
-        if (along_n) {
-            for (var k = epw * k4 + lane; k < mp.dims.z; k = k + lanes) {
-                acc = acc + load_b(r0 + i32(k) * ms.y) * load_a(v0 + i32(k) * vs);
-            }
-        } else {
-            for (var k = epw * k4 + lane; k < mp.dims.z; k = k + lanes) {
-                acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
-            }
+        for (var k = epw * k4 + lane; k < mp.dims.z; k = k + lanes) {
+            acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
         }
     }
     if (lanes > 1u) {

@@ -229,9 +229,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, 4];
     let align = rt.report.min_storage_buffer_offset_alignment as u64;
     let max = rt.report.max_storage_buffer_binding_size;
-    let (m, n, k) = (s.m, s.n, s.k);
     let lanes = kernel.lanes();
-    let bufs = [p.a.buffer, p.b.buffer, p.c.map_or(p.a.buffer, |c| c.buffer), p.out.buffer];
+    let mut bufs = [p.a.buffer, p.b.buffer, p.c.map_or(p.a.buffer, |c| c.buffer), p.out.buffer];
+    // The matrix-vector kernel sees n == 1 only: a product with m == 1 goes as its transpose.
+    let flip = lanes > 0 && s.m == 1 && s.n != 1;
+    let s = if flip { s.transposed() } else { s };
+    if flip {
+        bufs.swap(0, 1);
+    }
+    let (m, n, k) = (s.m, s.n, s.k);
     // Each operand's strides as (batch z0, batch z1, rows, cols), sizes (b0, b1, rows, cols).
     let dims = [[m, k], [k, n], [m, n], [m, n]];
     let st = |i: usize| -> [isize; 4] {
@@ -289,24 +295,21 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 let total = tm as u64 * tn as u64 * batches as u64;
                 (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
-                let rows = if m == 1 { n } else { m };
                 // One lane per row: teams of 8 lanes stream VEC_ROWS rows; more lanes share a row.
                 let per = if lanes == 1 { VEC_WG / 8 * VEC_ROWS } else { VEC_WG / lanes as usize };
-                let groups = rows.div_ceil(per);
+                let groups = m.div_ceil(per);
                 (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
             };
             let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
             let strides: Vec<[i32; 4]> = (0..4).map(|i| -> Result<[i32; 4]> { let v = st(i); Ok([i32_of(op, v[2], "row stride")?, i32_of(op, v[3], "column stride")?, i32_of(op, v[0], "batch stride")?, i32_of(op, v[1], "batch stride")?]) }).collect::<Result<_>>()?;
-            // The matrix-vector kernel's matrix (A for n == 1, else B^T) as 16-byte words (4
-            // float32 or, on the GPU path, 8 16-bit elements): unit stride along k, rows and the
-            // first element word-aligned within the window.
-            let (mi, mrow, mk) = if m == 1 { (1, st(1)[3], st(1)[2]) } else { (0, st(0)[2], st(0)[3]) };
+            // The matrix-vector kernel's matrix A as 16-byte words (4 float32 or 8 16-bit
+            // elements): unit stride along k, rows and the first element word-aligned
+            // within the window.
             let per_word = if p.dtype == DType::F32 { 4 } else { 8 };
             let aligned = |v: isize| v.rem_euclid(per_word) == 0;
-            let vec4 = (p.dtype == DType::F32 || lanes > 1) && mk == 1 && aligned(mrow) && aligned(st(mi)[0]) && aligned(st(mi)[1]) && aligned(ws[mi].1 as isize) && ws[mi].0 .0 % 16 == 0;
-            // The vector (B for n == 1, else A) as vec4 words too: the same conditions.
-            let (vi, vk) = if m == 1 { (0, st(0)[3]) } else { (1, st(1)[2]) };
-            let vvec = vec4 && vk == 1 && aligned(st(vi)[0]) && aligned(st(vi)[1]) && aligned(ws[vi].1 as isize) && ws[vi].0 .0 % 16 == 0;
+            let vec4 = st(0)[3] == 1 && aligned(st(0)[2]) && aligned(st(0)[0]) && aligned(st(0)[1]) && aligned(ws[0].1 as isize) && ws[0].0 .0 % 16 == 0;
+            // The vector B as vec4 words too: the same conditions.
+            let vvec = vec4 && st(1)[2] == 1 && aligned(st(1)[0]) && aligned(st(1)[1]) && aligned(ws[1].1 as isize) && ws[1].0 .0 % 16 == 0;
             let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | lanes << 8;
             let params = MatmulParams {
                 dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],

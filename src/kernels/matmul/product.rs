@@ -86,6 +86,19 @@ impl Shapes {
         }
         s
     }
+
+    /// The transposed product, `b^T @ a^T` into `out^T`: A and B trade places, every matrix's
+    /// (rows, cols) strides swap, and so do m and n.
+    pub fn transposed(self) -> Shapes {
+        let nb = self.batch.len();
+        let [a, b, c, o] = self.strides;
+        let t = |mut v: Vec<isize>| {
+            v.swap(nb, nb + 1);
+            v
+        };
+        let [oa, ob, oc, oo] = self.offsets;
+        Shapes { batch: self.batch, m: self.n, n: self.m, k: self.k, strides: [t(b), t(a), t(c), t(o)], offsets: [ob, oa, oc, oo] }
+    }
 }
 
 /// The byte window `(start, size)` of an operand's elements of `es` bytes over batch index
