@@ -348,6 +348,40 @@ fn long_reductions_and_scans_run_in_parts() {
     }
 }
 
+/// softmax and log_softmax rows through the one-pass state (running maximum, rescaled sum):
+/// rows that start with -inf before finite values, that hold only -inf, +inf, a NaN, a maximum
+/// rising from -1e30 to 1e30 across words, ties; as many rows as the per-invocation kernel
+/// takes on CPU adapters and as few as the workgroup kernel's. NaN matches NaN.
+#[test]
+fn softmax_rows_with_infinities_and_nan() {
+    use strided_wgpu::advanced::{reduce_kernel, ReduceWork};
+    let (ninf, inf, nan) = (f32::NEG_INFINITY, f32::INFINITY, f32::NAN);
+    let patterns: [[f32; 11]; 7] = [
+        [ninf, ninf, ninf, ninf, ninf, 1.0, -2.0, 3.0, ninf, 0.5, 2.0],
+        [ninf; 11],
+        [1.0, 2.0, inf, 0.0, -1.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, nan, 8.0, 9.0, 10.0, 11.0],
+        [-1e30, -1e30, -1e29, -1e30, 0.0, 1.0, 1e30, -1e30, 2.0, 1e30, -0.0],
+        [2.0; 11],
+        [-3.0, 5.0, -7.0, 0.25, 9.0, -9.0, 8.5, 1.0, 0.0, -0.0, 4.0],
+    ];
+    for ctx in contexts() {
+        for rows in [7usize, 70] {
+            let v: Vec<f32> = (0..rows).flat_map(|r| patterns[r % patterns.len()]).collect();
+            let x = HostTensor::from_vec(v, &[rows, 11]).unwrap();
+            let d = DeviceTensor::upload(ctx, &x).unwrap();
+            for op in [ScanOp::Softmax, ScanOp::LogSoftmax] {
+                let s = strided_wgpu::reduce::scan_spec(op, x.layout(), DType::F32, 1).unwrap();
+                let plan = ReducePlan::scan(&s, x.layout(), &s.out_layout).unwrap();
+                let kernel = reduce_kernel(&plan, ReduceWork::Scan(op), DType::F32, ctx.adapter().device_type);
+                let want = x.scan(op, 1, None).unwrap();
+                let tol: Vec<f64> = values(&want).iter().map(|w| 1e-5 * (if w.is_finite() { w.abs() } else { 0.0 } + 1.0)).collect();
+                compare(&format!("{} {op:?} of {rows} rows ({kernel:?})", name(ctx)), &d.scan(op, 1, None).unwrap().download().unwrap(), &want, &tol).unwrap();
+            }
+        }
+    }
+}
+
 #[test]
 fn grids_bindings_and_bad_input() {
     for ctx in contexts() {
@@ -397,7 +431,8 @@ fn grids_bindings_and_bad_input() {
 /// The rows kernel (a workgroup per output, and an invocation per output), and the columns
 /// kernel on their edges against the host: every op, softmax and log_softmax; row lengths
 /// around the vector width and the workgroup (1, 3, 4, 5, 63-65, 257, 1000), rows starting
-/// off a 16-byte word, rows made of several runs, columns of 1-9 outputs at offsets, NaN,
+/// off a 16-byte word, scans whose output words line up with the input's (stored as words) or
+/// not, rows made of several runs, columns of 1-9 outputs at offsets, NaN,
 /// infinities, signed zeros and ties (few distinct values); each call's kernel is asserted.
 /// Each adapter runs them twice: as itself and posing as a GPU (the GPUs' split columns).
 #[test]
@@ -420,6 +455,8 @@ fn rows_and_columns_kernels_on_their_edges() {
             (&[3, 63], MemoryFormat::Contiguous, &[1], 3, true),
             (&[5, 65], MemoryFormat::Contiguous, &[1], 1, false),
             (&[66, 65], MemoryFormat::Contiguous, &[1], 2, false),
+            (&[66, 65], MemoryFormat::Contiguous, &[1], 0, false),
+            (&[70, 5], MemoryFormat::Contiguous, &[1], 4, false),
             (&[2, 257], MemoryFormat::Contiguous, &[1], 0, true),
             (&[4, 1000], MemoryFormat::Contiguous, &[1], 3, false),
             (&[80, 257], MemoryFormat::Contiguous, &[1], 1, true),

@@ -28,7 +28,8 @@ struct Red {
     // `parts` of an output, elements [p * chunk, (p + 1) * chunk), and writes its state to
     // `partials`; 2: each combines an output's part states in order and writes the result
     // (a scan: the row's state, or each part's prefix); 3 (scans): each part writes its
-    // elements from the combined state.
+    // elements from the combined state. The rows kernel's scans: 1 where the output is bound
+    // as 16-byte words. The columns kernel: 1 where every reduced step keeps a word aligned.
     mode: u32,
     parts: u32,
     chunk: u32,

@@ -22,6 +22,9 @@ const K_MAX: u32 = 1u;
 const K_PROD: u32 = 2u;
 const K_ARGMAX: u32 = 3u;
 const K_ARGMIN: u32 = 4u;
+// softmax's one-pass state (the rows kernel): the running maximum m and the sum of exp(x - m),
+// rescaled whenever m grows.
+const K_SOFT: u32 = 5u;
 
 const NO_INDEX: u32 = 0xffffffffu;
 
@@ -87,7 +90,7 @@ fn tx(x: vec4<f32>, pass_: u32, c: vec4<f32>) -> vec4<f32> {
 
 // The value that changes no accumulator of kind k.
 fn ident(k: u32) -> f32 {
-    if (k == K_MAX || k == K_ARGMAX) {
+    if (k == K_MAX || k == K_ARGMAX || k == K_SOFT) {
         return f32_of(0xff800000u);
     }
     if (k == K_ARGMIN) {
@@ -143,6 +146,15 @@ fn fold(k: u32, acc: Acc, x: vec4<f32>, i: vec4<u32>) -> Acc {
         r.a = max4(acc.a, x);
     } else if (k == K_PROD) {
         r.a = acc.a * x;
+    } else if (k == K_SOFT) {
+        // -inf elements (and the lanes skipped) add nothing; a maximum that stays scales by 1
+        // (so a row of -inf so far keeps its sum 0, not NaN). NaN and +inf make m non-finite,
+        // and the row NaN (soft_ms1).
+        let m = max4(acc.a, x);
+        let scale = select(exp(acc.a - m), vec4<f32>(1.0), acc.a == m);
+        let term = select(exp(x - m), vec4<f32>(0.0), x == vec4<f32>(f32_of(0xff800000u)));
+        r.a = m;
+        r.b = acc.b * scale + term;
     } else {
         let take = better4(x, i, acc.a, acc.i, k == K_ARGMAX);
         r.a = select(acc.a, x, take);
@@ -159,7 +171,7 @@ fn fold1(k: u32, acc: Acc, x: f32, i: u32) -> Acc {
 
 // Lane l's state.
 fn lane(k: u32, acc: Acc, l: u32) -> vec4<u32> {
-    if (k == K_SUM) {
+    if (k == K_SUM || k == K_SOFT) {
         return vec4<u32>(asu(acc.a[l]), asu(acc.b[l]), acc.i[l], 0u);
     }
     return vec4<u32>(asu(acc.a[l]), select(asu(acc.b[l]), acc.i[l], k >= K_ARGMAX), 0u, 0u);
@@ -178,6 +190,12 @@ fn comb(k: u32, p: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
     }
     if (k == K_PROD) {
         return vec4<u32>(asu(asf(p.x) * asf(q.x)), 0u, 0u, 0u);
+    }
+    if (k == K_SOFT) {
+        let m = max_total(asf(p.x), asf(q.x));
+        let sp = asf(p.y) * select(exp(asf(p.x) - m), 1.0, asf(p.x) == m);
+        let sq = asf(q.y) * select(exp(asf(q.x) - m), 1.0, asf(q.x) == m);
+        return vec4<u32>(asu(m), asu(sp + sq), 0u, 0u);
     }
     return select(p, q, arg_better(asf(q.x), q.y, asf(p.x), p.y, k == K_ARGMAX));
 }
@@ -250,6 +268,20 @@ fn soft(x: f32, m: f32, k: f32) -> f32 {
     }
     return d - k;
 }
+// A row's (maximum, k of `soft`) from its K_SOFT state: NaN sums where the maximum is not
+// finite, as soft_ms.
+fn soft_ms1(st: vec4<u32>) -> vec2<f32> {
+    let m = asf(st.x);
+    var s = f32_of(NAN_BITS);
+    if (is_finite(m)) {
+        s = asf(st.y);
+    }
+    if (OPC == R_SOFTMAX) {
+        return vec2<f32>(m, 1.0 / s);
+    }
+    return vec2<f32>(m, log(s));
+}
+
 // A row's (maximum, k of `soft`) from its passes' states: NaN sums where the maximum is not
 // finite (x - m is NaN there, as in the CPU reference).
 fn soft_ms(st: vec4<u32>, st2: vec4<u32>) -> vec2<f32> {

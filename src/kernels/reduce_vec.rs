@@ -30,8 +30,18 @@ const LOOP_CAP: usize = 16_384;
 const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
 
 /// The bindings: the uniform, the output, the input as f32 and as 16-byte words (the same
-/// window), the indices of `max` / `min`.
-const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write];
+/// window), the indices of `max` / `min`, the output as 16-byte words (the rows kernel's scans
+/// where [`words_out`] allows; the output is bound writable once, the other gets a spare).
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write, Slot::Write];
+
+/// Whether a rows scan over piece `p` may store its output as 16-byte words: the output
+/// contiguous along the row, every element in the same place of its word as its input element
+/// (strides and window-relative offsets equal modulo 4; the input's words are 16-byte aligned
+/// in its window), and the output's window rounded up to whole words within its buffer.
+fn words_out(p: &IterPlan, offsets: [u32; 2], out_window: (u64, u64), out_size: u64) -> bool {
+    let (so, si) = (p.strides_of(0), p.strides_of(1));
+    so[0] == 1 && si[0] == 1 && (0..p.rank()).all(|d| (so[d] - si[d]).rem_euclid(4) == 0) && offsets[0] % 4 == offsets[1] % 4 && out_window.0 + out_window.1.next_multiple_of(16) <= out_size
+}
 
 /// The kernel a reduction or op along a dim runs (more may come: match with a wildcard arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +197,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     })?;
     let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let spare4 = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+    let spare_out = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
     let key = pipeline(kernel, op);
     let scan = matches!(work, Work::Scan(_));
@@ -226,6 +237,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         };
         let words = w[1].1 / 16 * 16;
         let input4 = if words > 0 { (b.input, (w[1].0, words)) } else { (spare4.buffer(), (0, 16)) };
+        let out_words = scan && (rows || threads) && words_out(p, [u.offsets[0], u.offsets[1]], w[0], b.out.size());
+        if rows || threads {
+            u.mode = out_words as u32;
+        }
+        let (out, out4) = if out_words {
+            ((spare_out.buffer(), (0, 16)), (b.out, (w[0].0, w[0].1.next_multiple_of(16))))
+        } else {
+            ((b.out, w[0]), (spare_out.buffer(), (0, 16)))
+        };
         let g = groups(p);
         let gx = g.min(max_groups).max(1);
         u.parts = parts(p) as u32;
@@ -234,11 +254,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             ReduceKernel::ColumnSplits => gx * (WG / parts(p)),
             _ => gx,
         } as u32;
-        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), (b.input, w[1]), input4, indices], grid: (gx as u32, g.div_ceil(gx) as u32) });
+        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![out, (b.input, w[1]), input4, indices, out4], grid: (gx as u32, g.div_ceil(gx) as u32) });
     }
     dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)?;
     drop(dispatches);
     keep.hold(spare);
     keep.hold(spare4);
+    keep.hold(spare_out);
     Ok(())
 }
