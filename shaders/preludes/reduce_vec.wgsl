@@ -150,7 +150,8 @@ fn fold(k: u32, acc: Acc, x: vec4<f32>, i: vec4<u32>) -> Acc {
         // -inf elements (and the lanes skipped) add nothing; a maximum that stays scales by 1
         // (so a row of -inf so far keeps its sum 0, not NaN). NaN and +inf make m non-finite,
         // and the row NaN (soft_ms1).
-        let m = max4(acc.a, x);
+        // A plain max: whichever operand it returns for a NaN, the NaN's term makes the sum NaN.
+        let m = max(acc.a, x);
         let scale = select(exp(acc.a - m), vec4<f32>(1.0), acc.a == m);
         let term = select(exp(x - m), vec4<f32>(0.0), x == vec4<f32>(f32_of(0xff800000u)));
         r.a = m;
