@@ -434,9 +434,10 @@ pub(crate) fn transpose_candidates(c: &ShapeClass) -> Vec<CopyPath> {
         }
     }
     if c.vec4 {
-        // Block edges that are whole vec4 words of U = 16 / element_bytes elements.
-        for tile in [16, 8] {
-            if tile % (16 / c.element_bytes as u32) == 0 {
+        // Block edges that are whole vec4 words of U = 16 / element_bytes elements; 32 for
+        // sub-word elements (a block row then spans a whole 64-byte line of the source).
+        for tile in [32, 16, 8] {
+            if tile % (16 / c.element_bytes as u32) == 0 && (tile < 32 || c.element_bytes < 4) {
                 for wg in [64, 256] {
                     v.push(CopyPath::TransposeVec4 { wg, tile, order: 0 });
                 }
@@ -453,13 +454,15 @@ pub(crate) fn transpose_candidates(c: &ShapeClass) -> Vec<CopyPath> {
 }
 
 /// The transpose kernel used before (or without) tuning: on a CPU adapter, where barriers are
-/// dear, the register-blocked kernels; on a GPU the workgroup-memory tile, which coalesces both
+/// dear, the register-blocked kernels (32 x 32 blocks of 2-byte elements: NCHW -> NHWC of
+/// [32, 256, 56, 56] f16 on lavapipe 0.75 -> 0.87 of the copy kernel against 16 x 16); on a GPU the workgroup-memory tile, which coalesces both
 /// sides, but for 2-byte elements in whole words the vec4 kernel (an H200 moved NCHW -> NHWC
 /// of [32, 256, 56, 56] f16 in 0.125 ms through the tile, 0.039-0.041 ms through it, the
 /// tuner's pick in three runs).
 pub(crate) fn transpose_default(r: &AdapterReport, c: &ShapeClass) -> CopyPath {
     match (r.device_type == wgpu::DeviceType::Cpu, c) {
         (_, c) if c.narrow => CopyPath::TransposeNarrow { wg: 64 },
+        (true, c) if c.vec4 && c.element_bytes == 2 => CopyPath::TransposeVec4 { wg: 64, tile: 32, order: 0 },
         (true, c) if c.vec4 => CopyPath::TransposeVec4 { wg: 64, tile: 16, order: 0 },
         (false, c) if c.vec4 && c.element_bytes == 2 => CopyPath::TransposeVec4 { wg: 256, tile: 8, order: 0 },
         (true, c) if c.element_bytes == 4 => CopyPath::Transpose { wg: 64, tile: 8, order: 0 },
