@@ -432,7 +432,8 @@ fn grids_bindings_and_bad_input() {
 /// kernel on their edges against the host: every op, softmax and log_softmax; row lengths
 /// around the vector width and the workgroup (1, 3, 4, 5, 63-65, 257, 1000), rows starting
 /// off a 16-byte word, scans whose output words line up with the input's (stored as words) or
-/// not, rows made of several runs, columns of 1-9 outputs at offsets, NaN,
+/// not, rows made of several runs, columns of 1-9 outputs at offsets, columns of thousands of
+/// outputs in whole words (four quads per invocation on CPU adapters) or not, NaN,
 /// infinities, signed zeros and ties (few distinct values); each call's kernel is asserted.
 /// Each adapter runs them twice: as itself and posing as a GPU (the GPUs' split columns).
 #[test]
@@ -467,6 +468,11 @@ fn rows_and_columns_kernels_on_their_edges() {
             (&[37, 8], MemoryFormat::Contiguous, &[0], 0, false),
             (&[37, 8], MemoryFormat::Contiguous, &[0], 2, false),
             (&[300, 9], MemoryFormat::Contiguous, &[0], 0, true),
+            // Columns of at least 4096 outputs in whole aligned words: four quads per
+            // invocation on CPU adapters (one kept dim, and two), or not (offset 1).
+            (&[5, 4096], MemoryFormat::Contiguous, &[0], 4, true),
+            (&[3, 4, 2048], MemoryFormat::Contiguous, &[1], 0, false),
+            (&[3, 4, 2048], MemoryFormat::Contiguous, &[1], 1, false),
             (&[2, 5, 3, 3], MemoryFormat::ChannelsLast, &[2, 3], 3, false),
             (&[2, 8, 4, 3], MemoryFormat::ChannelsLast, &[0, 2, 3], 0, true),
         ];

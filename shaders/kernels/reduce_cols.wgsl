@@ -3,7 +3,7 @@
 // outputs of that dim, walking their reductions together in the plan's (memory) order with one
 // lane each, a 16-byte load per step where the four elements are one aligned word (`mode` 1:
 // every reduced input stride is a multiple of 4). SPLIT 0 (CPU adapters): one invocation per
-// four outputs walks all of their elements. SPLIT 1 (GPUs, whose thousands of lanes a few
+// four outputs walks all of their elements (or, `parts` 4, sixteen: wide_main). SPLIT 1 (GPUs, whose thousands of lanes a few
 // hundred outputs would leave idle): `parts` invocations (a power of two, 2 to 32) share four
 // outputs, invocation s walking the reduced elements s, s + parts, ...; their states meet in a
 // fixed tree in workgroup memory. A fixed order either way: the same input gives the same bits.
@@ -192,6 +192,49 @@ fn split_main(wid: vec3<u32>, lid: u32) {
     }
 }
 
+// SPLIT 0 with `parts` 4 (the host's choice for one-pass ops over one reduced dim whose
+// outputs come in whole aligned words, CPU adapters): each invocation takes four neighbouring
+// quads, 16 outputs, a 64-byte line of every reduced step, so that a batch of lanes streams
+// whole neighbouring lines (one quad a lane left each step a quarter line, and a walk 16 KiB
+// apart per step waiting on memory, lavapipe: sum(dim=0) of [4096, 4096]).
+fn wide_main(t: u32) {
+    let d = red.rrank;
+    let k0 = red.sizes[d >> 2u][d & 3u];
+    let groups = k0 / 16u;
+    if (t >= groups * (red.outputs / k0)) {
+        return;
+    }
+    let o0 = (t / groups) * k0 + 16u * (t % groups);
+    let b = out_offsets(o0);
+    let k = kind(0u);
+    var a0 = acc_new(k);
+    var a1 = a0;
+    var a2 = a0;
+    var a3 = a0;
+    let s = r_strides(0u);
+    let c = vec4<f32>(0.0);
+    for (var r = 0u; r < red.extent; r = r + 1u) {
+        let o = r * s;
+        let w = (b.y + o.y) >> 2u;
+        let i = vec4<u32>(b.z + o.z);
+        a0 = fold(k, a0, tx(src4[w], 0u, c), i);
+        a1 = fold(k, a1, tx(src4[w + 1u], 0u, c), i);
+        a2 = fold(k, a2, tx(src4[w + 2u], 0u, c), i);
+        a3 = fold(k, a3, tx(src4[w + 3u], 0u, c), i);
+    }
+    let so = r_strides(d).x;
+    write_acc(b, so, k, a0);
+    write_acc(out_offsets(o0 + 4u), so, k, a1);
+    write_acc(out_offsets(o0 + 8u), so, k, a2);
+    write_acc(out_offsets(o0 + 12u), so, k, a3);
+}
+
+// The four outputs of a one-pass op's whole quad with elements b from its lanes.
+fn write_acc(b: vec3<u32>, so: u32, k: u32, acc: Acc) {
+    let states = QuadStates(lane(k, acc, 0u), lane(k, acc, 1u), lane(k, acc, 2u), lane(k, acc, 3u), lane(k, acc, 0u), lane(k, acc, 1u), lane(k, acc, 2u), lane(k, acc, 3u));
+    write_quad(b, true, 4u, so, states, 0u, 1u, true);
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if (SPLIT == 1u) {
@@ -199,6 +242,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         return;
     }
     let t = gid.x + gid.y * red.grid_row;
+    if (red.parts == 4u) {
+        wide_main(t);
+        return;
+    }
     let d = red.rrank;
     let k0 = red.sizes[d >> 2u][d & 3u];
     let quads = (k0 + 3u) / 4u;

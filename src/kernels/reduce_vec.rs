@@ -12,7 +12,7 @@ use crate::kernels::dispatch::{self, Dispatch};
 use crate::kernels::reduce_abi::{code, Buffers, RedUniform, Types, Work, MAX_DIMS};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
-use crate::reduce::{ReduceClass, ReducePlan, ScanOp};
+use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};
 use crate::runtime::submit::Keep;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -169,7 +169,22 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let k0 = p.sizes()[rrank] as u64;
         k0.div_ceil(4) * ((p.numel() / rp.extent) as u64 / k0)
     };
-    let parts = |p: &IterPlan| if split { column_splits(quads(p), rp.extent as u64) } else { 1 };
+    // Columns (CPU adapters): four quads per invocation (`parts` 4), 64 bytes of each reduced
+    // step, for one-pass ops over one reduced dim whose every quad is a whole aligned word,
+    // where that leaves at least 4 workgroups.
+    let one_pass = matches!(work, Work::Reduce(op) if !matches!(op, ReduceOp::Var { .. } | ReduceOp::Std { .. } | ReduceOp::Logsumexp));
+    let wide = |p: &IterPlan| {
+        let si = p.strides_of(1);
+        kernel == ReduceKernel::Columns
+            && one_pass
+            && rrank == 1
+            && p.sizes()[1] % 16 == 0
+            && si[1] == 1
+            && (0..p.rank()).all(|d| d == 1 || si[d] % 4 == 0)
+            && p.offset_of(1) % 4 == 0
+            && quads(p) >= 4 * 4 * WG
+    };
+    let parts = |p: &IterPlan| if split { column_splits(quads(p), rp.extent as u64) } else if wide(p) { 4 } else { 1 };
     // Workgroups of a piece.
     let groups = |p: &IterPlan| -> u64 {
         let outputs = (p.numel() / rp.extent) as u64;
@@ -177,6 +192,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             outputs
         } else if threads {
             outputs.div_ceil(WG)
+        } else if wide(p) {
+            (quads(p) / 4).div_ceil(WG)
         } else {
             quads(p).div_ceil(WG / parts(p))
         }
