@@ -3,30 +3,14 @@
 // contiguous elements (one run when a single dim is reduced); every invocation folds the
 // 16-byte words w, w + WG, ... of each run into four lanes (neighbouring invocations read
 // neighbouring words), the run's unaligned head and tail elements one per invocation; then the
-// lanes are combined in order and the invocations' states in a fixed tree in workgroup memory:
+// lanes are combined in order and the invocations' states in a fixed tree (reduce_tree: in
+// workgroup memory, or through subgroup shuffles then workgroup memory):
 // the same input gives the same bits. Two-pass_ ops run the walk twice (the second time from the
 // workgroup's caches); softmax and log_softmax take the maximum and the sum of exponentials in
-// one walk (K_SOFT), then write the row. Needs `reduce` and
-// `reduce_vec`; the uniform's grid_row counts workgroups.
+// one walk (K_SOFT), then write the row. Needs `reduce`, `reduce_vec` and
+// `reduce_tree` or `reduce_tree_subgroup`; the uniform's grid_row counts workgroups.
 
 const WG: u32 = 64u;
-
-var<workgroup> tree: array<vec4<u32>, 64>;
-
-// The workgroup's states combined: invocation 0's elements first, then 1's, ...
-fn reduce_tree(k: u32, st: vec4<u32>, lid: u32) -> vec4<u32> {
-    tree[lid] = st;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) {
-            tree[lid] = comb(k, tree[lid], tree[lid + s]);
-        }
-        workgroupBarrier();
-    }
-    let r = tree[0];
-    workgroupBarrier();
-    return r;
-}
 
 // The kind pass `pass_` accumulates: softmax and log_softmax take the maximum and the sum of
 // exponentials in one pass (K_SOFT), so that their rows are read twice, not three times.
@@ -177,7 +161,8 @@ fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
 override PER_THREAD: bool = false;
 
 @compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
+    let lid = tl.lid;
     if (PER_THREAD) {
         // No early return on the invocation's own index: WGSL's uniformity analysis (Tint)
         // would then treat the workgroup path's barriers below as non-uniform.
@@ -203,10 +188,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     let b = out_offsets(o);
-    let st = reduce_tree(row_kind(0u), walk(b, 0u, 0.0, lid, WG), lid);
+    let st = reduce_tree(row_kind(0u), walk(b, 0u, 0.0, lid, WG), tl);
     var st2 = st;
     if (row_two_pass()) {
-        st2 = reduce_tree(K_SUM, walk(b, 1u, second_c(st), lid, WG), lid);
+        st2 = reduce_tree(K_SUM, walk(b, 1u, second_c(st), lid, WG), tl);
     }
     if (is_scan()) {
         let ms = soft_ms1(st);

@@ -114,10 +114,13 @@ pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgp
     kernel_for(rp, work, Types { input: dtype, cast: dtype, out: if indices { DType::I32 } else { dtype } }, device_type)
 }
 
-/// The shader and override constants of `kernel` (not General) for op code `op`.
-fn pipeline(kernel: ReduceKernel, op: u32) -> PipelineKey {
+/// The shader and override constants of `kernel` (not General) for op code `op`; `subgroups`:
+/// the rows kernel's workgroup tree through subgroup shuffles
+/// ([`AdapterReport::subgroup_reduce`](crate::AdapterReport::subgroup_reduce)).
+fn pipeline(kernel: ReduceKernel, op: u32, subgroups: bool) -> PipelineKey {
     match kernel {
         ReduceKernel::RowThreads => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("PER_THREAD", 1)] },
+        ReduceKernel::Rows if subgroups => PipelineKey { shader: "reduce_rows_subgroup", constants: vec![("OPC", op as i64)] },
         ReduceKernel::Rows => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64)] },
         ReduceKernel::ColumnSplits => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
         _ => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64)] },
@@ -141,7 +144,8 @@ const OPS: [u32; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21
 /// Every rows and columns pipeline, for the register-budget test.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns, ReduceKernel::ColumnSplits];
-    kernels.into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op))).map(|p| PipelineSpec { kernel: p.shader, constants: p.constants }).collect()
+    let subgroup_rows = OPS.map(|op| pipeline(ReduceKernel::Rows, op, true));
+    kernels.into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op, false))).chain(subgroup_rows).map(|p| PipelineSpec { kernel: p.shader, constants: p.constants }).collect()
 }
 
 /// Records `work` over `rp` with `kernel` (not General, as [`kernel_for`] chose).
@@ -216,7 +220,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let spare4 = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let spare_out = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
-    let key = pipeline(kernel, op);
+    let key = pipeline(kernel, op, rep.subgroup_reduce);
     let scan = matches!(work, Work::Scan(_));
     let mut dispatches = Vec::with_capacity(pieces.len());
     for p in &pieces {

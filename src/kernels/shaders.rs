@@ -74,6 +74,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("reduce", prelude!("reduce")),
     ("reduce_io", prelude!("reduce_io")),
     ("reduce_vec", prelude!("reduce_vec")),
+    ("reduce_tree", prelude!("reduce_tree")),
+    ("reduce_tree_subgroup", prelude!("reduce_tree_subgroup")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -142,7 +144,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
     ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io"], kernel!("reduce_general")),
-    ("reduce_rows", &["reduce", "reduce_vec"], kernel!("reduce_rows")),
+    ("reduce_rows", &["reduce", "reduce_vec", "reduce_tree"], kernel!("reduce_rows")),
+    // The same rows kernel combining a workgroup's states through subgroup shuffles.
+    ("reduce_rows_subgroup", &["reduce", "reduce_vec", "reduce_tree_subgroup"], kernel!("reduce_rows")),
     ("reduce_cols", &["reduce", "reduce_vec"], kernel!("reduce_cols")),
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
     ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
