@@ -524,3 +524,37 @@ fn matrix_vector_kernels_on_long_rows() {
         }
     }
 }
+
+/// The matrix-vector kernels with an addend, m == 1 (recorded as the transposed product, so the
+/// addend and the output are read and written through swapped strides) and n == 1: `linear`
+/// of one row with a bias and ReLU, `linear` onto one output feature, and `addmm` with a [1, n]
+/// input scaled by beta; float32 and float16.
+#[test]
+fn matrix_vector_kernels_with_an_addend() {
+    for ctx in contexts() {
+        let mut rng = Rng(29);
+        for dtype in [DType::F32, DType::F16] {
+            let up = |h: &HostTensor| DeviceTensor::upload(ctx, h).unwrap();
+            let cases: Vec<(MatmulPlan, Vec<HostTensor>)> = {
+                let (x1, w1, b1) = (rand(&mut rng, &[1, 37], dtype), rand(&mut rng, &[20, 37], dtype), rand(&mut rng, &[20], dtype));
+                let (x2, w2, b2) = (rand(&mut rng, &[20, 37], dtype), rand(&mut rng, &[1, 37], dtype), rand(&mut rng, &[1], dtype));
+                let (i3, a3, m3) = (rand(&mut rng, &[1, 24], dtype), rand(&mut rng, &[1, 40], dtype), rand(&mut rng, &[40, 24], dtype));
+                vec![
+                    (linear_plan(x1.layout(), w1.layout(), Some(b1.layout()), [Some(dtype); 3]).unwrap().with_activation(Activation::Relu), vec![x1, w1, b1]),
+                    (linear_plan(x2.layout(), w2.layout(), Some(b2.layout()), [Some(dtype); 3]).unwrap(), vec![x2, w2, b2]),
+                    (addmm_plan(i3.layout(), a3.layout(), m3.layout(), 0.5, 2.0, [dtype; 3]).unwrap(), vec![a3, m3, i3]),
+                ]
+            };
+            for (i, (plan, h)) in cases.iter().enumerate() {
+                let d: Vec<DeviceTensor> = h.iter().map(up).collect();
+                for kernel in [MatmulKernel::Vec1, MatmulKernel::Vec16] {
+                    let out = DeviceTensor::empty(ctx, &plan.out_shape, dtype, MemoryFormat::Contiguous).unwrap();
+                    let mut batch = ctx.batch();
+                    batch.run_plan_with(plan, &d[0], &d[1], Some(&d[2]), &out, kernel).unwrap();
+                    batch.submit_and_wait().unwrap();
+                    compare(&format!("{} case {i} {kernel:?} {dtype}", name(ctx)), plan, &h[0], &h[1], Some(&h[2]), &out.download().unwrap());
+                }
+            }
+        }
+    }
+}

@@ -379,6 +379,16 @@ fn softmax_rows_with_infinities_and_nan() {
                 compare(&format!("{} {op:?} of {rows} rows ({kernel:?})", name(ctx)), &d.scan(op, 1, None).unwrap().download().unwrap(), &want, &tol).unwrap();
             }
         }
+        // Long rows, each an invocation's on CPU adapters (over 1,000 elements a lane of the
+        // rescaled sum), against a bound relative to each probability.
+        let mut rng = Rng(0x50f7);
+        let x = data(&mut rng, DType::F32, 64 * 5000, false).view(&[64, 5000]).unwrap();
+        let d = DeviceTensor::upload(ctx, &x).unwrap();
+        for op in [ScanOp::Softmax, ScanOp::LogSoftmax] {
+            let want = x.scan(op, 1, None).unwrap();
+            let tol: Vec<f64> = values(&want).iter().map(|w| 1e-5 * w.abs() + 1e-7 * (op == ScanOp::LogSoftmax) as u8 as f64).collect();
+            compare(&format!("{} {op:?} of 64 rows of 5000", name(ctx)), &d.scan(op, 1, None).unwrap().download().unwrap(), &want, &tol).unwrap();
+        }
     }
 }
 
@@ -458,6 +468,7 @@ fn rows_and_columns_kernels_on_their_edges() {
             (&[66, 65], MemoryFormat::Contiguous, &[1], 2, false),
             (&[66, 65], MemoryFormat::Contiguous, &[1], 0, false),
             (&[70, 5], MemoryFormat::Contiguous, &[1], 4, false),
+            (&[2, 257], MemoryFormat::Contiguous, &[1], 4, true),
             (&[2, 257], MemoryFormat::Contiguous, &[1], 0, true),
             (&[4, 1000], MemoryFormat::Contiguous, &[1], 3, false),
             (&[80, 257], MemoryFormat::Contiguous, &[1], 1, true),

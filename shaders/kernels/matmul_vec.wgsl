@@ -114,8 +114,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let kw = select(0u, mp.dims.z / epw, (mp.epi.w & 8u) != 0u);
         let vv = (mp.epi.w & 16u) != 0u;
         // Inside one `if`, so that the loops' lane-varying bounds leave the barrier below in
-        // uniform control flow (browsers' compilers check). The two word loops are apart, not
-        // one loop choosing its decoding per word: a CPU adapter runs both sides of a branch.
+        // uniform control flow (browsers' compilers check). One word loop per vector layout and
+        // 16-bit type, not one loop choosing per word: a CPU adapter runs both sides of a
+        // branch. (The 16-bit loop for a vector not in whole words still decodes through
+        // oct(), both types' code run: an uncommon layout, left so.)
         if (halves && vv && mp.dims.w == DT_F16) {
             for (var q = tl; q < kw; q = q + 8u) {
                 let kk = i32(8u * q);

@@ -7,7 +7,7 @@ struct TreeLane {
 
 var<workgroup> tree: array<vec4<u32>, 64>;
 
-// The workgroup's states combined: invocation 0's elements first, then 1's, ...
+// The workgroup's states combined in a fixed tree (invocation i with i + s, s = 32, ..., 1).
 fn reduce_tree(k: u32, st: vec4<u32>, tl: TreeLane) -> vec4<u32> {
     let lid = tl.lid;
     tree[lid] = st;

@@ -4,12 +4,13 @@
 // loaded four at a time where their words are 16-byte aligned (`src4`, the same window of the
 // same buffer as `src`). Needs `reduce`.
 //
-// A pass accumulates one of five kinds (K_*) over the elements, each of them first mapped by
+// A pass accumulates one of six kinds (K_*) over the elements, each of them first mapped by
 // `tx` (|x|, x^2, (x - c)^2, exp(x - c), -x): an accumulator holds four lanes of it (vec4
 // lanes), a state (vec4<u32>) one: a compensated sum (sum, compensation), a maximum, a
-// product, or the best value and its logical index of an argmax / argmin. Two-pass ops (var,
-// std: the mean, then squared deviations; logsumexp, softmax, log_softmax: the maximum, then
-// exp(x - max)) run a second pass with the first one's result `c`.
+// product, the best value and its logical index of an argmax / argmin, or softmax's running
+// maximum and rescaled sum (K_SOFT, the rows kernel). Two-pass ops (var, std: the mean, then
+// squared deviations; logsumexp, and softmax / log_softmax in the columns kernel: the maximum,
+// then exp(x - max)) run a second pass with the first one's result `c`.
 
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<storage, read> src: array<f32>;
@@ -148,12 +149,13 @@ fn fold(k: u32, acc: Acc, x: vec4<f32>, i: vec4<u32>) -> Acc {
         r.a = acc.a * x;
     } else if (k == K_SOFT) {
         // -inf elements (and the lanes skipped) add nothing; a maximum that stays scales by 1
-        // (so a row of -inf so far keeps its sum 0, not NaN). NaN and +inf make m non-finite,
-        // and the row NaN (soft_ms1).
-        // A plain max: whichever operand it returns for a NaN, the NaN's term makes the sum NaN.
+        // (so a row of -inf so far keeps its sum 0, not NaN). +inf makes m non-finite and the
+        // row NaN (soft_ms1). A plain max (cheaper than max_total on lavapipe): whichever
+        // operand it returns for a NaN, the NaN itself is the term (found by its bits, not by
+        // IEEE arithmetic a fast-math compiler may fold), so the sum is NaN, and the row.
         let m = max(acc.a, x);
         let scale = select(exp(acc.a - m), vec4<f32>(1.0), acc.a == m);
-        let term = select(exp(x - m), vec4<f32>(0.0), x == vec4<f32>(f32_of(0xff800000u)));
+        let term = select(select(exp(x - m), vec4<f32>(0.0), x == vec4<f32>(f32_of(0xff800000u))), x, nan4(x));
         r.a = m;
         r.b = acc.b * scale + term;
     } else {

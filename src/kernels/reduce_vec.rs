@@ -48,7 +48,8 @@ fn words_out(p: &IterPlan, offsets: [u32; 2], out_window: (u64, u64), out_size: 
 #[non_exhaustive]
 pub enum ReduceKernel {
     /// `reduce_rows`: the innermost reduced dim contiguous; a workgroup per output, its
-    /// invocations' states combined in a fixed tree in workgroup memory.
+    /// invocations' states combined in a fixed tree (through subgroup shuffles where
+    /// `AdapterReport::subgroup_reduce`, else in workgroup memory).
     Rows,
     /// `reduce_rows` with `PER_THREAD`: the same rows, an invocation per output (no workgroup
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
@@ -173,9 +174,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let k0 = p.sizes()[rrank] as u64;
         k0.div_ceil(4) * ((p.numel() / rp.extent) as u64 / k0)
     };
-    // Columns (CPU adapters): four quads per invocation (`parts` 4), 64 bytes of each reduced
-    // step, for one-pass ops over one reduced dim whose every quad is a whole aligned word,
-    // where that leaves at least 4 workgroups.
+    // Columns without splits (CPU adapters; GPUs for fewer than 16 reduced elements): four
+    // quads per invocation (`parts` 4), 64 bytes of each reduced step, for one-pass ops over
+    // one reduced dim whose every quad is a whole aligned word, where that leaves at least 4
+    // workgroups. One-pass: what `two_pass()` of reduce_vec.wgsl leaves (the wide walk has
+    // no second pass).
     let one_pass = matches!(work, Work::Reduce(op) if !matches!(op, ReduceOp::Var { .. } | ReduceOp::Std { .. } | ReduceOp::Logsumexp));
     let wide = |p: &IterPlan| {
         let si = p.strides_of(1);

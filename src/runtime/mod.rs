@@ -58,9 +58,9 @@ pub struct AdapterReport {
     /// `Features::SUBGROUP` with subgroups of at least 8 invocations. There a uniform-buffer read
     /// at a loop-dependent offset costs a read per lane; GPUs broadcast it.
     pub shuffled_weights: bool,
-    /// Whether the reduction kernels combine a workgroup's states through subgroup shuffles
-    /// (`shaders/preludes/reduce_tree_subgroup.wgsl`): a native device with
-    /// `Features::SUBGROUP` whose subgroups hold at most 64 invocations (a workgroup's worth).
+    /// Whether the rows reduction kernel combines a workgroup's states through subgroup
+    /// shuffles (`shaders/preludes/reduce_tree_subgroup.wgsl`): a native device with
+    /// `Features::SUBGROUP` whose subgroups hold 4 to 64 invocations (a workgroup's worth).
     /// Browsers need `enable subgroups;`, which naga does not take yet; they and GL combine in
     /// workgroup memory.
     pub subgroup_reduce: bool,
@@ -115,7 +115,7 @@ impl Runtime {
                 && info.backend != wgpu::Backend::BrowserWebGpu
                 && device.features().contains(wgpu::Features::SUBGROUP)
                 && info.subgroup_min_size >= 8,
-            subgroup_reduce: info.backend != wgpu::Backend::BrowserWebGpu && device.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 1 && info.subgroup_max_size <= 64,
+            subgroup_reduce: info.backend != wgpu::Backend::BrowserWebGpu && device.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 4 && info.subgroup_max_size <= 64,
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {

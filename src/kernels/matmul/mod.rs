@@ -238,6 +238,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         bufs.swap(0, 1);
     }
     let (m, n, k) = (s.m, s.n, s.k);
+    // The product's m and n as the caller wrote it, for messages.
+    let (um, un) = if flip { (n, m) } else { (m, n) };
     // Each operand's strides as (batch z0, batch z1, rows, cols), sizes (b0, b1, rows, cols).
     let dims = [[m, k], [k, n], [m, n], [m, n]];
     let st = |i: usize| -> [isize; 4] {
@@ -277,7 +279,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         while z0 < b0 {
             if !fits(z0, z0 + 1)? {
                 let need = windows(z0, z0 + 1)?.iter().map(|(w, _)| w.1).max().unwrap_or(0);
-                return Err(Error::Limit { op, what: format!("binding the operands of one batch of {b1} products of [{m}, {k}] x [{k}, {n}]"), limit: "max_storage_buffer_binding_size", requested: need, max });
+                return Err(Error::Limit { op, what: format!("binding the operands of one batch of {b1} products of [{um}, {k}] x [{k}, {un}]"), limit: "max_storage_buffer_binding_size", requested: need, max });
             }
             let (mut lo, mut hi) = (z0 + 1, b0);
             while lo < hi {
