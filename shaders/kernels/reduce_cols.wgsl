@@ -3,8 +3,8 @@
 // outputs of that dim, walking their reductions together in the plan's (memory) order with one
 // lane each, a 16-byte load per step where the four elements are one aligned word (`mode` 1:
 // every reduced input stride is a multiple of 4). SPLIT 0 (CPU adapters): one invocation per
-// four outputs walks all of their elements (or, `parts` 4, sixteen: wide_main). SPLIT 1 (GPUs, whose thousands of lanes a few
-// hundred outputs would leave idle): `parts` invocations (a power of two, 2 to 32) share four
+// four outputs walks all of their elements (or, `parts` 4, sixteen: wide_main). SPLIT 1
+// (GPUs, whose thousands of lanes a few hundred outputs would leave idle): `parts` invocations (a power of two, 2 to 32) share four
 // outputs, invocation s walking the reduced elements s, s + parts, ...; their states meet in a
 // fixed tree in workgroup memory. A fixed order either way: the same input gives the same bits.
 // Two-pass_ ops walk twice; softmax and log_softmax then write. Needs `reduce` and

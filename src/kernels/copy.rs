@@ -455,8 +455,8 @@ pub(crate) fn transpose_candidates(c: &ShapeClass) -> Vec<CopyPath> {
 
 /// The transpose kernel used before (or without) tuning: on a CPU adapter, where barriers are
 /// dear, the register-blocked kernels (32 x 32 blocks of 2-byte elements: NCHW -> NHWC of
-/// [32, 256, 56, 56] f16 on lavapipe 0.75 -> 0.87 of the copy kernel against 16 x 16); on a GPU the workgroup-memory tile, which coalesces both
-/// sides, but for 2-byte elements in whole words the vec4 kernel (an H200 moved NCHW -> NHWC
+/// [32, 256, 56, 56] f16 on lavapipe 0.75 -> 0.87 of the copy kernel against 16 x 16); on a
+/// GPU the workgroup-memory tile, which coalesces both sides, but for 2-byte elements in whole words the vec4 kernel (an H200 moved NCHW -> NHWC
 /// of [32, 256, 56, 56] f16 in 0.125 ms through the tile, 0.039-0.041 ms through it, the
 /// tuner's pick in three runs).
 pub(crate) fn transpose_default(r: &AdapterReport, c: &ShapeClass) -> CopyPath {

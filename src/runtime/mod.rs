@@ -98,6 +98,9 @@ pub(crate) struct Runtime {
 impl Runtime {
     pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> Runtime {
         let limits = device.limits();
+        // Subgroup kernels, native only: browsers need `enable subgroups;`, which naga does
+        // not take yet.
+        let subgroups = info.backend != wgpu::Backend::BrowserWebGpu && device.features().contains(wgpu::Features::SUBGROUP);
         let report = AdapterReport {
             name: info.name.clone(),
             driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
@@ -110,12 +113,8 @@ impl Runtime {
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
             pass_timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY),
-            // Native only: browsers need `enable subgroups;`, which naga does not take yet.
-            shuffled_weights: info.device_type == wgpu::DeviceType::Cpu
-                && info.backend != wgpu::Backend::BrowserWebGpu
-                && device.features().contains(wgpu::Features::SUBGROUP)
-                && info.subgroup_min_size >= 8,
-            subgroup_reduce: info.backend != wgpu::Backend::BrowserWebGpu && device.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 4 && info.subgroup_max_size <= 64,
+            shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && subgroups && info.subgroup_min_size >= 8,
+            subgroup_reduce: subgroups && info.subgroup_min_size >= 4 && info.subgroup_max_size <= 64,
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {
