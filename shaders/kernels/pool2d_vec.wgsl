@@ -11,7 +11,10 @@
 // writing 4 consecutive output elements: f32, or 16-bit types with C even), 0 NCHW
 // (invocations along the pixels first; f32 only, as 16-bit outputs pack two pixels a word).
 // Channels past C (C not a multiple of 4) read channel C - 1 and are not written. FAMILY and
-// DT are override constants as in pool2d.wgsl (lavapipe runs every branch under masks).
+// DT are override constants as in pool2d.wgsl (lavapipe runs every branch under masks), and
+// so are two specializations the host picks: TAPS3 (max pooling over at most 3 x 3 taps,
+// unrolled: no loop bounds, no column reuse branch, both of which lavapipe runs masked for
+// every output) and WORDS (a tap's 4 channels as one 16-byte load, an output's as one store).
 
 override WG: u32 = 64u;
 // 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
@@ -20,6 +23,12 @@ override FAMILY: u32 = 0u;
 override DT: u32 = 0u;
 // 1: the output is channels-last; 0: NCHW.
 override CL: u32 = 0u;
+// 1: max pooling of windows of at most 3 x 3 taps, unrolled (the host checks the window).
+override TAPS3: u32 = 0u;
+// 1: a float32 channels-last input and output whose 4 channels are one aligned 16-byte word
+// each (the host checks strides and offsets): loaded and stored as words through src4 and
+// dst4, one access where lavapipe otherwise makes 4 (dst is then a spare, as is dst4 otherwise).
+override WORDS: u32 = 0u;
 
 struct PoolVecParams {
     // Input strides (n, c, h, w) in elements.
@@ -50,6 +59,8 @@ const MODE_BILINEAR: u32 = 4u;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(3) var<storage, read_write> idx: array<i32>;
+@group(0) @binding(4) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> dst4: array<vec4<u32>>;
 
 fn load1(i: u32) -> f32 {
     if (DT == DT_F32) {
@@ -59,8 +70,12 @@ fn load1(i: u32) -> f32 {
     return bitcast<f32>(float_to_f32(DT, h));
 }
 
-// The 4 channels at element e, the others at e + cs.y, e + cs.z, e + cs.w.
+// The 4 channels at element e, the others at e + cs.y, e + cs.z, e + cs.w (with WORDS, the
+// 16-byte word at e).
 fn load4(e: i32, cs: vec4<i32>) -> vec4<f32> {
+    if (WORDS != 0u) {
+        return bitcast<vec4<f32>>(src4[u32(e) >> 2u]);
+    }
     let i = vec4<u32>(vec4<i32>(e) + cs);
     return vec4<f32>(load1(i.x), load1(i.y), load1(i.z), load1(i.w));
 }
@@ -126,6 +141,33 @@ fn column(plane: i32, cs: vec4<i32>, rs: vec4<i32>, q: i32) -> Out {
         let m = (v > best) | nan4(v);
         best = select(best, v, m);
         at = select(at, vec4<i32>(r * W + q), m);
+    }
+    return Out(best, at);
+}
+
+// Max pooling of one output pixel's 4 channels over a window of at most 3 x 3 taps, unrolled
+// with no per-lane loop bounds: taps outside the window or the image are loaded at a clamped
+// position and masked. The taps are scanned in row-major order as pool2d.wgsl's loops: the
+// first maximum, the last NaN.
+fn max3(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
+    let H = i32(p.geo.y);
+    let W = i32(p.geo.z);
+    let r0 = i32(oh) * p.win.z - p.pad.x;
+    let q0 = i32(ow) * p.win.w - p.pad.y;
+    var best = vec4<f32>(bitcast<f32>(0xff800000u));
+    var at = vec4<i32>(0);
+    for (var i = 0; i < 3; i = i + 1) {
+        let r = r0 + i * p.pad.z;
+        let rin = i < p.win.x && r >= 0 && r < H;
+        let row = plane + clamp(r, 0, H - 1) * p.xs.z;
+        for (var j = 0; j < 3; j = j + 1) {
+            let q = q0 + j * p.pad.w;
+            let ok = rin && j < p.win.y && q >= 0 && q < W;
+            let v = load4(row + clamp(q, 0, W - 1) * p.xs.w, cs);
+            let m = vec4<bool>(ok) & ((v > best) | nan4(v));
+            best = select(best, v, m);
+            at = select(at, vec4<i32>(r * W + q), m);
+        }
     }
     return Out(best, at);
 }
@@ -266,6 +308,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 cb = i1;
             }
             o = Out(th.z * (tw.z * at + tw.w * bt) + th.w * (tw.z * ab + tw.w * bb), vec4<i32>(0));
+        } else if (FAMILY == MODE_MAX && TAPS3 != 0u) {
+            o = max3(plane, cs, oh, ow);
         } else if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
             // Column by column, the window's last column kept for the next output, whose
             // first column it often is (3x3 windows of stride 2 load 6 columns' worth of 9).
@@ -290,7 +334,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         if (CL != 0u) {
             let e = (n * pixels + px) * C + c0;
-            if (DT == DT_F32) {
+            if (WORDS != 0u) {
+                dst4[e >> 2u] = bitcast<vec4<u32>>(o.v);
+            } else if (DT == DT_F32) {
                 for (var k = 0u; k < 4u; k = k + 1u) {
                     if (valid[k]) {
                         dst[e + k] = bitcast<u32>(o.v[k]);

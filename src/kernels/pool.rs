@@ -3,7 +3,8 @@
 //! `pool2d_vec.wgsl`, four channels of a run of output pixels per invocation (the window's
 //! bookkeeping paid once per 4 outputs), where [`classify`] admits it, else the general
 //! `pool2d.wgsl`, consecutive 32-bit words of the dense output per invocation. One pipeline
-//! per mode and element type (and output layout for the vec kernel): override constants, as
+//! per mode and element type (for the vec kernel also output layout, 16-byte words and max
+//! pooling's unrolled 3 x 3 windows, where the call allows them): override constants, as
 //! lavapipe runs every branch of a shader, so a mode in the uniform cost every mode's work;
 //! the rest is in the uniform. Max modes also write the int32 indices.
 
@@ -20,6 +21,10 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// The bindings: the parameters, the input, the output words, the indices.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write, Slot::Write];
+
+/// The vec kernel's bindings: those of [`SLOTS`], then the input and the output as 16-byte
+/// words.
+const VEC_SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write, Slot::Write, Slot::Read, Slot::Write];
 
 /// Invocations per workgroup.
 const WG: u32 = 64;
@@ -72,22 +77,35 @@ fn constants(family: u32, dtype: DType) -> Vec<(&'static str, i64)> {
 }
 
 /// The vec kernel's pipeline of a family, element type and output layout (channels-last or not).
-fn vec_constants(family: u32, dtype: DType, cl: bool) -> Vec<(&'static str, i64)> {
+fn vec_constants(family: u32, dtype: DType, cl: bool, taps3: bool, words: bool) -> Vec<(&'static str, i64)> {
     let mut c = constants(family, dtype);
     c.push(("CL", cl as i64));
+    if taps3 {
+        c.push(("TAPS3", 1));
+    }
+    if words {
+        c.push(("WORDS", 1));
+    }
     c
 }
 
 /// Every pipeline a GPU may run (the register budget): five families by three float types of
-/// the general kernel, and of the vec kernel in channels-last (three types) and NCHW (f32).
+/// the general kernel, and of the vec kernel in channels-last (three types), NCHW (f32) and
+/// channels-last words (f32); max pooling's unrolled 3 x 3 windows in each of those.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut v = Vec::new();
     for family in 0..5 {
-        for dtype in [DType::F32, DType::F16, DType::BF16] {
-            v.push(PipelineSpec { kernel: "pool2d", constants: constants(family, dtype) });
-            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, dtype, true) });
+        let taps = if family == 0 { vec![false, true] } else { vec![false] };
+        for taps3 in taps {
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                if !taps3 {
+                    v.push(PipelineSpec { kernel: "pool2d", constants: constants(family, dtype) });
+                }
+                v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, dtype, true, taps3, false) });
+            }
+            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, false, taps3, false) });
+            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, true, taps3, true) });
         }
-        v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, false) });
     }
     v
 }
@@ -180,7 +198,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));
     let family = mode;
-    let bindings = vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx];
+    let mut bindings = vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx];
+    // Stand-ins for the vec kernel's unused bindings (one read, one written: a buffer is not
+    // both in one dispatch).
+    let spare = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
+    let spare_in = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let r = if kernel == PoolKernel::Vec4 {
         // Pixels per invocation: a run of 8 on CPU adapters (along which bilinear and max
         // reuse loaded columns; 2 was slower on lavapipe, 32 no faster), one on GPUs.
@@ -202,13 +224,28 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             base: [params.base[0], u32_of(op, invocations as usize, "invocations")?, 0, 0],
         };
         let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
-        let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, cl) }, params: v, bindings, grid };
-        dispatch::record(rt, enc, keep, op, SLOTS, &[d])
+        let taps3 = matches!(g.mode, WindowMode::Max) && g.kernel.0 <= 3 && g.kernel.1 <= 3;
+        // Channels in 16-byte words: float32, channels-last in and out, C a multiple of 4 and
+        // every stride and the offset (within the binding) multiples of 4 elements.
+        let aligned = s[1] == 1 && [s[0], s[2], s[3]].iter().all(|v| v.rem_euclid(4) == 0) && params.base[0].is_multiple_of(4);
+        let wordwise = dtype == DType::F32 && cl && g.input[1].is_multiple_of(4) && aligned;
+        if wordwise {
+            bindings[1] = (spare.buffer(), (0, 16));
+            bindings.push((xbuf, (start, size / 16 * 16)));
+            bindings.push((obuf, (0, words * 4)));
+        } else {
+            bindings.push((spare_in.buffer(), (0, 16)));
+            bindings.push((spare.buffer(), (0, 16)));
+        }
+        let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, cl, taps3, wordwise) }, params: v, bindings, grid };
+        dispatch::record(rt, enc, keep, op, VEC_SLOTS, &[d])
     } else {
         let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
         let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings, grid };
         dispatch::record(rt, enc, keep, op, SLOTS, &[d])
     };
     keep.hold(scratch);
+    keep.hold(spare);
+    keep.hold(spare_in);
     r
 }

@@ -185,10 +185,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         kernel == ReduceKernel::Columns
             && one_pass
             && rrank == 1
-            && p.sizes()[1] % 16 == 0
+            && p.sizes()[1].is_multiple_of(16)
             && si[1] == 1
             && (0..p.rank()).all(|d| d == 1 || si[d] % 4 == 0)
-            && p.offset_of(1) % 4 == 0
+            && p.offset_of(1).is_multiple_of(4)
             && quads(p) >= 4 * 4 * WG
     };
     let parts = |p: &IterPlan| if split { column_splits(quads(p), rp.extent as u64) } else if wide(p) { 4 } else { 1 };
