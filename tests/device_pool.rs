@@ -384,7 +384,7 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
 /// reference: the vec4 kernel in either output layout over any input strides (channels-last,
 /// NCHW, strided along W, permuted, offset by a narrowed batch), float32 channels-last read and
 /// written as 16-byte words (views 4 channels in; 1 channel in takes the scalar path), C not a
-/// multiple of 4 (its last group masked), runs of pixels crossing rows, NaN through max, indices; where the vec4
+/// multiple of 4 (its last group masked), bilinear x2 along W, runs of pixels crossing rows, NaN through max, indices; where the vec4
 /// kernel cannot serve a call (16-bit NCHW output, 16-bit odd C) it is `Unsupported`, exactly
 /// as `pool_classify` says.
 #[test]
@@ -421,7 +421,8 @@ fn both_window_kernels_match_the_cpu_reference() {
                 2 => adaptive_window("adaptive_avg_pool2d", x, dtype, (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2)), false, false),
                 3 => adaptive_window("adaptive_max_pool2d", x, dtype, (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2)), true, rng.below(2) == 0),
                 _ => {
-                    let out = (1 + rng.below(2 * shape[2] + 1), 1 + rng.below(2 * shape[3] + 1));
+                    // Half the time twice as wide (the vec kernel's x2 runs when not align_corners).
+                    let out = (1 + rng.below(2 * shape[2] + 1), if rng.below(2) == 0 { 2 * shape[3] } else { 1 + rng.below(2 * shape[3] + 1) });
                     let align_corners = rng.below(2) == 0;
                     let sc = |i: usize, o: usize| if align_corners { if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 } } else { i as f32 / o as f32 };
                     let mode = WindowMode::Bilinear { scale: (sc(shape[2], out.0), sc(shape[3], out.1)), align_corners };

@@ -29,6 +29,11 @@ override TAPS3: u32 = 0u;
 // each (the host checks strides and offsets): loaded and stored as words through src4 and
 // dst4, one access where lavapipe otherwise makes 4 (dst is then a spare, as is dst4 otherwise).
 override WORDS: u32 = 0u;
+// 0: TAPS3 max pooling that writes no indices, and so computes none.
+override INDICES: u32 = 1u;
+// 1: bilinear x2 upsampling along W (column scale 1/2, align_corners false; the host checks),
+// in runs of whole pairs of outputs, which load one new input column a pair.
+override X2: u32 = 0u;
 
 struct PoolVecParams {
     // Input strides (n, c, h, w) in elements.
@@ -145,31 +150,52 @@ fn column(plane: i32, cs: vec4<i32>, rs: vec4<i32>, q: i32) -> Out {
     return Out(best, at);
 }
 
-// Max pooling of one output pixel's 4 channels over a window of at most 3 x 3 taps, unrolled
-// with no per-lane loop bounds: taps outside the window or the image are loaded at a clamped
-// position and masked. The taps are scanned in row-major order as pool2d.wgsl's loops: the
-// first maximum, the last NaN.
-fn max3(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
+// TAPS3 max pooling's window rows for one output row (at most 3): each row's offset (rows
+// outside the image clamped, and masked by ok), its index and the first row inside.
+struct Rows3 {
+    at: vec3<i32>,
+    r: vec3<i32>,
+    ok: vec3<bool>,
+    first: i32,
+}
+
+fn rows3(plane: i32, oh: u32) -> Rows3 {
     let H = i32(p.geo.y);
+    let r = vec3<i32>(i32(oh) * p.win.z - p.pad.x) + vec3<i32>(0, 1, 2) * p.pad.z;
+    let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p.win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
+    let first = select(select(r.z, r.y, ok.y), r.x, ok.x);
+    return Rows3(vec3<i32>(plane) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p.xs.z, r, ok, first);
+}
+
+// The maxima of the window rows at column q (a tap of the window when `tap`) and their
+// indices: the first maximum, the last NaN (the row-major scan of pool2d.wgsl, within a
+// column). A column that is no tap, or outside the image, is -inf at the largest index, which
+// every combination passes over.
+fn column3(w: Rows3, cs: vec4<i32>, q: i32, tap: bool) -> Out {
     let W = i32(p.geo.z);
-    let r0 = i32(oh) * p.win.z - p.pad.x;
-    let q0 = i32(ow) * p.win.w - p.pad.y;
+    let inside = tap && q >= 0 && q < W;
+    let qc = clamp(q, 0, W - 1) * p.xs.w;
     var best = vec4<f32>(bitcast<f32>(0xff800000u));
-    var at = vec4<i32>(0);
+    var at = vec4<i32>(select(0x7fffffff, w.first * W + q, inside));
     for (var i = 0; i < 3; i = i + 1) {
-        let r = r0 + i * p.pad.z;
-        let rin = i < p.win.x && r >= 0 && r < H;
-        let row = plane + clamp(r, 0, H - 1) * p.xs.z;
-        for (var j = 0; j < 3; j = j + 1) {
-            let q = q0 + j * p.pad.w;
-            let ok = rin && j < p.win.y && q >= 0 && q < W;
-            let v = load4(row + clamp(q, 0, W - 1) * p.xs.w, cs);
-            let m = vec4<bool>(ok) & ((v > best) | nan4(v));
-            best = select(best, v, m);
-            at = select(at, vec4<i32>(r * W + q), m);
+        let v = load4(w.at[i] + qc, cs);
+        let m = vec4<bool>(inside && w.ok[i]) & ((v > best) | nan4(v));
+        best = select(best, v, m);
+        if (INDICES != 0u) {
+            at = select(at, vec4<i32>(w.r[i] * W + q), m);
         }
     }
     return Out(best, at);
+}
+
+// Two columns' maxima combined as the row-major scan would: the larger value, of equal ones
+// the smaller index, of NaNs the larger index.
+fn combine(a: Out, b: Out) -> Out {
+    if (INDICES == 0u) {
+        return Out(select(a.v, b.v, (b.v > a.v) | nan4(b.v)), a.at);
+    }
+    let m = (b.v > a.v) | ((b.v == a.v) & (b.at < a.at)) | (nan4(b.v) & (!nan4(a.v) | (b.at > a.at)));
+    return Out(select(a.v, b.v, m), select(a.at, b.at, m));
 }
 
 // Average pooling (plain or adaptive) of one output pixel's 4 channels.
@@ -222,12 +248,60 @@ fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
 // pipelines then hold no index stores: lavapipe runs a branch's masked stores even when no
 // lane takes it).
 fn writes_indices() -> bool {
-    return (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) && p.mode.w != 0u;
+    return (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) && INDICES != 0u && p.mode.w != 0u;
 }
 
 // A 16-bit pair's word: the element-type bits of a (low half) and b.
 fn pack2(a: f32, b: f32) -> u32 {
     return (f32_to_float(DT, bitcast<u32>(a)) & 0xffffu) | (f32_to_float(DT, bitcast<u32>(b)) << 16u);
+}
+
+// Bilinear's column q of the input rows r0 and r1, blended by the row weights th.zw.
+fn blend(r0: i32, r1: i32, q: i32, th: vec4<f32>, cs: vec4<i32>) -> vec4<f32> {
+    let e = q * p.xs.w;
+    return th.z * load4(r0 + e, cs) + th.w * load4(r1 + e, cs);
+}
+
+// Stores output pixel px (in (oh, ow) order) of image n, channels c0.. (those in `valid`), and
+// its indices when the call writes them.
+fn store(n: u32, px: u32, c0: u32, valid: vec4<bool>, o: Out) {
+    let C = p.geo.x;
+    let pixels = p.dims.x * p.dims.y;
+    if (CL != 0u) {
+        let e = (n * pixels + px) * C + c0;
+        if (WORDS != 0u) {
+            dst4[e >> 2u] = bitcast<vec4<u32>>(o.v);
+        } else if (DT == DT_F32) {
+            for (var k = 0u; k < 4u; k = k + 1u) {
+                if (valid[k]) {
+                    dst[e + k] = bitcast<u32>(o.v[k]);
+                }
+            }
+        } else {
+            // C even: e is even and the channels come in whole pairs.
+            dst[e >> 1u] = pack2(o.v.x, o.v.y);
+            if (valid.z) {
+                dst[(e >> 1u) + 1u] = pack2(o.v.z, o.v.w);
+            }
+        }
+        if (writes_indices()) {
+            for (var k = 0u; k < 4u; k = k + 1u) {
+                if (valid[k]) {
+                    idx[e + k] = o.at[k];
+                }
+            }
+        }
+    } else {
+        let e = (n * C + c0) * pixels + px;
+        for (var k = 0u; k < 4u; k = k + 1u) {
+            if (valid[k]) {
+                dst[e + k * pixels] = bitcast<u32>(o.v[k]);
+                if (writes_indices()) {
+                    idx[e + k * pixels] = o.at[k];
+                }
+            }
+        }
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -238,7 +312,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let C = p.geo.x;
     let groups = p.geo.w;
-    let blocks = p.dims.z;
+    let OH = p.dims.x;
+    let OW = p.dims.y;
+    // Runs of p.dims.w pixels within one output row, p.dims.z of them a row.
+    let blocks = OH * p.dims.z;
     var g: u32;
     var b: u32;
     var n: u32;
@@ -257,13 +334,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let last = i32(C - 1u - c0);
     let cs = vec4<i32>(0, min(1, last), min(2, last), min(3, last)) * p.xs.y;
     let plane = i32(p.base.x) + i32(n) * p.xs.x + i32(c0) * p.xs.y;
-    let OH = p.dims.x;
-    let OW = p.dims.y;
     let pixels = OH * OW;
-    let first = b * p.dims.w;
-    let end = min(first + p.dims.w, pixels);
-    var oh = first / OW;
-    var ow = first - oh * OW;
+    let oh = b / p.dims.z;
+    var ow = (b - oh * p.dims.z) * p.dims.w;
+    let first = oh * OW + ow;
+    let end = first + min(p.dims.w, OW - ow);
     let valid = vec4<i32>(0, 1, 2, 3) <= vec4<i32>(last);
     // Bilinear: the input rows of the current output row, and the two input columns (their
     // top and bottom values) of the previous output, which the next output along the row
@@ -282,10 +357,37 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         r0 = plane + i32(th.x) * p.xs.z;
         r1 = plane + i32(th.y) * p.xs.z;
     }
+    if (FAMILY == MODE_BILINEAR && X2 != 0u) {
+        // Output 2i reads columns (i - 1, i) weighted (1/4, 3/4), output 2i + 1 columns (i,
+        // i + 1) weighted (3/4, 1/4), as PyTorch's rule, except at the row's ends: output 0
+        // reads columns (1, 0) weighted (0, 1) (a NaN in column 1 is NaN there too), the last
+        // output column W - 1 twice. The run starts at an even ow.
+        let edge = i32(p.geo.z) - 1;
+        var i = i32(ow >> 1u);
+        var a = blend(r0, r1, select(i - 1, min(1, edge), i == 0), th, cs);
+        var b = blend(r0, r1, i, th, cs);
+        for (var px = first; px < end; px = px + 2u) {
+            let c = blend(r0, r1, min(i + 1, edge), th, cs);
+            let wa = select(0.25, 0.0, i == 0);
+            store(n, px, c0, valid, Out(wa * a + (1.0 - wa) * b, vec4<i32>(0)));
+            store(n, px + 1u, c0, valid, Out(0.75 * b + 0.25 * c, vec4<i32>(0)));
+            a = b;
+            b = c;
+            i = i + 1;
+        }
+        return;
+    }
     // Max modes: the last column computed (kq) and its maxima, reused when the next window
-    // of the row starts there.
+    // of the row starts there; TAPS3: the window rows, and the run's first column.
     var kq = -1;
     var kept = Out(vec4<f32>(0.0), vec4<i32>(0));
+    var rows: Rows3;
+    if (FAMILY == MODE_MAX && TAPS3 != 0u) {
+        rows = rows3(plane, oh);
+        if (TAPS3 == 2u) {
+            kept = column3(rows, cs, i32(ow) * p.win.w - p.pad.y, true);
+        }
+    }
     for (var px = first; px < end; px = px + 1u) {
         var o: Out;
         if (FAMILY == MODE_BILINEAR) {
@@ -309,7 +411,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
             o = Out(th.z * (tw.z * at + tw.w * bt) + th.w * (tw.z * ab + tw.w * bb), vec4<i32>(0));
         } else if (FAMILY == MODE_MAX && TAPS3 != 0u) {
-            o = max3(plane, cs, oh, ow);
+            // Window columns q0, q0 + dw, q0 + 2 dw; with TAPS3 == 2 (3 columns, stride 2 dw)
+            // the first is the last output's third, kept.
+            let q0 = i32(ow) * p.win.w - p.pad.y;
+            var c0 = kept;
+            if (TAPS3 != 2u) {
+                c0 = column3(rows, cs, q0, true);
+            }
+            let c2 = column3(rows, cs, q0 + 2 * p.pad.w, p.win.y > 2);
+            o = combine(combine(c0, column3(rows, cs, q0 + p.pad.w, p.win.y > 1)), c2);
+            kept = c2;
         } else if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
             // Column by column, the window's last column kept for the next output, whose
             // first column it often is (3x3 windows of stride 2 load 6 columns' worth of 9).
@@ -332,53 +443,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         } else {
             o = pixel(plane, cs, oh, ow);
         }
-        if (CL != 0u) {
-            let e = (n * pixels + px) * C + c0;
-            if (WORDS != 0u) {
-                dst4[e >> 2u] = bitcast<vec4<u32>>(o.v);
-            } else if (DT == DT_F32) {
-                for (var k = 0u; k < 4u; k = k + 1u) {
-                    if (valid[k]) {
-                        dst[e + k] = bitcast<u32>(o.v[k]);
-                    }
-                }
-            } else {
-                // C even: e is even and the channels come in whole pairs.
-                dst[e >> 1u] = pack2(o.v.x, o.v.y);
-                if (valid.z) {
-                    dst[(e >> 1u) + 1u] = pack2(o.v.z, o.v.w);
-                }
-            }
-            if (writes_indices()) {
-                for (var k = 0u; k < 4u; k = k + 1u) {
-                    if (valid[k]) {
-                        idx[e + k] = o.at[k];
-                    }
-                }
-            }
-        } else {
-            let e = (n * C + c0) * pixels + px;
-            for (var k = 0u; k < 4u; k = k + 1u) {
-                if (valid[k]) {
-                    dst[e + k * pixels] = bitcast<u32>(o.v[k]);
-                    if (writes_indices()) {
-                        idx[e + k * pixels] = o.at[k];
-                    }
-                }
-            }
-        }
+        store(n, px, c0, valid, o);
         ow = ow + 1u;
-        if (ow == OW) {
-            ow = 0u;
-            oh = oh + 1u;
-            kq = -1;
-            if (FAMILY == MODE_BILINEAR) {
-                th = taps(p.scale.x, oh, p.geo.y);
-                r0 = plane + i32(th.x) * p.xs.z;
-                r1 = plane + i32(th.y) * p.xs.z;
-                ca = -1;
-                cb = -1;
-            }
-        }
     }
 }

@@ -76,35 +76,56 @@ fn constants(family: u32, dtype: DType) -> Vec<(&'static str, i64)> {
     vec![("WG", WG as i64), ("FAMILY", family as i64), ("DT", dtype.code() as i64)]
 }
 
-/// The vec kernel's pipeline of a family, element type and output layout (channels-last or not).
-fn vec_constants(family: u32, dtype: DType, cl: bool, taps3: bool, words: bool) -> Vec<(&'static str, i64)> {
+/// The vec kernel's specializations (override constants) besides family and element type.
+#[derive(Clone, Copy, PartialEq)]
+struct VecVariant {
+    /// The output is channels-last (`CL`).
+    cl: bool,
+    /// Max pooling over at most 3 x 3 taps unrolled: 1, or 2 keeping an output's last column
+    /// for the next (`TAPS3`); 0 not.
+    taps3: u32,
+    /// Indices computed and written (`INDICES`; only TAPS3 pipelines leave them out).
+    indices: bool,
+    /// Channels as 16-byte words (`WORDS`).
+    words: bool,
+    /// Bilinear x2 along W (`X2`).
+    x2: bool,
+}
+
+/// The vec kernel's pipeline of a family, element type and variant.
+fn vec_constants(family: u32, dtype: DType, v: VecVariant) -> Vec<(&'static str, i64)> {
     let mut c = constants(family, dtype);
-    c.push(("CL", cl as i64));
-    if taps3 {
-        c.push(("TAPS3", 1));
-    }
-    if words {
-        c.push(("WORDS", 1));
+    c.push(("CL", v.cl as i64));
+    for (name, on, value) in [("TAPS3", v.taps3 > 0, v.taps3 as i64), ("INDICES", v.taps3 > 0 && !v.indices, 0), ("WORDS", v.words, 1), ("X2", v.x2, 1)] {
+        if on {
+            c.push((name, value));
+        }
     }
     c
 }
 
 /// Every pipeline a GPU may run (the register budget): five families by three float types of
 /// the general kernel, and of the vec kernel in channels-last (three types), NCHW (f32) and
-/// channels-last words (f32); max pooling's unrolled 3 x 3 windows in each of those.
+/// channels-last words (f32); in each of those also max pooling's unrolled 3 x 3 windows (with
+/// and without the kept column) and bilinear x2.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut v = Vec::new();
     for family in 0..5 {
-        let taps = if family == 0 { vec![false, true] } else { vec![false] };
-        for taps3 in taps {
+        let plain = VecVariant { cl: true, taps3: 0, indices: true, words: false, x2: false };
+        let special: Vec<VecVariant> = match family {
+            0 => [(0, true), (1, true), (1, false), (2, true), (2, false)].iter().map(|&(taps3, indices)| VecVariant { taps3, indices, ..plain }).collect(),
+            4 => vec![plain, VecVariant { x2: true, ..plain }],
+            _ => vec![plain],
+        };
+        for variant in special {
             for dtype in [DType::F32, DType::F16, DType::BF16] {
-                if !taps3 {
+                if variant == plain {
                     v.push(PipelineSpec { kernel: "pool2d", constants: constants(family, dtype) });
                 }
-                v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, dtype, true, taps3, false) });
+                v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, dtype, variant) });
             }
-            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, false, taps3, false) });
-            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, true, taps3, true) });
+            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, VecVariant { cl: false, ..variant }) });
+            v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, VecVariant { words: true, ..variant }) });
         }
     }
     v
@@ -204,19 +225,28 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let spare = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let spare_in = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let r = if kernel == PoolKernel::Vec4 {
-        // Pixels per invocation: a run of 8 on CPU adapters (along which bilinear and max
+        // Pixels per invocation: a run of up to 8 on CPU adapters (along which bilinear and max
         // reuse loaded columns; 2 was slower on lavapipe, 32 no faster), one on GPUs.
         let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
-        let pixels = (g.out.0 * g.out.1) as u64;
-        let run: u64 = if cpu { 8 } else { 1 };
-        let blocks = pixels.div_ceil(run);
+        // Runs within a row, of balanced lengths (a row of 28 is 4 runs of 7, not 8, 8, 8, 4).
+        let ow = g.out.1 as u64;
+        // Bilinear x2 along W runs in whole pairs (X2 in the shader).
+        let x2 = matches!(g.mode, WindowMode::Bilinear { scale: (_, sx), align_corners: false } if sx == 0.5) && g.out.1 == 2 * g.input[3];
+        let run: u64 = match (cpu, x2) {
+            (true, false) => ow.div_ceil(ow.div_ceil(8)),
+            (true, true) => 2 * (ow / 2).div_ceil((ow / 2).div_ceil(4)),
+            (false, false) => 1,
+            (false, true) => 2,
+        };
+        let row_blocks = ow.div_ceil(run);
+        let blocks = g.out.0 as u64 * row_blocks;
         let groups = (g.input[1] as u64).div_ceil(4);
         let invocations = g.input[0] as u64 * groups * blocks;
         let cl = !out.is_contiguous();
         let v = PoolVecParams {
             xs: params.xs,
             geo: [params.geo[0], params.geo[1], params.geo[2], u32_of(op, groups as usize, "channel groups")?],
-            dims: [params.dims[0], params.dims[1], u32_of(op, blocks as usize, "pixel blocks")?, run as u32],
+            dims: [params.dims[0], params.dims[1], u32_of(op, row_blocks as usize, "pixel blocks")?, run as u32],
             win: params.win,
             pad: params.pad,
             mode: params.mode,
@@ -224,7 +254,13 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             base: [params.base[0], u32_of(op, invocations as usize, "invocations")?, 0, 0],
         };
         let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
-        let taps3 = matches!(g.mode, WindowMode::Max) && g.kernel.0 <= 3 && g.kernel.1 <= 3;
+        // Max pooling over at most 3 x 3 taps unrolled; 3 columns at a stride of 2 dilations
+        // also keep an output's last column for the next output's first.
+        let taps3 = match g.mode {
+            WindowMode::Max if g.kernel.0 <= 3 && g.kernel.1 == 3 && g.stride.1 == 2 * g.dilation.1 => 2,
+            WindowMode::Max if g.kernel.0 <= 3 && g.kernel.1 <= 3 => 1,
+            _ => 0,
+        };
         // Channels in 16-byte words: float32, channels-last in and out, C a multiple of 4 and
         // every stride and the offset (within the binding) multiples of 4 elements.
         let aligned = s[1] == 1 && [s[0], s[2], s[3]].iter().all(|v| v.rem_euclid(4) == 0) && params.base[0].is_multiple_of(4);
@@ -237,7 +273,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             bindings.push((spare_in.buffer(), (0, 16)));
             bindings.push((spare.buffer(), (0, 16)));
         }
-        let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, cl, taps3, wordwise) }, params: v, bindings, grid };
+        let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, VecVariant { cl, taps3, indices: g.indices, words: wordwise, x2 }) }, params: v, bindings, grid };
         dispatch::record(rt, enc, keep, op, VEC_SLOTS, &[d])
     } else {
         let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
