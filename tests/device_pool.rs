@@ -384,7 +384,8 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
 /// reference: the vec4 kernel in either output layout over any input strides (channels-last,
 /// NCHW, strided along W, permuted, offset by a narrowed batch), float32 channels-last read and
 /// written as 16-byte words (views 4 channels in; 1 channel in takes the scalar path), C not a
-/// multiple of 4 (its last group masked), bilinear x2 along W, runs of pixels crossing rows, NaN through max, indices; where the vec4
+/// multiple of 4 (its last group masked), bilinear x2 along W, NCHW rows as 16-byte words (the
+/// rows kernel: max pooling of 3 columns at stride 2, bilinear x2; views 4 and 1 columns in), runs of pixels crossing rows, NaN through max, indices; where the vec4
 /// kernel cannot serve a call (16-bit NCHW output, 16-bit odd C) it is `Unsupported`, exactly
 /// as `pool_classify` says.
 #[test]
@@ -394,15 +395,20 @@ fn both_window_kernels_match_the_cpu_reference() {
     for ctx in contexts() {
         let mut rng = Rng(0x9002);
         let (mut served, mut tried) = ([0usize; 2], 0);
-        for case in 0..72 {
-            // Two dtypes (f32 twice as often), so that few pipelines are made. From case 48 on,
+        for case in 0..96 {
+            // Two dtypes (f32 twice as often), so that few pipelines are made. Cases 48-71:
             // float32 channels-last with C a multiple of 4 (the vec kernel's 16-byte words),
             // sometimes a view of C - 4 channels from channel 4 (aligned) or 1 (not aligned).
-            let words = case >= 48;
-            let dtype = if words { DType::F32 } else { [DType::F32, DType::F32, DType::F16][rng.below(3)] };
-            let layout = if words { 1 } else { rng.below(4) };
+            // Cases 72-95: float32 NCHW rows of 8, 16 or 24 (a view 4 columns in, or 1: not
+            // aligned) into NCHW, max pooling of 3 columns at stride 2 and bilinear x2 (the
+            // rows kernel's calls).
+            let words = (48..72).contains(&case);
+            let rows = case >= 72;
+            let dtype = if words || rows { DType::F32 } else { [DType::F32, DType::F32, DType::F16][rng.below(3)] };
+            let layout = if words { 1 } else if rows { 0 } else { rng.below(4) };
             let c = if words { 4 * (1 + rng.below(2)) + 4 * (case % 3 != 0) as usize } else { 1 + rng.below(9) };
-            let shape = [1 + rng.below(3), c, 1 + rng.below(13), 1 + rng.below(13)];
+            let width = 8 * (1 + rng.below(3));
+            let shape = [1 + rng.below(3) + rows as usize, c, 1 + rng.below(13), if rows { width + 4 } else { 1 + rng.below(13) }];
             let nan = rng.below(3) == 0;
             let h = tensor(&mut rng, &shape, dtype, layout, nan);
             let d = mirror(ctx, &h, layout);
@@ -410,20 +416,26 @@ fn both_window_kernels_match_the_cpu_reference() {
             let (h, d) = if shape[0] > 1 && rng.below(2) == 0 { (h.narrow(0, 1, shape[0] - 1).unwrap(), d.narrow(0, 1, shape[0] - 1).unwrap()) } else { (h, d) };
             let first: usize = [4, 1][case % 2];
             let (h, d) = if words && case % 3 != 0 { (h.narrow(1, first as isize, c - 4).unwrap(), d.narrow(1, first as isize, c - 4).unwrap()) } else { (h, d) };
+            let (h, d) = if rows { (h.narrow(3, first as isize, width).unwrap(), d.narrow(3, first as isize, width).unwrap()) } else { (h, d) };
+            // A third of the rows cases drop the last channel (image stride not C planes).
+            let (h, d) = if rows && case % 3 == 0 && c > 1 { (h.narrow(1, 0, c - 1).unwrap(), d.narrow(1, 0, c - 1).unwrap()) } else { (h, d) };
+            let shape: [usize; 4] = h.shape().try_into().unwrap();
             let x = h.layout();
-            let k = (1 + rng.below(4), 1 + rng.below(4));
-            let stride = Some((1 + rng.below(3), 1 + rng.below(3)));
+            let k = (1 + rng.below(4), if rows { 3 } else { 1 + rng.below(4) });
+            let stride = Some((1 + rng.below(3), if rows { 2 } else { 1 + rng.below(3) }));
             let padding = (rng.below(k.0 / 2 + 1), rng.below(k.1 / 2 + 1));
             let ceil_mode = rng.below(2) == 1;
-            let g: Result<Window, Error> = match case % 5 {
-                0 => max_pool2d_window(x, dtype, &MaxPool2dOptions { kernel: k, stride, padding, dilation: (1 + rng.below(2), 1 + rng.below(2)), ceil_mode }, rng.below(2) == 0),
+            let dilation = (1 + rng.below(2), if rows { 1 } else { 1 + rng.below(2) });
+            let family = if rows { [0, 4][case % 2] } else { case % 5 };
+            let g: Result<Window, Error> = match family {
+                0 => max_pool2d_window(x, dtype, &MaxPool2dOptions { kernel: k, stride, padding, dilation, ceil_mode }, !rows && rng.below(2) == 0),
                 1 => avg_pool2d_window(x, dtype, &AvgPool2dOptions { kernel: k, stride, padding, ceil_mode, count_include_pad: rng.below(2) == 0, divisor_override: (rng.below(4) == 0).then(|| 1 + rng.below(5)) }),
                 2 => adaptive_window("adaptive_avg_pool2d", x, dtype, (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2)), false, false),
                 3 => adaptive_window("adaptive_max_pool2d", x, dtype, (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2)), true, rng.below(2) == 0),
                 _ => {
                     // Half the time twice as wide (the vec kernel's x2 runs when not align_corners).
-                    let out = (1 + rng.below(2 * shape[2] + 1), if rng.below(2) == 0 { 2 * shape[3] } else { 1 + rng.below(2 * shape[3] + 1) });
-                    let align_corners = rng.below(2) == 0;
+                    let out = (1 + rng.below(2 * shape[2] + 1), if rows || rng.below(2) == 0 { 2 * shape[3] } else { 1 + rng.below(2 * shape[3] + 1) });
+                    let align_corners = !rows && rng.below(2) == 0;
                     let sc = |i: usize, o: usize| if align_corners { if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 } } else { i as f32 / o as f32 };
                     let mode = WindowMode::Bilinear { scale: (sc(shape[2], out.0), sc(shape[3], out.1)), align_corners };
                     Ok(Window { op: "interpolate", mode, input: h.shape().try_into().unwrap(), out, kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices: false, format: MemoryFormat::Contiguous })
@@ -431,7 +443,7 @@ fn both_window_kernels_match_the_cpu_reference() {
             };
             let Ok(mut g) = g else { continue };
             tried += 1;
-            g.format = if words || rng.below(2) == 0 { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
+            g.format = if words || (!rows && rng.below(2) == 0) { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
             let what = format!("{} case {case}: {:?} {dtype} layout {layout} {g:?}", name(ctx), h.shape());
             let want = Pool2d::window(&h, &g).map(|(a, b)| [Some(a), b].into_iter().flatten().collect::<Vec<_>>());
             let exact = !matches!(g.mode, WindowMode::Avg { .. } | WindowMode::AdaptiveAvg | WindowMode::Bilinear { .. });
@@ -450,6 +462,6 @@ fn both_window_kernels_match_the_cpu_reference() {
                 }
             }
         }
-        assert!(served[0] == tried && tried >= 60 && served[1] >= 45, "{}: of {tried} cases each kernel served {served:?}", name(ctx));
+        assert!(served[0] == tried && tried >= 80 && served[1] >= 65, "{}: of {tried} cases each kernel served {served:?}", name(ctx));
     }
 }

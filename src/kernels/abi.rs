@@ -131,6 +131,7 @@ mod tests {
             twin::<crate::kernels::matmul::MatmulParams>("MatmulParams"),
             twin::<crate::kernels::pool::PoolParams>("PoolParams"),
             twin::<crate::kernels::pool::PoolVecParams>("PoolVecParams"),
+            twin::<crate::kernels::pool::PoolRowsParams>("PoolRowsParams"),
         ]
     }
 

@@ -57,6 +57,22 @@ uniform! {
     }
 }
 
+uniform! {
+    /// The uniform of `shaders/kernels/pool2d_rows.wgsl` (`PoolRowsParams` there).
+    pub(crate) struct PoolRowsParams {
+        xs: [i32; 4],
+        geo: [u32; 4],
+        dims: [u32; 4],
+        win: [i32; 4],
+        pad: [i32; 4],
+        scale: [f32; 4],
+        base: [u32; 4],
+    }
+}
+
+/// The rows kernel's bindings: the parameters, the input and the output as 16-byte words.
+const ROWS_SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write];
+
 /// Which kernel computes a window op. Tests and benchmarks can force one
 /// ([`crate::advanced::window_with`]); a forced kernel goes through the same [`classify`] check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -128,6 +144,7 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
             v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, VecVariant { words: true, ..variant }) });
         }
     }
+    v.extend([0, 4].map(|family| PipelineSpec { kernel: "pool2d_rows", constants: rows_constants(family) }));
     v
 }
 
@@ -163,6 +180,32 @@ pub(crate) fn eligible(g: &Window, dtype: DType, out: &Layout) -> Result<()> {
     }
     u32_of(g.op, out.numel(), "output elements")?;
     Ok(())
+}
+
+/// The rows kernel's pipeline of a family (0 max, 4 bilinear).
+fn rows_constants(family: u32) -> Vec<(&'static str, i64)> {
+    vec![("WG", WG as i64), ("FAMILY", family as i64)]
+}
+
+/// Bilinear x2 along W, not align_corners (the vec kernel's X2 and the rows kernel's bilinear).
+fn x2_columns(g: &Window) -> bool {
+    matches!(g.mode, WindowMode::Bilinear { scale: (_, sx), align_corners: false } if sx == 0.5) && g.out.1 == 2 * g.input[3]
+}
+
+/// The family the rows kernel (`pool2d_rows.wgsl`) computes `g` with, where it can: float32,
+/// an NCHW input whose rows are whole aligned 16-byte words (unit stride along W, W, the other
+/// strides and `base`, the input's offset within its binding, multiples of 4) into a dense
+/// NCHW output whose rows are whole words, and either max pooling of 3-column windows at column
+/// stride 2 (dilation 1, at most 3 rows, no indices: family 0) or bilinear x2 along W (4).
+fn rows_family(g: &Window, dtype: DType, x: &Layout, out: &Layout, base: u32) -> Option<u32> {
+    let s = x.strides();
+    let words = dtype == DType::F32 && out.is_contiguous() && s[3] == 1 && [s[0], s[1], s[2]].iter().all(|v| v.rem_euclid(4) == 0) && base.is_multiple_of(4) && g.input[3].is_multiple_of(4) && g.out.1.is_multiple_of(4);
+    let max = matches!(g.mode, WindowMode::Max) && !g.indices && g.kernel == (g.kernel.0.min(3), 3) && g.stride.1 == 2 && g.dilation.1 == 1;
+    match () {
+        _ if words && max => Some(0),
+        _ if words && x2_columns(g) => Some(4),
+        _ => None,
+    }
 }
 
 /// Records `g` on the input view `x` (of `xbuf`) into the new dense output `out` (of `obuf`),
@@ -224,14 +267,39 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // both in one dispatch).
     let spare = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let spare_in = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
-    let r = if kernel == PoolKernel::Vec4 {
+    let rows = if kernel == PoolKernel::Vec4 { rows_family(g, dtype, x, out, params.base[0]) } else { None };
+    let r = if let Some(family) = rows {
+        let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
+        let words = (g.out.1 / 4) as u64;
+        // Runs of output words along a row, of balanced lengths: up to 4 words on CPU adapters
+        // (2 pairs for bilinear, whose steps are pairs), 1 word (a pair) on GPUs.
+        let unit: u64 = if family == 4 { 2 } else { 1 };
+        let steps = words / unit;
+        let run = unit * if cpu { steps.div_ceil(steps.div_ceil(4 / unit)) } else { 1 };
+        let runs = words.div_ceil(run);
+        let invocations = (g.input[0] * g.input[1] * g.out.0) as u64 * runs;
+        let w = |v: isize, what: &str| i32_of(op, v / 4, what);
+        let u = PoolRowsParams {
+            xs: [w(s[0], "input stride n")?, w(s[1], "input stride c")?, w(s[2], "input stride h")?, 0],
+            geo: [params.geo[0], params.geo[1], params.geo[2], params.geo[2] / 4],
+            dims: [params.dims[0], u32_of(op, words as usize, "output words")?, u32_of(op, runs as usize, "runs")?, run as u32],
+            win: [params.win[0], params.win[2], params.pad[0], params.pad[2]],
+            pad: [params.pad[1], 0, 0, 0],
+            scale: [params.scale[0], 0.0, 0.0, 0.0],
+            base: [params.base[0] / 4, u32_of(op, invocations as usize, "invocations")?, 0, 0],
+        };
+        let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
+        let bindings = vec![(xbuf, (start, size / 16 * 16)), (obuf, (0, total as u64 * 4))];
+        let d = Dispatch { key: PipelineKey { shader: "pool2d_rows", constants: rows_constants(family) }, params: u, bindings, grid };
+        dispatch::record(rt, enc, keep, op, ROWS_SLOTS, &[d])
+    } else if kernel == PoolKernel::Vec4 {
         // Pixels per invocation: a run of up to 8 on CPU adapters (along which bilinear and max
         // reuse loaded columns; 2 was slower on lavapipe, 32 no faster), one on GPUs.
         let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
         // Runs within a row, of balanced lengths (a row of 28 is 4 runs of 7, not 8, 8, 8, 4).
         let ow = g.out.1 as u64;
         // Bilinear x2 along W runs in whole pairs (X2 in the shader).
-        let x2 = matches!(g.mode, WindowMode::Bilinear { scale: (_, sx), align_corners: false } if sx == 0.5) && g.out.1 == 2 * g.input[3];
+        let x2 = x2_columns(g);
         let run: u64 = match (cpu, x2) {
             (true, false) => ow.div_ceil(ow.div_ceil(8)),
             (true, true) => 2 * (ow / 2).div_ceil((ow / 2).div_ceil(4)),

@@ -151,6 +151,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
     ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
     ("pool2d_vec", &["dtypes", "cast"], kernel!("pool2d_vec")),
+    ("pool2d_rows", &[], kernel!("pool2d_rows")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 

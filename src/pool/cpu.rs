@@ -43,7 +43,7 @@ impl Pool2d for HostTensor {
         }
         let shape = g.out_shape();
         let y = HostTensor::from_vec(out, &shape)?.materialize(g.format, self.dtype())?;
-        let i = if g.indices { Some(HostTensor::from_vec(idx, &shape)?.contiguous(g.format)?) } else { None };
+        let i = if g.indices { Some(HostTensor::from_vec(idx, &shape)?.materialize(g.format, DType::I32)?) } else { None };
         Ok((y, i))
     }
 }

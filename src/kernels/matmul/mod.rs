@@ -121,13 +121,13 @@ impl MatmulKernel {
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
-        // lavapipe (BENCHMARKS.md), but compile for seconds each: products of at least 2^22
+        // lavapipe (docs/benchmarks-log.md), but compile for seconds each: products of at least 2^22
         // multiply-adds take them.
         // The Blocked kernel runs the same inner product with the batch in one dispatch, and
         // with a bias still along the output's columns: it goes first for batched products
         // and products with an addend. A single product without one runs the Conv1x1 route
         // where that applies (its weights in a uniform block: at or above the Blocked kernel's
-        // speed there on lavapipe, BENCHMARKS.md).
+        // speed there on lavapipe, docs/benchmarks-log.md).
         let large = !vector && class.log2.iter().sum::<u32>() >= CONV_MIN_LOG2;
         let conv = class.kernels.contains(&MatmulKernel::Conv1x1);
         if large && class.kernels.contains(&MatmulKernel::Blocked) && (class.log2[3] > 0 || class.addend || !conv) {

@@ -1,0 +1,146 @@
+// NCHW windows with 4 output columns to a 16-byte word: max pooling of 3-column windows at
+// column stride 2 (pw 0 or 1; at most 3 rows at any stride, padding and dilation; no indices)
+// and bilinear x2 along W (align_corners false; rows at any scale). The input is float32 NCHW
+// whose rows are whole aligned words (unit stride along W, W, the other strides and the offset
+// multiples of 4: the host checks), the output dense NCHW with rows of whole words. Each
+// invocation takes a run of output words along one output row of one (n, c) plane; its input
+// words are loaded once along the run, the last ones kept for the next word (lavapipe pays per
+// load instruction, whatever its width; a GPU reads whole lines). Window columns past the row
+// are words outside it: -inf for max, the edge column for bilinear.
+
+override WG: u32 = 64u;
+// 0: max pooling, 4: bilinear x2 (pool2d.wgsl's MODE_* codes).
+override FAMILY: u32 = 0u;
+
+struct PoolRowsParams {
+    // Input strides (n, c, h) in words, -.
+    xs: vec4<i32>,
+    // (C, H, W, input words a row).
+    geo: vec4<u32>,
+    // (OH, output words a row, runs a row, output words a run).
+    dims: vec4<u32>,
+    // Max pooling's rows (kh, sh, ph, dh).
+    win: vec4<i32>,
+    // (pw of max pooling, -, -, -).
+    pad: vec4<i32>,
+    // (bilinear's row scale, -, -, -).
+    scale: vec4<f32>,
+    // (input offset in words within the binding, invocations, -, -).
+    base: vec4<u32>,
+}
+
+const MODE_MAX: u32 = 0u;
+const MODE_BILINEAR: u32 = 4u;
+
+@group(0) @binding(0) var<uniform> p: PoolRowsParams;
+@group(0) @binding(1) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> dst4: array<vec4<u32>>;
+
+// Word k of the input row starting at word `row`, k clamped to the row.
+fn word(row: i32, k: i32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(src4[u32(row + clamp(k, 0, i32(p.geo.w) - 1))]);
+}
+
+fn nan4(v: vec4<f32>) -> vec4<bool> {
+    return (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+}
+
+// The larger of a and b, a NaN in either (b's when both).
+fn mx(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return select(a, b, (b > a) | nan4(b));
+}
+
+// Max pooling's window rows of one output row: each row's first word (rows outside the image
+// clamped, and masked by ok).
+struct Rows3 {
+    at: vec3<i32>,
+    ok: vec3<bool>,
+}
+
+// The maxima over the window rows of input word k (4 columns); -inf outside the row.
+fn column_max(w: Rows3, k: i32) -> vec4<f32> {
+    var best = vec4<f32>(bitcast<f32>(0xff800000u));
+    let inside = k >= 0 && k < i32(p.geo.w);
+    for (var i = 0; i < 3; i = i + 1) {
+        let v = word(w.at[i], k);
+        best = select(best, v, vec4<bool>(inside && w.ok[i]) & ((v > best) | nan4(v)));
+    }
+    return best;
+}
+
+// Bilinear's row blend of input word k (clamped to the row).
+fn column_blend(r0: i32, r1: i32, wt: vec2<f32>, k: i32) -> vec4<f32> {
+    return wt.x * word(r0, k) + wt.y * word(r1, k);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = (wid.y * nwg.x + wid.x) * WG + lid;
+    if (t >= p.base.y) {
+        return;
+    }
+    let OH = p.dims.x;
+    let row = t / p.dims.z;
+    let run = t - row * p.dims.z;
+    // row = (n * C + c) * OH + oh.
+    let plane = row / OH;
+    let oh = row - plane * OH;
+    let n = plane / p.geo.x;
+    let c = plane - n * p.geo.x;
+    let base = i32(p.base.x) + i32(n) * p.xs.x + i32(c) * p.xs.y;
+    let j0 = run * p.dims.w;
+    let j1 = min(j0 + p.dims.w, p.dims.y);
+    let out = row * p.dims.y;
+    let H = i32(p.geo.y);
+    if (FAMILY == MODE_MAX) {
+        let r = vec3<i32>(i32(oh) * p.win.y - p.win.z) + vec3<i32>(0, 1, 2) * p.win.w;
+        let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p.win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
+        let w = Rows3(vec3<i32>(base) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p.xs.z, ok);
+        // Output word j (columns 4j..4j+3) reads input words 2j - 1 .. 2j + 2: columns 8j - 1 ..
+        // 8j + 8, of which pw = 1 takes 8j - 1 + 2k + (0, 1, 2), pw = 0 8j + 2k + (0, 1, 2).
+        let pw1 = p.pad.x == 1;
+        var prev = column_max(w, 2 * i32(j0) - 1);
+        var a = column_max(w, 2 * i32(j0));
+        for (var j = j0; j < j1; j = j + 1u) {
+            let b = column_max(w, 2 * i32(j) + 1);
+            let next = column_max(w, 2 * i32(j) + 2);
+            let even = vec4<f32>(a.x, a.z, b.x, b.z);
+            let odd = vec4<f32>(a.y, a.w, b.y, b.w);
+            let before = vec4<f32>(prev.w, a.y, a.w, b.y);
+            let after = vec4<f32>(a.z, b.x, b.z, next.x);
+            let m = mx(mx(select(even, before, pw1), select(odd, even, pw1)), select(after, odd, pw1));
+            dst4[out + j] = bitcast<vec4<u32>>(m);
+            prev = b;
+            a = next;
+        }
+    } else {
+        // The input rows of this output row and their weights (PyTorch's rule, align_corners
+        // false).
+        let real = max(p.scale.x * (f32(oh) + 0.5) - 0.5, 0.0);
+        let h0 = min(i32(real), H - 1);
+        let h1 = select(h0, h0 + 1, h0 < H - 1);
+        let l1 = real - f32(h0);
+        let wt = vec2<f32>(1.0 - l1, l1);
+        let r0 = base + h0 * p.xs.z;
+        let r1 = base + h1 * p.xs.z;
+        let last = i32(p.geo.w) - 1;
+        // Output words 2m and 2m + 1 (columns 8m..8m+7) read input word m (columns 4m..4m+3)
+        // and the columns either side: output 2i reads columns (i - 1, i) weighted (1/4, 3/4),
+        // 2i + 1 columns (i, i + 1) weighted (3/4, 1/4); output 0 reads (1, 0) weighted (0, 1)
+        // and the row's last output column W - 1 twice, as PyTorch's rule. Runs are whole pairs.
+        var m = i32(j0 / 2u);
+        var prev = column_blend(r0, r1, wt, m - 1);
+        var cur = column_blend(r0, r1, wt, m);
+        for (var j = j0; j < j1; j = j + 2u) {
+            let next = column_blend(r0, r1, wt, m + 1);
+            let left = select(prev.w, cur.y, m == 0);
+            let wl = select(0.25, 0.0, m == 0);
+            let right = select(next.x, cur.w, m == last);
+            dst4[out + j] = bitcast<vec4<u32>>(vec4<f32>(wl * left + (1.0 - wl) * cur.x, 0.75 * cur.x + 0.25 * cur.y, 0.25 * cur.x + 0.75 * cur.y, 0.75 * cur.y + 0.25 * cur.z));
+            dst4[out + j + 1u] = bitcast<vec4<u32>>(vec4<f32>(0.25 * cur.y + 0.75 * cur.z, 0.75 * cur.z + 0.25 * cur.w, 0.25 * cur.z + 0.75 * cur.w, 0.75 * cur.w + 0.25 * right));
+            prev = cur;
+            cur = next;
+            m = m + 1;
+        }
+    }
+}
