@@ -385,7 +385,8 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
 /// NCHW, strided along W, permuted, offset by a narrowed batch), float32 channels-last read and
 /// written as 16-byte words (views 4 channels in; 1 channel in takes the scalar path), C not a
 /// multiple of 4 (its last group masked), bilinear x2 along W, NCHW rows as 16-byte words (the
-/// rows kernel: max pooling of 3 columns at stride 2, bilinear x2; views 4 and 1 columns in), runs of pixels crossing rows, NaN through max, indices; where the vec4
+/// rows kernel: max pooling of 3 columns at stride 2, 2x2 average pooling, bilinear x2; views 4
+/// and 1 columns in), runs of pixels crossing rows, NaN through max, indices; where the vec4
 /// kernel cannot serve a call (16-bit NCHW output, 16-bit odd C) it is `Unsupported`, exactly
 /// as `pool_classify` says.
 #[test]
@@ -400,15 +401,15 @@ fn both_window_kernels_match_the_cpu_reference() {
             // float32 channels-last with C a multiple of 4 (the vec kernel's 16-byte words),
             // sometimes a view of C - 4 channels from channel 4 (aligned) or 1 (not aligned).
             // Cases 72-95: float32 NCHW rows of 8, 16 or 24 (a view 4 columns in, or 1: not
-            // aligned) into NCHW, max pooling of 3 columns at stride 2 and bilinear x2 (the
-            // rows kernel's calls).
+            // aligned) into NCHW, max pooling of 3 columns at stride 2, 2x2 average pooling and
+            // bilinear x2 (the rows kernel's calls).
             let words = (48..72).contains(&case);
             let rows = case >= 72;
             let dtype = if words || rows { DType::F32 } else { [DType::F32, DType::F32, DType::F16][rng.below(3)] };
             let layout = if words { 1 } else if rows { 0 } else { rng.below(4) };
             let c = if words { 4 * (1 + rng.below(2)) + 4 * (case % 3 != 0) as usize } else { 1 + rng.below(9) };
             let width = 8 * (1 + rng.below(3));
-            let shape = [1 + rng.below(3) + rows as usize, c, 1 + rng.below(13), if rows { width + 4 } else { 1 + rng.below(13) }];
+            let shape = [1 + rng.below(3) + rows as usize, c, 1 + rows as usize + rng.below(13 - rows as usize), if rows { width + 4 } else { 1 + rng.below(13) }];
             let nan = rng.below(3) == 0;
             let h = tensor(&mut rng, &shape, dtype, layout, nan);
             let d = mirror(ctx, &h, layout);
@@ -416,7 +417,8 @@ fn both_window_kernels_match_the_cpu_reference() {
             let (h, d) = if shape[0] > 1 && rng.below(2) == 0 { (h.narrow(0, 1, shape[0] - 1).unwrap(), d.narrow(0, 1, shape[0] - 1).unwrap()) } else { (h, d) };
             let first: usize = [4, 1][case % 2];
             let (h, d) = if words && case % 3 != 0 { (h.narrow(1, first as isize, c - 4).unwrap(), d.narrow(1, first as isize, c - 4).unwrap()) } else { (h, d) };
-            let (h, d) = if rows { (h.narrow(3, first as isize, width).unwrap(), d.narrow(3, first as isize, width).unwrap()) } else { (h, d) };
+            let column = if case % 4 == 3 { 1 } else { 4 };
+            let (h, d) = if rows { (h.narrow(3, column, width).unwrap(), d.narrow(3, column, width).unwrap()) } else { (h, d) };
             // A third of the rows cases drop the last channel (image stride not C planes).
             let (h, d) = if rows && case % 3 == 0 && c > 1 { (h.narrow(1, 0, c - 1).unwrap(), d.narrow(1, 0, c - 1).unwrap()) } else { (h, d) };
             let shape: [usize; 4] = h.shape().try_into().unwrap();
@@ -424,9 +426,12 @@ fn both_window_kernels_match_the_cpu_reference() {
             let k = (1 + rng.below(4), if rows { 3 } else { 1 + rng.below(4) });
             let stride = Some((1 + rng.below(3), if rows { 2 } else { 1 + rng.below(3) }));
             let padding = (rng.below(k.0 / 2 + 1), rng.below(k.1 / 2 + 1));
-            let ceil_mode = rng.below(2) == 1;
+            // Rows cases in ceil mode: odd heights give windows partly outside (not the rows kernel's).
+            let ceil_mode = rng.below(2) == 1 || rows;
             let dilation = (1 + rng.below(2), if rows { 1 } else { 1 + rng.below(2) });
-            let family = if rows { [0, 4][case % 2] } else { case % 5 };
+            let family = if rows { [0, 1, 4][(case / 2) % 3] } else { case % 5 };
+            // The rows kernel's average pooling: 2x2 windows at stride 2, no padding.
+            let (k, stride, padding) = if rows && family == 1 { ((2, 2), Some((2, 2)), (0, 0)) } else { (k, stride, padding) };
             let g: Result<Window, Error> = match family {
                 0 => max_pool2d_window(x, dtype, &MaxPool2dOptions { kernel: k, stride, padding, dilation, ceil_mode }, !rows && rng.below(2) == 0),
                 1 => avg_pool2d_window(x, dtype, &AvgPool2dOptions { kernel: k, stride, padding, ceil_mode, count_include_pad: rng.below(2) == 0, divisor_override: (rng.below(4) == 0).then(|| 1 + rng.below(5)) }),

@@ -1,6 +1,7 @@
 // NCHW windows with 4 output columns to a 16-byte word: max pooling of 3-column windows at
-// column stride 2 (pw 0 or 1; at most 3 rows at any stride, padding and dilation; no indices)
-// and bilinear x2 along W (align_corners false; rows at any scale). The input is float32 NCHW
+// column stride 2 (pw 0 or 1; at most 3 rows at any stride, padding and dilation; no indices),
+// 2x2 average pooling at stride 2 with every window inside the image, and bilinear x2 along W
+// (align_corners false; rows at any scale). The input is float32 NCHW
 // whose rows are whole aligned words (unit stride along W, W, the other strides and the offset
 // multiples of 4: the host checks), the output dense NCHW with rows of whole words. Each
 // invocation takes a run of output words along one output row of one (n, c) plane; its input
@@ -9,7 +10,7 @@
 // are words outside it: -inf for max, the edge column for bilinear.
 
 override WG: u32 = 64u;
-// 0: max pooling, 4: bilinear x2 (pool2d.wgsl's MODE_* codes).
+// 0: max pooling, 1: 2x2 average pooling, 4: bilinear x2 (pool2d.wgsl's MODE_* codes).
 override FAMILY: u32 = 0u;
 
 struct PoolRowsParams {
@@ -21,7 +22,7 @@ struct PoolRowsParams {
     dims: vec4<u32>,
     // Max pooling's rows (kh, sh, ph, dh).
     win: vec4<i32>,
-    // (pw of max pooling, -, -, -).
+    // (pw of max pooling, average pooling's divisor, -, -).
     pad: vec4<i32>,
     // (bilinear's row scale, -, -, -).
     scale: vec4<f32>,
@@ -30,6 +31,7 @@ struct PoolRowsParams {
 }
 
 const MODE_MAX: u32 = 0u;
+const MODE_AVG: u32 = 1u;
 const MODE_BILINEAR: u32 = 4u;
 
 @group(0) @binding(0) var<uniform> p: PoolRowsParams;
@@ -112,6 +114,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             dst4[out + j] = bitcast<vec4<u32>>(m);
             prev = b;
             a = next;
+        }
+    } else if (FAMILY == MODE_AVG) {
+        // Output word j: input words 2j and 2j + 1 of rows 2 oh and 2 oh + 1, each window's
+        // taps summed in row-major order.
+        let r0 = base + 2 * i32(oh) * p.xs.z;
+        let r1 = r0 + p.xs.z;
+        let divisor = f32(p.pad.y);
+        for (var j = j0; j < j1; j = j + 1u) {
+            let k = 2 * i32(j);
+            let a0 = word(r0, k);
+            let b0 = word(r0, k + 1);
+            let a1 = word(r1, k);
+            let b1 = word(r1, k + 1);
+            let s = vec4<f32>(a0.x, a0.z, b0.x, b0.z) + vec4<f32>(a0.y, a0.w, b0.y, b0.w) + vec4<f32>(a1.x, a1.z, b1.x, b1.z) + vec4<f32>(a1.y, a1.w, b1.y, b1.w);
+            dst4[out + j] = bitcast<vec4<u32>>(s / divisor);
         }
     } else {
         // The input rows of this output row and their weights (PyTorch's rule, align_corners

@@ -144,7 +144,7 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
             v.push(PipelineSpec { kernel: "pool2d_vec", constants: vec_constants(family, DType::F32, VecVariant { words: true, ..variant }) });
         }
     }
-    v.extend([0, 4].map(|family| PipelineSpec { kernel: "pool2d_rows", constants: rows_constants(family) }));
+    v.extend([0, 1, 4].map(|family| PipelineSpec { kernel: "pool2d_rows", constants: rows_constants(family) }));
     v
 }
 
@@ -182,7 +182,7 @@ pub(crate) fn eligible(g: &Window, dtype: DType, out: &Layout) -> Result<()> {
     Ok(())
 }
 
-/// The rows kernel's pipeline of a family (0 max, 4 bilinear).
+/// The rows kernel's pipeline of a family (0 max, 1 average, 4 bilinear).
 fn rows_constants(family: u32) -> Vec<(&'static str, i64)> {
     vec![("WG", WG as i64), ("FAMILY", family as i64)]
 }
@@ -196,13 +196,16 @@ fn x2_columns(g: &Window) -> bool {
 /// an NCHW input whose rows are whole aligned 16-byte words (unit stride along W, W, the other
 /// strides and `base`, the input's offset within its binding, multiples of 4) into a dense
 /// NCHW output whose rows are whole words, and either max pooling of 3-column windows at column
-/// stride 2 (dilation 1, at most 3 rows, no indices: family 0) or bilinear x2 along W (4).
+/// stride 2 (dilation 1, at most 3 rows, no indices: family 0), 2x2 average pooling at stride 2
+/// with every window inside the image (1) or bilinear x2 along W (4).
 fn rows_family(g: &Window, dtype: DType, x: &Layout, out: &Layout, base: u32) -> Option<u32> {
     let s = x.strides();
     let words = dtype == DType::F32 && out.is_contiguous() && s[3] == 1 && [s[0], s[1], s[2]].iter().all(|v| v.rem_euclid(4) == 0) && base.is_multiple_of(4) && g.input[3].is_multiple_of(4) && g.out.1.is_multiple_of(4);
     let max = matches!(g.mode, WindowMode::Max) && !g.indices && g.kernel == (g.kernel.0.min(3), 3) && g.stride.1 == 2 && g.dilation.1 == 1;
+    let avg = matches!(g.mode, WindowMode::Avg { .. }) && g.kernel == (2, 2) && g.stride == (2, 2) && g.padding == (0, 0) && 2 * g.out.0 <= g.input[2] && 2 * g.out.1 <= g.input[3];
     match () {
         _ if words && max => Some(0),
+        _ if words && avg => Some(1),
         _ if words && x2_columns(g) => Some(4),
         _ => None,
     }
@@ -271,11 +274,12 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let r = if let Some(family) = rows {
         let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
         let words = (g.out.1 / 4) as u64;
-        // Runs of output words along a row, of balanced lengths: up to 4 words on CPU adapters
-        // (2 pairs for bilinear, whose steps are pairs), 1 word (a pair) on GPUs.
+        // Runs of output words along a row, of balanced lengths: up to 16 words on CPU adapters
+        // (bilinear's steps are pairs; 16 ran 1.2-1.4x faster than 4 on lavapipe), 1 word (a
+        // pair) on GPUs.
         let unit: u64 = if family == 4 { 2 } else { 1 };
         let steps = words / unit;
-        let run = unit * if cpu { steps.div_ceil(steps.div_ceil(4 / unit)) } else { 1 };
+        let run = unit * if cpu { steps.div_ceil(steps.div_ceil(16 / unit)) } else { 1 };
         let runs = words.div_ceil(run);
         let invocations = (g.input[0] * g.input[1] * g.out.0) as u64 * runs;
         let w = |v: isize, what: &str| i32_of(op, v / 4, what);
@@ -284,7 +288,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             geo: [params.geo[0], params.geo[1], params.geo[2], params.geo[2] / 4],
             dims: [params.dims[0], u32_of(op, words as usize, "output words")?, u32_of(op, runs as usize, "runs")?, run as u32],
             win: [params.win[0], params.win[2], params.pad[0], params.pad[2]],
-            pad: [params.pad[1], 0, 0, 0],
+            // Average pooling's divisor: the override, else the 4 taps of a window inside.
+            pad: [params.pad[1], i32_of(op, if params.mode[2] == 0 { 4 } else { params.mode[2] as isize }, "divisor")?, 0, 0],
             scale: [params.scale[0], 0.0, 0.0, 0.0],
             base: [params.base[0] / 4, u32_of(op, invocations as usize, "invocations")?, 0, 0],
         };
@@ -298,11 +303,13 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
         // Runs within a row, of balanced lengths (a row of 28 is 4 runs of 7, not 8, 8, 8, 4).
         let ow = g.out.1 as u64;
-        // Bilinear x2 along W runs in whole pairs (X2 in the shader).
+        // Bilinear x2 along W runs in whole pairs (X2 in the shader), up to 8 pairs on CPU
+        // adapters (minimum times on lavapipe 7.3-7.6 ms against 8.0-8.1 with 4 pairs; max
+        // pooling's runs of 16 were slower than 8).
         let x2 = x2_columns(g);
         let run: u64 = match (cpu, x2) {
             (true, false) => ow.div_ceil(ow.div_ceil(8)),
-            (true, true) => 2 * (ow / 2).div_ceil((ow / 2).div_ceil(4)),
+            (true, true) => 2 * (ow / 2).div_ceil((ow / 2).div_ceil(8)),
             (false, false) => 1,
             (false, true) => 2,
         };
