@@ -345,7 +345,8 @@ type BlockedCase = (Vec<usize>, ViewFn, Vec<usize>, ViewFn, Option<usize>);
 /// reductions over one chunk (k = 65, 130: partial last chunk) and of one step, rows and
 /// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right
 /// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
-/// as vec4 words, weights read in place, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
+/// as vec4 words, a transposed operand read as words along the reduction, weights read in
+/// place, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
 #[test]
 fn blocked_kernel_edges() {
     fn same<T: Strided>(t: &T, f: fn(&HostTensor) -> HostTensor) -> Result<T, Error> {
@@ -361,6 +362,7 @@ fn blocked_kernel_edges() {
     let flip: ViewFn = |t| t.flip(0).unwrap().flip(1).unwrap();
     let tr: ViewFn = |t| t.transpose(1, 2).unwrap();
     let bcast: ViewFn = |t| t.expand(&[4, -1, -1]).unwrap();
+    let narrow_tr: ViewFn = |t| t.narrow(2, 0, t.shape()[2] - 2).unwrap().transpose(1, 2).unwrap();
     // (a stored shape, its view, b stored shape, its view, bias length: linear with ReLU)
     let cases: Vec<BlockedCase> = vec![
         (vec![3, 70, 65], id, vec![3, 65, 37], id, None),
@@ -371,6 +373,15 @@ fn blocked_kernel_edges() {
         // A read in place over two chunks, its rows 32 vec4 words apart.
         (vec![2, 9, 128], id, vec![2, 128, 12], id, None),
         (vec![2, 37, 70], id, vec![45, 70], id, Some(45)),
+        // A transposed right operand whose reduction is unit-stride 16-byte words (XT: a quad
+        // of 4 steps x 4 columns loads as 4 words), over one and two chunks, and linear's
+        // weight with a bias; a reduction of 66 (not whole words) loads as before, from rows 68
+        // apart or 66 apart.
+        (vec![3, 20, 64], id, vec![3, 36, 64], tr, None),
+        (vec![2, 9, 128], id, vec![2, 12, 128], tr, None),
+        (vec![2, 37, 68], id, vec![45, 68], id, Some(45)),
+        (vec![2, 5, 66], id, vec![2, 7, 68], narrow_tr, None),
+        (vec![2, 5, 66], id, vec![2, 7, 66], tr, None),
     ];
     for ctx in contexts() {
         let mut rng = Rng(15);
@@ -385,6 +396,9 @@ fn blocked_kernel_edges() {
                 DeviceTensor::upload(ctx, &ha).unwrap(),
                 DeviceTensor::upload(ctx, &hb).unwrap(),
             );
+            // The absolute values (the tolerance's scale) through the same views.
+            let abs = |t: &HostTensor| t.abs().unwrap();
+            let abs_ops = [va(&abs(&ha)), vb(&abs(&hb))];
             let (ha, hb, da, db) = (
                 va(&ha),
                 vb(&hb),
@@ -427,8 +441,7 @@ fn blocked_kernel_edges() {
                 }
                 r.unwrap();
                 batch.submit_and_wait().unwrap();
-                let abs = |t: &HostTensor| t.abs().unwrap();
-                let abs_ops = [abs(&ha), abs(&hb)].into_iter().chain(hc.as_ref().map(abs)).collect::<Vec<_>>();
+                let abs_ops = abs_ops.iter().cloned().chain(hc.as_ref().map(abs)).collect::<Vec<_>>();
                 compare_abs(&format!("{} Blocked case {ci} transposed out {transposed}", name(ctx)), &plan, [&ha, &hb], hc.as_ref(), Some(&abs_ops), &out.download().unwrap());
             }
         }

@@ -45,6 +45,10 @@ override CQ: u32 = 16u;
 override MODE: u32 = 0u;
 override VIN: bool = false;
 override VOUT: bool = false;
+// The NCHW-orientation step (conv1x1_nchw_step.wgsl) reading an input whose channels, not its
+// pixels, are unit-stride 16-byte words (matmul_blocked.wgsl's transposed operands): a quad's
+// 4 channels x 4 pixels load as 4 words, one a pixel (load_pixel's words).
+override XT: bool = false;
 // The tiled variant: each channel quad of the workgroup's input passes through workgroup memory,
 // loaded by consecutive invocations at consecutive quads (coalesced where the input's pixels are
 // contiguous); the barrier-free variant loads its own pixels directly. WG <= 64.
@@ -184,7 +188,7 @@ fn hold(t: Tile) -> Held {
 // past the chunk).
 fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
     let c = 4u * cq;
-    if (VIN) {
+    if (VIN || XT) {
         // Quads past the chunk (C/groups not a power of two) read zeros, not the next
         // channels: their zero weights would turn an infinity there into NaN.
         if (qd.inside[j] && c < cp.work.y) {

@@ -16,5 +16,8 @@ fn step(a: Acc, x: Pair, w: Weights, i: u32) -> Acc {
 
 // Input channels 4i .. 4i+3 of the chunk at a quad's pixels.
 fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
+    if (XT) {
+        return transpose(mat4x4<f32>(load_pixel(qd, 0u, i), load_pixel(qd, 1u, i), load_pixel(qd, 2u, i), load_pixel(qd, 3u, i)));
+    }
     return mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
 }

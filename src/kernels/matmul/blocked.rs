@@ -221,6 +221,8 @@ pub(super) fn record(
     let (xs, ws, ys) = (o.x.1, o.w.1, o.y.0);
     let m4 = |v: isize| v.rem_euclid(4) == 0;
     let vin = xs[2] == 1 && px % 4 == 0 && (z == 1 || m4(xs[0])) && m4(xs[1]) && m4(xrel as isize);
+    // A transposed X (channels unit-stride, pixels 4-aligned apart) loads a quad as 4 words.
+    let xt = !vin && xs[1] == 1 && k % 4 == 0 && m4(xs[2]) && (z == 1 || m4(xs[0])) && m4(xrel as isize);
     let vout = ys[2] == 1 && px % 4 == 0 && (z == 1 || m4(ys[0])) && m4(ys[1]) && m4(yrel as isize);
     let nb = s.batch.len();
     let (bias_base, bias_stride) = match p.c {
@@ -352,6 +354,7 @@ pub(super) fn record(
                 ("VIN", vin as i64),
                 ("VOUT", vout as i64),
             ];
+            let constants = if xt { [constants, vec![("XT", 1)]].concat() } else { constants };
             Dispatch {
                 key: PipelineKey {
                     shader: "matmul_blocked",
