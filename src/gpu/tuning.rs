@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::elementwise::resolve::check_copy;
-use crate::kernels::conv::class::{conv_class, conv_default, tune_images, ConvClass, CONV_FAMILY, TUNE_ELEMENTS};
+use crate::kernels::conv::class::{conv_class, conv_default, tune_images, ConvClass, CONV_FAMILY};
 use crate::kernels::conv::{self, ConvKernel, View};
 use crate::kernels::copy::{self, CopyPath, TRANSPOSE_FAMILY};
 use crate::layout::Layout;
@@ -21,6 +21,12 @@ use crate::tune::Tuner;
 
 /// The most elements a transpose tuning run copies on a GPU (a piece larger than its L2).
 const GPU_TUNE_COPY_ELEMENTS: usize = 1 << 24;
+
+/// The largest piece of a transpose a CPU adapter times: 2^22 elements (8-16 MiB a side, past a
+/// CPU's L2 and most of its L3). On pieces of 2^20 (TUNE_ELEMENTS), which a 32 MiB L3 holds,
+/// lavapipe's tuner took 16 x 16 blocks for NCHW -> NHWC of [32, 256, 56, 56] f16 about as
+/// often as 32 x 32, and 16 x 16 ran 0.74 of the copy kernel on the whole tensor against 0.86.
+const CPU_TUNE_COPY_ELEMENTS: usize = 1 << 22;
 
 impl GpuContext {
     /// The copy path for `plan`: `path` when forced, else the plan's class with the tuned (or
@@ -83,7 +89,8 @@ impl GpuContext {
 
     /// Measures the transpose kernels for the shape class of `dst.copy_(src)` unless it is
     /// tuned already (or is no batched transpose), on scratch buffers holding a representative
-    /// piece of the plan (at most [`TUNE_ELEMENTS`] elements). Returns whether it measured.
+    /// piece of the plan (at most 2^22 elements on CPU adapters, 2^24 on GPUs). Returns whether
+    /// it measured.
     pub async fn tune_copy_async(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<bool> {
         self.tune_copy_with(dst, src, Drive::Poll).await
     }
@@ -106,8 +113,8 @@ impl GpuContext {
         // copy streams through (an H200, whose L2 holds 50 MiB, tuned NHWC -> NCHW of
         // [32, 256, 56, 56] on one 3 MiB image to a kernel 1.4x slower on the whole tensor than
         // the default), so GPUs time pieces of up to 2^24 elements; CPU adapters, which time
-        // slowly, pieces of TUNE_ELEMENTS.
-        let most = if r.device_type == wgpu::DeviceType::Cpu { TUNE_ELEMENTS } else { GPU_TUNE_COPY_ELEMENTS };
+        // slowly, pieces of CPU_TUNE_COPY_ELEMENTS.
+        let most = if r.device_type == wgpu::DeviceType::Cpu { CPU_TUNE_COPY_ELEMENTS } else { GPU_TUNE_COPY_ELEMENTS };
         let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= most).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
         let Some(((dlo, dhi), (slo, shi))) = piece.spans() else { return Ok(false) };
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
@@ -137,7 +144,7 @@ impl GpuContext {
     /// Measures the convolution kernels ([`conv_candidates`](crate::advanced::conv_candidates)) for the shape class of this
     /// convolution (into an output of `output_format`, or the input's) unless it is tuned
     /// already: each kernel convolves the real input (read only; its first images, up to
-    /// [`TUNE_ELEMENTS`] output elements, at least one image) into a scratch output. Returns
+    /// [`TUNE_ELEMENTS`](crate::kernels::conv::class::TUNE_ELEMENTS) output elements, at least one image) into a scratch output. Returns
     /// whether it measured.
     pub async fn tune_conv2d_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
         self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
