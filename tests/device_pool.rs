@@ -380,6 +380,40 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
     }
 }
 
+/// Max pooling windows with no tap inside the image (padding and dilation step over it): -inf,
+/// and the index each scan starts from (the first row and column at or past 0), as PyTorch, on
+/// both window kernels; in both layouts, with and without the kept column of 3-column windows.
+#[test]
+fn max_pooling_windows_without_an_inside_tap() {
+    use strided_wgpu::advanced::{window_with, PoolKernel};
+    use strided_wgpu::pool::max_pool2d_window;
+    // (input shape, kernel, stride, padding, dilation): rows 2 apart from -1 over a 1-row image,
+    // columns the same, and 3-column windows at stride 2 (the kept column) over such rows.
+    type Pair = (usize, usize);
+    let cases: [([usize; 4], Pair, Pair, Pair, Pair); 3] = [
+        ([1, 1, 1, 3], (2, 1), (1, 1), (1, 0), (2, 1)),
+        ([1, 1, 3, 1], (1, 2), (1, 1), (0, 1), (1, 2)),
+        ([1, 4, 1, 5], (2, 3), (1, 2), (1, 1), (2, 1)),
+    ];
+    for ctx in contexts() {
+        let mut rng = Rng(0x9003);
+        for (shape, kernel, stride, padding, dilation) in cases {
+            for layout in [0, 1] {
+                let h = tensor(&mut rng, &shape, DType::F32, layout, false);
+                let d = mirror(ctx, &h, layout);
+                let o = MaxPool2dOptions { kernel, stride: Some(stride), padding, dilation, ceil_mode: false };
+                let mut g = max_pool2d_window(h.layout(), DType::F32, &o, true).unwrap();
+                g.format = if layout == 1 { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
+                let want = Pool2d::window(&h, &g).map(|(a, b)| [Some(a), b].into_iter().flatten().collect::<Vec<_>>());
+                for kernel in [PoolKernel::General, PoolKernel::Vec4] {
+                    let got = window_with(&d, &g, kernel).map(|(a, b)| [Some(a), b].into_iter().flatten().collect());
+                    same(&format!("{} {shape:?} {o:?} layout {layout} {kernel:?}", name(ctx)), want.clone(), got, true);
+                }
+            }
+        }
+    }
+}
+
 /// Both window kernels, forced (`advanced::window_with`), on random windows against the CPU
 /// reference: the vec4 kernel in either output layout over any input strides (channels-last,
 /// NCHW, strided along W, permuted, offset by a narrowed batch), float32 channels-last read and
@@ -408,8 +442,11 @@ fn both_window_kernels_match_the_cpu_reference() {
             let dtype = if words || rows { DType::F32 } else { [DType::F32, DType::F32, DType::F16][rng.below(3)] };
             let layout = if words { 1 } else if rows { 0 } else { rng.below(4) };
             let c = if words { 4 * (1 + rng.below(2)) + 4 * (case % 3 != 0) as usize } else { 1 + rng.below(9) };
-            let width = 8 * (1 + rng.below(3));
-            let shape = [1 + rng.below(3) + rows as usize, c, 1 + rows as usize + rng.below(13 - rows as usize), if rows { width + 4 } else { 1 + rng.below(13) }];
+            // One rows case in 8 is 136 wide: 17 output words or pairs, two runs a row on CPU
+            // adapters (the second starting mid-row).
+            let width = if case % 8 == 5 { 136 } else { 8 * (1 + rng.below(3)) };
+            let height = if width > 24 { 8 } else { 1 + rows as usize + rng.below(13 - rows as usize) };
+            let shape = [1 + rng.below(3) + rows as usize, c, height, if rows { width + 4 } else { 1 + rng.below(13) }];
             let nan = rng.below(3) == 0;
             let h = tensor(&mut rng, &shape, dtype, layout, nan);
             let d = mirror(ctx, &h, layout);
@@ -425,11 +462,16 @@ fn both_window_kernels_match_the_cpu_reference() {
             let x = h.layout();
             let k = (1 + rng.below(4), if rows { 3 } else { 1 + rng.below(4) });
             let stride = Some((1 + rng.below(3), if rows { 2 } else { 1 + rng.below(3) }));
-            let padding = (rng.below(k.0 / 2 + 1), rng.below(k.1 / 2 + 1));
-            // Rows cases in ceil mode: odd heights give windows partly outside (not the rows kernel's).
-            let ceil_mode = rng.below(2) == 1 || rows;
+            // The wide rows cases pad 1 column (their second run reads the column before it).
+            let padding = (rng.below(k.0 / 2 + 1), if width > 24 { 1 } else { rng.below(k.1 / 2 + 1) });
+            let ceil = rng.below(2) == 1;
             let dilation = (1 + rng.below(2), if rows { 1 } else { 1 + rng.below(2) });
             let family = if rows { [0, 1, 4][(case / 2) % 3] } else { case % 5 };
+            // Rows average pooling in ceil mode: odd heights give windows partly outside (not
+            // the rows kernel's). Rows max pooling with padding 1 is the rows kernel's only
+            // without ceil mode (its output width, W / 2 + 1, is odd with it); the wide cases
+            // take none.
+            let ceil_mode = if rows { family == 1 || (ceil && width <= 24) } else { ceil };
             // The rows kernel's average pooling: 2x2 windows at stride 2, no padding.
             let (k, stride, padding) = if rows && family == 1 { ((2, 2), Some((2, 2)), (0, 0)) } else { (k, stride, padding) };
             let g: Result<Window, Error> = match family {

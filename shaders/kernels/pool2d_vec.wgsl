@@ -151,7 +151,8 @@ fn column(plane: i32, cs: vec4<i32>, rs: vec4<i32>, q: i32) -> Out {
 }
 
 // TAPS3 max pooling's window rows for one output row (at most 3): each row's offset (rows
-// outside the image clamped, and masked by ok), its index and the first row inside.
+// outside the image clamped, and masked by ok), its index and the window's first row at or
+// past 0 (first_tap).
 struct Rows3 {
     at: vec3<i32>,
     r: vec3<i32>,
@@ -159,11 +160,17 @@ struct Rows3 {
     first: i32,
 }
 
+// A window's first row (or column) at or past 0: its start s advanced by whole dilations d, as
+// PyTorch's kernels start their index (inside the image or not).
+fn first_tap(s: i32, d: i32) -> i32 {
+    return select(s, s + ((-s + d - 1) / d) * d, s < 0);
+}
+
 fn rows3(plane: i32, oh: u32) -> Rows3 {
     let H = i32(p.geo.y);
     let r = vec3<i32>(i32(oh) * p.win.z - p.pad.x) + vec3<i32>(0, 1, 2) * p.pad.z;
     let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p.win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
-    let first = select(select(r.z, r.y, ok.y), r.x, ok.x);
+    let first = first_tap(r.x, p.pad.z);
     return Rows3(vec3<i32>(plane) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p.xs.z, r, ok, first);
 }
 
@@ -421,6 +428,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let c2 = column3(rows, cs, q0 + 2 * p.pad.w, p.win.y > 2);
             o = combine(combine(c0, column3(rows, cs, q0 + p.pad.w, p.win.y > 1)), c2);
             kept = c2;
+            if (INDICES != 0u) {
+                // A window of -inf (or with no tap inside the image) keeps the index its scan
+                // starts from: the first row and column at or past 0, as pool2d.wgsl.
+                let start = rows.first * i32(p.geo.z) + first_tap(q0, p.pad.w);
+                o = combine(o, Out(vec4<f32>(bitcast<f32>(0xff800000u)), vec4<i32>(start)));
+            }
         } else if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
             // Column by column, the window's last column kept for the next output, whose
             // first column it often is (3x3 windows of stride 2 load 6 columns' worth of 9).

@@ -196,12 +196,12 @@ fn x2_columns(g: &Window) -> bool {
 /// an NCHW input whose rows are whole aligned 16-byte words (unit stride along W, W, the other
 /// strides and `base`, the input's offset within its binding, multiples of 4) into a dense
 /// NCHW output whose rows are whole words, and either max pooling of 3-column windows at column
-/// stride 2 (dilation 1, at most 3 rows, no indices: family 0), 2x2 average pooling at stride 2
-/// with every window inside the image (1) or bilinear x2 along W (4).
+/// stride 2 (dilation 1, padding 0 or 1, at most 3 rows, no indices: family 0), 2x2 average
+/// pooling at stride 2 with every window inside the image (1) or bilinear x2 along W (4).
 fn rows_family(g: &Window, dtype: DType, x: &Layout, out: &Layout, base: u32) -> Option<u32> {
     let s = x.strides();
     let words = dtype == DType::F32 && out.is_contiguous() && s[3] == 1 && [s[0], s[1], s[2]].iter().all(|v| v.rem_euclid(4) == 0) && base.is_multiple_of(4) && g.input[3].is_multiple_of(4) && g.out.1.is_multiple_of(4);
-    let max = matches!(g.mode, WindowMode::Max) && !g.indices && g.kernel == (g.kernel.0.min(3), 3) && g.stride.1 == 2 && g.dilation.1 == 1;
+    let max = matches!(g.mode, WindowMode::Max) && !g.indices && g.kernel == (g.kernel.0.min(3), 3) && g.stride.1 == 2 && g.dilation.1 == 1 && g.padding.1 <= 1;
     let avg = matches!(g.mode, WindowMode::Avg { .. }) && g.kernel == (2, 2) && g.stride == (2, 2) && g.padding == (0, 0) && 2 * g.out.0 <= g.input[2] && 2 * g.out.1 <= g.input[3];
     match () {
         _ if words && max => Some(0),
