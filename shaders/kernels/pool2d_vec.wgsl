@@ -12,9 +12,10 @@
 // (invocations along the pixels first; f32 only, as 16-bit outputs pack two pixels a word).
 // Channels past C (C not a multiple of 4) read channel C - 1 and are not written. FAMILY and
 // DT are override constants as in pool2d.wgsl (lavapipe runs every branch under masks), and
-// so are two specializations the host picks: TAPS3 (max pooling over at most 3 x 3 taps,
+// so are the specializations the host picks: TAPS3 (max pooling over at most 3 x 3 taps,
 // unrolled: no loop bounds, no column reuse branch, both of which lavapipe runs masked for
-// every output) and WORDS (a tap's 4 channels as one 16-byte load, an output's as one store).
+// every output), INDICES (none computed), WORDS (a tap's 4 channels as one 16-byte load, an
+// output's as one store) and X2 (bilinear x2 along W in pairs of outputs).
 
 override WG: u32 = 64u;
 // 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
@@ -104,11 +105,7 @@ fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
     }
     let d = p.pad[2u + axis];
     let e = min(s + (k - 1) * d + 1, size);
-    var f = s;
-    if (f < 0) {
-        f = f + ((-f + d - 1) / d) * d;
-    }
-    return vec4<i32>(f, e, d, 0);
+    return vec4<i32>(first_tap(s, d), e, d, 0);
 }
 
 // Bilinear taps of output o along one axis: (i0, i1) and (l0, l1), as pool2d.wgsl.

@@ -266,10 +266,6 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));
     let family = mode;
     let mut bindings = vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx];
-    // Stand-ins for the vec kernel's unused bindings (one read, one written: a buffer is not
-    // both in one dispatch).
-    let spare = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
-    let spare_in = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let rows = if kernel == PoolKernel::Vec4 { rows_family(g, dtype, x, out, params.base[0]) } else { None };
     let r = if let Some(family) = rows {
         let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
@@ -340,6 +336,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         // every stride and the offset (within the binding) multiples of 4 elements.
         let aligned = s[1] == 1 && [s[0], s[2], s[3]].iter().all(|v| v.rem_euclid(4) == 0) && params.base[0].is_multiple_of(4);
         let wordwise = dtype == DType::F32 && cl && g.input[1].is_multiple_of(4) && aligned;
+        // Stand-ins for the unused bindings (one read, one written: a buffer is not both in
+        // one dispatch).
+        let spare = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
+        let spare_in = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
         if wordwise {
             bindings[1] = (spare.buffer(), (0, 16));
             bindings.push((xbuf, (start, size / 16 * 16)));
@@ -349,14 +349,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             bindings.push((spare.buffer(), (0, 16)));
         }
         let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, VecVariant { cl, taps3, indices: g.indices, words: wordwise, x2 }) }, params: v, bindings, grid };
-        dispatch::record(rt, enc, keep, op, VEC_SLOTS, &[d])
+        let r = dispatch::record(rt, enc, keep, op, VEC_SLOTS, &[d]);
+        keep.hold(spare);
+        keep.hold(spare_in);
+        r
     } else {
         let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
         let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings, grid };
         dispatch::record(rt, enc, keep, op, SLOTS, &[d])
     };
     keep.hold(scratch);
-    keep.hold(spare);
-    keep.hold(spare_in);
     r
 }

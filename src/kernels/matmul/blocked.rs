@@ -346,7 +346,7 @@ pub(super) fn record(
         .enumerate()
         .map(|(c, params)| {
             let mode = if c > 0 || (o.along_n && p.c.is_some()) { 2 } else { p.c.is_some() as i64 };
-            let constants = vec![
+            let mut constants = vec![
                 ("WG", WG as i64),
                 ("CQ", cq as i64),
                 ("TILED", 0),
@@ -354,7 +354,9 @@ pub(super) fn record(
                 ("VIN", vin as i64),
                 ("VOUT", vout as i64),
             ];
-            let constants = if xt { [constants, vec![("XT", 1)]].concat() } else { constants };
+            if xt {
+                constants.push(("XT", 1));
+            }
             Dispatch {
                 key: PipelineKey {
                     shader: "matmul_blocked",
