@@ -38,13 +38,14 @@ fn main(inv: Invocation) {
     for (var kq = 0u; kq * 4u < cp.work.z; kq = kq + 1u) {
         let a = block(h, weights(inv, kq, KR));
         let k = kq * 4u;
-        store_pixel(t.a, 0u, k, a.v0);
-        store_pixel(t.a, 1u, k, a.v1);
-        store_pixel(t.a, 2u, k, a.v2);
-        store_pixel(t.a, 3u, k, a.v3);
-        store_pixel(t.b, 0u, k, a.v4);
-        store_pixel(t.b, 1u, k, a.v5);
-        store_pixel(t.b, 2u, k, a.v6);
-        store_pixel(t.b, 3u, k, a.v7);
+        let b = bias4(k);
+        store_pixel(t.a, 0u, k, a.v0, b);
+        store_pixel(t.a, 1u, k, a.v1, b);
+        store_pixel(t.a, 2u, k, a.v2, b);
+        store_pixel(t.a, 3u, k, a.v3, b);
+        store_pixel(t.b, 0u, k, a.v4, b);
+        store_pixel(t.b, 1u, k, a.v5, b);
+        store_pixel(t.b, 2u, k, a.v6, b);
+        store_pixel(t.b, 3u, k, a.v7, b);
     }
 }

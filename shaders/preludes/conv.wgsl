@@ -28,7 +28,7 @@ struct ConvParams {
     // kh, kw, dh, dw: read by the direct kernel only (the others get one tap per dispatch).
     taps: vec4<i32>,
     // x: 1 applies ReLU to what this dispatch writes (the last channel window of a call with
-    // ReLU); y, z, w: 0.
+    // ReLU); y, z: 0; w: 0, read by `four` only.
     finish: vec4<u32>,
 }
 
@@ -184,6 +184,15 @@ fn hold(t: Tile) -> Held {
     return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
 }
 
+// 4, as a value no compiler can see: the loops over the 4 elements of a vec4 that load or store
+// them one at a time (scalar channels or pixels) run to it, so that they stay loops. lavapipe
+// compiles every storage access site as a loop of its own over the SIMD lanes, and the kernels
+// unrolled ~100 such sites: rolled, a `DirectBand` pipeline's first call with an empty shader
+// cache took 2.0-2.6 s instead of 3.1-5.1 s (BENCHMARKS.md). `finish.w` is always 0.
+fn four() -> u32 {
+    return 4u + cp.finish.w;
+}
+
 // Input channels 4*cq .. 4*cq+3 of the chunk at pixel j of the quad (zero in the padding and
 // past the chunk).
 fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
@@ -198,7 +207,7 @@ fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
     }
     var v = vec4<f32>(0.0);
     if (qd.inside[j]) {
-        for (var t = 0u; t < 4u; t = t + 1u) {
+        for (var t = 0u; t < four(); t = t + 1u) {
             if (c + t < cp.work.y) {
                 v[t] = x[u32(qd.xoff[j] + i32(c + t) * cp.xs.y)];
             }
@@ -215,7 +224,7 @@ fn load_channel(qd: Quad, c: u32) -> vec4<f32> {
         if (VIN) {
             return x4[u32(qd.xoff.x + cs) / 4u];
         }
-        for (var j = 0u; j < 4u; j = j + 1u) {
+        for (var j = 0u; j < four(); j = j + 1u) {
             if (qd.inside[j]) {
                 v[j] = x[u32(qd.xoff[j] + cs)];
             }
@@ -253,6 +262,12 @@ fn put1(at: u32, v: f32, b: f32) {
     y[at] = finish(vec4<f32>(v), vec4<f32>(b), vec4<f32>(prev)).x;
 }
 
+// The bias of output channels k .. k+3 of the window (0 where MODE is not 1 or past the window),
+// read once per output quad, not at every store.
+fn bias4(k: u32) -> vec4<f32> {
+    return vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
+}
+
 fn bias_at(k: u32) -> f32 {
     if (MODE != 1u || k >= cp.work.z) {
         return 0.0;
@@ -274,7 +289,7 @@ fn store_channel(qd: Quad, k: u32, v: vec4<f32>) {
         }
         return;
     }
-    for (var j = 0u; j < 4u; j = j + 1u) {
+    for (var j = 0u; j < four(); j = j + 1u) {
         if (qd.valid[j]) {
             put1(u32(qd.yoff[j] + ks), v[j], b.x);
         }
@@ -282,17 +297,16 @@ fn store_channel(qd: Quad, k: u32, v: vec4<f32>) {
 }
 
 // Writes output channels k .. k+3 of the window at pixel j of the quad (`v` is a vec4 over
-// output channels).
-fn store_pixel(qd: Quad, j: u32, k: u32, v: vec4<f32>) {
+// output channels, `b` their `bias4`).
+fn store_pixel(qd: Quad, j: u32, k: u32, v: vec4<f32>, b: vec4<f32>) {
     if (!qd.valid[j]) {
         return;
     }
-    let b = vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
     if (VOUT) {
         put4(u32(qd.yoff[j] + i32(k)) / 4u, v, b);
         return;
     }
-    for (var t = 0u; t < 4u; t = t + 1u) {
+    for (var t = 0u; t < four(); t = t + 1u) {
         if (k + t < cp.work.z) {
             put1(u32(qd.yoff[j] + i32(k + t) * cp.ys.y), v[t], b[t]);
         }

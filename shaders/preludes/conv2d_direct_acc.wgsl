@@ -35,14 +35,15 @@ fn store_quad(t: Tile, i: u32, p: Pair) {
     if (i >= CQ || k >= cp.work.z) {
         return;
     }
-    store_pixel(t.a, 0u, k, p.a[0]);
-    store_pixel(t.a, 1u, k, p.a[1]);
-    store_pixel(t.a, 2u, k, p.a[2]);
-    store_pixel(t.a, 3u, k, p.a[3]);
-    store_pixel(t.b, 0u, k, p.b[0]);
-    store_pixel(t.b, 1u, k, p.b[1]);
-    store_pixel(t.b, 2u, k, p.b[2]);
-    store_pixel(t.b, 3u, k, p.b[3]);
+    let b = bias4(k);
+    store_pixel(t.a, 0u, k, p.a[0], b);
+    store_pixel(t.a, 1u, k, p.a[1], b);
+    store_pixel(t.a, 2u, k, p.a[2], b);
+    store_pixel(t.a, 3u, k, p.a[3], b);
+    store_pixel(t.b, 0u, k, p.b[0], b);
+    store_pixel(t.b, 1u, k, p.b[1], b);
+    store_pixel(t.b, 2u, k, p.b[2], b);
+    store_pixel(t.b, 3u, k, p.b[3], b);
 }
 
 // Writes every output quad of `h` at the tile's two quads of pixels.

@@ -66,7 +66,8 @@ uniform! {
         pub work: [u32; 4],
         /// kh, kw, dh, dw (read by the direct kernel only).
         pub taps: [i32; 4],
-        /// 1 applies ReLU to what the dispatch writes; then three zeros.
+        /// 1 applies ReLU to what the dispatch writes; then three zeros (the last is added to
+        /// the kernels' rolled loop bounds: `four` in conv.wgsl).
         pub finish: [u32; 4],
     }
 }
