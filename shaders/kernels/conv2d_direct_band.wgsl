@@ -83,7 +83,7 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(subgrou
         let extra = span_load(ea, eb, ec, cq);
         // Kernel row ky is the input row of lane l + ky (row 0 the lane's own, taken by a shuffle
         // too): a loop to the uniform's kh (3), so that the compilers hold one copy of the taps,
-        // not three (lavapipe's first call of this kernel 1.3-1.5 s instead of 1.8-2.1 s).
+        // not three (lavapipe's first call of this kernel 1.3-2.1 s instead of 1.8-2.1 s).
         for (var ky = 0u; ky < u32(cp.taps.x); ky = ky + 1u) {
             acc = row_taps(acc, inv, take_span(own, extra, base, lane + ky), (3u * ky * cw + 4u * cq) * CQ);
         }

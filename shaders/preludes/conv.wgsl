@@ -188,7 +188,7 @@ fn hold(t: Tile) -> Held {
 // them one at a time (scalar channels or pixels) run to it, so that they stay loops. lavapipe
 // compiles every storage access site as a loop of its own over the SIMD lanes, and the kernels
 // unrolled ~100 such sites: rolled, a `DirectBand` pipeline's first call with an empty shader
-// cache took 2.0-2.6 s instead of 3.1-5.1 s (BENCHMARKS.md). `finish.w` is always 0.
+// cache took 2.0-2.6 s instead of 4.2-5.1 s (docs/benchmarks-log.md). `finish.w` is always 0.
 fn four() -> u32 {
     return 4u + cp.finish.w;
 }

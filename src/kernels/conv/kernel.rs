@@ -173,8 +173,8 @@ impl ConvKernel {
 }
 
 /// The most output-channel quads an invocation of the direct kernels ([`ConvKernel::Direct`],
-/// [`ConvKernel::DirectRows`], [`ConvKernel::DirectBand`]) holds. They unroll every tap of the
-/// window over every quad held, so their compile time on a CPU adapter (lavapipe compiles a
+/// [`ConvKernel::DirectRows`], [`ConvKernel::DirectBand`]) holds. Each step of their tap loops
+/// is unrolled over every quad held, so their compile time on a CPU adapter (lavapipe compiles a
 /// pipeline's LLVM code at its first dispatch) grows with it: lavapipe compiled
 /// `conv2d_direct_band` for [8, 64, 56, 56] K=64 in about 8x less time at 4 quads than at 16,
 /// and ran it as fast or faster (same run, alternating, 3x3 at 56x56, 28x28 and 14x14); the
