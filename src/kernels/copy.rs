@@ -453,16 +453,18 @@ pub(crate) fn transpose_candidates(c: &ShapeClass) -> Vec<CopyPath> {
     v
 }
 
-/// The transpose kernel used before (or without) tuning: on a CPU adapter, where barriers are
-/// dear, the register-blocked kernels (32 x 32 blocks of 2-byte elements: NCHW -> NHWC of
-/// [32, 256, 56, 56] f16 on lavapipe 0.75 -> 0.87 of the copy kernel against 16 x 16; for
-/// 4-byte elements 16 x 16 blocks in workgroups of 256, the tuner's pick for every f32 class in
-/// the bench's runs: NCHW -> NHWC of [8, 64, 56, 56] by default 0.77-1.02 of the copy kernel in
-/// five runs with workgroups of 64, 0.99 and 1.02 in two alternating runs with 256, the larger
-/// rows alike); on a
-/// GPU the workgroup-memory tile, which coalesces both sides, but for 2-byte elements in whole words the vec4 kernel (an H200 moved NCHW -> NHWC
-/// of [32, 256, 56, 56] f16 in 0.125 ms through the tile, 0.039-0.041 ms through it, the
-/// tuner's pick in three runs).
+/// The transpose kernel used before (or without) tuning.
+///
+/// On a CPU adapter, where barriers are dear, the register-blocked kernels: 32 x 32 blocks of
+/// 2-byte elements (NCHW -> NHWC of [32, 256, 56, 56] f16 on lavapipe 0.75 -> 0.87 of the copy
+/// kernel against 16 x 16), 16 x 16 blocks of 4-byte elements in workgroups of 256, the tuner's
+/// pick for every f32 class in the bench's runs (NCHW -> NHWC of [8, 64, 56, 56] by default
+/// 0.77-1.02 of the copy kernel in five runs with workgroups of 64, 0.99 and 1.02 in two
+/// alternating runs with 256, the larger rows alike).
+///
+/// On a GPU the workgroup-memory tile, which coalesces both sides, but for 2-byte elements in
+/// whole words the vec4 kernel (an H200 moved NCHW -> NHWC of [32, 256, 56, 56] f16 in 0.125
+/// ms through the tile, 0.039-0.041 ms through it, the tuner's pick in three runs).
 pub(crate) fn transpose_default(r: &AdapterReport, c: &ShapeClass) -> CopyPath {
     match (r.device_type == wgpu::DeviceType::Cpu, c) {
         (_, c) if c.narrow => CopyPath::TransposeNarrow { wg: 64 },
