@@ -1,6 +1,6 @@
 // 1x1 convolution, channel-vectorized (the NHWC orientation: A = input [N*H*W, C], B = the
-// weight transposed). Each invocation holds its two quads' 8 pixels x up to 4*CQ <= 64 input
-// channels in registers (one mat4x4 per 4 channels: columns are pixels, each a vec4 over
+// weight transposed). Each invocation holds its two quads' 8 pixels (one quad's 4 under QUADS =
+// 1) x up to 4*CQ <= 64 input channels in registers (one mat4x4 per 4 channels: columns are pixels, each a vec4 over
 // channels), then walks the window's output channels 4 at a time: acc_pixel (a vec4 over 4 output
 // channels) += W * x_pixel, where W's columns are w[k..k+4, c] for 4 channels. Barrier-free, or
 // staged under TILED (conv.wgsl). Weights: wu[c * KR + k / 4] holds w[k..k+4, c] (rows of 4*KR
@@ -18,6 +18,9 @@ fn step(a: Acc, x: Pair, w: Weights, i: u32) -> Acc {
         return a;
     }
     let wm = mat4x4<f32>(weight(w, 4u * i), weight(w, 4u * i + 1u), weight(w, 4u * i + 2u), weight(w, 4u * i + 3u));
+    if (QUADS == 1u) {
+        return Acc(a.v0 + wm * x.a[0], a.v1 + wm * x.a[1], a.v2 + wm * x.a[2], a.v3 + wm * x.a[3], a.v4, a.v5, a.v6, a.v7);
+    }
     return Acc(a.v0 + wm * x.a[0], a.v1 + wm * x.a[1], a.v2 + wm * x.a[2], a.v3 + wm * x.a[3], a.v4 + wm * x.b[0], a.v5 + wm * x.b[1], a.v6 + wm * x.b[2], a.v7 + wm * x.b[3]);
 }
 
@@ -43,9 +46,11 @@ fn main(inv: Invocation) {
         store_pixel(t.a, 1u, k, a.v1, b);
         store_pixel(t.a, 2u, k, a.v2, b);
         store_pixel(t.a, 3u, k, a.v3, b);
-        store_pixel(t.b, 0u, k, a.v4, b);
-        store_pixel(t.b, 1u, k, a.v5, b);
-        store_pixel(t.b, 2u, k, a.v6, b);
-        store_pixel(t.b, 3u, k, a.v7, b);
+        if (QUADS == 2u) {
+            store_pixel(t.b, 0u, k, a.v4, b);
+            store_pixel(t.b, 1u, k, a.v5, b);
+            store_pixel(t.b, 2u, k, a.v6, b);
+            store_pixel(t.b, 3u, k, a.v7, b);
+        }
     }
 }

@@ -6,9 +6,10 @@
 // One dispatch covers a window: a range of images (so that input and output bind within
 // max_storage_buffer_binding_size), 4*CQ input channels of one group and 16384 / (4*CQ) output
 // channels. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
-// the weight view. Every invocation owns two quads of 4 consecutive output pixels; the input and
-// output are addressed through their strides, so any layout, padding and stride is read directly.
-// Channel windows after the first add into the output (MODE 2); the last applies ReLU.
+// the weight view. Every invocation owns two quads of 4 consecutive output pixels (one under
+// QUADS = 1); the input and output are addressed through their strides, so any layout, padding
+// and stride is read directly. Channel windows after the first add into the output (mode 2);
+// the last applies ReLU.
 
 struct ConvParams {
     // Input strides (n, c, h, w) and output strides (n, k, oh, ow), in elements.
@@ -28,13 +29,14 @@ struct ConvParams {
     // kh, kw, dh, dw: read by the direct kernel only (the others get one tap per dispatch).
     taps: vec4<i32>,
     // x: 1 applies ReLU to what this dispatch writes (the last channel window of a call with
-    // ReLU); y, z: 0; w: 0, read by `four` only.
+    // ReLU); y: the window's mode where MODE is 3 (else 0); z: 0; w: 0, read by `four` only.
     finish: vec4<u32>,
 }
 
 // Specializations (pipeline constants, so that lanes never pay for a path they do not take):
-// the workgroup size, the channels held, how a window starts (0: from zero, 1: from the bias,
-// 2: from what earlier channel windows wrote), and whether the kernel's 4-vectors of input (of
+// the workgroup size, the channels held, how a window starts (MODE 0: from zero, 1: from the
+// bias, 2: from what earlier channel windows wrote; 3: as the uniform's `finish.y` says, so that
+// every window of a call runs one pipeline, `mode`), and whether the kernel's 4-vectors of input (of
 // output) are contiguous and 16-byte aligned, so that they move as one vec4 word. ReLU is the
 // uniform's `finish.x`, applied by a select at each store (no branch): as a constant it
 // doubled the pipelines of a network (a ResNet's convolutions with and without it).
@@ -53,6 +55,11 @@ override XT: bool = false;
 // loaded by consecutive invocations at consecutive quads (coalesced where the input's pixels are
 // contiguous); the barrier-free variant loads its own pixels directly. WG <= 64.
 override TILED: bool = false;
+// Quads of output pixels an invocation owns: 2 (`a` and `b` of its Tile), or 1 (`a`; `b` is
+// empty and its work compiles away). Not with TILED. conv1x1_nhwc.wgsl owns one where it holds
+// 16 channel quads: a CPU adapter's compile time grows with what an invocation holds
+// (kernels/conv/blocked.rs).
+override QUADS: u32 = 2u;
 
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> cp: ConvParams;
@@ -132,8 +139,10 @@ struct Tile {
 
 fn tile_at(q: u32, lid: u32) -> Tile {
     var t: Tile;
-    t.a = quad_at(2u * q);
-    t.b = quad_at(2u * q + 1u);
+    t.a = quad_at(QUADS * q);
+    if (QUADS == 2u) {
+        t.b = quad_at(2u * q + 1u);
+    }
     t.lid = lid;
     if (TILED) {
         let first = 2u * (q - lid);
@@ -155,6 +164,9 @@ fn held(t: Tile, i: u32) -> Pair {
         stage[t.lid + WG] = quad_load(t.load_b, i);
         workgroupBarrier();
         return Pair(stage[2u * t.lid], stage[2u * t.lid + 1u]);
+    }
+    if (QUADS == 1u) {
+        return Pair(quad_load(t.a, i), mat4x4<f32>());
     }
     return Pair(quad_load(t.a, i), quad_load(t.b, i));
 }
@@ -233,13 +245,21 @@ fn load_channel(qd: Quad, c: u32) -> vec4<f32> {
     return v;
 }
 
+// How this dispatch's window starts (MODE, or the uniform's word where MODE is 3).
+fn mode() -> u32 {
+    if (MODE == 3u) {
+        return cp.finish.y;
+    }
+    return MODE;
+}
+
 // The finished value of one output element: v + (bias or what earlier chunks wrote), then
 // ReLU on the last chunk. `b` is the bias of its output channel, `prev` the output's value.
 fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
     var o = v;
-    if (MODE == 1u) {
+    if (mode() == 1u) {
         o = o + b;
-    } else if (MODE == 2u) {
+    } else if (mode() == 2u) {
         o = o + prev;
     }
     return select(o, relu4(o), cp.finish.x != 0u);
@@ -248,7 +268,7 @@ fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
 // Writes one vec4 word of output (y4[at]), or one element (y[at]), finished as `finish` says.
 fn put4(at: u32, v: vec4<f32>, b: vec4<f32>) {
     var prev = vec4<f32>(0.0);
-    if (MODE == 2u) {
+    if (mode() == 2u) {
         prev = y4[at];
     }
     y4[at] = finish(v, b, prev);
@@ -256,20 +276,20 @@ fn put4(at: u32, v: vec4<f32>, b: vec4<f32>) {
 
 fn put1(at: u32, v: f32, b: f32) {
     var prev = 0.0;
-    if (MODE == 2u) {
+    if (mode() == 2u) {
         prev = y[at];
     }
     y[at] = finish(vec4<f32>(v), vec4<f32>(b), vec4<f32>(prev)).x;
 }
 
-// The bias of output channels k .. k+3 of the window (0 where MODE is not 1 or past the window),
+// The bias of output channels k .. k+3 of the window (0 where the mode is not 1 or past the window),
 // read once per output quad, not at every store.
 fn bias4(k: u32) -> vec4<f32> {
     return vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
 }
 
 fn bias_at(k: u32) -> f32 {
-    if (MODE != 1u || k >= cp.work.z) {
+    if (mode() != 1u || k >= cp.work.z) {
         return 0.0;
     }
     return bias[u32(cp.base.z + i32(k) * cp.base.w)];

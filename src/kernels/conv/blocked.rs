@@ -28,7 +28,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, S
 
 /// The most channel quads an invocation holds (the `xm` array of the kernels).
 const MAX_CQ: usize = 16;
-/// Output pixels per invocation (two quads).
+/// Output pixels per invocation of the direct kernels and, but for [`Tiling::quads`], of the
+/// blocked ones (two quads).
 pub(crate) const PIXELS: usize = 8;
 /// Invocations per workgroup (the tiled kernels' stage holds 2 * WG quads).
 pub(crate) const WG: u32 = 64;
@@ -66,8 +67,9 @@ uniform! {
         pub work: [u32; 4],
         /// kh, kw, dh, dw (read by the direct kernel only).
         pub taps: [i32; 4],
-        /// 1 applies ReLU to what the dispatch writes; then three zeros (the last is added to
-        /// the kernels' rolled loop bounds: `four` in conv.wgsl).
+        /// 1 applies ReLU to what the dispatch writes; the window's mode where the pipeline's
+        /// MODE is 3 (else 0); 0; and 0, added to the kernels' rolled loop bounds (`four` in
+        /// conv.wgsl).
         pub finish: [u32; 4],
     }
 }
@@ -98,6 +100,18 @@ struct Tiling {
 impl Tiling {
     fn new(cg: usize) -> Tiling {
         Tiling { cq: cg.div_ceil(4).max(1).next_power_of_two().min(MAX_CQ) }
+    }
+    /// Quads of output pixels an invocation owns (`QUADS` in conv.wgsl): `Nhwc` holding 16
+    /// channel quads owns one. Its compile on lavapipe grows with what an invocation holds: the
+    /// first call of a channels-last 1x1 [8, 64, 56, 56] K=256 with an empty shader cache took
+    /// 1.5-1.8 s against 2.7-3.0 s with two, and the same speed once compiled (16.2-16.4 ms
+    /// against 15.9-17.5, alternating runs). `Nchw` ran 1.1-1.8x slower with one and keeps two.
+    fn quads(self, kernel: ConvKernel) -> usize {
+        if kernel == ConvKernel::Nhwc && self.cq == MAX_CQ {
+            1
+        } else {
+            2
+        }
     }
     fn chunk_c(self) -> usize {
         4 * self.cq
@@ -150,10 +164,18 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let ys = ops.out.layout.strides();
     // Every parameter is checked before anything is recorded.
     let geom = ops.geometry()?;
+    let quads = tiling.quads(kernel);
+    // One pipeline for every window of a call: with more than one, the mode is a uniform word
+    // (MODE 3). The NCHW 1x1 [8, 256, 56, 56] K=64 (4 windows) compiled two pipelines before
+    // (the first window's, the others'): its first call with an empty shader cache took
+    // 2.6-2.7 s against 4.9-5.4 s, and 28.5-28.6 ms once compiled against 31.9-37.5
+    // (alternating runs). A single window keeps its mode a constant: as a word, the
+    // channels-last 1x1 [8, 64, 56, 56] K=256 ran 1.4x slower (the stores branch on it).
+    let uniform_mode = wins.len() > 1;
     let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-        let grid = crate::kernels::conv::common::grid(rt, (pixels.div_ceil(PIXELS) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
+        let grid = crate::kernels::conv::common::grid(rt, (pixels.div_ceil(4 * quads) as u64).div_ceil(WG as u64), &format!("{pixels} output pixels in one dispatch"))?;
         let (x0, y0) = ops.bases(r);
         for (wi, w) in wins.iter().enumerate() {
             let xbase = x0 + w.c0 as isize * xs[1];
@@ -170,9 +192,9 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(bbase, "bias offset")?, i32_of(bs, "bias stride")?],
                 work: [u32_of(pixels, "output pixels per dispatch")?, w.cn as u32, w.kn as u32, grid.0 * WG],
                 taps: geom.taps,
-                finish: [(options.relu && w.last) as u32, 0, 0, 0],
+                finish: [(options.relu && w.last) as u32, if uniform_mode { mode as u32 } else { 0 }, 0, 0],
             };
-            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", mode), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            let constants = vec![("WG", WG as i64), ("CQ", tiling.cq as i64), ("TILED", tiled(kernel) as i64), ("MODE", if uniform_mode { 3 } else { mode }), ("VIN", vin as i64), ("VOUT", vout as i64), ("QUADS", quads as i64)];
             plan.push((r, wi, params, PipelineKey { shader: shader(kernel, report.shuffled_weights), constants }, vout, grid));
         }
     }

@@ -107,10 +107,16 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // (channels-last, quiet host, same process) ran at 0.77-1.05 of `Nhwc`'s speed through
     // `Direct` once compiled, the bench's 3x3 s2 row at 0.6-0.7 and its NCHW strided 1x1
     // (K=512) at 0.33 of `Nchw`, but `Direct` compiles one pipeline where the blocked kernels
-    // compile one per kind of window (first, middle, last with ReLU), each several times
+    // compiled one per kind of window (first, middle, last with ReLU), each several times
     // slower: the bench's first calls of those rows fell from 11.1 / 5.0 s (3x3 s2, NCHW /
     // channels-last) and 10.9 s (1x1 s2 NCHW) to 3.3 / 2.0 s and 1.9 s, and ResNet-18's NCHW
     // first inference took 45 s with its strided 1x1s on `Nchw` against 18 s on `Direct`.
+    // With one blocked pipeline per call (MODE 3) and `Nhwc` owning one quad, putting the
+    // strided convolutions (and NCHW 3x3 below 2^13 output pixels) on the blocked kernels still
+    // took ResNet-18's first inference from 7.8 s to 19.4-21.4 s NCHW and from 6.9-8.2 s to
+    // 11.7-11.9 s channels-last, and its channels-last second inference from 1.5 s to 5.9-6.5 s
+    // (resnet-first, empty shader cache, alternating runs, 2026-11-26): the bench's strided rows
+    // run `Direct` at 0.43-0.76 of the tuned kernel's speed, by this choice.
     let strided = c.window[2] > 1 || c.window[3] > 1;
     let direct = strided || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
     if direct && has(ConvKernel::Direct) {
