@@ -1,8 +1,9 @@
 // 1x1 convolution, channel-vectorized (the NHWC orientation: A = input [N*H*W, C], B = the
-// weight transposed). Each invocation holds its two quads' 8 pixels (one quad's 4 under QUADS =
-// 1) x up to 4*CQ <= 64 input channels in registers (one mat4x4 per 4 channels: columns are pixels, each a vec4 over
-// channels), then walks the window's output channels 4 at a time: acc_pixel (a vec4 over 4 output
-// channels) += W * x_pixel, where W's columns are w[k..k+4, c] for 4 channels. Barrier-free, or
+// weight transposed). Each invocation holds its two quads' 8 pixels (one quad's 4 under
+// QUADS = 1) x up to 4*CQ <= 64 input channels in registers (one mat4x4 per 4 channels:
+// columns are pixels, each a vec4 over channels), then walks the window's output channels 4 at
+// a time: acc_pixel (a vec4 over 4 output channels) += W * x_pixel, where W's columns are
+// w[k..k+4, c] for 4 channels. Barrier-free, or
 // staged under TILED (conv.wgsl). Weights: wu[c * KR + k / 4] holds w[k..k+4, c] (rows of 4*KR
 // output channels, 4*CQ rows).
 //

@@ -67,8 +67,8 @@ override QUADS: u32 = 2u;
 // weights prelude (conv_weights.wgsl, conv_weights_shuffled.wgsl: the 64 KiB uniform block `wu`;
 // matmul_weights.wgsl: a storage buffer) declares and reads it.
 
-// Each invocation owns two quads of output pixels (8 pixels): every weight it reads from the
-// uniform block feeds both.
+// Each invocation owns two quads of output pixels (8 pixels; one quad under QUADS = 1): every
+// weight it reads from the uniform block feeds both.
 
 // What an invocation holds of 4 input channels: a mat4x4 per quad (the kernel says its shape).
 struct Pair {
@@ -127,7 +127,8 @@ fn quad_from(q: u32, ry: i32, rx: i32) -> Quad {
     return r;
 }
 
-// An invocation's two quads (`a`, `b`: quads 2q and 2q+1 of the dispatch), and, in the tiled
+// An invocation's two quads (`a`, `b`: quads 2q and 2q+1 of the dispatch; under QUADS = 1, `a`
+// is quad q and `b` is empty: no pixel valid), and, in the tiled
 // variant, the two it loads into the stage (quads lid and lid+WG of its workgroup).
 struct Tile {
     a: Quad,
@@ -152,7 +153,8 @@ fn tile_at(q: u32, lid: u32) -> Tile {
     return t;
 }
 
-// Input channels 4i .. 4i+3 of the chunk at both quads (zero at or past CQ). `quad_load` is the
+// Input channels 4i .. 4i+3 of the chunk at both quads (zero at or past CQ, and at `b` under
+// QUADS = 1). `quad_load` is the
 // kernel's: a mat4x4 of 4 channels x 4 pixels in its orientation.
 fn held(t: Tile, i: u32) -> Pair {
     if (i >= CQ) {

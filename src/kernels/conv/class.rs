@@ -116,7 +116,7 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // took ResNet-18's first inference from 7.8 s to 19.4-21.4 s NCHW and from 6.9-8.2 s to
     // 11.7-11.9 s channels-last, and its channels-last second inference from 1.5 s to 5.9-6.5 s
     // (resnet-first, empty shader cache, alternating runs, 2026-11-26): the bench's strided rows
-    // run `Direct` at 0.43-0.76 of the tuned kernel's speed, by this choice.
+    // run `Direct` at 0.34-0.81 of the tuned kernel's speed, by this choice (BENCHMARKS.md).
     let strided = c.window[2] > 1 || c.window[3] > 1;
     let direct = strided || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
     if direct && has(ConvKernel::Direct) {

@@ -124,11 +124,13 @@ pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> 
 }
 
 /// The `finish` word of the depthwise kernels' uniforms: x = 1 adds the bias, y = 1 applies
-/// ReLU after. A uniform there (those kernels are small); the register-blocked and direct
-/// kernels (`conv.wgsl`) keep how a window starts as the pipeline constant MODE: as a uniform,
-/// lavapipe compiled each of their hundreds of unrolled stores with every branch, and their
-/// first call with an empty shader cache took about twice as long (the 7x7 stem 29 s against
-/// 11.7 s, a 3x3 `DirectRows` 2.1 s against 1.1 s). Their ReLU is the uniform's `finish.x`,
+/// ReLU after. A uniform there (those kernels are small); the direct kernels (`conv.wgsl`) keep
+/// how a window starts as the pipeline constant MODE: as a uniform, lavapipe compiled each of
+/// their hundreds of unrolled stores with every branch, and their first call with an empty
+/// shader cache took about twice as long (the 7x7 stem 29 s against 11.7 s, a 3x3
+/// `DirectRows` 2.1 s against 1.1 s, before their stores became loops). The register-blocked
+/// kernels keep the constant for a call of one window and read the mode from their uniform
+/// (MODE 3) for a call of several (`blocked.rs`). Their ReLU is the uniform's `finish.x`,
 /// applied by a select at each store (no branch).
 pub(crate) fn finish(mode: u32, relu: bool) -> [u32; 4] {
     [mode, relu as u32, 0, 0]

@@ -2,8 +2,8 @@
 //! im2col buffer, no hidden copy of the input). Four kernel families, one eligibility function
 //! ([`ConvKernel::eligible`]) used by the tuner's candidates and by forced kernels alike:
 //!
-//! * [`blocked`]: register-blocked kernels shaped for CPU adapters (an invocation holds 8 pixels
-//!   x up to 64 input channels); a kh x kw kernel runs as kh*kw shifted 1x1 passes that add into
+//! * [`blocked`]: register-blocked kernels shaped for CPU adapters (an invocation holds 8 pixels,
+//!   or 4, x up to 64 input channels); a kh x kw kernel runs as kh*kw shifted 1x1 passes that add into
 //!   the output.
 //! * [`direct`]: shaped for CPU adapters too, for any kernel size: an invocation holds 8 pixels
 //!   x up to 16 output channels and walks every tap and input channel, writing each output once.
