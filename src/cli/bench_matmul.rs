@@ -56,13 +56,21 @@ type Work<'a> = &'a mut dyn FnMut(&mut Batch<'_>) -> Result<()>;
 type Case = (&'static str, Vec<usize>, Vec<usize>, bool, bool, usize, usize, usize, usize);
 
 /// Times `work` (and `other`, alternately run by run, when given): WARMUP + RUNS runs each.
+/// The pair's order swaps run by run (`work` first in even runs, `other` in odd ones), so that
+/// neither is always the one timed after the other.
 fn time(timer: &GpuTimer, mut work: impl FnMut(&mut Batch<'_>) -> Result<()>, mut other: Option<Work<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for run in 0..WARMUP + RUNS {
-        let t = timer.time(&mut work)?;
-        let u = match other.as_mut() {
-            Some(f) => Some(timer.time(|bt| f(bt))?),
-            None => None,
+        let mut time_other = || match other.as_mut() {
+            Some(f) => timer.time(|bt| f(bt)).map(Some),
+            None => Ok(None),
+        };
+        let (t, u) = if run % 2 == 0 {
+            let t = timer.time(&mut work)?;
+            (t, time_other()?)
+        } else {
+            let u = time_other()?;
+            (timer.time(&mut work)?, u)
         };
         if run >= WARMUP {
             a.push(t);
