@@ -115,11 +115,13 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // strided convolutions (and NCHW 3x3 below 2^13 output pixels) on the blocked kernels still
     // took ResNet-18's first inference from 7.8 s to 19.4-21.4 s NCHW and from 6.9-8.2 s to
     // 11.7-11.9 s channels-last, and every later channels-last inference from 1.3-1.5 s to
-    // 5.9-6.5 s (resnet-first, empty shader cache, alternating runs, 2026-11-26), though each of
-    // its six strided convolutions ran faster alone on the blocked kernels. LLVM compiled
-    // throughout those inferences (`perf`) with no pipeline created: llvmpipe keeps compiled shaders up to a budget of LLVM IR
-    // per context (`LP_MAX_SHADER_INSTRUCTIONS`, 2M) and evicts the least recently used past it,
-    // and the network's pipelines no longer fitted, so each inference recompiled them. The
+    // 5.9-6.5 s (resnet-first, empty shader cache, alternating runs, 2026-11-26), though alone,
+    // once compiled, its strided 1x1s ran 1.6-2.2x faster on them channels-last (2.1-4.3x
+    // NCHW) and its 3x3 s2s at 0.94-1.27x (1.14-1.81x NCHW). LLVM compiled throughout those
+    // inferences (`perf`) with no pipeline created: llvmpipe keeps compiled shaders up to a
+    // budget of LLVM IR per context (`LP_MAX_SHADER_INSTRUCTIONS`, 2M) and evicts the least
+    // recently used past it; the network's pipelines no longer fitted, so each inference
+    // recompiled some of them. The
     // bench's strided rows run `Direct` at 0.34-0.81 of the tuned kernel's speed, by this
     // choice (BENCHMARKS.md).
     let strided = c.window[2] > 1 || c.window[3] > 1;
