@@ -3,9 +3,8 @@
 // QUADS = 1) x up to 4*CQ <= 64 input channels in registers (one mat4x4 per 4 channels:
 // columns are pixels, each a vec4 over channels), then walks the window's output channels 4 at
 // a time: acc_pixel (a vec4 over 4 output channels) += W * x_pixel, where W's columns are
-// w[k..k+4, c] for 4 channels. Barrier-free, or
-// staged under TILED (conv.wgsl). Weights: wu[c * KR + k / 4] holds w[k..k+4, c] (rows of 4*KR
-// output channels, 4*CQ rows).
+// w[k..k+4, c] for 4 channels. Barrier-free, or staged under TILED (conv.wgsl). Weights:
+// wu[c * KR + k / 4] holds w[k..k+4, c] (rows of 4*KR output channels, 4*CQ rows).
 //
 // The quads are named, not held in an array: see conv1x1_nchw.wgsl.
 

@@ -35,9 +35,9 @@ struct ConvParams {
 
 // Specializations (pipeline constants, so that lanes never pay for a path they do not take):
 // the workgroup size, the channels held, how a window starts (MODE 0: from zero, 1: from the
-// bias, 2: from what earlier channel windows wrote; 3: as the uniform's `finish.y` says, so that
-// every window of a call runs one pipeline, `mode`), and whether the kernel's 4-vectors of input (of
-// output) are contiguous and 16-byte aligned, so that they move as one vec4 word. ReLU is the
+// bias, 2: from what earlier channel windows wrote; 3: as the uniform's `finish.y` says, so
+// that every window of a call runs one pipeline, `mode`), and whether the kernel's 4-vectors
+// of input (of output) are contiguous and 16-byte aligned, so that they move as one vec4 word. ReLU is the
 // uniform's `finish.x`, applied by a select at each store (no branch): as a constant it
 // doubled the pipelines of a network (a ResNet's convolutions with and without it).
 override WG: u32 = 64u;
@@ -128,8 +128,8 @@ fn quad_from(q: u32, ry: i32, rx: i32) -> Quad {
 }
 
 // An invocation's two quads (`a`, `b`: quads 2q and 2q+1 of the dispatch; under QUADS = 1, `a`
-// is quad q and `b` is empty: no pixel valid), and, in the tiled
-// variant, the two it loads into the stage (quads lid and lid+WG of its workgroup).
+// is quad q and `b` is empty: no pixel valid), and, in the tiled variant, the two it loads into
+// the stage (quads lid and lid+WG of its workgroup).
 struct Tile {
     a: Quad,
     b: Quad,
@@ -154,8 +154,8 @@ fn tile_at(q: u32, lid: u32) -> Tile {
 }
 
 // Input channels 4i .. 4i+3 of the chunk at both quads (zero at or past CQ, and at `b` under
-// QUADS = 1). `quad_load` is the
-// kernel's: a mat4x4 of 4 channels x 4 pixels in its orientation.
+// QUADS = 1). `quad_load` is the kernel's: a mat4x4 of 4 channels x 4 pixels in its
+// orientation.
 fn held(t: Tile, i: u32) -> Pair {
     if (i >= CQ) {
         return Pair();
@@ -284,8 +284,8 @@ fn put1(at: u32, v: f32, b: f32) {
     y[at] = finish(vec4<f32>(v), vec4<f32>(b), vec4<f32>(prev)).x;
 }
 
-// The bias of output channels k .. k+3 of the window (0 where the mode is not 1 or past the window),
-// read once per output quad, not at every store.
+// The bias of output channels k .. k+3 of the window (0 where the mode is not 1 or past the
+// window), read once per output quad, not at every store.
 fn bias4(k: u32) -> vec4<f32> {
     return vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
 }

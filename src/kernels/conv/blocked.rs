@@ -28,8 +28,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Uniform, Slot::Read, S
 
 /// The most channel quads an invocation holds (the `xm` array of the kernels).
 const MAX_CQ: usize = 16;
-/// Output pixels per invocation of the direct kernels and, but for [`Tiling::quads`], of the
-/// blocked ones (two quads).
+/// Output pixels per invocation of the direct kernels (two quads; the blocked kernels own
+/// [`Tiling::quads`]).
 pub(crate) const PIXELS: usize = 8;
 /// Invocations per workgroup (the tiled kernels' stage holds 2 * WG quads).
 pub(crate) const WG: u32 = 64;
@@ -165,13 +165,14 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // Every parameter is checked before anything is recorded.
     let geom = ops.geometry()?;
     let quads = tiling.quads(kernel);
-    // One pipeline for every window of a call: with more than one, the mode is a uniform word
-    // (MODE 3). The NCHW 1x1 [8, 256, 56, 56] K=64 (4 windows) compiled two pipelines before
-    // (the first window's, the others'): its first call with an empty shader cache took
-    // 2.6-2.7 s against 4.9-5.4 s, and 28.5-28.6 ms once compiled against 31.9-37.5
-    // (alternating runs). A single window keeps its mode a constant: as a word, the
-    // channels-last 1x1 [8, 64, 56, 56] K=256 ran 1.4x slower (the stores branch on it).
-    let uniform_mode = wins.len() > 1;
+    // One pipeline for every window of a call: where its windows start in different modes
+    // (some add into what earlier ones wrote), the mode is a uniform word (MODE 3). The NCHW
+    // 1x1 [8, 256, 56, 56] K=64 (4 windows) compiled two pipelines before (the first window's,
+    // the others'): its first call with an empty shader cache took 2.6-2.7 s against 4.9-5.4
+    // s, and 28.5-28.6 ms once compiled against 31.9-37.5 (alternating runs). Windows that all
+    // start alike keep the mode a constant: as a word, the channels-last 1x1 [8, 64, 56, 56]
+    // K=256 (one window) ran 1.4x slower (the stores branch on it).
+    let uniform_mode = wins.iter().any(|w| !w.first);
     let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;

@@ -121,9 +121,8 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // inferences (`perf`) with no pipeline created: llvmpipe keeps compiled shaders up to a
     // budget of LLVM IR per context (`LP_MAX_SHADER_INSTRUCTIONS`, 2M) and evicts the least
     // recently used past it; the network's pipelines no longer fitted, so each inference
-    // recompiled some of them. The
-    // bench's strided rows run `Direct` at 0.34-0.81 of the tuned kernel's speed, by this
-    // choice (BENCHMARKS.md).
+    // recompiled some of them. The bench's strided rows run `Direct` at 0.34-0.81 of the tuned
+    // kernel's speed, by this choice (BENCHMARKS.md).
     let strided = c.window[2] > 1 || c.window[3] > 1;
     let direct = strided || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
     if direct && has(ConvKernel::Direct) {

@@ -129,8 +129,8 @@ pub(crate) fn grid(rt: &Runtime, groups: u64, what: &str) -> Result<(u32, u32)> 
 /// their hundreds of unrolled stores with every branch, and their first call with an empty
 /// shader cache took about twice as long (the 7x7 stem 29 s against 11.7 s, a 3x3
 /// `DirectRows` 2.1 s against 1.1 s, before their stores became loops). The register-blocked
-/// kernels keep the constant for a call of one window and read the mode from their uniform
-/// (MODE 3) for a call of several (`blocked.rs`). Their ReLU is the uniform's `finish.x`,
+/// kernels keep the constant where a call's windows all start alike and read the mode from
+/// their uniform (MODE 3) where they do not (`blocked.rs`). Their ReLU is the uniform's `finish.x`,
 /// applied by a select at each store (no branch).
 pub(crate) fn finish(mode: u32, relu: bool) -> [u32; 4] {
     [mode, relu as u32, 0, 0]

@@ -3,8 +3,8 @@
 //! ([`ConvKernel::eligible`]) used by the tuner's candidates and by forced kernels alike:
 //!
 //! * [`blocked`]: register-blocked kernels shaped for CPU adapters (an invocation holds 8 pixels,
-//!   or 4, x up to 64 input channels); a kh x kw kernel runs as kh*kw shifted 1x1 passes that add into
-//!   the output.
+//!   or 4, x up to 64 input channels); a kh x kw kernel runs as kh*kw shifted 1x1 passes that
+//!   add into the output.
 //! * [`direct`]: shaped for CPU adapters too, for any kernel size: an invocation holds 8 pixels
 //!   x up to 16 output channels and walks every tap and input channel, writing each output once.
 //! * [`gemm`]: tiled implicit GEMM shaped for GPUs (64 x 64 output tiles, 4 x 4 register
