@@ -486,7 +486,8 @@ fn blocked_kernel_edges() {
 }
 
 /// The matrix-vector kernels on rows long enough for every step of their loops (the GPU kernel
-/// reads two 16-byte words per lane and step, then the tail): m == 1 and n == 1, rows whose
+/// reads four 16-byte words per lane and step, then one a step, then the tail: 16-bit rows
+/// need k >= 392 for the four-word step): m == 1 and n == 1, rows whose
 /// words are aligned (a row stride that is a multiple of 4, from element 0 or 4; k a multiple
 /// of 4 or not, so that the word loop is followed by a tail) or not (an odd stride, or from
 /// element 1), the vector contiguous or strided; float32, and float16 and bfloat16 (whose words
@@ -496,7 +497,7 @@ fn matrix_vector_kernels_on_long_rows() {
     for ctx in contexts() {
         let mut rng = Rng(17);
         // (k, row stride, type)
-        let cases = [(300usize, 300usize), (132, 132), (301, 304), (7, 8), (301, 301), (7, 7), (296, 296), (300, 304)];
+        let cases = [(300usize, 300usize), (132, 132), (301, 304), (7, 8), (301, 301), (7, 7), (296, 296), (300, 304), (1000, 1000), (1027, 1032)];
         for (k, ks, dtype) in cases.iter().flat_map(|&(k, ks)| [DType::F32, DType::F16, DType::BF16].map(|d| (k, ks, d))) {
             for start in [0usize, 1, 4, 8] {
                 for m_is_1 in [true, false] {
