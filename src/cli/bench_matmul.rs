@@ -3,12 +3,13 @@
 //! `bmm` [96,128,64] @ [96,64,128] (attention scores), and the same with the right operand a
 //! transposed view of [96,128,64]; the matrix-vector product [1,4096] @ [4096,4096]^T (GB/s of
 //! the weight's bytes and `ratio_to_copy`: a contiguous copy kernel moving as many bytes, read
-//! plus written, timed in the same run). Every float32 row is timed alternately, run by run,
-//! with the 1x1 convolution of the same m, n, k (input [batch, k, m, 1], weight [n, k], the
-//! convolution's default kernel) so that `ratio_to_conv` compares like with like. Products run
-//! the adapter's default kernel (nothing tuned). GFLOP/s counts 2 * batch * m * n * k. GPU
-//! timestamps around the recorded work; medians of 9 runs after 2 warm-up runs.
-
+//! plus written). Every float32 row is timed alternately, run by run, with the 1x1 convolution
+//! of the same m, n, k (input [batch, k, m, 1], weight [n, k], the convolution's default
+//! kernel; `mm`'s reads and writes the product's own buffers: B as its input [1, k, n, 1], A as
+//! its weight, the output as [1, m, n, 1]), and the matrix-vector rows with their copy too, so
+//! that `ratio_to_conv` and `ratio_to_copy` compare like with like. Products run the adapter's
+//! default kernel (nothing tuned). GFLOP/s counts 2 * batch * m * n * k. GPU timestamps around
+//! the recorded work; medians of 9 runs after 2 warm-up runs.
 use strided_wgpu::{Batch, Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, GpuTimer, Matmul, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 2;
@@ -55,29 +56,21 @@ type Work<'a> = &'a mut dyn FnMut(&mut Batch<'_>) -> Result<()>;
 /// is added, and batch, m, n, k.
 type Case = (&'static str, Vec<usize>, Vec<usize>, bool, bool, usize, usize, usize, usize);
 
-/// Times `work` (and `other`, alternately run by run, when given): WARMUP + RUNS runs each.
-/// The pair's order swaps run by run (`work` first in even runs, `other` in odd ones), so that
-/// neither is always the one timed after the other.
-fn time(timer: &GpuTimer, mut work: impl FnMut(&mut Batch<'_>) -> Result<()>, mut other: Option<Work<'_>>) -> Result<(Vec<f64>, Vec<f64>)> {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+/// Times every work of `works` alternately, WARMUP + RUNS runs each: run r times them in the
+/// order rotated by r, so that none is always the one timed after another. The times of each,
+/// in `works`' order.
+fn time(timer: &GpuTimer, works: &mut [Work<'_>]) -> Result<Vec<Vec<f64>>> {
+    let n = works.len();
+    let mut times = vec![Vec::new(); n];
     for run in 0..WARMUP + RUNS {
-        let mut time_other = || match other.as_mut() {
-            Some(f) => timer.time(|bt| f(bt)).map(Some),
-            None => Ok(None),
-        };
-        let (t, u) = if run % 2 == 0 {
-            let t = timer.time(&mut work)?;
-            (t, time_other()?)
-        } else {
-            let u = time_other()?;
-            (timer.time(&mut work)?, u)
-        };
-        if run >= WARMUP {
-            a.push(t);
-            b.extend(u);
+        for i in (0..n).map(|i| (i + run) % n) {
+            let t = timer.time(|bt| works[i](bt))?;
+            if run >= WARMUP {
+                times[i].push(t);
+            }
         }
     }
-    Ok((a, b))
+    Ok(times)
 }
 
 /// Every matrix-product row.
@@ -102,9 +95,15 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
             let y = if op == "linear" { a.linear(&bs, bias_t.as_ref())? } else { a.matmul(&b)? };
             let kernel = if op == "linear" { "auto".to_string() } else { format!("{:?}", ctx.matmul_choice_of(&a, &b)?) };
             let mut work = |bt: &mut Batch<'_>| if op == "linear" { bt.linear_out(&a, &bs, bias_t.as_ref(), &y) } else { bt.matmul_out(&a, &b, &y) };
-            // The same product as a 1x1 convolution (float32): input [batch, k, m, 1] (A's
-            // transpose, read in place), weight [n, k].
-            let conv = if dtype == DType::F32 {
+            // The same product as a 1x1 convolution (float32): input [batch, k, m, 1], weight
+            // [n, k]. `mm` on its own bytes (the same buffers, so that where they lie in memory
+            // cannot favour either): B as the input [1, k, n, 1], A as the weight [m, k], the
+            // output as [1, m, n, 1], pixels along n as the product's own route has them (its
+            // bias, unused: `mm` adds none).
+            let conv = if dtype == DType::F32 && op == "mm" {
+                let cb = filled(ctx, &[m], 6, dtype)?;
+                Some((b.view(&[1, k as isize, n as isize, 1])?, a.clone(), cb, y.view(&[1, m as isize, n as isize, 1])?))
+            } else if dtype == DType::F32 {
                 let x = filled(ctx, &[batch, k, m, 1], 4, dtype)?;
                 let w = filled(ctx, &[n, k], 5, dtype)?;
                 let cb = filled(ctx, &[n], 6, dtype)?;
@@ -114,25 +113,32 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
                 None
             };
             let mut conv_work = conv.as_ref().map(|(x, w, cb, cy)| move |bt: &mut Batch<'_>| bt.conv2d_out(x, w, bias.then_some(cb), &Conv2dOptions::default(), cy));
-            let (times_ms, conv_ms) = time(&timer, &mut work, conv_work.as_mut().map(|f| f as Work<'_>))?;
-            // The weight's bytes, and a contiguous copy of as many (half read, half written).
-            let (bytes, copy_ms) = if op == "matvec" {
+            // Matrix-vector rows: the weight's bytes, and a contiguous copy of as many (half
+            // read, half written), timed alternately with the product too.
+            let (bytes, copy) = if op == "matvec" {
                 let bytes = (n * k * dtype.size()) as f64;
                 let len = (bytes / 8.0) as usize;
                 let (s, d) = (DeviceTensor::zeros(ctx, &[len], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::zeros(ctx, &[len], DType::F32, MemoryFormat::Contiguous)?);
-                let vec4 = strided_wgpu::advanced::vec4_default(ctx.adapter().device_type);
-                let (c, _) = time(&timer, |bt| bt.copy_with(&d, &s, vec4), None)?;
-                (Some(bytes), Some(c))
+                (Some(bytes), Some((s, d)))
             } else {
                 (None, None)
             };
+            let vec4 = strided_wgpu::advanced::vec4_default(ctx.adapter().device_type);
+            let mut copy_work = copy.as_ref().map(|(s, d)| move |bt: &mut Batch<'_>| bt.copy_with(d, s, vec4));
+            let mut works: Vec<Work<'_>> = vec![&mut work];
+            works.extend(conv_work.as_mut().map(|f| f as Work<'_>));
+            works.extend(copy_work.as_mut().map(|f| f as Work<'_>));
+            let mut times = time(&timer, &mut works)?.into_iter();
+            let times_ms = times.next().unwrap_or_default();
+            let conv_ms = conv.is_some().then(|| times.next().unwrap_or_default());
+            let copy_ms = copy.is_some().then(|| times.next().unwrap_or_default());
             out.push(MatmulRow {
                 op,
                 dtype,
                 shape: format!("{ashape:?} x {bshape:?}{}{}", if transposed { "^T" } else { "" }, if bias { " + bias" } else { "" }),
                 flops: 2.0 * (batch * m * n * k) as f64,
                 times_ms,
-                conv_ms: conv.is_some().then_some(conv_ms),
+                conv_ms,
                 bytes,
                 copy_ms,
                 kernel,
