@@ -19,6 +19,59 @@ fn validate(name: &str, src: &str) {
     parse(name, src);
 }
 
+/// The prelude every kernel starts with (`pz`, the index of its uniform).
+fn uniform_index() -> &'static str {
+    PRELUDES.iter().find(|(n, _)| *n == "uniform_index").expect("the uniform_index prelude").1
+}
+
+/// The code of `text` (comments left out).
+fn code(text: &str) -> String {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// Every kernel reads its uniform struct at `pz`, which its entry point sets first, from its
+/// workgroup id (preludes/uniform_index.wgsl): lavapipe compiled a shader per dispatch for a
+/// kernel whose uniform, read at a constant offset, ended a loop. Every uniform struct is bound
+/// as a one-element array and indexed by `pz` alone.
+#[test]
+fn every_kernel_reads_its_uniform_at_an_index_no_compiler_sees() {
+    for (name, _, text) in KERNELS {
+        let text = code(text);
+        let main = text.find("fn main(").unwrap_or_else(|| panic!("{name}: no main"));
+        let open = main + text[main..].find(") {").unwrap_or_else(|| panic!("{name}: main's parameters"));
+        let params = &text[main..open];
+        let src = source(name).unwrap();
+        // The workgroup id: a parameter of main, or a member of a parameter's struct.
+        let builtin = |s: &str| s.split("@builtin(workgroup_id)").nth(1).and_then(|r| r.split(':').next()).map(|n| n.trim().to_string());
+        let wid = match builtin(params) {
+            Some(w) => w,
+            None => {
+                let (param, _) = params["fn main(".len()..].split_once(':').unwrap_or_else(|| panic!("{name}: main takes no workgroup_id"));
+                format!("{}.{}", param.trim(), builtin(&code(&src)).unwrap_or_else(|| panic!("{name}: no workgroup_id")))
+            }
+        };
+        let first = text[open + 3..].lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        assert_eq!(first, format!("pz = {wid}.z >> 31u;"), "{name}: main's first statement");
+        let module = parse(name, &src);
+        let uniforms: Vec<(String, bool)> = module
+            .global_variables
+            .iter()
+            .filter(|(_, v)| v.space == naga::AddressSpace::Uniform)
+            .map(|(_, v)| {
+                let struct_array = matches!(module.types[v.ty].inner, naga::TypeInner::Array { base, size: naga::ArraySize::Constant(n), .. } if n.get() == 1 && matches!(module.types[base].inner, naga::TypeInner::Struct { .. }));
+                assert!(!matches!(module.types[v.ty].inner, naga::TypeInner::Struct { .. }), "{name}: uniform struct `{}` is read at constant offsets: bind it as array<T, 1>, read at [pz]", v.name.as_deref().unwrap_or("?"));
+                (v.name.clone().unwrap_or_default(), struct_array)
+            })
+            .collect();
+        assert!(uniforms.iter().any(|u| u.1), "{name}: no uniform struct");
+        let src = code(&src);
+        for (u, _) in uniforms.iter().filter(|u| u.1) {
+            let indexed = src.matches(&format!("{u}[")).count();
+            assert!(indexed > 0 && indexed == src.matches(&format!("{u}[pz]")).count(), "{name}: `{u}` indexed other than by pz");
+        }
+    }
+}
+
 /// The `.wgsl` files of `shaders/<dir>`, sorted, as (stem, text).
 fn wgsl_files(dir: &str) -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders").join(dir);
@@ -52,7 +105,7 @@ fn every_shader_file_validates() {
     let kernels = wgsl_files("kernels");
     let preludes = wgsl_files("preludes");
     assert!(kernels.len() > 10 && preludes.len() > 10, "found only {kernels:?} and {preludes:?}");
-    validate("plan.wgsl", PRELUDE);
+    validate("plan.wgsl", &format!("{}\n{PRELUDE}", uniform_index()));
     // Every prelude file is registered under its stem, with the file's text, and has no entry
     // point.
     for (stem, text) in &preludes {

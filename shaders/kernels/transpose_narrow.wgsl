@@ -63,9 +63,10 @@ fn move_block(blk: Block, dd: u32, sd: u32) {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    pz = wid.z >> 31u;
     let t = invocation_index(gid);
-    if (t >= plan.threads) {
+    if (t >= plan_u[pz].threads) {
         return;
     }
     let blk = transpose_block(t * BLOCKS);

@@ -170,7 +170,12 @@ mod tests {
             for (_, var) in module.global_variables.iter().filter(|(_, v)| v.space == naga::AddressSpace::Uniform) {
                 let var_name = var.name.as_deref().unwrap_or("?");
                 let binding = var.binding.as_ref().map(|b| (b.group, b.binding));
-                let ty = &module.types[var.ty];
+                // A uniform struct is bound as a one-element array, read at an index no compiler
+                // sees (preludes/uniform_index.wgsl): the array binds the struct's bytes.
+                let ty = match module.types[var.ty].inner {
+                    naga::TypeInner::Array { base, size: naga::ArraySize::Constant(n), .. } if n.get() == 1 && matches!(module.types[base].inner, naga::TypeInner::Struct { .. }) => &module.types[base],
+                    _ => &module.types[var.ty],
+                };
                 let naga::TypeInner::Struct { members, span } = &ty.inner else {
                     let (_, b, bytes, s) = ARRAYS.iter().find(|a| a.0 == var_name).unwrap_or_else(|| panic!("{name}: uniform `{var_name}` is neither a struct nor in the ABI test's ARRAYS"));
                     assert_eq!(binding, Some((0, *b)), "{name}: `{var_name}`");

@@ -45,6 +45,7 @@ macro_rules! kernel {
 
 /// Shared preludes (`shaders/preludes/<name>.wgsl`), by name.
 pub const PRELUDES: &[(&str, &str)] = &[
+    ("uniform_index", prelude!("uniform_index")),
     ("plan", prelude!("plan")),
     ("packed", prelude!("packed")),
     ("cast", prelude!("cast")),
@@ -155,10 +156,12 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
-/// The full source of kernel `name`: its preludes (from files or generated) followed by the kernel.
+/// The full source of kernel `name`: the `uniform_index` prelude (every kernel's), its own
+/// preludes (from files or generated), then the kernel.
 pub fn source(name: &str) -> Option<String> {
     let (_, preludes, kernel) = KERNELS.iter().find(|(n, _, _)| *n == name)?;
-    let mut out = String::new();
+    let mut out = String::from(prelude!("uniform_index"));
+    out.push('\n');
     for p in *preludes {
         match PRELUDES.iter().find(|(n, _)| n == p) {
             Some((_, text)) => out.push_str(text),
