@@ -102,33 +102,24 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
         return ConvKernel::DirectBand;
     }
     // floor(log2(C / groups)) < 2: fewer than 4 input channels per group; or, channels-last,
-    // more input than output channels per group (the direct kernel holds the outputs).
-    // Also any convolution at a stride above 1. ResNet-18's 3x3 stride-2 convolutions
-    // (channels-last, quiet host, same process) ran at 0.77-1.05 of `Nhwc`'s speed through
-    // `Direct` once compiled, the bench's 3x3 s2 row at 0.6-0.7 and its NCHW strided 1x1
-    // (K=512) at 0.33 of `Nchw`, but `Direct` compiles one pipeline where the blocked kernels
-    // compiled one per kind of window (first, middle, last with ReLU), each several times
-    // slower: the bench's first calls of those rows fell from 11.1 / 5.0 s (3x3 s2, NCHW /
-    // channels-last) and 10.9 s (1x1 s2 NCHW) to 3.3 / 2.0 s and 1.9 s, and ResNet-18's NCHW
-    // first inference took 45 s with its strided 1x1s on `Nchw` against 18 s on `Direct`.
-    // With one blocked pipeline per call (MODE 3) and `Nhwc` owning one quad, putting the
-    // strided convolutions (and NCHW 3x3 below 2^13 output pixels) on the blocked kernels still
-    // took ResNet-18's first inference from 7.8 s to 19.4-21.4 s NCHW and from 6.9-8.2 s to
-    // 11.7-11.9 s channels-last, and every later channels-last inference from 1.3-1.5 s to
-    // 5.9-6.5 s (resnet-first, empty shader cache, alternating runs, 2026-11-26), though alone,
-    // once compiled, its strided 1x1s ran 1.6-2.2x faster on them channels-last (2.1-4.3x
-    // NCHW) and its 3x3 s2s at 0.94-1.27x (1.14-1.81x NCHW). LLVM compiled throughout those
-    // inferences (`perf`) with no pipeline created: llvmpipe keeps compiled shaders up to a
-    // budget of LLVM IR per context (`LP_MAX_SHADER_INSTRUCTIONS`, 2M) and evicts the least
-    // recently used past it; the network's pipelines no longer fitted, so each inference
-    // recompiled some of them. The bench's strided rows run `Direct` at 0.34-0.81 of the tuned
-    // kernel's speed, by this choice (BENCHMARKS.md).
+    // more input than output channels per group (the direct kernel holds the outputs). And an
+    // NCHW convolution at a stride above 1: the bench's NCHW strided rows run `Direct` at
+    // 0.34 (1x1 K=512 s2) and 0.57 (3x3 s2) of `Nchw`'s speed, but `Nchw` reading strided
+    // pixels (no vec4 input) is slow to compile: those rows' first calls took 4.1-4.2 s against
+    // 1.3-2.2 s on `Direct`, and ResNet-18's NCHW first inference 16.5 s against 7.3 s
+    // (2026-11-26, empty shader cache). Channels-last strided convolutions run `Nhwc`: 1.00-1.01
+    // of the tuned speed (`Direct`: 0.77-0.78), first calls 1.07-1.13 s (`Direct`: 0.96-1.89 s),
+    // ResNet-18's channels-last first inference 6.3 s against 5.9 s, the same once compiled.
+    // (Before every kernel read its uniform at an index no compiler sees, lavapipe compiled
+    // the weight-packing copy of each tap and window anew at every call: ResNet-18 on these
+    // kernels then took 5.2-5.8 s an inference instead of 1.2 s; preludes/uniform_index.wgsl.)
     let strided = c.window[2] > 1 || c.window[3] > 1;
-    let direct = strided || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
+    let nhwc = channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true)));
+    let direct = (strided && !nhwc) || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
     if direct && has(ConvKernel::Direct) {
         return ConvKernel::Direct;
     }
-    if channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true))) {
+    if nhwc {
         ConvKernel::Nhwc
     } else {
         ConvKernel::Nchw
