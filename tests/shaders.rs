@@ -29,46 +29,34 @@ fn code(text: &str) -> String {
     text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
 }
 
-/// Every kernel reads its uniform struct at `pz`, which its entry point sets first, from its
-/// workgroup id (preludes/uniform_index.wgsl): lavapipe compiled a shader per dispatch for a
-/// kernel whose uniform, read at a constant offset, ended a loop. Every uniform struct is bound
-/// as a one-element array and indexed by `pz` alone.
+/// Every kernel reads its uniform struct at `pz()` (preludes/uniform_index.wgsl): lavapipe
+/// compiled a shader per dispatch for a kernel whose uniform, read at a constant offset, ended a
+/// loop. Every uniform struct is bound as a one-element array, indexed by `pz()` alone, which
+/// reads element 0 once, through `uniform_index`.
 #[test]
 fn every_kernel_reads_its_uniform_at_an_index_no_compiler_sees() {
-    for (name, _, text) in KERNELS {
-        let text = code(text);
-        let main = text.find("fn main(").unwrap_or_else(|| panic!("{name}: no main"));
-        let open = main + text[main..].find(") {").unwrap_or_else(|| panic!("{name}: main's parameters"));
-        let params = &text[main..open];
+    for (name, _, _) in KERNELS {
         let src = source(name).unwrap();
-        // The workgroup id: a parameter of main, or a member of a parameter's struct.
-        let builtin = |s: &str| s.split("@builtin(workgroup_id)").nth(1).and_then(|r| r.split(':').next()).map(|n| n.trim().to_string());
-        let wid = match builtin(params) {
-            Some(w) => w,
-            None => {
-                let (param, _) = params["fn main(".len()..].split_once(':').unwrap_or_else(|| panic!("{name}: main takes no workgroup_id"));
-                format!("{}.{}", param.trim(), builtin(&code(&src)).unwrap_or_else(|| panic!("{name}: no workgroup_id")))
-            }
-        };
-        let first = text[open + 3..].lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-        assert_eq!(first, format!("pz = {wid}.z >> 31u;"), "{name}: main's first statement");
         let module = parse(name, &src);
-        let uniforms: Vec<(String, bool)> = module
-            .global_variables
-            .iter()
-            .filter(|(_, v)| v.space == naga::AddressSpace::Uniform)
-            .map(|(_, v)| {
-                let struct_array = matches!(module.types[v.ty].inner, naga::TypeInner::Array { base, size: naga::ArraySize::Constant(n), .. } if n.get() == 1 && matches!(module.types[base].inner, naga::TypeInner::Struct { .. }));
-                assert!(!matches!(module.types[v.ty].inner, naga::TypeInner::Struct { .. }), "{name}: uniform struct `{}` is read at constant offsets: bind it as array<T, 1>, read at [pz]", v.name.as_deref().unwrap_or("?"));
-                (v.name.clone().unwrap_or_default(), struct_array)
-            })
-            .collect();
-        assert!(uniforms.iter().any(|u| u.1), "{name}: no uniform struct");
         let src = code(&src);
-        for (u, _) in uniforms.iter().filter(|u| u.1) {
-            let indexed = src.matches(&format!("{u}[")).count();
-            assert!(indexed > 0 && indexed == src.matches(&format!("{u}[pz]")).count(), "{name}: `{u}` indexed other than by pz");
+        let mut arrays = 0;
+        for (_, v) in module.global_variables.iter().filter(|(_, v)| v.space == naga::AddressSpace::Uniform) {
+            let u = v.name.as_deref().unwrap_or("?");
+            match module.types[v.ty].inner {
+                naga::TypeInner::Struct { .. } => panic!("{name}: uniform struct `{u}` is read at constant offsets: bind it as array<T, 1>, read at [pz()]"),
+                naga::TypeInner::Array { base, size: naga::ArraySize::Constant(n), .. } if matches!(module.types[base].inner, naga::TypeInner::Struct { .. }) => {
+                    assert_eq!(n.get(), 1, "{name}: `{u}`");
+                    arrays += 1;
+                    let at_zero = format!("return uniform_index({u}[0].");
+                    assert_eq!(src.matches(&format!("{u}[0]")).count(), 1, "{name}: `{u}[0]` outside pz()");
+                    assert!(src.contains(&format!("fn pz() -> u32 {{\n    {at_zero}")), "{name}: pz() reads `{u}[0]` through uniform_index");
+                    let indexed = src.matches(&format!("{u}[")).count();
+                    assert!(indexed > 1 && indexed == 1 + src.matches(&format!("{u}[pz()]")).count(), "{name}: `{u}` indexed other than by pz()");
+                }
+                _ => {}
+            }
         }
+        assert_eq!(arrays, 1, "{name}: one uniform struct");
     }
 }
 

@@ -15,16 +15,15 @@
 // `step` and `quad_load`: preludes/conv1x1_nchw_step.wgsl (shared with matmul_blocked.wgsl).
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
-    let q = inv.gid.x + inv.gid.y * cp_u[pz].work.w;
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp_u[pz()].work.w;
     // No invocation returns early: every one takes part in the tiled variant's staging and in
     // shuffled weight reads, and WGSL's uniformity rules (enforced by browsers' compilers) allow
     // a barrier only where no invocation can have left. Quads past the work load zeros and
     // store nothing.
     let t = tile_at(q, inv.lid);
     let h = hold(t);
-    for (var k = 0u; k < cp_u[pz].work.z; k = k + 4u) {
+    for (var k = 0u; k < cp_u[pz()].work.z; k = k + 4u) {
         let a = block(h, weights(inv, k * CQ, 1u));
         store_channel(t.a, k, a.v0);
         store_channel(t.a, k + 1u, a.v1);

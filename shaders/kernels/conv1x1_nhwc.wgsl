@@ -30,16 +30,15 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
 }
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
-    let q = inv.gid.x + inv.gid.y * cp_u[pz].work.w;
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp_u[pz()].work.w;
     // No invocation returns early: every one takes part in the tiled variant's staging and in
     // shuffled weight reads, and WGSL's uniformity rules (enforced by browsers' compilers) allow
     // a barrier only where no invocation can have left. Quads past the work load zeros and
     // store nothing.
     let t = tile_at(q, inv.lid);
     let h = hold(t);
-    for (var kq = 0u; kq * 4u < cp_u[pz].work.z; kq = kq + 1u) {
+    for (var kq = 0u; kq * 4u < cp_u[pz()].work.z; kq = kq + 1u) {
         let a = block(h, weights(inv, kq, KR));
         let k = kq * 4u;
         let b = bias4(k);

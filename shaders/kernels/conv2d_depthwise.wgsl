@@ -32,81 +32,85 @@ override WG: u32 = 64u;
 
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> dp_u: array<DepthwiseParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(dp_u[0].geo.x);
+}
 @group(0) @binding(2) var<storage, read> wt: array<f32>;
 
 fn bias_at(k: u32) -> f32 {
-    if (dp_u[pz].finish.x != 1u || k >= dp_u[pz].work.z) {
+    if (dp_u[pz()].finish.x != 1u || k >= dp_u[pz()].work.z) {
         return 0.0;
     }
-    return bias[u32(dp_u[pz].base.w + i32(k) * i32(dp_u[pz].work.w))];
+    return bias[u32(dp_u[pz()].base.w + i32(k) * i32(dp_u[pz()].work.w))];
 }
 
 fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     var o = v;
-    if (dp_u[pz].finish.x == 1u) {
+    if (dp_u[pz()].finish.x == 1u) {
         o = o + b;
     }
-    if (dp_u[pz].finish.y != 0u) {
+    if (dp_u[pz()].finish.y != 0u) {
         o = relu4(o);
     }
     return o;
 }
 
 fn inside(iy: i32, ix: i32) -> bool {
-    return iy >= 0 && ix >= 0 && u32(iy) < dp_u[pz].geo.x && u32(ix) < dp_u[pz].geo.y;
+    return iy >= 0 && ix >= 0 && u32(iy) < dp_u[pz()].geo.x && u32(ix) < dp_u[pz()].geo.y;
 }
 
 // 4 consecutive output pixels (ox0 .. ox0+3) of channel k in row oy of image n.
 fn pixels(n: u32, k: u32, oy: u32, ox0: u32) {
-    let c = k / dp_u[pz].work.y;
-    let xoff = dp_u[pz].base.x + i32(n) * dp_u[pz].xs.x + i32(c) * dp_u[pz].xs.y;
-    let woff = dp_u[pz].base.z + i32(k) * dp_u[pz].ws.x;
-    let iy0 = i32(oy) * dp_u[pz].conv.x - dp_u[pz].conv.z;
-    let ix0 = i32(ox0) * dp_u[pz].conv.y - dp_u[pz].conv.w;
+    let c = k / dp_u[pz()].work.y;
+    let xoff = dp_u[pz()].base.x + i32(n) * dp_u[pz()].xs.x + i32(c) * dp_u[pz()].xs.y;
+    let woff = dp_u[pz()].base.z + i32(k) * dp_u[pz()].ws.x;
+    let iy0 = i32(oy) * dp_u[pz()].conv.x - dp_u[pz()].conv.z;
+    let ix0 = i32(ox0) * dp_u[pz()].conv.y - dp_u[pz()].conv.w;
     var acc = vec4<f32>(0.0);
-    for (var ky = 0; ky < dp_u[pz].taps.x; ky = ky + 1) {
-        let iy = iy0 + ky * dp_u[pz].taps.z;
-        if (iy < 0 || u32(iy) >= dp_u[pz].geo.x) {
+    for (var ky = 0; ky < dp_u[pz()].taps.x; ky = ky + 1) {
+        let iy = iy0 + ky * dp_u[pz()].taps.z;
+        if (iy < 0 || u32(iy) >= dp_u[pz()].geo.x) {
             continue;
         }
-        for (var kx = 0; kx < dp_u[pz].taps.y; kx = kx + 1) {
-            let w = wt[u32(woff + ky * dp_u[pz].ws.z + kx * dp_u[pz].ws.w)];
+        for (var kx = 0; kx < dp_u[pz()].taps.y; kx = kx + 1) {
+            let w = wt[u32(woff + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w)];
             for (var j = 0; j < 4; j = j + 1) {
-                let ix = ix0 + j * dp_u[pz].conv.y + kx * dp_u[pz].taps.w;
+                let ix = ix0 + j * dp_u[pz()].conv.y + kx * dp_u[pz()].taps.w;
                 if (inside(iy, ix)) {
-                    acc[j] = acc[j] + w * x[u32(xoff + iy * dp_u[pz].xs.z + ix * dp_u[pz].xs.w)];
+                    acc[j] = acc[j] + w * x[u32(xoff + iy * dp_u[pz()].xs.z + ix * dp_u[pz()].xs.w)];
                 }
             }
         }
     }
     let v = finish(acc, vec4<f32>(bias_at(k)));
-    let yoff = dp_u[pz].base.y + i32(n) * dp_u[pz].ys.x + i32(k) * dp_u[pz].ys.y + i32(oy) * dp_u[pz].ys.z + i32(ox0) * dp_u[pz].ys.w;
+    let yoff = dp_u[pz()].base.y + i32(n) * dp_u[pz()].ys.x + i32(k) * dp_u[pz()].ys.y + i32(oy) * dp_u[pz()].ys.z + i32(ox0) * dp_u[pz()].ys.w;
     if (VOUT) {
         // OW is a multiple of 4: the 4 pixels all exist.
         y4[u32(yoff) / 4u] = v;
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
-        if (ox0 + j < dp_u[pz].geo.w) {
-            y[u32(yoff + i32(j) * dp_u[pz].ys.w)] = v[j];
+        if (ox0 + j < dp_u[pz()].geo.w) {
+            y[u32(yoff + i32(j) * dp_u[pz()].ys.w)] = v[j];
         }
     }
 }
 
 // 4 consecutive output channels (k0 .. k0+3) of pixel (oy, ox) of image n.
 fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
-    let iy0 = i32(oy) * dp_u[pz].conv.x - dp_u[pz].conv.z;
-    let ix0 = i32(ox) * dp_u[pz].conv.y - dp_u[pz].conv.w;
-    let xn = dp_u[pz].base.x + i32(n) * dp_u[pz].xs.x;
+    let iy0 = i32(oy) * dp_u[pz()].conv.x - dp_u[pz()].conv.z;
+    let ix0 = i32(ox) * dp_u[pz()].conv.y - dp_u[pz()].conv.w;
+    let xn = dp_u[pz()].base.x + i32(n) * dp_u[pz()].xs.x;
     var acc = vec4<f32>(0.0);
-    for (var ky = 0; ky < dp_u[pz].taps.x; ky = ky + 1) {
-        let iy = iy0 + ky * dp_u[pz].taps.z;
-        for (var kx = 0; kx < dp_u[pz].taps.y; kx = kx + 1) {
-            let ix = ix0 + kx * dp_u[pz].taps.w;
+    for (var ky = 0; ky < dp_u[pz()].taps.x; ky = ky + 1) {
+        let iy = iy0 + ky * dp_u[pz()].taps.z;
+        for (var kx = 0; kx < dp_u[pz()].taps.y; kx = kx + 1) {
+            let ix = ix0 + kx * dp_u[pz()].taps.w;
             if (!inside(iy, ix)) {
                 continue;
             }
-            let at = xn + iy * dp_u[pz].xs.z + ix * dp_u[pz].xs.w;
+            let at = xn + iy * dp_u[pz()].xs.z + ix * dp_u[pz()].xs.w;
             var xv = vec4<f32>(0.0);
             var w = vec4<f32>(0.0);
             if (VIN) {
@@ -115,10 +119,10 @@ fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
             }
             for (var j = 0u; j < 4u; j = j + 1u) {
                 let k = k0 + j;
-                if (k < dp_u[pz].work.z) {
-                    w[j] = wt[u32(dp_u[pz].base.z + i32(k) * dp_u[pz].ws.x + ky * dp_u[pz].ws.z + kx * dp_u[pz].ws.w)];
+                if (k < dp_u[pz()].work.z) {
+                    w[j] = wt[u32(dp_u[pz()].base.z + i32(k) * dp_u[pz()].ws.x + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w)];
                     if (!VIN) {
-                        xv[j] = x[u32(at + i32(k / dp_u[pz].work.y) * dp_u[pz].xs.y)];
+                        xv[j] = x[u32(at + i32(k / dp_u[pz()].work.y) * dp_u[pz()].xs.y)];
                     }
                 }
             }
@@ -127,42 +131,41 @@ fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
     }
     let b = vec4<f32>(bias_at(k0), bias_at(k0 + 1u), bias_at(k0 + 2u), bias_at(k0 + 3u));
     let v = finish(acc, b);
-    let yoff = dp_u[pz].base.y + i32(n) * dp_u[pz].ys.x + i32(oy) * dp_u[pz].ys.z + i32(ox) * dp_u[pz].ys.w + i32(k0) * dp_u[pz].ys.y;
+    let yoff = dp_u[pz()].base.y + i32(n) * dp_u[pz()].ys.x + i32(oy) * dp_u[pz()].ys.z + i32(ox) * dp_u[pz()].ys.w + i32(k0) * dp_u[pz()].ys.y;
     if (VOUT) {
         // K is a multiple of 4: the 4 channels all exist.
         y4[u32(yoff) / 4u] = v;
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
-        if (k0 + j < dp_u[pz].work.z) {
-            y[u32(yoff + i32(j) * dp_u[pz].ys.y)] = v[j];
+        if (k0 + j < dp_u[pz()].work.z) {
+            y[u32(yoff + i32(j) * dp_u[pz()].ys.y)] = v[j];
         }
     }
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let u = gid.x + gid.y * nwg.x * WG;
-    if (u >= dp_u[pz].work.x) {
+    if (u >= dp_u[pz()].work.x) {
         return;
     }
     if (CHANNELS) {
-        let kq = (dp_u[pz].work.z + 3u) / 4u;
+        let kq = (dp_u[pz()].work.z + 3u) / 4u;
         let q = u % kq;
         let p = u / kq;
-        let plane = dp_u[pz].geo.z * dp_u[pz].geo.w;
+        let plane = dp_u[pz()].geo.z * dp_u[pz()].geo.w;
         let n = p / plane;
         let rem = p - n * plane;
-        let oy = rem / dp_u[pz].geo.w;
-        channels(n, oy, rem - oy * dp_u[pz].geo.w, 4u * q);
+        let oy = rem / dp_u[pz()].geo.w;
+        channels(n, oy, rem - oy * dp_u[pz()].geo.w, 4u * q);
         return;
     }
-    let oq = (dp_u[pz].geo.w + 3u) / 4u;
+    let oq = (dp_u[pz()].geo.w + 3u) / 4u;
     let q = u % oq;
     let row = u / oq;
-    let oy = row % dp_u[pz].geo.z;
-    let nk = row / dp_u[pz].geo.z;
-    let k = nk % dp_u[pz].work.z;
-    pixels(nk / dp_u[pz].work.z, k, oy, 4u * q);
+    let oy = row % dp_u[pz()].geo.z;
+    let nk = row / dp_u[pz()].geo.z;
+    let k = nk % dp_u[pz()].work.z;
+    pixels(nk / dp_u[pz()].work.z, k, oy, 4u * q);
 }

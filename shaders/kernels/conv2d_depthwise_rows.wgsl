@@ -11,25 +11,24 @@
 override SLIDE: bool = false;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let u = gid.x + gid.y * nwg.x * WG;
-    if (u >= rp_u[pz].work.x) {
+    if (u >= rp_u[pz()].work.x) {
         return;
     }
     // u = ((n * OH + oy) * strips + strip) * quads + kq: neighbouring invocations take
     // neighbouring channel quads of one strip.
-    let kq = u % rp_u[pz].work.w;
-    let s = u / rp_u[pz].work.w;
-    let strip = s % rp_u[pz].strips.x;
-    let row = s / rp_u[pz].strips.x;
-    let oy = row % rp_u[pz].geo.z;
-    let n = row / rp_u[pz].geo.z;
+    let kq = u % rp_u[pz()].work.w;
+    let s = u / rp_u[pz()].work.w;
+    let strip = s % rp_u[pz()].strips.x;
+    let row = s / rp_u[pz()].strips.x;
+    let oy = row % rp_u[pz()].geo.z;
+    let n = row / rp_u[pz()].geo.z;
     let k0 = 4u * kq;
     let ox0 = 8u * strip;
-    let ix0 = i32(ox0) * rp_u[pz].conv.y - rp_u[pz].conv.w;
-    let sx = rp_u[pz].conv.y;
-    let dx = rp_u[pz].taps.w;
+    let ix0 = i32(ox0) * rp_u[pz()].conv.y - rp_u[pz()].conv.w;
+    let sx = rp_u[pz()].conv.y;
+    let dx = rp_u[pz()].taps.w;
     var a0 = vec4<f32>(0.0);
     var a1 = vec4<f32>(0.0);
     var a2 = vec4<f32>(0.0);
@@ -38,13 +37,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var a5 = vec4<f32>(0.0);
     var a6 = vec4<f32>(0.0);
     var a7 = vec4<f32>(0.0);
-    for (var ky = 0; ky < rp_u[pz].taps.x; ky = ky + 1) {
-        let iy = i32(oy) * rp_u[pz].conv.x - rp_u[pz].conv.z + ky * rp_u[pz].taps.z;
-        if (iy < 0 || u32(iy) >= rp_u[pz].geo.x) {
+    for (var ky = 0; ky < rp_u[pz()].taps.x; ky = ky + 1) {
+        let iy = i32(oy) * rp_u[pz()].conv.x - rp_u[pz()].conv.z + ky * rp_u[pz()].taps.z;
+        if (iy < 0 || u32(iy) >= rp_u[pz()].geo.x) {
             continue;
         }
-        let at = rp_u[pz].base.x + i32(n) * rp_u[pz].xs.x + iy * rp_u[pz].xs.z;
-        let wrow = u32(ky * rp_u[pz].taps.y) * rp_u[pz].work.w + kq;
+        let at = rp_u[pz()].base.x + i32(n) * rp_u[pz()].xs.x + iy * rp_u[pz()].xs.z;
+        let wrow = u32(ky * rp_u[pz()].taps.y) * rp_u[pz()].work.w + kq;
         if (SLIDE) {
             var v0 = ld(at, ix0, k0);
             var v1 = ld(at, ix0 + 1, k0);
@@ -54,8 +53,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             var v5 = ld(at, ix0 + 5, k0);
             var v6 = ld(at, ix0 + 6, k0);
             var v7 = ld(at, ix0 + 7, k0);
-            for (var kx = 0; kx < rp_u[pz].taps.y; kx = kx + 1) {
-                let w = wp[wrow + u32(kx) * rp_u[pz].work.w];
+            for (var kx = 0; kx < rp_u[pz()].taps.y; kx = kx + 1) {
+                let w = wp[wrow + u32(kx) * rp_u[pz()].work.w];
                 a0 = a0 + w * v0;
                 a1 = a1 + w * v1;
                 a2 = a2 + w * v2;
@@ -74,8 +73,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 v7 = ld(at, ix0 + 8 + kx, k0);
             }
         } else {
-            for (var kx = 0; kx < rp_u[pz].taps.y; kx = kx + 1) {
-                let w = wp[wrow + u32(kx) * rp_u[pz].work.w];
+            for (var kx = 0; kx < rp_u[pz()].taps.y; kx = kx + 1) {
+                let w = wp[wrow + u32(kx) * rp_u[pz()].work.w];
                 let c = ix0 + kx * dx;
                 a0 = a0 + w * ld(at, c, k0);
                 a1 = a1 + w * ld(at, c + sx, k0);

@@ -49,15 +49,15 @@ struct Pair {
 // outside the rows (`row`) (on lavapipe a branch per column costs about a fifth of the
 // kernel's time).
 fn ldz(at: i32, ix: i32, k0: u32, row: bool) -> vec4<f32> {
-    let v = ld_inside(at, clamp(ix, 0, i32(rp_u[pz].geo.y) - 1), k0);
-    return select(vec4<f32>(0.0), v, row && ix >= 0 && ix < i32(rp_u[pz].geo.y));
+    let v = ld_inside(at, clamp(ix, 0, i32(rp_u[pz()].geo.y) - 1), k0);
+    return select(vec4<f32>(0.0), v, row && ix >= 0 && ix < i32(rp_u[pz()].geo.y));
 }
 
 // Input row iy of image n from column ix0 on (zeros above and below the image and left and
 // right of it; nothing for an invocation past the work, `live` false).
 fn load_row(l: Lanes, n: u32, iy: i32, ix0: i32, k0: u32, live: bool, last: bool) -> Row {
-    let row = live && iy >= 0 && iy < i32(rp_u[pz].geo.x);
-    let at = rp_u[pz].base.x + i32(n) * rp_u[pz].xs.x + clamp(iy, 0, i32(rp_u[pz].geo.x) - 1) * rp_u[pz].xs.z;
+    let row = live && iy >= 0 && iy < i32(rp_u[pz()].geo.x);
+    let at = rp_u[pz()].base.x + i32(n) * rp_u[pz()].xs.x + clamp(iy, 0, i32(rp_u[pz()].geo.x) - 1) * rp_u[pz()].xs.z;
     let c0 = ldz(at, ix0, k0, row);
     let c1 = ldz(at, ix0 + 1, k0, row);
     let right = right_cols(l, c0, c1, at, ix0, k0, row, last);
@@ -80,41 +80,40 @@ fn taps(o: Out, r: Row, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>) -> Out {
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
-    pz = l.wid.z >> 31u;
     let u = slot(l);
-    let live = u < rp_u[pz].work.x;
+    let live = u < rp_u[pz()].work.x;
     // u = ((n * blocks + block) * quads + kq) * strips + strip: neighbouring invocations take
     // neighbouring strips of one row of one channel quad.
-    let strip = u % rp_u[pz].strips.x;
-    let s = u / rp_u[pz].strips.x;
-    let kq = s % rp_u[pz].work.w;
-    let col = s / rp_u[pz].work.w;
-    let block = col % rp_u[pz].strips.y;
-    let n = select(0u, col / rp_u[pz].strips.y, live);
-    let last = strip + 1u == rp_u[pz].strips.x;
+    let strip = u % rp_u[pz()].strips.x;
+    let s = u / rp_u[pz()].strips.x;
+    let kq = s % rp_u[pz()].work.w;
+    let col = s / rp_u[pz()].work.w;
+    let block = col % rp_u[pz()].strips.y;
+    let n = select(0u, col / rp_u[pz()].strips.y, live);
+    let last = strip + 1u == rp_u[pz()].strips.x;
     let k0 = 4u * kq;
     let ox0 = 8u * strip;
-    let ix0 = i32(ox0) - rp_u[pz].conv.w;
+    let ix0 = i32(ox0) - rp_u[pz()].conv.w;
     let oy0 = block * TALL;
     let w00 = wp[kq];
-    let w01 = wp[rp_u[pz].work.w + kq];
-    let w02 = wp[2u * rp_u[pz].work.w + kq];
-    let w10 = wp[3u * rp_u[pz].work.w + kq];
-    let w11 = wp[4u * rp_u[pz].work.w + kq];
-    let w12 = wp[5u * rp_u[pz].work.w + kq];
-    let w20 = wp[6u * rp_u[pz].work.w + kq];
-    let w21 = wp[7u * rp_u[pz].work.w + kq];
-    let w22 = wp[8u * rp_u[pz].work.w + kq];
+    let w01 = wp[rp_u[pz()].work.w + kq];
+    let w02 = wp[2u * rp_u[pz()].work.w + kq];
+    let w10 = wp[3u * rp_u[pz()].work.w + kq];
+    let w11 = wp[4u * rp_u[pz()].work.w + kq];
+    let w12 = wp[5u * rp_u[pz()].work.w + kq];
+    let w20 = wp[6u * rp_u[pz()].work.w + kq];
+    let w21 = wp[7u * rp_u[pz()].work.w + kq];
+    let w22 = wp[8u * rp_u[pz()].work.w + kq];
     let b = vec4<f32>(bias_at(k0), bias_at(k0 + 1u), bias_at(k0 + 2u), bias_at(k0 + 3u));
     // Input row of output row oy under kernel row ky: oy - ph + ky.
-    let iy0 = i32(oy0) - rp_u[pz].conv.z;
+    let iy0 = i32(oy0) - rp_u[pz()].conv.z;
     var top = load_row(l, n, iy0, ix0, k0, live, last);
     var mid = load_row(l, n, iy0 + 1, ix0, k0, live, last);
     for (var r = 0u; r < TALL; r = r + 1u) {
         let bottom = load_row(l, n, iy0 + 2 + i32(r), ix0, k0, live, last);
         let o = taps(taps(taps(Out(), top, w00, w01, w02), mid, w10, w11, w12), bottom, w20, w21, w22);
         let oy = oy0 + r;
-        if (live && oy < rp_u[pz].geo.z) {
+        if (live && oy < rp_u[pz()].geo.z) {
             put(n, oy, ox0, k0, o.a0, b);
             put(n, oy, ox0 + 1u, k0, o.a1, b);
             put(n, oy, ox0 + 2u, k0, o.a2, b);

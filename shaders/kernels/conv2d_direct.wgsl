@@ -11,21 +11,20 @@
 // bindings, pixel arithmetic and stores: conv.wgsl; the weight reads: conv_weights*.wgsl.
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
-    let q = inv.gid.x + inv.gid.y * cp_u[pz].work.w;
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp_u[pz()].work.w;
     // No invocation returns early (the shuffled weight reads need every lane): quads past the
     // work load zeros and store nothing.
-    let cw = (cp_u[pz].work.y + 3u) / 4u * 4u;
+    let cw = (cp_u[pz()].work.y + 3u) / 4u * 4u;
     var acc = Held();
-    for (var ky = 0; ky < cp_u[pz].taps.x; ky = ky + 1) {
-        for (var kx = 0; kx < cp_u[pz].taps.y; kx = kx + 1) {
-            let ry = cp_u[pz].conv.z + ky * cp_u[pz].taps.z;
-            let rx = cp_u[pz].conv.w + kx * cp_u[pz].taps.w;
+    for (var ky = 0; ky < cp_u[pz()].taps.x; ky = ky + 1) {
+        for (var kx = 0; kx < cp_u[pz()].taps.y; kx = kx + 1) {
+            let ry = cp_u[pz()].conv.z + ky * cp_u[pz()].taps.z;
+            let rx = cp_u[pz()].conv.w + kx * cp_u[pz()].taps.w;
             let qa = quad_from(2u * q, ry, rx);
             let qb = quad_from(2u * q + 1u, ry, rx);
-            let rows = u32(ky * cp_u[pz].taps.y + kx) * cw;
-            for (var cq = 0u; 4u * cq < cp_u[pz].work.y; cq = cq + 1u) {
+            let rows = u32(ky * cp_u[pz()].taps.y + kx) * cw;
+            for (var cq = 0u; 4u * cq < cp_u[pz()].work.y; cq = cq + 1u) {
                 let x = Pair(quad_load(qa, cq), quad_load(qb, cq));
                 acc = accumulate_all(acc, x, weights(inv, (rows + 4u * cq) * CQ, 1u));
             }

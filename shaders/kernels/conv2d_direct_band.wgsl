@@ -23,15 +23,15 @@
 // reading input row iy at columns ox + rx (`inside` where that lies in the image).
 fn band_quad(n: u32, oy: u32, iy: i32, ox0: u32, rx: i32) -> Quad {
     var qd: Quad;
-    let image = n < cp_u[pz].work.x / (cp_u[pz].geo.z * cp_u[pz].geo.w);
-    let row_inside = image && iy >= 0 && u32(iy) < cp_u[pz].geo.x;
+    let image = n < cp_u[pz()].work.x / (cp_u[pz()].geo.z * cp_u[pz()].geo.w);
+    let row_inside = image && iy >= 0 && u32(iy) < cp_u[pz()].geo.x;
     for (var j = 0u; j < 4u; j = j + 1u) {
         let ox = ox0 + j;
         let ix = i32(ox) + rx;
-        qd.valid[j] = image && oy < cp_u[pz].geo.z && ox < cp_u[pz].geo.w;
-        qd.inside[j] = row_inside && ix >= 0 && u32(ix) < cp_u[pz].geo.y;
-        qd.xoff[j] = cp_u[pz].base.x + i32(n) * cp_u[pz].xs.x + iy * cp_u[pz].xs.z + ix * cp_u[pz].xs.w;
-        qd.yoff[j] = cp_u[pz].base.y + i32(n) * cp_u[pz].ys.x + i32(oy) * cp_u[pz].ys.z + i32(ox) * cp_u[pz].ys.w;
+        qd.valid[j] = image && oy < cp_u[pz()].geo.z && ox < cp_u[pz()].geo.w;
+        qd.inside[j] = row_inside && ix >= 0 && u32(ix) < cp_u[pz()].geo.y;
+        qd.xoff[j] = cp_u[pz()].base.x + i32(n) * cp_u[pz()].xs.x + iy * cp_u[pz()].xs.z + ix * cp_u[pz()].xs.w;
+        qd.yoff[j] = cp_u[pz()].base.y + i32(n) * cp_u[pz()].ys.x + i32(oy) * cp_u[pz()].ys.z + i32(ox) * cp_u[pz()].ys.w;
     }
     return qd;
 }
@@ -54,21 +54,20 @@ fn take_span(own: Span, extra: Span, base: u32, src: u32) -> Span {
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(subgroup_id) sg: u32, @builtin(subgroup_size) size: u32) {
-    pz = wid.z >> 31u;
     // The lane within its aligned group of 8 of the subgroup, and the group's slots 8g .. 8g+7
     // (cp.work.w / WG workgroups per row of the grid).
     let lane = inv.sid % 8u;
     let base = inv.sid - lane;
-    let g = subgroup_slot(wid, cp_u[pz].work.w / WG, sg, size, base) / 8u;
-    let blocks = (cp_u[pz].geo.w + 7u) / 8u;
-    let bands = (cp_u[pz].geo.z + 7u) / 8u;
+    let g = subgroup_slot(wid, cp_u[pz()].work.w / WG, sg, size, base) / 8u;
+    let blocks = (cp_u[pz()].geo.w + 7u) / 8u;
+    let bands = (cp_u[pz()].geo.z + 7u) / 8u;
     let t = g / blocks;
     let ox0 = 8u * (g - t * blocks);
     let n = t / bands;
     let oy0 = 8u * (t - n * bands);
     // Input rows oy0 - ph + lane, and for lanes 0 and 1 also 8 rows further.
-    let iy = i32(oy0 + lane) + cp_u[pz].conv.z;
-    let rx = cp_u[pz].conv.w;
+    let iy = i32(oy0 + lane) + cp_u[pz()].conv.z;
+    let rx = cp_u[pz()].conv.w;
     let oa = band_quad(n, oy0 + lane, iy, ox0, rx);
     let ob = band_quad(n, oy0 + lane, iy, ox0 + 4u, rx);
     let oc = band_quad(n, oy0 + lane, iy, ox0 + 8u, rx);
@@ -77,15 +76,15 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(subgrou
     let ea = band_quad(n, oy0 + lane, ex, ox0, rx);
     let eb = band_quad(n, oy0 + lane, ex, ox0 + 4u, rx);
     let ec = band_quad(n, oy0 + lane, ex, ox0 + 8u, rx);
-    let cw = (cp_u[pz].work.y + 3u) / 4u * 4u;
+    let cw = (cp_u[pz()].work.y + 3u) / 4u * 4u;
     var acc = Held();
-    for (var cq = 0u; 4u * cq < cp_u[pz].work.y; cq = cq + 1u) {
+    for (var cq = 0u; 4u * cq < cp_u[pz()].work.y; cq = cq + 1u) {
         let own = span_load(oa, ob, oc, cq);
         let extra = span_load(ea, eb, ec, cq);
         // Kernel row ky is the input row of lane l + ky (row 0 the lane's own, taken by a shuffle
         // too): a loop to the uniform's kh (3), so that the compilers hold one copy of the taps,
         // not three (lavapipe's first call of this kernel 1.3-2.1 s instead of 1.8-2.1 s).
-        for (var ky = 0u; ky < u32(cp_u[pz].taps.x); ky = ky + 1u) {
+        for (var ky = 0u; ky < u32(cp_u[pz()].taps.x); ky = ky + 1u) {
             acc = row_taps(acc, inv, take_span(own, extra, base, lane + ky), (3u * ky * cw + 4u * cq) * CQ);
         }
     }

@@ -16,39 +16,38 @@
 // Pixels ox0 .. ox0+3 of output row `r`, reading input row oy * sh + ry at columns ox + rx.
 fn row_quad(r: u32, ox0: u32, ry: i32, rx: i32) -> Quad {
     var qd: Quad;
-    let n = r / cp_u[pz].geo.z;
-    let oy = r - n * cp_u[pz].geo.z;
-    let iy = i32(oy) * cp_u[pz].conv.x + ry;
-    let row = r < cp_u[pz].work.x / cp_u[pz].geo.w;
-    let row_inside = row && iy >= 0 && u32(iy) < cp_u[pz].geo.x;
+    let n = r / cp_u[pz()].geo.z;
+    let oy = r - n * cp_u[pz()].geo.z;
+    let iy = i32(oy) * cp_u[pz()].conv.x + ry;
+    let row = r < cp_u[pz()].work.x / cp_u[pz()].geo.w;
+    let row_inside = row && iy >= 0 && u32(iy) < cp_u[pz()].geo.x;
     for (var j = 0u; j < 4u; j = j + 1u) {
         let ox = ox0 + j;
         let ix = i32(ox) + rx;
-        qd.valid[j] = row && ox < cp_u[pz].geo.w;
-        qd.inside[j] = row_inside && ix >= 0 && u32(ix) < cp_u[pz].geo.y;
-        qd.xoff[j] = cp_u[pz].base.x + i32(n) * cp_u[pz].xs.x + iy * cp_u[pz].xs.z + ix * cp_u[pz].xs.w;
-        qd.yoff[j] = cp_u[pz].base.y + i32(n) * cp_u[pz].ys.x + i32(oy) * cp_u[pz].ys.z + i32(ox) * cp_u[pz].ys.w;
+        qd.valid[j] = row && ox < cp_u[pz()].geo.w;
+        qd.inside[j] = row_inside && ix >= 0 && u32(ix) < cp_u[pz()].geo.y;
+        qd.xoff[j] = cp_u[pz()].base.x + i32(n) * cp_u[pz()].xs.x + iy * cp_u[pz()].xs.z + ix * cp_u[pz()].xs.w;
+        qd.yoff[j] = cp_u[pz()].base.y + i32(n) * cp_u[pz()].ys.x + i32(oy) * cp_u[pz()].ys.z + i32(ox) * cp_u[pz()].ys.w;
     }
     return qd;
 }
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
-    let q = inv.gid.x + inv.gid.y * cp_u[pz].work.w;
-    let blocks = (cp_u[pz].geo.w + 7u) / 8u;
+fn main(inv: Invocation) {
+    let q = inv.gid.x + inv.gid.y * cp_u[pz()].work.w;
+    let blocks = (cp_u[pz()].geo.w + 7u) / 8u;
     let r = q / blocks;
     let ox0 = 8u * (q - r * blocks);
     // No invocation returns early (the shuffled weight reads need every lane).
-    let cw = (cp_u[pz].work.y + 3u) / 4u * 4u;
+    let cw = (cp_u[pz()].work.y + 3u) / 4u * 4u;
     var acc = Held();
-    for (var ky = 0; ky < cp_u[pz].taps.x; ky = ky + 1) {
-        let ry = cp_u[pz].conv.z + ky * cp_u[pz].taps.z;
-        let qa = row_quad(r, ox0, ry, cp_u[pz].conv.w);
-        let qb = row_quad(r, ox0 + 4u, ry, cp_u[pz].conv.w);
-        let qc = row_quad(r, ox0 + 8u, ry, cp_u[pz].conv.w);
+    for (var ky = 0; ky < cp_u[pz()].taps.x; ky = ky + 1) {
+        let ry = cp_u[pz()].conv.z + ky * cp_u[pz()].taps.z;
+        let qa = row_quad(r, ox0, ry, cp_u[pz()].conv.w);
+        let qb = row_quad(r, ox0 + 4u, ry, cp_u[pz()].conv.w);
+        let qc = row_quad(r, ox0 + 8u, ry, cp_u[pz()].conv.w);
         let rows = u32(ky) * 3u * cw;
-        for (var cq = 0u; 4u * cq < cp_u[pz].work.y; cq = cq + 1u) {
+        for (var cq = 0u; 4u * cq < cp_u[pz()].work.y; cq = cq + 1u) {
             acc = row_taps(acc, inv, span_load(qa, qb, qc, cq), (rows + 4u * cq) * CQ);
         }
     }

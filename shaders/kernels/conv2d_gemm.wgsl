@@ -42,6 +42,10 @@ override VOUT: bool = false;
 
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> gp_u: array<GemmParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(gp_u[0].geo.x);
+}
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
 
 // Where a pixel of the tile reads: its image's element offset (channel 0 of the group), its
@@ -55,68 +59,68 @@ struct Pixel {
 
 fn pixel_at(m: u32, group: u32) -> Pixel {
     var p: Pixel;
-    p.valid = m < gp_u[pz].work.x;
-    let mm = min(m, gp_u[pz].work.x - 1u);
-    let plane = gp_u[pz].geo.z * gp_u[pz].geo.w;
+    p.valid = m < gp_u[pz()].work.x;
+    let mm = min(m, gp_u[pz()].work.x - 1u);
+    let plane = gp_u[pz()].geo.z * gp_u[pz()].geo.w;
     let n = mm / plane;
     let rem = mm - n * plane;
-    let oy = rem / gp_u[pz].geo.w;
-    let ox = rem - oy * gp_u[pz].geo.w;
-    p.off = gp_u[pz].base.x + i32(n) * gp_u[pz].xs.x + i32(group * gp_u[pz].red.x) * gp_u[pz].xs.y;
-    p.iy = i32(oy) * gp_u[pz].conv.x - gp_u[pz].conv.z;
-    p.ix = i32(ox) * gp_u[pz].conv.y - gp_u[pz].conv.w;
+    let oy = rem / gp_u[pz()].geo.w;
+    let ox = rem - oy * gp_u[pz()].geo.w;
+    p.off = gp_u[pz()].base.x + i32(n) * gp_u[pz()].xs.x + i32(group * gp_u[pz()].red.x) * gp_u[pz()].xs.y;
+    p.iy = i32(oy) * gp_u[pz()].conv.x - gp_u[pz()].conv.z;
+    p.ix = i32(ox) * gp_u[pz()].conv.y - gp_u[pz()].conv.w;
     return p;
 }
 
 // Reduction index r as (c, ky, kx), in the orientation's order.
 fn tap_of(r: u32) -> vec3<i32> {
-    let kk = u32(gp_u[pz].taps.x * gp_u[pz].taps.y);
+    let kk = u32(gp_u[pz()].taps.x * gp_u[pz()].taps.y);
     if (CHANNELS) {
-        let t = r / gp_u[pz].red.x;
-        let c = r - t * gp_u[pz].red.x;
-        let ky = t / u32(gp_u[pz].taps.y);
-        return vec3<i32>(i32(c), i32(ky), i32(t - ky * u32(gp_u[pz].taps.y)));
+        let t = r / gp_u[pz()].red.x;
+        let c = r - t * gp_u[pz()].red.x;
+        let ky = t / u32(gp_u[pz()].taps.y);
+        return vec3<i32>(i32(c), i32(ky), i32(t - ky * u32(gp_u[pz()].taps.y)));
     }
     let c = r / kk;
     let t = r - c * kk;
-    let ky = t / u32(gp_u[pz].taps.y);
-    return vec3<i32>(i32(c), i32(ky), i32(t - ky * u32(gp_u[pz].taps.y)));
+    let ky = t / u32(gp_u[pz()].taps.y);
+    return vec3<i32>(i32(c), i32(ky), i32(t - ky * u32(gp_u[pz()].taps.y)));
 }
 
 // A[m, r]: the input under tap r of pixel p (zero in the padding, past the pixels and past R).
 fn load_a(p: Pixel, r: u32) -> f32 {
-    if (!p.valid || r >= gp_u[pz].red.z) {
+    if (!p.valid || r >= gp_u[pz()].red.z) {
         return 0.0;
     }
     let t = tap_of(r);
-    let iy = p.iy + t.y * gp_u[pz].taps.z;
-    let ix = p.ix + t.z * gp_u[pz].taps.w;
-    if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz].geo.x || u32(ix) >= gp_u[pz].geo.y) {
+    let iy = p.iy + t.y * gp_u[pz()].taps.z;
+    let ix = p.ix + t.z * gp_u[pz()].taps.w;
+    if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz()].geo.x || u32(ix) >= gp_u[pz()].geo.y) {
         return 0.0;
     }
-    return x[u32(p.off + t.x * gp_u[pz].xs.y + iy * gp_u[pz].xs.z + ix * gp_u[pz].xs.w)];
+    return x[u32(p.off + t.x * gp_u[pz()].xs.y + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w)];
 }
 
 // A[m, r .. r+3] as one vec4 word (VIN: 4 channels of one tap, C/groups a multiple of 4).
 fn load_a4(p: Pixel, r: u32) -> vec4<f32> {
-    if (!p.valid || r >= gp_u[pz].red.z) {
+    if (!p.valid || r >= gp_u[pz()].red.z) {
         return vec4<f32>(0.0);
     }
     let t = tap_of(r);
-    let iy = p.iy + t.y * gp_u[pz].taps.z;
-    let ix = p.ix + t.z * gp_u[pz].taps.w;
-    if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz].geo.x || u32(ix) >= gp_u[pz].geo.y) {
+    let iy = p.iy + t.y * gp_u[pz()].taps.z;
+    let ix = p.ix + t.z * gp_u[pz()].taps.w;
+    if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz()].geo.x || u32(ix) >= gp_u[pz()].geo.y) {
         return vec4<f32>(0.0);
     }
-    return x4[u32(p.off + t.x + iy * gp_u[pz].xs.z + ix * gp_u[pz].xs.w) / 4u];
+    return x4[u32(p.off + t.x + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w) / 4u];
 }
 
 // B[r, 4j .. 4j+3] of the group (zero past R and past the packed row).
 fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
-    if (r >= gp_u[pz].red.z || j >= gp_u[pz].red.w) {
+    if (r >= gp_u[pz()].red.z || j >= gp_u[pz()].red.w) {
         return vec4<f32>(0.0);
     }
-    return wp[(group * gp_u[pz].red.z + r) * gp_u[pz].red.w + j];
+    return wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j];
 }
 
 fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
@@ -132,20 +136,20 @@ fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
 
 // The bias of output channel k of group `group`.
 fn bias_at(group: u32, k: u32) -> f32 {
-    if (MODE != 1u || k >= gp_u[pz].red.y) {
+    if (MODE != 1u || k >= gp_u[pz()].red.y) {
         return 0.0;
     }
-    return bias[u32(gp_u[pz].base.z + i32(group * gp_u[pz].red.y + k) * gp_u[pz].base.w)];
+    return bias[u32(gp_u[pz()].base.z + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].base.w)];
 }
 
 // The output element offset of pixel m (channel 0 of the window).
 fn out_offset(m: u32) -> i32 {
-    let plane = gp_u[pz].geo.z * gp_u[pz].geo.w;
+    let plane = gp_u[pz()].geo.z * gp_u[pz()].geo.w;
     let n = m / plane;
     let rem = m - n * plane;
-    let oy = rem / gp_u[pz].geo.w;
-    let ox = rem - oy * gp_u[pz].geo.w;
-    return gp_u[pz].base.y + i32(n) * gp_u[pz].ys.x + i32(oy) * gp_u[pz].ys.z + i32(ox) * gp_u[pz].ys.w;
+    let oy = rem / gp_u[pz()].geo.w;
+    let ox = rem - oy * gp_u[pz()].geo.w;
+    return gp_u[pz()].base.y + i32(n) * gp_u[pz()].ys.x + i32(oy) * gp_u[pz()].ys.z + i32(ox) * gp_u[pz()].ys.w;
 }
 
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages
@@ -178,17 +182,16 @@ fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     // Whole workgroups past the work leave together (the id is uniform across the workgroup,
     // so the barriers below stay in uniform control flow).
     let id = wid.x + wid.y * nwg.x;
-    if (id >= gp_u[pz].work.w) {
+    if (id >= gp_u[pz()].work.w) {
         return;
     }
-    let tile_m = id % gp_u[pz].work.y;
-    let rest = id / gp_u[pz].work.y;
-    let tile_n = rest % gp_u[pz].work.z;
-    let group = rest / gp_u[pz].work.z;
+    let tile_m = id % gp_u[pz()].work.y;
+    let rest = id / gp_u[pz()].work.y;
+    let tile_n = rest % gp_u[pz()].work.z;
+    let group = rest / gp_u[pz()].work.z;
     let m0 = tile_m * BM;
     let n0 = tile_n * BN;
 
@@ -222,25 +225,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else if (CHANNELS) {
         sa = STAGE_A_STEPS;
     }
-    let acc = gemm_tile(f, lid, tx, ty, gp_u[pz].red.z, sa, STAGE_B_COLS);
+    let acc = gemm_tile(f, lid, tx, ty, gp_u[pz()].red.z, sa, STAGE_B_COLS);
 
     // acc[i] holds pixel 4tx + i at channels 4ty .. 4ty+3.
     let k = n0 + 4u * ty;
-    let kg = group * gp_u[pz].red.y;
+    let kg = group * gp_u[pz()].red.y;
     let b = vec4<f32>(bias_at(group, k), bias_at(group, k + 1u), bias_at(group, k + 2u), bias_at(group, k + 3u));
     let m = m0 + 4u * tx;
-    let ks = i32(kg + k) * gp_u[pz].ys.y;
+    let ks = i32(kg + k) * gp_u[pz()].ys.y;
     if (CHANNELS) {
         for (var i = 0u; i < 4u; i = i + 1u) {
-            if (m + i < gp_u[pz].work.x && k < gp_u[pz].red.y) {
+            if (m + i < gp_u[pz()].work.x && k < gp_u[pz()].red.y) {
                 let at = out_offset(m + i) + ks;
                 let v = finish(acc[i], b);
                 if (VOUT) {
                     y4[u32(at) / 4u] = v;
                 } else {
                     for (var j = 0u; j < 4u; j = j + 1u) {
-                        if (k + j < gp_u[pz].red.y) {
-                            y[u32(at + i32(j) * gp_u[pz].ys.y)] = v[j];
+                        if (k + j < gp_u[pz()].red.y) {
+                            y[u32(at + i32(j) * gp_u[pz()].ys.y)] = v[j];
                         }
                     }
                 }
@@ -250,16 +253,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let t = transpose(acc);
     for (var j = 0u; j < 4u; j = j + 1u) {
-        if (k + j < gp_u[pz].red.y && m < gp_u[pz].work.x) {
+        if (k + j < gp_u[pz()].red.y && m < gp_u[pz()].work.x) {
             let v = finish(t[j], vec4<f32>(b[j]));
-            let at = out_offset(m) + ks + i32(j) * gp_u[pz].ys.y;
+            let at = out_offset(m) + ks + i32(j) * gp_u[pz()].ys.y;
             if (VOUT) {
                 // A vec4 of pixels lies in one image row: all 4 exist or none does.
                 y4[u32(at) / 4u] = v;
             } else {
                 for (var i = 0u; i < 4u; i = i + 1u) {
-                    if (m + i < gp_u[pz].work.x) {
-                        y[u32(out_offset(m + i) + ks + i32(j) * gp_u[pz].ys.y)] = v[i];
+                    if (m + i < gp_u[pz()].work.x) {
+                        y[u32(out_offset(m + i) + ks + i32(j) * gp_u[pz()].ys.y)] = v[i];
                     }
                 }
             }

@@ -32,15 +32,14 @@ fn even_word(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = invocation_index(gid);
-    if (t >= plan_u[pz].threads) {
+    if (t >= plan_u[pz()].threads) {
         return;
     }
     let col = word_column(t, 1u);
-    let ds1 = bitcast<u32>(plan_u[pz].dst_strides[0].y);
-    let ss1 = bitcast<u32>(plan_u[pz].src_strides[0].y);
+    let ds1 = bitcast<u32>(plan_u[pz()].dst_strides[0].y);
+    let ss1 = bitcast<u32>(plan_u[pz()].src_strides[0].y);
     var d = col.x;
     var s = col.y;
     for (var r = 0u; r < col.z; r = r + 1u) {

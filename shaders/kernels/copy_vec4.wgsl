@@ -10,16 +10,15 @@ override WPT: u32 = 4u;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let t = invocation_index(gid);
-    if (t >= plan_u[pz].threads) {
+    if (t >= plan_u[pz()].threads) {
         return;
     }
-    let n0 = plan_u[pz].sizes[0].x;
+    let n0 = plan_u[pz()].sizes[0].x;
     let tile = t / WG;
-    let row = tile / plan_u[pz].inner_chunks;
-    let first = (tile - row * plan_u[pz].inner_chunks) * WG * WPT;
+    let row = tile / plan_u[pz()].inner_chunks;
+    let first = (tile - row * plan_u[pz()].inner_chunks) * WG * WPT;
     let base = plan_offsets(row * n0 + first);
     for (var e = 0u; e < WPT; e = e + 1u) {
         let j = first + e * WG + lane;

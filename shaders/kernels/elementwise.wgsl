@@ -44,22 +44,21 @@ fn load(k: u32, e: u32, t: u32) -> u32 {
 // Slot j's value (reading plan operand k, or its scalar) in the computation's representation.
 fn slot(j: u32, k: u32, o: vec4<u32>) -> u32 {
     if (k == 0u) {
-        return it_u[pz].scalars[j];
+        return it_u[pz()].scalars[j];
     }
     let t = operand_type(k);
     return to_repr(load(k, o[k], t), t);
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = iter_invocation(gid);
-    if (t >= it_u[pz].threads) {
+    if (t >= it_u[pz()].threads) {
         return;
     }
-    let n0 = it_u[pz].sizes[0].x;
-    let row = t / it_u[pz].inner_chunks;
-    let first = (t - row * it_u[pz].inner_chunks) * EPT;
+    let n0 = it_u[pz()].sizes[0].x;
+    let row = t / it_u[pz()].inner_chunks;
+    let first = (t - row * it_u[pz()].inner_chunks) * EPT;
     let base = iter_offsets(row * n0 + first);
     let step = iter_strides(0u);
     let count = min(EPT, n0 - first);

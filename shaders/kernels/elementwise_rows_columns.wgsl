@@ -2,8 +2,7 @@
 // `column`): broadcast operands are loaded once per row. Shared code: elementwise_rows.
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let c = column(gid);
     if (c.w >= c.q0) {
         return;

@@ -17,18 +17,17 @@ fn convert(v: u32) -> u32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = invocation_index(gid);
-    if (t >= plan_u[pz].threads) {
+    if (t >= plan_u[pz()].threads) {
         return;
     }
-    let n0 = plan_u[pz].sizes[0].x;
-    let row = t / plan_u[pz].inner_chunks;
-    let first = (t - row * plan_u[pz].inner_chunks) * EPT;
+    let n0 = plan_u[pz()].sizes[0].x;
+    let row = t / plan_u[pz()].inner_chunks;
+    let first = (t - row * plan_u[pz()].inner_chunks) * EPT;
     let base = plan_offsets(row * n0 + first);
-    let ds = bitcast<u32>(plan_u[pz].dst_strides[0].x);
-    let ss = bitcast<u32>(plan_u[pz].src_strides[0].x);
+    let ds = bitcast<u32>(plan_u[pz()].dst_strides[0].x);
+    let ss = bitcast<u32>(plan_u[pz()].src_strides[0].x);
     let count = min(EPT, n0 - first);
     for (var e = 0u; e < count; e = e + 1u) {
         store(base.x + e * ds, convert(load(base.y + e * ss)));

@@ -23,40 +23,39 @@
 // Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false).
 fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
     var r: Quad;
-    let x0 = cp_u[pz].base.x + i32(z) * cp_u[pz].xs.x;
-    let y0 = cp_u[pz].base.y + i32(z) * cp_u[pz].ys.x;
+    let x0 = cp_u[pz()].base.x + i32(z) * cp_u[pz()].xs.x;
+    let y0 = cp_u[pz()].base.y + i32(z) * cp_u[pz()].ys.x;
     for (var j = 0u; j < 4u; j = j + 1u) {
         let px = 4u * p + j;
-        r.valid[j] = live && px < cp_u[pz].geo.x;
+        r.valid[j] = live && px < cp_u[pz()].geo.x;
         r.inside[j] = r.valid[j];
-        let pc = i32(min(px, cp_u[pz].geo.x - 1u));
-        r.xoff[j] = x0 + pc * cp_u[pz].xs.z;
-        r.yoff[j] = y0 + pc * cp_u[pz].ys.z;
+        let pc = i32(min(px, cp_u[pz()].geo.x - 1u));
+        r.xoff[j] = x0 + pc * cp_u[pz()].xs.z;
+        r.yoff[j] = y0 + pc * cp_u[pz()].ys.z;
     }
     return r;
 }
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    pz = wid.z >> 31u;
     // No invocation returns early (the shuffles need every lane of a group).
     let unit = (wid.x + wid.y * nwg.x) * (WG / 8u) + inv.lid / 8u;
-    let pu = unit % cp_u[pz].geo.y;
-    let rest = unit / cp_u[pz].geo.y;
-    let ob = rest % cp_u[pz].geo.z;
-    let z = rest / cp_u[pz].geo.z;
-    let live = z < u32(cp_u[pz].conv.z);
-    let zw = min(z, u32(cp_u[pz].conv.z) - 1u);
+    let pu = unit % cp_u[pz()].geo.y;
+    let rest = unit / cp_u[pz()].geo.y;
+    let ob = rest % cp_u[pz()].geo.z;
+    let z = rest / cp_u[pz()].geo.z;
+    let live = z < u32(cp_u[pz()].conv.z);
+    let zw = min(z, u32(cp_u[pz()].conv.z) - 1u);
     let q = pu * 8u + inv.lid % 8u;
     var t: Tile;
     t.a = mm_quad(2u * q, z, live);
     t.b = mm_quad(2u * q + 1u, z, live);
     t.lid = inv.lid;
     let h = hold(t);
-    let wbase = zw * u32(cp_u[pz].conv.x) + u32(cp_u[pz].conv.y);
-    let o0 = ob * cp_u[pz].geo.w;
-    for (var k = o0; k < o0 + cp_u[pz].geo.w; k = k + 4u) {
-        let a = block(h, weights(inv, wbase + k * u32(cp_u[pz].conv.w), u32(cp_u[pz].conv.w)));
+    let wbase = zw * u32(cp_u[pz()].conv.x) + u32(cp_u[pz()].conv.y);
+    let o0 = ob * cp_u[pz()].geo.w;
+    for (var k = o0; k < o0 + cp_u[pz()].geo.w; k = k + 4u) {
+        let a = block(h, weights(inv, wbase + k * u32(cp_u[pz()].conv.w), u32(cp_u[pz()].conv.w)));
         store_channel(t.a, k, a.v0);
         store_channel(t.a, k + 1u, a.v1);
         store_channel(t.a, k + 2u, a.v2);

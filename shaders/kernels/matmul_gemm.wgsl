@@ -13,22 +13,22 @@ struct GemmFeed {
 }
 
 fn a_at(f: GemmFeed, m: u32, r: u32) -> f32 {
-    if (m >= mp_u[pz].dims.x || r >= mp_u[pz].dims.z) {
+    if (m >= mp_u[pz()].dims.x || r >= mp_u[pz()].dims.z) {
         return 0.0;
     }
-    return load_a(f.a0 + i32(m) * mp_u[pz].sa.x + i32(r) * mp_u[pz].sa.y);
+    return load_a(f.a0 + i32(m) * mp_u[pz()].sa.x + i32(r) * mp_u[pz()].sa.y);
 }
 
 fn b_at(f: GemmFeed, r: u32, n: u32) -> f32 {
-    if (r >= mp_u[pz].dims.z || n >= mp_u[pz].dims.y) {
+    if (r >= mp_u[pz()].dims.z || n >= mp_u[pz()].dims.y) {
         return 0.0;
     }
-    return load_b(f.b0 + i32(r) * mp_u[pz].sb.x + i32(n) * mp_u[pz].sb.y);
+    return load_b(f.b0 + i32(r) * mp_u[pz()].sb.x + i32(n) * mp_u[pz()].sb.y);
 }
 
 fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
     var av = vec4<f32>(0.0);
-    if ((mp_u[pz].epi.w & 2u) != 0u) {
+    if ((mp_u[pz()].epi.w & 2u) != 0u) {
         let r = r0 + lid % 16u;
         for (var i = 0u; i < 4u; i = i + 1u) {
             av[i] = a_at(f, f.m0 + lid / 16u + 16u * i, r);
@@ -45,7 +45,7 @@ fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
 fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
     var r = r0 + lid / 16u;
     var j = lid % 16u;
-    if ((mp_u[pz].epi.w & 4u) != 0u) {
+    if ((mp_u[pz()].epi.w & 4u) != 0u) {
         r = r0 + lid % 16u;
         j = lid / 16u;
     }
@@ -55,45 +55,44 @@ fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     // Whole workgroups past the work leave together (the barriers stay in uniform control flow).
     let id = wid.x + wid.y * nwg.x;
-    if (id >= mp_u[pz].work.w) {
+    if (id >= mp_u[pz()].work.w) {
         return;
     }
-    let tile_m = id % mp_u[pz].work.x;
-    let rest = id / mp_u[pz].work.x;
-    let tile_n = rest % mp_u[pz].work.y;
-    let z = rest / mp_u[pz].work.y;
-    let z0 = i32(z / mp_u[pz].work.z);
-    let z1 = i32(z % mp_u[pz].work.z);
+    let tile_m = id % mp_u[pz()].work.x;
+    let rest = id / mp_u[pz()].work.x;
+    let tile_n = rest % mp_u[pz()].work.y;
+    let z = rest / mp_u[pz()].work.y;
+    let z0 = i32(z / mp_u[pz()].work.z);
+    let z1 = i32(z % mp_u[pz()].work.z);
     var f: GemmFeed;
-    f.a0 = mp_u[pz].base.x + z0 * mp_u[pz].sa.z + z1 * mp_u[pz].sa.w;
-    f.b0 = mp_u[pz].base.y + z0 * mp_u[pz].sb.z + z1 * mp_u[pz].sb.w;
+    f.a0 = mp_u[pz()].base.x + z0 * mp_u[pz()].sa.z + z1 * mp_u[pz()].sa.w;
+    f.b0 = mp_u[pz()].base.y + z0 * mp_u[pz()].sb.z + z1 * mp_u[pz()].sb.w;
     f.m0 = tile_m * BM;
     f.n0 = tile_n * BN;
     var sa = STAGE_A_ROWS;
-    if ((mp_u[pz].epi.w & 2u) != 0u) {
+    if ((mp_u[pz()].epi.w & 2u) != 0u) {
         sa = STAGE_A_STEPS;
     }
     var sb = STAGE_B_COLS;
-    if ((mp_u[pz].epi.w & 4u) != 0u) {
+    if ((mp_u[pz()].epi.w & 4u) != 0u) {
         sb = STAGE_B_STEPS;
     }
     // Register block: rows 4tx .. 4tx+3 x columns 4ty .. 4ty+3; lanes run along the columns.
     let tx = lid / 16u;
     let ty = lid % 16u;
-    let acc = gemm_tile(f, lid, tx, ty, mp_u[pz].dims.z, sa, sb);
+    let acc = gemm_tile(f, lid, tx, ty, mp_u[pz()].dims.z, sa, sb);
 
-    let c0 = mp_u[pz].base.z + z0 * mp_u[pz].sc.z + z1 * mp_u[pz].sc.w;
-    let o0 = mp_u[pz].base.w + z0 * mp_u[pz].so.z + z1 * mp_u[pz].so.w;
+    let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
+    let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
     for (var i = 0u; i < 4u; i = i + 1u) {
         let m = f.m0 + 4u * tx + i;
-        if (m < mp_u[pz].dims.x) {
+        if (m < mp_u[pz()].dims.x) {
             for (var j = 0u; j < 4u; j = j + 1u) {
                 let n = f.n0 + 4u * ty + j;
-                if (n < mp_u[pz].dims.y) {
-                    y[u32(o0 + i32(m) * mp_u[pz].so.x + i32(n) * mp_u[pz].so.y)] = mm_finish(acc[i][j], c0 + i32(m) * mp_u[pz].sc.x + i32(n) * mp_u[pz].sc.y);
+                if (n < mp_u[pz()].dims.y) {
+                    y[u32(o0 + i32(m) * mp_u[pz()].so.x + i32(n) * mp_u[pz()].so.y)] = mm_finish(acc[i][j], c0 + i32(m) * mp_u[pz()].sc.x + i32(n) * mp_u[pz()].sc.y);
                 }
             }
         }

@@ -48,7 +48,7 @@ fn oct_bf16(w: vec4<u32>) -> Oct {
 }
 
 fn oct(w: vec4<u32>) -> Oct {
-    if (mp_u[pz].dims.w == DT_F16) {
+    if (mp_u[pz()].dims.w == DT_F16) {
         return oct_f16(w);
     }
     return oct_bf16(w);
@@ -78,27 +78,26 @@ var<workgroup> teams: array<vec4<f32>, 128>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     let id = wid.x + wid.y * nwg.x;
-    if (id >= mp_u[pz].work.w) {
+    if (id >= mp_u[pz()].work.w) {
         return;
     }
-    let lanes = max(mp_u[pz].epi.w >> 8u, 1u);
+    let lanes = max(mp_u[pz()].epi.w >> 8u, 1u);
     let per = 64u / lanes;
-    let group = id % mp_u[pz].work.x;
-    let z = id / mp_u[pz].work.x;
-    let z0 = i32(z / mp_u[pz].work.z);
-    let z1 = i32(z % mp_u[pz].work.z);
-    let rows = mp_u[pz].dims.x;
+    let group = id % mp_u[pz()].work.x;
+    let z = id / mp_u[pz()].work.x;
+    let z0 = i32(z / mp_u[pz()].work.z);
+    let z1 = i32(z % mp_u[pz()].work.z);
+    let rows = mp_u[pz()].dims.x;
     // A's (row, k) strides and start, B's k stride and start.
-    let ms = vec2<i32>(mp_u[pz].sa.x, mp_u[pz].sa.y);
-    let vs = mp_u[pz].sb.x;
-    let m0 = mp_u[pz].base.x + z0 * mp_u[pz].sa.z + z1 * mp_u[pz].sa.w;
-    let v0 = mp_u[pz].base.y + z0 * mp_u[pz].sb.z + z1 * mp_u[pz].sb.w;
-    let c0 = mp_u[pz].base.z + z0 * mp_u[pz].sc.z + z1 * mp_u[pz].sc.w;
-    let o0 = mp_u[pz].base.w + z0 * mp_u[pz].so.z + z1 * mp_u[pz].so.w;
-    let cs = mp_u[pz].sc.x;
-    let os = mp_u[pz].so.x;
+    let ms = vec2<i32>(mp_u[pz()].sa.x, mp_u[pz()].sa.y);
+    let vs = mp_u[pz()].sb.x;
+    let m0 = mp_u[pz()].base.x + z0 * mp_u[pz()].sa.z + z1 * mp_u[pz()].sa.w;
+    let v0 = mp_u[pz()].base.y + z0 * mp_u[pz()].sb.z + z1 * mp_u[pz()].sb.w;
+    let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
+    let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
+    let cs = mp_u[pz()].sc.x;
+    let os = mp_u[pz()].so.x;
     if (lanes == 1u) {
         // A team of 8 lanes takes ROWS rows, its lanes along k: lane t reads words t, t + 8, ..
         // (neighbouring lanes, neighbouring words).
@@ -113,16 +112,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         var lo = vec4<f32>(0.0);
         var hi = vec4<f32>(0.0);
         // Whole 16-byte words of the rows under flag bit 3: 4 float32 or 8 16-bit elements.
-        let halves = mp_u[pz].dims.w != DT_F32;
+        let halves = mp_u[pz()].dims.w != DT_F32;
         let epw = select(4u, 8u, halves);
-        let kw = select(0u, mp_u[pz].dims.z / epw, (mp_u[pz].epi.w & 8u) != 0u);
-        let vv = (mp_u[pz].epi.w & 16u) != 0u;
+        let kw = select(0u, mp_u[pz()].dims.z / epw, (mp_u[pz()].epi.w & 8u) != 0u);
+        let vv = (mp_u[pz()].epi.w & 16u) != 0u;
         // Inside one `if`, so that the loops' lane-varying bounds leave the barrier below in
         // uniform control flow (browsers' compilers check). One word loop per vector layout and
         // 16-bit type, not one loop choosing per word: a CPU adapter runs both sides of a
         // branch. (The 16-bit loop for a vector not in whole words still decodes through
         // oct(), both types' code run: an uncommon layout, left so.)
-        if (halves && vv && mp_u[pz].dims.w == DT_F16) {
+        if (halves && vv && mp_u[pz()].dims.w == DT_F16) {
             for (var q = tl; q < kw; q = q + 8u) {
                 let kk = i32(8u * q);
                 let v = oct_f16(b4[u32(v0 + kk) / 8u]);
@@ -159,7 +158,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
         if (true) {
-            for (var k = epw * kw + tl; k < mp_u[pz].dims.z; k = k + 8u) {
+            for (var k = epw * kw + tl; k < mp_u[pz()].dims.z; k = k + 8u) {
                 let kk = i32(k);
                 let ks = kk * ms.y;
                 let v = load_b(v0 + kk * vs);
@@ -202,10 +201,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // l + L, ... (a row's lanes read L neighbouring words), two per step into two vec4
         // accumulators (more loads in flight), which meet in a fixed order; the tail below.
         // A word holds 4 float32 or 8 16-bit elements.
-        let halves = mp_u[pz].dims.w != DT_F32;
+        let halves = mp_u[pz()].dims.w != DT_F32;
         let epw = select(4u, 8u, halves);
-        let k4 = select(0u, mp_u[pz].dims.z / epw, (mp_u[pz].epi.w & 8u) != 0u);
-        let vv = (mp_u[pz].epi.w & 16u) != 0u;
+        let k4 = select(0u, mp_u[pz()].dims.z / epw, (mp_u[pz()].epi.w & 8u) != 0u);
+        let vv = (mp_u[pz()].epi.w & 16u) != 0u;
         var w0 = vec4<f32>(0.0);
         var w1 = vec4<f32>(0.0);
         var w2 = vec4<f32>(0.0);
@@ -262,7 +261,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         let w = (w0 + w1) + (w2 + w3);
         acc = (w.x + w.y) + (w.z + w.w);
-        for (var k = epw * k4 + lane; k < mp_u[pz].dims.z; k = k + lanes) {
+        for (var k = epw * k4 + lane; k < mp_u[pz()].dims.z; k = k + lanes) {
             acc = acc + load_a(r0 + i32(k) * ms.y) * load_b(v0 + i32(k) * vs);
         }
     }

@@ -41,6 +41,10 @@ const MODE_ADAPTIVE_AVG: u32 = 3u;
 const MODE_BILINEAR: u32 = 4u;
 
 @group(0) @binding(0) var<uniform> p_u: array<PoolParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(p_u[0].geo.x);
+}
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(3) var<storage, read_write> idx: array<i32>;
@@ -67,13 +71,13 @@ fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
         let e = ((o + 1) * size + outs - 1) / outs;
         return vec4<i32>(s, e, 1, e - s);
     }
-    let k = p_u[pz].win[axis];
-    let s = o * p_u[pz].win[2u + axis] - p_u[pz].pad[axis];
+    let k = p_u[pz()].win[axis];
+    let s = o * p_u[pz()].win[2u + axis] - p_u[pz()].pad[axis];
     if (mode == MODE_AVG) {
-        let e = min(s + k, size + p_u[pz].pad[axis]);
+        let e = min(s + k, size + p_u[pz()].pad[axis]);
         return vec4<i32>(max(s, 0), min(e, size), 1, e - s);
     }
-    let d = p_u[pz].pad[2u + axis];
+    let d = p_u[pz()].pad[2u + axis];
     let e = min(s + (k - 1) * d + 1, size);
     var f = s;
     if (f < 0) {
@@ -85,7 +89,7 @@ fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
 // Bilinear taps of output o along one axis: (i0, i1) and (l0, l1).
 fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
     var real: f32;
-    if (p_u[pz].scale.z != 0.0) {
+    if (p_u[pz()].scale.z != 0.0) {
         real = scale * f32(o);
     } else {
         real = max(scale * (f32(o) + 0.5) - 0.5, 0.0);
@@ -109,10 +113,10 @@ struct Pos {
 
 // The coordinates of output element e (in the output's memory order: NCHW or NHWC).
 fn pos_of(e: u32) -> Pos {
-    let C = p_u[pz].geo.x;
-    let OH = p_u[pz].dims.x;
-    let OW = p_u[pz].dims.y;
-    if (p_u[pz].dims.z != 0u) {
+    let C = p_u[pz()].geo.x;
+    let OH = p_u[pz()].dims.x;
+    let OW = p_u[pz()].dims.y;
+    if (p_u[pz()].dims.z != 0u) {
         let t = e / C;
         let u = t / OW;
         return Pos(u / OH, e - t * C, u % OH, t - u * OW);
@@ -125,15 +129,15 @@ fn pos_of(e: u32) -> Pos {
 // The next output in memory order (no division: one pass computes a run of outputs).
 fn next(q: Pos) -> Pos {
     var r = q;
-    if (p_u[pz].dims.z != 0u) {
+    if (p_u[pz()].dims.z != 0u) {
         r.c = r.c + 1u;
-        if (r.c == p_u[pz].geo.x) {
+        if (r.c == p_u[pz()].geo.x) {
             r.c = 0u;
             r.ow = r.ow + 1u;
-            if (r.ow == p_u[pz].dims.y) {
+            if (r.ow == p_u[pz()].dims.y) {
                 r.ow = 0u;
                 r.oh = r.oh + 1u;
-                if (r.oh == p_u[pz].dims.x) {
+                if (r.oh == p_u[pz()].dims.x) {
                     r.oh = 0u;
                     r.n = r.n + 1u;
                 }
@@ -141,13 +145,13 @@ fn next(q: Pos) -> Pos {
         }
     } else {
         r.ow = r.ow + 1u;
-        if (r.ow == p_u[pz].dims.y) {
+        if (r.ow == p_u[pz()].dims.y) {
             r.ow = 0u;
             r.oh = r.oh + 1u;
-            if (r.oh == p_u[pz].dims.x) {
+            if (r.oh == p_u[pz()].dims.x) {
                 r.oh = 0u;
                 r.c = r.c + 1u;
-                if (r.c == p_u[pz].geo.x) {
+                if (r.c == p_u[pz()].geo.x) {
                     r.c = 0u;
                     r.n = r.n + 1u;
                 }
@@ -159,21 +163,21 @@ fn next(q: Pos) -> Pos {
 
 // Output q (element e in memory order): its value; writes its index when asked.
 fn one(q: Pos, e: u32) -> f32 {
-    let H = i32(p_u[pz].geo.y);
-    let W = i32(p_u[pz].geo.z);
-    let OH = p_u[pz].dims.x;
-    let OW = p_u[pz].dims.y;
+    let H = i32(p_u[pz()].geo.y);
+    let W = i32(p_u[pz()].geo.z);
+    let OH = p_u[pz()].dims.x;
+    let OW = p_u[pz()].dims.y;
     let n = q.n;
     let c = q.c;
     let oh = q.oh;
     let ow = q.ow;
-    let plane = i32(p_u[pz].base.x) + i32(n) * p_u[pz].xs.x + i32(c) * p_u[pz].xs.y;
-    let hs = p_u[pz].xs.z;
-    let ws = p_u[pz].xs.w;
+    let plane = i32(p_u[pz()].base.x) + i32(n) * p_u[pz()].xs.x + i32(c) * p_u[pz()].xs.y;
+    let hs = p_u[pz()].xs.z;
+    let ws = p_u[pz()].xs.w;
     let mode = FAMILY;
     if (mode == MODE_BILINEAR) {
-        let th = taps(p_u[pz].scale.x, oh, u32(H));
-        let tw = taps(p_u[pz].scale.y, ow, u32(W));
+        let th = taps(p_u[pz()].scale.x, oh, u32(H));
+        let tw = taps(p_u[pz()].scale.y, ow, u32(W));
         let r0 = plane + i32(th.x) * hs;
         let r1 = plane + i32(th.y) * hs;
         let c0 = i32(tw.x) * ws;
@@ -195,7 +199,7 @@ fn one(q: Pos, e: u32) -> f32 {
                 }
             }
         }
-        if (p_u[pz].mode.w != 0u) {
+        if (p_u[pz()].mode.w != 0u) {
             idx[e] = at;
         }
         return best;
@@ -211,9 +215,9 @@ fn one(q: Pos, e: u32) -> f32 {
         }
     }
     var divisor: i32;
-    if (p_u[pz].mode.z != 0u) {
-        divisor = i32(p_u[pz].mode.z);
-    } else if (mode == MODE_AVG && p_u[pz].mode.y != 0u) {
+    if (p_u[pz()].mode.z != 0u) {
+        divisor = i32(p_u[pz()].mode.z);
+    } else if (mode == MODE_AVG && p_u[pz()].mode.y != 0u) {
         divisor = rs.w * cs.w;
     } else {
         divisor = (rs.y - rs.x) * (cs.y - cs.x);
@@ -226,14 +230,13 @@ fn one(q: Pos, e: u32) -> f32 {
 // coordinates by division and the others by counting.
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
-    let per = p_u[pz].base.z;
+    let per = p_u[pz()].base.z;
     let first = ((wid.y * nwg.x + wid.x) * WG + lid) * per;
-    let words = p_u[pz].base.y;
+    let words = p_u[pz()].base.y;
     if (first >= words) {
         return;
     }
-    let total = p_u[pz].geo.w;
+    let total = p_u[pz()].geo.w;
     var e = first;
     if (DT != DT_F32) {
         e = first * 2u;

@@ -35,12 +35,16 @@ const MODE_AVG: u32 = 1u;
 const MODE_BILINEAR: u32 = 4u;
 
 @group(0) @binding(0) var<uniform> p_u: array<PoolRowsParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(p_u[0].geo.x);
+}
 @group(0) @binding(1) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst4: array<vec4<u32>>;
 
 // Word k of the input row starting at word `row`, k clamped to the row.
 fn word(row: i32, k: i32) -> vec4<f32> {
-    return bitcast<vec4<f32>>(src4[u32(row + clamp(k, 0, i32(p_u[pz].geo.w) - 1))]);
+    return bitcast<vec4<f32>>(src4[u32(row + clamp(k, 0, i32(p_u[pz()].geo.w) - 1))]);
 }
 
 fn nan4(v: vec4<f32>) -> vec4<bool> {
@@ -62,7 +66,7 @@ struct Rows3 {
 // The maxima over the window rows of input word k (4 columns); -inf outside the row.
 fn column_max(w: Rows3, k: i32) -> vec4<f32> {
     var best = vec4<f32>(bitcast<f32>(0xff800000u));
-    let inside = k >= 0 && k < i32(p_u[pz].geo.w);
+    let inside = k >= 0 && k < i32(p_u[pz()].geo.w);
     for (var i = 0; i < 3; i = i + 1) {
         let v = word(w.at[i], k);
         best = select(best, v, vec4<bool>(inside && w.ok[i]) & ((v > best) | nan4(v)));
@@ -77,31 +81,30 @@ fn column_blend(r0: i32, r1: i32, wt: vec2<f32>, k: i32) -> vec4<f32> {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     let t = (wid.y * nwg.x + wid.x) * WG + lid;
-    if (t >= p_u[pz].base.y) {
+    if (t >= p_u[pz()].base.y) {
         return;
     }
-    let OH = p_u[pz].dims.x;
-    let row = t / p_u[pz].dims.z;
-    let run = t - row * p_u[pz].dims.z;
+    let OH = p_u[pz()].dims.x;
+    let row = t / p_u[pz()].dims.z;
+    let run = t - row * p_u[pz()].dims.z;
     // row = (n * C + c) * OH + oh.
     let plane = row / OH;
     let oh = row - plane * OH;
-    let n = plane / p_u[pz].geo.x;
-    let c = plane - n * p_u[pz].geo.x;
-    let base = i32(p_u[pz].base.x) + i32(n) * p_u[pz].xs.x + i32(c) * p_u[pz].xs.y;
-    let j0 = run * p_u[pz].dims.w;
-    let j1 = min(j0 + p_u[pz].dims.w, p_u[pz].dims.y);
-    let out = row * p_u[pz].dims.y;
-    let H = i32(p_u[pz].geo.y);
+    let n = plane / p_u[pz()].geo.x;
+    let c = plane - n * p_u[pz()].geo.x;
+    let base = i32(p_u[pz()].base.x) + i32(n) * p_u[pz()].xs.x + i32(c) * p_u[pz()].xs.y;
+    let j0 = run * p_u[pz()].dims.w;
+    let j1 = min(j0 + p_u[pz()].dims.w, p_u[pz()].dims.y);
+    let out = row * p_u[pz()].dims.y;
+    let H = i32(p_u[pz()].geo.y);
     if (FAMILY == MODE_MAX) {
-        let r = vec3<i32>(i32(oh) * p_u[pz].win.y - p_u[pz].win.z) + vec3<i32>(0, 1, 2) * p_u[pz].win.w;
-        let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p_u[pz].win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
-        let w = Rows3(vec3<i32>(base) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p_u[pz].xs.z, ok);
+        let r = vec3<i32>(i32(oh) * p_u[pz()].win.y - p_u[pz()].win.z) + vec3<i32>(0, 1, 2) * p_u[pz()].win.w;
+        let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p_u[pz()].win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
+        let w = Rows3(vec3<i32>(base) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p_u[pz()].xs.z, ok);
         // Output word j (columns 4j..4j+3) reads input words 2j - 1 .. 2j + 2: columns 8j - 1 ..
         // 8j + 8, of which pw = 1 takes 8j - 1 + 2k + (0, 1, 2), pw = 0 8j + 2k + (0, 1, 2).
-        let pw1 = p_u[pz].pad.x == 1;
+        let pw1 = p_u[pz()].pad.x == 1;
         var prev = column_max(w, 2 * i32(j0) - 1);
         var a = column_max(w, 2 * i32(j0));
         for (var j = j0; j < j1; j = j + 1u) {
@@ -119,9 +122,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else if (FAMILY == MODE_AVG) {
         // Output word j: input words 2j and 2j + 1 of rows 2 oh and 2 oh + 1, each window's
         // taps summed in row-major order.
-        let r0 = base + 2 * i32(oh) * p_u[pz].xs.z;
-        let r1 = r0 + p_u[pz].xs.z;
-        let divisor = f32(p_u[pz].pad.y);
+        let r0 = base + 2 * i32(oh) * p_u[pz()].xs.z;
+        let r1 = r0 + p_u[pz()].xs.z;
+        let divisor = f32(p_u[pz()].pad.y);
         for (var j = j0; j < j1; j = j + 1u) {
             let k = 2 * i32(j);
             let a0 = word(r0, k);
@@ -134,14 +137,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else {
         // The input rows of this output row and their weights (PyTorch's rule, align_corners
         // false).
-        let real = max(p_u[pz].scale.x * (f32(oh) + 0.5) - 0.5, 0.0);
+        let real = max(p_u[pz()].scale.x * (f32(oh) + 0.5) - 0.5, 0.0);
         let h0 = min(i32(real), H - 1);
         let h1 = select(h0, h0 + 1, h0 < H - 1);
         let l1 = real - f32(h0);
         let wt = vec2<f32>(1.0 - l1, l1);
-        let r0 = base + h0 * p_u[pz].xs.z;
-        let r1 = base + h1 * p_u[pz].xs.z;
-        let last = i32(p_u[pz].geo.w) - 1;
+        let r0 = base + h0 * p_u[pz()].xs.z;
+        let r1 = base + h1 * p_u[pz()].xs.z;
+        let last = i32(p_u[pz()].geo.w) - 1;
         // Output words 2m and 2m + 1 (columns 8m..8m+7) read input word m (columns 4m..4m+3)
         // and the columns either side: output 2i reads columns (i - 1, i) weighted (1/4, 3/4),
         // 2i + 1 columns (i, i + 1) weighted (3/4, 1/4); output 0 reads (1, 0) weighted (0, 1)

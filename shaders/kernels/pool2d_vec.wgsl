@@ -62,6 +62,10 @@ const MODE_ADAPTIVE_AVG: u32 = 3u;
 const MODE_BILINEAR: u32 = 4u;
 
 @group(0) @binding(0) var<uniform> p_u: array<PoolVecParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(p_u[0].geo.x);
+}
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(3) var<storage, read_write> idx: array<i32>;
@@ -97,13 +101,13 @@ fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
         let e = ((o + 1) * size + outs - 1) / outs;
         return vec4<i32>(s, e, 1, e - s);
     }
-    let k = p_u[pz].win[axis];
-    let s = o * p_u[pz].win[2u + axis] - p_u[pz].pad[axis];
+    let k = p_u[pz()].win[axis];
+    let s = o * p_u[pz()].win[2u + axis] - p_u[pz()].pad[axis];
     if (FAMILY == MODE_AVG) {
-        let e = min(s + k, size + p_u[pz].pad[axis]);
+        let e = min(s + k, size + p_u[pz()].pad[axis]);
         return vec4<i32>(max(s, 0), min(e, size), 1, e - s);
     }
-    let d = p_u[pz].pad[2u + axis];
+    let d = p_u[pz()].pad[2u + axis];
     let e = min(s + (k - 1) * d + 1, size);
     return vec4<i32>(first_tap(s, d), e, d, 0);
 }
@@ -111,7 +115,7 @@ fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
 // Bilinear taps of output o along one axis: (i0, i1) and (l0, l1), as pool2d.wgsl.
 fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
     var real: f32;
-    if (p_u[pz].scale.z != 0.0) {
+    if (p_u[pz()].scale.z != 0.0) {
         real = scale * f32(o);
     } else {
         real = max(scale * (f32(o) + 0.5) - 0.5, 0.0);
@@ -135,11 +139,11 @@ struct Out {
 // The maxima of column q over the rows rs of a window, and their indices: the first maximum
 // of the column, or its last NaN.
 fn column(plane: i32, cs: vec4<i32>, rs: vec4<i32>, q: i32) -> Out {
-    let W = i32(p_u[pz].geo.z);
+    let W = i32(p_u[pz()].geo.z);
     var best = vec4<f32>(bitcast<f32>(0xff800000u));
     var at = vec4<i32>(rs.x * W + q);
     for (var r = rs.x; r < rs.y; r = r + rs.z) {
-        let v = load4(plane + r * p_u[pz].xs.z + q * p_u[pz].xs.w, cs);
+        let v = load4(plane + r * p_u[pz()].xs.z + q * p_u[pz()].xs.w, cs);
         let m = (v > best) | nan4(v);
         best = select(best, v, m);
         at = select(at, vec4<i32>(r * W + q), m);
@@ -164,11 +168,11 @@ fn first_tap(s: i32, d: i32) -> i32 {
 }
 
 fn rows3(plane: i32, oh: u32) -> Rows3 {
-    let H = i32(p_u[pz].geo.y);
-    let r = vec3<i32>(i32(oh) * p_u[pz].win.z - p_u[pz].pad.x) + vec3<i32>(0, 1, 2) * p_u[pz].pad.z;
-    let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p_u[pz].win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
-    let first = first_tap(r.x, p_u[pz].pad.z);
-    return Rows3(vec3<i32>(plane) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p_u[pz].xs.z, r, ok, first);
+    let H = i32(p_u[pz()].geo.y);
+    let r = vec3<i32>(i32(oh) * p_u[pz()].win.z - p_u[pz()].pad.x) + vec3<i32>(0, 1, 2) * p_u[pz()].pad.z;
+    let ok = (vec3<i32>(0, 1, 2) < vec3<i32>(p_u[pz()].win.x)) & (r >= vec3<i32>(0)) & (r < vec3<i32>(H));
+    let first = first_tap(r.x, p_u[pz()].pad.z);
+    return Rows3(vec3<i32>(plane) + clamp(r, vec3<i32>(0), vec3<i32>(H - 1)) * p_u[pz()].xs.z, r, ok, first);
 }
 
 // The maxima of the window rows at column q (a tap of the window when `tap`) and their
@@ -176,9 +180,9 @@ fn rows3(plane: i32, oh: u32) -> Rows3 {
 // column). A column that is no tap, or outside the image, is -inf at the largest index, which
 // every combination passes over.
 fn column3(w: Rows3, cs: vec4<i32>, q: i32, tap: bool) -> Out {
-    let W = i32(p_u[pz].geo.z);
+    let W = i32(p_u[pz()].geo.z);
     let inside = tap && q >= 0 && q < W;
-    let qc = clamp(q, 0, W - 1) * p_u[pz].xs.w;
+    let qc = clamp(q, 0, W - 1) * p_u[pz()].xs.w;
     var best = vec4<f32>(bitcast<f32>(0xff800000u));
     var at = vec4<i32>(select(0x7fffffff, w.first * W + q, inside));
     for (var i = 0; i < 3; i = i + 1) {
@@ -204,12 +208,12 @@ fn combine(a: Out, b: Out) -> Out {
 
 // Average pooling (plain or adaptive) of one output pixel's 4 channels.
 fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
-    let H = i32(p_u[pz].geo.y);
-    let W = i32(p_u[pz].geo.z);
-    let hs = p_u[pz].xs.z;
-    let ws = p_u[pz].xs.w;
-    let rs = span(0u, i32(oh), H, i32(p_u[pz].dims.x));
-    let qs = span(1u, i32(ow), W, i32(p_u[pz].dims.y));
+    let H = i32(p_u[pz()].geo.y);
+    let W = i32(p_u[pz()].geo.z);
+    let hs = p_u[pz()].xs.z;
+    let ws = p_u[pz()].xs.w;
+    let rs = span(0u, i32(oh), H, i32(p_u[pz()].dims.x));
+    let qs = span(1u, i32(ow), W, i32(p_u[pz()].dims.y));
     var sum = vec4<f32>(0.0);
     // Windows of at most 2x2 taps inside the image (the common 2x2 average pooling) without
     // the loops, whose per-lane bounds cost lavapipe about a sixth of this row's time.
@@ -242,9 +246,9 @@ fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
     // taps inside the image; selects, not branches (lavapipe runs every branch).
     var divisor = (rs.y - rs.x) * (qs.y - qs.x);
     if (FAMILY == MODE_AVG) {
-        divisor = select(divisor, rs.w * qs.w, p_u[pz].mode.y != 0u);
+        divisor = select(divisor, rs.w * qs.w, p_u[pz()].mode.y != 0u);
     }
-    divisor = select(divisor, i32(p_u[pz].mode.z), p_u[pz].mode.z != 0u);
+    divisor = select(divisor, i32(p_u[pz()].mode.z), p_u[pz()].mode.z != 0u);
     return Out(sum / f32(divisor), vec4<i32>(0));
 }
 
@@ -252,7 +256,7 @@ fn pixel(plane: i32, cs: vec4<i32>, oh: u32, ow: u32) -> Out {
 // pipelines then hold no index stores: lavapipe runs a branch's masked stores even when no
 // lane takes it).
 fn writes_indices() -> bool {
-    return (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) && INDICES != 0u && p_u[pz].mode.w != 0u;
+    return (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) && INDICES != 0u && p_u[pz()].mode.w != 0u;
 }
 
 // A 16-bit pair's word: the element-type bits of a (low half) and b.
@@ -262,15 +266,15 @@ fn pack2(a: f32, b: f32) -> u32 {
 
 // Bilinear's column q of the input rows r0 and r1, blended by the row weights th.zw.
 fn blend(r0: i32, r1: i32, q: i32, th: vec4<f32>, cs: vec4<i32>) -> vec4<f32> {
-    let e = q * p_u[pz].xs.w;
+    let e = q * p_u[pz()].xs.w;
     return th.z * load4(r0 + e, cs) + th.w * load4(r1 + e, cs);
 }
 
 // Stores output pixel px (in (oh, ow) order) of image n, channels c0.. (those in `valid`), and
 // its indices when the call writes them.
 fn store(n: u32, px: u32, c0: u32, valid: vec4<bool>, o: Out) {
-    let C = p_u[pz].geo.x;
-    let pixels = p_u[pz].dims.x * p_u[pz].dims.y;
+    let C = p_u[pz()].geo.x;
+    let pixels = p_u[pz()].dims.x * p_u[pz()].dims.y;
     if (CL != 0u) {
         let e = (n * pixels + px) * C + c0;
         if (WORDS != 0u) {
@@ -310,17 +314,16 @@ fn store(n: u32, px: u32, c0: u32, valid: vec4<bool>, o: Out) {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     let t = (wid.y * nwg.x + wid.x) * WG + lid;
-    if (t >= p_u[pz].base.y) {
+    if (t >= p_u[pz()].base.y) {
         return;
     }
-    let C = p_u[pz].geo.x;
-    let groups = p_u[pz].geo.w;
-    let OH = p_u[pz].dims.x;
-    let OW = p_u[pz].dims.y;
+    let C = p_u[pz()].geo.x;
+    let groups = p_u[pz()].geo.w;
+    let OH = p_u[pz()].dims.x;
+    let OW = p_u[pz()].dims.y;
     // Runs of p.dims.w pixels within one output row, p.dims.z of them a row.
-    let blocks = OH * p_u[pz].dims.z;
+    let blocks = OH * p_u[pz()].dims.z;
     var g: u32;
     var b: u32;
     var n: u32;
@@ -337,13 +340,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let c0 = g * 4u;
     let last = i32(C - 1u - c0);
-    let cs = vec4<i32>(0, min(1, last), min(2, last), min(3, last)) * p_u[pz].xs.y;
-    let plane = i32(p_u[pz].base.x) + i32(n) * p_u[pz].xs.x + i32(c0) * p_u[pz].xs.y;
+    let cs = vec4<i32>(0, min(1, last), min(2, last), min(3, last)) * p_u[pz()].xs.y;
+    let plane = i32(p_u[pz()].base.x) + i32(n) * p_u[pz()].xs.x + i32(c0) * p_u[pz()].xs.y;
     let pixels = OH * OW;
-    let oh = b / p_u[pz].dims.z;
-    var ow = (b - oh * p_u[pz].dims.z) * p_u[pz].dims.w;
+    let oh = b / p_u[pz()].dims.z;
+    var ow = (b - oh * p_u[pz()].dims.z) * p_u[pz()].dims.w;
     let first = oh * OW + ow;
-    let end = first + min(p_u[pz].dims.w, OW - ow);
+    let end = first + min(p_u[pz()].dims.w, OW - ow);
     let valid = vec4<i32>(0, 1, 2, 3) <= vec4<i32>(last);
     // Bilinear: the input rows of the current output row, and the two input columns (their
     // top and bottom values) of the previous output, which the next output along the row
@@ -358,16 +361,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var bt = vec4<f32>(0.0);
     var bb = vec4<f32>(0.0);
     if (FAMILY == MODE_BILINEAR) {
-        th = taps(p_u[pz].scale.x, oh, p_u[pz].geo.y);
-        r0 = plane + i32(th.x) * p_u[pz].xs.z;
-        r1 = plane + i32(th.y) * p_u[pz].xs.z;
+        th = taps(p_u[pz()].scale.x, oh, p_u[pz()].geo.y);
+        r0 = plane + i32(th.x) * p_u[pz()].xs.z;
+        r1 = plane + i32(th.y) * p_u[pz()].xs.z;
     }
     if (FAMILY == MODE_BILINEAR && X2 != 0u) {
         // Output 2i reads columns (i - 1, i) weighted (1/4, 3/4), output 2i + 1 columns (i,
         // i + 1) weighted (3/4, 1/4), as PyTorch's rule, except at the row's ends: output 0
         // reads columns (1, 0) weighted (0, 1) (a NaN in column 1 is NaN there too), the last
         // output column W - 1 twice. The run starts at an even ow.
-        let edge = i32(p_u[pz].geo.z) - 1;
+        let edge = i32(p_u[pz()].geo.z) - 1;
         var i = i32(ow >> 1u);
         var a = blend(r0, r1, select(i - 1, min(1, edge), i == 0), th, cs);
         var b = blend(r0, r1, i, th, cs);
@@ -390,13 +393,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (FAMILY == MODE_MAX && TAPS3 != 0u) {
         rows = rows3(plane, oh);
         if (TAPS3 == 2u) {
-            kept = column3(rows, cs, i32(ow) * p_u[pz].win.w - p_u[pz].pad.y, true);
+            kept = column3(rows, cs, i32(ow) * p_u[pz()].win.w - p_u[pz()].pad.y, true);
         }
     }
     for (var px = first; px < end; px = px + 1u) {
         var o: Out;
         if (FAMILY == MODE_BILINEAR) {
-            let tw = taps(p_u[pz].scale.y, ow, p_u[pz].geo.z);
+            let tw = taps(p_u[pz()].scale.y, ow, p_u[pz()].geo.z);
             let i0 = i32(tw.x);
             let i1 = i32(tw.y);
             if (i0 != ca) {
@@ -404,32 +407,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     at = bt;
                     ab = bb;
                 } else {
-                    at = load4(r0 + i0 * p_u[pz].xs.w, cs);
-                    ab = load4(r1 + i0 * p_u[pz].xs.w, cs);
+                    at = load4(r0 + i0 * p_u[pz()].xs.w, cs);
+                    ab = load4(r1 + i0 * p_u[pz()].xs.w, cs);
                 }
                 ca = i0;
             }
             if (i1 != cb) {
-                bt = load4(r0 + i1 * p_u[pz].xs.w, cs);
-                bb = load4(r1 + i1 * p_u[pz].xs.w, cs);
+                bt = load4(r0 + i1 * p_u[pz()].xs.w, cs);
+                bb = load4(r1 + i1 * p_u[pz()].xs.w, cs);
                 cb = i1;
             }
             o = Out(th.z * (tw.z * at + tw.w * bt) + th.w * (tw.z * ab + tw.w * bb), vec4<i32>(0));
         } else if (FAMILY == MODE_MAX && TAPS3 != 0u) {
             // Window columns q0, q0 + dw, q0 + 2 dw; with TAPS3 == 2 (3 columns, stride 2 dw)
             // the first is the last output's third, kept.
-            let q0 = i32(ow) * p_u[pz].win.w - p_u[pz].pad.y;
+            let q0 = i32(ow) * p_u[pz()].win.w - p_u[pz()].pad.y;
             var c0 = kept;
             if (TAPS3 != 2u) {
                 c0 = column3(rows, cs, q0, true);
             }
-            let c2 = column3(rows, cs, q0 + 2 * p_u[pz].pad.w, p_u[pz].win.y > 2);
-            o = combine(combine(c0, column3(rows, cs, q0 + p_u[pz].pad.w, p_u[pz].win.y > 1)), c2);
+            let c2 = column3(rows, cs, q0 + 2 * p_u[pz()].pad.w, p_u[pz()].win.y > 2);
+            o = combine(combine(c0, column3(rows, cs, q0 + p_u[pz()].pad.w, p_u[pz()].win.y > 1)), c2);
             kept = c2;
             if (INDICES != 0u) {
                 // A window of -inf (or with no tap inside the image) keeps the index its scan
                 // starts from: the first row and column at or past 0, as pool2d.wgsl.
-                let start = rows.first * i32(p_u[pz].geo.z) + first_tap(q0, p_u[pz].pad.w);
+                let start = rows.first * i32(p_u[pz()].geo.z) + first_tap(q0, p_u[pz()].pad.w);
                 o = combine(o, Out(vec4<f32>(bitcast<f32>(0xff800000u)), vec4<i32>(start)));
             }
         } else if (FAMILY == MODE_MAX || FAMILY == MODE_ADAPTIVE_MAX) {
@@ -437,10 +440,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             // first column it often is (3x3 windows of stride 2 load 6 columns' worth of 9).
             // Columns combine in any order as the row-major scan of pool2d.wgsl: the larger
             // value, of equal ones the smaller index, of NaNs the larger index.
-            let rs = span(0u, i32(oh), i32(p_u[pz].geo.y), i32(OH));
-            let qs = span(1u, i32(ow), i32(p_u[pz].geo.z), i32(OW));
+            let rs = span(0u, i32(oh), i32(p_u[pz()].geo.y), i32(OH));
+            let qs = span(1u, i32(ow), i32(p_u[pz()].geo.z), i32(OW));
             var best = vec4<f32>(bitcast<f32>(0xff800000u));
-            var at = vec4<i32>(rs.x * i32(p_u[pz].geo.z) + qs.x);
+            var at = vec4<i32>(rs.x * i32(p_u[pz()].geo.z) + qs.x);
             for (var q = qs.x; q < qs.y; q = q + qs.z) {
                 if (q != kq) {
                     kept = column(plane, cs, rs, q);

@@ -37,23 +37,23 @@ fn walk(b: vec3<u32>, pass_: u32, c: vec4<f32>, whole: bool, valid: u32, r0: u32
     // red_offsets, whose general loop (divisions) lavapipe would run, masked, at every step;
     // and whole words without load4's branch, whose scalar loads it would run too (lavapipe,
     // quiet: mean over H, W of channels-last [8, 64, 56, 56] 2.34 -> 1.39 -> 0.94 ms).
-    if (red_u[pz].rrank == 1u && whole) {
+    if (red_u[pz()].rrank == 1u && whole) {
         let s = r_strides(0u);
-        for (var r = r0; r < red_u[pz].extent; r = r + step) {
+        for (var r = r0; r < red_u[pz()].extent; r = r + step) {
             let o = r * s;
             acc = fold(k, acc, tx(src4[(b.y + o.y) >> 2u], pass_, c), vec4<u32>(b.z + o.z));
         }
         return acc;
     }
-    if (red_u[pz].rrank == 1u) {
+    if (red_u[pz()].rrank == 1u) {
         let s = r_strides(0u);
-        for (var r = r0; r < red_u[pz].extent; r = r + step) {
+        for (var r = r0; r < red_u[pz()].extent; r = r + step) {
             let o = r * s;
             acc = fold(k, acc, tx(load4(b.y + o.y, whole, valid), pass_, c), vec4<u32>(b.z + o.z));
         }
         return acc;
     }
-    for (var r = r0; r < red_u[pz].extent; r = r + step) {
+    for (var r = r0; r < red_u[pz()].extent; r = r + step) {
         let o = red_offsets(r);
         acc = fold(k, acc, tx(load4(b.y + o.y, whole, valid), pass_, c), vec4<u32>(b.z + o.z));
     }
@@ -82,9 +82,9 @@ fn write_quad(b: vec3<u32>, whole: bool, valid: u32, so: u32, q: QuadStates, r0:
         let m1 = soft_ms(q.s1, q.t1);
         let m2 = soft_ms(q.s2, q.t2);
         let m3 = soft_ms(q.s3, q.t3);
-        let flat = red_u[pz].rrank == 1u;
+        let flat = red_u[pz()].rrank == 1u;
         let s = r_strides(0u);
-        for (var r = r0; r < red_u[pz].extent; r = r + step) {
+        for (var r = r0; r < red_u[pz()].extent; r = r + step) {
             var o = r * s;
             if (!flat) {
                 o = red_offsets(r);
@@ -127,7 +127,7 @@ fn split_tree(k: u32, acc: Acc, lid: u32, qpw: u32) {
     }
     workgroupBarrier();
     let sy = lid / qpw;
-    for (var h = red_u[pz].parts / 2u; h > 0u; h = h >> 1u) {
+    for (var h = red_u[pz()].parts / 2u; h > 0u; h = h >> 1u) {
         if (sy < h) {
             for (var l = 0u; l < 4u; l = l + 1u) {
                 let i = lid * 4u + l;
@@ -141,15 +141,15 @@ fn split_tree(k: u32, acc: Acc, lid: u32, qpw: u32) {
 // SPLIT 1: `parts` invocations per four outputs (no early return: every invocation reaches
 // the barriers).
 fn split_main(wid: vec3<u32>, lid: u32) {
-    let parts = red_u[pz].parts;
+    let parts = red_u[pz()].parts;
     let qpw = WG / parts;
     let qx = lid % qpw;
     let sy = lid / qpw;
-    let t = wid.x * qpw + qx + wid.y * red_u[pz].grid_row;
-    let d = red_u[pz].rrank;
-    let k0 = red_u[pz].sizes[d >> 2u][d & 3u];
+    let t = wid.x * qpw + qx + wid.y * red_u[pz()].grid_row;
+    let d = red_u[pz()].rrank;
+    let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
     let quads = (k0 + 3u) / 4u;
-    let live = t < quads * (red_u[pz].outputs / k0);
+    let live = t < quads * (red_u[pz()].outputs / k0);
     var b = vec3<u32>(0u);
     var valid = 1u;
     var whole = false;
@@ -157,7 +157,7 @@ fn split_main(wid: vec3<u32>, lid: u32) {
         let q = t % quads;
         b = out_offsets((t / quads) * k0 + 4u * q);
         valid = min(4u, k0 - 4u * q);
-        whole = valid == 4u && red_u[pz].mode == 1u && (b.y & 3u) == 0u;
+        whole = valid == 4u && red_u[pz()].mode == 1u && (b.y & 3u) == 0u;
     }
     let k = kind(0u);
     var acc = acc_new(k);
@@ -198,10 +198,10 @@ fn split_main(wid: vec3<u32>, lid: u32) {
 // whole neighbouring lines (one quad a lane left each step a quarter line, and a walk 16 KiB
 // apart per step waiting on memory, lavapipe: sum(dim=0) of [4096, 4096]).
 fn wide_main(t: u32) {
-    let d = red_u[pz].rrank;
-    let k0 = red_u[pz].sizes[d >> 2u][d & 3u];
+    let d = red_u[pz()].rrank;
+    let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
     let groups = k0 / 16u;
-    if (t >= groups * (red_u[pz].outputs / k0)) {
+    if (t >= groups * (red_u[pz()].outputs / k0)) {
         return;
     }
     let o0 = (t / groups) * k0 + 16u * (t % groups);
@@ -213,7 +213,7 @@ fn wide_main(t: u32) {
     var a3 = a0;
     let s = r_strides(0u);
     let c = vec4<f32>(0.0);
-    for (var r = 0u; r < red_u[pz].extent; r = r + 1u) {
+    for (var r = 0u; r < red_u[pz()].extent; r = r + 1u) {
         let o = r * s;
         let w = (b.y + o.y) >> 2u;
         let i = vec4<u32>(b.z + o.z);
@@ -237,26 +237,25 @@ fn write_acc(b: vec3<u32>, so: u32, k: u32, acc: Acc) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     if (SPLIT == 1u) {
         split_main(wid, lid);
         return;
     }
-    let t = gid.x + gid.y * red_u[pz].grid_row;
-    if (red_u[pz].parts == 4u) {
+    let t = gid.x + gid.y * red_u[pz()].grid_row;
+    if (red_u[pz()].parts == 4u) {
         wide_main(t);
         return;
     }
-    let d = red_u[pz].rrank;
-    let k0 = red_u[pz].sizes[d >> 2u][d & 3u];
+    let d = red_u[pz()].rrank;
+    let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
     let quads = (k0 + 3u) / 4u;
-    if (t >= quads * (red_u[pz].outputs / k0)) {
+    if (t >= quads * (red_u[pz()].outputs / k0)) {
         return;
     }
     let q = t % quads;
     let b = out_offsets((t / quads) * k0 + 4u * q);
     let valid = min(4u, k0 - 4u * q);
-    let whole = valid == 4u && red_u[pz].mode == 1u && (b.y & 3u) == 0u;
+    let whole = valid == 4u && red_u[pz()].mode == 1u && (b.y & 3u) == 0u;
     let k = kind(0u);
     let acc = walk(b, 0u, vec4<f32>(0.0), whole, valid, 0u, 1u);
     var acc2 = acc;

@@ -23,7 +23,7 @@ fn is_int() -> bool {
     if (F32) {
         return false;
     }
-    return !dt_is_float(red_u[pz].cast_t);
+    return !dt_is_float(red_u[pz()].cast_t);
 }
 
 // Element k (plan order) of a reduction run: the input's element and the index's.
@@ -34,7 +34,7 @@ fn elem(b: vec3<u32>, r: u32) -> vec2<u32> {
 
 // A scan row's strides and whether its plan order is its logical order backwards.
 fn row_strides() -> vec3<u32> {
-    if (red_u[pz].rrank == 1u) {
+    if (red_u[pz()].rrank == 1u) {
         return r_strides(0u);
     }
     return vec3<u32>(0u);
@@ -53,7 +53,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32, step: u32) -> vec4<u32> {
             for (var r = r0; r < r1; r = r + step) {
                 var e = r;
                 if (op == R_CUMSUM) {
-                    e = plan_pos(r, red_u[pz].extent);
+                    e = plan_pos(r, red_u[pz()].extent);
                 }
                 let x = bitcast<u32>(load_i(elem(b, e).x));
                 acc = select(acc + x, acc * x, op == R_PROD);
@@ -87,7 +87,7 @@ fn run_state(b: vec3<u32>, r0: u32, r1: u32, step: u32) -> vec4<u32> {
         for (var r = r0; r < r1; r = r + step) {
             var e = r;
             if (op == R_CUMSUM) {
-                e = plan_pos(r, red_u[pz].extent);
+                e = plan_pos(r, red_u[pz()].extent);
             }
             var x = load_f(elem(b, e).x);
             if (op == R_NORM1) {
@@ -225,7 +225,7 @@ fn finish(b: vec3<u32>, st: vec4<u32>) {
         }
         store_bits(b.x, st.x);
         if (op == R_MAX || op == R_MIN) {
-            indices[red_u[pz].offsets.w + b.x - red_u[pz].offsets.x] = st.y;
+            indices[red_u[pz()].offsets.w + b.x - red_u[pz()].offsets.x] = st.y;
         }
         return;
     }
@@ -235,7 +235,7 @@ fn finish(b: vec3<u32>, st: vec4<u32>) {
             store_f(b.x, sum);
         }
         case R_MEAN: {
-            store_f(b.x, sum / f32(red_u[pz].extent));
+            store_f(b.x, sum / f32(red_u[pz()].extent));
         }
         case R_NORM2: {
             store_f(b.x, sqrt(sum));
@@ -265,7 +265,7 @@ fn finish(b: vec3<u32>, st: vec4<u32>) {
         }
         default: {
             store_f(b.x, asf(st.x));
-            indices[red_u[pz].offsets.w + b.x - red_u[pz].offsets.x] = st.y;
+            indices[red_u[pz()].offsets.w + b.x - red_u[pz()].offsets.x] = st.y;
         }
     }
 }
@@ -274,7 +274,7 @@ fn finish(b: vec3<u32>, st: vec4<u32>) {
 // and sum s of exp(x - m), cumsum from the running state `run` before k0.
 fn scan_write(b: vec3<u32>, k0: u32, k1: u32, m: f32, s: f32, run: vec4<u32>) {
     let st = row_strides();
-    let n = red_u[pz].extent;
+    let n = red_u[pz()].extent;
     if (op_code() == R_CUMSUM) {
         var acc = run.x;
         var q = vec2<f32>(asf(run.x), asf(run.y));
@@ -322,7 +322,7 @@ fn identity(b: vec3<u32>) {
     } else if (op_code() == R_LOGSUMEXP) {
         v = f32_of(0xff800000u);
     }
-    if (dt_is_float(red_u[pz].out_t)) {
+    if (dt_is_float(red_u[pz()].out_t)) {
         store_f(b.x, v);
     } else {
         store_bits(b.x, u32(v));
@@ -330,13 +330,12 @@ fn identity(b: vec3<u32>) {
 }
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
-    let t = gid.x + gid.y * red_u[pz].grid_row;
-    let n = red_u[pz].extent;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = gid.x + gid.y * red_u[pz()].grid_row;
+    let n = red_u[pz()].extent;
     let scan = op_code() >= R_SOFTMAX;
-    if (red_u[pz].mode == 0u) {
-        if (t >= red_u[pz].outputs) {
+    if (red_u[pz()].mode == 0u) {
+        if (t >= red_u[pz()].outputs) {
             return;
         }
         let b = out_offsets(t);
@@ -355,20 +354,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         scan_write(b, 0u, n, ms.x, ms.y, vec4<u32>(0u));
         return;
     }
-    if (red_u[pz].mode == 1u || red_u[pz].mode == 3u) {
-        if (t >= red_u[pz].outputs * red_u[pz].parts) {
+    if (red_u[pz()].mode == 1u || red_u[pz()].mode == 3u) {
+        if (t >= red_u[pz()].outputs * red_u[pz()].parts) {
             return;
         }
-        let o = t / red_u[pz].parts;
-        let p = t % red_u[pz].parts;
+        let o = t / red_u[pz()].parts;
+        let p = t % red_u[pz()].parts;
         let b = out_offsets(o);
-        var r0 = p * red_u[pz].chunk;
-        var r1 = min(n, r0 + red_u[pz].chunk);
-        if (red_u[pz].mode == 1u) {
-            if (red_u[pz].chunk == 0u) {
+        var r0 = p * red_u[pz()].chunk;
+        var r1 = min(n, r0 + red_u[pz()].chunk);
+        if (red_u[pz()].mode == 1u) {
+            if (red_u[pz()].chunk == 0u) {
                 // Interleaved parts (rows contiguous in memory): part p takes elements p,
                 // p + parts, ..., so neighbouring invocations read neighbouring elements.
-                partials[t] = run_state(b, p, n, red_u[pz].parts);
+                partials[t] = run_state(b, p, n, red_u[pz()].parts);
             } else {
                 partials[t] = run_state(b, r0, r1, 1u);
             }
@@ -377,20 +376,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         if (op_code() == R_CUMSUM) {
             scan_write(b, r0, r1, 0.0, 0.0, partials[t]);
         } else {
-            let ms = softmax_of(partials[red_u[pz].outputs * red_u[pz].parts + o]);
+            let ms = softmax_of(partials[red_u[pz()].outputs * red_u[pz()].parts + o]);
             scan_write(b, r0, r1, ms.x, ms.y, vec4<u32>(0u));
         }
         return;
     }
     // mode 2: combine the parts of output (row) t in order.
-    if (t >= red_u[pz].outputs) {
+    if (t >= red_u[pz()].outputs) {
         return;
     }
-    let base = t * red_u[pz].parts;
+    let base = t * red_u[pz()].parts;
     if (op_code() == R_CUMSUM) {
         // Each part's state becomes the running state before it.
         var run = vec4<u32>(0u);
-        for (var p = 0u; p < red_u[pz].parts; p = p + 1u) {
+        for (var p = 0u; p < red_u[pz()].parts; p = p + 1u) {
             let s = partials[base + p];
             partials[base + p] = run;
             run = combine(run, s);
@@ -398,11 +397,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         return;
     }
     var st = partials[base];
-    for (var p = 1u; p < red_u[pz].parts; p = p + 1u) {
+    for (var p = 1u; p < red_u[pz()].parts; p = p + 1u) {
         st = combine(st, partials[base + p]);
     }
     if (scan) {
-        partials[red_u[pz].outputs * red_u[pz].parts + t] = st;
+        partials[red_u[pz()].outputs * red_u[pz()].parts + t] = st;
         return;
     }
     finish(out_offsets(t), st);

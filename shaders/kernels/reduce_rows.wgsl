@@ -31,8 +31,8 @@ fn walk(b: vec3<u32>, pass_: u32, c: f32, lid: u32, step: u32) -> vec4<u32> {
     let k = row_kind(pass_);
     let cv = vec4<f32>(c);
     var acc = acc_new(k);
-    let n0 = red_u[pz].sizes[0].x;
-    let runs = red_u[pz].extent / n0;
+    let n0 = red_u[pz()].sizes[0].x;
+    let runs = red_u[pz()].extent / n0;
     let si = r_strides(0u).z;
     let steps = vec4<u32>(0u, 1u, 2u, 3u) * si;
     for (var j = 0u; j < runs; j = j + 1u) {
@@ -85,7 +85,7 @@ fn store4_1(e: u32, v: f32) {
 // 16-byte words of out4 (mode 1): the row's words, then its head and tail elements.
 fn write_row4(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
     let e0 = b.y;
-    let e1 = e0 + red_u[pz].extent;
+    let e1 = e0 + red_u[pz()].extent;
     let a = (e0 + 3u) & ~3u;
     let w = e1 & ~3u;
     // Output element of input element e: e + d (wrapping), in the same place of its word.
@@ -117,11 +117,11 @@ fn write_row4(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
 // softmax / log_softmax of the row with elements b (one run) from its maximum m and k.
 fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
     // s: the k of `soft`.
-    if (red_u[pz].mode == 1u) {
+    if (red_u[pz()].mode == 1u) {
         write_row4(b, m, s, lid, step);
         return;
     }
-    let n = red_u[pz].extent;
+    let n = red_u[pz()].extent;
     let so = r_strides(0u).x;
     let e0 = b.y;
     let e1 = e0 + n;
@@ -162,13 +162,12 @@ override PER_THREAD: bool = false;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
-    pz = wid.z >> 31u;
     let lid = tl.lid;
     if (PER_THREAD) {
         // No early return on the invocation's own index: WGSL's uniformity analysis (Tint)
         // would then treat the workgroup path's barriers below as non-uniform.
-        let o = (wid.x + wid.y * red_u[pz].grid_row) * WG + lid;
-        if (o < red_u[pz].outputs) {
+        let o = (wid.x + wid.y * red_u[pz()].grid_row) * WG + lid;
+        if (o < red_u[pz()].outputs) {
             let b = out_offsets(o);
             let st = walk(b, 0u, 0.0, 0u, 1u);
             var st2 = st;
@@ -184,8 +183,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
         }
         return;
     }
-    let o = wid.x + wid.y * red_u[pz].grid_row;
-    if (o >= red_u[pz].outputs) {
+    let o = wid.x + wid.y * red_u[pz()].grid_row;
+    if (o >= red_u[pz()].outputs) {
         return;
     }
     let b = out_offsets(o);

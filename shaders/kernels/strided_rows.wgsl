@@ -16,16 +16,15 @@ override STEP: i32 = -1;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = invocation_index(gid);
-    if (t >= plan_u[pz].threads) {
+    if (t >= plan_u[pz()].threads) {
         return;
     }
     let col = word_column(t, 4u);
-    let ss = bitcast<u32>(plan_u[pz].src_strides[0].x);
-    let ds1 = bitcast<u32>(plan_u[pz].dst_strides[0].y) >> 2u;
-    let ss1 = bitcast<u32>(plan_u[pz].src_strides[0].y);
+    let ss = bitcast<u32>(plan_u[pz()].src_strides[0].x);
+    let ds1 = bitcast<u32>(plan_u[pz()].dst_strides[0].y) >> 2u;
+    let ss1 = bitcast<u32>(plan_u[pz()].src_strides[0].y);
     var d = col.x >> 2u;
     var s = col.y;
     for (var r = 0u; r < col.z; r = r + 1u) {

@@ -63,14 +63,13 @@ fn element(e: u32, inside: bool) -> u32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = invocation_index(gid);
-    if (t >= plan_u[pz].threads) {
+    if (t >= plan_u[pz()].threads) {
         return;
     }
-    let m = plan_u[pz].sizes[0].x;
-    let n = plan_u[pz].sizes[0].y;
+    let m = plan_u[pz()].sizes[0].x;
+    let n = plan_u[pz()].sizes[0].y;
     let blk = transpose_block(t);
     let ri = min(4u, m - blk.i0);
     let rj = min(4u, n - blk.j0);

@@ -63,10 +63,9 @@ fn move_block(blk: Block, dd: u32, sd: u32) {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    pz = wid.z >> 31u;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = invocation_index(gid);
-    if (t >= plan_u[pz].threads) {
+    if (t >= plan_u[pz()].threads) {
         return;
     }
     let blk = transpose_block(t * BLOCKS);

@@ -12,14 +12,13 @@ var<workgroup> tile: array<u32, 1056>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    pz = wid.z >> 31u;
     // One block per workgroup; the test is uniform across the workgroup.
-    let b = wid.x + wid.y * (plan_u[pz].grid_row / WG);
-    if (b * WG >= plan_u[pz].threads) {
+    let b = wid.x + wid.y * (plan_u[pz()].grid_row / WG);
+    if (b * WG >= plan_u[pz()].threads) {
         return;
     }
-    let m = plan_u[pz].sizes[0].x;
-    let n = plan_u[pz].sizes[0].y;
+    let m = plan_u[pz()].sizes[0].x;
+    let n = plan_u[pz()].sizes[0].y;
     let blk = transpose_block(b);
     let i0 = blk.i0;
     let j0 = blk.j0;

@@ -63,6 +63,10 @@ override QUADS: u32 = 2u;
 
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> cp_u: array<ConvParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(cp_u[0].geo.x);
+}
 // Binding 2 holds the window's weights: the kernel file says how they are laid out, and the
 // weights prelude (conv_weights.wgsl, conv_weights_shuffled.wgsl: the 64 KiB uniform block `wu`;
 // matmul_weights.wgsl: a storage buffer) declares and reads it.
@@ -102,27 +106,27 @@ struct Quad {
 }
 
 fn quad_at(q: u32) -> Quad {
-    return quad_from(q, cp_u[pz].conv.z, cp_u[pz].conv.w);
+    return quad_from(q, cp_u[pz()].conv.z, cp_u[pz()].conv.w);
 }
 
 // quad_at with the input row and column that output (0, 0) reads given as (ry, rx): the direct
 // kernel walks the taps itself.
 fn quad_from(q: u32, ry: i32, rx: i32) -> Quad {
     var r: Quad;
-    let plane = cp_u[pz].geo.z * cp_u[pz].geo.w;
+    let plane = cp_u[pz()].geo.z * cp_u[pz()].geo.w;
     for (var j = 0u; j < 4u; j = j + 1u) {
         let p = q * 4u + j;
-        r.valid[j] = p < cp_u[pz].work.x;
-        let pp = min(p, cp_u[pz].work.x - 1u);
+        r.valid[j] = p < cp_u[pz()].work.x;
+        let pp = min(p, cp_u[pz()].work.x - 1u);
         let n = pp / plane;
         let rem = pp - n * plane;
-        let oy = rem / cp_u[pz].geo.w;
-        let ox = rem - oy * cp_u[pz].geo.w;
-        let iy = i32(oy) * cp_u[pz].conv.x + ry;
-        let ix = i32(ox) * cp_u[pz].conv.y + rx;
-        r.inside[j] = r.valid[j] && iy >= 0 && ix >= 0 && u32(iy) < cp_u[pz].geo.x && u32(ix) < cp_u[pz].geo.y;
-        r.xoff[j] = cp_u[pz].base.x + i32(n) * cp_u[pz].xs.x + iy * cp_u[pz].xs.z + ix * cp_u[pz].xs.w;
-        r.yoff[j] = cp_u[pz].base.y + i32(n) * cp_u[pz].ys.x + i32(oy) * cp_u[pz].ys.z + i32(ox) * cp_u[pz].ys.w;
+        let oy = rem / cp_u[pz()].geo.w;
+        let ox = rem - oy * cp_u[pz()].geo.w;
+        let iy = i32(oy) * cp_u[pz()].conv.x + ry;
+        let ix = i32(ox) * cp_u[pz()].conv.y + rx;
+        r.inside[j] = r.valid[j] && iy >= 0 && ix >= 0 && u32(iy) < cp_u[pz()].geo.x && u32(ix) < cp_u[pz()].geo.y;
+        r.xoff[j] = cp_u[pz()].base.x + i32(n) * cp_u[pz()].xs.x + iy * cp_u[pz()].xs.z + ix * cp_u[pz()].xs.w;
+        r.yoff[j] = cp_u[pz()].base.y + i32(n) * cp_u[pz()].ys.x + i32(oy) * cp_u[pz()].ys.z + i32(ox) * cp_u[pz()].ys.w;
     }
     return r;
 }
@@ -204,7 +208,7 @@ fn hold(t: Tile) -> Held {
 // unrolled ~100 such sites: rolled, a `DirectBand` pipeline's first call with an empty shader
 // cache took 2.0-2.6 s instead of 4.2-5.1 s (docs/benchmarks-log.md). `finish.w` is always 0.
 fn four() -> u32 {
-    return 4u + cp_u[pz].finish.w;
+    return 4u + cp_u[pz()].finish.w;
 }
 
 // Input channels 4*cq .. 4*cq+3 of the chunk at pixel j of the quad (zero in the padding and
@@ -214,7 +218,7 @@ fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
     if (VIN || XT) {
         // Quads past the chunk (C/groups not a power of two) read zeros, not the next
         // channels: their zero weights would turn an infinity there into NaN.
-        if (qd.inside[j] && c < cp_u[pz].work.y) {
+        if (qd.inside[j] && c < cp_u[pz()].work.y) {
             return x4[u32(qd.xoff[j] + i32(c)) / 4u];
         }
         return vec4<f32>(0.0);
@@ -222,8 +226,8 @@ fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     if (qd.inside[j]) {
         for (var t = 0u; t < four(); t = t + 1u) {
-            if (c + t < cp_u[pz].work.y) {
-                v[t] = x[u32(qd.xoff[j] + i32(c + t) * cp_u[pz].xs.y)];
+            if (c + t < cp_u[pz()].work.y) {
+                v[t] = x[u32(qd.xoff[j] + i32(c + t) * cp_u[pz()].xs.y)];
             }
         }
     }
@@ -233,8 +237,8 @@ fn load_pixel(qd: Quad, j: u32, cq: u32) -> vec4<f32> {
 // Input channel `c` of the chunk at the quad's 4 pixels (zero in the padding and past the chunk).
 fn load_channel(qd: Quad, c: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
-    if (c < cp_u[pz].work.y) {
-        let cs = i32(c) * cp_u[pz].xs.y;
+    if (c < cp_u[pz()].work.y) {
+        let cs = i32(c) * cp_u[pz()].xs.y;
         if (VIN) {
             return x4[u32(qd.xoff.x + cs) / 4u];
         }
@@ -250,7 +254,7 @@ fn load_channel(qd: Quad, c: u32) -> vec4<f32> {
 // How this dispatch's window starts (MODE, or the uniform's word where MODE is 3).
 fn mode() -> u32 {
     if (MODE == 3u) {
-        return cp_u[pz].finish.y;
+        return cp_u[pz()].finish.y;
     }
     return MODE;
 }
@@ -264,7 +268,7 @@ fn finish(v: vec4<f32>, b: vec4<f32>, prev: vec4<f32>) -> vec4<f32> {
     } else if (mode() == 2u) {
         o = o + prev;
     }
-    return select(o, relu4(o), cp_u[pz].finish.x != 0u);
+    return select(o, relu4(o), cp_u[pz()].finish.x != 0u);
 }
 
 // Writes one vec4 word of output (y4[at]), or one element (y[at]), finished as `finish` says.
@@ -291,18 +295,18 @@ fn bias4(k: u32) -> vec4<f32> {
 }
 
 fn bias_at(k: u32) -> f32 {
-    if (mode() != 1u || k >= cp_u[pz].work.z) {
+    if (mode() != 1u || k >= cp_u[pz()].work.z) {
         return 0.0;
     }
-    return bias[u32(cp_u[pz].base.z + i32(k) * cp_u[pz].base.w)];
+    return bias[u32(cp_u[pz()].base.z + i32(k) * cp_u[pz()].base.w)];
 }
 
 // Writes output channel `k` of the window at the quad's 4 pixels (`v` is a vec4 over pixels).
 fn store_channel(qd: Quad, k: u32, v: vec4<f32>) {
-    if (k >= cp_u[pz].work.z) {
+    if (k >= cp_u[pz()].work.z) {
         return;
     }
-    let ks = i32(k) * cp_u[pz].ys.y;
+    let ks = i32(k) * cp_u[pz()].ys.y;
     let b = vec4<f32>(bias_at(k));
     if (VOUT) {
         // A vec4 quad lies in one image row: all its pixels exist or none does.
@@ -329,8 +333,8 @@ fn store_pixel(qd: Quad, j: u32, k: u32, v: vec4<f32>, b: vec4<f32>) {
         return;
     }
     for (var t = 0u; t < four(); t = t + 1u) {
-        if (k + t < cp_u[pz].work.z) {
-            put1(u32(qd.yoff[j] + i32(k + t) * cp_u[pz].ys.y), v[t], b[t]);
+        if (k + t < cp_u[pz()].work.z) {
+            put1(u32(qd.yoff[j] + i32(k + t) * cp_u[pz()].ys.y), v[t], b[t]);
         }
     }
 }

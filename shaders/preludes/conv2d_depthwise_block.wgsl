@@ -33,11 +33,15 @@ override WG: u32 = 64u;
 
 // Bindings 1 and 3-6: conv_io.wgsl.
 @group(0) @binding(0) var<uniform> rp_u: array<RowsParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(rp_u[0].geo.x);
+}
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
 
 // The input of channels k0 .. k0+3 at (row offset `at`, column ix): zero outside the image.
 fn ld(at: i32, ix: i32, k0: u32) -> vec4<f32> {
-    if (ix < 0 || u32(ix) >= rp_u[pz].geo.y) {
+    if (ix < 0 || u32(ix) >= rp_u[pz()].geo.y) {
         return vec4<f32>(0.0);
     }
     return ld_inside(at, ix, k0);
@@ -45,45 +49,45 @@ fn ld(at: i32, ix: i32, k0: u32) -> vec4<f32> {
 
 // `ld` of a column the caller knows lies in the image (0 <= ix < W).
 fn ld_inside(at: i32, ix: i32, k0: u32) -> vec4<f32> {
-    let p = at + ix * rp_u[pz].xs.w;
+    let p = at + ix * rp_u[pz()].xs.w;
     if (VIN) {
         return x4[u32(p + i32(k0)) / 4u];
     }
     var v = vec4<f32>(0.0);
     for (var j = 0u; j < 4u; j = j + 1u) {
-        if (k0 + j < rp_u[pz].work.z) {
-            v[j] = x[u32(p + i32((k0 + j) / rp_u[pz].work.y) * rp_u[pz].xs.y)];
+        if (k0 + j < rp_u[pz()].work.z) {
+            v[j] = x[u32(p + i32((k0 + j) / rp_u[pz()].work.y) * rp_u[pz()].xs.y)];
         }
     }
     return v;
 }
 
 fn bias_at(k: u32) -> f32 {
-    if (rp_u[pz].finish.x != 1u || k >= rp_u[pz].work.z) {
+    if (rp_u[pz()].finish.x != 1u || k >= rp_u[pz()].work.z) {
         return 0.0;
     }
-    return bias[u32(rp_u[pz].base.w + i32(k) * rp_u[pz].base.z)];
+    return bias[u32(rp_u[pz()].base.w + i32(k) * rp_u[pz()].base.z)];
 }
 
 fn put(n: u32, oy: u32, ox: u32, k0: u32, v: vec4<f32>, b: vec4<f32>) {
-    if (ox >= rp_u[pz].geo.w) {
+    if (ox >= rp_u[pz()].geo.w) {
         return;
     }
     var o = v;
-    if (rp_u[pz].finish.x == 1u) {
+    if (rp_u[pz()].finish.x == 1u) {
         o = o + b;
     }
-    if (rp_u[pz].finish.y != 0u) {
+    if (rp_u[pz()].finish.y != 0u) {
         o = relu4(o);
     }
-    let at = rp_u[pz].base.y + i32(n) * rp_u[pz].ys.x + i32(oy) * rp_u[pz].ys.z + i32(ox) * rp_u[pz].ys.w + i32(k0) * rp_u[pz].ys.y;
+    let at = rp_u[pz()].base.y + i32(n) * rp_u[pz()].ys.x + i32(oy) * rp_u[pz()].ys.z + i32(ox) * rp_u[pz()].ys.w + i32(k0) * rp_u[pz()].ys.y;
     if (VOUT) {
         y4[u32(at) / 4u] = o;
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
-        if (k0 + j < rp_u[pz].work.z) {
-            y[u32(at + i32(j) * rp_u[pz].ys.y)] = o[j];
+        if (k0 + j < rp_u[pz()].work.z) {
+            y[u32(at + i32(j) * rp_u[pz()].ys.y)] = o[j];
         }
     }
 }

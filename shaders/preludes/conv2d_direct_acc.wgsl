@@ -32,7 +32,7 @@ fn accumulate_all(h: Held, x: Pair, w: Weights) -> Held {
 // Writes output quad i at both quads of pixels (quads past the window's channels: nothing).
 fn store_quad(t: Tile, i: u32, p: Pair) {
     let k = 4u * i;
-    if (i >= CQ || k >= cp_u[pz].work.z) {
+    if (i >= CQ || k >= cp_u[pz()].work.z) {
         return;
     }
     let b = bias4(k);

@@ -24,7 +24,7 @@ fn pick(v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, kx: u32) -> vec4<f32> {
 // `w0 + kx * cw * CQ`.
 fn row_taps(h: Held, inv: Invocation, s: Span, w0: u32) -> Held {
     var acc = h;
-    let cw = (cp_u[pz].work.y + 3u) / 4u * 4u;
+    let cw = (cp_u[pz()].work.y + 3u) / 4u * 4u;
     for (var kx = 0u; kx < 3u; kx = kx + 1u) {
         let x = Pair(
             mat4x4<f32>(pick(s.a[0], s.a[1], s.a[2], kx), pick(s.a[1], s.a[2], s.a[3], kx), pick(s.a[2], s.a[3], s.b[0], kx), pick(s.a[3], s.b[0], s.b[1], kx)),

@@ -47,7 +47,7 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
     let x = bitcast<f32>(a);
     let y = bitcast<f32>(b);
     let z = bitcast<f32>(c);
-    let alpha = bitcast<f32>(it_u[pz].args.x);
+    let alpha = bitcast<f32>(it_u[pz()].args.x);
     switch OP {
         case OP_NEG: {
             return a ^ 0x80000000u;
@@ -56,13 +56,13 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
             return a & 0x7fffffffu;
         }
         case OP_ADD: {
-            if (it_u[pz].args.x == 0x3f800000u) {
+            if (it_u[pz()].args.x == 0x3f800000u) {
                 return bitcast<u32>(x + y);
             }
             return bitcast<u32>(x + alpha * y);
         }
         case OP_SUB: {
-            if (it_u[pz].args.x == 0x3f800000u) {
+            if (it_u[pz()].args.x == 0x3f800000u) {
                 return bitcast<u32>(x - y);
             }
             return bitcast<u32>(x - alpha * y);
@@ -153,11 +153,11 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
         }
         case OP_CLAMP: {
             var r = x;
-            if ((it_u[pz].args.w & 1u) != 0u && r < bitcast<f32>(it_u[pz].args.y)) {
-                r = bitcast<f32>(it_u[pz].args.y);
+            if ((it_u[pz()].args.w & 1u) != 0u && r < bitcast<f32>(it_u[pz()].args.y)) {
+                r = bitcast<f32>(it_u[pz()].args.y);
             }
-            if ((it_u[pz].args.w & 2u) != 0u && r > bitcast<f32>(it_u[pz].args.z)) {
-                r = bitcast<f32>(it_u[pz].args.z);
+            if ((it_u[pz()].args.w & 2u) != 0u && r > bitcast<f32>(it_u[pz()].args.z)) {
+                r = bitcast<f32>(it_u[pz()].args.z);
             }
             return bitcast<u32>(r);
         }
@@ -213,25 +213,25 @@ fn apply_int(a: u32, b: u32, c: u32) -> u32 {
         }
         case OP_CLAMP: {
             var r = a;
-            if ((it_u[pz].args.w & 1u) != 0u && int_less(r, it_u[pz].args.y)) {
-                r = it_u[pz].args.y;
+            if ((it_u[pz()].args.w & 1u) != 0u && int_less(r, it_u[pz()].args.y)) {
+                r = it_u[pz()].args.y;
             }
-            if ((it_u[pz].args.w & 2u) != 0u && int_less(it_u[pz].args.z, r)) {
-                r = it_u[pz].args.z;
+            if ((it_u[pz()].args.w & 2u) != 0u && int_less(it_u[pz()].args.z, r)) {
+                r = it_u[pz()].args.z;
             }
             return r;
         }
         case OP_ADD: {
-            return a + it_u[pz].args.x * b;
+            return a + it_u[pz()].args.x * b;
         }
         case OP_SUB: {
-            return a - it_u[pz].args.x * b;
+            return a - it_u[pz()].args.x * b;
         }
         case OP_MUL: {
             return a * b;
         }
         case OP_ADDCMUL: {
-            return a + it_u[pz].args.x * b * c;
+            return a + it_u[pz()].args.x * b * c;
         }
         case OP_MAXIMUM: {
             return select(a, b, int_less(a, b));

@@ -120,7 +120,7 @@ fn store_quad(e: u32, v: vec4<u32>) {
 // computation's representation.
 fn slot_quad(j: u32, k: u32, e: u32) -> vec4<u32> {
     if (k == 0u) {
-        return vec4<u32>(it_u[pz].scalars[j]);
+        return vec4<u32>(it_u[pz()].scalars[j]);
     }
     let t = operand_type(k);
     var v: vec4<u32>;
@@ -250,16 +250,16 @@ struct Column {
 // Invocation gid's column; w >= q0 (no work) past the plan's invocations.
 fn column(gid: vec3<u32>) -> Column {
     let t = iter_invocation(gid);
-    let q0 = it_u[pz].sizes[0].x >> 2u;
-    let lanes = it_u[pz].inner_chunks;
+    let q0 = it_u[pz()].sizes[0].x >> 2u;
+    let lanes = it_u[pz()].inner_chunks;
     let block = t / lanes;
-    let w = select(t - block * lanes, q0, t >= it_u[pz].threads);
+    let w = select(t - block * lanes, q0, t >= it_u[pz()].threads);
     if (w >= q0) {
         return Column(w, q0, lanes, vec4<u32>(0u), vec4<u32>(0u), 0u);
     }
-    let n1 = it_u[pz].sizes[0].y;
-    let outer = block / it_u[pz].extra.x;
-    let j0 = (block - outer * it_u[pz].extra.x) * EPT;
-    let base = iter_offsets((outer * n1 + j0) * it_u[pz].sizes[0].x + 4u * w);
+    let n1 = it_u[pz()].sizes[0].y;
+    let outer = block / it_u[pz()].extra.x;
+    let j0 = (block - outer * it_u[pz()].extra.x) * EPT;
+    let base = iter_offsets((outer * n1 + j0) * it_u[pz()].sizes[0].x + 4u * w);
     return Column(w, q0, lanes, base, iter_strides(1u), min(EPT, n1 - j0));
 }

@@ -27,20 +27,24 @@ struct Iter {
 
 @group(0) @binding(0) var<uniform> it_u: array<Iter, 1>;
 
+fn pz() -> u32 {
+    return uniform_index(it_u[0].rank);
+}
+
 // Every operand's stride along dim d.
 fn iter_strides(d: u32) -> vec4<u32> {
     let j = d >> 2u;
     let c = d & 3u;
-    return bitcast<vec4<u32>>(vec4<i32>(it_u[pz].strides[j][c], it_u[pz].strides[2u + j][c], it_u[pz].strides[4u + j][c], it_u[pz].strides[6u + j][c]));
+    return bitcast<vec4<u32>>(vec4<i32>(it_u[pz()].strides[j][c], it_u[pz()].strides[2u + j][c], it_u[pz()].strides[4u + j][c], it_u[pz()].strides[6u + j][c]));
 }
 
 // Every operand's element index at linear index i, dim 0 fastest. Strides are signed;
 // wrapping u32 arithmetic gives the exact index whenever it lies in [0, 2^32).
 fn iter_offsets(i: u32) -> vec4<u32> {
     var rem = i;
-    var o = it_u[pz].offsets;
-    for (var d = 0u; d < it_u[pz].rank; d = d + 1u) {
-        let n = it_u[pz].sizes[d >> 2u][d & 3u];
+    var o = it_u[pz()].offsets;
+    for (var d = 0u; d < it_u[pz()].rank; d = d + 1u) {
+        let n = it_u[pz()].sizes[d >> 2u][d & 3u];
         let k = rem % n;
         rem = rem / n;
         o = o + k * iter_strides(d);
@@ -50,5 +54,5 @@ fn iter_offsets(i: u32) -> vec4<u32> {
 
 // The linear invocation index on a 2-D grid (more than 65535 workgroups need a second row).
 fn iter_invocation(gid: vec3<u32>) -> u32 {
-    return gid.x + gid.y * it_u[pz].grid_row;
+    return gid.x + gid.y * it_u[pz()].grid_row;
 }

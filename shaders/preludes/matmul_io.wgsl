@@ -26,6 +26,10 @@ struct MatmulParams {
 }
 
 @group(0) @binding(0) var<uniform> mp_u: array<MatmulParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(mp_u[0].dims.x);
+}
 @group(0) @binding(1) var<storage, read> a: array<u32>;
 @group(0) @binding(2) var<storage, read> b: array<u32>;
 @group(0) @binding(3) var<storage, read> c: array<u32>;
@@ -36,18 +40,18 @@ struct MatmulParams {
 
 // Element i of an operand whose word is w (float32: the word; 16-bit types: its half i & 1).
 fn mm_decode(w: u32, i: u32) -> f32 {
-    if (mp_u[pz].dims.w == DT_F32) {
+    if (mp_u[pz()].dims.w == DT_F32) {
         return bitcast<f32>(w);
     }
     let h = (w >> (16u * (i & 1u))) & 0xffffu;
-    if (mp_u[pz].dims.w == DT_F16) {
+    if (mp_u[pz()].dims.w == DT_F16) {
         return unpack2x16float(h).x;
     }
     return bitcast<f32>(h << 16u);
 }
 
 fn mm_word(i: u32) -> u32 {
-    if (mp_u[pz].dims.w == DT_F32) {
+    if (mp_u[pz()].dims.w == DT_F32) {
         return i;
     }
     return i >> 1u;
@@ -79,15 +83,15 @@ fn mm_erfc(x: f32) -> f32 {
 
 // act(alpha * acc + beta * C[ci]); C is read only when flag bit 0 says so (beta != 0).
 fn mm_finish(acc: f32, ci: i32) -> f32 {
-    var v = bitcast<f32>(mp_u[pz].epi.x) * acc;
-    if ((mp_u[pz].epi.w & 1u) != 0u) {
-        v = v + bitcast<f32>(mp_u[pz].epi.y) * load_c(ci);
+    var v = bitcast<f32>(mp_u[pz()].epi.x) * acc;
+    if ((mp_u[pz()].epi.w & 1u) != 0u) {
+        v = v + bitcast<f32>(mp_u[pz()].epi.y) * load_c(ci);
     }
-    if (mp_u[pz].epi.z == 1u) {
+    if (mp_u[pz()].epi.z == 1u) {
         // As Op::Relu: a NaN stays (its bits tested: WGSL leaves max() of NaN open).
         let nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
         v = select(0.0, v, v > 0.0 || nan);
-    } else if (mp_u[pz].epi.z == 2u) {
+    } else if (mp_u[pz()].epi.z == 2u) {
         v = 0.5 * v * mm_erfc(-v * 0.70710678118654752);
     }
     return v;

@@ -24,25 +24,29 @@ struct Plan {
 
 @group(0) @binding(0) var<uniform> plan_u: array<Plan, 1>;
 
+fn pz() -> u32 {
+    return uniform_index(plan_u[0].rank);
+}
+
 // (destination, source) element indices of linear index i, dim 0 fastest. Strides are
 // signed; wrapping u32 arithmetic gives the exact index whenever it lies in [0, 2^32).
 fn plan_offsets(i: u32) -> vec2<u32> {
     var rem = i;
-    var dst = plan_u[pz].dst_offset;
-    var src = plan_u[pz].src_offset;
-    for (var d = 0u; d < plan_u[pz].rank; d = d + 1u) {
-        let n = plan_u[pz].sizes[d >> 2u][d & 3u];
+    var dst = plan_u[pz()].dst_offset;
+    var src = plan_u[pz()].src_offset;
+    for (var d = 0u; d < plan_u[pz()].rank; d = d + 1u) {
+        let n = plan_u[pz()].sizes[d >> 2u][d & 3u];
         let k = rem % n;
         rem = rem / n;
-        dst = dst + k * bitcast<u32>(plan_u[pz].dst_strides[d >> 2u][d & 3u]);
-        src = src + k * bitcast<u32>(plan_u[pz].src_strides[d >> 2u][d & 3u]);
+        dst = dst + k * bitcast<u32>(plan_u[pz()].dst_strides[d >> 2u][d & 3u]);
+        src = src + k * bitcast<u32>(plan_u[pz()].src_strides[d >> 2u][d & 3u]);
     }
     return vec2<u32>(dst, src);
 }
 
 // The linear invocation index on a 2-D grid (more than 65535 workgroups need a second row).
 fn invocation_index(gid: vec3<u32>) -> u32 {
-    return gid.x + gid.y * plan_u[pz].grid_row;
+    return gid.x + gid.y * plan_u[pz()].grid_row;
 }
 
 // A word column (strided_rows, copy_rows_vec4): with the words of a row padded to a multiple
@@ -52,13 +56,13 @@ fn invocation_index(gid: vec3<u32>) -> u32 {
 // is `unit` elements of dim 0. Returns the (destination, source) indices of the column's first
 // element and its row count, which is 0 for the padding.
 fn word_column(t: u32, unit: u32) -> vec3<u32> {
-    let block = t / plan_u[pz].inner_chunks;
-    let w = t - block * plan_u[pz].inner_chunks;
-    if (w * unit >= plan_u[pz].sizes[0].x) {
+    let block = t / plan_u[pz()].inner_chunks;
+    let w = t - block * plan_u[pz()].inner_chunks;
+    if (w * unit >= plan_u[pz()].sizes[0].x) {
         return vec3<u32>(0u);
     }
-    let outer = block / plan_u[pz].aux;
-    let j0 = (block - outer * plan_u[pz].aux) * plan_u[pz].aux2;
-    let base = plan_offsets((outer * plan_u[pz].sizes[0].y + j0) * plan_u[pz].sizes[0].x + unit * w);
-    return vec3<u32>(base, min(plan_u[pz].aux2, plan_u[pz].sizes[0].y - j0));
+    let outer = block / plan_u[pz()].aux;
+    let j0 = (block - outer * plan_u[pz()].aux) * plan_u[pz()].aux2;
+    let base = plan_offsets((outer * plan_u[pz()].sizes[0].y + j0) * plan_u[pz()].sizes[0].x + unit * w);
+    return vec3<u32>(base, min(plan_u[pz()].aux2, plan_u[pz()].sizes[0].y - j0));
 }

@@ -39,6 +39,10 @@ struct Red {
 }
 
 @group(0) @binding(0) var<uniform> red_u: array<Red, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(red_u[0].rank);
+}
 // The op codes of src/kernels/reduce.rs (reduce_code).
 const R_SUM: u32 = 0u;
 const R_MEAN: u32 = 1u;
@@ -69,7 +73,7 @@ fn op_code() -> u32 {
     if (OPC != 255u) {
         return OPC;
     }
-    return red_u[pz].op;
+    return red_u[pz()].op;
 }
 
 // f32 bits as a value at run time: browsers refuse a constant NaN or infinity in WGSL.
@@ -84,16 +88,16 @@ const INF_BITS: u32 = 0x7f800000u;
 fn r_strides(d: u32) -> vec3<u32> {
     let j = d >> 2u;
     let c = d & 3u;
-    return bitcast<vec3<u32>>(vec3<i32>(red_u[pz].strides[j][c], red_u[pz].strides[2u + j][c], red_u[pz].strides[4u + j][c]));
+    return bitcast<vec3<u32>>(vec3<i32>(red_u[pz()].strides[j][c], red_u[pz()].strides[2u + j][c], red_u[pz()].strides[4u + j][c]));
 }
 
 // The (output, input, index) elements of output o (reduced element 0). Wrapping u32
 // arithmetic gives the exact index whenever it lies in [0, 2^32).
 fn out_offsets(o: u32) -> vec3<u32> {
     var rem = o;
-    var off = red_u[pz].offsets.xyz;
-    for (var d = red_u[pz].rrank; d < red_u[pz].rank; d = d + 1u) {
-        let n = red_u[pz].sizes[d >> 2u][d & 3u];
+    var off = red_u[pz()].offsets.xyz;
+    for (var d = red_u[pz()].rrank; d < red_u[pz()].rank; d = d + 1u) {
+        let n = red_u[pz()].sizes[d >> 2u][d & 3u];
         let k = rem % n;
         rem = rem / n;
         off = off + k * r_strides(d);
@@ -103,13 +107,13 @@ fn out_offsets(o: u32) -> vec3<u32> {
 
 // The (output, input, index) deltas of reduced element r.
 fn red_offsets(r: u32) -> vec3<u32> {
-    if (red_u[pz].rrank == 1u) {
+    if (red_u[pz()].rrank == 1u) {
         return r * r_strides(0u);
     }
     var rem = r;
     var off = vec3<u32>(0u);
-    for (var d = 0u; d < red_u[pz].rrank; d = d + 1u) {
-        let n = red_u[pz].sizes[d >> 2u][d & 3u];
+    for (var d = 0u; d < red_u[pz()].rrank; d = d + 1u) {
+        let n = red_u[pz()].sizes[d >> 2u][d & 3u];
         let k = rem % n;
         rem = rem / n;
         off = off + k * r_strides(d);
@@ -172,7 +176,7 @@ fn arg_better_i(x: i32, i: u32, b: i32, bi: u32, max: bool) -> bool {
 
 // var's divisor max(0, n - correction) applied to the sum of squared deviations m2.
 fn var_of(m2: f32, n: u32) -> f32 {
-    let d = f32(n) - red_u[pz].correction;
+    let d = f32(n) - red_u[pz()].correction;
     if (d <= 0.0) {
         if (is_nan(m2) || m2 == 0.0) {
             return f32_of(NAN_BITS);

@@ -9,7 +9,7 @@
 @group(0) @binding(4) var<storage, read_write> partials: array<vec4<u32>>;
 
 fn load_bits(e: u32) -> u32 {
-    let b = dt_bytes(red_u[pz].in_t);
+    let b = dt_bytes(red_u[pz()].in_t);
     if (b == 4u) {
         return src[e];
     }
@@ -24,10 +24,10 @@ fn load_f(e: u32) -> f32 {
     if (F32) {
         return bitcast<f32>(src[e]);
     }
-    return bitcast<f32>(float_to_f32(red_u[pz].cast_t, cast_bits(load_bits(e), red_u[pz].in_t, red_u[pz].cast_t)));
+    return bitcast<f32>(float_to_f32(red_u[pz()].cast_t, cast_bits(load_bits(e), red_u[pz()].in_t, red_u[pz()].cast_t)));
 }
 fn load_i(e: u32) -> i32 {
-    return bitcast<i32>(int_widen(red_u[pz].cast_t, cast_bits(load_bits(e), red_u[pz].in_t, red_u[pz].cast_t)));
+    return bitcast<i32>(int_widen(red_u[pz()].cast_t, cast_bits(load_bits(e), red_u[pz()].in_t, red_u[pz()].cast_t)));
 }
 
 fn store_bits(e: u32, v: u32) {
@@ -35,7 +35,7 @@ fn store_bits(e: u32, v: u32) {
         atomicStore(&out[e], v);
         return;
     }
-    let b = dt_bytes(red_u[pz].out_t);
+    let b = dt_bytes(red_u[pz()].out_t);
     if (b == 4u) {
         atomicStore(&out[e], v);
         return;
@@ -62,6 +62,6 @@ fn store_f(e: u32, x: f32) {
         atomicStore(&out[e], bitcast<u32>(x));
         return;
     }
-    store_bits(e, f32_to_float(red_u[pz].out_t, bitcast<u32>(x)));
+    store_bits(e, f32_to_float(red_u[pz()].out_t, bitcast<u32>(x)));
 }
 

@@ -219,7 +219,7 @@ fn sum_of(st: vec4<u32>) -> f32 {
 // the maximum.
 fn second_c(st: vec4<u32>) -> f32 {
     if (OPC == R_VAR || OPC == R_STD) {
-        return sum_of(st) / f32(red_u[pz].extent);
+        return sum_of(st) / f32(red_u[pz()].extent);
     }
     return fin(asf(st.x));
 }
@@ -232,7 +232,7 @@ fn finish(ob: u32, st: vec4<u32>, st2: vec4<u32>) {
             v = sum_of(st);
         }
         case R_MEAN: {
-            v = sum_of(st) / f32(red_u[pz].extent);
+            v = sum_of(st) / f32(red_u[pz()].extent);
         }
         case R_NORM2: {
             v = sqrt(sum_of(st));
@@ -241,7 +241,7 @@ fn finish(ob: u32, st: vec4<u32>, st2: vec4<u32>) {
             v = -v;
         }
         case R_VAR, R_STD: {
-            v = var_of(sum_of(st2), red_u[pz].extent);
+            v = var_of(sum_of(st2), red_u[pz()].extent);
             if (OPC == R_STD) {
                 v = sqrt(v);
             }
@@ -256,7 +256,7 @@ fn finish(ob: u32, st: vec4<u32>, st2: vec4<u32>) {
             return;
         }
         case R_MAX, R_MIN: {
-            indices[red_u[pz].offsets.w + ob - red_u[pz].offsets.x] = st.y;
+            indices[red_u[pz()].offsets.w + ob - red_u[pz()].offsets.x] = st.y;
         }
         default: {}
     }

@@ -21,10 +21,10 @@ struct Block {
 
 // The origin of block b.
 fn transpose_block(b: u32) -> Block {
-    let m = plan_u[pz].sizes[0].x;
-    let n = plan_u[pz].sizes[0].y;
-    let bm = plan_u[pz].inner_chunks;
-    let bn = plan_u[pz].aux;
+    let m = plan_u[pz()].sizes[0].x;
+    let n = plan_u[pz()].sizes[0].y;
+    let bm = plan_u[pz()].inner_chunks;
+    let bn = plan_u[pz()].aux;
     let per_batch = bm * bn;
     let batch = b / per_batch;
     let k = b - batch * per_batch;
@@ -40,5 +40,5 @@ fn transpose_block(b: u32) -> Block {
     let i0 = bi * TILE;
     let j0 = bj * TILE;
     let base = plan_offsets((batch * n + j0) * m + i0);
-    return Block(i0, j0, base.x, base.y, bitcast<u32>(plan_u[pz].dst_strides[0].y), bitcast<u32>(plan_u[pz].src_strides[0].x));
+    return Block(i0, j0, base.x, base.y, bitcast<u32>(plan_u[pz()].dst_strides[0].y), bitcast<u32>(plan_u[pz()].src_strides[0].x));
 }
