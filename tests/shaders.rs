@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use strided_wgpu::advanced::internal::shaders::{source, KERNELS, PRELUDE, PRELUDES};
+use strided_wgpu::advanced::internal::shaders::{source, source_for, KERNELS, PRELUDE, PRELUDES};
 
 fn parse(name: &str, src: &str) -> naga::Module {
     let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
@@ -57,6 +57,11 @@ fn every_kernel_reads_its_uniform_at_an_index_no_compiler_sees() {
             }
         }
         assert_eq!(arrays, 1, "{name}: one uniform struct");
+        // As GPUs compile it: the plain struct, no index.
+        let gpu = source_for(name, false).unwrap();
+        let m = parse(name, &gpu);
+        assert!(m.global_variables.iter().any(|(_, v)| v.space == naga::AddressSpace::Uniform && matches!(m.types[v.ty].inner, naga::TypeInner::Struct { .. })), "{name}: GPU source without the plain uniform struct");
+        assert!(!code(&gpu).contains("[pz()]") && !code(&gpu).contains("_u[0]"), "{name}: GPU source still indexes its uniform");
     }
 }
 

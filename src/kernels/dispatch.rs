@@ -39,7 +39,7 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, k
                     let p = std::sync::Arc::clone(p);
                     pipelines.push((&d.key, p));
                 }
-                _ => pipelines.push((&d.key, rt.pipeline(&d.key, slots, || shaders::source(d.key.shader))?)),
+                _ => pipelines.push((&d.key, rt.pipeline(&d.key, slots, || shaders::source_for(d.key.shader, rt.report.device_type == wgpu::DeviceType::Cpu))?)),
             }
         }
         let bgl = rt.bind_group_layout(slots)?;

@@ -66,10 +66,6 @@ pub struct AdapterReport {
     pub subgroup_reduce: bool,
 }
 
-/// The override constant every pipeline gets from the runtime besides its key's: 1 on a CPU
-/// adapter, 0 elsewhere (kernels declare it in `shaders/preludes/uniform_index.wgsl`).
-pub(crate) const CPU_ADAPTER: &str = "CPU_ADAPTER";
-
 /// A compiled kernel: its registered name and override constants.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PipelineKey {
@@ -169,9 +165,7 @@ impl Runtime {
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
             let module = d.create_shader_module(desc);
             let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(key.shader), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
-            // Every kernel declares CPU_ADAPTER (shaders/preludes/uniform_index.wgsl).
-            let cpu = (self.report.device_type == wgpu::DeviceType::Cpu) as u8 as f64;
-            let constants: Vec<(&str, f64)> = key.constants.iter().map(|&(k, v)| (k, v as f64)).chain([(CPU_ADAPTER, cpu)]).collect();
+            let constants: Vec<(&str, f64)> = key.constants.iter().map(|&(k, v)| (k, v as f64)).collect();
             Ok(d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(key.shader),
                 layout: Some(&pl),
