@@ -176,8 +176,7 @@ pub fn source(name: &str) -> Option<String> {
 /// The source of kernel `name` as an adapter compiles it: as [`source`] on CPU adapters (`cpu`),
 /// which read the kernel's uniform at `pz()` (`shaders/preludes/uniform_index.wgsl`); GPUs read
 /// it as a plain struct, at constant offsets (an NVIDIA H200 ran depthwise convolutions 15%
-/// slower with `pz()`, and the matrix-vector kernel at 0.74 of a same-bytes copy even at `[0]`
-/// of the array, 0.93 with the struct).
+/// slower with `pz()`, as before with the struct).
 pub fn source_for(name: &str, cpu: bool) -> Option<String> {
     let s = source(name)?;
     Some(if cpu { s } else { plain_uniform(&s) })
