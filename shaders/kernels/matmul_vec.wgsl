@@ -9,7 +9,8 @@
 // addresses are shared or not); the 8 partial sums of a row meet in lane order at the end.
 // L > 1 on GPUs: a workgroup of 64 invocations covers 64 / L rows, the lanes of a row read
 // consecutive 16-byte words where bit 3 allows (else elements), four words a step (4 float32
-// or 8 16-bit elements each: loads in flight for a memory-bound kernel; on an H200 this took
+// or 8 16-bit elements each: loads in flight for a memory-bound kernel; on an H200, timed run
+// after run without the bench's alternating copy (before 98d2810), this took
 // [1, 4096] x [4096, 4096]^T from 0.85-0.88 of a same-bytes copy to 0.92-0.94 in float32, and
 // from 0.38-0.39 to 0.42 in float16, where two words a step read 0.41-0.42), and their partial
 // sums meet in workgroup memory in a fixed order. Each row's sum runs in a fixed order:
