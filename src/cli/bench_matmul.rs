@@ -10,6 +10,7 @@
 //! that `ratio_to_conv` and `ratio_to_copy` compare like with like. Products run the adapter's
 //! default kernel (nothing tuned). GFLOP/s counts 2 * batch * m * n * k. GPU timestamps around
 //! the recorded work; medians of 9 runs after 2 warm-up runs.
+
 use strided_wgpu::{Batch, Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, GpuTimer, Matmul, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 2;

@@ -45,6 +45,7 @@ macro_rules! kernel {
 
 /// Shared preludes (`shaders/preludes/<name>.wgsl`), by name.
 pub const PRELUDES: &[(&str, &str)] = &[
+    // First: every kernel's source starts with it (`source`).
     ("uniform_index", prelude!("uniform_index")),
     ("plan", prelude!("plan")),
     ("packed", prelude!("packed")),
@@ -160,7 +161,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
 /// preludes (from files or generated), then the kernel.
 pub fn source(name: &str) -> Option<String> {
     let (_, preludes, kernel) = KERNELS.iter().find(|(n, _, _)| *n == name)?;
-    let mut out = String::from(prelude!("uniform_index"));
+    let mut out = String::from(PRELUDES[0].1);
     out.push('\n');
     for p in *preludes {
         match PRELUDES.iter().find(|(n, _)| n == p) {
@@ -176,7 +177,7 @@ pub fn source(name: &str) -> Option<String> {
 /// The source of kernel `name` as an adapter compiles it: as [`source`] on CPU adapters (`cpu`),
 /// which read the kernel's uniform at `pz()` (`shaders/preludes/uniform_index.wgsl`); GPUs read
 /// it as a plain struct, at constant offsets (an NVIDIA H200 ran depthwise convolutions 15%
-/// slower with `pz()`, as before with the struct).
+/// slower through `pz()`; with the plain struct, at their earlier speed).
 pub fn source_for(name: &str, cpu: bool) -> Option<String> {
     let s = source(name)?;
     Some(if cpu { s } else { plain_uniform(&s) })
