@@ -22,7 +22,7 @@ fn main(inv: Invocation) {
     // a barrier only where no invocation can have left. Quads past the work load zeros and
     // store nothing.
     let t = tile_at(q, inv.lid);
-    let h = hold(t);
+    let h = hold_input(t);
     for (var k = 0u; k < cp_u[pz()].work.z; k = k + 4u) {
         let a = block(h, weights(inv, k * CQ, 1u));
         store_channel(t.a, k, a.v0);

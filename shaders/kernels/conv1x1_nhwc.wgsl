@@ -37,7 +37,7 @@ fn main(inv: Invocation) {
     // a barrier only where no invocation can have left. Quads past the work load zeros and
     // store nothing.
     let t = tile_at(q, inv.lid);
-    let h = hold(t);
+    let h = hold_input(t);
     for (var kq = 0u; kq * 4u < cp_u[pz()].work.z; kq = kq + 1u) {
         let a = block(h, weights(inv, kq, KR));
         let k = kq * 4u;

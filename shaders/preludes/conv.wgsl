@@ -202,6 +202,47 @@ fn hold(t: Tile) -> Held {
     return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
 }
 
+// `hold` as a loop over the quads that stays a loop (its bound is `four`'s unseen 0 past CQ),
+// each quad stored into its named member by a switch: one copy of `held`'s loads instead of
+// 16. Where the input's 4-vectors are not vec4 words, `held` loads every element on its own;
+// unrolled, a lavapipe shader then held 512 scalar load sites (each compiled as a loop over
+// the SIMD lanes), and the first call of an NCHW 1x1 stride-2 convolution on `Nchw` took
+// 4.4 s against 2.4 s rolled, at the same speed once compiled (docs/benchmarks-log.md).
+fn hold_rolled(t: Tile) -> Held {
+    var h: Held;
+    for (var i = 0u; i < CQ + cp_u[pz()].finish.w; i = i + 1u) {
+        let p = held(t, i);
+        switch i {
+            case 0u: { h.q0 = p; }
+            case 1u: { h.q1 = p; }
+            case 2u: { h.q2 = p; }
+            case 3u: { h.q3 = p; }
+            case 4u: { h.q4 = p; }
+            case 5u: { h.q5 = p; }
+            case 6u: { h.q6 = p; }
+            case 7u: { h.q7 = p; }
+            case 8u: { h.q8 = p; }
+            case 9u: { h.q9 = p; }
+            case 10u: { h.q10 = p; }
+            case 11u: { h.q11 = p; }
+            case 12u: { h.q12 = p; }
+            case 13u: { h.q13 = p; }
+            case 14u: { h.q14 = p; }
+            default: { h.q15 = p; }
+        }
+    }
+    return h;
+}
+
+// The convolution kernels' input: `hold` where it moves as vec4 words, else `hold_rolled`
+// (matmul_blocked.wgsl keeps `hold`: its float16 transposed bmm ran 1.5x slower rolled).
+fn hold_input(t: Tile) -> Held {
+    if (VIN) {
+        return hold(t);
+    }
+    return hold_rolled(t);
+}
+
 // 4, as a value no compiler can see: the loops over the 4 elements of a vec4 that load or store
 // them one at a time (scalar channels or pixels) run to it, so that they stay loops. lavapipe
 // compiles every storage access site as a loop of its own over the SIMD lanes, and the kernels

@@ -171,8 +171,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // the others'): its first call with an empty shader cache took 2.6-2.7 s against 4.9-5.4
     // s, and 28.5-28.6 ms once compiled against 31.9-37.5 (alternating runs). Windows that all
     // start alike keep the mode a constant: as a word, the channels-last 1x1 [8, 64, 56, 56]
-    // K=256 (one window) ran 1.4x slower (the stores branch on it).
-    let uniform_mode = wins.iter().any(|w| !w.first);
+    // K=256 (one window) ran 1.4x slower (the stores branch on it). `Nchw` at a stride above
+    // 1 takes the word even with one window, so that ResNet-18's strided convolutions (its
+    // first 1x1 downsample has one window, the others several) share one pipeline.
+    let strided = options.stride.0 > 1 || options.stride.1 > 1;
+    let uniform_mode = wins.iter().any(|w| !w.first) || (!kernel.channels() && strided);
     let mut plan: Vec<Planned<'_>> = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;

@@ -90,32 +90,33 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
         return if channels_last_out { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
     }
     let [kh, kw, ..] = c.window;
+    // `Nchw` writing its output as vec4 words (4 consecutive pixels of a plane), NCHW.
+    let nchw = !channels_last_out && [(false, true), (true, true)].iter().any(|&v| c.kernels.contains(&(ConvKernel::Nchw, v)));
     // 3x3 at unit stride (bench, same run, lavapipe): channels-last, the rows kernel beat the
-    // band kernel by 11-18% at 56x56, 28x28 and 14x14; NCHW, the band kernel beat `Nchw` by
-    // 12% on the largest images measured (2^13 output pixels or more), and was up to 12% behind
-    // it below, but its first call compiles 2 pipelines (ReLU or not) where `Nchw` compiles 3
-    // (first, middle, last window) that each took several times longer (ResNet-18, NCHW).
+    // band kernel by 11-18% at 56x56, 28x28 and 14x14. NCHW, the band kernel beat `Nchw` by
+    // 12% on the largest images measured (2^13 output pixels or more) and ran at 0.87-0.96 of
+    // it below (the bench's 28x28 and 14x14 rows), where `Nchw`'s first call is also the
+    // shorter (2.2-2.5 s against 2.9 s, 2026-11-26).
     if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
         return ConvKernel::DirectRows;
     }
-    if has(ConvKernel::DirectBand) {
+    if has(ConvKernel::DirectBand) && !(nchw && c.log2[2] < 13) {
         return ConvKernel::DirectBand;
     }
     // floor(log2(C / groups)) < 2: fewer than 4 input channels per group; or, channels-last,
-    // more input than output channels per group (the direct kernel holds the outputs). And an
-    // NCHW convolution at a stride above 1: the bench's NCHW strided rows run `Direct` at
-    // 0.34 (1x1 K=512 s2) and 0.57 (3x3 s2) of `Nchw`'s speed, but `Nchw` reading strided
-    // pixels (no vec4 input) is slow to compile: those rows' first calls took 4.1-4.2 s against
-    // 1.3-2.2 s on `Direct`, and ResNet-18's NCHW first inference 16.5 s against 7.3 s
-    // (2026-11-26, empty shader cache). Channels-last strided convolutions run `Nhwc`: 1.00-1.01
-    // of the tuned speed (`Direct`: 0.77-0.78), first calls 1.07-1.13 s (`Direct`: 0.96-1.89 s),
-    // ResNet-18's channels-last first inference 6.3 s against 5.9 s, the same once compiled.
-    // (Before every kernel read its uniform at an index no compiler sees, lavapipe compiled
-    // the weight-packing copy of each tap and window anew at every call: ResNet-18 on these
-    // kernels then took 5.2-5.8 s an inference instead of 1.2 s; preludes/uniform_index.wgsl.)
+    // more input than output channels per group (the direct kernel holds the outputs). At a
+    // stride above 1, `Nhwc` (channels-last) and `Nchw` (NCHW) where they move vec4 words:
+    // 1.00-1.01 of the tuned speed, against 0.77-0.78 (channels-last) and 0.34-0.57 (NCHW) on
+    // `Direct`. `Nchw` reading strided pixels compiles its input loads as a loop
+    // (conv.wgsl's `hold_rolled`): unrolled, the NCHW strided rows' first calls took 4.1-4.4 s
+    // and ResNet-18's NCHW first inference 16.5 s; rolled, 2.2-2.3 s (1.3-2.2 s on `Direct`)
+    // and 7.2-7.5 s, as before (2026-11-26, empty shader cache). (Before every kernel read its
+    // uniform at an index no compiler sees, lavapipe compiled the weight-packing copy of each
+    // tap and window anew at every call: ResNet-18 on these kernels then took 5.2-5.8 s an
+    // inference instead of 1.2 s; preludes/uniform_index.wgsl.)
     let strided = c.window[2] > 1 || c.window[3] > 1;
     let nhwc = channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true)));
-    let direct = (strided && !nhwc) || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
+    let direct = (strided && !nhwc && !nchw) || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
     if direct && has(ConvKernel::Direct) {
         return ConvKernel::Direct;
     }
