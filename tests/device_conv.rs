@@ -77,7 +77,7 @@ fn random_convolutions_match_cpu() {
 fn channel_windows_and_vector_paths_match_cpu() {
     for ctx in contexts() {
         let mut rng = Rng(7);
-        let cases: [(usize, usize, usize, usize, usize, usize); 7] = [
+        let cases: [(usize, usize, usize, usize, usize, usize); 8] = [
             (2, 132, 4, 6, 12, 1),  // 3 channel windows (64 + 64 + 4), vec4 along pixels and channels
             (1, 72, 5, 3, 260, 1),  // 2 channel x 2 weight windows (256 + 4 outputs), odd plane
             (2, 136, 4, 4, 264, 2), // groups of 68 channels (2 windows each), 132 outputs each
@@ -85,6 +85,7 @@ fn channel_windows_and_vector_paths_match_cpu() {
             (3, 64, 1, 1, 260, 1),  // OH = OW = 1, 2 weight windows (256 + 4 outputs)
             (1, 40, 8, 8, 600, 1),  // 40 channels held as 16 quads, 3 weight windows
             (1, 72, 2, 6, 8, 1),    // 3 quads: an invocation whose second quad is past the work, 2 windows
+            (1, 24, 5, 3, 8, 1),    // 24 channels held as 8 quads (6 of them loaded), odd plane
         ];
         for (i, &(n, c, h, w, k, groups)) in cases.iter().enumerate() {
             let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();

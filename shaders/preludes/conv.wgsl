@@ -204,10 +204,11 @@ fn hold(t: Tile) -> Held {
 
 // `hold` as a loop over the quads that stays a loop (its bound is `four`'s unseen 0 past CQ),
 // each quad stored into its named member by a switch: one copy of `held`'s loads instead of
-// 16. Where the input's 4-vectors are not vec4 words, `held` loads every element on its own;
-// unrolled, a lavapipe shader then held 512 scalar load sites (each compiled as a loop over
-// the SIMD lanes), and the first call of an NCHW 1x1 stride-2 convolution on `Nchw` took
-// 4.4 s against 2.4 s rolled, at the same speed once compiled (docs/benchmarks-log.md).
+// 16. Where the input's 4-vectors are not vec4 words (strided or shifted pixels), `held`
+// loads every element on its own; unrolled, a lavapipe shader then held 128 load sites (each
+// a loop of `four()`, and each compiled as a loop over the SIMD lanes), and the first call of
+// an NCHW 1x1 stride-2 convolution on `Nchw` took 4.4 s against 2.4 s rolled, at the same
+// speed once compiled (docs/benchmarks-log.md).
 fn hold_rolled(t: Tile) -> Held {
     var h: Held;
     for (var i = 0u; i < CQ + cp_u[pz()].finish.w; i = i + 1u) {

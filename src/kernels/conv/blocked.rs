@@ -171,9 +171,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     // the others'): its first call with an empty shader cache took 2.6-2.7 s against 4.9-5.4
     // s, and 28.5-28.6 ms once compiled against 31.9-37.5 (alternating runs). Windows that all
     // start alike keep the mode a constant: as a word, the channels-last 1x1 [8, 64, 56, 56]
-    // K=256 (one window) ran 1.4x slower (the stores branch on it). `Nchw` at a stride above
-    // 1 takes the word even with one window, so that ResNet-18's strided convolutions (its
-    // first 1x1 downsample has one window, the others several) share one pipeline.
+    // K=256 (one window) ran 1.4x slower (the stores branch on it). The NCHW-orientation
+    // kernels at a stride above 1 take the word even with one window, so that ResNet-18's
+    // strided convolutions (its first 1x1 downsample has one window, the others several) share
+    // one pipeline (not timed apart: the network's steady forward pass did not move).
     let strided = options.stride.0 > 1 || options.stride.1 > 1;
     let uniform_mode = wins.iter().any(|w| !w.first) || (!kernel.channels() && strided);
     let mut plan: Vec<Planned<'_>> = Vec::new();

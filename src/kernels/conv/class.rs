@@ -68,12 +68,14 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
 /// GEMM (or depthwise) kernel in the output's orientation. On CPU adapters: depthwise, the
 /// tall kernel for 3x3 at unit stride and dilation in either layout (else the rows kernel
-/// channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation into
-/// channels-last, the band form of the direct kernel (the rows form for a kernel 3 high where
-/// the band does not run); windows of 25 taps or more, fewer than 4 channels per group (a
-/// stem), or, channels-last, more input than output channels per group, the direct kernel;
-/// else the register-blocked kernel of the output's orientation, NHWC only where both operands
-/// move as vec4 words.
+/// channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation, the rows form
+/// of the direct kernel into channels-last, and the band form into NCHW unless `Nchw` writes
+/// vec4 output words and the class has fewer than 2^13 output pixels (`log2[2]`: the pixels of
+/// the images the tuner would measure); windows of 25 taps or more, fewer than 4 channels per
+/// group (a stem), or, channels-last, more input than output channels per group, the direct
+/// kernel; at a stride above 1, `Nhwc` where both operands move as vec4 words, `Nchw` into
+/// NCHW where its output does, else the direct kernel; otherwise the register-blocked kernel
+/// of the output's orientation, NHWC only where both operands move as vec4 words.
 pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
     let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
     let cpu = device_type == wgpu::DeviceType::Cpu;
@@ -94,9 +96,10 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     let nchw = !channels_last_out && [(false, true), (true, true)].iter().any(|&v| c.kernels.contains(&(ConvKernel::Nchw, v)));
     // 3x3 at unit stride (bench, same run, lavapipe): channels-last, the rows kernel beat the
     // band kernel by 11-18% at 56x56, 28x28 and 14x14. NCHW, the band kernel beat `Nchw` by
-    // 12% on the largest images measured (2^13 output pixels or more) and ran at 0.87-0.96 of
-    // it below (the bench's 28x28 and 14x14 rows), where `Nchw`'s first call is also the
-    // shorter (2.2-2.5 s against 2.9 s, 2026-11-26).
+    // 12% on the largest images measured (2^13 output pixels or more in the class) and ran at
+    // 0.87-0.98 of it below (the bench's 28x28 and 14x14 rows), where `Nchw`'s first call is
+    // also the shorter (2.2-2.5 s against 2.9 s, 2026-11-26). Not measured: large images with
+    // many output channels, whose class counts few pixels (one image of [.., 256, 56, 56]).
     if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
         return ConvKernel::DirectRows;
     }
@@ -107,10 +110,11 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // more input than output channels per group (the direct kernel holds the outputs). At a
     // stride above 1, `Nhwc` (channels-last) and `Nchw` (NCHW) where they move vec4 words:
     // 1.00-1.01 of the tuned speed, against 0.77-0.78 (channels-last) and 0.34-0.57 (NCHW) on
-    // `Direct`. `Nchw` reading strided pixels compiles its input loads as a loop
-    // (conv.wgsl's `hold_rolled`): unrolled, the NCHW strided rows' first calls took 4.1-4.4 s
-    // and ResNet-18's NCHW first inference 16.5 s; rolled, 2.2-2.3 s (1.3-2.2 s on `Direct`)
-    // and 7.2-7.5 s, as before (2026-11-26, empty shader cache). (Before every kernel read its
+    // `Direct`. `Nchw` without vec4 input words (strided or shifted pixels) compiles its input
+    // loads as a loop (conv.wgsl's `hold_rolled`): unrolled, the NCHW strided rows' first calls
+    // took 4.1-4.4 s and ResNet-18's NCHW first inference 16.5 s; rolled, 2.2-2.4 s (1.3-2.2 s
+    // on `Direct`) and 7.2-8.3 s against 7.3-7.5 s before (2026-11-26, empty shader cache,
+    // alternating runs). (Before every kernel read its
     // uniform at an index no compiler sees, lavapipe compiled the weight-packing copy of each
     // tap and window anew at every call: ResNet-18 on these kernels then took 5.2-5.8 s an
     // inference instead of 1.2 s; preludes/uniform_index.wgsl.)
