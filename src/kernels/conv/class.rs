@@ -98,8 +98,10 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // band kernel by 11-18% at 56x56, 28x28 and 14x14. NCHW, the band kernel beat `Nchw` by
     // 12% on the largest images measured (2^13 output pixels or more in the class) and ran at
     // 0.87-0.98 of it below (the bench's 28x28 and 14x14 rows), where `Nchw`'s first call is
-    // also the shorter (2.2-2.5 s against 2.9 s, 2026-11-26). Not measured: large images with
-    // many output channels, whose class counts few pixels (one image of [.., 256, 56, 56]).
+    // also the shorter (2.2-2.5 s against 2.9 s, 2026-11-26). Large images with many output
+    // channels class few pixels (one tuning image) and run `Nchw` too: [8, 256, 56, 56] K=256
+    // took 864 ms against 917 on `DirectBand`, [8, 128, 56, 56] K=128 222 against 225 (wall
+    // clock, medians of 4 alternating runs).
     if channels_last_out && kh == 3 && has(ConvKernel::DirectRows) {
         return ConvKernel::DirectRows;
     }
