@@ -202,7 +202,8 @@ fn hold(t: Tile) -> Held {
     return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
 }
 
-// `hold` as a loop over the quads that stays a loop (its bound is `four`'s unseen 0 past CQ),
+// `hold` as a loop over the quads that stays a loop (its bound is CQ plus `finish.w`, the
+// always-0 word `four` adds too),
 // each quad stored into its named member by a switch: one copy of `held`'s loads instead of
 // 16. Where the input's 4-vectors are not vec4 words (strided or shifted pixels), `held`
 // loads every element on its own; unrolled, a lavapipe shader then held 128 load sites (each

@@ -93,7 +93,7 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     }
     let [kh, kw, ..] = c.window;
     // `Nchw` writing its output as vec4 words (4 consecutive pixels of a plane), NCHW.
-    let nchw = !channels_last_out && [(false, true), (true, true)].iter().any(|&v| c.kernels.contains(&(ConvKernel::Nchw, v)));
+    let nchw = !channels_last_out && c.kernels.iter().any(|&(k, (_, vout))| k == ConvKernel::Nchw && vout);
     // 3x3 at unit stride (bench, same run, lavapipe): channels-last, the rows kernel beat the
     // band kernel by 11-18% at 56x56, 28x28 and 14x14. NCHW, the band kernel beat `Nchw` by
     // 12% on the largest images measured (2^13 output pixels or more in the class) and ran at
@@ -116,10 +116,10 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
     // loads as a loop (conv.wgsl's `hold_rolled`): unrolled, the NCHW strided rows' first calls
     // took 4.1-4.4 s and ResNet-18's NCHW first inference 16.5 s; rolled, 2.2-2.4 s (1.3-2.2 s
     // on `Direct`) and 7.2-8.3 s against 7.3-7.5 s before (2026-11-26, empty shader cache,
-    // alternating runs). (Before every kernel read its
-    // uniform at an index no compiler sees, lavapipe compiled the weight-packing copy of each
-    // tap and window anew at every call: ResNet-18 on these kernels then took 5.2-5.8 s an
-    // inference instead of 1.2 s; preludes/uniform_index.wgsl.)
+    // alternating runs). (Before every kernel read its uniform at an index no compiler sees,
+    // lavapipe compiled the weight-packing copy of each tap and window anew at every call:
+    // ResNet-18 on these kernels then took 5.2-5.8 s an inference instead of 1.2 s;
+    // preludes/uniform_index.wgsl.)
     let strided = c.window[2] > 1 || c.window[3] > 1;
     let nhwc = channels_last_out && c.kernels.contains(&(ConvKernel::Nhwc, (true, true)));
     let direct = (strided && !nhwc && !nchw) || kh * kw >= 25 || c.log2[0] < 2 || (channels_last_out && c.log2[0] > c.log2[1]);
