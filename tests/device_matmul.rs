@@ -346,7 +346,7 @@ type BlockedCase = (Vec<usize>, ViewFn, Vec<usize>, ViewFn, Option<usize>);
 /// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right
 /// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
 /// as vec4 words, a transposed operand read as words along the reduction, weights read in
-/// place, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
+/// place, units of two tiles, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
 #[test]
 fn blocked_kernel_edges() {
     fn same<T: Strided>(t: &T, f: fn(&HostTensor) -> HostTensor) -> Result<T, Error> {
@@ -382,6 +382,11 @@ fn blocked_kernel_edges() {
         (vec![2, 37, 68], id, vec![45, 68], id, Some(45)),
         (vec![2, 5, 66], id, vec![2, 7, 68], narrow_tr, None),
         (vec![2, 5, 66], id, vec![2, 7, 66], tr, None),
+        // Batches enough for units of two tiles (TILES = 2: 128 pixels a unit), the last unit
+        // short: pixels along n as vec4 words (132: the second unit's second tile empty), and
+        // along m (n == 1; 200: the second unit's second tile partial) read as XT words.
+        (vec![64, 9, 33], id, vec![64, 33, 132], id, None),
+        (vec![64, 200, 20], id, vec![64, 20, 1], id, None),
     ];
     for ctx in contexts() {
         let mut rng = Rng(15);

@@ -6,7 +6,8 @@
 // batch and every output block of one chunk of 4*CQ reduction steps; chunks after the first add
 // into the output (MODE 2), the first starts from zero or the bias (MODE 1), the last applies
 // ReLU. The batch is a grid dimension: each group of 8 invocations (a unit) takes 64 pixels of
-// one batch matrix and one block of outputs, so the weights it reads are the same for its lanes.
+// one batch matrix (128 under TILES = 2) and one block of outputs, so the weights it reads are
+// the same for its lanes.
 //
 // The uniform (ConvParams of conv.wgsl) as this kernel reads it:
 //   xs: X's strides (batch, channel, pixel, -), ys: out's (batch, output, pixel, -),
@@ -19,6 +20,12 @@
 // The weights as vec4 rows: packed, row ((z * chunks + chunk) * outputs + o) * CQ + i holds
 // W[z][o] at steps chunk * 4*CQ + 4i .. 4i+3 (zero past the reduction); or W itself where its
 // rows are unit-stride whole chunks (row z * bs + o * os + chunk * CQ + i).
+
+// Tiles (8 pixels each) an invocation owns: 1, or 2 where the batch alone gives enough units
+// (kernels/matmul/blocked.rs). Each block of weights a unit reads then serves twice the pixels:
+// lavapipe reads storage at a cost per lane and component, and the weights of a batched
+// product are in storage (a convolution's are in a uniform block).
+override TILES: u32 = 1u;
 
 // Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false).
 fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
@@ -36,6 +43,27 @@ fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
     return r;
 }
 
+// Quads 2q and 2q + 1 of batch matrix z.
+fn mm_tile(q: u32, z: u32, live: bool, lid: u32) -> Tile {
+    var t: Tile;
+    t.a = mm_quad(2u * q, z, live);
+    t.b = mm_quad(2u * q + 1u, z, live);
+    t.lid = lid;
+    return t;
+}
+
+// Outputs k .. k+3 of both quads of `t`.
+fn store_block(t: Tile, k: u32, a: Acc) {
+    store_channel(t.a, k, a.v0);
+    store_channel(t.a, k + 1u, a.v1);
+    store_channel(t.a, k + 2u, a.v2);
+    store_channel(t.a, k + 3u, a.v3);
+    store_channel(t.b, k, a.v4);
+    store_channel(t.b, k + 1u, a.v5);
+    store_channel(t.b, k + 2u, a.v6);
+    store_channel(t.b, k + 3u, a.v7);
+}
+
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     // No invocation returns early (the shuffles need every lane of a group).
@@ -46,23 +74,23 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let z = rest / cp_u[pz()].geo.z;
     let live = z < u32(cp_u[pz()].conv.z);
     let zw = min(z, u32(cp_u[pz()].conv.z) - 1u);
-    let q = pu * 8u + inv.lid % 8u;
-    var t: Tile;
-    t.a = mm_quad(2u * q, z, live);
-    t.b = mm_quad(2u * q + 1u, z, live);
-    t.lid = inv.lid;
+    // Tile j of the unit: quads 2q + 16j and 2q + 16j + 1 (the unit's 8 lanes side by side).
+    let q = pu * 8u * TILES + inv.lid % 8u;
+    let t = mm_tile(q, z, live, inv.lid);
     let h = hold(t);
+    var t2: Tile;
+    var h2: Held;
+    if (TILES == 2u) {
+        t2 = mm_tile(q + 8u, z, live, inv.lid);
+        h2 = hold(t2);
+    }
     let wbase = zw * u32(cp_u[pz()].conv.x) + u32(cp_u[pz()].conv.y);
     let o0 = ob * cp_u[pz()].geo.w;
     for (var k = o0; k < o0 + cp_u[pz()].geo.w; k = k + 4u) {
-        let a = block(h, weights(inv, wbase + k * u32(cp_u[pz()].conv.w), u32(cp_u[pz()].conv.w)));
-        store_channel(t.a, k, a.v0);
-        store_channel(t.a, k + 1u, a.v1);
-        store_channel(t.a, k + 2u, a.v2);
-        store_channel(t.a, k + 3u, a.v3);
-        store_channel(t.b, k, a.v4);
-        store_channel(t.b, k + 1u, a.v5);
-        store_channel(t.b, k + 2u, a.v6);
-        store_channel(t.b, k + 3u, a.v7);
+        let w = weights(inv, wbase + k * u32(cp_u[pz()].conv.w), u32(cp_u[pz()].conv.w));
+        store_block(t, k, block(h, w));
+        if (TILES == 2u) {
+            store_block(t2, k, block(h2, w));
+        }
     }
 }
