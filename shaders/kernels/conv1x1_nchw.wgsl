@@ -12,7 +12,7 @@
 // of this speed). Quads at or past CQ are zero and their steps compile away (CQ is a pipeline
 // constant).
 
-// `step` and `quad_load`: preludes/conv1x1_nchw_step.wgsl (shared with matmul_blocked.wgsl).
+// `step`, `quad_load` and `store_block`: preludes/conv1x1_nchw_step.wgsl (shared with matmul_blocked.wgsl).
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation) {
@@ -24,14 +24,6 @@ fn main(inv: Invocation) {
     let t = tile_at(q, inv.lid);
     let h = hold_input(t);
     for (var k = 0u; k < cp_u[pz()].work.z; k = k + 4u) {
-        let a = block(h, weights(inv, k * CQ, 1u));
-        store_channel(t.a, k, a.v0);
-        store_channel(t.a, k + 1u, a.v1);
-        store_channel(t.a, k + 2u, a.v2);
-        store_channel(t.a, k + 3u, a.v3);
-        store_channel(t.b, k, a.v4);
-        store_channel(t.b, k + 1u, a.v5);
-        store_channel(t.b, k + 2u, a.v6);
-        store_channel(t.b, k + 3u, a.v7);
+        store_block(t, k, block(h, weights(inv, k * CQ, 1u)));
     }
 }

@@ -52,18 +52,6 @@ fn mm_tile(q: u32, z: u32, live: bool, lid: u32) -> Tile {
     return t;
 }
 
-// Outputs k .. k+3 of both quads of `t`.
-fn store_block(t: Tile, k: u32, a: Acc) {
-    store_channel(t.a, k, a.v0);
-    store_channel(t.a, k + 1u, a.v1);
-    store_channel(t.a, k + 2u, a.v2);
-    store_channel(t.a, k + 3u, a.v3);
-    store_channel(t.b, k, a.v4);
-    store_channel(t.b, k + 1u, a.v5);
-    store_channel(t.b, k + 2u, a.v6);
-    store_channel(t.b, k + 3u, a.v7);
-}
-
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     // No invocation returns early (the shuffles need every lane of a group).

@@ -1,5 +1,6 @@
-// The NCHW-orientation 1x1 kernels' step and input loads (conv1x1_nchw.wgsl; matmul_blocked.wgsl
-// runs the same inner product with a batch of weights): see conv1x1_nchw.wgsl for the layout.
+// The NCHW-orientation 1x1 kernels' step, input loads and output stores (conv1x1_nchw.wgsl;
+// matmul_blocked.wgsl runs the same inner product with a batch of weights): see
+// conv1x1_nchw.wgsl for the layout.
 
 // One step: quad i of the input into the 4 output channels whose rows `w` holds (rows from
 // k * CQ: row m * CQ + i is w[k + m, 4i..4i+4]).
@@ -20,4 +21,16 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
         return transpose(mat4x4<f32>(load_pixel(qd, 0u, i), load_pixel(qd, 1u, i), load_pixel(qd, 2u, i), load_pixel(qd, 3u, i)));
     }
     return mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
+}
+
+// Output channels k .. k+3 of both quads of `t`, from `block`'s accumulators.
+fn store_block(t: Tile, k: u32, a: Acc) {
+    store_channel(t.a, k, a.v0);
+    store_channel(t.a, k + 1u, a.v1);
+    store_channel(t.a, k + 2u, a.v2);
+    store_channel(t.a, k + 3u, a.v3);
+    store_channel(t.b, k, a.v4);
+    store_channel(t.b, k + 1u, a.v5);
+    store_channel(t.b, k + 2u, a.v6);
+    store_channel(t.b, k + 3u, a.v7);
 }
