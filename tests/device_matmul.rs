@@ -346,7 +346,8 @@ type BlockedCase = (Vec<usize>, ViewFn, Vec<usize>, ViewFn, Option<usize>);
 /// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right
 /// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
 /// as vec4 words, a transposed operand read as words along the reduction, weights read in
-/// place, units of two tiles, and more than 65,535 workgroups. Elsewhere a forced Blocked is Error::Unsupported.
+/// place, units of two tiles, and more than 65,535 workgroups. Elsewhere a forced Blocked is
+/// Error::Unsupported.
 #[test]
 fn blocked_kernel_edges() {
     fn same<T: Strided>(t: &T, f: fn(&HostTensor) -> HostTensor) -> Result<T, Error> {
@@ -387,6 +388,11 @@ fn blocked_kernel_edges() {
         // along m (n == 1; 200: the second unit's second tile partial) read as XT words.
         (vec![64, 9, 33], id, vec![64, 33, 132], id, None),
         (vec![64, 200, 20], id, vec![64, 20, 1], id, None),
+        // Two tiles with scalar loads along n; and (transposed out: 65 matrices of 100 rows,
+        // 65 units, 7 of them padding) two chunks (MODE 1 then 2), a bias with ReLU, and one
+        // weight for every batch matrix. These rely on MIN_UNITS = 64 in blocked.rs.
+        (vec![64, 33, 9], tr, vec![64, 132, 33], tr, None),
+        (vec![65, 100, 70], id, vec![72, 70], id, Some(72)),
     ];
     for ctx in contexts() {
         let mut rng = Rng(15);

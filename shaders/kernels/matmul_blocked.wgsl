@@ -64,12 +64,12 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let zw = min(z, u32(cp_u[pz()].conv.z) - 1u);
     // Tile j of the unit: quads 2q + 16j and 2q + 16j + 1 (the unit's 8 lanes side by side).
     let q = pu * 8u * TILES + inv.lid % 8u;
-    let t = mm_tile(q, z, live, inv.lid);
+    let t = mm_tile(q, zw, live, inv.lid);
     let h = hold(t);
     var t2: Tile;
     var h2: Held;
     if (TILES == 2u) {
-        t2 = mm_tile(q + 8u, z, live, inv.lid);
+        t2 = mm_tile(q + 8u, zw, live, inv.lid);
         h2 = hold(t2);
     }
     let wbase = zw * u32(cp_u[pz()].conv.x) + u32(cp_u[pz()].conv.y);

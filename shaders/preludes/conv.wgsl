@@ -7,7 +7,7 @@
 // max_storage_buffer_binding_size), 4*CQ input channels of one group and 16384 / (4*CQ) output
 // channels. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
 // the weight view. Every invocation owns two quads of 4 consecutive output pixels (one under
-// QUADS = 1); the input and output are addressed through their strides, so any layout, padding
+// QUADS = 1; two Tiles of two under matmul_blocked.wgsl's TILES = 2); the input and output are addressed through their strides, so any layout, padding
 // and stride is read directly. Channel windows after the first add into the output (mode 2);
 // the last applies ReLU.
 
@@ -71,8 +71,8 @@ fn pz() -> u32 {
 // weights prelude (conv_weights.wgsl, conv_weights_shuffled.wgsl: the 64 KiB uniform block `wu`;
 // matmul_weights.wgsl: a storage buffer) declares and reads it.
 
-// Each invocation owns two quads of output pixels (8 pixels; one quad under QUADS = 1): every
-// weight it reads from the uniform block feeds both.
+// Each invocation owns two quads of output pixels (8 pixels; one quad under QUADS = 1, four
+// under matmul_blocked.wgsl's TILES = 2): every weight it reads feeds each of them.
 
 // What an invocation holds of 4 input channels: a mat4x4 per quad (the kernel says its shape).
 struct Pair {

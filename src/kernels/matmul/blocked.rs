@@ -202,10 +202,10 @@ pub(super) fn record(
     let (per, rows) = packed_rows(s, &o);
     let zw = if o.w.1[0] == 0 { 1 } else { z };
     // Units of 8 lanes: 64 pixels of one batch matrix (2 tiles: 128) x one block of outputs.
-    // Two tiles read each weight once for twice the pixels (bmm [96,128,64] @ [96,64,128]: 0.96
-    // of its convolution against 0.92); only where the batch alone gives enough units, since
-    // fewer units than MIN_UNITS leave a core idle at the end (linear [512,768] x [3072,768]^T
-    // ran 10% slower on 9 workgroups than on 12).
+    // Two tiles read each weight once for twice the pixels (bmm [96,128,64] @ [96,64,128]:
+    // 0.97-0.99 of its convolution against 0.91-0.92); only where the batch alone gives
+    // MIN_UNITS units: elsewhere the outputs split into blocks and the dispatch gets fewer
+    // workgroups (linear [512,768] x [3072,768]^T: 9 rather than 12, 10% slower).
     let tiles = if px > UNIT_PIXELS && z * px.div_ceil(2 * UNIT_PIXELS) >= MIN_UNITS { 2 } else { 1 };
     let pu = px.div_ceil(tiles * UNIT_PIXELS);
     let blocks = if z * pu >= MIN_UNITS {
