@@ -12,7 +12,8 @@
 // of this speed). Quads at or past CQ are zero and their steps compile away (CQ is a pipeline
 // constant).
 
-// `step`, `quad_load` and `store_block`: preludes/conv1x1_nchw_step.wgsl (shared with matmul_blocked.wgsl).
+// `step`, `quad_load` and `store_block`: preludes/conv1x1_nchw_step.wgsl (shared with
+// matmul_blocked.wgsl).
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation) {

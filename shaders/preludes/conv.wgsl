@@ -7,9 +7,9 @@
 // max_storage_buffer_binding_size), 4*CQ input channels of one group and 16384 / (4*CQ) output
 // channels. The window's weights sit in a 64 KiB uniform block (`wu`), packed by the host from
 // the weight view. Every invocation owns two quads of 4 consecutive output pixels (one under
-// QUADS = 1; two Tiles of two under matmul_blocked.wgsl's TILES = 2); the input and output are addressed through their strides, so any layout, padding
-// and stride is read directly. Channel windows after the first add into the output (mode 2);
-// the last applies ReLU.
+// QUADS = 1; two Tiles of two under matmul_blocked.wgsl's TILES = 2); the input and output are
+// addressed through their strides, so any layout, padding and stride is read directly. Channel
+// windows after the first add into the output (mode 2); the last applies ReLU.
 
 struct ConvParams {
     // Input strides (n, c, h, w) and output strides (n, k, oh, ow), in elements.
@@ -202,14 +202,13 @@ fn hold(t: Tile) -> Held {
     return Held(held(t, 0u), held(t, 1u), held(t, 2u), held(t, 3u), held(t, 4u), held(t, 5u), held(t, 6u), held(t, 7u), held(t, 8u), held(t, 9u), held(t, 10u), held(t, 11u), held(t, 12u), held(t, 13u), held(t, 14u), held(t, 15u));
 }
 
-// `hold` as a loop over the quads that stays a loop (its bound is CQ plus `finish.w`, the
-// always-0 word `four` adds too),
-// each quad stored into its named member by a switch: one copy of `held`'s loads instead of
-// 16. Where the input's 4-vectors are not vec4 words (strided or shifted pixels), `held`
-// loads every element on its own; unrolled, a lavapipe shader then held 128 load sites (each
-// a loop of `four()`, and each compiled as a loop over the SIMD lanes), and the first call of
-// an NCHW 1x1 stride-2 convolution on `Nchw` took 4.4 s against 2.4 s rolled, at the same
-// speed once compiled (docs/benchmarks-log.md).
+// `hold` as a loop over the quads that stays a loop (its bound is CQ plus `finish.w`, the always-0
+// word `four` adds too), each quad stored into its named member by a switch: one copy of `held`'s
+// loads instead of 16. Where the input's 4-vectors are not vec4 words (strided or shifted pixels),
+// `held` loads every element on its own; unrolled, a lavapipe shader then held 128 load sites (each
+// a loop of `four()`, and each compiled as a loop over the SIMD lanes), and the first call of an
+// NCHW 1x1 stride-2 convolution on `Nchw` took 4.4 s against 2.4 s rolled, at the same speed once
+// compiled (docs/benchmarks-log.md).
 fn hold_rolled(t: Tile) -> Held {
     var h: Held;
     for (var i = 0u; i < CQ + cp_u[pz()].finish.w; i = i + 1u) {
