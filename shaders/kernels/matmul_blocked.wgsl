@@ -24,7 +24,8 @@
 // Tiles (8 pixels each) an invocation owns: 1, or 2 where the batch alone gives enough units
 // (kernels/matmul/blocked.rs). Each block of weights a unit reads then serves twice the pixels:
 // lavapipe reads storage at a cost per lane and component, and the weights of a batched
-// product are in storage (a convolution's are in a uniform block).
+// product are in storage (a convolution's are in a uniform block). Each row reaches the lanes
+// by one shuffle for both tiles (`block2`).
 override TILES: u32 = 1u;
 
 // Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false).
@@ -52,6 +53,44 @@ fn mm_tile(q: u32, z: u32, live: bool, lid: u32) -> Tile {
     return t;
 }
 
+// Both tiles' accumulators.
+struct Acc2 {
+    t1: Acc,
+    t2: Acc,
+}
+
+// `step` for two tiles: each weight row reaches the lanes once (a shuffle, which lavapipe runs
+// as a loop over the lanes per component) and serves both tiles.
+fn step2(a: Acc2, x: Pair, y: Pair, w: Weights, i: u32) -> Acc2 {
+    if (i >= CQ) {
+        return a;
+    }
+    let r = step_rows(w, i);
+    return Acc2(step_with(a.t1, x, r), step_with(a.t2, y, r));
+}
+
+// `block` (conv1x1_block.wgsl) for two tiles.
+fn block2(h: Held, g: Held, k: Weights) -> Acc2 {
+    var a = Acc2();
+    a = step2(a, h.q0, g.q0, k, 0u);
+    a = step2(a, h.q1, g.q1, k, 1u);
+    a = step2(a, h.q2, g.q2, k, 2u);
+    a = step2(a, h.q3, g.q3, k, 3u);
+    a = step2(a, h.q4, g.q4, k, 4u);
+    a = step2(a, h.q5, g.q5, k, 5u);
+    a = step2(a, h.q6, g.q6, k, 6u);
+    a = step2(a, h.q7, g.q7, k, 7u);
+    a = step2(a, h.q8, g.q8, k, 8u);
+    a = step2(a, h.q9, g.q9, k, 9u);
+    a = step2(a, h.q10, g.q10, k, 10u);
+    a = step2(a, h.q11, g.q11, k, 11u);
+    a = step2(a, h.q12, g.q12, k, 12u);
+    a = step2(a, h.q13, g.q13, k, 13u);
+    a = step2(a, h.q14, g.q14, k, 14u);
+    a = step2(a, h.q15, g.q15, k, 15u);
+    return a;
+}
+
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     // No invocation returns early (the shuffles need every lane of a group).
@@ -76,9 +115,12 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let o0 = ob * cp_u[pz()].geo.w;
     for (var k = o0; k < o0 + cp_u[pz()].geo.w; k = k + 4u) {
         let w = weights(inv, wbase + k * u32(cp_u[pz()].conv.w), u32(cp_u[pz()].conv.w));
-        store_block(t, k, block(h, w));
         if (TILES == 2u) {
-            store_block(t2, k, block(h2, w));
+            let a = block2(h, h2, w);
+            store_block(t, k, a.t1);
+            store_block(t2, k, a.t2);
+        } else {
+            store_block(t, k, block(h, w));
         }
     }
 }

@@ -2,17 +2,30 @@
 // matmul_blocked.wgsl runs the same inner product with a batch of weights): see
 // conv1x1_nchw.wgsl for the layout.
 
+// The weight rows of step i: row m * CQ + i of `w` (w[k + m, 4i..4i+4]) for m = 0..3.
+struct StepRows {
+    w0: vec4<f32>,
+    w1: vec4<f32>,
+    w2: vec4<f32>,
+    w3: vec4<f32>,
+}
+
+fn step_rows(w: Weights, i: u32) -> StepRows {
+    return StepRows(weight(w, i), weight(w, CQ + i), weight(w, 2u * CQ + i), weight(w, 3u * CQ + i));
+}
+
+// Quad pair `x` times the rows `r` into the 4 output channels' accumulators.
+fn step_with(a: Acc, x: Pair, r: StepRows) -> Acc {
+    return Acc(a.v0 + x.a * r.w0, a.v1 + x.a * r.w1, a.v2 + x.a * r.w2, a.v3 + x.a * r.w3, a.v4 + x.b * r.w0, a.v5 + x.b * r.w1, a.v6 + x.b * r.w2, a.v7 + x.b * r.w3);
+}
+
 // One step: quad i of the input into the 4 output channels whose rows `w` holds (rows from
 // k * CQ: row m * CQ + i is w[k + m, 4i..4i+4]).
 fn step(a: Acc, x: Pair, w: Weights, i: u32) -> Acc {
     if (i >= CQ) {
         return a;
     }
-    let w0 = weight(w, i);
-    let w1 = weight(w, CQ + i);
-    let w2 = weight(w, 2u * CQ + i);
-    let w3 = weight(w, 3u * CQ + i);
-    return Acc(a.v0 + x.a * w0, a.v1 + x.a * w1, a.v2 + x.a * w2, a.v3 + x.a * w3, a.v4 + x.b * w0, a.v5 + x.b * w1, a.v6 + x.b * w2, a.v7 + x.b * w3);
+    return step_with(a, x, step_rows(w, i));
 }
 
 // Input channels 4i .. 4i+3 of the chunk at a quad's pixels.

@@ -9,12 +9,15 @@
 //! its weight, the output as [1, m, n, 1]), and the matrix-vector rows with their copy too, so
 //! that `ratio_to_conv` and `ratio_to_copy` compare like with like. Products run the adapter's
 //! default kernel (nothing tuned). GFLOP/s counts 2 * batch * m * n * k. GPU timestamps around
-//! the recorded work; medians of 9 runs after 2 warm-up runs.
+//! the recorded work; medians of 15 runs after 2 warm-up runs. `ratio_to_conv` and
+//! `ratio_to_copy` are the medians of the runs' own ratios (each run times the product and its
+//! reference back to back), so that a stall of the host during some runs moves both sides of a
+//! ratio, not one: they can differ slightly from the ratio of the two medians.
 
 use strided_wgpu::{Batch, Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, GpuTimer, Matmul, MemoryFormat, Result, Strided};
 
 const WARMUP: usize = 2;
-const RUNS: usize = 9;
+const RUNS: usize = 15;
 
 /// One measured row.
 pub struct MatmulRow {
@@ -40,6 +43,21 @@ fn median(t: &[f64]) -> f64 {
 impl MatmulRow {
     pub fn gflops(&self) -> f64 {
         self.flops / (median(&self.times_ms) * 1e-3) / 1e9
+    }
+
+    /// The median over runs of the reference's time over the product's, run by run.
+    fn paired(&self, reference: Option<&Vec<f64>>) -> Option<f64> {
+        reference.map(|r| median(&r.iter().zip(&self.times_ms).map(|(r, t)| r / t).collect::<Vec<_>>()))
+    }
+
+    /// Throughput over the 1x1 convolution's of the same product (float32 rows).
+    pub fn ratio_to_conv(&self) -> Option<f64> {
+        self.paired(self.conv_ms.as_ref())
+    }
+
+    /// Time of the same-bytes copy over the product's (matrix-vector rows).
+    pub fn ratio_to_copy(&self) -> Option<f64> {
+        self.paired(self.copy_ms.as_ref())
     }
 }
 
@@ -160,16 +178,16 @@ pub fn print(ctx: &GpuContext, rows: &[MatmulRow], json: bool) {
     for r in rows {
         let conv = r.conv_ms.as_ref().map(|c| r.flops / (median(c) * 1e-3) / 1e9);
         let gbps = r.bytes.map(|b| b / (median(&r.times_ms) * 1e-3) / 1e9);
-        let to_copy = r.copy_ms.as_ref().map(|c| median(c) / median(&r.times_ms));
+        let (to_conv, to_copy) = (r.ratio_to_conv(), r.ratio_to_copy());
         if json {
             println!(
                 "{}",
                 serde_json::json!({ "part": "matmul", "op": r.op, "dtype": r.dtype.to_string(), "shape": r.shape, "median_ms": median(&r.times_ms), "gflops": r.gflops(),
-                    "conv1x1_gflops": conv, "ratio_to_conv": conv.map(|c| r.gflops() / c), "gbps": gbps, "ratio_to_copy": to_copy, "kernel": r.kernel })
+                    "conv1x1_gflops": conv, "ratio_to_conv": to_conv, "gbps": gbps, "ratio_to_copy": to_copy, "kernel": r.kernel })
             );
         } else {
             let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-            println!("{:<16} {:<5} {:<36} {:>10.2} {:>9.2} {:>14} {:>8} {:>8} {:>9}  {}", r.op, r.dtype, r.shape, median(&r.times_ms), r.gflops(), f(conv), f(conv.map(|c| r.gflops() / c)), f(gbps), f(to_copy), r.kernel);
+            println!("{:<16} {:<5} {:<36} {:>10.2} {:>9.2} {:>14} {:>8} {:>8} {:>9}  {}", r.op, r.dtype, r.shape, median(&r.times_ms), r.gflops(), f(conv), f(to_conv), f(gbps), f(to_copy), r.kernel);
         }
     }
 }
