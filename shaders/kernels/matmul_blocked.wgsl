@@ -31,7 +31,7 @@ override TILES: u32 = 1u;
 // Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false). Every address is an element
 // of the matrix (pixels past it clamped to its last, z to the batch by the caller), so loads
 // need no guard: `inside` is true and only stores check `valid` (a guarded load ran each lane
-// under its own condition, and read the transposed bmm 2-3% slower on lavapipe).
+// under its own condition, and read the transposed bmm about 2% slower on lavapipe).
 fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
     var r: Quad;
     let x0 = cp_u[pz()].base.x + i32(z) * cp_u[pz()].xs.x;

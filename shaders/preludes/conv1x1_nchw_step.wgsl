@@ -36,7 +36,8 @@ fn quad_load(qd: Quad, i: u32) -> mat4x4<f32> {
     return mat4x4<f32>(load_channel(qd, 4u * i), load_channel(qd, 4u * i + 1u), load_channel(qd, 4u * i + 2u), load_channel(qd, 4u * i + 3u));
 }
 
-// Output channels k .. k+3 of both quads of `t`, from `block`'s accumulators.
+// Output channels k .. k+3 of both quads of `t`, from `block`'s accumulators (or
+// `block2`'s, one tile's).
 fn store_block(t: Tile, k: u32, a: Acc) {
     store_channel(t.a, k, a.v0);
     store_channel(t.a, k + 1u, a.v1);

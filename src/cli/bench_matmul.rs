@@ -11,8 +11,8 @@
 //! default kernel (nothing tuned). GFLOP/s counts 2 * batch * m * n * k. GPU timestamps around
 //! the recorded work; medians of 15 runs after 2 warm-up runs. `ratio_to_conv` and
 //! `ratio_to_copy` are the medians of the runs' own ratios (each run times the product and its
-//! reference back to back), so that a stall of the host during some runs moves both sides of a
-//! ratio, not one: they can differ slightly from the ratio of the two medians.
+//! references one after another), so that a stall of the host during some runs moves both sides
+//! of a ratio, not one: they can differ slightly from the ratio of the two medians.
 
 use strided_wgpu::{Batch, Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, GpuTimer, Matmul, MemoryFormat, Result, Strided};
 
