@@ -513,11 +513,13 @@ fn matrix_vector_kernels_on_long_rows() {
             for start in [0usize, 1, 4, 8] {
                 for m_is_1 in [true, false] {
                     for strided_vector in [false, true] {
-                        // The matrix: 7 rows (or 1: m == n == 1, a dot product) of k
-                        // elements, ks apart, from `start` of a flat buffer (B = W^T for m == 1,
-                        // A for n == 1); the vector every element or every second one. The same
-                        // views of the absolute values scale the tolerance.
-                        for rows in [7usize, 1] {
+                        // The matrix: 7 rows (or 1: m == n == 1, a dot product; or 150 where
+                        // the start is 0 or 1: several workgroups, the last partial, and every
+                        // row of a one-lane team of 16, 16-bit types, or 8) of k elements, ks
+                        // apart, from `start` of a flat buffer (B = W^T for m == 1, A for n ==
+                        // 1); the vector every element or every second one. The same views of
+                        // the absolute values scale the tolerance.
+                        for rows in [7usize, 1, 150].into_iter().filter(|&r| r != 150 || start <= 1) {
                             let flat = rand(&mut rng, &[start + rows * ks], dtype);
                             let vbase = rand(&mut rng, &[2 * k], dtype);
                             let views = |flat: &HostTensor, vbase: &HostTensor| -> (HostTensor, HostTensor) {

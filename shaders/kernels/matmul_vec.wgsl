@@ -2,8 +2,9 @@
 // kernel sees n == 1 only: A's rows dotted with B's column (the host records a product with
 // m == 1 as its transpose, B^T a^T, so that no load below chooses its binding at run time).
 // L lanes per row (epi bits 8..). L = 1 on CPU adapters: a team
-// of 8 lanes streams ROWS rows, its lanes along k (neighbouring lanes read neighbouring words:
-// one stream per row), each lane reading its steps of the vector once for all ROWS rows (as one
+// of 8 lanes streams 8 rows (16 under flag bit 5), its lanes along k (neighbouring lanes read
+// neighbouring words: one stream per row), each lane reading its steps of the vector once for
+// all the team's rows (as one
 // vec4 word where flag bit 4 allows, the rows' words too under bit 3), so the vector's loads
 // are a fraction of the matrix's (a CPU adapter's per-lane loads cost the same whether their
 // addresses are shared or not); the 8 partial sums of a row meet in lane order at the end.
@@ -16,8 +17,18 @@
 // sums meet in workgroup memory in a fixed order. Each row's sum runs in a fixed order:
 // deterministic. Operands and epilogue: preludes/matmul_io.wgsl.
 
-// Rows per invocation where L = 1 (two vec4 accumulators).
-const ROWS: u32 = 8u;
+// The one-lane kernel (L = 1, the host's `Vec1`) as its own pipeline: with TEAMS false its code
+// compiles away, so that its registers do not count against the L > 1 pipeline, the one GPUs
+// run (RADV, `gpu_budget`: one pipeline with both paths took 120 VGPRs and 8 waves once the
+// teams took 16 rows; apart, the L > 1 pipeline keeps its 96 VGPRs and 10 waves, and the
+// one-lane one takes 64 and 16).
+override TEAMS: bool = false;
+
+// Rows per team where L = 1: 8, or 16 under flag bit 5 (the host sets it for 16-bit types,
+// kernels/matmul/mod.rs). Sixteen halve the vector's share of the loads; on lavapipe the
+// float16 [1, 4096] x [4096, 4096]^T went from 0.77-0.79 of a same-bytes copy to 0.81-0.83,
+// but float32 from 0.93-0.95 to 0.84-0.92 (its 16 rows' words held at once), so float32
+// keeps 8.
 
 // A's vec4 word at element `at`.
 fn mat4(at: i32) -> vec4<f32> {
@@ -74,7 +85,7 @@ fn vec8(vv: bool, v0: i32, kk: i32, vs: i32) -> Oct {
 }
 
 var<workgroup> part: array<f32, 64>;
-// The one-lane kernel's partial sums: two vec4 (ROWS rows) per invocation.
+// The one-lane kernel's partial sums: two vec4 (8 rows) per invocation at a time.
 var<workgroup> teams: array<vec4<f32>, 128>;
 
 @compute @workgroup_size(64)
@@ -99,19 +110,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
     let cs = mp_u[pz()].sc.x;
     let os = mp_u[pz()].so.x;
-    if (lanes == 1u) {
-        // A team of 8 lanes takes ROWS rows, its lanes along k: lane t reads words t, t + 8, ..
-        // (neighbouring lanes, neighbouring words).
+    if (TEAMS) {
+        // A team of 8 lanes takes `nr` rows, its lanes along k: lane t reads words t, t + 8,
+        // .. (neighbouring lanes, neighbouring words). Rows 8..15 (lo2, hi2) only where nr is
+        // 16: the 16-bit loops below.
+        let nr = select(8u, 16u, (mp_u[pz()].epi.w & 32u) != 0u);
         let team = lid / 8u;
         let tl = lid % 8u;
-        let first = (group * 8u + team) * ROWS;
+        let first = (group * 8u + team) * nr;
         // Rows past the end read the last row and store nothing.
-        var r0: array<i32, 8>;
-        for (var i = 0u; i < ROWS; i = i + 1u) {
+        var r0: array<i32, 16>;
+        for (var i = 0u; i < 16u; i = i + 1u) {
             r0[i] = m0 + i32(min(first + i, rows - 1u)) * ms.x;
         }
         var lo = vec4<f32>(0.0);
         var hi = vec4<f32>(0.0);
+        var lo2 = vec4<f32>(0.0);
+        var hi2 = vec4<f32>(0.0);
         // Whole 16-byte words of the rows under flag bit 3: 4 float32 or 8 16-bit elements.
         let halves = mp_u[pz()].dims.w != DT_F32;
         let epw = select(4u, 8u, halves);
@@ -128,6 +143,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 let v = oct_f16(b4[u32(v0 + kk) / 8u]);
                 lo = lo + vec4<f32>(dot8(oct_f16(a4[u32(r0[0] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[1] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[2] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[3] + kk) / 8u]), v));
                 hi = hi + vec4<f32>(dot8(oct_f16(a4[u32(r0[4] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[5] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[6] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[7] + kk) / 8u]), v));
+                lo2 = lo2 + vec4<f32>(dot8(oct_f16(a4[u32(r0[8] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[9] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[10] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[11] + kk) / 8u]), v));
+                hi2 = hi2 + vec4<f32>(dot8(oct_f16(a4[u32(r0[12] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[13] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[14] + kk) / 8u]), v), dot8(oct_f16(a4[u32(r0[15] + kk) / 8u]), v));
             }
         } else if (halves && vv) {
             for (var q = tl; q < kw; q = q + 8u) {
@@ -135,6 +152,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 let v = oct_bf16(b4[u32(v0 + kk) / 8u]);
                 lo = lo + vec4<f32>(dot8(oct_bf16(a4[u32(r0[0] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[1] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[2] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[3] + kk) / 8u]), v));
                 hi = hi + vec4<f32>(dot8(oct_bf16(a4[u32(r0[4] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[5] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[6] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[7] + kk) / 8u]), v));
+                lo2 = lo2 + vec4<f32>(dot8(oct_bf16(a4[u32(r0[8] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[9] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[10] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[11] + kk) / 8u]), v));
+                hi2 = hi2 + vec4<f32>(dot8(oct_bf16(a4[u32(r0[12] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[13] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[14] + kk) / 8u]), v), dot8(oct_bf16(a4[u32(r0[15] + kk) / 8u]), v));
             }
         } else if (halves) {
             for (var q = tl; q < kw; q = q + 8u) {
@@ -142,6 +161,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 let v = vec8(vv, v0, kk, vs);
                 lo = lo + vec4<f32>(dot8(mat8(r0[0] + kk), v), dot8(mat8(r0[1] + kk), v), dot8(mat8(r0[2] + kk), v), dot8(mat8(r0[3] + kk), v));
                 hi = hi + vec4<f32>(dot8(mat8(r0[4] + kk), v), dot8(mat8(r0[5] + kk), v), dot8(mat8(r0[6] + kk), v), dot8(mat8(r0[7] + kk), v));
+                lo2 = lo2 + vec4<f32>(dot8(mat8(r0[8] + kk), v), dot8(mat8(r0[9] + kk), v), dot8(mat8(r0[10] + kk), v), dot8(mat8(r0[11] + kk), v));
+                hi2 = hi2 + vec4<f32>(dot8(mat8(r0[12] + kk), v), dot8(mat8(r0[13] + kk), v), dot8(mat8(r0[14] + kk), v), dot8(mat8(r0[15] + kk), v));
             }
         } else if (vv) {
             for (var q = tl; q < kw; q = q + 8u) {
@@ -158,7 +179,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 hi = hi + vec4<f32>(dot(mat4(r0[4] + kk), v), dot(mat4(r0[5] + kk), v), dot(mat4(r0[6] + kk), v), dot(mat4(r0[7] + kk), v));
             }
         }
-        if (true) {
+        if (nr == 16u) {
+            for (var k = epw * kw + tl; k < mp_u[pz()].dims.z; k = k + 8u) {
+                let kk = i32(k);
+                let ks = kk * ms.y;
+                let v = load_b(v0 + kk * vs);
+                lo = lo + v * vec4<f32>(load_a(r0[0] + ks), load_a(r0[1] + ks), load_a(r0[2] + ks), load_a(r0[3] + ks));
+                hi = hi + v * vec4<f32>(load_a(r0[4] + ks), load_a(r0[5] + ks), load_a(r0[6] + ks), load_a(r0[7] + ks));
+                lo2 = lo2 + v * vec4<f32>(load_a(r0[8] + ks), load_a(r0[9] + ks), load_a(r0[10] + ks), load_a(r0[11] + ks));
+                hi2 = hi2 + v * vec4<f32>(load_a(r0[12] + ks), load_a(r0[13] + ks), load_a(r0[14] + ks), load_a(r0[15] + ks));
+            }
+        } else {
             for (var k = epw * kw + tl; k < mp_u[pz()].dims.z; k = k + 8u) {
                 let kk = i32(k);
                 let ks = kk * ms.y;
@@ -167,27 +198,37 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 hi = hi + v * vec4<f32>(load_a(r0[4] + ks), load_a(r0[5] + ks), load_a(r0[6] + ks), load_a(r0[7] + ks));
             }
         }
-        // The team's 8 partial sums of each row meet in workgroup memory, added in lane order.
+        // The team's 8 partial sums of each row meet in workgroup memory, added in lane order:
+        // rows 0..7, then (nr = 16) rows 8..15 through the same slots. The first lane of each
+        // team finishes its rows (no early return: the GEMM-shaped path below keeps its
+        // barriers in uniform control flow).
+        var sums = array<vec4<f32>, 4>();
         teams[2u * lid] = lo;
         teams[2u * lid + 1u] = hi;
         workgroupBarrier();
-        // The first lane of each team finishes its rows (no early return: the GEMM-shaped
-        // path below keeps its barriers in uniform control flow).
         if (tl == 0u) {
-            lo = vec4<f32>(0.0);
-            hi = vec4<f32>(0.0);
             for (var t = 0u; t < 8u; t = t + 1u) {
-                lo = lo + teams[2u * (lid + t)];
-                hi = hi + teams[2u * (lid + t) + 1u];
+                sums[0] = sums[0] + teams[2u * (lid + t)];
+                sums[1] = sums[1] + teams[2u * (lid + t) + 1u];
             }
-            for (var i = 0u; i < ROWS; i = i + 1u) {
+        }
+        if (nr == 16u) {
+            workgroupBarrier();
+            teams[2u * lid] = lo2;
+            teams[2u * lid + 1u] = hi2;
+            workgroupBarrier();
+            if (tl == 0u) {
+                for (var t = 0u; t < 8u; t = t + 1u) {
+                    sums[2] = sums[2] + teams[2u * (lid + t)];
+                    sums[3] = sums[3] + teams[2u * (lid + t) + 1u];
+                }
+            }
+        }
+        if (tl == 0u) {
+            for (var i = 0u; i < nr; i = i + 1u) {
                 let r = first + i;
                 if (r < rows) {
-                    var acc = lo[i % 4u];
-                    if (i >= 4u) {
-                        acc = hi[i % 4u];
-                    }
-                    y[u32(o0 + i32(r) * os)] = mm_finish(acc, c0 + i32(r) * cs);
+                    y[u32(o0 + i32(r) * os)] = mm_finish(sums[i / 4u][i % 4u], c0 + i32(r) * cs);
                 }
             }
         }

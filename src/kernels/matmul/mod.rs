@@ -37,8 +37,15 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 const TILE: usize = 64;
 /// The matrix-vector kernel's workgroup size.
 const VEC_WG: usize = 64;
-/// Rows per invocation of the one-lane matrix-vector kernel (`ROWS` in `matmul_vec.wgsl`).
-const VEC_ROWS: usize = 8;
+/// Rows per team of 8 lanes of the one-lane matrix-vector kernel (`matmul_vec.wgsl`): 16 for
+/// 16-bit types (flag bit 5), 8 for float32.
+fn vec_rows(dtype: DType) -> usize {
+    if dtype == DType::F32 {
+        8
+    } else {
+        16
+    }
+}
 
 uniform! {
     /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_io.wgsl`).
@@ -194,9 +201,10 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
 }
 
 /// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
-/// GEMM and the matrix-vector kernel, one pipeline each (every variation is a uniform).
+/// GEMM, and the matrix-vector kernel with L lanes a row (`Vec16`) and with one (`Vec1`, the
+/// CPU adapters' default, a candidate everywhere); every other variation is a uniform.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }]
+    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] }]
 }
 
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
@@ -297,8 +305,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
                 let total = tm as u64 * tn as u64 * batches as u64;
                 (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
-                // One lane per row: teams of 8 lanes stream VEC_ROWS rows; more lanes share a row.
-                let per = if lanes == 1 { VEC_WG / 8 * VEC_ROWS } else { VEC_WG / lanes as usize };
+                // One lane per row: teams of 8 lanes stream vec_rows rows; more lanes share a row.
+                let per = if lanes == 1 { VEC_WG / 8 * vec_rows(p.dtype) } else { VEC_WG / lanes as usize };
                 let groups = m.div_ceil(per);
                 (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
             };
@@ -312,7 +320,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let vec4 = st(0)[3] == 1 && aligned(st(0)[2]) && aligned(st(0)[0]) && aligned(st(0)[1]) && aligned(ws[0].1 as isize) && ws[0].0 .0 % 16 == 0;
             // The vector B as vec4 words too: the same conditions.
             let vvec = vec4 && st(1)[2] == 1 && aligned(st(1)[0]) && aligned(st(1)[1]) && aligned(ws[1].1 as isize) && ws[1].0 .0 % 16 == 0;
-            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | lanes << 8;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | ((vec_rows(p.dtype) == 16) as u32) << 5 | lanes << 8;
             let params = MatmulParams {
                 dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
                 work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],
@@ -329,7 +337,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let words = |(o, sz): (u64, u64)| (o, (sz / 16 * 16).max(16));
             bindings.push((bufs[0], words(ws[0].0)));
             bindings.push((bufs[1], words(ws[1].0)));
-            dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![] }, params, bindings, grid });
+            let constants = if lanes == 1 { vec![("TEAMS", 1)] } else { vec![] };
+            dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
             z0 = lo;
         }
     }
