@@ -24,6 +24,11 @@
 // one-lane one takes 64 and 16).
 override TEAMS: bool = false;
 
+// The L > 1 kernel's 16-bit path (float16, bfloat16) as its own pipeline: float32 products
+// then compile without its four words' 32 decoded elements (RADV, `gpu_budget`: 40 VGPRs and 22
+// waves instead of 96 and 10; the 16-bit pipeline keeps 96 and 10).
+override HALVES: bool = false;
+
 // Rows per team where L = 1: 8, or 16 under flag bit 5 (the host sets it for 16-bit types,
 // kernels/matmul/mod.rs). Sixteen halve the vector's share of the loads; on lavapipe the
 // float16 [1, 4096] x [4096, 4096]^T went from 0.77-0.79 of a same-bytes copy to 0.81-0.83,
@@ -243,7 +248,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // l + L, ... (a row's lanes read L neighbouring words), two per step into two vec4
         // accumulators (more loads in flight), which meet in a fixed order; the tail below.
         // A word holds 4 float32 or 8 16-bit elements.
-        let halves = mp_u[pz()].dims.w != DT_F32;
+        let halves = HALVES;
         let epw = select(4u, 8u, halves);
         let k4 = select(0u, mp_u[pz()].dims.z / epw, (mp_u[pz()].epi.w & 8u) != 0u);
         let vv = (mp_u[pz()].epi.w & 16u) != 0u;

@@ -201,10 +201,11 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
 }
 
 /// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
-/// GEMM, and the matrix-vector kernel with L lanes a row (`Vec16`) and with one (`Vec1`, the
-/// CPU adapters' default, a candidate everywhere); every other variation is a uniform.
+/// GEMM, and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
+/// under `HALVES`) and with one (`Vec1`, the CPU adapters' default, a candidate everywhere);
+/// every other variation is a uniform.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] }]
+    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] }]
 }
 
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
@@ -337,7 +338,13 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let words = |(o, sz): (u64, u64)| (o, (sz / 16 * 16).max(16));
             bindings.push((bufs[0], words(ws[0].0)));
             bindings.push((bufs[1], words(ws[1].0)));
-            let constants = if lanes == 1 { vec![("TEAMS", 1)] } else { vec![] };
+            // The matrix-vector kernel's pipelines (`gpu_pipelines`): one lane a row, or L with
+            // the 16-bit path; the GEMM has none.
+            let constants = match (lanes, p.dtype) {
+                (0, _) | (2.., DType::F32) => vec![],
+                (1, _) => vec![("TEAMS", 1)],
+                _ => vec![("HALVES", 1)],
+            };
             dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
             z0 = lo;
         }
