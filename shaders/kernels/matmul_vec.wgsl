@@ -2,7 +2,7 @@
 // kernel sees n == 1 only: A's rows dotted with B's column (the host records a product with
 // m == 1 as its transpose, B^T a^T, so that no load below chooses its binding at run time).
 // L lanes per row (epi bits 8..). L = 1 on CPU adapters: a team
-// of 8 lanes streams 8 rows (16 under flag bit 5), its lanes along k (neighbouring lanes read
+// of 8 lanes streams 8 rows (16 for 16-bit types), its lanes along k (neighbouring lanes read
 // neighbouring words: one stream per row), each lane reading its steps of the vector once for
 // all the team's rows (as one
 // vec4 word where flag bit 4 allows, the rows' words too under bit 3), so the vector's loads
@@ -29,8 +29,8 @@ override TEAMS: bool = false;
 // waves instead of 96 and 10; the 16-bit pipeline keeps 96 and 10).
 override HALVES: bool = false;
 
-// Rows per team where L = 1: 8, or 16 under flag bit 5 (the host sets it for 16-bit types,
-// kernels/matmul/mod.rs). Sixteen halve the vector's share of the loads; on lavapipe the
+// Rows per team where L = 1: 8 for float32, 16 for 16-bit types (the host's `vec_rows` in
+// kernels/matmul/mod.rs sizes the grid by the same rule). Sixteen halve the vector's share of the loads; on lavapipe the
 // float16 [1, 4096] x [4096, 4096]^T went from 0.77-0.79 of a same-bytes copy to 0.81-0.83,
 // but float32 from 0.93-0.95 to 0.84-0.92 (its 16 rows' words held at once), so float32
 // keeps 8.
@@ -89,6 +89,11 @@ fn vec8(vv: bool, v0: i32, kk: i32, vs: i32) -> Oct {
     return Oct(vec_word(false, v0, kk, vs), vec_word(false, v0, kk + 4, vs));
 }
 
+// A's element `ks` (an offset from each row's start) in rows i .. i+3 of a team's `r0`.
+fn rows4(r0: array<i32, 16>, i: u32, ks: i32) -> vec4<f32> {
+    return vec4<f32>(load_a(r0[i] + ks), load_a(r0[i + 1u] + ks), load_a(r0[i + 2u] + ks), load_a(r0[i + 3u] + ks));
+}
+
 var<workgroup> part: array<f32, 64>;
 // The one-lane kernel's partial sums: two vec4 (8 rows) per invocation at a time.
 var<workgroup> teams: array<vec4<f32>, 128>;
@@ -117,9 +122,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let os = mp_u[pz()].so.x;
     if (TEAMS) {
         // A team of 8 lanes takes `nr` rows, its lanes along k: lane t reads words t, t + 8,
-        // .. (neighbouring lanes, neighbouring words). Rows 8..15 (lo2, hi2) only where nr is
-        // 16: the 16-bit loops below.
-        let nr = select(8u, 16u, (mp_u[pz()].epi.w & 32u) != 0u);
+        // .. (neighbouring lanes, neighbouring words). Rows 8..15 (lo2, hi2) only for 16-bit
+        // types (nr = 16): the 16-bit loops below.
+        let halves = mp_u[pz()].dims.w != DT_F32;
+        let nr = select(8u, 16u, halves);
         let team = lid / 8u;
         let tl = lid % 8u;
         let first = (group * 8u + team) * nr;
@@ -133,7 +139,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         var lo2 = vec4<f32>(0.0);
         var hi2 = vec4<f32>(0.0);
         // Whole 16-byte words of the rows under flag bit 3: 4 float32 or 8 16-bit elements.
-        let halves = mp_u[pz()].dims.w != DT_F32;
         let epw = select(4u, 8u, halves);
         let kw = select(0u, mp_u[pz()].dims.z / epw, (mp_u[pz()].epi.w & 8u) != 0u);
         let vv = (mp_u[pz()].epi.w & 16u) != 0u;
@@ -184,23 +189,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 hi = hi + vec4<f32>(dot(mat4(r0[4] + kk), v), dot(mat4(r0[5] + kk), v), dot(mat4(r0[6] + kk), v), dot(mat4(r0[7] + kk), v));
             }
         }
-        if (nr == 16u) {
+        // The elements past the words (one loop per row count, as the word loops).
+        if (halves) {
             for (var k = epw * kw + tl; k < mp_u[pz()].dims.z; k = k + 8u) {
-                let kk = i32(k);
-                let ks = kk * ms.y;
-                let v = load_b(v0 + kk * vs);
-                lo = lo + v * vec4<f32>(load_a(r0[0] + ks), load_a(r0[1] + ks), load_a(r0[2] + ks), load_a(r0[3] + ks));
-                hi = hi + v * vec4<f32>(load_a(r0[4] + ks), load_a(r0[5] + ks), load_a(r0[6] + ks), load_a(r0[7] + ks));
-                lo2 = lo2 + v * vec4<f32>(load_a(r0[8] + ks), load_a(r0[9] + ks), load_a(r0[10] + ks), load_a(r0[11] + ks));
-                hi2 = hi2 + v * vec4<f32>(load_a(r0[12] + ks), load_a(r0[13] + ks), load_a(r0[14] + ks), load_a(r0[15] + ks));
+                let ks = i32(k) * ms.y;
+                let v = load_b(v0 + i32(k) * vs);
+                lo = lo + v * rows4(r0, 0u, ks);
+                hi = hi + v * rows4(r0, 4u, ks);
+                lo2 = lo2 + v * rows4(r0, 8u, ks);
+                hi2 = hi2 + v * rows4(r0, 12u, ks);
             }
         } else {
             for (var k = epw * kw + tl; k < mp_u[pz()].dims.z; k = k + 8u) {
-                let kk = i32(k);
-                let ks = kk * ms.y;
-                let v = load_b(v0 + kk * vs);
-                lo = lo + v * vec4<f32>(load_a(r0[0] + ks), load_a(r0[1] + ks), load_a(r0[2] + ks), load_a(r0[3] + ks));
-                hi = hi + v * vec4<f32>(load_a(r0[4] + ks), load_a(r0[5] + ks), load_a(r0[6] + ks), load_a(r0[7] + ks));
+                let ks = i32(k) * ms.y;
+                let v = load_b(v0 + i32(k) * vs);
+                lo = lo + v * rows4(r0, 0u, ks);
+                hi = hi + v * rows4(r0, 4u, ks);
             }
         }
         // The team's 8 partial sums of each row meet in workgroup memory, added in lane order:

@@ -20,8 +20,7 @@ struct MatmulParams {
     // alpha and beta (f32 bits), the activation (0 none, 1 relu, 2 gelu), flags: bit 0 C is
     // read, bit 1 A staged along k, bit 2 B staged along k, bit 3 the matrix-vector kernel's
     // matrix rows move as vec4 words (float32, unit stride along k, rows and start 4-aligned),
-    // bit 4 its vector too (the same conditions), bit 5 its one-lane teams take 16 rows
-    // (16-bit types); bits 8.. the matvec's lanes per row.
+    // bit 4 its vector too (the same conditions); bits 8.. the matvec's lanes per row.
     epi: vec4<u32>,
 }
 

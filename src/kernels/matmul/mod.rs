@@ -37,8 +37,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 const TILE: usize = 64;
 /// The matrix-vector kernel's workgroup size.
 const VEC_WG: usize = 64;
-/// Rows per team of 8 lanes of the one-lane matrix-vector kernel (`matmul_vec.wgsl`): 16 for
-/// 16-bit types (flag bit 5), 8 for float32.
+/// Rows per team of 8 lanes of the one-lane matrix-vector kernel: 16 for 16-bit types, 8 for
+/// float32, the rule `matmul_vec.wgsl` applies to the dtype word (the grid is sized by it).
 fn vec_rows(dtype: DType) -> usize {
     if dtype == DType::F32 {
         8
@@ -321,7 +321,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             let vec4 = st(0)[3] == 1 && aligned(st(0)[2]) && aligned(st(0)[0]) && aligned(st(0)[1]) && aligned(ws[0].1 as isize) && ws[0].0 .0 % 16 == 0;
             // The vector B as vec4 words too: the same conditions.
             let vvec = vec4 && st(1)[2] == 1 && aligned(st(1)[0]) && aligned(st(1)[1]) && aligned(ws[1].1 as isize) && ws[1].0 .0 % 16 == 0;
-            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | ((vec_rows(p.dtype) == 16) as u32) << 5 | lanes << 8;
+            let flags = p.c.is_some() as u32 | ((st(0)[3].abs() == 1 && m > 1) as u32) << 1 | ((st(1)[2].abs() == 1 && n > 1) as u32) << 2 | (vec4 as u32) << 3 | (vvec as u32) << 4 | lanes << 8;
             let params = MatmulParams {
                 dims: [u32_of(op, m, "m")?, u32_of(op, n, "n")?, u32_of(op, k, "k")?, p.dtype.code()],
                 work: [work[0], work[1], u32_of(op, b1, "batch")?, u32_of(op, t as usize, "workgroups")?],
