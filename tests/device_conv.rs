@@ -102,6 +102,43 @@ fn channel_windows_and_vector_paths_match_cpu() {
     }
 }
 
+/// Grouped 1x1 convolutions at unit stride, which the NCHW kernel runs on CPU adapters as one
+/// batched matrix product over the groups per image where the images have at most 512 output
+/// pixels in all: many groups, channels per group that are and are not whole quads or whole
+/// chunks of 64 (weights read in place or packed), bias and ReLU, several images, and layouts
+/// whose pixels do not merge into one dim, or too many pixels (the per-group windows then).
+#[test]
+fn grouped_pointwise_convolutions_match_cpu() {
+    for ctx in contexts() {
+        let mut rng = Rng(11);
+        // (n, groups, channels per group, outputs per group, h, w)
+        let cases: [(usize, usize, usize, usize, usize, usize); 7] = [
+            (1, 4, 8, 8, 24, 24), // 576 pixels: the per-group windows
+            (3, 8, 5, 7, 5, 7),
+            (2, 16, 64, 12, 4, 4),
+            (1, 3, 24, 40, 6, 6),
+            (2, 6, 4, 4, 1, 9),
+            (1, 96, 8, 16, 3, 5),
+            (2, 4, 130, 6, 2, 3),
+        ];
+        for (i, &(n, groups, cg, kg, h, w)) in cases.iter().enumerate() {
+            let (c, k) = (groups * cg, groups * kg);
+            let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
+            let wt = HostTensor::from_vec(vals(&mut rng, k * cg), &[k, cg, 1, 1]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            let layouts = [x.clone(), x.contiguous(MemoryFormat::ChannelsLast).unwrap(), x.flip(3).unwrap()];
+            for (li, xl) in layouts.iter().enumerate() {
+                for (bi, bias) in [None, Some(&b)].into_iter().enumerate() {
+                    let o = Conv1x1Options { groups, relu: (i + li + bi) % 2 == 0, ..Default::default() };
+                    for kernel in [ConvKernel::Auto, ConvKernel::Nchw] {
+                        check(ctx, xl, &wt, bias, &o, kernel, &format!("grouped case {i} layout {li}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Inputs and outputs larger than one binding run as several image ranges; one image over the
 /// limit is an error naming it. Uses a device opened with a 64 KiB binding limit.
 #[test]

@@ -341,6 +341,47 @@ type ViewFn = fn(&HostTensor) -> HostTensor;
 /// A Blocked case: A's stored shape and view, B's, and the bias length (linear with ReLU).
 type BlockedCase = (Vec<usize>, ViewFn, Vec<usize>, ViewFn, Option<usize>);
 
+/// The Blocked kernel with an addend of any strides (beta == 1, alpha == 1): where the output's
+/// columns have unit stride it starts the output as a copy of C (full, per row, per column,
+/// transposed), and those products match the reference; where they do not (a transposed out),
+/// or beta != 1, a forced Blocked is Error::Unsupported, nothing written. Grouped 1x1
+/// convolutions (tests/device_conv.rs) take this path with their bias per group.
+#[test]
+fn blocked_kernel_takes_any_addend_along_n() {
+    let (m, n, k) = (37, 45, 70);
+    for ctx in contexts() {
+        let mut rng = Rng(21);
+        let subgroups = ctx.adapter().device_type == wgpu::DeviceType::Cpu && ctx.adapter().backend == wgpu::Backend::Vulkan;
+        let (h1, h2) = (rand(&mut rng, &[m, k], DType::F32), rand(&mut rng, &[k, n], DType::F32));
+        let (d1, d2) = (DeviceTensor::upload(ctx, &h1).unwrap(), DeviceTensor::upload(ctx, &h2).unwrap());
+        let full = rand(&mut rng, &[m, n], DType::F32);
+        let stored_t = rand(&mut rng, &[n, m], DType::F32);
+        let inputs = [full.clone(), rand(&mut rng, &[m, 1], DType::F32), rand(&mut rng, &[1, n], DType::F32), stored_t.transpose(0, 1).unwrap()];
+        for (ii, hi) in inputs.iter().enumerate() {
+            let di = if ii == 3 { DeviceTensor::upload(ctx, &stored_t).unwrap().transpose(0, 1).unwrap() } else { DeviceTensor::upload(ctx, hi).unwrap() };
+            for (beta, transposed) in [(1.0, false), (1.0, true), (0.5, false)] {
+                let plan = addmm_plan(hi.layout(), h1.layout(), h2.layout(), beta, 1.0, [DType::F32; 3]).unwrap();
+                let sevens = |shape: &[usize]| DeviceTensor::upload(ctx, &HostTensor::from_vec(vec![7.0f32; m * n], shape).unwrap()).unwrap();
+                let out = if transposed { sevens(&[n, m]).transpose(0, 1).unwrap() } else { sevens(&[m, n]) };
+                let mut batch = ctx.batch();
+                let r = batch.run_plan_with(&plan, &d1, &d2, Some(&di), &out, MatmulKernel::Blocked);
+                let what = format!("{} Blocked addend {ii} beta {beta} transposed out {transposed}", name(ctx));
+                // Along m the kernel adds a bias per output only: C the same for every row.
+                let per_column = ii == 2;
+                if !subgroups || beta != 1.0 || (transposed && !per_column) {
+                    assert!(matches!(r, Err(Error::Unsupported { .. })), "{what}: {r:?}");
+                    batch.submit_and_wait().unwrap();
+                    assert!(out.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0), "{what}: written");
+                    continue;
+                }
+                r.unwrap();
+                batch.submit_and_wait().unwrap();
+                compare_abs(&what, &plan, [&h1, &h2], Some(hi), None, &out.download().unwrap());
+            }
+        }
+    }
+}
+
 /// The Blocked kernel (one dispatch over the batch, CPU adapters with subgroups) at its edges:
 /// reductions over one chunk (k = 65, 130: partial last chunk) and of one step, rows and
 /// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right

@@ -8,6 +8,9 @@ use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::conv_class;
 use crate::kernels::conv::{self, ConvKernel, View};
+use crate::kernels::matmul::grouped::{self as matmul_grouped, ConvCall};
+use crate::runtime::submit::Keep;
+use crate::runtime::Runtime;
 use crate::strided::Strided;
 
 /// `torch.nn.functional.conv2d`, f32, on the device. `input` is logically [N, C, H, W] in any
@@ -164,12 +167,23 @@ impl Batch<'_> {
         let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
         let w = View { buffer: copies[1].as_ref().map_or(weight.buffer(), |c| c.buffer()), layout: weight.layout() };
         let b = bias.map(|b| View { buffer: copies[2].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
-        let r = conv::record(rt, enc, keep, view(out), x, w, b, options, g, kernel);
+        let r = record(rt, enc, keep, &ConvCall { out: view(out), input: x, weight: w, bias: b, options, g, kernel });
         for c in copies.into_iter().flatten() {
             keep.hold(c);
         }
         r
     }
+}
+
+/// Records a validated convolution through `call.kernel` (not `Auto`), for calls and the
+/// tuner's measurements alike: a grouped 1x1 convolution on the NCHW kernel of a CPU adapter
+/// as a batch of matrix products over its groups where that kernel serves it
+/// (`kernels/matmul/grouped.rs`), else through the kernel's family.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, call: &ConvCall<'_>) -> Result<()> {
+    if matmul_grouped::record(rt, enc, keep, call)? {
+        return Ok(());
+    }
+    conv::record(rt, enc, keep, call.out, call.input, call.weight, call.bias, call.options, call.g, call.kernel)
 }
 
 /// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].

@@ -10,7 +10,8 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::elementwise::resolve::check_copy;
 use crate::kernels::conv::class::{conv_class, conv_default, tune_images, ConvClass, CONV_FAMILY};
-use crate::kernels::conv::{self, ConvKernel, View};
+use crate::kernels::conv::{ConvKernel, View};
+use crate::kernels::matmul::grouped::ConvCall;
 use crate::kernels::copy::{self, CopyPath, TRANSPOSE_FAMILY};
 use crate::layout::Layout;
 use crate::plan::{CopyPlan, Cuts};
@@ -201,7 +202,7 @@ impl GpuContext {
             for t in [Some(input), Some(weight), bias].into_iter().flatten() {
                 keep.hold(t.storage());
             }
-            conv::record(&self.rt, enc, keep, View { buffer: scratch.buffer(), layout: &dst }, x, w, bias.map(view), options, &g1, kernel)
+            crate::gpu::conv::record(&self.rt, enc, keep, &ConvCall { out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel })
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

@@ -8,7 +8,8 @@
 //! The product runs as `out = X @ W^T` with "pixels" along X's rows: the product's rows (X = A,
 //! W = B^T: the bias per column is the convolution's bias per output), or, where the output's
 //! columns have unit stride, the product's columns (X = B^T, W = A, out^T: the output's stores,
-//! the kernel's main traffic, move as vec4 words; a bias starts the output as a copy of it). W is packed first, by one strided copy per part
+//! the kernel's main traffic, move as vec4 words; C, of any strides, starts the output as a
+//! copy of it). W is packed first, by one strided copy per part
 //! (`[batch, chunk, output, 4*CQ steps]`, zero past the reduction), once for a broadcast W.
 
 use crate::dtype::DType;
@@ -122,9 +123,9 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
     } else if p.alpha != 1.0 {
         "it does not scale the product (alpha != 1)"
     } else if p.c.is_some()
-        && (p.beta != 1.0 || s.strides[2][nb] != 0 || (nb == 1 && s.strides[2][0] != 0))
+        && (p.beta != 1.0 || (!orient(p, s).along_n && (s.strides[2][nb] != 0 || (nb == 1 && s.strides[2][0] != 0))))
     {
-        "its only addend is a bias (beta == 1, the same for every row)"
+        "its only addend is C with beta == 1, the same for every row unless the output's columns have unit stride"
     } else if !matches!(p.activation, Activation::None | Activation::Relu) {
         "its only activation is ReLU"
     } else if nb > 1 {
@@ -230,9 +231,11 @@ pub(super) fn record(
     let xt = !vin && xs[1] == 1 && k % 4 == 0 && m4(xs[2]) && (z == 1 || m4(xs[0])) && m4(xrel as isize);
     let vout = ys[2] == 1 && px % 4 == 0 && (z == 1 || m4(ys[0])) && m4(ys[1]) && m4(yrel as isize);
     let nb = s.batch.len();
+    // The kernel reads a bias per output only where the pixels are the product's rows; along
+    // n, C (of any strides) is copied into the output first and every chunk adds into it.
     let (bias_base, bias_stride) = match p.c {
-        Some(_) => (s.offsets[2] as isize, s.strides[2][nb + 1]),
-        None => (0, 0),
+        Some(_) if !o.along_n => (s.offsets[2] as isize, s.strides[2][nb + 1]),
+        _ => (0, 0),
     };
     // W read in place where its rows already are whole unit-stride chunks, 4-aligned (no zero
     // padding needed): mm, bmm and linear's row-major operands. Else packed.

@@ -24,6 +24,7 @@ use crate::runtime::submit::Keep;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 mod blocked;
+pub(crate) mod grouped;
 mod product;
 
 pub(crate) use product::{Operand, Product};
@@ -84,8 +85,10 @@ pub enum MatmulKernel {
     /// The convolution's CPU-adapter inner product over a batch of weights
     /// (`matmul_blocked.wgsl`): one dispatch per 64 reduction steps covers the whole batch.
     /// CPU adapters with subgroups of at least 8 invocations, float32, alpha == 1, no addend or
-    /// a bias (beta == 1, the same for every row), no activation but ReLU, at most one batch
-    /// dim after merging, X, the output and the packed B each within one binding.
+    /// an addend with beta == 1 (the same for every row, or any where the output's columns
+    /// have unit stride), no activation but ReLU, at most one batch dim after merging, X, the
+    /// output and the packed B each within one binding. Also runs grouped 1x1 convolutions on
+    /// CPU adapters (a batch of one product per group).
     Blocked,
 }
 
@@ -209,6 +212,13 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
 }
 
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
+/// Whether [`MatmulKernel::Blocked`] serves `p` (its one check, as `record` makes it).
+pub(crate) fn blocked_eligible(report: &AdapterReport, p: &Product<'_>) -> Result<()> {
+    let s = Shapes::of(p);
+    MatmulKernel::Blocked.eligible(s.m, s.n)?;
+    blocked::eligible(report, p, &s)
+}
+
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
     let op = p.op;
     let s = Shapes::of(p);
