@@ -31,7 +31,7 @@ const fn shape(name: &'static str, input: [usize; 4], k: usize, kernel: usize, s
 }
 
 /// The shapes the bench reports.
-pub const SHAPES: [Shape; 10] = [
+pub const SHAPES: [Shape; 11] = [
     shape("conv1x1", [8, 64, 56, 56], 256, 1, 1, 0, 1),
     shape("conv1x1", [8, 256, 56, 56], 64, 1, 1, 0, 1),
     shape("conv1x1", [8, 256, 56, 56], 512, 1, 2, 0, 1),
@@ -41,6 +41,8 @@ pub const SHAPES: [Shape; 10] = [
     shape("conv3x3", [8, 256, 14, 14], 256, 3, 1, 1, 1),
     shape("conv3x3_s2", [8, 128, 56, 56], 128, 3, 2, 1, 1),
     shape("depthwise3x3", [8, 144, 56, 56], 144, 3, 1, 1, 144),
+    // Grouped pointwise (ShuffleNet's stage 3 at batch 1): 196 output pixels.
+    shape("conv1x1_grouped", [1, 544, 14, 14], 544, 1, 1, 0, 4),
     shape("stem7x7_s2", [8, 3, 224, 224], 64, 7, 2, 3, 1),
 ];
 
