@@ -105,8 +105,9 @@ fn channel_windows_and_vector_paths_match_cpu() {
 /// Grouped 1x1 convolutions at unit stride, which the NCHW kernel runs on CPU adapters as one
 /// batched matrix product over the groups per image where the images have at most 512 output
 /// pixels in all: many groups, channels per group that are and are not whole quads or whole
-/// chunks of 64 (weights read in place or packed), bias and ReLU, several images, and layouts
-/// whose pixels do not merge into one dim, or too many pixels (the per-group windows then).
+/// chunks of 64 (weights read in place or packed), a transposed weight, a strided bias, ReLU,
+/// several images, negative strides, and layouts whose pixels do not merge into one dim, or
+/// too many pixels (the per-group windows then).
 #[test]
 fn grouped_pointwise_convolutions_match_cpu() {
     for ctx in contexts() {
@@ -124,9 +125,22 @@ fn grouped_pointwise_convolutions_match_cpu() {
         for (i, &(n, groups, cg, kg, h, w)) in cases.iter().enumerate() {
             let (c, k) = (groups * cg, groups * kg);
             let x = HostTensor::from_vec(vals(&mut rng, n * c * h * w), &[n, c, h, w]).unwrap();
-            let wt = HostTensor::from_vec(vals(&mut rng, k * cg), &[k, cg, 1, 1]).unwrap();
-            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
-            let layouts = [x.clone(), x.contiguous(MemoryFormat::ChannelsLast).unwrap(), x.flip(3).unwrap()];
+            // Every other case: the weight stored transposed ([C/G, K] seen as [K, C/G]) and the
+            // bias every second element of a longer vector.
+            let wt = if i % 2 == 0 {
+                HostTensor::from_vec(vals(&mut rng, k * cg), &[k, cg, 1, 1]).unwrap()
+            } else {
+                HostTensor::from_vec(vals(&mut rng, k * cg), &[cg, k]).unwrap().transpose(0, 1).unwrap()
+            };
+            let b = if i % 2 == 0 {
+                HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap()
+            } else {
+                HostTensor::from_vec(vals(&mut rng, 2 * k), &[2 * k]).unwrap().slice(0, 0, 2 * k as isize, 2).unwrap()
+            };
+            // Contiguous and channels flipped (negative strides): the route where it applies;
+            // channels-last and a flipped row: pixels that do not merge, or a channels-last
+            // output (the per-group windows).
+            let layouts = [x.clone(), x.flip(1).unwrap(), x.contiguous(MemoryFormat::ChannelsLast).unwrap(), x.flip(3).unwrap()];
             for (li, xl) in layouts.iter().enumerate() {
                 for (bi, bias) in [None, Some(&b)].into_iter().enumerate() {
                     let o = Conv1x1Options { groups, relu: (i + li + bi) % 2 == 0, ..Default::default() };

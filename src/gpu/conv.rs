@@ -167,7 +167,7 @@ impl Batch<'_> {
         let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
         let w = View { buffer: copies[1].as_ref().map_or(weight.buffer(), |c| c.buffer()), layout: weight.layout() };
         let b = bias.map(|b| View { buffer: copies[2].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
-        let r = record(rt, enc, keep, &ConvCall { out: view(out), input: x, weight: w, bias: b, options, g, kernel });
+        let r = record(rt, enc, keep, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options, g, kernel });
         for c in copies.into_iter().flatten() {
             keep.hold(c);
         }

@@ -202,7 +202,7 @@ impl GpuContext {
             for t in [Some(input), Some(weight), bias].into_iter().flatten() {
                 keep.hold(t.storage());
             }
-            crate::gpu::conv::record(&self.rt, enc, keep, &ConvCall { out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel })
+            crate::gpu::conv::record(&self.rt, enc, keep, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel })
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

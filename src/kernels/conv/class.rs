@@ -40,6 +40,11 @@ pub struct ConvClass {
     pub window: [usize; 6],
     /// Whether the convolution is depthwise (groups == C).
     pub depthwise: bool,
+    /// Whether its channels come in several groups short of depthwise: on CPU adapters `Nchw`
+    /// runs such 1x1 convolutions of small images as batched matrix products
+    /// (`kernels/matmul/grouped.rs`), so their kept choices stay apart from ungrouped ones'.
+    #[serde(default)]
+    pub grouped: bool,
 }
 
 /// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
@@ -60,6 +65,7 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
         log2: [log2(g.c / o.groups), log2(g.k / o.groups), log2(tune_images(g).saturating_mul(g.oh).saturating_mul(g.ow))],
         window: [g.kh, g.kw, o.stride.0, o.stride.1, o.dilation.0, o.dilation.1],
         depthwise: o.groups == g.c && g.c > 1,
+        grouped: o.groups > 1 && o.groups < g.c,
     }
 }
 

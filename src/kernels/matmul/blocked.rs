@@ -65,8 +65,8 @@ fn orient<'a>(p: &Product<'a>, s: &Shapes) -> Orient<'a> {
         &s.strides[3][nb..],
     );
     // Pixels along the output's unit-stride columns: then the stores (every output element once
-    // per chunk, the kernel's main traffic) move as vec4 words. A bias (per column, the only
-    // addend the kernel takes) is then per pixel: the output starts as a copy of it.
+    // per chunk, the kernel's main traffic) move as vec4 words. The addend (of any strides) is
+    // then not read by the kernel: the output starts as a copy of it.
     if so[1] == 1 && s.n > 1 {
         Orient {
             along_n: true,
@@ -132,7 +132,7 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
         "it takes one batch dim (after merging)"
     } else if s.k == 0 {
         "it needs a reduction of at least one step"
-    } else if p.c.is_some_and(|c| c.buffer.size() > max)
+    } else if p.c.is_some_and(|c| !orient(p, s).along_n && c.buffer.size() > max)
         || packed_rows(s, &orient(p, s)).1 as u64 * 16 > max
         || !fits(report, p, s)?
     {
@@ -334,15 +334,16 @@ pub(super) fn record(
         )?;
         pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
     }
-    // Along n, the bias is per pixel: the output starts as the bias, every chunk adds into it.
+    // Along n, the output starts as a copy of the addend and every chunk adds into it.
     if let (true, Some(c)) = (o.along_n, p.c) {
         pack(rt, enc, keep, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
     }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let words = |(off, size): (u64, u64)| (off, (size / 16 * 16).max(16));
+    // The bias binding: the addend where the kernel reads it (a bias per output, along m).
     let bias = match p.c {
-        Some(c) => (c.buffer, (0, c.buffer.size())),
-        None => (packed.buffer(), (0, 16)),
+        Some(c) if !o.along_n => (c.buffer, (0, c.buffer.size())),
+        _ => (packed.buffer(), (0, 16)),
     };
     let (y1, y4) = if vout {
         ((scratch.buffer(), (0, 16)), (p.out.buffer, words(yw)))

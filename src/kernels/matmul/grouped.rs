@@ -3,17 +3,18 @@
 //! [G, C/G, P] (P the pixels, the bias and ReLU the product's addend and activation), through
 //! this family's `Blocked` kernel (`matmul_blocked.wgsl`): the same register-
 //! blocked inner product as `conv1x1_nchw`, with the weights of every group read from storage,
-//! so that one dispatch covers all the groups. The convolution's window path
-//! (`kernels/conv/blocked.rs`) packs each group's weights into a 64 KiB uniform block and
-//! records a dispatch per group, a single workgroup where the images are small: the
-//! [1, 6144, 128, 1] x [12288, 64, 1, 1] convolution with 96 groups (the product of
-//! `bmm [96, 128, 64] @ [96, 64, 128]`) took 29.6-29.9 ms that way on lavapipe, and 4.0-4.5 ms
-//! as the batched product (without bias). The route applies to small images only
-//! (`ROUTE_PIXELS`).
+//! so that each dispatch (one per 64 input channels of a group, per image) covers all the
+//! groups. The convolution's window path (`kernels/conv/blocked.rs`) packs each group's weights
+//! into a 64 KiB uniform block and records a dispatch per group, a single workgroup where the
+//! images are small: the [1, 6144, 128, 1] x [12288, 64, 1, 1] convolution with 96 groups (the
+//! product of `bmm [96, 128, 64] @ [96, 64, 128]`) took 29.6-29.9 ms that way on lavapipe
+//! without a bias, 31-32 ms with one (`ROUTE_PIXELS`), and 4.0-4.5 ms and 5.6-5.7 ms as the
+//! batched product. The route applies to small images only (`ROUTE_PIXELS`).
 
 use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::kernels::conv::class::tune_images;
 use crate::kernels::conv::{ConvKernel, View};
 use crate::layout::Layout;
 use crate::matmul::Activation;
@@ -22,8 +23,10 @@ use crate::runtime::Runtime;
 
 use super::{blocked_eligible, record as record_product, MatmulKernel, Operand, Product};
 
-/// A convolution's operands as the tensors pass them to `kernels::conv::record`.
+/// A convolution's operands as the tensors pass them to `kernels::conv::record`, and the name
+/// of the call for errors.
 pub(crate) struct ConvCall<'a> {
+    pub op: &'static str,
     pub out: View<'a>,
     pub input: View<'a>,
     pub weight: View<'a>,
@@ -33,7 +36,9 @@ pub(crate) struct ConvCall<'a> {
     pub kernel: ConvKernel,
 }
 
-/// The most output pixels, of all the images together, for which the route applies: each
+/// The most output pixels, of the images a tuning run convolves (`tune_images`: the whole
+/// batch unless its output exceeds 2^20 elements, the pixels the shape class records, so that
+/// the tuner times the route the call takes), for which the route applies: each
 /// dispatch of the window path covers every image's pixels for one group, 512 a workgroup (64
 /// invocations of 8 pixels), so up to 512 it is a single workgroup, and a CPU adapter's other
 /// cores idle, group after group. Lavapipe on 2 cores, ms for the route against the window
@@ -47,11 +52,12 @@ const ROUTE_PIXELS: usize = 512;
 
 /// The per-image views of the product (weight, input, bias, output), or `None` where the call
 /// is not a grouped 1x1 convolution at unit stride without padding, of at most `ROUTE_PIXELS`
-/// output pixels, whose pixels merge into one dim in the input and the output.
+/// output pixels (of the images a tuning run takes), whose pixels merge into one dim in the
+/// input and the output.
 fn views(ops: &ConvCall<'_>, n: usize) -> Option<[Option<Layout>; 4]> {
     let (g, o) = (ops.g, ops.options);
     let groups = o.groups;
-    let small = g.n.saturating_mul(g.oh).saturating_mul(g.ow) <= ROUTE_PIXELS;
+    let small = tune_images(g).saturating_mul(g.oh).saturating_mul(g.ow) <= ROUTE_PIXELS;
     let grouped = small && groups > 1 && groups < g.c && g.kh == 1 && g.kw == 1 && o.stride == (1, 1) && o.padding == (0, 0);
     if ops.kernel != ConvKernel::Nchw || !grouped {
         return None;
@@ -72,7 +78,7 @@ fn views(ops: &ConvCall<'_>, n: usize) -> Option<[Option<Layout>; 4]> {
 fn product<'a>(ops: &ConvCall<'a>, v: &'a [Option<Layout>; 4]) -> Option<Product<'a>> {
     let operand = |buffer, layout: &'a Option<Layout>| layout.as_ref().map(|layout| Operand { buffer, layout });
     Some(Product {
-        op: "conv2d",
+        op: ops.op,
         dtype: DType::F32,
         a: operand(ops.weight.buffer, &v[0])?,
         b: operand(ops.input.buffer, &v[1])?,

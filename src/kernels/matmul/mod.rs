@@ -134,7 +134,8 @@ impl MatmulKernel {
         // lavapipe (docs/benchmarks-log.md), but compile for seconds each: products of at least 2^22
         // multiply-adds take them.
         // The Blocked kernel runs the same inner product with the batch in one dispatch, and
-        // with a bias still along the output's columns: it goes first for batched products
+        // with an addend still along the output's columns (any addend where those have unit
+        // stride: a recorded copy of it starts the output): it goes first for batched products
         // and products with an addend. A single product without one runs the Conv1x1 route
         // where that applies (its weights in a uniform block: at or above the Blocked kernel's
         // speed there on lavapipe, docs/benchmarks-log.md).
@@ -211,7 +212,6 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] }]
 }
 
-/// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
 /// Whether [`MatmulKernel::Blocked`] serves `p` (its one check, as `record` makes it).
 pub(crate) fn blocked_eligible(report: &AdapterReport, p: &Product<'_>) -> Result<()> {
     let s = Shapes::of(p);
@@ -219,6 +219,7 @@ pub(crate) fn blocked_eligible(report: &AdapterReport, p: &Product<'_>) -> Resul
     blocked::eligible(report, p, &s)
 }
 
+/// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
     let op = p.op;
     let s = Shapes::of(p);
