@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::conv_class;
-use crate::kernels::conv::{self, ConvKernel, View};
-use crate::kernels::matmul::grouped::{self as matmul_grouped, ConvCall};
+use crate::kernels::conv::{self, ConvCall, ConvKernel, View};
+use crate::kernels::matmul::grouped as matmul_grouped;
 use crate::runtime::submit::Keep;
 use crate::runtime::Runtime;
 use crate::strided::Strided;
@@ -183,7 +183,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     if matmul_grouped::record(rt, enc, keep, call)? {
         return Ok(());
     }
-    conv::record(rt, enc, keep, call.out, call.input, call.weight, call.bias, call.options, call.g, call.kernel)
+    conv::record(rt, enc, keep, call)
 }
 
 /// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].

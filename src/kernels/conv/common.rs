@@ -22,8 +22,11 @@ pub(crate) struct View<'a> {
     pub layout: &'a Layout,
 }
 
-/// What a family's `record` receives: the checked operands and the image ranges.
-pub(crate) struct Operands<'a> {
+/// A convolution as the tensors record it (`record` in this family's `mod.rs`): its operands,
+/// options, shape and kernel (not `Auto`), and the name of the call for errors.
+#[derive(Clone, Copy)]
+pub(crate) struct ConvCall<'a> {
+    pub op: &'static str,
     pub out: View<'a>,
     pub input: View<'a>,
     pub weight: View<'a>,
@@ -31,7 +34,21 @@ pub(crate) struct Operands<'a> {
     pub options: &'a Conv2dOptions,
     pub g: &'a Conv2dShape,
     pub kernel: ConvKernel,
+}
+
+/// What a family's `record` receives: the checked call (its fields read through `Deref`) and
+/// the image ranges.
+pub(crate) struct Operands<'a> {
+    pub call: ConvCall<'a>,
     pub ranges: &'a [Images],
+}
+
+impl<'a> std::ops::Deref for Operands<'a> {
+    type Target = ConvCall<'a>;
+
+    fn deref(&self) -> &ConvCall<'a> {
+        &self.call
+    }
 }
 
 impl Operands<'_> {

@@ -29,10 +29,9 @@ mod direct;
 pub(crate) mod gemm;
 pub(crate) mod kernel;
 
-pub(crate) use common::View;
+pub(crate) use common::{ConvCall, View};
 pub use kernel::ConvKernel;
 
-use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::error::{Error, Result};
 use crate::kernels::conv::common::{image_ranges, Operands};
 use crate::kernels::conv::kernel::{Family, OP};
@@ -41,10 +40,10 @@ use crate::runtime::submit::Keep;
 use crate::runtime::Runtime;
 
 
-/// Records a validated convolution of f32 operands through `kernel` (not `Auto`) into `enc`;
-/// its temporaries go to `keep`. The caller holds the operands until the work is done.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, out: View<'_>, input: View<'_>, weight: View<'_>, bias: Option<View<'_>>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
+/// Records a validated convolution of f32 operands through `call.kernel` (not `Auto`) into
+/// `enc`; its temporaries go to `keep`. The caller holds the operands until the work is done.
+pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, call: &ConvCall<'_>) -> Result<()> {
+    let &ConvCall { out, input, weight, bias, options, g, kernel, .. } = call;
     kernel.eligible(g, options)?;
     kernel.runs_on(&rt.report)?;
     if g.n * g.k * g.oh * g.ow == 0 {
@@ -59,7 +58,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
     }
     let ranges = image_ranges(input.layout, out.layout, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64)?;
-    let ops = Operands { out, input, weight, bias, options, g, kernel, ranges: &ranges };
+    let ops = Operands { call: *call, ranges: &ranges };
     match kernel.family() {
         Family::Blocked => blocked::record(rt, enc, keep, &ops),
         Family::Direct => direct::record(rt, enc, keep, &ops),

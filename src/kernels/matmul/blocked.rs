@@ -116,6 +116,7 @@ fn packed_rows(s: &Shapes, o: &Orient<'_>) -> (usize, usize) {
 pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
     let nb = s.batch.len();
     let max = report.max_storage_buffer_binding_size;
+    let along_n = orient(p, s).along_n;
     let why = if report.device_type != wgpu::DeviceType::Cpu || !report.shuffled_weights {
         "it is a CPU-adapter kernel that needs subgroups of at least 8 invocations"
     } else if p.dtype != DType::F32 {
@@ -123,7 +124,7 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
     } else if p.alpha != 1.0 {
         "it does not scale the product (alpha != 1)"
     } else if p.c.is_some()
-        && (p.beta != 1.0 || (!orient(p, s).along_n && (s.strides[2][nb] != 0 || (nb == 1 && s.strides[2][0] != 0))))
+        && (p.beta != 1.0 || (!along_n && (s.strides[2][nb] != 0 || (nb == 1 && s.strides[2][0] != 0))))
     {
         "its only addend is C with beta == 1, the same for every row unless the output's columns have unit stride"
     } else if !matches!(p.activation, Activation::None | Activation::Relu) {
@@ -132,7 +133,7 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
         "it takes one batch dim (after merging)"
     } else if s.k == 0 {
         "it needs a reduction of at least one step"
-    } else if p.c.is_some_and(|c| !orient(p, s).along_n && c.buffer.size() > max)
+    } else if p.c.is_some_and(|c| !along_n && c.buffer.size() > max)
         || packed_rows(s, &orient(p, s)).1 as u64 * 16 > max
         || !fits(report, p, s)?
     {

@@ -11,30 +11,16 @@
 //! without a bias, 31-32 ms with one (`ROUTE_PIXELS`), and 4.0-4.5 ms and 5.6-5.7 ms as the
 //! batched product. The route applies to small images only (`ROUTE_PIXELS`).
 
-use crate::conv::{Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::conv::class::tune_images;
-use crate::kernels::conv::{ConvKernel, View};
+use crate::kernels::conv::{ConvCall, ConvKernel};
 use crate::layout::Layout;
 use crate::matmul::Activation;
 use crate::runtime::submit::Keep;
 use crate::runtime::Runtime;
 
 use super::{blocked_eligible, record as record_product, MatmulKernel, Operand, Product};
-
-/// A convolution's operands as the tensors pass them to `kernels::conv::record`, and the name
-/// of the call for errors.
-pub(crate) struct ConvCall<'a> {
-    pub op: &'static str,
-    pub out: View<'a>,
-    pub input: View<'a>,
-    pub weight: View<'a>,
-    pub bias: Option<View<'a>>,
-    pub options: &'a Conv2dOptions,
-    pub g: &'a Conv2dShape,
-    pub kernel: ConvKernel,
-}
 
 /// The most output pixels, of the images a tuning run convolves (`tune_images`: the whole
 /// batch unless its output exceeds 2^20 elements, the pixels the shape class records, so that
@@ -50,18 +36,19 @@ pub(crate) struct ConvCall<'a> {
 /// the kernel.
 const ROUTE_PIXELS: usize = 512;
 
-/// The per-image views of the product (weight, input, bias, output), or `None` where the call
-/// is not a grouped 1x1 convolution at unit stride without padding, of at most `ROUTE_PIXELS`
-/// output pixels (of the images a tuning run takes), whose pixels merge into one dim in the
-/// input and the output.
-fn views(ops: &ConvCall<'_>, n: usize) -> Option<[Option<Layout>; 4]> {
+/// Whether the call is a grouped 1x1 convolution on `Nchw` at unit stride without padding, of
+/// at most `ROUTE_PIXELS` output pixels (of the images a tuning run takes).
+fn applies(ops: &ConvCall<'_>) -> bool {
     let (g, o) = (ops.g, ops.options);
-    let groups = o.groups;
     let small = tune_images(g).saturating_mul(g.oh).saturating_mul(g.ow) <= ROUTE_PIXELS;
-    let grouped = small && groups > 1 && groups < g.c && g.kh == 1 && g.kw == 1 && o.stride == (1, 1) && o.padding == (0, 0);
-    if ops.kernel != ConvKernel::Nchw || !grouped {
-        return None;
-    }
+    ops.kernel == ConvKernel::Nchw && small && o.groups > 1 && o.groups < g.c && g.kh == 1 && g.kw == 1 && o.stride == (1, 1) && o.padding == (0, 0)
+}
+
+/// The views of image `n`'s product (weight, input, bias, output) of a call the route
+/// [`applies`] to, or `None` where its pixels do not merge into one dim in the input or the
+/// output.
+fn views(ops: &ConvCall<'_>, n: usize) -> Option<[Option<Layout>; 4]> {
+    let (g, groups) = (ops.g, ops.options.groups);
     let (cg, kg, px) = ((g.c / groups) as isize, (g.k / groups) as isize, (g.oh * g.ow) as isize);
     let gs = groups as isize;
     let w = ops.weight.layout.view(&[gs, kg, cg]).ok()?;
@@ -98,7 +85,7 @@ fn product<'a>(ops: &ConvCall<'a>, v: &'a [Option<Layout>; 4]) -> Option<Product
 /// image, all checked before anything is recorded; `false` where not, with nothing recorded
 /// (the caller then records the convolution's own way, which reports any error).
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &ConvCall<'_>) -> Result<bool> {
-    if ops.kernel.eligible(ops.g, ops.options).is_err() || ops.kernel.runs_on(&rt.report).is_err() {
+    if !applies(ops) || ops.kernel.eligible(ops.g, ops.options).is_err() || ops.kernel.runs_on(&rt.report).is_err() {
         return Ok(false);
     }
     let mut all = Vec::with_capacity(ops.g.n);

@@ -395,7 +395,7 @@ fn conv_route(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()>
 fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, s: &Shapes) -> Result<()> {
     use crate::conv::{Conv2dOptions, Conv2dShape};
     use crate::kernels::conv::class::{conv_class, conv_default};
-    use crate::kernels::conv::{self, View};
+    use crate::kernels::conv::{self, ConvCall, View};
     use crate::layout::MemoryFormat;
     let nb = s.batch.len();
     let (m, n, k) = (s.m, s.n, s.k);
@@ -430,7 +430,7 @@ fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p:
         let class = conv_class(&rt.report, &g, &o, &x, &y);
         let kernel = conv_default(rt.report.device_type, &class, ys0 == 1 && ch > 1);
         let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
-        conv::record(rt, enc, keep, View { buffer: p.out.buffer, layout: &y }, View { buffer: xb, layout: &x }, View { buffer: wb, layout: &w }, bias, &o, &g, kernel)?;
+        conv::record(rt, enc, keep, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel })?;
     }
     Ok(())
 }
