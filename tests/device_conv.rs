@@ -103,8 +103,8 @@ fn channel_windows_and_vector_paths_match_cpu() {
 }
 
 /// Grouped 1x1 convolutions at unit stride, which the NCHW kernel runs on CPU adapters as one
-/// batched matrix product over the groups per image where the images have at most 512 output
-/// pixels in all: many groups, channels per group that are and are not whole quads or whole
+/// batched matrix product over the images and groups (the bias read per output channel and
+/// group) where the images have at most 2048 output pixels in all: many groups, channels per group that are and are not whole quads or whole
 /// chunks of 64 (weights read in place or packed), a transposed weight, a strided bias, ReLU,
 /// several images, negative strides, and layouts whose pixels do not merge into one dim, or
 /// too many pixels (the per-group windows then).
@@ -114,7 +114,7 @@ fn grouped_pointwise_convolutions_match_cpu() {
         let mut rng = Rng(11);
         // (n, groups, channels per group, outputs per group, h, w)
         let cases: [(usize, usize, usize, usize, usize, usize); 7] = [
-            (1, 4, 8, 8, 24, 24), // 576 pixels: the per-group windows
+            (1, 4, 8, 8, 48, 48), // 2304 pixels: the per-group windows
             (3, 8, 5, 7, 5, 7),
             (2, 16, 64, 12, 4, 4),
             (1, 3, 24, 40, 6, 6),

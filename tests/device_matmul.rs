@@ -405,6 +405,8 @@ fn blocked_kernel_edges() {
     let tr: ViewFn = |t| t.transpose(1, 2).unwrap();
     let bcast: ViewFn = |t| t.expand(&[4, -1, -1]).unwrap();
     let narrow_tr: ViewFn = |t| t.narrow(2, 0, t.shape()[2] - 2).unwrap().transpose(1, 2).unwrap();
+    let lead3: ViewFn = |t| t.unsqueeze(0).unwrap().expand(&[3, -1, -1, -1]).unwrap();
+    let flip01: ViewFn = |t| t.flip(0).unwrap().flip(1).unwrap();
     // (a stored shape, its view, b stored shape, its view, bias length: linear with ReLU)
     let cases: Vec<BlockedCase> = vec![
         (vec![3, 70, 65], id, vec![3, 65, 37], id, None),
@@ -434,6 +436,15 @@ fn blocked_kernel_edges() {
         // weight for every batch matrix. These rely on MIN_UNITS = 64 in blocked.rs.
         (vec![64, 33, 9], tr, vec![64, 132, 33], tr, None),
         (vec![65, 100, 70], id, vec![72, 70], id, Some(72)),
+        // Two batch levels (dims that do not merge): batch matrix z is (z / inner, z % inner),
+        // each operand with its own strides at each level. A weight moving at both levels
+        // (packed: k = 33; in place: k = 64), one repeating over the outer level (in place), the
+        // other operand repeating; negative strides at both levels; pixels along m (n == 1).
+        (vec![3, 2, 9, 33], id, vec![2, 33, 12], lead3, None),
+        (vec![3, 4, 20, 64], id, vec![4, 64, 16], lead3, None),
+        (vec![4, 20, 64], lead3, vec![3, 4, 64, 16], id, None),
+        (vec![2, 3, 9, 40], flip01, vec![2, 3, 40, 8], flip01, None),
+        (vec![3, 2, 50, 20], id, vec![2, 20, 1], lead3, None),
     ];
     for ctx in contexts() {
         let mut rng = Rng(15);
@@ -533,6 +544,20 @@ fn blocked_kernel_edges() {
                 None,
                 &out.download().unwrap(),
             );
+            // Three batch levels that do not merge (the middle one flipped): Unsupported,
+            // naming the reason, the output untouched.
+            let a = rand(&mut rng, &[2, 3, 4, 5, 6], DType::F32).flip(1).unwrap();
+            let b = rand(&mut rng, &[2, 3, 4, 6, 7], DType::F32);
+            let da = DeviceTensor::upload(ctx, &a.flip(1).unwrap()).unwrap().flip(1).unwrap();
+            let db = DeviceTensor::upload(ctx, &b).unwrap();
+            let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
+            let n: usize = plan.out_shape.iter().product();
+            let out = DeviceTensor::from_slice(ctx, &vec![7.0f32; n], &plan.out_shape).unwrap();
+            let mut batch = ctx.batch();
+            let r = batch.run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Blocked);
+            assert!(matches!(&r, Err(Error::Unsupported { detail, .. }) if detail.contains("two batch dims at most")), "{}: {r:?}", name(ctx));
+            batch.submit_and_wait().unwrap();
+            assert!(out.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0), "{}: output written", name(ctx));
         }
     }
 }

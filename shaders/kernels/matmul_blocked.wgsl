@@ -7,19 +7,25 @@
 // into the output (MODE 2), the first starts from zero or the bias (MODE 1), the last applies
 // ReLU. The batch is a grid dimension: each group of 8 invocations (a unit) takes 64 pixels of
 // one batch matrix (128 under TILES = 2) and one block of outputs, so the weights it reads are
-// the same for its lanes.
+// the same for its lanes. The batch has two levels, each operand's own strides for each: batch
+// matrix z is (z / inner, z % inner), so that a batch of [outer, inner] matrices whose weights
+// (or bias) repeat over the outer level (a grouped convolution's images) is one dispatch.
 //
 // The uniform (ConvParams of conv.wgsl) as this kernel reads it:
-//   xs: X's strides (batch, channel, pixel, -), ys: out's (batch, output, pixel, -),
+//   xs: X's strides (inner batch, channel, pixel, outer batch), ys: out's (inner batch, output,
+//       pixel, outer batch),
 //   geo: pixels per matrix, pixel units per matrix, output blocks, outputs per block (a
 //        multiple of 4),
-//   conv: weight rows per batch matrix (0: one matrix for all), this chunk's first row, the
-//         batch size, rows from one output to the next,
+//   conv: weight rows per inner batch matrix (0: one matrix for all), this chunk's first row,
+//         the batch size (outer x inner), rows from one output to the next,
 //   base: X's and out's element offsets (this chunk's channel included), the bias's offset and
-//         stride, work: -, channels in this chunk, outputs.
-// The weights as vec4 rows: packed, row ((z * chunks + chunk) * outputs + o) * CQ + i holds
-// W[z][o] at steps chunk * 4*CQ + 4i .. 4i+3 (zero past the reduction); or W itself where its
-// rows are unit-stride whole chunks (row z * bs + o * os + chunk * CQ + i).
+//         stride (per output), work: -, channels in this chunk, outputs,
+//   taps: the inner batch size, weight rows per outer batch matrix, the bias's element offset
+//         per inner and per outer batch matrix.
+// The weights as vec4 rows: packed, row ((zw * chunks + chunk) * outputs + o) * CQ + i holds
+// W[zw][o] at steps chunk * 4*CQ + 4i .. 4i+3 (zero past the reduction, zw the distinct weight
+// matrices); or W itself where its rows are unit-stride whole chunks (row z0 * taps.y + z1 *
+// conv.x + o * os + chunk * CQ + i).
 
 // Tiles (8 pixels each) an invocation owns: 1, or 2 where the batch alone gives enough units
 // (kernels/matmul/blocked.rs). Each block of weights a unit reads then serves twice the pixels:
@@ -28,14 +34,14 @@
 // by one shuffle for both tiles (`block2`).
 override TILES: u32 = 1u;
 
-// Pixels 4p .. 4p+3 of batch matrix z (none where `live` is false). Every address is an element
+// Pixels 4p .. 4p+3 of batch matrix z (outer, inner; none where `live` is false). Every address is an element
 // of the matrix (pixels past it clamped to its last, z to the batch by the caller), so loads
 // need no guard: `inside` is true and only stores check `valid` (a guarded load ran each lane
 // under its own condition, and read the transposed bmm about 2% slower on lavapipe).
-fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
+fn mm_quad(p: u32, z: vec2<u32>, live: bool) -> Quad {
     var r: Quad;
-    let x0 = cp_u[pz()].base.x + i32(z) * cp_u[pz()].xs.x;
-    let y0 = cp_u[pz()].base.y + i32(z) * cp_u[pz()].ys.x;
+    let x0 = cp_u[pz()].base.x + i32(z.x) * cp_u[pz()].xs.w + i32(z.y) * cp_u[pz()].xs.x;
+    let y0 = cp_u[pz()].base.y + i32(z.x) * cp_u[pz()].ys.w + i32(z.y) * cp_u[pz()].ys.x;
     for (var j = 0u; j < 4u; j = j + 1u) {
         let px = 4u * p + j;
         r.valid[j] = live && px < cp_u[pz()].geo.x;
@@ -47,8 +53,8 @@ fn mm_quad(p: u32, z: u32, live: bool) -> Quad {
     return r;
 }
 
-// Quads 2q and 2q + 1 of batch matrix z.
-fn mm_tile(q: u32, z: u32, live: bool, lid: u32) -> Tile {
+// Quads 2q and 2q + 1 of batch matrix z (outer, inner).
+fn mm_tile(q: u32, z: vec2<u32>, live: bool, lid: u32) -> Tile {
     var t: Tile;
     t.a = mm_quad(2u * q, z, live);
     t.b = mm_quad(2u * q + 1u, z, live);
@@ -103,7 +109,10 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let ob = rest % cp_u[pz()].geo.z;
     let z = rest / cp_u[pz()].geo.z;
     let live = z < u32(cp_u[pz()].conv.z);
-    let zw = min(z, u32(cp_u[pz()].conv.z) - 1u);
+    let zc = min(z, u32(cp_u[pz()].conv.z) - 1u);
+    let inner = u32(cp_u[pz()].taps.x);
+    let zw = vec2<u32>(zc / inner, zc % inner);
+    bias_batch = i32(zw.x) * cp_u[pz()].taps.w + i32(zw.y) * cp_u[pz()].taps.z;
     // Tile j of the unit: quads 2q + 16j and 2q + 16j + 1 (the unit's 8 lanes side by side).
     let q = pu * 8u * TILES + inv.lid % 8u;
     let t = mm_tile(q, zw, live, inv.lid);
@@ -114,7 +123,7 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
         t2 = mm_tile(q + 8u, zw, live, inv.lid);
         h2 = hold(t2);
     }
-    let wbase = zw * u32(cp_u[pz()].conv.x) + u32(cp_u[pz()].conv.y);
+    let wbase = zw.x * u32(cp_u[pz()].taps.y) + zw.y * u32(cp_u[pz()].conv.x) + u32(cp_u[pz()].conv.y);
     let o0 = ob * cp_u[pz()].geo.w;
     for (var k = o0; k < o0 + cp_u[pz()].geo.w; k = k + 4u) {
         let w = weights(inv, wbase + k * u32(cp_u[pz()].conv.w), u32(cp_u[pz()].conv.w));

@@ -336,11 +336,15 @@ fn bias4(k: u32) -> vec4<f32> {
     return vec4<f32>(bias_at(k), bias_at(k + 1u), bias_at(k + 2u), bias_at(k + 3u));
 }
 
+// The bias's element offset for the invocation's batch matrix, past `base.z`: 0 for the
+// convolutions (one bias for every image); matmul_blocked.wgsl sets it per batch matrix.
+var<private> bias_batch: i32 = 0;
+
 fn bias_at(k: u32) -> f32 {
     if (mode() != 1u || k >= cp_u[pz()].work.z) {
         return 0.0;
     }
-    return bias[u32(cp_u[pz()].base.z + i32(k) * cp_u[pz()].base.w)];
+    return bias[u32(cp_u[pz()].base.z + bias_batch + i32(k) * cp_u[pz()].base.w)];
 }
 
 // Writes output channel `k` of the window at the quad's 4 pixels (`v` is a vec4 over pixels).

@@ -148,7 +148,11 @@ impl Batch<'_> {
             (Some(k), _) => k,
             (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
             (None, k) if class.kernels.contains(&k) => k,
-            (None, k) => return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels))),
+            (None, k) => {
+                // The kernel's own reason where its check names one.
+                crate::kernels::matmul::kernel_eligible(&ctx.rt.report, &product(plan, a, b, c, target.buffer(), &target_view), k)?;
+                return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels)));
+            }
         };
         let rt = ctx.rt.clone();
         let (enc, keep) = self.parts(op)?;

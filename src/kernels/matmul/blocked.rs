@@ -44,48 +44,81 @@ const UNIT_PIXELS: usize = 64;
 /// The units a dispatch should have at least before its outputs are split into blocks.
 const MIN_UNITS: usize = 64;
 
-/// The product as the kernel sees it: X [batch, channels, pixels], W [batch, outputs,
-/// channels], out [batch, outputs, pixels], each as (batch, second, third) strides and offset.
+/// The product as the kernel sees it: X [outer, inner, channels, pixels], W [outer, inner,
+/// outputs, channels], out [outer, inner, outputs, pixels], each as (outer batch, inner batch,
+/// second, third) strides and offset.
 struct Orient<'a> {
     /// Whether the pixels are the product's columns (out^T = B^T A^T).
     along_n: bool,
     pixels: usize,
     outputs: usize,
-    x: (&'a wgpu::Buffer, [isize; 3], usize),
-    w: (&'a wgpu::Buffer, [isize; 3], usize),
-    y: ([isize; 3], usize),
+    x: (&'a wgpu::Buffer, [isize; 4], usize),
+    w: (&'a wgpu::Buffer, [isize; 4], usize),
+    y: ([isize; 4], usize),
+}
+
+/// The kernel's two batch levels (outer, inner) of `s` (at most two batch dims).
+fn batch_of(s: &Shapes) -> (usize, usize) {
+    match s.batch[..] {
+        [] => (1, 1),
+        [z] => (1, z),
+        [z0, z1, ..] => (z0, z1),
+    }
+}
+
+/// Operand `i`'s (outer, inner) batch strides in `s`.
+fn batch_strides(s: &Shapes, i: usize) -> (isize, isize) {
+    match s.batch.len() {
+        0 => (0, 0),
+        1 => (0, s.strides[i][0]),
+        _ => (s.strides[i][0], s.strides[i][1]),
+    }
 }
 
 fn orient<'a>(p: &Product<'a>, s: &Shapes) -> Orient<'a> {
     let nb = s.batch.len();
-    let z = |i: usize| if nb == 1 { s.strides[i][0] } else { 0 };
+    let z = |i: usize| batch_strides(s, i);
     let (sa, sb, so) = (
         &s.strides[0][nb..],
         &s.strides[1][nb..],
         &s.strides[3][nb..],
     );
+    let with = |i: usize, second: isize, third: isize| [z(i).0, z(i).1, second, third];
     // Pixels along the output's unit-stride columns: then the stores (every output element once
-    // per chunk, the kernel's main traffic) move as vec4 words. The addend (of any strides) is
-    // then not read by the kernel: the output starts as a copy of it.
+    // per chunk, the kernel's main traffic) move as vec4 words.
     if so[1] == 1 && s.n > 1 {
         Orient {
             along_n: true,
             pixels: s.n,
             outputs: s.m,
-            x: (p.b.buffer, [z(1), sb[0], sb[1]], s.offsets[1]),
-            w: (p.a.buffer, [z(0), sa[0], sa[1]], s.offsets[0]),
-            y: ([z(3), so[0], so[1]], s.offsets[3]),
+            x: (p.b.buffer, with(1, sb[0], sb[1]), s.offsets[1]),
+            w: (p.a.buffer, with(0, sa[0], sa[1]), s.offsets[0]),
+            y: (with(3, so[0], so[1]), s.offsets[3]),
         }
     } else {
         Orient {
             along_n: false,
             pixels: s.m,
             outputs: s.n,
-            x: (p.a.buffer, [z(0), sa[1], sa[0]], s.offsets[0]),
-            w: (p.b.buffer, [z(1), sb[1], sb[0]], s.offsets[1]),
-            y: ([z(3), so[1], so[0]], s.offsets[3]),
+            x: (p.a.buffer, with(0, sa[1], sa[0]), s.offsets[0]),
+            w: (p.b.buffer, with(1, sb[1], sb[0]), s.offsets[1]),
+            y: (with(3, so[1], so[0]), s.offsets[3]),
         }
     }
+}
+
+/// Where the kernel reads C as a bias per output (the first chunk starting from it, MODE 1):
+/// its element stride from one output to the next. C is then constant along the pixels (a
+/// bias per column where the pixels are the product's rows, per row where they are its
+/// columns) and its buffer binds whole; its batch strides are the bias's per batch matrix.
+/// Else, along n, the output starts as a copy of C (of any strides) and every chunk adds into
+/// it; along m C must be such a bias (`eligible`).
+fn bias_stride(report: &AdapterReport, p: &Product<'_>, s: &Shapes, o: &Orient<'_>) -> Option<isize> {
+    let c = p.c?;
+    let nb = s.batch.len();
+    let (rows, cols) = (s.strides[2][nb], s.strides[2][nb + 1]);
+    let (along, per) = if o.along_n { (cols, rows) } else { (rows, cols) };
+    (along == 0 && c.buffer.size() <= report.max_storage_buffer_binding_size).then_some(per)
 }
 
 /// Channel quads an invocation holds (a power of two, at most 16) for a reduction of `k`.
@@ -93,48 +126,42 @@ fn cq_of(k: usize) -> usize {
     k.div_ceil(4).max(1).next_power_of_two().min(16)
 }
 
-/// The batch size the kernel sees (at most one batch dim).
-fn batch_of(s: &Shapes) -> usize {
-    s.batch.first().copied().unwrap_or(1)
+/// The distinct weight matrices (outer, inner): a batch level over which W does not move has
+/// one.
+fn weight_batch(s: &Shapes, o: &Orient<'_>) -> (usize, usize) {
+    let (z0, z1) = batch_of(s);
+    (if o.w.1[0] == 0 { 1 } else { z0 }, if o.w.1[1] == 0 { 1 } else { z1 })
 }
 
 /// The packed weights' vec4 rows per batch matrix and in all.
 fn packed_rows(s: &Shapes, o: &Orient<'_>) -> (usize, usize) {
     let cq = cq_of(s.k);
     let per = s.k.div_ceil(4 * cq) * o.outputs * cq;
-    (
-        per,
-        if o.w.1[0] == 0 {
-            per
-        } else {
-            per * batch_of(s)
-        },
-    )
+    let (w0, w1) = weight_batch(s, o);
+    (per, per * w0 * w1)
 }
 
 /// Whether the kernel serves `p` (the one check, for the candidates and forced kernels alike).
 pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
     let nb = s.batch.len();
     let max = report.max_storage_buffer_binding_size;
-    let along_n = orient(p, s).along_n;
+    let o = orient(p, s);
+    let along_n = o.along_n;
     let why = if report.device_type != wgpu::DeviceType::Cpu || !report.shuffled_weights {
         "it is a CPU-adapter kernel that needs subgroups of at least 8 invocations"
     } else if p.dtype != DType::F32 {
         "it reads float32 operands"
     } else if p.alpha != 1.0 {
         "it does not scale the product (alpha != 1)"
-    } else if p.c.is_some()
-        && (p.beta != 1.0 || (!along_n && (s.strides[2][nb] != 0 || (nb == 1 && s.strides[2][0] != 0))))
-    {
-        "its only addend is C with beta == 1, the same for every row unless the output's columns have unit stride"
+    } else if nb > 2 {
+        "it takes two batch dims at most (after merging)"
+    } else if p.c.is_some() && (p.beta != 1.0 || (!along_n && bias_stride(report, p, s, &o).is_none())) {
+        "its only addend is C with beta == 1, the same for every row of a matrix (and binding whole) unless the output's columns have unit stride"
     } else if !matches!(p.activation, Activation::None | Activation::Relu) {
         "its only activation is ReLU"
-    } else if nb > 1 {
-        "it takes one batch dim (after merging)"
     } else if s.k == 0 {
         "it needs a reduction of at least one step"
-    } else if p.c.is_some_and(|c| !along_n && c.buffer.size() > max)
-        || packed_rows(s, &orient(p, s)).1 as u64 * 16 > max
+    } else if packed_rows(s, &o).1 as u64 * 16 > max
         || !fits(report, p, s)?
     {
         "an operand exceeds one binding (the GEMM splits such products)"
@@ -150,10 +177,10 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
 /// The byte windows of X and out over the whole batch.
 fn windows(report: &AdapterReport, s: &Shapes, o: &Orient<'_>) -> Result<[((u64, u64), usize); 2]> {
     let align = report.min_storage_buffer_offset_alignment as u64;
-    let z = batch_of(s);
+    let (z0, z1) = batch_of(s);
     Ok([
-        window(&[z, s.k, o.pixels], &o.x.1, o.x.2, 4, align)?,
-        window(&[z, o.outputs, o.pixels], &o.y.0, o.y.1, 4, align)?,
+        window(&[z0, z1, s.k, o.pixels], &o.x.1, o.x.2, 4, align)?,
+        window(&[z0, z1, o.outputs, o.pixels], &o.y.0, o.y.1, 4, align)?,
     ])
 }
 
@@ -197,12 +224,13 @@ pub(super) fn record(
     let op = p.op;
     let o = orient(p, s);
     let (k, n_out, px) = (s.k, o.outputs, o.pixels);
-    let z = batch_of(s);
+    let (z0, z1) = batch_of(s);
+    let z = z0 * z1;
     let cq = cq_of(k);
     let chunk = 4 * cq;
     let chunks = k.div_ceil(chunk);
     let (per, rows) = packed_rows(s, &o);
-    let zw = if o.w.1[0] == 0 { 1 } else { z };
+    let (w0, w1) = weight_batch(s, &o);
     // Units of 8 lanes: 64 pixels of one batch matrix (2 tiles: 128) x one block of outputs.
     // Two tiles read each weight once for twice the pixels (bmm [96,128,64] @ [96,64,128]:
     // 0.97-0.99 of its convolution against 0.91-0.92); only where the batch alone gives
@@ -225,40 +253,57 @@ pub(super) fn record(
         &format!("{units} units of 8 invocations"),
     )?;
     let [(xw, xrel), (yw, yrel)] = windows(&rt.report, s, &o)?;
+    // Strides: (outer batch, inner batch, channel or output, pixel or channel).
     let (xs, ws, ys) = (o.x.1, o.w.1, o.y.0);
     let m4 = |v: isize| v.rem_euclid(4) == 0;
-    let vin = xs[2] == 1 && px % 4 == 0 && (z == 1 || m4(xs[0])) && m4(xs[1]) && m4(xrel as isize);
+    let batch4 = |st: [isize; 4]| (z0 == 1 || m4(st[0])) && (z1 == 1 || m4(st[1]));
+    let vin = xs[3] == 1 && px % 4 == 0 && batch4(xs) && m4(xs[2]) && m4(xrel as isize);
     // A transposed X (channels unit-stride, pixels 4-aligned apart) loads a quad as 4 words.
-    let xt = !vin && xs[1] == 1 && k % 4 == 0 && m4(xs[2]) && (z == 1 || m4(xs[0])) && m4(xrel as isize);
-    let vout = ys[2] == 1 && px % 4 == 0 && (z == 1 || m4(ys[0])) && m4(ys[1]) && m4(yrel as isize);
-    let nb = s.batch.len();
-    // The kernel reads a bias per output only where the pixels are the product's rows; along
-    // n, C (of any strides) is copied into the output first and every chunk adds into it.
-    let (bias_base, bias_stride) = match p.c {
-        Some(_) if !o.along_n => (s.offsets[2] as isize, s.strides[2][nb + 1]),
-        _ => (0, 0),
+    let xt = !vin && xs[2] == 1 && k % 4 == 0 && m4(xs[3]) && batch4(xs) && m4(xrel as isize);
+    let vout = ys[3] == 1 && px % 4 == 0 && batch4(ys) && m4(ys[2]) && m4(yrel as isize);
+    let bias_read = bias_stride(&rt.report, p, s, &o);
+    let (bias_base, bias_stride, bias_batch) = match bias_read {
+        Some(st) => (s.offsets[2] as isize, st, batch_strides(s, 2)),
+        None => (0, 0, (0, 0)),
     };
     // W read in place where its rows already are whole unit-stride chunks, 4-aligned (no zero
     // padding needed): mm, bmm and linear's row-major operands. Else packed.
-    let (ww, wrel) = window(&[z, n_out, k], &ws, o.w.2, 4, rt.report.min_storage_buffer_offset_alignment as u64)?;
-    let in_place = ws[2] == 1 && k % chunk == 0 && ws[1] > 0 && m4(ws[1]) && ws[0] >= 0 && m4(ws[0]) && m4(wrel as isize) && ww.1 <= rt.report.max_storage_buffer_binding_size;
+    let (ww, wrel) = window(&[z0, z1, n_out, k], &ws, o.w.2, 4, rt.report.min_storage_buffer_offset_alignment as u64)?;
+    let in_place = ws[3] == 1
+        && k % chunk == 0
+        && ws[2] > 0
+        && m4(ws[2])
+        && ws[0] >= 0
+        && m4(ws[0])
+        && ws[1] >= 0
+        && m4(ws[1])
+        && m4(wrel as isize)
+        && ww.1 <= rt.report.max_storage_buffer_binding_size;
+    // Weight rows per (outer, inner) batch matrix and from one output to the next; chunk c's
+    // first.
+    let (wo, wi, wout) = if in_place {
+        (ws[0] / 4, ws[1] / 4, ws[2] / 4)
+    } else {
+        (if w0 == 1 { 0 } else { (per * w1) as isize }, if w1 == 1 { 0 } else { per as isize }, cq as isize)
+    };
+    let wfirst = |c: usize| if in_place { (wrel / 4 + c * cq) as isize } else { (c * n_out * cq) as isize };
     // Every parameter is checked before anything is recorded.
     let mut params = Vec::with_capacity(chunks);
     for c in 0..chunks {
         let cn = chunk.min(k - c * chunk);
-        let xbase = xrel as isize + (c * chunk) as isize * xs[1];
+        let xbase = xrel as isize + (c * chunk) as isize * xs[2];
         params.push(ConvParams {
             xs: [
-                i32_of(op, xs[0], "batch stride")?,
-                i32_of(op, xs[1], "stride")?,
+                i32_of(op, xs[1], "batch stride")?,
                 i32_of(op, xs[2], "stride")?,
-                0,
+                i32_of(op, xs[3], "stride")?,
+                i32_of(op, xs[0], "batch stride")?,
             ],
             ys: [
-                i32_of(op, ys[0], "batch stride")?,
-                i32_of(op, ys[1], "stride")?,
+                i32_of(op, ys[1], "batch stride")?,
                 i32_of(op, ys[2], "stride")?,
-                0,
+                i32_of(op, ys[3], "stride")?,
+                i32_of(op, ys[0], "batch stride")?,
             ],
             geo: [
                 u32_of(op, px, "rows")?,
@@ -266,21 +311,12 @@ pub(super) fn record(
                 u32_of(op, blocks, "output blocks")?,
                 u32_of(op, per_block, "outputs per block")?,
             ],
-            conv: if in_place {
-                [
-                    i32_of(op, ws[0] / 4, "weight rows")?,
-                    i32_of(op, (wrel / 4 + c * cq) as isize, "weight rows")?,
-                    i32_of(op, z as isize, "batch")?,
-                    i32_of(op, ws[1] / 4, "weight rows")?,
-                ]
-            } else {
-                [
-                    i32_of(op, if zw == 1 { 0 } else { per as isize }, "packed rows")?,
-                    i32_of(op, (c * n_out * cq) as isize, "packed rows")?,
-                    i32_of(op, z as isize, "batch")?,
-                    cq as i32,
-                ]
-            },
+            conv: [
+                i32_of(op, wi, "weight rows")?,
+                i32_of(op, wfirst(c), "weight rows")?,
+                i32_of(op, z as isize, "batch")?,
+                i32_of(op, wout, "weight rows")?,
+            ],
             base: [
                 i32_of(op, xbase, "offset")?,
                 i32_of(op, yrel as isize, "offset")?,
@@ -288,11 +324,16 @@ pub(super) fn record(
                 i32_of(op, bias_stride, "bias stride")?,
             ],
             work: [0, cn as u32, u32_of(op, n_out, "outputs")?, 0],
-            taps: [0; 4],
+            taps: [
+                i32_of(op, z1 as isize, "batch")?,
+                i32_of(op, wo, "weight rows")?,
+                i32_of(op, bias_batch.1, "bias batch stride")?,
+                i32_of(op, bias_batch.0, "bias batch stride")?,
+            ],
             finish: [(p.activation == Activation::Relu && c + 1 == chunks) as u32, 0, 0, 0],
         });
     }
-    // Pack W: [zw, chunks, outputs, chunk] f32 (zero past the reduction).
+    // Pack W: [w0, w1, chunks, outputs, chunk] f32 (zero past the reduction).
     let total = if in_place { 4 } else { rows * 4 };
     let packed = rt.scoped(op, || {
         rt.buffer(
@@ -306,16 +347,17 @@ pub(super) fn record(
         enc.clear_buffer(packed.buffer(), 0, None);
     }
     let ds = [
+        (per * w1 * 4) as isize,
         (per * 4) as isize,
         (n_out * cq * 4) as isize,
         (cq * 4) as isize,
         1,
     ];
     if full > 0 && !in_place {
-        let dst = Layout::as_strided(&[zw, full, n_out, chunk], &ds, 0, total)?;
+        let dst = Layout::as_strided(&[w0, w1, full, n_out, chunk], &ds, 0, total)?;
         let src = Layout::new(
-            vec![zw, full, n_out, chunk],
-            vec![ws[0], chunk as isize * ws[2], ws[1], ws[2]],
+            vec![w0, w1, full, n_out, chunk],
+            vec![ws[0], ws[1], chunk as isize * ws[3], ws[2], ws[3]],
             o.w.2,
         )?;
         pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
@@ -323,27 +365,28 @@ pub(super) fn record(
     if full < chunks {
         let rem = k - full * chunk;
         let dst = Layout::as_strided(
-            &[zw, n_out, rem],
-            &[ds[0], ds[2], 1],
+            &[w0, w1, n_out, rem],
+            &[ds[0], ds[1], ds[3], 1],
             full * n_out * cq * 4,
             total,
         )?;
         let src = Layout::new(
-            vec![zw, n_out, rem],
-            vec![ws[0], ws[1], ws[2]],
-            (o.w.2 as isize + (full * chunk) as isize * ws[2]) as usize,
+            vec![w0, w1, n_out, rem],
+            vec![ws[0], ws[1], ws[2], ws[3]],
+            (o.w.2 as isize + (full * chunk) as isize * ws[3]) as usize,
         )?;
         pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
     }
-    // Along n, the output starts as a copy of the addend and every chunk adds into it.
-    if let (true, Some(c)) = (o.along_n, p.c) {
+    // Along n, unless the kernel reads C as a bias, the output starts as a copy of the addend
+    // and every chunk adds into it.
+    if let (true, Some(c), None) = (o.along_n, p.c, bias_read) {
         pack(rt, enc, keep, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
     }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let words = |(off, size): (u64, u64)| (off, (size / 16 * 16).max(16));
-    // The bias binding: the addend where the kernel reads it (a bias per output, along m).
+    // The bias binding: the addend where the kernel reads it (a bias per output).
     let bias = match p.c {
-        Some(c) if !o.along_n => (c.buffer, (0, c.buffer.size())),
+        Some(c) if bias_read.is_some() => (c.buffer, (0, c.buffer.size())),
         _ => (packed.buffer(), (0, 16)),
     };
     let (y1, y4) = if vout {
@@ -355,7 +398,7 @@ pub(super) fn record(
         .into_iter()
         .enumerate()
         .map(|(c, params)| {
-            let mode = if c > 0 || (o.along_n && p.c.is_some()) { 2 } else { p.c.is_some() as i64 };
+            let mode = if c > 0 || (p.c.is_some() && bias_read.is_none()) { 2 } else { bias_read.is_some() as i64 };
             let mut constants = vec![
                 ("WG", WG as i64),
                 ("CQ", cq as i64),

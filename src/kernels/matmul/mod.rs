@@ -85,10 +85,10 @@ pub enum MatmulKernel {
     /// The convolution's CPU-adapter inner product over a batch of weights
     /// (`matmul_blocked.wgsl`): one dispatch per 64 reduction steps covers the whole batch.
     /// CPU adapters with subgroups of at least 8 invocations, float32, alpha == 1, no addend or
-    /// an addend with beta == 1 (the same for every row, or any where the output's columns
-    /// have unit stride), no activation but ReLU, at most one batch dim after merging, X, the
-    /// output and the packed B each within one binding. Also runs grouped 1x1 convolutions on
-    /// CPU adapters (a batch of one product per group).
+    /// an addend with beta == 1 (the same for every row of a matrix, or any where the
+    /// output's columns have unit stride), no activation but ReLU, at most two batch dims
+    /// after merging, X, the output and the packed B each within one binding. Also runs
+    /// grouped 1x1 convolutions on CPU adapters (one product over the images and groups).
     Blocked,
 }
 
@@ -212,23 +212,26 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] }]
 }
 
-/// Whether [`MatmulKernel::Blocked`] serves `p` (its one check, as `record` makes it).
-pub(crate) fn blocked_eligible(report: &AdapterReport, p: &Product<'_>) -> Result<()> {
-    let s = Shapes::of(p);
-    MatmulKernel::Blocked.eligible(s.m, s.n)?;
-    blocked::eligible(report, p, &s)
+/// Whether `kernel` (not `Auto`) serves `p`: its one check, as `record` makes it, with the
+/// reason where not.
+pub(crate) fn kernel_eligible(report: &AdapterReport, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
+    eligible(report, p, &Shapes::of(p), kernel)
+}
+
+fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<()> {
+    kernel.eligible(s.m, s.n)?;
+    match kernel {
+        MatmulKernel::Conv1x1 => conv_route(report, p, s),
+        MatmulKernel::Blocked => blocked::eligible(report, p, s),
+        _ => Ok(()),
+    }
 }
 
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
 pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
     let op = p.op;
     let s = Shapes::of(p);
-    kernel.eligible(s.m, s.n)?;
-    match kernel {
-        MatmulKernel::Conv1x1 => conv_route(&rt.report, p, &s)?,
-        MatmulKernel::Blocked => blocked::eligible(&rt.report, p, &s)?,
-        _ => {}
-    }
+    eligible(&rt.report, p, &s, kernel)?;
     if s.m * s.n == 0 || s.batch.iter().product::<usize>() == 0 {
         return Ok(());
     }
