@@ -1,7 +1,9 @@
 //! The matrix-product rows of `bench` (`--only matmul`), each in float32 and float16: `mm`
 //! [1024,1024] @ [1024,1024]; `linear` [512,768] x [3072,768]^T + bias (a transformer MLP);
 //! `bmm` [96,128,64] @ [96,64,128] (attention scores), and the same with the right operand a
-//! transposed view of [96,128,64]; the matrix-vector product [1,4096] @ [4096,4096]^T (GB/s of
+//! transposed view of [96,128,64]; `bmm_heads`, the same product as attention scores over heads
+//! that PyTorch code reaches by permuting: q [8,128,12,64] seen as [8,12,128,64] @ k
+//! [8,128,12,64] seen as [8,12,64,128] (batch dims that do not merge); the matrix-vector product [1,4096] @ [4096,4096]^T (GB/s of
 //! the weight's bytes and `ratio_to_copy`: a contiguous copy kernel moving as many bytes, read
 //! plus written). Every float32 row is timed alternately, run by run, with the 1x1 convolution
 //! of the same m, n, k (input [batch, k, m, 1], weight [n, k], the convolution's default
@@ -71,9 +73,19 @@ fn filled(ctx: &GpuContext, shape: &[usize], seed: usize, dtype: DType) -> Resul
 /// Work recorded into a batch.
 type Work<'a> = &'a mut dyn FnMut(&mut Batch<'_>) -> Result<()>;
 
-/// A bench case: op, A's shape, B's stored shape, whether B is seen transposed, whether a bias
-/// is added, and batch, m, n, k.
-type Case = (&'static str, Vec<usize>, Vec<usize>, bool, bool, usize, usize, usize, usize);
+/// How a bench case sees its stored operands.
+#[derive(Clone, Copy, PartialEq)]
+enum Seen {
+    AsStored,
+    /// B's last two dims transposed.
+    Transposed,
+    /// Attention heads: A [b, s, h, d] as [b, h, s, d], B [b, s, h, d] as [b, h, d, s].
+    Heads,
+}
+
+/// A bench case: op, A's stored shape, B's stored shape, how they are seen, whether a bias is
+/// added, and batch, m, n, k.
+type Case = (&'static str, Vec<usize>, Vec<usize>, Seen, bool, usize, usize, usize, usize);
 
 /// Times every work of `works` alternately, WARMUP + RUNS runs each: run r times them in the
 /// order rotated by r, so that none is always the one timed after another. The times of each,
@@ -98,18 +110,23 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
     let mut out = Vec::new();
     for dtype in [DType::F32, DType::F16] {
         // (op, a shape, b: stored shape and whether it is seen transposed, bias, batch, m, n, k)
-        let cases: [Case; 5] = [
-            ("mm", vec![1024, 1024], vec![1024, 1024], false, false, 1, 1024, 1024, 1024),
-            ("linear", vec![512, 768], vec![3072, 768], true, true, 1, 512, 3072, 768),
-            ("bmm", vec![96, 128, 64], vec![96, 64, 128], false, false, 96, 128, 128, 64),
-            ("bmm_transposed", vec![96, 128, 64], vec![96, 128, 64], true, false, 96, 128, 128, 64),
-            ("matvec", vec![1, 4096], vec![4096, 4096], true, false, 1, 1, 4096, 4096),
+        let cases: [Case; 6] = [
+            ("mm", vec![1024, 1024], vec![1024, 1024], Seen::AsStored, false, 1, 1024, 1024, 1024),
+            ("linear", vec![512, 768], vec![3072, 768], Seen::Transposed, true, 1, 512, 3072, 768),
+            ("bmm", vec![96, 128, 64], vec![96, 64, 128], Seen::AsStored, false, 96, 128, 128, 64),
+            ("bmm_transposed", vec![96, 128, 64], vec![96, 128, 64], Seen::Transposed, false, 96, 128, 128, 64),
+            ("bmm_heads", vec![8, 128, 12, 64], vec![8, 128, 12, 64], Seen::Heads, false, 96, 128, 128, 64),
+            ("matvec", vec![1, 4096], vec![4096, 4096], Seen::Transposed, false, 1, 1, 4096, 4096),
         ];
-        for (op, ashape, bshape, transposed, bias, batch, m, n, k) in cases {
+        for (op, ashape, bshape, seen, bias, batch, m, n, k) in cases {
             let a = filled(ctx, &ashape, 1, dtype)?;
             let bs = filled(ctx, &bshape, 2, dtype)?;
             let r = bshape.len();
-            let b = if transposed { bs.transpose(r as isize - 2, r as isize - 1)? } else { bs.clone() };
+            let (a, b) = match seen {
+                Seen::AsStored => (a, bs.clone()),
+                Seen::Transposed => (a, bs.transpose(r as isize - 2, r as isize - 1)?),
+                Seen::Heads => (a.permute(&[0, 2, 1, 3])?, bs.permute(&[0, 2, 3, 1])?),
+            };
             let bias_t = if bias { Some(filled(ctx, &[n], 3, dtype)?) } else { None };
             let y = if op == "linear" { a.linear(&bs, bias_t.as_ref())? } else { a.matmul(&b)? };
             let kernel = if op == "linear" { "auto".to_string() } else { format!("{:?}", ctx.matmul_choice_of(&a, &b)?) };
@@ -154,7 +171,10 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
             out.push(MatmulRow {
                 op,
                 dtype,
-                shape: format!("{ashape:?} x {bshape:?}{}{}", if transposed { "^T" } else { "" }, if bias { " + bias" } else { "" }),
+                shape: match seen {
+                    Seen::Heads => format!("{ashape:?} heads: q @ k^T"),
+                    _ => format!("{ashape:?} x {bshape:?}{}{}", if seen == Seen::Transposed { "^T" } else { "" }, if bias { " + bias" } else { "" }),
+                },
                 flops: 2.0 * (batch * m * n * k) as f64,
                 times_ms,
                 conv_ms,
