@@ -104,10 +104,11 @@ fn channel_windows_and_vector_paths_match_cpu() {
 
 /// Grouped 1x1 convolutions at unit stride, which the NCHW kernel runs on CPU adapters as one
 /// batched matrix product over the images and groups (the bias read per output channel and
-/// group) where the images have at most 2048 output pixels in all: many groups, channels per group that are and are not whole quads or whole
-/// chunks of 64 (weights read in place or packed), a transposed weight, a strided bias, ReLU,
-/// several images, negative strides, and layouts whose pixels do not merge into one dim, or
-/// too many pixels (the per-group windows then).
+/// group) where the images have at most 2048 output pixels in all: many groups, channels per
+/// group that are and are not whole quads or whole chunks of 64 (weights read in place or
+/// packed), a transposed weight, a strided bias, ReLU, several images, negative strides, and
+/// layouts whose pixels do not merge into one dim, or too many pixels (the per-group windows
+/// then).
 #[test]
 fn grouped_pointwise_convolutions_match_cpu() {
     for ctx in contexts() {

@@ -387,7 +387,8 @@ fn blocked_kernel_takes_any_addend_along_n() {
 /// columns no multiple of 4 or of a unit, a 1 x 1 output, a batch stride 0 (a broadcast right
 /// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
 /// as vec4 words, a transposed operand read as words along the reduction, weights read in
-/// place, units of two tiles, and more than 65,535 workgroups. Elsewhere a forced Blocked is
+/// place, units of two tiles, more than 65,535 workgroups, and two batch levels (three are
+/// Error::Unsupported, the output untouched). Elsewhere a forced Blocked is
 /// Error::Unsupported.
 #[test]
 fn blocked_kernel_edges() {
@@ -406,7 +407,9 @@ fn blocked_kernel_edges() {
     let bcast: ViewFn = |t| t.expand(&[4, -1, -1]).unwrap();
     let narrow_tr: ViewFn = |t| t.narrow(2, 0, t.shape()[2] - 2).unwrap().transpose(1, 2).unwrap();
     let lead3: ViewFn = |t| t.unsqueeze(0).unwrap().expand(&[3, -1, -1, -1]).unwrap();
-    let flip01: ViewFn = |t| t.flip(0).unwrap().flip(1).unwrap();
+    let inner2: ViewFn = |t| t.unsqueeze(1).unwrap().expand(&[-1, 2, -1, -1]).unwrap();
+    let flip0: ViewFn = |t| t.flip(0).unwrap();
+    let flip1: ViewFn = |t| t.flip(1).unwrap();
     // (a stored shape, its view, b stored shape, its view, bias length: linear with ReLU)
     let cases: Vec<BlockedCase> = vec![
         (vec![3, 70, 65], id, vec![3, 65, 37], id, None),
@@ -438,12 +441,15 @@ fn blocked_kernel_edges() {
         (vec![65, 100, 70], id, vec![72, 70], id, Some(72)),
         // Two batch levels (dims that do not merge): batch matrix z is (z / inner, z % inner),
         // each operand with its own strides at each level. A weight moving at both levels
-        // (packed: k = 33; in place: k = 64), one repeating over the outer level (in place), the
-        // other operand repeating; negative strides at both levels; pixels along m (n == 1).
+        // (packed: k = 33; in place: k = 64), one repeating over the outer level (in place), one
+        // repeating over the inner level (packed once per outer matrix), the other operand
+        // repeating; a negative outer stride in one operand and a negative inner one in the
+        // other; pixels along m (n == 1).
         (vec![3, 2, 9, 33], id, vec![2, 33, 12], lead3, None),
         (vec![3, 4, 20, 64], id, vec![4, 64, 16], lead3, None),
         (vec![4, 20, 64], lead3, vec![3, 4, 64, 16], id, None),
-        (vec![2, 3, 9, 40], flip01, vec![2, 3, 40, 8], flip01, None),
+        (vec![3, 9, 33], inner2, vec![3, 2, 33, 12], id, None),
+        (vec![2, 3, 9, 40], flip0, vec![2, 3, 40, 8], flip1, None),
         (vec![3, 2, 50, 20], id, vec![2, 20, 1], lead3, None),
     ];
     for ctx in contexts() {

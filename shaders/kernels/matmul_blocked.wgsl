@@ -16,8 +16,9 @@
 //       pixel, outer batch),
 //   geo: pixels per matrix, pixel units per matrix, output blocks, outputs per block (a
 //        multiple of 4),
-//   conv: weight rows per inner batch matrix (0: one matrix for all), this chunk's first row,
-//         the batch size (outer x inner), rows from one output to the next,
+//   conv: weight rows per inner batch matrix (0: one matrix for all), this chunk's first row
+//         (the window's first row included), the batch size (outer x inner), rows from one
+//         output to the next,
 //   base: X's and out's element offsets (this chunk's channel included), the bias's offset and
 //         stride (per output), work: -, channels in this chunk, outputs,
 //   taps: the inner batch size, weight rows per outer batch matrix, the bias's element offset
@@ -34,10 +35,11 @@
 // by one shuffle for both tiles (`block2`).
 override TILES: u32 = 1u;
 
-// Pixels 4p .. 4p+3 of batch matrix z (outer, inner; none where `live` is false). Every address is an element
-// of the matrix (pixels past it clamped to its last, z to the batch by the caller), so loads
-// need no guard: `inside` is true and only stores check `valid` (a guarded load ran each lane
-// under its own condition, and read the transposed bmm about 2% slower on lavapipe).
+// Pixels 4p .. 4p+3 of batch matrix z (outer, inner; none where `live` is false). Every
+// address is an element of the matrix (pixels past it clamped to its last, z to the batch by
+// the caller), so loads need no guard: `inside` is true and only stores check `valid` (a
+// guarded load ran each lane under its own condition, and read the transposed bmm about 2%
+// slower on lavapipe).
 fn mm_quad(p: u32, z: vec2<u32>, live: bool) -> Quad {
     var r: Quad;
     let x0 = cp_u[pz()].base.x + i32(z.x) * cp_u[pz()].xs.w + i32(z.y) * cp_u[pz()].xs.x;

@@ -26,7 +26,8 @@ struct ConvParams {
     // Output pixels in this dispatch, channels in this chunk, output channels in this window,
     // invocations per grid row.
     work: vec4<u32>,
-    // kh, kw, dh, dw: read by the direct kernel only (the others get one tap per dispatch).
+    // kh, kw, dh, dw: read by the direct kernel (the other convolutions get one tap per
+    // dispatch); matmul_blocked.wgsl reads its batch levels here (its header).
     taps: vec4<i32>,
     // x: 1 applies ReLU to what this dispatch writes (the last channel window of a call with
     // ReLU); y: the window's mode where MODE is 3 (else 0); z: 0; w: 0, read by `four` only.

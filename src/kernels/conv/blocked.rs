@@ -65,7 +65,8 @@ uniform! {
         pub conv: [i32; 4],
         pub base: [i32; 4],
         pub work: [u32; 4],
-        /// kh, kw, dh, dw (read by the direct kernel only).
+        /// kh, kw, dh, dw (read by the direct kernel; `matmul_blocked.wgsl` reads its batch
+        /// levels here).
         pub taps: [i32; 4],
         /// 1 applies ReLU to what the dispatch writes; the window's mode where the pipeline's
         /// MODE is 3 (else 0); 0; and 0, added to the kernels' rolled loop bounds (`four` in

@@ -13,9 +13,9 @@
 //! * [`depthwise`]: one input channel per output channel, memory-bound.
 //!
 //! A grouped 1x1 convolution of small images on [`ConvKernel::Nchw`] runs, where it can, as
-//! a batched matrix product over its groups (`kernels/matmul/grouped.rs`, which the tensors
-//! call first): per image, dispatches that each cover all the groups rather than one per
-//! group.
+//! one batched matrix product over its images and groups (`kernels/matmul/grouped.rs`, which
+//! the tensors call first): dispatches that each cover every image and group rather than one
+//! per group.
 //!
 //! The kernels and their one check: `kernel`; what the families share (views, image ranges,
 //! the dispatch of uniforms and bind groups): `common`; the tuner's classes: `class`. This

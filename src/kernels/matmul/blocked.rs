@@ -2,15 +2,18 @@
 //! register-blocked CPU-adapter inner product (`conv1x1_nchw_step.wgsl`, `conv1x1_block.wgsl`)
 //! over a batch of weights in storage (`matmul_blocked.wgsl`, `matmul_weights.wgsl`). One
 //! dispatch per chunk of 4*CQ reduction steps covers every batch matrix and every output: the
-//! batch is a grid dimension (batch strides of any sign, 0 for a broadcast operand), where the
-//! `Conv1x1` route records one convolution per batch matrix.
+//! batch is a grid dimension of up to two levels (two batch dims that do not merge; strides of
+//! any sign, 0 for a broadcast operand), where the `Conv1x1` route records one convolution per
+//! batch matrix.
 //!
 //! The product runs as `out = X @ W^T` with "pixels" along X's rows: the product's rows (X = A,
 //! W = B^T: the bias per column is the convolution's bias per output), or, where the output's
 //! columns have unit stride, the product's columns (X = B^T, W = A, out^T: the output's stores,
-//! the kernel's main traffic, move as vec4 words; C, of any strides, starts the output as a
-//! copy of it). W is packed first, by one strided copy per part
-//! (`[batch, chunk, output, 4*CQ steps]`, zero past the reduction), once for a broadcast W.
+//! the kernel's main traffic, move as vec4 words). C constant along the pixels is read as a
+//! bias per output (and per batch matrix); else, along the columns, C of any strides starts the
+//! output as a copy of it. W is read in place where its rows are unit-stride whole chunks, else
+//! packed first by one strided copy per part (`[outer, inner, chunk, output, 4*CQ steps]`, zero
+//! past the reduction), once per distinct matrix (a level over which W does not move packs once).
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

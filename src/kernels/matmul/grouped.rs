@@ -25,7 +25,8 @@ use super::{kernel_eligible, record as record_product, MatmulKernel, Operand, Pr
 
 /// The most output pixels, of the images a tuning run convolves (`tune_images`: the whole
 /// batch unless its output exceeds 2^20 elements, the pixels the shape class records, so that
-/// the tuner times the route the call takes), for which the route applies. Each dispatch of
+/// the tuner times the route the call takes; a call whose images do not fit one binding, where
+/// the tuning run's do, falls back to the windows), for which the route applies. Each dispatch of
 /// the window path covers every image's pixels for one group, 512 a workgroup (64 invocations
 /// of 8 pixels): with few pixels a CPU adapter's other cores idle, group after group. Lavapipe
 /// on 2 cores, bias and ReLU, ms for the route against the window path (alternating runs,

@@ -85,8 +85,8 @@ pub enum MatmulKernel {
     /// The convolution's CPU-adapter inner product over a batch of weights
     /// (`matmul_blocked.wgsl`): one dispatch per 64 reduction steps covers the whole batch.
     /// CPU adapters with subgroups of at least 8 invocations, float32, alpha == 1, no addend or
-    /// an addend with beta == 1 (the same for every row of a matrix, or any where the
-    /// output's columns have unit stride), no activation but ReLU, at most two batch dims
+    /// an addend with beta == 1 (the same for every row of a matrix, its buffer within one
+    /// binding, or any where the output's columns have unit stride), no activation but ReLU, at most two batch dims
     /// after merging, X, the output and the packed B each within one binding. Also runs
     /// grouped 1x1 convolutions on CPU adapters (one product over the images and groups).
     Blocked,
