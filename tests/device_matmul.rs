@@ -388,8 +388,8 @@ fn blocked_kernel_takes_any_addend_along_n() {
 /// operand, packed once), negative steps, a bias with ReLU in both orientations, operands moved
 /// as vec4 words, a transposed operand read as words along the reduction, weights read in
 /// place, units of two tiles, more than 65,535 workgroups, and two batch levels (three are
-/// Error::Unsupported, the output untouched). Elsewhere a forced Blocked is
-/// Error::Unsupported.
+/// Error::Unsupported, the output untouched; `matmul` over permuted attention heads takes
+/// Blocked by default). Elsewhere a forced Blocked is Error::Unsupported.
 #[test]
 fn blocked_kernel_edges() {
     fn same<T: Strided>(t: &T, f: fn(&HostTensor) -> HostTensor) -> Result<T, Error> {
@@ -525,6 +525,15 @@ fn blocked_kernel_edges() {
             let plan = matmul_plan(ha.layout(), hb.layout(), [dtype; 2]).unwrap();
             compare(&format!("{} {dtype} widened", name(ctx)), &plan, &ha, &hb, None, &da.bmm(&db).unwrap().download().unwrap());
         }
+        // Attention scores over heads reached by permuting (2^23 multiply-adds, batch dims that
+        // do not merge): `matmul`'s default on a CPU adapter with subgroups is Blocked, over two
+        // batch levels.
+        let (hq, hk) = (rand(&mut rng, &[2, 128, 4, 64], DType::F32), rand(&mut rng, &[2, 128, 4, 64], DType::F32));
+        let (q, k) = (hq.permute(&[0, 2, 1, 3]).unwrap(), hk.permute(&[0, 2, 3, 1]).unwrap());
+        let (dq, dk) = (DeviceTensor::upload(ctx, &hq).unwrap().permute(&[0, 2, 1, 3]).unwrap(), DeviceTensor::upload(ctx, &hk).unwrap().permute(&[0, 2, 3, 1]).unwrap());
+        assert!(!subgroups || ctx.matmul_choice_of(&dq, &dk).unwrap() == MatmulKernel::Blocked, "{}: heads choice", name(ctx));
+        let plan = matmul_plan(q.layout(), k.layout(), [DType::F32; 2]).unwrap();
+        compare(&format!("{} heads", name(ctx)), &plan, &q, &k, None, &dq.matmul(&dk).unwrap().download().unwrap());
         if subgroups {
             // 530,000 products of [1, 1] x [1, 2]: more than 65,535 workgroups of 8 units.
             let a = rand(&mut rng, &[530_000, 1, 1], DType::F32);
