@@ -126,7 +126,8 @@ impl Batch<'_> {
             }
         }
         let cl = plan.c.clone();
-        let class = matmul_class(&ctx.rt.report, &product(plan, a, b, c, target.buffer(), &target_view));
+        let whole = product(plan, a, b, c, target.buffer(), &target_view);
+        let class = matmul_class(&ctx.rt.report, &whole);
         // 16-bit operands of a product that the f32 CPU-adapter kernels would take (Blocked,
         // Conv1x1: the choice for the product's f32 class): each operand's whole storage is
         // widened to f32 first by a recorded converting copy (so the plan's layouts hold), and
@@ -150,7 +151,7 @@ impl Batch<'_> {
             (None, k) if class.kernels.contains(&k) => k,
             (None, k) => {
                 // The kernel's own reason where its check names one.
-                crate::kernels::matmul::kernel_eligible(&ctx.rt.report, &product(plan, a, b, c, target.buffer(), &target_view), k)?;
+                crate::kernels::matmul::kernel_eligible(&ctx.rt.report, &whole, k)?;
                 return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels)));
             }
         };

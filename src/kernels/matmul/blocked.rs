@@ -165,7 +165,7 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
     } else if s.k == 0 {
         "it needs a reduction of at least one step"
     } else if packed_rows(s, &o).1 as u64 * 16 > max
-        || !fits(report, p, s)?
+        || !fits(report, s, &o)?
     {
         "an operand exceeds one binding (the GEMM splits such products)"
     } else {
@@ -187,11 +187,9 @@ fn windows(report: &AdapterReport, s: &Shapes, o: &Orient<'_>) -> Result<[((u64,
     ])
 }
 
-fn fits(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<bool> {
+fn fits(report: &AdapterReport, s: &Shapes, o: &Orient<'_>) -> Result<bool> {
     let max = report.max_storage_buffer_binding_size;
-    Ok(windows(report, s, &orient(p, s))?
-        .iter()
-        .all(|(w, _)| w.1 <= max))
+    Ok(windows(report, s, o)?.iter().all(|(w, _)| w.1 <= max))
 }
 
 /// Records the copy of the view `src` of `from` into the view `dst` of `packed`.
