@@ -22,7 +22,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::runtime::submit::{Drive, Keep};
+use crate::runtime::record::Recorder;
+use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 use crate::runtime::lock::lock;
 use crate::runtime::AdapterReport;
@@ -105,11 +106,11 @@ impl Tuner {
     /// runs once untimed (it compiles its pipelines), then the candidates take turns, round by
     /// round, so that a host whose speed drifts during the measurement slows them alike; each
     /// keeps its fastest run.
-    pub async fn measure<K: Copy>(timer: &Timer, candidates: &[K], drive: Drive, record: impl Fn(K, &mut wgpu::CommandEncoder, &mut Keep) -> Result<()>) -> Result<Option<K>> {
+    pub async fn measure<K: Copy>(timer: &Timer, candidates: &[K], drive: Drive, record: impl Fn(K, &mut Recorder) -> Result<()>) -> Result<Option<K>> {
         // The fastest run of each candidate still in the race (None: not timed yet).
         let mut racing: Vec<(K, Option<f64>)> = Vec::new();
         for &k in candidates {
-            match timer.time(drive, |enc, keep| record(k, enc, keep)).await {
+            match timer.time_recording(drive, |rec| record(k, rec)).await {
                 Ok(_) => racing.push((k, None)),
                 Err(e @ Error::DeviceLost { .. }) => return Err(e),
                 Err(_) => {}
@@ -119,7 +120,7 @@ impl Tuner {
             let mut i = 0;
             while i < racing.len() {
                 let k = racing[i].0;
-                match timer.time(drive, |enc, keep| record(k, enc, keep)).await {
+                match timer.time_recording(drive, |rec| record(k, rec)).await {
                     Ok(ms) => {
                         racing[i].1 = Some(racing[i].1.map_or(ms, |b| b.min(ms)));
                         i += 1;

@@ -9,7 +9,8 @@ use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::elementwise::resolve::check_copy;
 use crate::kernels::copy::{self, CopyPath};
-use crate::runtime::submit::{self, Keep, Submission};
+use crate::runtime::record::{self, Recorder};
+use crate::runtime::submit::{self, Submission};
 use crate::strided::Strided;
 
 /// The encoder a batch records into.
@@ -58,14 +59,14 @@ enum Encoder<'e> {
 pub struct Batch<'e> {
     ctx: GpuContext,
     enc: Option<Encoder<'e>>,
-    keep: Keep,
+    rec: Recorder,
 }
 
 impl GpuContext {
     /// Starts recording operations into a new encoder of the crate's.
     pub fn batch(&self) -> Batch<'static> {
         let enc = self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-        Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), keep: Keep::default() }
+        Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), rec: Recorder::default() }
     }
 
     /// Starts recording operations into the caller's `encoder` (of this context's device). The
@@ -73,7 +74,7 @@ impl GpuContext {
     /// submits the encoder. End the batch ([`Batch::end`], or drop it) before finishing the
     /// encoder.
     pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
-        Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), keep: Keep::default() }
+        Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), rec: Recorder::default() }
     }
 }
 
@@ -83,11 +84,10 @@ impl Batch<'_> {
         &self.ctx
     }
 
-    /// The encoder, and what the recording holds.
-    pub(crate) fn parts(&mut self, op: &'static str) -> Result<(&mut wgpu::CommandEncoder, &mut Keep)> {
-        match &mut self.enc {
-            Some(Encoder::Owned(e)) => Ok((e, &mut self.keep)),
-            Some(Encoder::Borrowed(e)) => Ok((e, &mut self.keep)),
+    /// The recording, unless the batch has ended.
+    pub(crate) fn parts(&mut self, op: &'static str) -> Result<&mut Recorder> {
+        match &self.enc {
+            Some(_) => Ok(&mut self.rec),
             None => Err(Error::invalid(op, "the batch was already ended")),
         }
     }
@@ -126,45 +126,52 @@ impl Batch<'_> {
         }
         let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), buffer_copy, path) else { return Ok(()) };
         let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
-        let (enc, keep) = self.parts(OP)?;
+        let rec = self.parts(OP)?;
         let rt = &ctx.rt;
-        keep.hold(dst.storage());
-        keep.hold(src.storage());
+        rec.hold(dst.storage());
+        rec.hold(src.storage());
         let d = dst.buffer();
         if !same {
-            return copy::record(rt, enc, keep, prepared, d, src.buffer());
+            return copy::record(rt, rec, prepared, d, src.buffer());
         }
         // One buffer cannot be bound for reading and writing at once: read a copy.
         if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
             return Err(Error::unsupported(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
         }
         let size = src.buffer().size();
-        let tmp = rt.scoped(OP, || {
-            let tmp = rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-            enc.copy_buffer_to_buffer(src.buffer(), 0, tmp.buffer(), 0, size);
-            Ok(tmp)
-        })?;
-        let r = copy::record(rt, enc, keep, prepared, d, tmp.buffer());
-        keep.hold(tmp);
+        let tmp = rt.scoped(OP, || rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
+        rec.copy_buffer_to_buffer(src.buffer(), 0, tmp.buffer(), 0, size);
+        let r = copy::record(rt, rec, prepared, d, tmp.buffer());
+        rec.hold(tmp);
         r
     }
 
-    /// Ends recording into the caller's encoder: what the batch holds is handed to the encoder,
-    /// to be released when its work has finished. Dropping the batch does the same.
+    /// Ends recording into the caller's encoder: the recorded work is encoded into it, and what
+    /// the batch holds is handed to it, to be released when its work has finished. Dropping the
+    /// batch does the same.
     pub fn end(mut self) {
         self.release();
     }
 
     /// Finishes the crate's encoder into a command buffer for the caller to submit (with its
     /// own, in one submission). What the batch holds is released when that command buffer's
-    /// work has finished. An error for a batch recording into the caller's encoder.
+    /// work has finished. An error for a batch recording into the caller's encoder, and while
+    /// this thread captures a graph ([`GpuContext::capture`]: submit the batch to capture it).
     pub fn finish(mut self) -> Result<wgpu::CommandBuffer> {
+        if self.ctx.rt.capturing_here() {
+            return Err(Error::invalid("finish", "this thread is capturing a graph: submit the batch to capture its work (a finished command buffer would run outside the graph)"));
+        }
         match self.enc.take() {
-            Some(Encoder::Owned(enc)) => {
+            Some(Encoder::Owned(mut enc)) => {
                 let rt = self.ctx.rt.clone();
                 rt.probe("finish")?;
-                self.keep.attach(&enc);
-                rt.scoped("finish", || Ok(enc.finish()))
+                let rec = std::mem::take(&mut self.rec);
+                rt.scoped("finish", || {
+                    let (commands, mut keep) = rec.finish(&rt);
+                    rt.counters.add(record::encode(&commands, &mut enc));
+                    keep.attach(&enc);
+                    Ok(enc.finish())
+                })
             }
             other => {
                 self.enc = other;
@@ -173,13 +180,21 @@ impl Batch<'_> {
         }
     }
 
-    /// Submits everything recorded; errors wgpu reports are returned here. The returned
-    /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish.
+    /// Submits everything recorded (one command buffer, its dispatches in as few compute passes
+    /// as its copies allow); errors wgpu reports are returned here. The returned
+    /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish. While
+    /// this thread captures a graph ([`GpuContext::capture`]), the work is appended to the
+    /// graph instead, and the submission is complete at once.
     pub fn submit(mut self) -> Result<Submission> {
         match self.enc.take() {
             Some(Encoder::Owned(enc)) => {
-                self.ctx.rt.probe("submit")?;
-                submit::submit(&self.ctx.rt, "submit", enc, std::mem::take(&mut self.keep))
+                let rt = self.ctx.rt.clone();
+                rt.probe("submit")?;
+                let rec = std::mem::take(&mut self.rec);
+                if rt.capturing_here() {
+                    return rt.capture_append(rec).map(|()| Submission::captured());
+                }
+                submit::submit_recording(&rt, "submit", enc, rec)
             }
             other => {
                 self.enc = other;
@@ -195,10 +210,17 @@ impl Batch<'_> {
     }
 
     fn release(&mut self) {
-        match self.enc.take() {
-            Some(Encoder::Owned(e)) => self.keep.attach(&e),
-            Some(Encoder::Borrowed(e)) => self.keep.attach(e),
-            None => {}
+        if let Some(Encoder::Borrowed(e)) = self.enc.take() {
+            let rt = self.ctx.rt.clone();
+            let rec = std::mem::take(&mut self.rec);
+            // Nothing to report from a drop: a lost device fails the caller's submit or the
+            // next call of the crate.
+            let _ = rt.scoped("end", || {
+                let (commands, mut keep) = rec.finish(&rt);
+                rt.counters.add(record::encode(&commands, e));
+                keep.attach(e);
+                Ok(())
+            });
         }
     }
 }

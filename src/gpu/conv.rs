@@ -9,7 +9,7 @@ use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::conv_class;
 use crate::kernels::conv::{self, ConvCall, ConvKernel, View};
 use crate::kernels::matmul::grouped as matmul_grouped;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 use crate::strided::Strided;
 
@@ -142,9 +142,9 @@ impl Batch<'_> {
         }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
-        let (enc, keep) = self.parts(op)?;
+        let rec = self.parts(op)?;
         for t in operands {
-            keep.hold(t.storage());
+            rec.hold(t.storage());
         }
         let rt = &ctx.rt;
         // One buffer cannot be bound for reading and writing in one dispatch: an operand that
@@ -156,7 +156,7 @@ impl Batch<'_> {
                     let size = t.buffer().size();
                     Some(rt.scoped(op, || {
                         let tmp = rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-                        enc.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
+                        rec.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
                         Ok(tmp)
                     })?)
                 }
@@ -167,9 +167,9 @@ impl Batch<'_> {
         let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
         let w = View { buffer: copies[1].as_ref().map_or(weight.buffer(), |c| c.buffer()), layout: weight.layout() };
         let b = bias.map(|b| View { buffer: copies[2].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
-        let r = record(rt, enc, keep, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options, g, kernel });
+        let r = record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options, g, kernel });
         for c in copies.into_iter().flatten() {
-            keep.hold(c);
+            rec.hold(c);
         }
         r
     }
@@ -179,11 +179,11 @@ impl Batch<'_> {
 /// tuner's measurements alike: a grouped 1x1 convolution on the NCHW kernel of a CPU adapter
 /// as a batch of matrix products over its groups where that kernel serves it
 /// (`kernels/matmul/grouped.rs`), else through the kernel's family.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, call: &ConvCall<'_>) -> Result<()> {
-    if matmul_grouped::record(rt, enc, keep, call)? {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
+    if matmul_grouped::record(rt, rec, call)? {
         return Ok(());
     }
-    conv::record(rt, enc, keep, call)
+    conv::record(rt, rec, call)
 }
 
 /// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].

@@ -40,13 +40,13 @@ impl Batch<'_> {
         };
         let ctx = self.context().clone();
         let rt = &ctx.rt;
-        let (enc, keep) = self.parts(name)?;
-        keep.hold(out.storage());
+        let rec = self.parts(name)?;
+        rec.hold(out.storage());
         for t in &tensors {
-            keep.hold(t.storage());
+            rec.hold(t.storage());
         }
         let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
-        rt.scoped(name, || elementwise::record(rt, enc, keep, &r, path, out.buffer(), &buffers))?;
+        rt.scoped(name, || elementwise::record(rt, rec, &r, path, out.buffer(), &buffers))?;
         Ok(out)
     }
 }

@@ -156,12 +156,12 @@ impl Batch<'_> {
             }
         };
         let rt = ctx.rt.clone();
-        let (enc, keep) = self.parts(op)?;
+        let rec = self.parts(op)?;
         for t in operands.iter().copied().chain(&widened) {
-            keep.hold(t.storage());
+            rec.hold(t.storage());
         }
         if let Some(s) = &scratch {
-            keep.hold(s.storage());
+            rec.hold(s.storage());
         }
         let mut copies = Vec::new();
         for t in [Some(a), Some(b), c] {
@@ -170,7 +170,7 @@ impl Batch<'_> {
                     let size = t.buffer().size();
                     Some(rt.scoped(op, || {
                         let tmp = rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-                        enc.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
+                        rec.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
                         Ok(tmp)
                     })?)
                 }
@@ -194,9 +194,9 @@ impl Batch<'_> {
             beta: plan.beta,
             activation: plan.activation,
         };
-        let r = kernels::record(&rt, enc, keep, &p, kernel);
+        let r = kernels::record(&rt, rec, &p, kernel);
         for c in copies.into_iter().flatten() {
-            keep.hold(c);
+            rec.hold(c);
         }
         r?;
         if let Some(s) = scratch {
@@ -297,12 +297,12 @@ impl GpuContext {
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let p = product(plan, a, b, c, scratch.buffer(), &out);
         let timer = Timer::new(&self.rt)?;
-        let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, enc, keep| {
-            keep.hold(scratch.clone());
+        let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, rec| {
+            rec.hold(scratch.clone());
             for t in [Some(a), Some(b), c].into_iter().flatten() {
-                keep.hold(t.storage());
+                rec.hold(t.storage());
             }
-            kernels::record(&self.rt, enc, keep, &p, kernel)
+            kernels::record(&self.rt, rec, &p, kernel)
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

@@ -96,10 +96,10 @@ impl Batch<'_> {
         self.check_context(g.op, &operands)?;
         let kernel = pool::classify(g, x.dtype(), out.layout(), kernel)?;
         let ctx = self.context().clone();
-        let (enc, keep) = self.parts(g.op)?;
+        let rec = self.parts(g.op)?;
         for t in operands {
-            keep.hold(t.storage());
+            rec.hold(t.storage());
         }
-        pool::record(&ctx.rt, enc, keep, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel)
+        pool::record(&ctx.rt, rec, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel)
     }
 }

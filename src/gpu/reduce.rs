@@ -34,15 +34,15 @@ impl Batch<'_> {
         };
         let rp = ReducePlan::reduction(&s, x.layout(), values.layout())?;
         let rt = &ctx.rt;
-        let (enc, keep) = self.parts(name)?;
-        keep.hold(values.storage());
-        keep.hold(x.storage());
+        let rec = self.parts(name)?;
+        rec.hold(values.storage());
+        rec.hold(x.storage());
         if let Some(i) = &idx {
-            keep.hold(i.storage());
+            rec.hold(i.storage());
         }
         let t = Types { input: x.dtype(), cast: s.cast_to, out: s.out_dtype };
         let b = Buffers { out: values.buffer(), input: x.buffer(), indices: idx.as_ref().map(|i| (i.buffer(), i.storage_offset())) };
-        rt.scoped(name, || reduce::record(rt, enc, keep, &rp, Work::Reduce(op), t, &b))?;
+        rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Reduce(op), t, &b))?;
         match (out, indices, idx) {
             (Some(o), Some(oi), Some(i)) => {
                 self.copy_(o, &values)?;
@@ -70,12 +70,12 @@ impl Batch<'_> {
         };
         let rp = ReducePlan::scan(&s, x.layout(), dst.layout())?;
         let rt = &ctx.rt;
-        let (enc, keep) = self.parts(name)?;
-        keep.hold(dst.storage());
-        keep.hold(x.storage());
+        let rec = self.parts(name)?;
+        rec.hold(dst.storage());
+        rec.hold(x.storage());
         let t = Types { input: x.dtype(), cast: x.dtype(), out: s.out_dtype };
         let b = Buffers { out: dst.buffer(), input: x.buffer(), indices: None };
-        rt.scoped(name, || reduce::record(rt, enc, keep, &rp, Work::Scan(op), t, &b))?;
+        rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Scan(op), t, &b))?;
         Ok(dst)
     }
 

@@ -81,16 +81,11 @@ impl DeviceTensor {
     /// A zero-filled tensor of `shape` stored in `format`.
     pub fn zeros(ctx: &GpuContext, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
         let t = Self::empty(ctx, shape, dtype, format)?;
-        let rt = &ctx.rt;
-        rt.scoped("zeros", || {
-            let mut enc = rt.device.create_command_encoder(&Default::default());
-            enc.clear_buffer(t.buffer(), 0, None);
-            let mut keep = Keep::default();
-            keep.hold(t.storage.clone());
-            keep.attach(&enc);
-            rt.queue.submit([enc.finish()]);
-            Ok(())
-        })?;
+        let mut batch = ctx.batch();
+        let rec = batch.parts("zeros")?;
+        rec.clear_buffer(t.buffer(), 0, None);
+        rec.hold(t.storage.clone());
+        batch.submit()?;
         Ok(t)
     }
 

@@ -128,11 +128,11 @@ impl GpuContext {
         let (d, s) = self.rt.scoped("tune", || Ok((Arc::new(self.rt.buffer("tune", (dhi - dlo + 1) as u64 * es, usage)?), Arc::new(self.rt.buffer("tune", (shi - slo + 1) as u64 * es, usage)?))))?;
         let timer = Timer::new(&self.rt)?;
         let candidates = copy::transpose_candidates(&class);
-        let best = Tuner::measure(&timer, &candidates, drive, |path, enc, keep| {
+        let best = Tuner::measure(&timer, &candidates, drive, |path, rec| {
             let prepared = copy::prepare(r, &piece, dtype, dtype, path)?;
-            keep.hold(d.clone());
-            keep.hold(s.clone());
-            copy::record(&self.rt, enc, keep, prepared, d.buffer(), s.buffer())
+            rec.hold(d.clone());
+            rec.hold(s.clone());
+            copy::record(&self.rt, rec, prepared, d.buffer(), s.buffer())
         })
         .await?;
         // Nothing measured (no candidate could be timed): keep no choice, the default runs.
@@ -195,13 +195,13 @@ impl GpuContext {
         let g1 = Conv2dShape { n: nt, ..g.clone() };
         let timer = Timer::new(&self.rt)?;
         let candidates: Vec<ConvKernel> = class.kernels.iter().map(|(k, _)| *k).collect();
-        let best = Tuner::measure(&timer, &candidates, drive, |kernel, enc, keep| {
+        let best = Tuner::measure(&timer, &candidates, drive, |kernel, rec| {
             let (x, w) = (View { buffer: input.buffer(), layout: &first }, view(weight));
-            keep.hold(scratch.clone());
+            rec.hold(scratch.clone());
             for t in [Some(input), Some(weight), bias].into_iter().flatten() {
-                keep.hold(t.storage());
+                rec.hold(t.storage());
             }
-            crate::gpu::conv::record(&self.rt, enc, keep, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel })
+            crate::gpu::conv::record(&self.rt, rec, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel })
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

@@ -8,7 +8,7 @@
 //! twin for fails it, and so does a `uniform!` struct that no kernel binds.
 
 /// The uniform slot the host allocates per dispatch, in bytes: every [`Uniform`] fits in one.
-pub(crate) const SLOT_BYTES: usize = 256;
+pub(crate) const SLOT_BYTES: usize = crate::runtime::record::SLOT_BYTES as usize;
 
 /// A struct the host writes into a uniform buffer, laid out as the WGSL struct of the same
 /// members. Implemented only by [`uniform!`].

@@ -14,7 +14,7 @@ use crate::kernels::abi::uniform;
 use crate::kernels::dispatch::{self, Dispatch};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{CopyKind, CopyPlan, Cuts};
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 /// The bindings of every copy kernel: the plan uniform, a read-only source, a read-write
@@ -639,14 +639,14 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
 
 /// Records a prepared copy from buffer `src` into buffer `dst` into `enc`; its temporaries go to `keep`.
 /// The caller has validated the copy and holds the operands until the work is done.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, prepared: Prepared, dst: &wgpu::Buffer, src: &wgpu::Buffer) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, prepared: Prepared, dst: &wgpu::Buffer, src: &wgpu::Buffer) -> Result<()> {
     match prepared {
         Prepared::Nothing => Ok(()),
         Prepared::Buffer(d, s, n) => rt.scoped("copy_", || {
-            enc.copy_buffer_to_buffer(src, s, dst, d, n);
+            rec.copy_buffer_to_buffer(src, s, dst, d, n);
             Ok(())
         }),
-        Prepared::Kernel { plan, key, units, wg, grid, cuts } => rt.scoped("copy_", || dispatch_pieces(rt, enc, keep, &plan, dst, src, units, key, wg, grid, cuts)),
+        Prepared::Kernel { plan, key, units, wg, grid, cuts } => rt.scoped("copy_", || dispatch_pieces(rt, rec, &plan, dst, src, units, key, wg, grid, cuts)),
     }
 }
 
@@ -654,7 +654,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
 /// where the kernel allows (`cuts`), and records one dispatch per piece, with invocations
 /// laid out by `grid`.
 #[allow(clippy::too_many_arguments)]
-fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, plan: &CopyPlan, dst: &wgpu::Buffer, src: &wgpu::Buffer, units: Units, key: PipelineKey, wg: u32, grid: Grid, cuts: Cuts) -> Result<()> {
+fn dispatch_pieces(rt: &Runtime, rec: &mut Recorder, plan: &CopyPlan, dst: &wgpu::Buffer, src: &wgpu::Buffer, units: Units, key: PipelineKey, wg: u32, grid: Grid, cuts: Cuts) -> Result<()> {
     const OP: &str = "copy_";
     let (de, se, run) = (units.dst, units.src, units.src_run.max(1) - 1);
     let r = &rt.report;
@@ -713,7 +713,7 @@ fn dispatch_pieces(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep
         u.grid_row = (gx * wg as u64) as u32;
         dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(src, (sstart, slen)), (dst, (dstart, dlen))], grid: (gx as u32, gy as u32) });
     }
-    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)
+    dispatch::record(rt, rec, OP, SLOTS, &dispatches)
 }
 
 /// Copy pipelines for the register-budget test (the ones whose register use depends on their

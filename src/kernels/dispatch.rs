@@ -1,16 +1,18 @@
 //! The one dispatch loop every kernel family records through: a family describes each dispatch
-//! (pipeline, uniform, bound buffer windows, grid) and [`record`] writes the uniforms, makes the
-//! bind groups and records the compute pass. A family writes no pass or bind group of its own.
+//! (pipeline, uniform, bound buffer windows, grid) and [`record`] places the uniforms, makes the
+//! bind groups and appends the dispatches to the recording (`runtime::record`), which encodes
+//! them into compute passes later. A family writes no pass or bind group of its own.
 //!
-//! Everything that can fail (pipelines, the uniform buffer, bind groups) happens before the
-//! pass is recorded, so a failing call leaves the encoder as it was.
+//! An op whose dispatches fail part-way (a pipeline that does not compile) leaves the dispatches
+//! it appended before; the op's call returns the error, and the recording (batch) holding them
+//! is the caller's to drop.
 
 use std::num::NonZeroU64;
 
 use crate::error::{Error, Result};
 use crate::kernels::abi::{self, Uniform};
 use crate::kernels::shaders;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// One dispatch of a family: its pipeline (registered shader and override constants), its
@@ -23,51 +25,33 @@ pub(crate) struct Dispatch<'a, P: Uniform> {
     pub grid: (u32, u32),
 }
 
-/// Records `dispatches` in one compute pass, labelled `op`: their uniforms in one buffer (one
-/// [`abi::SLOT_BYTES`] slot each), their bind groups against the layout of `slots`. Dispatches
-/// in one pass see each other's writes (wgpu orders them), so pieces of one operation may also
-/// read what an earlier piece wrote.
-pub(crate) fn record<P: Uniform>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op: &'static str, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
+/// Records `dispatches`, labelled `op`, into `rec`: each uniform in a slot of the recording's
+/// uniform arena, each bind group against the layout of `slots`. Consecutive dispatches of a
+/// recording share one compute pass, and wgpu orders them, so a dispatch sees what every
+/// earlier one wrote (pieces of one operation too).
+pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static str, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
     if dispatches.is_empty() {
         return Ok(());
     }
     rt.scoped(op, || {
-        let mut pipelines = Vec::with_capacity(dispatches.len());
-        for d in dispatches {
-            match pipelines.last() {
-                Some((key, p)) if *key == &d.key => {
-                    let p = std::sync::Arc::clone(p);
-                    pipelines.push((&d.key, p));
-                }
-                _ => pipelines.push((&d.key, rt.pipeline(&d.key, slots, || shaders::source_for(d.key.shader, rt.report.device_type == wgpu::DeviceType::Cpu))?)),
-            }
-        }
         let bgl = rt.bind_group_layout(slots)?;
-        let stride = abi::SLOT_BYTES as u64;
         let size = std::mem::size_of::<P>() as u64;
-        let ubuf = rt.buffer(op, dispatches.len() as u64 * stride, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
-        let mut bytes = vec![0u8; dispatches.len() * stride as usize];
-        for (i, d) in dispatches.iter().enumerate() {
-            bytes[i * stride as usize..][..size as usize].copy_from_slice(abi::bytes(&d.params));
-        }
-        rt.queue.write_buffer(ubuf.buffer(), 0, &bytes);
-        let mut groups = Vec::with_capacity(dispatches.len());
-        for (i, d) in dispatches.iter().enumerate() {
+        let mut last: Option<(&PipelineKey, std::sync::Arc<wgpu::ComputePipeline>)> = None;
+        for d in dispatches {
+            let pipeline = match &last {
+                Some((key, p)) if *key == &d.key => p.clone(),
+                _ => rt.pipeline(&d.key, slots, || shaders::source_for(d.key.shader, rt.report.device_type == wgpu::DeviceType::Cpu))?,
+            };
+            last = Some((&d.key, pipeline.clone()));
+            let (ubuf, offset) = rec.uniform(rt, op, abi::bytes(&d.params))?;
             let mut entries = Vec::with_capacity(d.bindings.len() + 1);
-            entries.push(wgpu::BindGroupEntry { binding: 0, resource: bind(ubuf.buffer(), (i as u64 * stride, size)) });
+            entries.push(wgpu::BindGroupEntry { binding: 0, resource: bind(&ubuf, (offset, size)) });
             for (j, (buffer, window)) in d.bindings.iter().enumerate() {
                 entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: bind(buffer, *window) });
             }
-            groups.push(rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout: &bgl, entries: &entries }));
+            let group = rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout: &bgl, entries: &entries });
+            rec.dispatch(op, d.key.shader, pipeline, group, d.grid);
         }
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(op), timestamp_writes: None });
-        for ((group, d), (_, pipeline)) in groups.iter().zip(dispatches).zip(&pipelines) {
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, group, &[]);
-            pass.dispatch_workgroups(d.grid.0, d.grid.1, 1);
-        }
-        drop(pass);
-        keep.hold(ubuf);
         Ok(())
     })
 }

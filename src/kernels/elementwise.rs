@@ -13,7 +13,7 @@ use crate::kernels::abi::uniform;
 use crate::kernels::copy::MAX_DIMS;
 use crate::kernels::dispatch::{self, Dispatch};
 use crate::plan::{Cuts, IterPlan};
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 const OP: &str = "elementwise";
@@ -183,7 +183,7 @@ uniform! {
 /// Records `r` (resolved, with its plan) writing `out` and reading plan operand k from
 /// `inputs[k - 1]`, through `path`. Inputs in `out`'s buffer are read through the output's
 /// binding. The caller has validated the op and holds the operands until the work is done.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, r: &Resolved, path: ElementwisePath, out: &wgpu::Buffer, inputs: &[&wgpu::Buffer]) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: ElementwisePath, out: &wgpu::Buffer, inputs: &[&wgpu::Buffer]) -> Result<()> {
     let plan = &r.plan;
     // The rows kernel binds vec4 arrays: every buffer it binds must be whole 16-byte words,
     // so that a window rounded up to whole words stays inside its buffer.
@@ -319,7 +319,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         None => {
             let s = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
             let b = s.buffer().clone();
-            keep.hold(s);
+            rec.hold(s);
             b
         }
     };
@@ -357,7 +357,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let input = |k: usize| if k < n_ops && !alias[k - 1] { (inputs[k - 1], w[k]) } else { (&spare, (0, 16)) };
         dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(out, w[0]), input(1), input(2), input(3)], grid: (gx as u32, gy as u32) });
     }
-    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)
+    dispatch::record(rt, rec, OP, SLOTS, &dispatches)
 }
 
 /// The rows kernel of a traversal: runs along rows, quad columns through rows, or quad columns

@@ -15,7 +15,7 @@ use crate::kernels::dispatch::{self, grid, i32_of, u32_of, Dispatch};
 use crate::kernels::shaders::PipelineSpec;
 use crate::layout::{Layout, MemoryFormat};
 use crate::pool::{Window, WindowMode};
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use serde::{Deserialize, Serialize};
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -214,7 +214,7 @@ fn rows_family(g: &Window, dtype: DType, x: &Layout, out: &Layout, base: u32) ->
 /// Records `g` on the input view `x` (of `xbuf`) into the new dense output `out` (of `obuf`),
 /// and the indices into `ibuf` when `g.indices`, through `kernel` (checked by [`classify`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, g: &Window, dtype: DType, x: &Layout, xbuf: &wgpu::Buffer, out: &Layout, obuf: &wgpu::Buffer, ibuf: Option<&wgpu::Buffer>, kernel: PoolKernel) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType, x: &Layout, xbuf: &wgpu::Buffer, out: &Layout, obuf: &wgpu::Buffer, ibuf: Option<&wgpu::Buffer>, kernel: PoolKernel) -> Result<()> {
     let kernel = classify(g, dtype, out, kernel)?;
     let op = g.op;
     let total = out.numel();
@@ -292,7 +292,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
         let bindings = vec![(xbuf, (start, size / 16 * 16)), (obuf, (0, total as u64 * 4))];
         let d = Dispatch { key: PipelineKey { shader: "pool2d_rows", constants: rows_constants(family) }, params: u, bindings, grid };
-        dispatch::record(rt, enc, keep, op, ROWS_SLOTS, &[d])
+        dispatch::record(rt, rec, op, ROWS_SLOTS, &[d])
     } else if kernel == PoolKernel::Vec4 {
         // Pixels per invocation: a run of up to 8 on CPU adapters (along which bilinear and max
         // reuse loaded columns; 2 was slower on lavapipe, 32 no faster), one on GPUs.
@@ -349,15 +349,15 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             bindings.push((spare.buffer(), (0, 16)));
         }
         let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, VecVariant { cl, taps3, indices: g.indices, words: wordwise, x2 }) }, params: v, bindings, grid };
-        let r = dispatch::record(rt, enc, keep, op, VEC_SLOTS, &[d]);
-        keep.hold(spare);
-        keep.hold(spare_in);
+        let r = dispatch::record(rt, rec, op, VEC_SLOTS, &[d]);
+        rec.hold(spare);
+        rec.hold(spare_in);
         r
     } else {
         let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
         let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings, grid };
-        dispatch::record(rt, enc, keep, op, SLOTS, &[d])
+        dispatch::record(rt, rec, op, SLOTS, &[d])
     };
-    keep.hold(scratch);
+    rec.hold(scratch);
     r
 }

@@ -20,7 +20,7 @@ use crate::kernels::reduce_vec::{self, ReduceKernel};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::ReducePlan;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 const OP: &str = "reduce";
@@ -42,7 +42,7 @@ const IPARTS: usize = 64;
 /// Records `work` over `rp` into `enc`. Fails (recording nothing) when one output's
 /// reduction does not fit a binding ([`Error::Limit`]) or its plan has more than 8 reduced
 /// dims ([`Error::Unsupported`]).
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, rp: &ReducePlan, work: Work, t: Types, b: &Buffers<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Work, t: Types, b: &Buffers<'_>) -> Result<()> {
     if rp.outputs == 0 {
         return Ok(());
     }
@@ -51,7 +51,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     }
     let kernel = reduce_vec::kernel_for(rp, work, t, rt.report.device_type);
     if kernel != ReduceKernel::General {
-        return reduce_vec::record(rt, enc, keep, rp, work, kernel, b);
+        return reduce_vec::record(rt, rec, rp, work, kernel, b);
     }
     let scan = matches!(work, Work::Scan(_));
     let reads = rp.extent > 0;
@@ -162,11 +162,11 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), input, indices, st], grid: (gx as u32, gy as u32) });
         }
     }
-    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)?;
+    dispatch::record(rt, rec, OP, SLOTS, &dispatches)?;
     drop(dispatches);
-    keep.hold(spare);
-    keep.hold(spare_in);
-    keep.hold(states);
+    rec.hold(spare);
+    rec.hold(spare_in);
+    rec.hold(states);
     Ok(())
 }
 

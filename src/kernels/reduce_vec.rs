@@ -13,7 +13,7 @@ use crate::kernels::reduce_abi::{code, Buffers, RedUniform, Types, Work, MAX_DIM
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 const OP: &str = "reduce";
@@ -150,7 +150,7 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
 }
 
 /// Records `work` over `rp` with `kernel` (not General, as [`kernel_for`] chose).
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, rp: &ReducePlan, work: Work, kernel: ReduceKernel, b: &Buffers<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Work, kernel: ReduceKernel, b: &Buffers<'_>) -> Result<()> {
     let rep = &rt.report;
     let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
     let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
@@ -280,10 +280,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         } as u32;
         dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![out, (b.input, w[1]), input4, indices, out4], grid: (gx as u32, g.div_ceil(gx) as u32) });
     }
-    dispatch::record(rt, enc, keep, OP, SLOTS, &dispatches)?;
+    dispatch::record(rt, rec, OP, SLOTS, &dispatches)?;
     drop(dispatches);
-    keep.hold(spare);
-    keep.hold(spare4);
-    keep.hold(spare_out);
+    rec.hold(spare);
+    rec.hold(spare4);
+    rec.hold(spare_out);
     Ok(())
 }

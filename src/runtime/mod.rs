@@ -15,6 +15,7 @@
 pub mod errors;
 pub mod lock;
 pub mod pool;
+pub mod record;
 pub mod submit;
 pub mod timing;
 
@@ -93,6 +94,10 @@ pub(crate) struct Runtime {
     layouts: Mutex<HashMap<&'static [Slot], Arc<wgpu::BindGroupLayout>>>,
     pub pool: Arc<Mutex<BufferPool>>,
     pub errors: errors::Capture,
+    /// Submits, passes and dispatches encoded so far (`GpuContext::record_counts`).
+    pub counters: record::Counters,
+    /// The graph being captured, and the thread capturing it (see [`Runtime::capture_begin`]).
+    capture: Mutex<Option<(std::thread::ThreadId, record::Recorder)>>,
 }
 
 impl Runtime {
@@ -125,6 +130,55 @@ impl Runtime {
             layouts: Mutex::new(HashMap::new()),
             pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
             errors,
+            counters: record::Counters::default(),
+            capture: Mutex::new(None),
+        }
+    }
+
+    /// Starts capturing on this thread: until [`Runtime::capture_end`], every recording this
+    /// thread submits through a batch of the crate's is appended to the capture instead of being
+    /// submitted. One capture at a time per runtime.
+    pub fn capture_begin(&self, op: &'static str) -> Result<()> {
+        let mut c = lock(&self.capture);
+        if c.is_some() {
+            return Err(Error::invalid(op, "a graph is already being captured on this context (captures do not nest, and one runs at a time)"));
+        }
+        *c = Some((std::thread::current().id(), record::Recorder::default()));
+        Ok(())
+    }
+
+    /// Ends this thread's capture and returns what it recorded.
+    pub fn capture_end(&self) -> Option<record::Recorder> {
+        let mut c = lock(&self.capture);
+        match &*c {
+            Some((t, _)) if *t == std::thread::current().id() => c.take().map(|(_, r)| r),
+            _ => None,
+        }
+    }
+
+    /// Whether this thread is capturing a graph on this runtime.
+    pub fn capturing_here(&self) -> bool {
+        matches!(&*lock(&self.capture), Some((t, _)) if *t == std::thread::current().id())
+    }
+
+    /// An error of `op` (a wait, a download, a measurement) while this thread captures a graph:
+    /// the captured work has not run.
+    pub fn check_not_capturing(&self, op: &'static str) -> Result<()> {
+        match self.capturing_here() {
+            true => Err(Error::invalid(op, "this thread is capturing a graph, whose work has not run yet: read results after a replay, outside the capture")),
+            false => Ok(()),
+        }
+    }
+
+    /// Appends a submitted recording to this thread's capture.
+    pub fn capture_append(&self, rec: record::Recorder) -> Result<()> {
+        let mut c = lock(&self.capture);
+        match &mut *c {
+            Some((t, r)) if *t == std::thread::current().id() => self.scoped("capture", || {
+                r.append(self, rec);
+                Ok(())
+            }),
+            _ => Err(Error::invalid("submit", "no graph is being captured on this thread")),
         }
     }
 

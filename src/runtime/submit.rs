@@ -20,6 +20,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
 use crate::runtime::pool::Pooled;
+use crate::runtime::record::{encode, Command, RecordCounts, Recorder};
 use crate::runtime::lock::lock;
 use crate::runtime::Runtime;
 
@@ -160,30 +161,41 @@ impl<T> Future for Completion<T> {
 
 /// Work the crate submitted: await it (or, on native, [`Submission::wait`]) to know it has
 /// finished on the GPU. Dropping it does not cancel the work.
+///
+/// A batch submitted while its thread captures a graph submits nothing: its work joins the
+/// graph, and its submission is complete at once.
 pub struct Submission {
-    pub(crate) done: Completion<()>,
+    pub(crate) done: Option<Completion<()>>,
 }
 
 impl Submission {
+    /// The submission of work appended to a graph being captured: nothing to wait for.
+    pub(crate) fn captured() -> Submission {
+        Submission { done: None }
+    }
+
     /// Resolves when the work has finished on the GPU, with the errors wgpu reported for it
     /// (on WebGPU, also those of earlier calls whose scopes were still open).
     pub async fn finished(self) -> Result<()> {
-        let rt = self.done.rt.clone();
+        let Some(done) = self.done else { return Ok(()) };
+        let rt = done.rt.clone();
         rt.errors.settle().await?;
-        self.done.await
+        done.await
     }
 
     /// Blocks until the work has finished on the GPU (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn wait(mut self) -> Result<()> {
-        self.done.drive = Drive::Wait;
+        if let Some(done) = &mut self.done {
+            done.drive = Drive::Wait;
+        }
         pollster::block_on(self.finished())
     }
 }
 
 impl std::fmt::Debug for Submission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Submission").field("op", &self.done.op).finish()
+        f.debug_struct("Submission").field("op", &self.done.as_ref().map(|d| d.op)).finish()
     }
 }
 
@@ -194,26 +206,45 @@ pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::Command
         keep.attach(&encoder);
         let s = signal.clone();
         encoder.on_submitted_work_done(move || s.set(()));
+        rt.counters.add(RecordCounts { submits: 1, ..Default::default() });
         Ok(rt.queue.submit([encoder.finish()]))
     })?;
-    Ok(Submission { done: Completion::new(rt.clone(), op, index, signal, Drive::Poll) })
+    Ok(Submission { done: Some(Completion::new(rt.clone(), op, index, signal, Drive::Poll)) })
+}
+
+/// Encodes `commands` into `encoder` (its uniforms written first), and submits it with `keep`
+/// attached, as [`submit`].
+pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], keep: Keep) -> Result<Submission> {
+    rt.scoped(op, || {
+        rt.counters.add(encode(commands, &mut encoder));
+        Ok(())
+    })?;
+    submit(rt, op, encoder, keep)
+}
+
+/// Submits a recording: encoded into `encoder`, its uniforms written first, as [`submit`].
+pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, rec: Recorder) -> Result<Submission> {
+    let (commands, keep) = rt.scoped(op, || Ok(rec.finish(rt)))?;
+    submit_commands(rt, op, encoder, &commands, keep)
 }
 
 /// Maps `range` of `buffer` for reading once `encoder`'s work is done, submits it, and awaits
 /// the mapping. The caller reads the mapped range, then unmaps.
 pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep, buffer: &MapGuard, range: std::ops::Range<u64>, drive: Drive) -> Result<()> {
+    rt.check_not_capturing(op)?;
     let mapped = Signal::new();
     let s = mapped.clone();
     rt.scoped(op, || {
         encoder.map_buffer_on_submit(buffer.buffer(), wgpu::MapMode::Read, range, move |r| s.set(r));
         Ok(())
     })?;
-    let mut sub = submit(rt, op, encoder, keep)?;
+    let sub = submit(rt, op, encoder, keep)?;
     // Submitted: the mapping is under way, and the guard unmaps it however this ends.
     buffer.arm();
-    sub.done.drive = drive;
-    let index = sub.done.index.clone();
-    sub.finished().await?;
+    let mut done = sub.done.expect("a submitted encoder has a completion");
+    done.drive = drive;
+    let index = done.index.clone();
+    Submission { done: Some(done) }.finished().await?;
     match Completion::new(rt.clone(), op, index, mapped, drive).await? {
         Ok(()) => Ok(()),
         // A failed mapping is a loss only when the device says so.

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::runtime::record::{encode, Recorder};
 use crate::runtime::submit::{submit_and_map, Drive, Keep};
 use crate::runtime::submit::MapGuard;
 use crate::runtime::Runtime;
@@ -27,10 +28,29 @@ impl Timer {
         self.rt.report.timestamps || self.rt.report.pass_timestamps
     }
 
+    /// Records what `record` adds to a fresh recording, submits it, and resolves to the time
+    /// it took on the GPU in milliseconds.
+    pub async fn time_recording(&self, drive: Drive, record: impl FnOnce(&mut Recorder) -> Result<()>) -> Result<f64> {
+        let rt = self.rt.clone();
+        self.time(drive, |enc, keep| {
+            let mut rec = Recorder::default();
+            record(&mut rec)?;
+            rt.scoped("timer", || {
+                let (commands, held) = rec.finish(&rt);
+                rt.counters.add(encode(&commands, enc));
+                keep.hold(held);
+                Ok(())
+            })?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Records what `record` adds to a fresh encoder, submits it, and resolves to the time it
-    /// took on the GPU in milliseconds.
+    /// took on the GPU in milliseconds. An error while this thread captures a graph.
     pub async fn time(&self, drive: Drive, record: impl FnOnce(&mut wgpu::CommandEncoder, &mut Keep) -> Result<()>) -> Result<f64> {
         let rt = &self.rt;
+        rt.check_not_capturing("timer")?;
         let mut keep = Keep::default();
         let mut enc = rt.scoped("timer", || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("timer") })))?;
         let in_encoder = rt.report.timestamps;
@@ -82,7 +102,9 @@ fn stamp(enc: &mut wgpu::CommandEncoder, queries: &wgpu::QuerySet, index: u32, i
 async fn wall_clock(rt: &Arc<Runtime>, enc: wgpu::CommandEncoder, keep: Keep, drive: Drive) -> Result<f64> {
     let t0 = std::time::Instant::now();
     let mut sub = crate::runtime::submit::submit(rt, "timer", enc, keep)?;
-    sub.done.drive = drive;
+    if let Some(done) = &mut sub.done {
+        done.drive = drive;
+    }
     sub.finished().await?;
     Ok(t0.elapsed().as_secs_f64() * 1e3)
 }

@@ -18,7 +18,7 @@ use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings,
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{blocked_vectors as vectors, ConvKernel, BLOCK, OP};
 use crate::layout::Layout;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// The bindings: the parameters (uniform), the input (read-only), a window's packed weights
@@ -154,7 +154,7 @@ pub(crate) fn windows(g: &Conv2dShape, groups: usize, chunk_c: usize, chunk_k: u
 }
 
 /// Records the convolution of `ops` through a register-blocked kernel.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, options, kernel) = (ops.g, ops.options, ops.kernel);
     let report = &rt.report;
     let tiling = Tiling::new(g.c / options.groups);
@@ -205,7 +205,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         }
     }
     let [sk, sc] = block_strides(kernel, tiling);
-    record_blocks(rt, enc, keep, ops, plan, wins.len(), |i, block_elems| {
+    record_blocks(rt, rec, ops, plan, wins.len(), |i, block_elems| {
         let w = &wins[i];
         let dst = Layout::as_strided(&[w.kn, w.cn], &[sk, sc], i * BLOCK, block_elems)?;
         let src = w4.select(3, w.kx as isize)?.select(2, w.ky as isize)?.narrow(0, w.k0 as isize, w.kn)?.narrow(1, w.cw as isize, w.cn)?;
@@ -221,12 +221,12 @@ pub(crate) type Planned<'r> = (&'r Images, usize, ConvParams, PipelineKey, bool,
 /// Packs each of `windows` weight blocks (zero-padded, by copies recorded ahead of the
 /// dispatches; `views(i, total floats)` gives block i's view and the weight view packed into
 /// it), then records `plan`.
-pub(crate) fn record_blocks(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>, plan: Vec<Planned<'_>>, windows: usize, views: impl Fn(usize, usize) -> Result<(Layout, Layout)>) -> Result<()> {
+pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, plan: Vec<Planned<'_>>, windows: usize, views: impl Fn(usize, usize) -> Result<(Layout, Layout)>) -> Result<()> {
     let block_elems = windows * BLOCK;
-    let blocks = packed_buffer(rt, enc, block_elems, wgpu::BufferUsages::UNIFORM)?;
+    let blocks = packed_buffer(rt, rec, block_elems, wgpu::BufferUsages::UNIFORM)?;
     for i in 0..windows {
         let (dst, src) = views(i, block_elems)?;
-        pack(rt, enc, keep, ops, &dst, &src, blocks.buffer())?;
+        pack(rt, rec, ops, &dst, &src, blocks.buffer())?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, blocks.buffer());
@@ -242,8 +242,8 @@ pub(crate) fn record_blocks(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: 
             }
         })
         .collect();
-    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
-    keep.hold(unused);
-    keep.hold(blocks);
+    dispatch(rt, rec, SLOTS, &dispatches)?;
+    rec.hold(unused);
+    rec.hold(blocks);
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::kernels::copy;
 use crate::layout::Layout;
 use crate::plan::CopyPlan;
 use crate::runtime::pool::Pooled;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{Runtime, Slot};
 
 /// One operand of a convolution: its buffer and the view of it.
@@ -162,8 +162,8 @@ pub(crate) fn words((offset, size): (u64, u64)) -> (u64, u64) {
 /// output is bound once as writable storage, as f32 (binding 4) or as vec4 words (binding 6);
 /// the other writable binding gets a scratch word the kernel never touches, since WebGPU
 /// forbids two writable bindings of one range).
-pub(crate) fn dispatch<P: Uniform>(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
-    dispatch::record(rt, enc, keep, OP, slots, dispatches)
+pub(crate) fn dispatch<P: Uniform>(rt: &Runtime, rec: &mut Recorder, slots: &'static [Slot], dispatches: &[Dispatch<'_, P>]) -> Result<()> {
+    dispatch::record(rt, rec, OP, slots, dispatches)
 }
 
 /// The output's two writable bindings (4: f32, 6: vec4 words): the real window on the one the
@@ -198,23 +198,23 @@ pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Resul
 
 /// A zeroed scratch buffer of `elems` f32 into which a family packs the weight (cleared by a
 /// command recorded ahead of the copies).
-pub(crate) fn packed_buffer(rt: &Runtime, enc: &mut wgpu::CommandEncoder, elems: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
+pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
     rt.scoped(OP, || {
         let b = rt.buffer(OP, elems as u64 * 4, usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        enc.clear_buffer(b.buffer(), 0, None);
+        rec.clear_buffer(b.buffer(), 0, None);
         Ok(b)
     })
 }
 
 /// Records the copy of the weight view `src` (of `ops.weight`'s buffer) into the view `dst`
 /// of `packed`, through the copy path the adapter's default choice gives.
-pub(crate) fn pack(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer) -> Result<()> {
+pub(crate) fn pack(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer) -> Result<()> {
     let report = &rt.report;
     let plan = CopyPlan::new(dst, src)?;
     let buffer_copy = ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
     let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
     let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
-    copy::record(rt, enc, keep, prepared, packed, ops.weight.buffer)
+    copy::record(rt, rec, prepared, packed, ops.weight.buffer)
 }
 
 /// The bias binding: the bias's buffer, or, without a bias (which the kernels then never read),

@@ -10,7 +10,7 @@ use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch,
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// The bindings: the parameters, the input, the weight, the bias, the output, and the input and
@@ -37,9 +37,9 @@ uniform! {
 
 /// Records the convolution of `ops` (depthwise: checked by the caller) through a depthwise
 /// kernel.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     if matches!(ops.kernel, ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall) {
-        return record_rows(rt, enc, keep, ops);
+        return record_rows(rt, rec, ops);
     }
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
     let xs = ops.input.layout.strides();
@@ -84,8 +84,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
-    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
-    keep.hold(unused);
+    dispatch(rt, rec, SLOTS, &dispatches)?;
+    rec.hold(unused);
     Ok(())
 }
 
@@ -114,7 +114,7 @@ const TALL: usize = 16;
 /// [`ConvKernel::DepthwiseRows`] and [`ConvKernel::DepthwiseTall`]: the weight packed as
 /// [tap][K rounded up to 4] (vec4 words of 4 channels), then 4 channels x 8 pixels of a row
 /// (of [`TALL`] rows) per invocation.
-fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
@@ -165,8 +165,8 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
     let w4 = ops.weight4()?;
     let row = (4 * kq) as isize;
     let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
-    let packed = packed_buffer(rt, enc, packed_elems, wgpu::BufferUsages::empty())?;
-    pack(rt, enc, keep, ops, &dst, &w4, packed.buffer())?;
+    let packed = packed_buffer(rt, rec, packed_elems, wgpu::BufferUsages::empty())?;
+    pack(rt, rec, ops, &dst, &w4, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
     let dispatches: Vec<Dispatch<'_, RowsParams>> = plan
@@ -176,8 +176,8 @@ fn record_rows(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, op
             Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
-    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
-    keep.hold(unused);
-    keep.hold(packed);
+    dispatch(rt, rec, SLOTS, &dispatches)?;
+    rec.hold(unused);
+    rec.hold(packed);
     Ok(())
 }

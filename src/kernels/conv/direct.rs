@@ -17,11 +17,11 @@ use crate::kernels::conv::blocked::{record_blocks, windows, ConvParams, Planned,
 use crate::kernels::conv::common::{i32_of, u32_of, Operands};
 use crate::kernels::conv::kernel::{blocked_vectors as vectors, tiling, ConvKernel, BLOCK};
 use crate::layout::Layout;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::PipelineKey;
 
 /// Records the convolution of `ops` through the direct kernel.
-pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+pub(crate) fn record(rt: &crate::runtime::Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, options) = (ops.g, ops.options);
     let t = tiling(ops.kernel, g, options.groups)?;
     let wins = windows(g, options.groups, t.cw, 4 * t.kq, 1);
@@ -80,7 +80,7 @@ pub(crate) fn record(rt: &crate::runtime::Runtime, enc: &mut wgpu::CommandEncode
     // ky, kx] with t = ky * kw + kx and CW the window's channels rounded up to 4, as the kernel
     // computes it.
     let row = (4 * t.kq) as isize;
-    record_blocks(rt, enc, keep, ops, plan, wins.len(), |i, block_elems| {
+    record_blocks(rt, rec, ops, plan, wins.len(), |i, block_elems| {
         let w = &wins[i];
         let tap = w.cn.div_ceil(4) as isize * 4 * row;
         let dst = Layout::as_strided(&[w.kn, w.cn, g.kh, g.kw], &[1, row, g.kw as isize * tap, tap], i * BLOCK, block_elems)?;

@@ -11,7 +11,7 @@ use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, p
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{OP};
 use crate::layout::Layout;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// The bindings: the parameters, the input, the packed weight, the bias, the output, and the
@@ -36,7 +36,7 @@ uniform! {
 }
 
 /// Records the convolution of `ops` through the GEMM kernel.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &Operands<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
     let groups = o.groups;
     let (cg, kg) = (g.c / groups, g.k / groups);
@@ -77,8 +77,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let rs = (row * 4) as isize;
     let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
-    let packed = packed_buffer(rt, enc, packed_elems, wgpu::BufferUsages::empty())?;
-    pack(rt, enc, keep, ops, &dst, &w, packed.buffer())?;
+    let packed = packed_buffer(rt, rec, packed_elems, wgpu::BufferUsages::empty())?;
+    pack(rt, rec, ops, &dst, &w, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
@@ -88,8 +88,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
         })
         .collect();
-    dispatch(rt, enc, keep, SLOTS, &dispatches)?;
-    keep.hold(unused);
-    keep.hold(packed);
+    dispatch(rt, rec, SLOTS, &dispatches)?;
+    rec.hold(unused);
+    rec.hold(packed);
     Ok(())
 }

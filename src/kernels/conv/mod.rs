@@ -36,13 +36,13 @@ use crate::error::{Error, Result};
 use crate::kernels::conv::common::{image_ranges, Operands};
 use crate::kernels::conv::kernel::{Family, OP};
 use crate::kernels::shaders::PipelineSpec;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 
 
 /// Records a validated convolution of f32 operands through `call.kernel` (not `Auto`) into
 /// `enc`; its temporaries go to `keep`. The caller holds the operands until the work is done.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, call: &ConvCall<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
     let &ConvCall { out, input, weight, bias, options, g, kernel, .. } = call;
     kernel.eligible(g, options)?;
     kernel.runs_on(&rt.report)?;
@@ -60,10 +60,10 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     let ranges = image_ranges(input.layout, out.layout, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64)?;
     let ops = Operands { call: *call, ranges: &ranges };
     match kernel.family() {
-        Family::Blocked => blocked::record(rt, enc, keep, &ops),
-        Family::Direct => direct::record(rt, enc, keep, &ops),
-        Family::Gemm => gemm::record(rt, enc, keep, &ops),
-        Family::Depthwise => depthwise::record(rt, enc, keep, &ops),
+        Family::Blocked => blocked::record(rt, rec, &ops),
+        Family::Direct => direct::record(rt, rec, &ops),
+        Family::Gemm => gemm::record(rt, rec, &ops),
+        Family::Depthwise => depthwise::record(rt, rec, &ops),
     }
 }
 

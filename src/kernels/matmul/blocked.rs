@@ -23,7 +23,7 @@ use crate::kernels::dispatch::{self, i32_of, u32_of, Dispatch};
 use crate::layout::Layout;
 use crate::matmul::Activation;
 use crate::plan::CopyPlan;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 use super::product::{window, Product, Shapes};
@@ -195,8 +195,7 @@ fn fits(report: &AdapterReport, s: &Shapes, o: &Orient<'_>) -> Result<bool> {
 /// Records the copy of the view `src` of `from` into the view `dst` of `packed`.
 fn pack(
     rt: &Runtime,
-    enc: &mut wgpu::CommandEncoder,
-    keep: &mut Keep,
+    rec: &mut Recorder,
     dst: &Layout,
     src: &Layout,
     packed: &wgpu::Buffer,
@@ -211,14 +210,13 @@ fn pack(
         return Ok(());
     };
     let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
-    copy::record(rt, enc, keep, prepared, packed, from)
+    copy::record(rt, rec, prepared, packed, from)
 }
 
 /// Records `p` (eligible, at least one output element) into `enc`.
 pub(super) fn record(
     rt: &Runtime,
-    enc: &mut wgpu::CommandEncoder,
-    keep: &mut Keep,
+    rec: &mut Recorder,
     p: &Product<'_>,
     s: &Shapes,
 ) -> Result<()> {
@@ -345,7 +343,7 @@ pub(super) fn record(
     })?;
     let full = if in_place { chunks } else { k / chunk };
     if full < chunks {
-        enc.clear_buffer(packed.buffer(), 0, None);
+        rec.clear_buffer(packed.buffer(), 0, None);
     }
     let ds = [
         (per * w1 * 4) as isize,
@@ -361,7 +359,7 @@ pub(super) fn record(
             vec![ws[0], ws[1], chunk as isize * ws[3], ws[2], ws[3]],
             o.w.2,
         )?;
-        pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
+        pack(rt, rec, &dst, &src, packed.buffer(), o.w.0)?;
     }
     if full < chunks {
         let rem = k - full * chunk;
@@ -376,12 +374,12 @@ pub(super) fn record(
             vec![ws[0], ws[1], ws[2], ws[3]],
             (o.w.2 as isize + (full * chunk) as isize * ws[3]) as usize,
         )?;
-        pack(rt, enc, keep, &dst, &src, packed.buffer(), o.w.0)?;
+        pack(rt, rec, &dst, &src, packed.buffer(), o.w.0)?;
     }
     // Along n, unless the kernel reads C as a bias, the output starts as a copy of the addend
     // and every chunk adds into it.
     if let (true, Some(c), None) = (o.along_n, p.c, bias_read) {
-        pack(rt, enc, keep, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
+        pack(rt, rec, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
     }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let words = |(off, size): (u64, u64)| (off, (size / 16 * 16).max(16));
@@ -432,8 +430,8 @@ pub(super) fn record(
             }
         })
         .collect();
-    dispatch::record(rt, enc, keep, op, SLOTS, &dispatches)?;
-    keep.hold(scratch);
-    keep.hold(packed);
+    dispatch::record(rt, rec, op, SLOTS, &dispatches)?;
+    rec.hold(scratch);
+    rec.hold(packed);
     Ok(())
 }

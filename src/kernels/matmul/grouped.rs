@@ -18,7 +18,7 @@ use crate::kernels::conv::class::tune_images;
 use crate::kernels::conv::{ConvCall, ConvKernel};
 use crate::layout::Layout;
 use crate::matmul::Activation;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 
 use super::{kernel_eligible, record as record_product, MatmulKernel, Operand, Product};
@@ -86,7 +86,7 @@ fn product<'a>(ops: &ConvCall<'a>, v: &'a [Option<Layout>; 4]) -> Option<Product
 /// (which the adapter runs and the shape allows) that the `Blocked` matrix kernel serves;
 /// `false` where not, with nothing recorded (the caller then records the convolution's own
 /// way, which reports any error).
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, ops: &ConvCall<'_>) -> Result<bool> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &ConvCall<'_>) -> Result<bool> {
     if !applies(ops) || ops.kernel.eligible(ops.g, ops.options).is_err() || ops.kernel.runs_on(&rt.report).is_err() {
         return Ok(false);
     }
@@ -95,6 +95,6 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
     if kernel_eligible(&rt.report, &p, MatmulKernel::Blocked).is_err() {
         return Ok(false);
     }
-    record_product(rt, enc, keep, &p, MatmulKernel::Blocked)?;
+    record_product(rt, rec, &p, MatmulKernel::Blocked)?;
     Ok(true)
 }

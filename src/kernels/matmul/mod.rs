@@ -20,7 +20,7 @@ use crate::kernels::dispatch::{self, i32_of, u32_of, Dispatch};
 use crate::kernels::shaders::PipelineSpec;
 use crate::layout::Layout;
 use crate::matmul::Activation;
-use crate::runtime::submit::Keep;
+use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 mod blocked;
@@ -228,7 +228,7 @@ fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulK
 }
 
 /// Records `p` through `kernel` (not `Auto`; eligible) into `enc`; temporaries go to `keep`.
-pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: MatmulKernel) -> Result<()> {
     let op = p.op;
     let s = Shapes::of(p);
     eligible(&rt.report, p, &s, kernel)?;
@@ -236,8 +236,8 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
         return Ok(());
     }
     match kernel {
-        MatmulKernel::Conv1x1 => return record_conv(rt, enc, keep, p, &s),
-        MatmulKernel::Blocked => return blocked::record(rt, enc, keep, p, &s),
+        MatmulKernel::Conv1x1 => return record_conv(rt, rec, p, &s),
+        MatmulKernel::Blocked => return blocked::record(rt, rec, p, &s),
         _ => {}
     }
     let nb = s.batch.len();
@@ -363,7 +363,7 @@ pub(crate) fn record(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Ke
             z0 = lo;
         }
     }
-    dispatch::record(rt, enc, keep, op, SLOTS, &dispatches)
+    dispatch::record(rt, rec, op, SLOTS, &dispatches)
 }
 
 /// Whether the [`MatmulKernel::Conv1x1`] route applies (the one check, for the candidates and
@@ -395,7 +395,7 @@ fn conv_route(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()>
 /// Records `p` as one 1x1 convolution per batch matrix, every operand read in place: the input
 /// A^T [1, k, m, 1], the weight B^T [n, k], the bias the addend's row, the output [1, n, m, 1];
 /// or, without an addend, the transposed product (input B, weight A, output C^T).
-fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p: &Product<'_>, s: &Shapes) -> Result<()> {
+fn record_conv(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: &Shapes) -> Result<()> {
     use crate::conv::{Conv2dOptions, Conv2dShape};
     use crate::kernels::conv::class::{conv_class, conv_default};
     use crate::kernels::conv::{self, ConvCall, View};
@@ -433,7 +433,7 @@ fn record_conv(rt: &Runtime, enc: &mut wgpu::CommandEncoder, keep: &mut Keep, p:
         let class = conv_class(&rt.report, &g, &o, &x, &y);
         let kernel = conv_default(rt.report.device_type, &class, ys0 == 1 && ch > 1);
         let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
-        conv::record(rt, enc, keep, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel })?;
+        conv::record(rt, rec, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel })?;
     }
     Ok(())
 }

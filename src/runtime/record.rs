@@ -1,0 +1,214 @@
+//! A recording as values: the commands of a batch or of a captured graph, their uniforms in one
+//! arena written once, and what the recording holds.
+//!
+//! Kernel families append [`Command`]s to a [`Recorder`] (a dispatch with its pipeline, bind
+//! group and grid; a buffer copy; a clear); nothing reaches an encoder until the recording is
+//! encoded ([`Recorder::encode`]). Encoding puts consecutive dispatches into one compute pass,
+//! opening a new pass only after a copy or a clear (commands of the encoder itself, which wgpu
+//! does not take inside a pass). The same commands encode again for every replay of a captured
+//! graph: wgpu cannot resubmit a command buffer, so a replay re-encodes from what was cached
+//! (pipelines, bind groups, uniforms, buffers), which costs the host a few calls a dispatch.
+//!
+//! Uniforms go into slots of [`SLOT_BYTES`] in a few pooled buffers ("chunks") whose bytes are
+//! kept on the host and written once ([`Recorder::flush`]) when the recording is encoded or
+//! captured, before its command buffer is submitted (a queue's writes land before the command
+//! buffers submitted after them).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::runtime::pool::Pooled;
+use crate::runtime::submit::Keep;
+use crate::runtime::Runtime;
+
+/// Bytes of one uniform slot (the largest uniform offset alignment WebGPU allows).
+pub(crate) const SLOT_BYTES: u64 = 256;
+
+/// Slots of the largest uniform chunk (64 KiB).
+const CHUNK_SLOTS: u64 = 256;
+
+/// One recorded command.
+#[derive(Clone)]
+pub(crate) enum Command {
+    /// A dispatch of `pipeline` with bind group 0 `group` over `grid` workgroups; `op` names the
+    /// crate operation that recorded it (for profiles).
+    Dispatch { op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32) },
+    /// `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+    Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
+    /// Zeroes `buffer` from `offset` (to its end when `size` is `None`).
+    Clear { buffer: wgpu::Buffer, offset: u64, size: Option<u64> },
+}
+
+/// What a recording cost the GPU: counted when it is encoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordCounts {
+    /// Command buffers submitted.
+    pub submits: u64,
+    /// Compute passes encoded.
+    pub passes: u64,
+    /// Dispatches encoded.
+    pub dispatches: u64,
+    /// Buffer copies and clears encoded.
+    pub transfers: u64,
+}
+
+/// The runtime's running totals of [`RecordCounts`].
+#[derive(Default)]
+pub(crate) struct Counters {
+    submits: AtomicU64,
+    passes: AtomicU64,
+    dispatches: AtomicU64,
+    transfers: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(&self, c: RecordCounts) {
+        self.submits.fetch_add(c.submits, Ordering::Relaxed);
+        self.passes.fetch_add(c.passes, Ordering::Relaxed);
+        self.dispatches.fetch_add(c.dispatches, Ordering::Relaxed);
+        self.transfers.fetch_add(c.transfers, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> RecordCounts {
+        RecordCounts {
+            submits: self.submits.load(Ordering::Relaxed),
+            passes: self.passes.load(Ordering::Relaxed),
+            dispatches: self.dispatches.load(Ordering::Relaxed),
+            transfers: self.transfers.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl std::ops::Sub for RecordCounts {
+    type Output = RecordCounts;
+    fn sub(self, o: RecordCounts) -> RecordCounts {
+        RecordCounts { submits: self.submits - o.submits, passes: self.passes - o.passes, dispatches: self.dispatches - o.dispatches, transfers: self.transfers - o.transfers }
+    }
+}
+
+/// A pooled uniform buffer of `slots` slots and the bytes of the slots used so far; `written`
+/// of them are in the buffer already.
+struct Chunk {
+    buffer: Arc<Pooled>,
+    slots: u64,
+    bytes: Vec<u8>,
+    written: usize,
+}
+
+/// Commands being recorded, the uniforms they bind, and what they hold.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    commands: Vec<Command>,
+    chunks: Vec<Chunk>,
+    keep: Keep,
+}
+
+impl Recorder {
+    /// Holds `t` until the recording's work is done (for a captured graph: as long as the graph).
+    pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
+        self.keep.hold(t)
+    }
+
+    /// The commands recorded so far.
+    pub fn commands(&self) -> &[Command] {
+        &self.commands
+    }
+
+    /// Records a dispatch.
+    pub fn dispatch(&mut self, op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32)) {
+        self.commands.push(Command::Dispatch { op, kernel, pipeline, group, grid });
+    }
+
+    /// Records a buffer-to-buffer copy (the pass in progress ends before it).
+    pub fn copy_buffer_to_buffer(&mut self, src: &wgpu::Buffer, src_offset: u64, dst: &wgpu::Buffer, dst_offset: u64, size: u64) {
+        self.commands.push(Command::Copy { src: src.clone(), src_offset, dst: dst.clone(), dst_offset, size });
+    }
+
+    /// Records zeroing `buffer` from `offset` (to its end for `None`).
+    pub fn clear_buffer(&mut self, buffer: &wgpu::Buffer, offset: u64, size: Option<u64>) {
+        self.commands.push(Command::Clear { buffer: buffer.clone(), offset, size });
+    }
+
+    /// Places `bytes` (at most [`SLOT_BYTES`]) in a uniform slot; returns its buffer and
+    /// offset. Call inside the runtime's error scopes (it may create a buffer).
+    pub fn uniform(&mut self, rt: &Runtime, op: &'static str, bytes: &[u8]) -> Result<(wgpu::Buffer, u64)> {
+        debug_assert!(bytes.len() as u64 <= SLOT_BYTES);
+        let full = self.chunks.last().is_none_or(|c| c.bytes.len() as u64 >= c.slots * SLOT_BYTES);
+        if full {
+            // A recording of one op gets one slot's chunk; longer ones chunks of 4, 16, .. slots.
+            let slots = self.chunks.last().map_or(1, |c| (c.slots * 4).min(CHUNK_SLOTS));
+            let buffer = rt.buffer(op, slots * SLOT_BYTES, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+            self.chunks.push(Chunk { buffer: Arc::new(buffer), slots, bytes: Vec::with_capacity((slots * SLOT_BYTES) as usize), written: 0 });
+        }
+        let c = self.chunks.last_mut().expect("a chunk with room");
+        let offset = c.bytes.len() as u64;
+        c.bytes.extend_from_slice(bytes);
+        c.bytes.resize((offset + SLOT_BYTES) as usize, 0);
+        Ok((c.buffer.buffer().clone(), offset))
+    }
+
+    /// Writes the uniforms placed since the last flush into their buffers (one queue write a
+    /// chunk). They land before any command buffer submitted after this call.
+    pub fn flush(&mut self, rt: &Runtime) {
+        for c in &mut self.chunks {
+            if c.written < c.bytes.len() {
+                rt.queue.write_buffer(c.buffer.buffer(), c.written as u64, &c.bytes[c.written..]);
+                c.written = c.bytes.len();
+            }
+        }
+    }
+
+    /// Appends another recording's commands and holdings after this one's (its uniforms
+    /// flushed first, as they are bound where they are).
+    pub fn append(&mut self, rt: &Runtime, mut other: Recorder) {
+        other.flush(rt);
+        self.commands.append(&mut other.commands);
+        for c in other.chunks.drain(..) {
+            self.keep.hold(c.buffer);
+        }
+        self.keep.hold(other.keep);
+    }
+
+    /// Ends the recording: its uniforms flushed, its commands, and everything it holds
+    /// (its uniform buffers included).
+    pub fn finish(mut self, rt: &Runtime) -> (Vec<Command>, Keep) {
+        self.flush(rt);
+        for c in self.chunks.drain(..) {
+            self.keep.hold(c.buffer);
+        }
+        (std::mem::take(&mut self.commands), std::mem::take(&mut self.keep))
+    }
+}
+
+/// Encodes `commands` into `enc`: consecutive dispatches in one compute pass, a copy or a clear
+/// between passes. Returns what it encoded.
+pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder) -> RecordCounts {
+    let mut counts = RecordCounts::default();
+    let mut pass: Option<wgpu::ComputePass<'_>> = None;
+    for c in commands {
+        match c {
+            Command::Dispatch { pipeline, group, grid, .. } => {
+                let p = pass.get_or_insert_with(|| {
+                    counts.passes += 1;
+                    enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("strided-wgpu"), timestamp_writes: None }).forget_lifetime()
+                });
+                p.set_pipeline(pipeline);
+                p.set_bind_group(0, group, &[]);
+                p.dispatch_workgroups(grid.0, grid.1, 1);
+                counts.dispatches += 1;
+            }
+            Command::Copy { src, src_offset, dst, dst_offset, size } => {
+                pass = None;
+                enc.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+                counts.transfers += 1;
+            }
+            Command::Clear { buffer, offset, size } => {
+                pass = None;
+                enc.clear_buffer(buffer, *offset, *size);
+                counts.transfers += 1;
+            }
+        }
+    }
+    drop(pass);
+    counts
+}
