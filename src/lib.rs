@@ -57,6 +57,7 @@ pub use elementwise::{can_cast, result_type, Elementwise, Input, Op, Scalar, Tar
 pub use error::{Error, Result};
 pub use gpu::batch::Batch;
 pub use gpu::context::GpuContext;
+pub use gpu::graph::Graph;
 pub use gpu::tensor::DeviceTensor;
 pub use gpu::timing::GpuTimer;
 pub use host::HostTensor;
@@ -80,6 +81,7 @@ pub mod advanced {
     pub use crate::conv::{conv1x1_shape, conv2d_shape, Conv2dShape};
     pub use crate::gpu::conv::{conv1x1_with, conv2d_with};
     pub use crate::gpu::pool::window_with;
+    pub use crate::runtime::record::RecordCounts;
     pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};
     pub use crate::kernels::conv::class::{conv_candidates, ConvClass, TUNE_ELEMENTS};
     pub use crate::kernels::conv::ConvKernel;

@@ -124,6 +124,13 @@ impl GpuContext {
         self.tuner.policy()
     }
 
+    /// Whether a blocking call measures an untuned class now: under
+    /// [`TuningPolicy::OnFirstCall`], except while this thread captures a graph (a capture
+    /// measures nothing; its classes run their kept choice or the default).
+    pub(crate) fn tunes_on_call(&self) -> bool {
+        self.tuner.policy() == TuningPolicy::OnFirstCall && !self.rt.capturing_here()
+    }
+
     /// Sets when this context (and every clone of it) measures kernels: by default
     /// ([`TuningPolicy::Defaults`]) only at `tune_*` calls; with [`TuningPolicy::OnFirstCall`]
     /// also at the first blocking `copy_` / `conv2d` of a shape class.

@@ -75,7 +75,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
     };
     // Asked to, the first convolution of a shape class measures the kernels, outside any recording.
     #[cfg(not(target_arch = "wasm32"))]
-    if kernel == ConvKernel::Auto && ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && [Some(weight), bias].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+    if kernel == ConvKernel::Auto && ctx.tunes_on_call() && [Some(weight), bias].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
         pollster::block_on(ctx.tune_conv_into(out.layout(), input, weight, bias, options, g, crate::runtime::submit::Drive::Wait))?;
     }
     let mut batch = ctx.batch();

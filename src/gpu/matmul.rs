@@ -24,7 +24,7 @@ impl Matmul for DeviceTensor {
         let ctx = a.context();
         // Asked to, the first product of a shape class measures the kernels, outside any recording.
         #[cfg(not(target_arch = "wasm32"))]
-        if ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && [Some(b), c].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+        if ctx.tunes_on_call() && [Some(b), c].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
             pollster::block_on(ctx.tune_plan(plan, a, b, c, Drive::Wait))?;
         }
         let mut batch = ctx.batch();

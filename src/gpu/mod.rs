@@ -5,6 +5,7 @@ pub mod batch;
 pub mod context;
 pub mod conv;
 pub mod elementwise;
+pub mod graph;
 pub mod matmul;
 pub mod reduce;
 pub mod pool;

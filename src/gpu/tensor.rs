@@ -205,7 +205,7 @@ impl DeviceTensor {
         // Loss is found by the tuning's and the submission's probes.
         let ctx = self.context();
         #[cfg(not(target_arch = "wasm32"))]
-        if path == CopyPath::Auto && ctx.tuning_policy() == crate::TuningPolicy::OnFirstCall && src.context().same_device(ctx) {
+        if path == CopyPath::Auto && ctx.tunes_on_call() && src.context().same_device(ctx) {
             ctx.tune_copy(self, src)?;
         }
         let mut batch = ctx.batch();

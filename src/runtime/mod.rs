@@ -96,8 +96,8 @@ pub(crate) struct Runtime {
     pub errors: errors::Capture,
     /// Submits, passes and dispatches encoded so far (`GpuContext::record_counts`).
     pub counters: record::Counters,
-    /// The graph being captured, and the thread capturing it (see [`Runtime::capture_begin`]).
-    capture: Mutex<Option<(std::thread::ThreadId, record::Recorder)>>,
+    /// The graphs being captured, by the thread capturing each (see [`Runtime::capture_begin`]).
+    capture: Mutex<HashMap<std::thread::ThreadId, record::Recorder>>,
 }
 
 impl Runtime {
@@ -131,34 +131,33 @@ impl Runtime {
             pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
             errors,
             counters: record::Counters::default(),
-            capture: Mutex::new(None),
+            capture: Mutex::new(HashMap::new()),
         }
     }
 
     /// Starts capturing on this thread: until [`Runtime::capture_end`], every recording this
     /// thread submits through a batch of the crate's is appended to the capture instead of being
-    /// submitted. One capture at a time per runtime.
+    /// submitted. Threads capture independently; a thread's captures do not nest.
     pub fn capture_begin(&self, op: &'static str) -> Result<()> {
         let mut c = lock(&self.capture);
-        if c.is_some() {
-            return Err(Error::invalid(op, "a graph is already being captured on this context (captures do not nest, and one runs at a time)"));
+        match c.entry(std::thread::current().id()) {
+            std::collections::hash_map::Entry::Occupied(_) => Err(Error::invalid(op, "this thread is already capturing a graph on this context (captures do not nest)")),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(record::Recorder::default());
+                Ok(())
+            }
         }
-        *c = Some((std::thread::current().id(), record::Recorder::default()));
-        Ok(())
     }
 
     /// Ends this thread's capture and returns what it recorded.
     pub fn capture_end(&self) -> Option<record::Recorder> {
-        let mut c = lock(&self.capture);
-        match &*c {
-            Some((t, _)) if *t == std::thread::current().id() => c.take().map(|(_, r)| r),
-            _ => None,
-        }
+        lock(&self.capture).remove(&std::thread::current().id())
     }
 
     /// Whether this thread is capturing a graph on this runtime.
     pub fn capturing_here(&self) -> bool {
-        matches!(&*lock(&self.capture), Some((t, _)) if *t == std::thread::current().id())
+        let c = lock(&self.capture);
+        !c.is_empty() && c.contains_key(&std::thread::current().id())
     }
 
     /// An error of `op` (a wait, a download, a measurement) while this thread captures a graph:
@@ -173,12 +172,12 @@ impl Runtime {
     /// Appends a submitted recording to this thread's capture.
     pub fn capture_append(&self, rec: record::Recorder) -> Result<()> {
         let mut c = lock(&self.capture);
-        match &mut *c {
-            Some((t, r)) if *t == std::thread::current().id() => self.scoped("capture", || {
+        match c.get_mut(&std::thread::current().id()) {
+            Some(r) => self.scoped("capture", || {
                 r.append(self, rec);
                 Ok(())
             }),
-            _ => Err(Error::invalid("submit", "no graph is being captured on this thread")),
+            None => Err(Error::invalid("submit", "no graph is being captured on this thread")),
         }
     }
 

@@ -38,6 +38,8 @@ pub(crate) enum Command {
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
     /// Zeroes `buffer` from `offset` (to its end when `size` is `None`).
     Clear { buffer: wgpu::Buffer, offset: u64, size: Option<u64> },
+    /// A captured graph's commands, replayed in place (shared, not copied).
+    Graph(Arc<[Command]>),
 }
 
 /// What a recording cost the GPU: counted when it is encoded.
@@ -124,6 +126,12 @@ impl Recorder {
         self.commands.push(Command::Copy { src: src.clone(), src_offset, dst: dst.clone(), dst_offset, size });
     }
 
+    /// Records a replay of a captured graph's `commands`; `held` keeps what they use.
+    pub fn replay<T: Send + Sync + 'static>(&mut self, commands: &Arc<[Command]>, held: T) {
+        self.commands.push(Command::Graph(commands.clone()));
+        self.keep.hold(held);
+    }
+
     /// Records zeroing `buffer` from `offset` (to its end for `None`).
     pub fn clear_buffer(&mut self, buffer: &wgpu::Buffer, offset: u64, size: Option<u64>) {
         self.commands.push(Command::Clear { buffer: buffer.clone(), offset, size });
@@ -184,7 +192,13 @@ impl Recorder {
 /// between passes. Returns what it encoded.
 pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder) -> RecordCounts {
     let mut counts = RecordCounts::default();
-    let mut pass: Option<wgpu::ComputePass<'_>> = None;
+    let mut pass: Option<wgpu::ComputePass<'static>> = None;
+    encode_into(commands, enc, &mut pass, &mut counts);
+    drop(pass);
+    counts
+}
+
+fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts) {
     for c in commands {
         match c {
             Command::Dispatch { pipeline, group, grid, .. } => {
@@ -198,17 +212,42 @@ pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder) -> Re
                 counts.dispatches += 1;
             }
             Command::Copy { src, src_offset, dst, dst_offset, size } => {
-                pass = None;
+                *pass = None;
                 enc.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 counts.transfers += 1;
             }
             Command::Clear { buffer, offset, size } => {
-                pass = None;
+                *pass = None;
                 enc.clear_buffer(buffer, *offset, *size);
                 counts.transfers += 1;
             }
+            Command::Graph(commands) => encode_into(commands, enc, pass, counts),
         }
     }
-    drop(pass);
+}
+
+/// What encoding `commands` costs, without encoding them.
+pub(crate) fn count(commands: &[Command]) -> RecordCounts {
+    let mut counts = RecordCounts::default();
+    let mut open = false;
+    fn walk(commands: &[Command], open: &mut bool, counts: &mut RecordCounts) {
+        for c in commands {
+            match c {
+                Command::Dispatch { .. } => {
+                    if !*open {
+                        counts.passes += 1;
+                        *open = true;
+                    }
+                    counts.dispatches += 1;
+                }
+                Command::Copy { .. } | Command::Clear { .. } => {
+                    *open = false;
+                    counts.transfers += 1;
+                }
+                Command::Graph(inner) => walk(inner, open, counts),
+            }
+        }
+    }
+    walk(commands, &mut open, &mut counts);
     counts
 }

@@ -115,3 +115,9 @@ pub fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limi
     .unwrap();
     GpuContext::from_device(device, queue, &adapter.get_info())
 }
+
+/// A fresh context of the crate's own on `ctx`'s backend, for a test that destroys its device.
+#[allow(dead_code)]
+pub fn doomed_device(ctx: &GpuContext) -> Option<GpuContext> {
+    pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).ok()
+}

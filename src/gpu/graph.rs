@@ -1,0 +1,150 @@
+//! Captured graphs, the crate's answer to CUDA Graphs: the work of a closure recorded once,
+//! then replayed with new input contents at a host cost of a few calls a dispatch.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
+use crate::gpu::context::GpuContext;
+use crate::gpu::tensor::DeviceTensor;
+use crate::runtime::record::{self, Command, RecordCounts};
+use crate::runtime::submit::{Keep, Submission};
+use crate::strided::Strided;
+
+/// The work of a closure, captured once ([`GpuContext::capture`]) and replayed: its pipelines,
+/// bind groups, uniforms and every buffer it reads or writes (its inputs, intermediates and
+/// outputs) are fixed at capture. A replay re-encodes the cached commands (wgpu cannot
+/// resubmit a command buffer) into one command buffer and one compute pass (more only where
+/// the captured work holds copies or clears, see [`Graph::counts`]), and submits once.
+///
+/// A replay computes what the captured calls would compute eagerly on the inputs' contents at
+/// the time it runs, bit for bit: the same kernels with the same uniforms over the same buffers.
+/// Tensors uploaded inside the closure (`from_slice`, `upload`) are written once, at capture,
+/// and are constants of the graph.
+///
+/// The graph holds every buffer its work uses; each replay holds the graph's buffers until the
+/// GPU has finished it, so dropping the graph after a replay is safe. Outputs are overwritten
+/// by each replay: read them (e.g. [`DeviceTensor::download`]) after a replay and before the
+/// next one, or record the replay and the reads in one [`Batch`].
+///
+/// ```
+/// use strided_wgpu::{DeviceTensor, GpuContext, Elementwise};
+/// # let Ok(ctx) = GpuContext::new() else { return Ok(()) };
+/// let x = DeviceTensor::from_slice(&ctx, &[1f32, -2., 3., -4.], &[2, 2])?;
+/// // Capture x -> relu(x * 2) + x once ...
+/// let graph = ctx.capture(&[&x], || x.mul(2.0)?.relu()?.add(&x))?;
+/// // ... then replay it on new inputs: copied into x's buffer first, in the same submit.
+/// let new = DeviceTensor::from_slice(&ctx, &[5f32, 6., -7., 8.], &[2, 2])?;
+/// graph.replay(&[&new])?;
+/// assert_eq!(graph.output().download()?.to_vec::<f32>()?, vec![15., 18., -7., 24.]);
+/// # Ok::<(), strided_wgpu::Error>(())
+/// ```
+pub struct Graph<T> {
+    ctx: GpuContext,
+    commands: Arc<[Command]>,
+    held: Arc<Keep>,
+    inputs: Vec<DeviceTensor>,
+    output: T,
+}
+
+impl GpuContext {
+    /// Captures the work that `f` submits on this thread, on this context, into a [`Graph`]:
+    /// every op (eager calls and [`Batch::submit`] alike) is recorded, nothing runs. `inputs`
+    /// are the tensors whose contents a replay may replace ([`Graph::replay`]); the closure's
+    /// result is the graph's [`Graph::output`].
+    ///
+    /// Inside the closure nothing may wait for the GPU: a download, a wait or a measurement is
+    /// an error (the captured work has not run), and under [`crate::TuningPolicy::OnFirstCall`]
+    /// a capture runs each untuned class's default kernel instead of measuring. Other threads'
+    /// calls are not captured. A thread's captures do not nest; threads may capture at once.
+    pub fn capture<T>(&self, inputs: &[&DeviceTensor], f: impl FnOnce() -> Result<T>) -> Result<Graph<T>> {
+        const OP: &str = "capture";
+        self.rt.probe(OP)?;
+        if let Some(t) = inputs.iter().find(|t| !t.context().same_device(self)) {
+            return Err(Error::Device { op: OP, detail: format!("an input of shape {:?} lives on another GpuContext than the capture", t.shape()) });
+        }
+        self.rt.capture_begin(OP)?;
+        let output = f();
+        let rec = self.rt.capture_end().ok_or_else(|| Error::invalid(OP, "the capture ended on another thread"))?;
+        let output = output?;
+        let (commands, mut held) = self.rt.scoped(OP, || Ok(rec.finish(&self.rt)))?;
+        for t in inputs {
+            held.hold(t.storage());
+        }
+        Ok(Graph { ctx: self.clone(), commands: commands.into(), held: Arc::new(held), inputs: inputs.iter().map(|&t| t.clone()).collect(), output })
+    }
+
+    /// Submits, compute passes, dispatches and copies this context has encoded so far (every
+    /// thread's): the difference around a call says what it cost the GPU in commands.
+    pub fn record_counts(&self) -> RecordCounts {
+        self.rt.counters.get()
+    }
+}
+
+impl<T> Graph<T> {
+    /// What the closure returned: tensors over the graph's buffers, written by each replay.
+    pub fn output(&self) -> &T {
+        &self.output
+    }
+
+    /// The input tensors given at capture.
+    pub fn inputs(&self) -> &[DeviceTensor] {
+        &self.inputs
+    }
+
+    /// What one replay encodes: one submit, its compute passes (one, plus one after each copy
+    /// or clear the captured work holds), dispatches and copies (the input copies of
+    /// [`Graph::replay`] not included).
+    pub fn counts(&self) -> RecordCounts {
+        RecordCounts { submits: 1, ..record::count(&self.commands) }
+    }
+
+    /// Replays the graph in one submission: first copies `inputs` (none, or one per input
+    /// given at capture, of its shape and dtype, any layout) into the graph's inputs, then runs
+    /// the captured work. Errors: inputs of another count, shape, dtype or context, a device
+    /// lost ([`Error::DeviceLost`]), and a replay while this thread captures a graph.
+    pub fn replay(&self, inputs: &[&DeviceTensor]) -> Result<Submission> {
+        if self.ctx.rt.capturing_here() {
+            return Err(Error::invalid("replay", "this thread is capturing a graph: replays do not nest in captures"));
+        }
+        let mut batch = self.ctx.batch();
+        batch.replay(self, inputs)?;
+        batch.submit()
+    }
+
+    /// [`Graph::replay`], waiting for it to finish (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn replay_and_wait(&self, inputs: &[&DeviceTensor]) -> Result<()> {
+        self.replay(inputs)?.wait()
+    }
+}
+
+impl Batch<'_> {
+    /// Records a replay of `graph` ([`Graph::replay`]: `inputs` copied into the graph's inputs
+    /// first) into this batch, after what it already holds.
+    pub fn replay<T>(&mut self, graph: &Graph<T>, inputs: &[&DeviceTensor]) -> Result<()> {
+        const OP: &str = "replay";
+        if !graph.ctx.same_device(self.context()) {
+            return Err(Error::Device { op: OP, detail: "the graph was captured on another GpuContext than the batch".into() });
+        }
+        self.check_context(OP, &inputs.to_vec())?;
+        if !inputs.is_empty() {
+            if inputs.len() != graph.inputs.len() {
+                return Err(Error::invalid(OP, format!("{} inputs given, the graph was captured with {} (give none to replay on their current contents)", inputs.len(), graph.inputs.len())));
+            }
+            for (i, (dst, src)) in graph.inputs.iter().zip(inputs).enumerate() {
+                if dst.shape() != src.shape() || dst.dtype() != src.dtype() {
+                    return Err(Error::invalid(OP, format!("input {i} has shape {:?} and dtype {}, the graph was captured with shape {:?} and dtype {}", src.shape(), src.dtype(), dst.shape(), dst.dtype())));
+                }
+            }
+            for (dst, src) in graph.inputs.iter().zip(inputs) {
+                if !dst.shares_storage(src) || dst.layout() != src.layout() {
+                    self.copy_(dst, src)?;
+                }
+            }
+        }
+        let rec = self.parts(OP)?;
+        rec.replay(&graph.commands, graph.held.clone());
+        Ok(())
+    }
+}

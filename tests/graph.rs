@@ -1,0 +1,183 @@
+//! Recording and captured graphs on every adapter: a batch encodes one compute pass; a graph
+//! captured from eager calls replays in one submit and one pass, equal to the eager calls bit
+//! for bit on new inputs; wrong inputs, captures that wait, and a lost device are typed errors;
+//! a graph's buffers outlive a replay of a dropped graph.
+
+mod common;
+
+use common::gpu::{contexts, doomed_device, name};
+use strided_wgpu::{Conv2d, Conv2dOptions, DType, DeviceTensor, Elementwise, Error, GpuContext, Matmul, MaxPool2dOptions, MemoryFormat, Pool2d, Reduce, Strided};
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn vals(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+struct Params {
+    w1: DeviceTensor,
+    b1: DeviceTensor,
+    w2: DeviceTensor,
+    fc: DeviceTensor,
+    fcb: DeviceTensor,
+}
+
+fn params(ctx: &GpuContext) -> Params {
+    let t = |n: usize, shape: &[usize], seed| DeviceTensor::from_slice(ctx, &vals(n, seed), shape).unwrap();
+    Params { w1: t(8 * 3 * 9, &[8, 3, 3, 3], 1), b1: t(8, &[8], 2), w2: t(8 * 8 * 9, &[8, 8, 3, 3], 3), fc: t(10 * 8, &[10, 8], 4), fcb: t(10, &[10], 5) }
+}
+
+/// A small network of every op family: a strided view made channels-last, two convolutions
+/// (bias and ReLU, then a residual add and ReLU), max pooling, a mean, a linear layer and a
+/// softmax. Returns the logits and the probabilities.
+fn forward(p: &Params, x: &DeviceTensor) -> strided_wgpu::Result<(DeviceTensor, DeviceTensor)> {
+    let x = x.permute(&[0, 3, 1, 2])?.contiguous(MemoryFormat::ChannelsLast)?;
+    let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
+    let h = x.conv2d(&p.w1, Some(&p.b1), &o)?;
+    let h2 = h.conv2d(&p.w2, None, &Conv2dOptions { relu: false, ..o })?;
+    h2.add_(&h)?;
+    h2.relu_()?;
+    let pooled = h2.max_pool2d(&MaxPool2dOptions { kernel: (2, 2), stride: None, padding: (0, 0), dilation: (1, 1), ceil_mode: false })?;
+    let feat = pooled.mean([2, 3], false)?;
+    let logits = feat.linear(&p.fc, Some(&p.fcb))?;
+    let probs = logits.softmax(-1)?;
+    Ok((logits, probs))
+}
+
+fn bits(t: &DeviceTensor) -> Vec<u32> {
+    t.download().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+}
+
+fn image(ctx: &GpuContext, seed: u32) -> DeviceTensor {
+    // NHWC data seen as NCHW by `forward`'s permute.
+    DeviceTensor::from_slice(ctx, &vals(2 * 12 * 12 * 3, seed), &[2, 12, 12, 3]).unwrap()
+}
+
+#[test]
+fn a_batch_records_one_pass() {
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(4096, 7), &[64, 64]).unwrap();
+        let before = ctx.record_counts();
+        let mut b = ctx.batch();
+        let mut y = b.add(&x, 1.0).unwrap();
+        for _ in 0..9 {
+            y = b.mul(&y, 0.5).unwrap();
+        }
+        b.submit_and_wait().unwrap();
+        let c = ctx.record_counts() - before;
+        assert_eq!((c.submits, c.passes, c.dispatches), (1, 1, 10), "{}: {c:?}", name(ctx));
+        let want: Vec<f32> = vals(4096, 7).iter().map(|v| (0..9).fold(v + 1.0, |a, _| a * 0.5)).collect();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+    }
+}
+
+#[test]
+fn replays_equal_eager_calls_bit_for_bit() {
+    for ctx in contexts() {
+        let p = params(ctx);
+        let x = image(ctx, 11);
+        let graph = ctx.capture(&[&x], || forward(&p, &x)).unwrap();
+        let counts = graph.counts();
+        assert_eq!(counts.submits, 1, "{}", name(ctx));
+        assert!(counts.dispatches >= 8, "{}: {counts:?}", name(ctx));
+        // Passes: one, plus at most one after each copy or clear the captured work holds.
+        assert!(counts.passes >= 1 && counts.passes <= counts.transfers + 1, "{}: {counts:?}", name(ctx));
+        for seed in [11, 12, 13] {
+            let new = image(ctx, seed);
+            let before = ctx.record_counts();
+            graph.replay_and_wait(&[&new]).unwrap();
+            let c = ctx.record_counts() - before;
+            assert_eq!(c.submits, 1, "{} seed {seed}: {c:?}", name(ctx));
+            assert_eq!(c.dispatches + c.transfers, counts.dispatches + counts.transfers + 1, "{} seed {seed}: the graph's commands and the input copy: {c:?}", name(ctx));
+            let (logits, probs) = graph.output();
+            let (want_logits, want_probs) = forward(&p, &new).unwrap();
+            assert_eq!(bits(logits), bits(&want_logits), "{} seed {seed}: logits", name(ctx));
+            assert_eq!(bits(probs), bits(&want_probs), "{} seed {seed}: probabilities", name(ctx));
+            assert!(bits(probs).iter().all(|&b| f32::from_bits(b).is_finite()), "{}", name(ctx));
+        }
+        // Written into the input tensor directly, then replayed on it.
+        x.copy_(&image(ctx, 14)).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        let (want, _) = forward(&p, &image(ctx, 14)).unwrap();
+        assert_eq!(bits(&graph.output().0), bits(&want), "{}: replay on the input's contents", name(ctx));
+    }
+}
+
+#[test]
+fn a_replay_in_a_batch_and_a_dropped_graph() {
+    for ctx in contexts() {
+        let p = params(ctx);
+        let x = image(ctx, 21);
+        let graph = ctx.capture(&[&x], || forward(&p, &x)).unwrap();
+        let logits = graph.output().0.clone();
+        // A replay recorded into a batch after other work, then the graph dropped before the
+        // GPU has run it: the batch holds the graph's buffers.
+        let new = image(ctx, 22);
+        let mut b = ctx.batch();
+        let scaled = b.mul(&new, 1.0).unwrap();
+        b.replay(&graph, &[&scaled]).unwrap();
+        let sub = b.submit().unwrap();
+        drop(graph);
+        sub.wait().unwrap();
+        let (want, _) = forward(&p, &new).unwrap();
+        assert_eq!(bits(&logits), bits(&want), "{}", name(ctx));
+    }
+}
+
+#[test]
+fn wrong_replays_and_waiting_captures_are_typed_errors() {
+    for ctx in contexts() {
+        let p = params(ctx);
+        let x = image(ctx, 31);
+        let graph = ctx.capture(&[&x], || forward(&p, &x)).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        let before = bits(&graph.output().0);
+        let other_shape = DeviceTensor::from_slice(ctx, &vals(2 * 12 * 11 * 3, 1), &[2, 12, 11, 3]).unwrap();
+        let other_dtype = DeviceTensor::empty(ctx, &[2, 12, 12, 3], DType::F16, MemoryFormat::Contiguous).unwrap();
+        let ok = image(ctx, 32);
+        for (what, inputs) in [("shape", vec![&other_shape]), ("dtype", vec![&other_dtype]), ("count", vec![&ok, &ok])] {
+            let r = graph.replay(&inputs);
+            assert!(matches!(r, Err(Error::InvalidArgument { op: "replay", .. })), "{} {what}: {r:?}", name(ctx));
+        }
+        assert_eq!(bits(&graph.output().0), before, "{}: a refused replay wrote nothing", name(ctx));
+        // Waiting inside a capture: the work has not run.
+        let r = ctx.capture(&[&x], || x.add(1.0)?.download());
+        assert!(matches!(r, Err(Error::InvalidArgument { op: "download", .. })), "{}: download in a capture: {:?}", name(ctx), r.err());
+        let r = ctx.capture(&[], || graph.replay(&[]));
+        assert!(matches!(r, Err(Error::InvalidArgument { op: "replay", .. })), "{}: replay in a capture: {:?}", name(ctx), r.err());
+        let r = ctx.capture(&[], || ctx.capture(&[], || Ok(())));
+        assert!(matches!(r, Err(Error::InvalidArgument { op: "capture", .. })), "{}: nested capture: {:?}", name(ctx), r.err());
+        // The context works normally after failed captures.
+        let y = x.add(1.0).unwrap();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vals(2 * 12 * 12 * 3, 31).iter().map(|v| v + 1.0).collect::<Vec<_>>());
+        // Another thread's calls during a capture run at once and are not captured.
+        let graph = ctx
+            .capture(&[&x], || {
+                let z = std::thread::scope(|s| s.spawn(|| x.mul(2.0).unwrap().download().unwrap()).join().unwrap());
+                assert_eq!(z.to_vec::<f32>().unwrap()[0], vals(1, 31)[0] * 2.0);
+                x.mul(3.0)
+            })
+            .unwrap();
+        assert_eq!(graph.counts().dispatches, 1, "{}", name(ctx));
+    }
+}
+
+#[test]
+fn a_replay_on_a_lost_device_is_device_lost() {
+    for ctx in contexts() {
+        let Some(c) = doomed_device(ctx) else { continue };
+        let x = DeviceTensor::from_slice(&c, &vals(256, 41), &[16, 16]).unwrap();
+        let graph = c.capture(&[&x], || x.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?.relu()).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        c.device().destroy();
+        let r = graph.replay(&[]).and_then(|s| s.wait());
+        assert!(matches!(r, Err(Error::DeviceLost { .. })), "{}: {r:?}", name(ctx));
+    }
+}
