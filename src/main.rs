@@ -1,5 +1,5 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`: copy,
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`: copy,
 //! elementwise and convolution throughput on the chosen adapter, each convolution through its
 //! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
 //! shader cache, in a fresh process (`first-call I nchw|nhwc`), and (`resnet`) ResNet-18's
@@ -13,6 +13,7 @@ mod cli {
     pub mod bench_conv;
     pub mod bench_copy;
     pub mod bench_elementwise;
+    pub mod bench_host;
     pub mod bench_matmul;
     pub mod bench_pool;
     pub mod bench_reduce;
@@ -77,11 +78,11 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|resnet|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
-/// which rows it runs (`--only copy` or `--only conv`; all by default).
+/// which rows it runs (`--only host`, `--only copy`, ...; all by default).
 fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
     let mut warm = cli::measure::DEFAULT_WARM;
     let mut only = None;
@@ -90,8 +91,8 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
         match a.as_str() {
             "--json" => {}
             "--only" => match it.next().map(String::as_str) {
-                Some(v @ ("copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
-                v => return Err(format!("--only needs copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
+                Some(v @ ("host" | "copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
+                v => return Err(format!("--only needs host, copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
             },
             "--interleave" => warm = 0,
             "--warm" => {

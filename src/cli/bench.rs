@@ -1,4 +1,4 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`:
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`:
 //! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the reduction
 //! rows (`bench_reduce`), the pooling and shape rows (`bench_pool`), the convolution rows
 //! (`bench_conv`), the matrix products (`bench_matmul`), ResNet-18 in both layouts (`resnet`), each convolution's first call with an
@@ -11,6 +11,12 @@ use crate::cli::measure::Row;
 
 /// Runs the benchmark and prints it as a table or as JSON lines.
 pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
+    if matches!(only.as_deref(), None | Some("host")) {
+        crate::cli::bench_host::print(&crate::cli::bench_host::rows()?, json);
+        if only.is_some() {
+            return Ok(());
+        }
+    }
     let ctx = GpuContext::new()?;
     if matches!(only.as_deref(), None | Some("copy")) {
         let rows = crate::cli::bench_copy::rows(&ctx, warm)?;

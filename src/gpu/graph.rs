@@ -99,6 +99,11 @@ impl<T> Graph<T> {
         RecordCounts { submits: 1, ..record::count(&self.commands) }
     }
 
+    /// Each dispatch of a replay, in order: the op that recorded it and its kernel (shader).
+    pub fn dispatches(&self) -> Vec<(&'static str, &'static str)> {
+        record::dispatches(&self.commands)
+    }
+
     /// Replays the graph in one submission: first copies `inputs` (none, or one per input
     /// given at capture, of its shape and dtype, any layout) into the graph's inputs, then runs
     /// the captured work. Errors: inputs of another count, shape, dtype or context, a device

@@ -251,3 +251,19 @@ pub(crate) fn count(commands: &[Command]) -> RecordCounts {
     walk(commands, &mut open, &mut counts);
     counts
 }
+
+/// The op and kernel of each dispatch of `commands`, in order.
+pub(crate) fn dispatches(commands: &[Command]) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    fn walk(commands: &[Command], out: &mut Vec<(&'static str, &'static str)>) {
+        for c in commands {
+            match c {
+                Command::Dispatch { op, kernel, .. } => out.push((*op, *kernel)),
+                Command::Graph(inner) => walk(inner, out),
+                _ => {}
+            }
+        }
+    }
+    walk(commands, &mut out);
+    out
+}

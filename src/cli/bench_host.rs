@@ -1,0 +1,136 @@
+//! `bench --only host`: the host time of a call, on wgpu's `noop` backend (every command is
+//! validated and recorded, nothing runs), posing as a discrete GPU so that the GPU kernels are
+//! chosen. What no GPU is needed to see: the crate's own cost per call, per recorded op and per
+//! forward pass of ResNet-18 (batch 8, 224x224, channels-last), eager and replayed as a graph.
+
+use std::time::Instant;
+
+use strided_wgpu::{Conv2d, Conv2dOptions, DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Result};
+
+use crate::resnet_model::{formula_params, Description, ModelError, Net};
+
+/// A context on the noop backend, reporting a discrete GPU with the limits of a desktop GPU.
+pub fn noop_context() -> Result<GpuContext> {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::NOOP;
+    desc.backend_options.noop = wgpu::NoopBackendOptions {
+        enable: true,
+        device_type: Some(wgpu::DeviceType::DiscreteGpu),
+        limits: Some(wgpu::Limits { max_storage_buffer_binding_size: 2 << 30, max_buffer_size: 4 << 30, ..wgpu::Limits::default() }),
+        features: Some(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP),
+        subgroup_min_size: Some(32),
+        subgroup_max_size: Some(32),
+    };
+    let instance = wgpu::Instance::new(desc);
+    let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default())).map_err(|e| Error::Adapter(format!("the noop backend: {e}")))?;
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor { required_features: adapter.features(), required_limits: adapter.limits(), ..Default::default() }))
+        .map_err(|e| Error::Adapter(format!("the noop backend's device: {e}")))?;
+    device.on_uncaptured_error(std::sync::Arc::new(|_: wgpu::Error| {}));
+    // wgpu-hal 30.0.1's noop adapter reports a CPU whatever `device_type` says: the context is
+    // told the adapter's type through the info it is given.
+    let info = wgpu::AdapterInfo { device_type: wgpu::DeviceType::DiscreteGpu, ..adapter.get_info() };
+    Ok(GpuContext::from_device(device, queue, &info))
+}
+
+/// Median microseconds of `f` over `rounds` rounds of `per` calls each (after one warming
+/// round), divided by `ops` per call.
+fn time_us(rounds: usize, per: usize, ops: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    for _ in 0..per {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..per {
+            f()?;
+        }
+        v.push(t.elapsed().as_secs_f64() * 1e6 / (per * ops) as f64);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+fn model_err(e: ModelError) -> Error {
+    match e {
+        ModelError::Crate(e) => e,
+        other => Error::InvalidArgument { op: "resnet", detail: other.to_string() },
+    }
+}
+
+/// The rows: (op, host microseconds, note).
+pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
+    let ctx = noop_context()?;
+    let mut rows = Vec::new();
+    let a = DeviceTensor::from_slice(&ctx, &[1f32], &[1])?;
+    let b = DeviceTensor::from_slice(&ctx, &[2f32], &[1])?;
+    rows.push(("add_one_element", time_us(9, 200, 1, || a.add(&b).map(drop))?, "a.add(&b), eager: recorded and submitted".to_string()));
+    const CHAIN: usize = 100;
+    rows.push((
+        "batch_op",
+        time_us(9, 5, CHAIN, || {
+            let mut batch = ctx.batch();
+            let mut x = a.clone();
+            for _ in 0..CHAIN {
+                x = batch.add(&x, &b)?;
+            }
+            batch.submit().map(drop)
+        })?,
+        format!("{CHAIN} dependent one-element adds in one Batch, submitted; per op"),
+    ));
+    let x = DeviceTensor::empty(&ctx, &[8, 64, 56, 56], DType::F32, MemoryFormat::ChannelsLast)?;
+    let w = DeviceTensor::empty(&ctx, &[64, 64, 3, 3], DType::F32, MemoryFormat::Contiguous)?;
+    let bias = DeviceTensor::empty(&ctx, &[64], DType::F32, MemoryFormat::Contiguous)?;
+    let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
+    rows.push(("conv2d_3x3", time_us(9, 50, 1, || x.conv2d(&w, Some(&bias), &o).map(drop))?, "[8,64,56,56] channels-last, 64 3x3 filters, bias and ReLU, eager".to_string()));
+    let d = Description::resnet18(8, 224);
+    let params = formula_params(&d).map_err(model_err)?;
+    let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(model_err)?;
+    let rgba = DeviceTensor::upload(&ctx, &HostTensor::from_vec(d.image(), &[8, 224, 224, 4])?)?;
+    let before = ctx.record_counts();
+    net.forward(&rgba).map_err(model_err)?;
+    let eager = ctx.record_counts() - before;
+    rows.push((
+        "resnet18_eager",
+        time_us(7, 3, 1, || net.forward(&rgba).map(drop).map_err(model_err))?,
+        format!("ResNet-18 b8 forward, channels-last: {} submits, {} passes, {} dispatches", eager.submits, eager.passes, eager.dispatches),
+    ));
+    let graph = ctx.capture(&[&rgba], || net.forward(&rgba).map_err(model_err))?;
+    let c = graph.counts();
+    if std::env::var_os("STRIDED_WGPU_DUMP").is_some() {
+        let mut h = std::collections::BTreeMap::new();
+        for k in graph.dispatches() {
+            *h.entry(k).or_insert(0) += 1;
+        }
+        eprintln!("{h:#?}");
+    }
+    rows.push((
+        "resnet18_graph_replay",
+        time_us(7, 10, 1, || graph.replay(&[]).map(drop))?,
+        format!("the same forward captured, replayed: {} submit, {} passes, {} dispatches", c.submits, c.passes, c.dispatches),
+    ));
+    rows.push((
+        "resnet18_graph_encode",
+        time_us(7, 10, 1, || {
+            let mut b = ctx.batch();
+            b.replay(&graph, &[])?;
+            b.finish().map(drop)
+        })?,
+        "the replay encoded into a command buffer, not submitted (the noop backend's submit zeroes and copies buffers in host memory for the clears and copies)".to_string(),
+    ));
+    Ok(rows)
+}
+
+/// Prints the rows as a table or JSON lines.
+pub fn print(rows: &[(&'static str, f64, String)], json: bool) {
+    if !json {
+        println!("host rows; adapter: wgpu noop backend posing as a discrete GPU (nothing runs): host time per call, median of rounds");
+        println!("{:<24} {:>10}  note", "op", "host_us");
+    }
+    for (op, us, note) in rows {
+        if json {
+            println!("{}", serde_json::json!({ "part": "host", "op": op, "host_us": us, "note": note }));
+        } else {
+            println!("{op:<24} {us:>10.2}  {note}");
+        }
+    }
+}
