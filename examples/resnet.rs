@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example resnet -- tests/data/resnet_small.json [--layout nchw|channels-last]
-//!     [--weights FILE.safetensors] [--cpu]
+//!     [--weights FILE.safetensors] [--cpu | --graph]
 //! cargo run --release --example resnet -- tests/data/resnet_small.json --write-weights FILE.safetensors
 //! ```
 //!
@@ -13,7 +13,8 @@
 //! torchvision names (`safetensors.torch.save_file(model.state_dict(), FILE)` in PyTorch);
 //! `--write-weights` writes the formula parameters to such a file and exits. Activations are
 //! kept channels-last unless `--layout nchw`; `--cpu` runs the crate's CPU reference instead
-//! of the adapter.
+//! of the adapter; `--graph` captures the forward pass once (over a blank input) and replays
+//! the graph on the image: one submit ([`strided_wgpu::Graph`]).
 //!
 //! Prints `logits: [..]` (a JSON array, row-major `[batch, classes]`), `top1: [..]`, and, when
 //! the file has PyTorch's logits, `max_abs_diff: D` (the largest difference from them).
@@ -24,7 +25,7 @@ mod model;
 mod weights;
 
 use model::{Description, ModelError, Net, Outputs, Params, Result, Tensor};
-use strided_wgpu::{DeviceTensor, GpuContext, HostTensor, MemoryFormat};
+use strided_wgpu::{DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
 
 /// The command line.
 struct Args {
@@ -33,13 +34,14 @@ struct Args {
     weights: Option<String>,
     write_weights: Option<String>,
     cpu: bool,
+    graph: bool,
 }
 
-const USAGE: &str = "usage: resnet <description.json> [--layout nchw|channels-last] [--weights FILE.safetensors] [--write-weights FILE.safetensors] [--cpu]";
+const USAGE: &str = "usage: resnet <description.json> [--layout nchw|channels-last] [--weights FILE.safetensors] [--write-weights FILE.safetensors] [--cpu | --graph]";
 
 fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
     let mut it = args.iter();
-    let mut a = Args { description: String::new(), format: MemoryFormat::ChannelsLast, weights: None, write_weights: None, cpu: false };
+    let mut a = Args { description: String::new(), format: MemoryFormat::ChannelsLast, weights: None, write_weights: None, cpu: false, graph: false };
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--layout" => {
@@ -52,6 +54,7 @@ fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
             "--weights" => a.weights = Some(it.next().ok_or("--weights needs a file")?.clone()),
             "--write-weights" => a.write_weights = Some(it.next().ok_or("--write-weights needs a file")?.clone()),
             "--cpu" => a.cpu = true,
+            "--graph" => a.graph = true,
             f if f.starts_with("--") => return Err(format!("unknown flag {f}")),
             f if a.description.is_empty() => a.description = f.to_string(),
             f => return Err(format!("one description file only, got a second: {f}")),
@@ -59,6 +62,9 @@ fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
     }
     if a.description.is_empty() {
         return Err("no description file".into());
+    }
+    if a.cpu && a.graph {
+        return Err("--graph replays on the adapter: not with --cpu".into());
     }
     Ok(a)
 }
@@ -83,12 +89,20 @@ fn report<T: Tensor>(o: Outputs<T>, download: impl Fn(&T) -> Result<HostTensor>)
     Ok(Report { logits: download(&o.logits)?.to_vec()?, probs: download(&o.probs)?.to_vec()?, top1: download(&o.top1)?.to_vec()? })
 }
 
-/// Runs the network of `d` on the host (the CPU reference) or on `ctx`.
-fn run(d: &Description, params: &Params, format: MemoryFormat, ctx: Option<&GpuContext>) -> Result<Report> {
+/// Runs the network of `d` on the host (the CPU reference) or on `ctx`, eagerly or (`graph`)
+/// captured once over a blank input and replayed on the image.
+fn run(d: &Description, params: &Params, format: MemoryFormat, ctx: Option<&GpuContext>, graph: bool) -> Result<Report> {
     let net = Net::build(d, params, format)?;
     let rgba = HostTensor::from_vec(d.image(), &[d.batch, d.size, d.size, 4])?;
     match ctx {
         None => report(net.forward(&rgba)?, |t| Ok(t.clone())),
+        Some(ctx) if graph => {
+            let net = net.to_device(ctx)?;
+            let blank = DeviceTensor::zeros(ctx, rgba.shape(), rgba.dtype(), MemoryFormat::Contiguous)?;
+            let g = ctx.capture(&[&blank], || net.forward(&blank))?;
+            g.replay(&[&DeviceTensor::upload(ctx, &rgba)?])?;
+            report(Outputs { logits: g.output().logits.clone(), probs: g.output().probs.clone(), top1: g.output().top1.clone() }, |t| Ok(t.download()?))
+        }
         Some(ctx) => {
             let net = net.to_device(ctx)?;
             let rgba = DeviceTensor::upload(ctx, &rgba)?;
@@ -118,7 +132,7 @@ fn main_inner(a: &Args) -> Result<()> {
     let ctx = if a.cpu { None } else { Some(GpuContext::new()?) };
     let where_ = ctx.as_ref().map_or("the CPU reference".to_string(), |c| format!("{} ({:?})", c.adapter().name, c.adapter().backend));
     eprintln!("resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, on {where_}", d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format);
-    let r = run(&d, &params, a.format, ctx.as_ref())?;
+    let r = run(&d, &params, a.format, ctx.as_ref(), a.graph)?;
     println!("logits: {}", json_list(&r.logits));
     println!("top1: {}", json_list(&r.top1));
     if let Some(want) = &d.logits {
@@ -186,15 +200,24 @@ mod tests {
         for (name, t) in &formula {
             assert_eq!(t.to_vec::<f32>().unwrap(), loaded[name].to_vec::<f32>().unwrap(), "{name} changed through the file");
         }
-        check(&d, &run(&d, &formula, MemoryFormat::Contiguous, None).unwrap(), "host NCHW");
+        check(&d, &run(&d, &formula, MemoryFormat::Contiguous, None, false).unwrap(), "host NCHW");
         for ctx in contexts() {
             let a = format!("{:?}", ctx.adapter().backend);
             for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-                check(&d, &run(&d, &formula, format, Some(&ctx)).unwrap(), &format!("{a} {format:?} formulas"));
+                let eager = run(&d, &formula, format, Some(&ctx), false).unwrap();
+                check(&d, &eager, &format!("{a} {format:?} formulas"));
+                // Captured over a blank input and replayed on the image: PyTorch's logits, and
+                // the eager pass's bits.
+                let replayed = run(&d, &formula, format, Some(&ctx), true).unwrap();
+                check(&d, &replayed, &format!("{a} {format:?} graph"));
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&replayed.logits), bits(&eager.logits), "{a} {format:?}: graph logits against eager");
+                assert_eq!(bits(&replayed.probs), bits(&eager.probs), "{a} {format:?}: graph probabilities against eager");
+                assert_eq!(replayed.top1, eager.top1, "{a} {format:?}: graph top1 against eager");
                 // A second forward pass (here on parameters read from the file) compiles
                 // nothing: every pipeline is made once per context.
                 let compiled = ctx.pipeline_count();
-                check(&d, &run(&d, &loaded, format, Some(&ctx)).unwrap(), &format!("{a} {format:?} safetensors"));
+                check(&d, &run(&d, &loaded, format, Some(&ctx), false).unwrap(), &format!("{a} {format:?} safetensors"));
                 assert_eq!(ctx.pipeline_count(), compiled, "{a} {format:?}: a second forward pass compiled pipelines");
             }
         }

@@ -3,7 +3,7 @@
 //! elementwise and convolution throughput on the chosen adapter, each convolution through its
 //! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
 //! shader cache, in a fresh process (`first-call I nchw|nhwc`), and (`resnet`) ResNet-18's
-//! images per second in both layouts and its first inference (`resnet-first nchw|nhwc`).
+//! images per second in both layouts and its first inference (`resnet-first nchw|nhwc [graph]`).
 //! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: the same-bytes copy ratios of
 //! two `bench --json` runs as a bar chart.
 
@@ -60,7 +60,7 @@ fn main() {
                 std::process::exit(2);
             }
         },
-        Some("resnet-first") if args.len() == 2 && matches!(args[1].as_str(), "nchw" | "nhwc") => cli::resnet::first_inference(&args[1]),
+        Some("resnet-first") if matches!(args.len(), 2 | 3) && matches!(args[1].as_str(), "nchw" | "nhwc") && args.get(2).is_none_or(|m| m == "graph") => cli::resnet::first_inference(&args[1], args.len() == 3),
         None => cli::walkthrough::run(),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
@@ -78,7 +78,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph]]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and

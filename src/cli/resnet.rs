@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use strided_wgpu::{DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Result};
+use strided_wgpu::{DeviceTensor, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
 
 use crate::resnet_model::{formula_params, max_abs_diff, Description, ModelError, Net};
 
@@ -56,82 +56,132 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// `resnet-first nchw|nhwc`: the first inference of ResNet-18 in this (fresh) process; prints
-/// one JSON line with its wall time and the pipelines it created.
-pub fn first_inference(layout: &str) -> Result<()> {
+/// A captured forward pass of `net` over `rgba`, its logits among its outputs.
+fn capture(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor) -> Result<Graph<crate::resnet_model::Outputs<DeviceTensor>>> {
+    ctx.capture(&[rgba], || net.forward(rgba).map_err(err))
+}
+
+/// One replay, waited for by reading its logits: the seconds it took and the logits.
+fn replay(graph: &Graph<crate::resnet_model::Outputs<DeviceTensor>>) -> Result<(f64, Vec<f32>)> {
+    let t = Instant::now();
+    graph.replay(&[])?;
+    let logits = graph.output().logits.download()?.to_vec::<f32>()?;
+    Ok((t.elapsed().as_secs_f64(), logits))
+}
+
+/// `resnet-first nchw|nhwc [graph]`: the first inference of ResNet-18 in this (fresh) process,
+/// eager or captured and replayed; prints one JSON line with its wall time and the pipelines it
+/// created.
+pub fn first_inference(layout: &str, graph: bool) -> Result<()> {
     let ctx = GpuContext::new()?;
     let d = Description::resnet18(BATCH, SIZE);
     let (net, rgba) = setup(&ctx, &d, format_of(layout))?;
     let before = ctx.pipeline_count();
-    let (s, _) = forward(&net, &rgba)?;
+    let (s, second) = if graph {
+        let t = Instant::now();
+        let g = capture(&ctx, &net, &rgba)?;
+        replay(&g)?;
+        (t.elapsed().as_secs_f64(), replay(&g)?.0)
+    } else {
+        (forward(&net, &rgba)?.0, forward(&net, &rgba)?.0)
+    };
     let pipelines = ctx.pipeline_count() - before;
-    let (second, _) = forward(&net, &rgba)?;
     println!("{}", serde_json::json!({ "first_inference_ms": s * 1e3, "second_inference_ms": second * 1e3, "pipelines": pipelines }));
     Ok(())
 }
 
-/// The bench rows.
+/// The bench rows: each layout eager and as a replayed graph, timed round-robin.
 pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     let d = Description::resnet18(BATCH, SIZE);
     let a = ctx.adapter();
     let layouts = ["nchw", "nhwc"];
     let nets = layouts.iter().map(|l| setup(ctx, &d, format_of(l))).collect::<Result<Vec<_>>>()?;
-    // One untimed pass each (pipelines, buffers), and the two layouts' logits compared.
-    let first: Vec<Vec<f32>> = nets.iter().map(|(n, x)| forward(n, x).map(|r| r.1)).collect::<Result<_>>()?;
+    // One untimed pass each (pipelines, buffers) and its counts, and the two layouts' logits
+    // compared; then each captured, and its replay compared with eager bit for bit.
+    let mut first = Vec::new();
+    let mut eager_counts = Vec::new();
+    for (n, x) in &nets {
+        let c = ctx.record_counts();
+        first.push(forward(n, x)?.1);
+        eager_counts.push(ctx.record_counts() - c);
+    }
+    let graphs = nets.iter().map(|(n, x)| capture(ctx, n, x)).collect::<Result<Vec<_>>>()?;
+    for (i, g) in graphs.iter().enumerate() {
+        let logits = replay(g)?.1;
+        if logits.iter().map(|v| v.to_bits()).ne(first[i].iter().map(|v| v.to_bits())) {
+            return Err(Error::Gpu { op: "bench resnet", message: format!("{}: the replayed logits differ from the eager ones", layouts[i]) });
+        }
+    }
     let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     let layout_diff = max_abs_diff(&wide(&first[0]), &wide(&first[1]));
-    let mut times = vec![Vec::new(); layouts.len()];
+    // Times of (layout, mode): eager 0, graph 1.
+    let mut times = vec![[Vec::new(), Vec::new()]; layouts.len()];
     for _ in 0..RUNS {
         for (i, (n, x)) in nets.iter().enumerate() {
             forward(n, x)?;
-            times[i].push(forward(n, x)?.0);
+            times[i][0].push(forward(n, x)?.0);
+            replay(&graphs[i])?;
+            times[i][1].push(replay(&graphs[i])?.0);
         }
     }
     let cold = cold(layouts)?;
-    let ips: Vec<f64> = times.iter_mut().map(|t| BATCH as f64 / median(t)).collect();
-    let faster = if ips[0] >= ips[1] { "NCHW" } else { "channels-last" };
     if !json {
         println!();
-        println!("resnet rows; adapter: {} ({:?}, {:?}); ResNet-18, batch {BATCH}, {SIZE}x{SIZE}, formula weights, default settings", a.name, a.backend, a.device_type);
-        println!("{:<14} {:>12} {:>12} {:>12} {:>10}", "layout", "images/s", "median ms", "first s", "pipelines");
+        println!("resnet rows; adapter: {} ({:?}, {:?}); ResNet-18, batch {BATCH}, {SIZE}x{SIZE}, formula weights, default settings; wall clock of a forward and its logits' download", a.name, a.backend, a.device_type);
+        println!("{:<14} {:<6} {:>10} {:>10} {:>9} {:>10} {:>8} {:>7} {:>10}", "layout", "mode", "images/s", "median ms", "first s", "pipelines", "submits", "passes", "dispatches");
     }
     for (i, l) in layouts.iter().enumerate() {
         let name = if *l == "nhwc" { "channels-last" } else { "NCHW" };
-        let (first_ms, pipelines) = (cold[i]["first_inference_ms"].as_f64(), cold[i]["pipelines"].as_u64());
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({ "part": "resnet", "op": format!("resnet18_{l}"), "batch": BATCH, "size": SIZE, "images_per_s": ips[i], "median_ms": BATCH as f64 / ips[i] * 1e3, "first_inference_ms": first_ms, "pipelines": pipelines, "error": cold[i].get("error") })
-            );
-        } else {
-            let first = first_ms.map_or_else(|| format!("error: {}", cold[i]["error"]), |ms| format!("{:.2}", ms / 1e3));
-            println!("{:<14} {:>12.2} {:>12.1} {:>12} {:>10}", name, ips[i], BATCH as f64 / ips[i] * 1e3, first, pipelines.map_or("-".into(), |p| p.to_string()));
+        for (m, mode) in ["eager", "graph"].iter().enumerate() {
+            let c = &cold[i][m];
+            let (first_ms, pipelines) = (c["first_inference_ms"].as_f64(), c["pipelines"].as_u64());
+            let counts = if m == 0 { eager_counts[i] } else { graphs[i].counts() };
+            let ms = median(&mut times[i][m]) * 1e3;
+            let ips = BATCH as f64 / ms * 1e3;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "part": "resnet", "op": format!("resnet18_{l}"), "layout": l, "mode": mode, "batch": BATCH, "size": SIZE, "images_per_s": ips, "ms": ms, "median_ms": ms,
+                        "first_inference_ms": first_ms, "pipelines": pipelines, "submits": counts.submits, "passes": counts.passes, "dispatches": counts.dispatches, "transfers": counts.transfers, "error": c.get("error") })
+                );
+            } else {
+                let first = first_ms.map_or_else(|| format!("error: {}", c["error"]), |ms| format!("{:.2}", ms / 1e3));
+                println!("{:<14} {:<6} {:>10.2} {:>10.1} {:>9} {:>10} {:>8} {:>7} {:>10}", name, mode, ips, ms, first, pipelines.map_or("-".into(), |p| p.to_string()), counts.submits, counts.passes, counts.dispatches);
+            }
         }
     }
     if !json {
-        println!("faster layout: {faster} ({:.2}x); the two layouts' logits differ by at most {layout_diff:.2e}", ips[0].max(ips[1]) / ips[0].min(ips[1]));
+        println!("the two layouts' logits differ by at most {layout_diff:.2e}; each graph's replay equals its eager pass bit for bit");
     }
     Ok(())
 }
 
-/// Each layout's first inference in a fresh process with an empty shader cache.
-fn cold(layouts: [&str; 2]) -> Result<Vec<serde_json::Value>> {
+/// Each layout's first inference, eager and graph, in a fresh process with an empty shader
+/// cache.
+fn cold(layouts: [&str; 2]) -> Result<Vec<[serde_json::Value; 2]>> {
     let exe = std::env::current_exe().map_err(|e| Error::InvalidArgument { op: "bench", detail: format!("the program's own path: {e}") })?;
     let mut out = Vec::new();
     for layout in layouts {
+        out.push([cold_one(&exe, layout, false)?, cold_one(&exe, layout, true)?]);
+    }
+    Ok(out)
+}
+
+fn cold_one(exe: &std::path::Path, layout: &str, graph: bool) -> Result<serde_json::Value> {
+    {
         let cache = std::env::temp_dir().join(format!("strided-wgpu-resnet-cold-{}-{layout}", std::process::id()));
         let _ = std::fs::remove_dir_all(&cache);
         std::fs::create_dir_all(&cache).map_err(|e| Error::InvalidArgument { op: "bench", detail: format!("{}: {e}", cache.display()) })?;
-        let run = std::process::Command::new(&exe).args(["resnet-first", layout]).env("XDG_CACHE_HOME", &cache).env("MESA_SHADER_CACHE_DISABLE", "true").output();
+        let args: &[&str] = if graph { &["resnet-first", layout, "graph"] } else { &["resnet-first", layout] };
+        let run = std::process::Command::new(exe).args(args).env("XDG_CACHE_HOME", &cache).env("MESA_SHADER_CACHE_DISABLE", "true").output();
         let _ = std::fs::remove_dir_all(&cache);
         let line = match run {
             Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().last().unwrap_or_default().to_string(),
             Ok(o) => serde_json::json!({ "error": String::from_utf8_lossy(&o.stderr).trim() }).to_string(),
             Err(e) => serde_json::json!({ "error": e.to_string() }).to_string(),
         };
-        out.push(serde_json::from_str(&line).unwrap_or_else(|_| serde_json::json!({ "error": line })));
+        Ok(serde_json::from_str(&line).unwrap_or_else(|_| serde_json::json!({ "error": line })))
     }
-    Ok(out)
 }
 
 /// The main program's ResNet: the small network of `tests/data/resnet_small.json` on `ctx`
@@ -154,6 +204,17 @@ pub fn walkthrough_resnet(ctx: &GpuContext) -> Result<()> {
     let logits = out.logits.download()?.to_vec::<f32>()?;
     let top1 = out.top1.download()?.to_vec::<i32>()?;
     let second = t.elapsed().as_secs_f64();
+    // The same forward captured once and replayed: one submit.
+    let counts = ctx.record_counts();
+    net.forward(&drgba).map_err(err)?;
+    let eager = ctx.record_counts() - counts;
+    let graph = ctx.capture(&[&drgba], || net.forward(&drgba).map_err(err))?;
+    graph.replay(&[])?.wait()?;
+    let t = Instant::now();
+    graph.replay(&[])?;
+    let replayed = graph.output().logits.download()?.to_vec::<f32>()?;
+    let replay_s = t.elapsed().as_secs_f64();
+    let g = graph.counts();
     let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     let vs_cpu = max_abs_diff(&wide(&logits), &wide(&reference));
     let vs_torch = d.logits.as_ref().map_or(f64::NAN, |want| max_abs_diff(&wide(&logits), want));
@@ -163,6 +224,21 @@ pub fn walkthrough_resnet(ctx: &GpuContext) -> Result<()> {
     );
     println!("  top-1 {top1:?}; logits' largest difference from the CPU reference {vs_cpu:.2e}, from PyTorch's {vs_torch:.2e}");
     println!("  first forward pass {:.1} ms (compiling {pipelines} pipelines), second {:.2} ms", first * 1e3, second * 1e3);
+    println!(
+        "  eager: {} submits, {} compute passes, {} dispatches; captured as a graph and replayed: {:.2} ms, {} submit, {} passes ({} copies and clears between them), {} dispatches; logits {} eager's bit for bit",
+        eager.submits,
+        eager.passes,
+        eager.dispatches,
+        replay_s * 1e3,
+        g.submits,
+        g.passes,
+        g.transfers,
+        g.dispatches,
+        if replayed.iter().map(|v| v.to_bits()).eq(logits.iter().map(|v| v.to_bits())) { "equal" } else { "DIFFER FROM" }
+    );
+    if replayed.iter().map(|v| v.to_bits()).ne(logits.iter().map(|v| v.to_bits())) {
+        return Err(Error::Gpu { op: "walkthrough", message: "the ResNet's replayed logits differ from its eager logits".into() });
+    }
     if vs_cpu > 1e-4 || d.top1.as_ref().is_some_and(|t| t.iter().zip(&top1).any(|(&a, &b)| a as i32 != b)) {
         return Err(Error::Gpu { op: "walkthrough", message: format!("the ResNet's device logits differ from the CPU reference by {vs_cpu:e}") });
     }

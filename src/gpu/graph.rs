@@ -8,7 +8,7 @@ use crate::gpu::batch::Batch;
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::runtime::record::{self, Command, RecordCounts};
-use crate::runtime::submit::{Keep, Submission};
+use crate::runtime::submit::{self, Keep, Submission};
 use crate::strided::Strided;
 
 /// The work of a closure, captured once ([`GpuContext::capture`]) and replayed: its pipelines,
@@ -45,6 +45,7 @@ pub struct Graph<T> {
     held: Arc<Keep>,
     inputs: Vec<DeviceTensor>,
     output: T,
+    constants: RecordCounts,
 }
 
 impl GpuContext {
@@ -57,21 +58,42 @@ impl GpuContext {
     /// an error (the captured work has not run), and under [`crate::TuningPolicy::OnFirstCall`]
     /// a capture runs each untuned class's default kernel instead of measuring. Other threads'
     /// calls are not captured. A thread's captures do not nest; threads may capture at once.
-    pub fn capture<T>(&self, inputs: &[&DeviceTensor], f: impl FnOnce() -> Result<T>) -> Result<Graph<T>> {
+    ///
+    /// Tensors that are not `inputs` and that the captured work never writes are constants of the
+    /// graph (weights, say): work that reads only constants and writes only buffers made inside
+    /// the capture that no other captured work writes (a convolution packing its weight) runs
+    /// once, at capture, and not at each replay ([`Graph::constant_counts`]). Writing such a tensor outside the graph after
+    /// the capture is not seen by the replays: capture again.
+    ///
+    /// The closure may fail with any error type that a crate [`Error`] converts into (a
+    /// model's own error, say); its error is returned as it is, and nothing is captured.
+    pub fn capture<T, E: From<Error>>(&self, inputs: &[&DeviceTensor], f: impl FnOnce() -> std::result::Result<T, E>) -> std::result::Result<Graph<T>, E> {
         const OP: &str = "capture";
         self.rt.probe(OP)?;
         if let Some(t) = inputs.iter().find(|t| !t.context().same_device(self)) {
-            return Err(Error::Device { op: OP, detail: format!("an input of shape {:?} lives on another GpuContext than the capture", t.shape()) });
+            return Err(Error::Device { op: OP, detail: format!("an input of shape {:?} lives on another GpuContext than the capture", t.shape()) }.into());
         }
         self.rt.capture_begin(OP)?;
         let output = f();
-        let rec = self.rt.capture_end().ok_or_else(|| Error::invalid(OP, "the capture ended on another thread"))?;
+        let mut rec = self.rt.capture_end().ok_or_else(|| Error::invalid(OP, "the capture ended on another thread"))?;
         let output = output?;
+        let fresh = std::mem::take(&mut rec.fresh);
         let (commands, mut held) = self.rt.scoped(OP, || Ok(rec.finish(&self.rt)))?;
         for t in inputs {
             held.hold(t.storage());
         }
-        Ok(Graph { ctx: self.clone(), commands: commands.into(), held: Arc::new(held), inputs: inputs.iter().map(|&t| t.clone()).collect(), output })
+        // The work that computes constants (weight packing) runs once, now.
+        let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();
+        let (once, every) = record::split_constants(commands, &buffers, &fresh);
+        let held = Arc::new(held);
+        let constants = record::count(&once);
+        if !once.is_empty() {
+            let enc = self.rt.scoped(OP, || Ok(self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
+            let mut keep = Keep::default();
+            keep.hold(held.clone());
+            submit::submit_commands(&self.rt, OP, enc, &once, keep)?;
+        }
+        Ok(Graph { ctx: self.clone(), commands: every.into(), held, inputs: inputs.iter().map(|&t| t.clone()).collect(), output, constants })
     }
 
     /// Submits, compute passes, dispatches and copies this context has encoded so far (every
@@ -102,6 +124,12 @@ impl<T> Graph<T> {
     /// Each dispatch of a replay, in order: the op that recorded it and its kernel (shader).
     pub fn dispatches(&self) -> Vec<(&'static str, &'static str)> {
         record::dispatches(&self.commands)
+    }
+
+    /// The work that computes the graph's constants, run once at capture (see
+    /// [`GpuContext::capture`]).
+    pub fn constant_counts(&self) -> RecordCounts {
+        self.constants
     }
 
     /// Replays the graph in one submission: first copies `inputs` (none, or one per input

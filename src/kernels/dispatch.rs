@@ -46,11 +46,16 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
             let (ubuf, offset) = rec.uniform(rt, op, abi::bytes(&d.params))?;
             let mut entries = Vec::with_capacity(d.bindings.len() + 1);
             entries.push(wgpu::BindGroupEntry { binding: 0, resource: bind(&ubuf, (offset, size)) });
+            let (mut reads, mut writes) = (Vec::new(), Vec::new());
             for (j, (buffer, window)) in d.bindings.iter().enumerate() {
                 entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: bind(buffer, *window) });
+                match slots.get(j + 1) {
+                    Some(Slot::Write) => writes.push((*buffer).clone()),
+                    _ => reads.push((*buffer).clone()),
+                }
             }
             let group = rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout: &bgl, entries: &entries });
-            rec.dispatch(op, d.key.shader, pipeline, group, d.grid);
+            rec.dispatch(op, d.key.shader, pipeline, group, d.grid, reads, writes);
         }
         Ok(())
     })

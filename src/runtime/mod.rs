@@ -197,7 +197,15 @@ impl Runtime {
 
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
     pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
-        Pooled::get(&self.device, &self.pool, size, usage, self.report.max_buffer_size).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))
+        let p = Pooled::get(&self.device, &self.pool, size, usage, self.report.max_buffer_size).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))?;
+        // A buffer made while this thread captures is fresh to the graph.
+        let mut c = lock(&self.capture);
+        if !c.is_empty() {
+            if let Some(r) = c.get_mut(&std::thread::current().id()) {
+                r.fresh.push(p.buffer().clone());
+            }
+        }
+        Ok(p)
     }
 
     /// How many pipelines this runtime has compiled (one per distinct shader and constants).

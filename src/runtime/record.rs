@@ -33,7 +33,8 @@ const CHUNK_SLOTS: u64 = 256;
 pub(crate) enum Command {
     /// A dispatch of `pipeline` with bind group 0 `group` over `grid` workgroups; `op` names the
     /// crate operation that recorded it (for profiles).
-    Dispatch { op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32) },
+    /// `reads` and `writes` are the storage buffers it binds read-only and writable.
+    Dispatch { op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32), reads: Vec<wgpu::Buffer>, writes: Vec<wgpu::Buffer> },
     /// `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
     /// Zeroes `buffer` from `offset` (to its end when `size` is `None`).
@@ -103,6 +104,8 @@ pub(crate) struct Recorder {
     commands: Vec<Command>,
     chunks: Vec<Chunk>,
     keep: Keep,
+    /// Buffers made while this recording was captured (see [`split_constants`]).
+    pub fresh: Vec<wgpu::Buffer>,
 }
 
 impl Recorder {
@@ -111,14 +114,9 @@ impl Recorder {
         self.keep.hold(t)
     }
 
-    /// The commands recorded so far.
-    pub fn commands(&self) -> &[Command] {
-        &self.commands
-    }
-
     /// Records a dispatch.
-    pub fn dispatch(&mut self, op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32)) {
-        self.commands.push(Command::Dispatch { op, kernel, pipeline, group, grid });
+    pub fn dispatch(&mut self, op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32), reads: Vec<wgpu::Buffer>, writes: Vec<wgpu::Buffer>) {
+        self.commands.push(Command::Dispatch { op, kernel, pipeline, group, grid, reads, writes });
     }
 
     /// Records a buffer-to-buffer copy (the pass in progress ends before it).
@@ -170,6 +168,7 @@ impl Recorder {
     /// flushed first, as they are bound where they are).
     pub fn append(&mut self, rt: &Runtime, mut other: Recorder) {
         other.flush(rt);
+        self.fresh.append(&mut other.fresh);
         self.commands.append(&mut other.commands);
         for c in other.chunks.drain(..) {
             self.keep.hold(c.buffer);
@@ -266,4 +265,69 @@ pub(crate) fn dispatches(commands: &[Command]) -> Vec<(&'static str, &'static st
     }
     walk(commands, &mut out);
     out
+}
+
+impl Command {
+    /// The buffers the command reads and those it writes (`None` for a nested graph, whose
+    /// effects are not itemized).
+    fn effects(&self) -> Option<(Vec<&wgpu::Buffer>, Vec<&wgpu::Buffer>)> {
+        match self {
+            Command::Dispatch { reads, writes, .. } => Some((reads.iter().collect(), writes.iter().collect())),
+            Command::Copy { src, dst, .. } => Some((vec![src], vec![dst])),
+            Command::Clear { buffer, .. } => Some((vec![], vec![buffer])),
+            Command::Graph(_) => None,
+        }
+    }
+}
+
+/// Splits a captured recording into the commands that compute constants of the graph, to run
+/// once, and the rest, to run at every replay (both in recorded order). A command is constant
+/// when it writes only `fresh` buffers (made during the capture, so that no state persists
+/// across replays in them: a kernel that reads what it writes reads there what an earlier
+/// constant command wrote, or what an eager call would find in a new buffer), none that a
+/// command run at every replay writes; and when every buffer it binds read-only is either a
+/// fresh buffer an earlier constant command wrote, or one that is not an input and that no
+/// command run at every replay writes. A convolution's weight packing (a clear and a copy into a scratch buffer,
+/// from a weight the graph never writes) is such work; an in-place update of a tensor made
+/// before the capture is not.
+pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], fresh: &[wgpu::Buffer]) -> (Vec<Command>, Vec<Command>) {
+    use std::collections::HashSet;
+    if commands.iter().any(|c| c.effects().is_none()) {
+        return (Vec::new(), commands);
+    }
+    let fresh: HashSet<&wgpu::Buffer> = fresh.iter().collect();
+    let effects: Vec<_> = commands.iter().map(|c| c.effects().expect("itemized")).collect();
+    let mut constant = vec![true; commands.len()];
+    loop {
+        // Buffers written at every replay: the inputs (copied in) and the non-constant writes.
+        let mut varying: HashSet<&wgpu::Buffer> = inputs.iter().copied().collect();
+        for (i, (_, w)) in effects.iter().enumerate() {
+            if !constant[i] {
+                varying.extend(w.iter().copied());
+            }
+        }
+        let mut changed = false;
+        let mut written: HashSet<&wgpu::Buffer> = HashSet::new();
+        for (i, (r, w)) in effects.iter().enumerate() {
+            if !constant[i] {
+                continue;
+            }
+            let read_ok = |b: &&wgpu::Buffer| !varying.contains(b) && (!fresh.contains(b) || written.contains(b));
+            let ok = r.iter().all(read_ok) && w.iter().all(|b| fresh.contains(b) && !varying.contains(b));
+            if ok {
+                written.extend(w.iter().copied());
+            } else {
+                constant[i] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let (mut once, mut every) = (Vec::new(), Vec::new());
+    for (c, k) in commands.into_iter().zip(constant) {
+        if k { once.push(c) } else { every.push(c) }
+    }
+    (once, every)
 }
