@@ -65,6 +65,8 @@ pub struct Batch<'e> {
 impl GpuContext {
     /// Starts recording operations into a new encoder of the crate's.
     pub fn batch(&self) -> Batch<'static> {
+        // Buffers of finished work return to the pool before the batch allocates.
+        self.rt.reclaim();
         let enc = self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
         Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), rec: Recorder::default() }
     }
@@ -74,6 +76,7 @@ impl GpuContext {
     /// submits the encoder. End the batch ([`Batch::end`], or drop it) before finishing the
     /// encoder.
     pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
+        self.rt.reclaim();
         Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), rec: Recorder::default() }
     }
 }

@@ -33,7 +33,7 @@ impl Batch<'_> {
         let out = match target {
             Target::New => {
                 let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
-                DeviceTensor::alloc(self.context(), r.out_dtype, len, r.out_layout.clone())?
+                DeviceTensor::alloc_unchecked(self.context(), r.out_dtype, len, r.out_layout.clone())?
             }
             Target::InPlace => tensors[0].clone(),
             Target::Out(t) => t.clone(),

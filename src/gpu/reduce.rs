@@ -116,7 +116,7 @@ impl Batch<'_> {
 /// A new tensor of `layout` over exactly the elements it spans.
 fn alloc(ctx: &crate::GpuContext, dtype: DType, layout: &Layout) -> Result<DeviceTensor> {
     let len = layout.span().map_or(0, |(_, hi)| hi + 1);
-    DeviceTensor::alloc(ctx, dtype, len, layout.clone())
+    DeviceTensor::alloc_unchecked(ctx, dtype, len, layout.clone())
 }
 
 impl Reduce for DeviceTensor {

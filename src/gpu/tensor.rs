@@ -92,6 +92,12 @@ impl DeviceTensor {
     pub(crate) fn alloc(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
         ctx.rt.probe("alloc")?;
         ctx.rt.reclaim();
+        Self::alloc_unchecked(ctx, dtype, len, layout)
+    }
+
+    /// [`DeviceTensor::alloc`] for a batch's new output: the batch's submit probes the device,
+    /// and the batch reclaimed finished work's buffers when it started.
+    pub(crate) fn alloc_unchecked(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
         let bytes = len
             .checked_mul(dtype.size())
             .and_then(|b| b.checked_next_multiple_of(4))

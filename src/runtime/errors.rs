@@ -43,6 +43,8 @@ pub(crate) struct Capture {
 }
 
 thread_local! {
+    /// The error state whose scopes this thread has open (its address; 0: none).
+    static OPEN_SCOPE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Whether this thread holds a GL turn of some runtime (`scoped` nests).
     static IN_GL_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -70,13 +72,27 @@ impl Capture {
 
     /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
     /// they caught as [`Error::Gpu`] for `op`. Fails at once when the device is known lost.
+    /// Inside another call's scopes of this device on this thread, `f` runs in those (what it
+    /// causes fails the outer call): a recorded op pushes and pops its scopes once.
     pub fn scoped<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_lost(op)?;
+        if OPEN_SCOPE.with(|c| c.get()) == self as *const Capture as usize {
+            return f();
+        }
+        self.scoped_fresh(device, op, f)
+    }
+
+    /// [`Capture::scoped`] in scopes of its own, also inside another call's: for work whose
+    /// caller handles its errors (a pipeline that does not compile is not cached).
+    pub fn scoped_fresh<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_lost(op)?;
         let _turn = self.gl_turn();
+        let outer = OPEN_SCOPE.with(|c| c.replace(self as *const Capture as usize));
         let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let out = f();
+        OPEN_SCOPE.with(|c| c.set(outer));
         self.drain();
         let mut caught = None;
         for guard in [validation, oom, internal] {

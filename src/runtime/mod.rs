@@ -195,6 +195,18 @@ impl Runtime {
         }
     }
 
+    /// [`Runtime::scoped`] in scopes of its own even inside another call's (see
+    /// [`errors::Capture::scoped_fresh`]).
+    pub fn scoped_fresh<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        match self.errors.scoped_fresh(&self.device, op, f) {
+            Err(Error::Gpu { op, message }) => match self.probe(op) {
+                Err(lost @ Error::DeviceLost { .. }) => Err(lost),
+                _ => Err(Error::Gpu { op, message }),
+            },
+            other => other,
+        }
+    }
+
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
     pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
         let p = Pooled::get(&self.device, &self.pool, size, usage, self.report.max_buffer_size).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))?;
@@ -221,7 +233,7 @@ impl Runtime {
         let bgl = self.bind_group_layout(slots)?;
         let source = source().ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
         let log = PipelineLog::start();
-        let pipeline = self.scoped("pipeline", || {
+        let pipeline = self.scoped_fresh("pipeline", || {
             let d = &self.device;
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
             let module = d.create_shader_module(desc);
@@ -283,7 +295,7 @@ impl Runtime {
             return Ok(());
         }
         let layout = self.bind_group_layout(&[Slot::Read])?;
-        let bound = self.scoped(op, || {
+        let bound = self.scoped_fresh(op, || {
             let _ = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("strided-wgpu from_buffer check"),
                 layout: &layout,

@@ -271,7 +271,7 @@ impl Runtime {
     /// recordings.
     pub fn probe(&self, op: &'static str) -> Result<()> {
         self.errors.check_lost(op)?;
-        let mapped = self.errors.scoped(&self.device, op, || {
+        let mapped = self.errors.scoped_fresh(&self.device, op, || {
             let b = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu probe"), size: 4, usage: wgpu::BufferUsages::COPY_SRC, mapped_at_creation: true });
             let ok = b.slice(..).get_mapped_range().is_ok();
             b.destroy();
