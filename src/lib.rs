@@ -79,7 +79,7 @@ pub use tune::TuningPolicy;
 /// [`Error::Unsupported`](crate::Error) where the kernel cannot run the call or the adapter.
 pub mod advanced {
     pub use crate::conv::{conv1x1_shape, conv2d_shape, Conv2dShape};
-    pub use crate::gpu::conv::{conv1x1_with, conv2d_with};
+    pub use crate::gpu::conv::{conv1x1_with, conv2d_add_with, conv2d_with};
     pub use crate::gpu::pool::window_with;
     pub use crate::runtime::record::RecordCounts;
     pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};

@@ -486,3 +486,61 @@ fn tuning_measures_the_calls_batch() {
         assert_eq!(ctx.conv2d_choice(&xe, &wd, Some(&bd), &o, &empty).unwrap(), None);
     }
 }
+
+/// `conv2d_add`: fused into the GEMM kernels' epilogue (the residual of the output's strides)
+/// and recorded as three ops elsewhere (other kernels, or a residual of other strides); each
+/// equal bit for bit to the device's own conv2d, add_ and relu_, and to the CPU reference
+/// within the tolerance. A NaN in the residual stays NaN through the fused ReLU.
+#[test]
+fn residual_epilogue_matches_the_unfused_ops() {
+    use strided_wgpu::advanced::conv2d_add_with;
+    use strided_wgpu::{Conv2d, Elementwise};
+    let mut rng = Rng(0xadd);
+    for ctx in contexts() {
+        for (i, (n, c, h, w, k, kh, stride, pad)) in [(2, 8, 9, 7, 12, 3, 1, 1), (1, 16, 12, 12, 32, 1, 2, 0), (3, 3, 8, 10, 8, 3, 1, 0), (2, 64, 14, 14, 64, 3, 1, 1)].into_iter().enumerate() {
+            let xv = vals(&mut rng, n * c * h * w);
+            let x = layout(&mut rng, HostTensor::from_vec(xv, &[n, c, h, w]).unwrap());
+            let wt = HostTensor::from_vec(vals(&mut rng, k * c * kh * kh), &[k, c, kh, kh]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                for relu in [false, true] {
+                    let o = Conv2dOptions { stride: (stride, stride), padding: (pad, pad), relu, output_format: Some(format), ..Default::default() };
+                    let shape = conv2d_cpu(&x, &wt, Some(&b), &o).unwrap().shape().to_vec();
+                    let mut rv = vals(&mut rng, shape.iter().product());
+                    rv[3] = f32::NAN;
+                    // The residual in the output's layout (fusable), and transposed (not).
+                    let res = HostTensor::from_vec(rv, &shape).unwrap().contiguous(format).unwrap();
+                    let other = if format == MemoryFormat::Contiguous { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
+                    let want = x.conv2d_add(&wt, Some(&b), &res, &o).unwrap().to_vec::<f32>().unwrap();
+                    let scale = conv2d_cpu(&abs(&x), &abs(&wt), Some(&abs(&b)), &Conv2dOptions { relu: false, ..o }).unwrap().add(&abs(&res)).unwrap().to_vec::<f32>().unwrap();
+                    let (dx, dw, db) = (to_device(ctx, &x), to_device(ctx, &wt), to_device(ctx, &b));
+                    for kernel in [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Direct] {
+                        let unfused = conv2d_with(&dx, &dw, Some(&db), &Conv2dOptions { relu: false, ..o }, kernel).unwrap();
+                        let dres = to_device(ctx, &res);
+                        unfused.add_(&dres).unwrap();
+                        if relu {
+                            unfused.relu_().unwrap();
+                        }
+                        let unfused = unfused.download().unwrap().to_vec::<f32>().unwrap();
+                        for res_format in [format, other] {
+                            let label = format!("{} case {i} {format:?} relu {relu} {kernel:?} residual {res_format:?}", name(ctx));
+                            let dres = to_device(ctx, &res.contiguous(res_format).unwrap());
+                            let got = conv2d_add_with(&dx, &dw, Some(&db), &dres, &o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                            for j in 0..got.len() {
+                                assert_eq!(got[j].to_bits(), unfused[j].to_bits(), "{label}: output {j}: fused {} vs unfused {}", got[j], unfused[j]);
+                                assert!(approx::abs_diff_eq!(got[j], want[j], epsilon = 1e-5 * scale[j] + 1e-6) || (got[j].is_nan() && want[j].is_nan() && j == 3), "{label}: output {j}: {} vs {}", got[j], want[j]);
+                            }
+                            assert!(got[3].is_nan(), "{label}: the residual's NaN");
+                        }
+                    }
+                }
+            }
+        }
+        // A residual of another shape is a typed error naming the op.
+        let x = to_device(ctx, &HostTensor::from_vec(vec![1f32; 2 * 4 * 5 * 5], &[2, 4, 5, 5]).unwrap());
+        let wt = to_device(ctx, &HostTensor::from_vec(vec![1f32; 4 * 4], &[4, 4, 1, 1]).unwrap());
+        let bad = to_device(ctx, &HostTensor::from_vec(vec![1f32; 2 * 4 * 5 * 4], &[2, 4, 5, 4]).unwrap());
+        let r = x.conv2d_add(&wt, None, &bad, &Conv2dOptions::default());
+        assert!(matches!(r, Err(Error::InvalidArgument { op: "conv2d_add", .. })), "{}: {r:?}", name(ctx));
+    }
+}

@@ -392,13 +392,13 @@ impl<T: Tensor> Net<T> {
         let conv = |x: &T, c: &Conv<T>| x.conv2d(&c.weight, Some(&c.bias), &c.options);
         let mut x = conv(&input, &self.stem)?.max_pool2d(&MaxPool2dOptions { stride: Some((2, 2)), padding: (1, 1), ..MaxPool2dOptions::new((3, 3)) })?;
         for b in &self.blocks {
-            let y = conv(&conv(&x, &b.conv1)?, &b.conv2)?;
-            match &b.downsample {
-                Some(d) => y.add_(&conv(&x, d)?)?,
-                None => y.add_(&x)?,
-            }
-            y.relu_()?;
-            x = y;
+            // relu(conv2(conv1(x)) + identity): the residual and the ReLU in conv2's epilogue.
+            let identity = match &b.downsample {
+                Some(d) => conv(&x, d)?,
+                None => x.clone(),
+            };
+            let c2 = &b.conv2;
+            x = conv(&x, &b.conv1)?.conv2d_add(&c2.weight, Some(&c2.bias), &identity, &Conv2dOptions { relu: true, ..c2.options })?;
         }
         let features = x.mean(vec![2isize, 3], false)?;
         let logits = features.linear(&self.fc_weight, Some(&self.fc_bias))?;

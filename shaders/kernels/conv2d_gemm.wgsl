@@ -28,12 +28,18 @@ struct GemmParams {
     // Output pixels in this dispatch, tiles along the pixels, tiles along the channels,
     // workgroups in all (tiles along pixels x along channels x groups).
     work: vec4<u32>,
+    // RESID: the residual's element index minus the output's bound-window index of the same
+    // element (the residual has the output's strides); then three unused words.
+    res: vec4<i32>,
 }
 
 override CHANNELS: bool = false;
 // 0: start from zero; 1: start from the bias.
 override MODE: u32 = 0u;
 override RELU: bool = false;
+// Whether the epilogue adds a residual (binding 7, the output's shape and strides) before the
+// ReLU: relu(conv + bias + residual), ResNet's block.
+override RESID: bool = false;
 // Whether 4 consecutive input channels (NHWC) are one aligned vec4 word.
 override VIN: bool = false;
 // Whether an invocation's 4 outputs along its fast dim (pixels for NCHW, channels for NHWC)
@@ -47,6 +53,7 @@ fn pz() -> u32 {
     return uniform_index(gp_u[0].geo.x);
 }
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> res: array<f32>;
 
 // Where a pixel of the tile reads: its image's element offset (channel 0 of the group), its
 // tap-(0, 0) row and column, and whether it exists.
@@ -123,10 +130,29 @@ fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
     return wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j];
 }
 
-fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+// The residual at the output's window indices `at` + i * `step` for the lanes `live` marks
+// (0 elsewhere, and everywhere without RESID).
+fn residual4(at: i32, step: i32, live: vec4<bool>) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    if (RESID) {
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            if (live[i]) {
+                r[i] = res[u32(at + gp_u[pz()].res.x + i32(i) * step)];
+            }
+        }
+    }
+    return r;
+}
+
+// The epilogue: (acc + bias) + residual, then ReLU; each step rounded to f32 as the separate
+// ops would round it, so the fused result equals conv, add_ and relu_ bit for bit.
+fn finish(v: vec4<f32>, b: vec4<f32>, r: vec4<f32>) -> vec4<f32> {
     var o = v;
     if (MODE == 1u) {
         o = o + b;
+    }
+    if (RESID) {
+        o = o + r;
     }
     if (RELU) {
         o = relu4(o);
@@ -237,7 +263,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var i = 0u; i < 4u; i = i + 1u) {
             if (m + i < gp_u[pz()].work.x && k < gp_u[pz()].red.y) {
                 let at = out_offset(m + i) + ks;
-                let v = finish(acc[i], b);
+                let live = vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(gp_u[pz()].red.y);
+                let v = finish(acc[i], b, residual4(at, gp_u[pz()].ys.y, live));
                 if (VOUT) {
                     y4[u32(at) / 4u] = v;
                 } else {
@@ -254,8 +281,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t = transpose(acc);
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (k + j < gp_u[pz()].red.y && m < gp_u[pz()].work.x) {
-            let v = finish(t[j], vec4<f32>(b[j]));
             let at = out_offset(m) + ks + i32(j) * gp_u[pz()].ys.y;
+            var r = vec4<f32>(0.0);
+            if (RESID) {
+                for (var i = 0u; i < 4u; i = i + 1u) {
+                    if (m + i < gp_u[pz()].work.x) {
+                        r[i] = res[u32(out_offset(m + i) + ks + i32(j) * gp_u[pz()].ys.y + gp_u[pz()].res.x)];
+                    }
+                }
+            }
+            let v = finish(t[j], vec4<f32>(b[j]), r);
             if (VOUT) {
                 // A vec4 of pixels lies in one image row: all 4 exist or none does.
                 y4[u32(at) / 4u] = v;

@@ -1,6 +1,7 @@
 //! The CPU reference of 2-d convolution on host tensors: every operand read through its
 //! strides, accumulated in f64.
 
+use crate::elementwise::Elementwise;
 use crate::conv::{check_output, check_overlap, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
 use crate::layout::Layout;
 use crate::dtype::DType;
@@ -85,5 +86,19 @@ impl Conv2d for HostTensor {
             .collect();
         check_overlap(OP, out.layout(), &operands)?;
         out.copy_(&reference(self, weight, bias, options, &g)?)
+    }
+
+    /// The CPU reference without ReLU, then the add and the ReLU.
+    fn conv2d_add(&self, weight: &HostTensor, bias: Option<&HostTensor>, residual: &HostTensor, options: &Conv2dOptions) -> Result<HostTensor> {
+        let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        if residual.shape() != g.out_shape() || residual.dtype() != crate::dtype::DType::F32 {
+            return Err(crate::error::Error::invalid("conv2d_add", format!("the residual must be f32 of the output's shape {:?}, got {} of shape {:?}", g.out_shape(), residual.dtype(), residual.shape())));
+        }
+        let y = conv2d_cpu(self, weight, bias, &Conv2dOptions { relu: false, ..*options })?;
+        y.add_(residual)?;
+        if options.relu {
+            y.relu_()?;
+        }
+        Ok(y)
     }
 }

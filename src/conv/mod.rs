@@ -197,6 +197,14 @@ pub trait Conv2d: Sized {
     /// strides (`out` decides the layout; `options.output_format` is not consulted), which
     /// must not overlap itself or an operand.
     fn conv2d_out(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions, out: &Self) -> Result<()>;
+
+    /// `relu?(conv2d(self, weight) + bias + residual)`: the convolution with a residual added
+    /// before the ReLU of `options` (ResNet's `relu(conv(x) + identity)`, cuDNN's
+    /// conv-bias-add-activation). `residual` is f32 of the output's shape, in any strides.
+    /// The result equals `conv2d` without ReLU, `add_(residual)` and `relu_()` bit for bit; on
+    /// the device the GEMM kernels add it in their epilogue (one pass over memory instead of
+    /// three), the others record the three ops.
+    fn conv2d_add(&self, weight: &Self, bias: Option<&Self>, residual: &Self, options: &Conv2dOptions) -> Result<Self>;
 }
 
 /// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].

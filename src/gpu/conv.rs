@@ -9,6 +9,8 @@ use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::conv_class;
 use crate::kernels::conv::{self, ConvCall, ConvKernel, View};
 use crate::kernels::matmul::grouped as matmul_grouped;
+use crate::elementwise::resolve::{Input, Target};
+use crate::elementwise::Op;
 use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 use crate::strided::Strided;
@@ -57,6 +59,40 @@ impl Conv2d for DeviceTensor {
         let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         run("conv2d", self, weight, bias, options, &g, ConvKernel::Auto, Some(out)).map(drop)
     }
+
+    /// [`conv2d_add_with`] with the call's kernel: fused into the GEMM kernels' epilogue, else
+    /// three recorded ops; submitted, not waited for.
+    fn conv2d_add(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions) -> Result<DeviceTensor> {
+        conv2d_add_with(self, weight, bias, residual, options, ConvKernel::Auto)
+    }
+}
+
+/// `relu?(conv2d(input, weight) + bias + residual)` on the device: [`Conv2d::conv2d_add`]
+/// through a chosen kernel. The GEMM kernels add the residual in their epilogue when it has
+/// the output's strides ([`ConvKernel::fuses_residual`]); otherwise the convolution, the add
+/// and the ReLU are recorded one after the other, with the same result bit for bit.
+pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions, kernel: ConvKernel) -> Result<DeviceTensor> {
+    const OP: &str = "conv2d_add";
+    let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+    let ctx = input.context();
+    if kernel != ConvKernel::Auto {
+        kernel.eligible(&g, options)?;
+        kernel.runs_on(&ctx.rt.report)?;
+    }
+    check_residual(OP, residual, &g)?;
+    let out = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?;
+    let mut batch = ctx.batch();
+    batch.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, kernel)?;
+    let _ = batch.submit()?;
+    Ok(out)
+}
+
+/// A residual must be f32 of the output's shape.
+fn check_residual(op: &'static str, residual: &DeviceTensor, g: &Conv2dShape) -> Result<()> {
+    if residual.shape() != g.out_shape() || residual.dtype() != DType::F32 {
+        return Err(Error::invalid(op, format!("the residual must be f32 of the output's shape {:?}, got {} of shape {:?}", g.out_shape(), residual.dtype(), residual.shape())));
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -79,7 +115,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
         pollster::block_on(ctx.tune_conv_into(out.layout(), input, weight, bias, options, g, crate::runtime::submit::Drive::Wait))?;
     }
     let mut batch = ctx.batch();
-    batch.convolve(op, &out, input, weight, bias, options, g, kernel)?;
+    batch.convolve(op, &out, input, weight, bias, None, options, g, kernel)?;
     let _ = batch.submit()?;
     Ok(out)
 }
@@ -95,7 +131,18 @@ impl Batch<'_> {
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias].into_iter().flatten().collect();
         self.check_context("conv2d", &operands)?;
         let out = DeviceTensor::empty(self.context(), &g.out_shape(), DType::F32, g.format)?;
-        self.convolve("conv2d", &out, input, weight, bias, options, &g, ConvKernel::Auto)?;
+        self.convolve("conv2d", &out, input, weight, bias, None, options, &g, ConvKernel::Auto)?;
+        Ok(out)
+    }
+
+    /// Records `input.conv2d_add(weight, bias, residual, options)` ([`Conv2d::conv2d_add`]):
+    /// `relu?(conv2d + bias + residual)`, a new tensor.
+    pub fn conv2d_add(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions) -> Result<DeviceTensor> {
+        const OP: &str = "conv2d_add";
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        check_residual(OP, residual, &g)?;
+        let out = DeviceTensor::empty(self.context(), &g.out_shape(), DType::F32, g.format)?;
+        self.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, ConvKernel::Auto)?;
         Ok(out)
     }
 
@@ -112,20 +159,20 @@ impl Batch<'_> {
     /// [`Error::Unsupported`], and nothing is recorded.
     pub fn conv2d_out_with(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor, kernel: ConvKernel) -> Result<()> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        self.convolve("conv2d", out, input, weight, bias, options, &g, kernel)
+        self.convolve("conv2d", out, input, weight, bias, None, options, &g, kernel)
     }
 
     /// [`Batch::conv2d_out_with`] of a 1x1 convolution (weight [K, C/groups, 1, 1] or
     /// [K, C/groups]; see [`conv1x1`]).
     pub fn conv1x1_out_with(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, out: &DeviceTensor, kernel: ConvKernel) -> Result<()> {
         let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        self.convolve("conv1x1", out, input, weight, bias, options, &g, kernel)
+        self.convolve("conv1x1", out, input, weight, bias, None, options, &g, kernel)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
+    fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
-        let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out)].into_iter().flatten().collect();
+        let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out), residual].into_iter().flatten().collect();
         self.check_context(op, &operands)?;
         if kernel != ConvKernel::Auto {
             kernel.eligible(g, options)?;
@@ -140,8 +187,16 @@ impl Batch<'_> {
                 return Err(Error::unsupported(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
             }
         }
+        if residual.is_some_and(|r| r.shares_storage(out)) {
+            return Err(Error::Overlap { op, detail: "the residual shares the output's buffer".into() });
+        }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
+        // The residual in the kernel's epilogue where it can be; else the convolution without
+        // its ReLU, then the add and the ReLU (the same f32 steps, the same bits).
+        let fused = residual.filter(|r| kernel.fuses_residual() && r.layout().strides() == out.layout().strides() && r.buffer().size() <= ctx.rt.report.max_storage_buffer_binding_size);
+        let unfused = Conv2dOptions { relu: false, ..*options };
+        let conv_options = if residual.is_some() && fused.is_none() { &unfused } else { options };
         let rec = self.parts(op)?;
         for t in operands {
             rec.hold(t.storage());
@@ -167,11 +222,18 @@ impl Batch<'_> {
         let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
         let w = View { buffer: copies[1].as_ref().map_or(weight.buffer(), |c| c.buffer()), layout: weight.layout() };
         let b = bias.map(|b| View { buffer: copies[2].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
-        let r = record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options, g, kernel });
+        let r = record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options: conv_options, g, kernel, residual: fused.map(view) });
         for c in copies.into_iter().flatten() {
             rec.hold(c);
         }
-        r
+        r?;
+        if let (Some(res), None) = (residual, fused) {
+            self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
+            if options.relu {
+                self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
+            }
+        }
+        Ok(())
     }
 }
 

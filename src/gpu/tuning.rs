@@ -201,7 +201,7 @@ impl GpuContext {
             for t in [Some(input), Some(weight), bias].into_iter().flatten() {
                 rec.hold(t.storage());
             }
-            crate::gpu::conv::record(&self.rt, rec, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel })
+            crate::gpu::conv::record(&self.rt, rec, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel, residual: None })
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

@@ -34,6 +34,9 @@ pub(crate) struct ConvCall<'a> {
     pub options: &'a Conv2dOptions,
     pub g: &'a Conv2dShape,
     pub kernel: ConvKernel,
+    /// A tensor of the output's shape and strides added before the ReLU (the GEMM family's
+    /// epilogue only: [`ConvKernel::fuses_residual`]).
+    pub residual: Option<View<'a>>,
 }
 
 /// What a family's `record` receives: the checked call (its fields read through `Deref`) and

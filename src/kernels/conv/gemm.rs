@@ -14,9 +14,9 @@ use crate::layout::Layout;
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
-/// The bindings: the parameters, the input, the packed weight, the bias, the output, and the
-/// input and output windows again as vec4 words.
-const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
+/// The bindings: the parameters, the input, the packed weight, the bias, the output, the
+/// input and output windows again as vec4 words, and the residual.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Write, Slot::Read];
 
 /// The output tile of a workgroup: pixels x output channels (`BM`, `BN` of the kernel).
 const TILE: usize = 64;
@@ -32,6 +32,7 @@ uniform! {
         red: [u32; 4],
         base: [i32; 4],
         work: [u32; 4],
+        res: [i32; 4],
     }
 }
 
@@ -67,8 +68,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             red: [u32_of(cg, "C/groups")?, u32_of(kg, "K/groups")?, u32_of(r_len, "C/groups*kh*kw")?, u32_of(row, "packed row")?],
             base: [i32_of(xbase, "input offset")?, i32_of(ybase, "output offset")?, i32_of(ops.bias.map_or(0, |b| b.layout.offset() as isize), "bias offset")?, i32_of(bs, "bias stride")?],
             work: [u32_of(pixels, "output pixels per dispatch")?, tm as u32, tn as u32, u32_of(total as usize, "workgroups")?],
+            // The residual (the output's strides): its element index minus the output's
+            // window index of the same element.
+            res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / 4) as isize - ops.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
         };
-        let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
+        let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", ops.residual.is_some() as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
         plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, vout, grid));
     }
     // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),
@@ -85,7 +89,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+            // Without a residual (never read) a few bytes of the packed weight, bound read-only
+            // already (the scratch word is bound writable).
+            let res = ops.residual.map_or((packed.buffer(), (0, packed_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6, res], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;

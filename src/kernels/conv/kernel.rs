@@ -70,6 +70,12 @@ pub(crate) enum Family {
 }
 
 impl ConvKernel {
+    /// Whether the kernel adds a residual in its epilogue (`conv2d_add`): the GEMM kernels.
+    /// Others record the convolution, then the add and the ReLU.
+    pub fn fuses_residual(self) -> bool {
+        self.family() == Family::Gemm
+    }
+
     /// Every kernel but `Auto`.
     pub const ALL: [ConvKernel; 13] = [
         ConvKernel::Nchw,

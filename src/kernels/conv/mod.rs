@@ -43,9 +43,14 @@ use crate::runtime::Runtime;
 /// Records a validated convolution of f32 operands through `call.kernel` (not `Auto`) into
 /// `enc`; its temporaries go to `keep`. The caller holds the operands until the work is done.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
-    let &ConvCall { out, input, weight, bias, options, g, kernel, .. } = call;
+    let &ConvCall { out, input, weight, bias, options, g, kernel, residual, .. } = call;
     kernel.eligible(g, options)?;
     kernel.runs_on(&rt.report)?;
+    if let Some(r) = residual {
+        if !kernel.fuses_residual() || r.layout.strides() != out.layout.strides() || r.buffer.size() > rt.report.max_storage_buffer_binding_size {
+            return Err(Error::unsupported(call.op, format!("{kernel:?} cannot add a residual of strides {:?} in its epilogue (the GEMM kernels add one of the output's strides {:?} that fits one binding)", r.layout.strides(), out.layout.strides())));
+        }
+    }
     if g.n * g.k * g.oh * g.ow == 0 {
         return Ok(());
     }
@@ -79,11 +84,11 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
         for &vin in vins {
             for vout in [0, 1] {
                 // The GEMM's finish is still two pipeline constants; the others' a uniform.
-                let finishes: &[(i64, i64)] = if kernel.family() == Family::Gemm { &[(0, 0), (0, 1), (1, 0), (1, 1)] } else { &[(0, 0)] };
-                for &(mode, relu) in finishes {
+                let finishes: &[(i64, i64, i64)] = if kernel.family() == Family::Gemm { &[(0, 0, 0), (0, 1, 0), (1, 0, 0), (1, 1, 0), (0, 1, 1), (1, 1, 1), (1, 0, 1)] } else { &[(0, 0, 0)] };
+                for &(mode, relu, resid) in finishes {
                     let mut constants = vec![("VIN", vin), ("VOUT", vout)];
                     if kernel.family() == Family::Gemm {
-                        constants.splice(0..0, [("MODE", mode), ("RELU", relu)]);
+                        constants.splice(0..0, [("MODE", mode), ("RELU", relu), ("RESID", resid)]);
                     }
                     if kernel != ConvKernel::DepthwiseRows {
                         constants.insert(0, ("CHANNELS", channels));

@@ -433,7 +433,7 @@ fn record_conv(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: &Shapes) ->
         let class = conv_class(&rt.report, &g, &o, &x, &y);
         let kernel = conv_default(rt.report.device_type, &class, ys0 == 1 && ch > 1);
         let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
-        conv::record(rt, rec, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel })?;
+        conv::record(rt, rec, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel, residual: None })?;
     }
     Ok(())
 }
