@@ -223,7 +223,8 @@ pub(crate) type Planned<'r> = (&'r Images, usize, ConvParams, PipelineKey, bool,
 /// it), then records `plan`.
 pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, plan: Vec<Planned<'_>>, windows: usize, views: impl Fn(usize, usize) -> Result<(Layout, Layout)>) -> Result<()> {
     let block_elems = windows * BLOCK;
-    let blocks = packed_buffer(rt, rec, block_elems, wgpu::BufferUsages::UNIFORM)?;
+    // The blocks' copies leave padding: always cleared.
+    let blocks = packed_buffer(rt, rec, block_elems, 0, wgpu::BufferUsages::UNIFORM)?;
     for i in 0..windows {
         let (dst, src) = views(i, block_elems)?;
         pack(rt, rec, ops, &dst, &src, blocks.buffer())?;

@@ -199,12 +199,15 @@ pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Resul
     Ok(())
 }
 
-/// A zeroed scratch buffer of `elems` f32 into which a family packs the weight (cleared by a
-/// command recorded ahead of the copies).
-pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
+/// A scratch buffer of `elems` f32 into which a family packs the weight, of which the packing
+/// copies write `packed` (distinct) elements: zeroed first (a clear recorded ahead of the
+/// copies, which also ends the compute pass) only where the copies leave padding.
+pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, packed: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
     rt.scoped(OP, || {
         let b = rt.buffer(OP, elems as u64 * 4, usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        rec.clear_buffer(b.buffer(), 0, None);
+        if packed < elems {
+            rec.clear_buffer(b.buffer(), 0, None);
+        }
         Ok(b)
     })
 }

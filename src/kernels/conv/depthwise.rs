@@ -165,7 +165,7 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
     let w4 = ops.weight4()?;
     let row = (4 * kq) as isize;
     let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
-    let packed = packed_buffer(rt, rec, packed_elems, wgpu::BufferUsages::empty())?;
+    let packed = packed_buffer(rt, rec, packed_elems, g.k * g.kh * g.kw, wgpu::BufferUsages::empty())?;
     pack(rt, rec, ops, &dst, &w4, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());

@@ -81,7 +81,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let rs = (row * 4) as isize;
     let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
-    let packed = packed_buffer(rt, rec, packed_elems, wgpu::BufferUsages::empty())?;
+    let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, wgpu::BufferUsages::empty())?;
     pack(rt, rec, ops, &dst, &w, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
