@@ -1,5 +1,5 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`: copy,
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold]`: copy,
 //! elementwise and convolution throughput on the chosen adapter, each convolution through its
 //! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
 //! shader cache, in a fresh process (`first-call I nchw|nhwc`), and (`resnet`) ResNet-18's
@@ -37,7 +37,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("bench") => match bench_warm(&args[1..]) {
-            Ok((warm, only)) => cli::bench::run(args.iter().any(|a| a == "--json"), warm, only),
+            Ok((warm, only)) => cli::bench::run(args.iter().any(|a| a == "--json"), warm, only, args.iter().any(|a| a == "--profile")),
             Err(e) => {
                 eprintln!("{e}; {USAGE}");
                 std::process::exit(2);
@@ -78,7 +78,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph]]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph]]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
@@ -89,7 +89,7 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--json" => {}
+            "--json" | "--profile" => {}
             "--only" => match it.next().map(String::as_str) {
                 Some(v @ ("host" | "copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
                 v => return Err(format!("--only needs host, copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
@@ -101,6 +101,9 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
             }
             other => return Err(format!("unknown bench option {other:?}")),
         }
+    }
+    if args.iter().any(|a| a == "--profile") && only.as_deref() != Some("resnet") {
+        return Err("--profile goes with --only resnet".into());
     }
     Ok((warm, only))
 }

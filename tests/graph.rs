@@ -51,8 +51,8 @@ fn forward(p: &Params, x: &DeviceTensor) -> strided_wgpu::Result<(DeviceTensor, 
     Ok((logits, probs))
 }
 
-/// The tests that read the context's counts run one at a time (the counts are the context's,
-/// over every thread).
+/// The tests run one at a time: the counts some of them read are the context's, over every
+/// thread.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
@@ -156,6 +156,7 @@ fn in_place_updates_of_constants_run_at_every_replay() {
 
 #[test]
 fn a_replay_in_a_batch_and_a_dropped_graph() {
+    let _serial = one_at_a_time();
     for ctx in contexts() {
         let p = params(ctx);
         let x = image(ctx, 21);
@@ -224,5 +225,33 @@ fn a_replay_on_a_lost_device_is_device_lost() {
         c.device().destroy();
         let r = graph.replay(&[]).and_then(|s| s.wait());
         assert!(matches!(r, Err(Error::DeviceLost { .. })), "{}: {r:?}", name(ctx));
+    }
+}
+
+#[test]
+fn two_threads_capture_at_once() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let p = params(ctx);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..2u32)
+                .map(|t| {
+                    let p = &p;
+                    s.spawn(move || {
+                        for i in 0..4 {
+                            let x = image(ctx, 60 + t * 10 + i);
+                            let graph = ctx.capture(&[&x], || forward(p, &x)).unwrap();
+                            let new = image(ctx, 61 + t * 10 + i);
+                            graph.replay_and_wait(&[&new]).unwrap();
+                            let (want, _) = forward(p, &new).unwrap();
+                            assert_eq!(bits(&graph.output().0), bits(&want), "{} thread {t} round {i}", name(ctx));
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+        });
     }
 }

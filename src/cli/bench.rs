@@ -10,7 +10,7 @@ use strided_wgpu::{GpuContext, Result};
 use crate::cli::measure::Row;
 
 /// Runs the benchmark and prints it as a table or as JSON lines.
-pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
+pub fn run(json: bool, warm: usize, only: Option<String>, profile: bool) -> Result<()> {
     if matches!(only.as_deref(), None | Some("host")) {
         crate::cli::bench_host::print(&crate::cli::bench_host::rows()?, json);
         if only.is_some() {
@@ -41,6 +41,9 @@ pub fn run(json: bool, warm: usize, only: Option<String>) -> Result<()> {
     if matches!(only.as_deref(), None | Some("matmul")) {
         let rows = crate::cli::bench_matmul::rows(&ctx)?;
         crate::cli::bench_matmul::print(&ctx, &rows, json);
+    }
+    if profile {
+        return crate::cli::resnet::profile(&ctx, json);
     }
     if matches!(only.as_deref(), None | Some("resnet")) {
         crate::cli::resnet::run(&ctx, json)?;

@@ -156,6 +156,41 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// `bench --only resnet --profile`: per dispatch of one forward pass (captured, so the weight
+/// packing is not among them) in each layout, its op, kernel and GPU time by timestamps, each
+/// dispatch in a pass of its own; then their sum against the median wall time of a replay and
+/// its logits' download.
+pub fn profile(ctx: &GpuContext, json: bool) -> Result<()> {
+    let d = Description::resnet18(BATCH, SIZE);
+    let a = ctx.adapter();
+    if !json {
+        println!("resnet profile; adapter: {} ({:?}, {:?}); ResNet-18, batch {BATCH}, {SIZE}x{SIZE}; GPU timestamps around each dispatch", a.name, a.backend, a.device_type);
+    }
+    for layout in ["nchw", "nhwc"] {
+        let (net, rgba) = setup(ctx, &d, format_of(layout))?;
+        let graph = capture(ctx, &net, &rgba)?;
+        replay(&graph)?;
+        let rows = graph.profile()?;
+        let mut walls: Vec<f64> = (0..RUNS).map(|_| replay(&graph).map(|r| r.0)).collect::<Result<_>>()?;
+        let wall_ms = median(&mut walls) * 1e3;
+        let sum: f64 = rows.iter().map(|r| r.2).sum();
+        for (i, (op, kernel, ms)) in rows.iter().enumerate() {
+            if json {
+                println!("{}", serde_json::json!({ "part": "resnet_profile", "layout": layout, "index": i, "op": op, "kernel": kernel, "gpu_ms": ms }));
+            } else {
+                println!("{layout:<5} {i:>3} {op:<14} {kernel:<32} {ms:>9.3} ms");
+            }
+        }
+        let c = graph.counts();
+        if json {
+            println!("{}", serde_json::json!({ "part": "resnet_profile", "layout": layout, "dispatches": rows.len(), "gpu_ms_sum": sum, "replay_wall_ms": wall_ms, "passes": c.passes, "submits": c.submits }));
+        } else {
+            println!("{layout}: {} dispatches, GPU {sum:.3} ms in all (a pass each); a replay and its download take {wall_ms:.3} ms of wall time (1 submit, {} pass)", rows.len(), c.passes);
+        }
+    }
+    Ok(())
+}
+
 /// Each layout's first inference, eager and graph, in a fresh process with an empty shader
 /// cache.
 fn cold(layouts: [&str; 2]) -> Result<Vec<[serde_json::Value; 2]>> {

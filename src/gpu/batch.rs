@@ -170,7 +170,7 @@ impl Batch<'_> {
                 rt.probe("finish")?;
                 let rec = std::mem::take(&mut self.rec);
                 rt.scoped("finish", || {
-                    let (commands, mut keep) = rec.finish(&rt);
+                    let (commands, mut keep) = rec.finish(&rt.queue);
                     rt.counters.add(record::encode(&commands, &mut enc));
                     keep.attach(&enc);
                     Ok(enc.finish())
@@ -219,7 +219,7 @@ impl Batch<'_> {
             // Nothing to report from a drop: a lost device fails the caller's submit or the
             // next call of the crate.
             let _ = rt.scoped("end", || {
-                let (commands, mut keep) = rec.finish(&rt);
+                let (commands, mut keep) = rec.finish(&rt.queue);
                 rt.counters.add(record::encode(&commands, e));
                 keep.attach(e);
                 Ok(())

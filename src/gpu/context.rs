@@ -127,6 +127,7 @@ impl GpuContext {
     /// Whether a blocking call measures an untuned class now: under
     /// [`TuningPolicy::OnFirstCall`], except while this thread captures a graph (a capture
     /// measures nothing; its classes run their kept choice or the default).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn tunes_on_call(&self) -> bool {
         self.tuner.policy() == TuningPolicy::OnFirstCall && !self.rt.capturing_here()
     }

@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
-use crate::runtime::record::{self, Command, RecordCounts};
-use crate::runtime::submit::{self, Keep, Submission};
+use crate::runtime::record::{self, Command, Keep, RecordCounts};
+use crate::runtime::submit::{self, Submission};
 use crate::strided::Strided;
 
 /// The work of a closure, captured once ([`GpuContext::capture`]) and replayed: its pipelines,
@@ -78,7 +78,7 @@ impl GpuContext {
         let mut rec = self.rt.capture_end().ok_or_else(|| Error::invalid(OP, "the capture ended on another thread"))?;
         let output = output?;
         let fresh = std::mem::take(&mut rec.fresh);
-        let (commands, mut held) = self.rt.scoped(OP, || Ok(rec.finish(&self.rt)))?;
+        let (commands, mut held) = self.rt.scoped(OP, || Ok(rec.finish(&self.rt.queue)))?;
         for t in inputs {
             held.hold(t.storage());
         }
@@ -132,6 +132,27 @@ impl<T> Graph<T> {
         self.constants
     }
 
+    /// Runs the graph once (on its inputs' current contents) with each dispatch timed by GPU
+    /// timestamps in a compute pass of its own, and returns each dispatch's op, kernel and
+    /// milliseconds, in order. A measurement, made only when asked; needs
+    /// `TIMESTAMP_QUERY` (else [`Error::Unsupported`]). A pass per dispatch serializes them:
+    /// the sum is at least a replay's GPU time.
+    pub async fn profile_async(&self) -> Result<Vec<(&'static str, &'static str, f64)>> {
+        self.profile_with(crate::runtime::submit::Drive::Poll).await
+    }
+
+    /// [`Graph::profile_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn profile(&self) -> Result<Vec<(&'static str, &'static str, f64)>> {
+        pollster::block_on(self.profile_with(crate::runtime::submit::Drive::Wait))
+    }
+
+    async fn profile_with(&self, drive: crate::runtime::submit::Drive) -> Result<Vec<(&'static str, &'static str, f64)>> {
+        let timer = crate::runtime::timing::Timer::new(&self.ctx.rt)?;
+        let times = timer.profile(drive, &self.commands, self.held.clone()).await?;
+        Ok(self.dispatches().into_iter().zip(times).map(|((op, kernel), ms)| (op, kernel, ms)).collect())
+    }
+
     /// Replays the graph in one submission: first copies `inputs` (none, or one per input
     /// given at capture, of its shape and dtype, any layout) into the graph's inputs, then runs
     /// the captured work. Errors: inputs of another count, shape, dtype or context, a device
@@ -160,7 +181,7 @@ impl Batch<'_> {
         if !graph.ctx.same_device(self.context()) {
             return Err(Error::Device { op: OP, detail: "the graph was captured on another GpuContext than the batch".into() });
         }
-        self.check_context(OP, &inputs.to_vec())?;
+        self.check_context(OP, inputs)?;
         if !inputs.is_empty() {
             if inputs.len() != graph.inputs.len() {
                 return Err(Error::invalid(OP, format!("{} inputs given, the graph was captured with {} (give none to replay on their current contents)", inputs.len(), graph.inputs.len())));

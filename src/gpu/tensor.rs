@@ -11,7 +11,8 @@ use crate::kernels::copy::CopyPath;
 use crate::layout::{checked_numel, Layout, MemoryFormat};
 use crate::runtime::pool::Pooled;
 use crate::runtime::submit::MapGuard;
-use crate::runtime::submit::{submit_and_map, Drive, Keep};
+use crate::runtime::record::Keep;
+use crate::runtime::submit::{submit_and_map, Drive};
 use crate::strided::{Strided, Token};
 
 /// Where a tensor's elements live.

@@ -12,7 +12,7 @@ use std::num::NonZeroU64;
 use crate::error::{Error, Result};
 use crate::kernels::abi::{self, Uniform};
 use crate::kernels::shaders;
-use crate::runtime::record::Recorder;
+use crate::runtime::record::{Command, Recorder};
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// One dispatch of a family: its pipeline (registered shader and override constants), its
@@ -43,7 +43,7 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
                 _ => rt.pipeline(&d.key, slots, || shaders::source_for(d.key.shader, rt.report.device_type == wgpu::DeviceType::Cpu))?,
             };
             last = Some((&d.key, pipeline.clone()));
-            let (ubuf, offset) = rec.uniform(rt, op, abi::bytes(&d.params))?;
+            let (ubuf, offset) = rec.uniform(abi::bytes(&d.params), |size| rt.buffer(op, size, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST))?;
             let mut entries = Vec::with_capacity(d.bindings.len() + 1);
             entries.push(wgpu::BindGroupEntry { binding: 0, resource: bind(&ubuf, (offset, size)) });
             let (mut reads, mut writes) = (Vec::new(), Vec::new());
@@ -55,7 +55,7 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
                 }
             }
             let group = rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout: &bgl, entries: &entries });
-            rec.dispatch(op, d.key.shader, pipeline, group, d.grid, reads, writes);
+            rec.dispatch(Command::Dispatch { op, kernel: d.key.shader, pipeline, group, grid: d.grid, reads, writes });
         }
         Ok(())
     })

@@ -13,6 +13,7 @@
 //!    it.
 
 pub mod errors;
+pub(crate) mod fxhash;
 pub mod lock;
 pub mod pool;
 pub mod record;
@@ -90,13 +91,14 @@ pub(crate) struct Runtime {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub report: AdapterReport,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
-    layouts: Mutex<HashMap<&'static [Slot], Arc<wgpu::BindGroupLayout>>>,
+    pipelines: Mutex<fxhash::FxHashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    layouts: Mutex<fxhash::FxHashMap<&'static [Slot], Arc<wgpu::BindGroupLayout>>>,
     pub pool: Arc<Mutex<BufferPool>>,
     pub errors: errors::Capture,
     /// Submits, passes and dispatches encoded so far (`GpuContext::record_counts`).
     pub counters: record::Counters,
     /// The graphs being captured, by the thread capturing each (see [`Runtime::capture_begin`]).
+    /// Lock order: never take a GL turn (or make a device call) while holding it.
     capture: Mutex<HashMap<std::thread::ThreadId, record::Recorder>>,
 }
 
@@ -126,8 +128,8 @@ impl Runtime {
             device,
             queue,
             report,
-            pipelines: Mutex::new(HashMap::new()),
-            layouts: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(fxhash::FxHashMap::default()),
+            layouts: Mutex::new(fxhash::FxHashMap::default()),
             pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
             errors,
             counters: record::Counters::default(),
@@ -170,13 +172,20 @@ impl Runtime {
     }
 
     /// Appends a submitted recording to this thread's capture.
-    pub fn capture_append(&self, rec: record::Recorder) -> Result<()> {
+    pub fn capture_append(&self, mut rec: record::Recorder) -> Result<()> {
+        // The device work (the uniforms' writes) first: no device call, and so no GL turn, is
+        // taken while the capture map is locked (a thread holding a GL turn may lock it to
+        // note a fresh buffer).
+        self.scoped("capture", || {
+            rec.flush(&self.queue);
+            Ok(())
+        })?;
         let mut c = lock(&self.capture);
         match c.get_mut(&std::thread::current().id()) {
-            Some(r) => self.scoped("capture", || {
-                r.append(self, rec);
+            Some(r) => {
+                r.append(rec);
                 Ok(())
-            }),
+            }
             None => Err(Error::invalid("submit", "no graph is being captured on this thread")),
         }
     }
@@ -186,7 +195,12 @@ impl Runtime {
     /// lost (a `device.destroy()` the crate has not seen yet invalidates its buffers) is
     /// [`Error::DeviceLost`], as every call after a loss.
     pub fn scoped<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        match self.errors.scoped(&self.device, op, f) {
+        self.lost_or(self.errors.scoped(&self.device, op, f))
+    }
+
+    /// A caught error as [`Error::DeviceLost`] when the device turns out to be lost.
+    fn lost_or<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
             Err(Error::Gpu { op, message }) => match self.probe(op) {
                 Err(lost @ Error::DeviceLost { .. }) => Err(lost),
                 _ => Err(Error::Gpu { op, message }),
@@ -198,13 +212,7 @@ impl Runtime {
     /// [`Runtime::scoped`] in scopes of its own even inside another call's (see
     /// [`errors::Capture::scoped_fresh`]).
     pub fn scoped_fresh<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        match self.errors.scoped_fresh(&self.device, op, f) {
-            Err(Error::Gpu { op, message }) => match self.probe(op) {
-                Err(lost @ Error::DeviceLost { .. }) => Err(lost),
-                _ => Err(Error::Gpu { op, message }),
-            },
-            other => other,
-        }
+        self.lost_or(self.errors.scoped_fresh(&self.device, op, f))
     }
 
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.

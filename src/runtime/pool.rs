@@ -4,10 +4,9 @@
 //! at least 256 bytes), so a buffer serves every later request of its class and usage: at most
 //! 25% of a buffer is slack. A buffer returns to the pool only when nothing can still use it:
 //! the tensor that owned it is dropped and every recording that used it has finished on the GPU
-//! (recordings hold their operands until then, see `runtime::submit::Keep`). Idle buffers beyond
+//! (recordings hold their operands until then, see `runtime::record::Keep`). Idle buffers beyond
 //! the pool's cap are destroyed; [`BufferPool::trim`] destroys all idle ones.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::runtime::lock::lock;
@@ -27,7 +26,7 @@ pub(crate) fn size_class(size: u64) -> Option<u64> {
 
 /// Idle buffers by (size class, usage), and the bytes they hold.
 pub(crate) struct BufferPool {
-    free: HashMap<(u64, wgpu::BufferUsages), Vec<wgpu::Buffer>>,
+    free: crate::runtime::fxhash::FxHashMap<(u64, wgpu::BufferUsages), Vec<wgpu::Buffer>>,
     bytes: u64,
     cap: u64,
     /// The runtime's GL turn (GL backend only): destroying a buffer reaches the GL context.
@@ -48,7 +47,7 @@ pub(crate) fn destroy(gl: &Option<Arc<Mutex<()>>>, buffers: Vec<wgpu::Buffer>) {
 
 impl BufferPool {
     pub(crate) fn new(gl: Option<Arc<Mutex<()>>>) -> BufferPool {
-        BufferPool { free: HashMap::new(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl }
+        BufferPool { free: Default::default(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl }
     }
     /// The GL turn's mutex.
     pub(crate) fn gl(&self) -> Option<Arc<Mutex<()>>> {

@@ -19,8 +19,25 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::runtime::pool::Pooled;
-use crate::runtime::submit::Keep;
-use crate::runtime::Runtime;
+
+/// Everything a recording holds until the GPU has finished with it.
+#[derive(Default)]
+pub(crate) struct Keep(Vec<Box<dyn std::any::Any + Send + Sync>>);
+
+impl Keep {
+    /// Holds `t` until the recording's work is done.
+    pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
+        self.0.push(Box::new(t));
+    }
+    /// Hands everything held to `encoder`: it is dropped when the encoder's command buffer has
+    /// finished on the GPU, or with the encoder if that is never submitted.
+    pub fn attach(&mut self, encoder: &wgpu::CommandEncoder) {
+        if !self.0.is_empty() {
+            let held = std::mem::take(self);
+            encoder.on_submitted_work_done(move || drop(held));
+        }
+    }
+}
 
 /// Bytes of one uniform slot (the largest uniform offset alignment WebGPU allows).
 pub(crate) const SLOT_BYTES: u64 = 256;
@@ -115,8 +132,9 @@ impl Recorder {
     }
 
     /// Records a dispatch.
-    pub fn dispatch(&mut self, op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32), reads: Vec<wgpu::Buffer>, writes: Vec<wgpu::Buffer>) {
-        self.commands.push(Command::Dispatch { op, kernel, pipeline, group, grid, reads, writes });
+    pub fn dispatch(&mut self, dispatch: Command) {
+        debug_assert!(matches!(dispatch, Command::Dispatch { .. }));
+        self.commands.push(dispatch);
     }
 
     /// Records a buffer-to-buffer copy (the pass in progress ends before it).
@@ -136,14 +154,15 @@ impl Recorder {
     }
 
     /// Places `bytes` (at most [`SLOT_BYTES`]) in a uniform slot; returns its buffer and
-    /// offset. Call inside the runtime's error scopes (it may create a buffer).
-    pub fn uniform(&mut self, rt: &Runtime, op: &'static str, bytes: &[u8]) -> Result<(wgpu::Buffer, u64)> {
+    /// offset. `chunk(size)` makes a uniform buffer (`UNIFORM | COPY_DST`) of `size` bytes when
+    /// the last is full: call inside the runtime's error scopes.
+    pub fn uniform(&mut self, bytes: &[u8], chunk: impl FnOnce(u64) -> Result<Pooled>) -> Result<(wgpu::Buffer, u64)> {
         debug_assert!(bytes.len() as u64 <= SLOT_BYTES);
         let full = self.chunks.last().is_none_or(|c| c.bytes.len() as u64 >= c.slots * SLOT_BYTES);
         if full {
             // A recording of one op gets one slot's chunk; longer ones chunks of 4, 16, .. slots.
             let slots = self.chunks.last().map_or(1, |c| (c.slots * 4).min(CHUNK_SLOTS));
-            let buffer = rt.buffer(op, slots * SLOT_BYTES, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST)?;
+            let buffer = chunk(slots * SLOT_BYTES)?;
             self.chunks.push(Chunk { buffer: Arc::new(buffer), slots, bytes: Vec::with_capacity((slots * SLOT_BYTES) as usize), written: 0 });
         }
         let c = self.chunks.last_mut().expect("a chunk with room");
@@ -155,19 +174,19 @@ impl Recorder {
 
     /// Writes the uniforms placed since the last flush into their buffers (one queue write a
     /// chunk). They land before any command buffer submitted after this call.
-    pub fn flush(&mut self, rt: &Runtime) {
+    pub fn flush(&mut self, queue: &wgpu::Queue) {
         for c in &mut self.chunks {
             if c.written < c.bytes.len() {
-                rt.queue.write_buffer(c.buffer.buffer(), c.written as u64, &c.bytes[c.written..]);
+                queue.write_buffer(c.buffer.buffer(), c.written as u64, &c.bytes[c.written..]);
                 c.written = c.bytes.len();
             }
         }
     }
 
-    /// Appends another recording's commands and holdings after this one's (its uniforms
-    /// flushed first, as they are bound where they are).
-    pub fn append(&mut self, rt: &Runtime, mut other: Recorder) {
-        other.flush(rt);
+    /// Appends another recording's commands and holdings after this one's; its uniforms must
+    /// have been flushed (they are bound where they are).
+    pub fn append(&mut self, mut other: Recorder) {
+        debug_assert!(other.chunks.iter().all(|c| c.written == c.bytes.len()), "appending a recording whose uniforms were not written");
         self.fresh.append(&mut other.fresh);
         self.commands.append(&mut other.commands);
         for c in other.chunks.drain(..) {
@@ -178,8 +197,8 @@ impl Recorder {
 
     /// Ends the recording: its uniforms flushed, its commands, and everything it holds
     /// (its uniform buffers included).
-    pub fn finish(mut self, rt: &Runtime) -> (Vec<Command>, Keep) {
-        self.flush(rt);
+    pub fn finish(mut self, queue: &wgpu::Queue) -> (Vec<Command>, Keep) {
+        self.flush(queue);
         for c in self.chunks.drain(..) {
             self.keep.hold(c.buffer);
         }
@@ -290,6 +309,8 @@ impl Command {
 /// command run at every replay writes. A convolution's weight packing (a clear and a copy into a scratch buffer,
 /// from a weight the graph never writes) is such work; an in-place update of a tensor made
 /// before the capture is not.
+// A buffer's `Hash` and `Eq` are those of its id, which never changes.
+#[allow(clippy::mutable_key_type)]
 pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], fresh: &[wgpu::Buffer]) -> (Vec<Command>, Vec<Command>) {
     use std::collections::HashSet;
     if commands.iter().any(|c| c.effects().is_none()) {
@@ -330,4 +351,16 @@ pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], 
         if k { once.push(c) } else { every.push(c) }
     }
     (once, every)
+}
+
+/// `commands` with captured graphs' commands inlined, in order.
+pub(crate) fn flatten(commands: &[Command]) -> Vec<Command> {
+    let mut out = Vec::with_capacity(commands.len());
+    for c in commands {
+        match c {
+            Command::Graph(inner) => out.extend(flatten(inner)),
+            other => out.push(other.clone()),
+        }
+    }
+    out
 }

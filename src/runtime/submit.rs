@@ -1,6 +1,7 @@
 //! Lifetimes of recorded work, and completion of submitted work.
 //!
-//! A recording holds every tensor it reads or writes and every temporary it made in a [`Keep`],
+//! A recording holds every tensor it reads or writes and every temporary it made in a `Keep`
+//! (`runtime/record.rs`),
 //! attached to its command encoder: wgpu drops it when that command buffer's work has finished
 //! on the GPU (or when an encoder that was never submitted is dropped), and only then do pooled
 //! buffers return to the pool.
@@ -20,28 +21,9 @@ use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
 use crate::runtime::pool::Pooled;
-use crate::runtime::record::{encode, Command, RecordCounts, Recorder};
+use crate::runtime::record::{encode, Command, Keep, RecordCounts, Recorder};
 use crate::runtime::lock::lock;
 use crate::runtime::Runtime;
-
-/// Everything a recording holds until the GPU has finished with it.
-#[derive(Default)]
-pub(crate) struct Keep(Vec<Box<dyn std::any::Any + Send + Sync>>);
-
-impl Keep {
-    /// Holds `t` until the recording's work is done.
-    pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
-        self.0.push(Box::new(t));
-    }
-    /// Hands everything held to `encoder`: it is dropped when the encoder's command buffer has
-    /// finished on the GPU, or with the encoder if that is never submitted.
-    pub fn attach(&mut self, encoder: &wgpu::CommandEncoder) {
-        if !self.0.is_empty() {
-            let held = std::mem::take(self);
-            encoder.on_submitted_work_done(move || drop(held));
-        }
-    }
-}
 
 /// A value set once by a wgpu callback, and the waker of whoever awaits it.
 pub(crate) struct Signal<T>(Arc<Mutex<(Option<T>, Option<Waker>)>>);
@@ -224,7 +206,7 @@ pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: 
 
 /// Submits a recording: encoded into `encoder`, its uniforms written first, as [`submit`].
 pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, rec: Recorder) -> Result<Submission> {
-    let (commands, keep) = rt.scoped(op, || Ok(rec.finish(rt)))?;
+    let (commands, keep) = rt.scoped(op, || Ok(rec.finish(&rt.queue)))?;
     submit_commands(rt, op, encoder, &commands, keep)
 }
 

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::runtime::record::{encode, Recorder};
-use crate::runtime::submit::{submit_and_map, Drive, Keep};
+use crate::runtime::record::{self, encode, Command, Keep, Recorder};
+use crate::runtime::submit::{submit_and_map, Drive};
 use crate::runtime::submit::MapGuard;
 use crate::runtime::Runtime;
 
@@ -36,7 +36,7 @@ impl Timer {
             let mut rec = Recorder::default();
             record(&mut rec)?;
             rt.scoped("timer", || {
-                let (commands, held) = rec.finish(&rt);
+                let (commands, held) = rec.finish(&rt.queue);
                 rt.counters.add(encode(&commands, enc));
                 keep.hold(held);
                 Ok(())
@@ -82,6 +82,69 @@ impl Timer {
             v[1].saturating_sub(v[0])
         };
         Ok(ticks as f64 * rt.queue.get_timestamp_period() as f64 / 1e6)
+    }
+}
+
+impl Timer {
+    /// Runs `commands` once with each dispatch in a compute pass of its own whose beginning
+    /// and end write timestamps (copies and clears run untimed between them), and resolves to
+    /// each dispatch's GPU time in milliseconds, in order. Needs `TIMESTAMP_QUERY`. A pass per
+    /// dispatch serializes the dispatches, so the sum is at least what one pass takes.
+    pub async fn profile<H: Send + Sync + 'static>(&self, drive: Drive, commands: &[Command], held: H) -> Result<Vec<f64>> {
+        const OP: &str = "profile";
+        let rt = &self.rt;
+        rt.check_not_capturing(OP)?;
+        if !rt.report.pass_timestamps {
+            return Err(Error::unsupported(OP, format!("{} has no timestamp queries (TIMESTAMP_QUERY)", rt.report.name)));
+        }
+        let flat = record::flatten(commands);
+        let n = flat.iter().filter(|c| matches!(c, Command::Dispatch { .. })).count();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        // WebGPU's limit on a query set's size.
+        if 2 * n > 4096 {
+            return Err(Error::Limit { op: OP, what: format!("timing {n} dispatches"), limit: "queries per query set", requested: 2 * n as u64, max: 4096 });
+        }
+        let bytes = 16 * n as u64;
+        let (mut enc, queries, resolve, read) = rt.scoped(OP, || {
+            let enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(OP) });
+            let q = rt.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some(OP), ty: wgpu::QueryType::Timestamp, count: 2 * n as u32 });
+            let resolve = rt.buffer(OP, bytes, wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC)?;
+            let read = MapGuard::new(rt, rt.buffer(OP, bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
+            Ok((enc, q, resolve, read))
+        })?;
+        rt.scoped(OP, || {
+            let mut i = 0u32;
+            for c in &flat {
+                match c {
+                    Command::Dispatch { pipeline, group, grid, .. } => {
+                        let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(2 * i), end_of_pass_write_index: Some(2 * i + 1) };
+                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: Some(writes) });
+                        pass.set_pipeline(pipeline);
+                        pass.set_bind_group(0, group, &[]);
+                        pass.dispatch_workgroups(grid.0, grid.1, 1);
+                        i += 1;
+                    }
+                    other => {
+                        encode(std::slice::from_ref(other), &mut enc);
+                    }
+                }
+            }
+            enc.resolve_query_set(&queries, 0..2 * n as u32, resolve.buffer(), 0);
+            enc.copy_buffer_to_buffer(resolve.buffer(), 0, read.buffer(), 0, bytes);
+            Ok(())
+        })?;
+        let mut keep = Keep::default();
+        keep.hold(resolve);
+        keep.hold(read.held());
+        keep.hold(queries);
+        keep.hold(held);
+        submit_and_map(rt, OP, enc, keep, &read, 0..bytes, drive).await?;
+        let view = read.buffer().slice(0..bytes).get_mapped_range().map_err(|e| Error::Gpu { op: OP, message: e.to_string() })?;
+        let v: &[u64] = bytemuck::cast_slice(&view);
+        let period = rt.queue.get_timestamp_period() as f64 / 1e6;
+        Ok(v.chunks(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect())
     }
 }
 
