@@ -30,24 +30,27 @@ impl Batch<'_> {
         }
         self.check_context(name, &all)?;
         let (r, tensors) = resolve(op, inputs, target, DeviceTensor::shares_storage)?;
-        let out = match target {
-            Target::New => {
-                let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
-                DeviceTensor::alloc_unchecked(self.context(), r.out_dtype, len, r.out_layout.clone())?
-            }
-            Target::InPlace => tensors[0].clone(),
-            Target::Out(t) => t.clone(),
-        };
         let ctx = self.context().clone();
         let rt = &ctx.rt;
         let rec = self.parts(name)?;
-        rec.hold(out.storage());
-        for t in &tensors {
-            rec.hold(t.storage());
-        }
-        let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
-        rt.scoped(name, || elementwise::record(rt, rec, &r, path, out.buffer(), &buffers))?;
-        Ok(out)
+        // One set of error scopes for the op: its new output and its dispatches.
+        rt.scoped(name, || {
+            let out = match target {
+                Target::New => {
+                    let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
+                    DeviceTensor::alloc_unchecked(&ctx, r.out_dtype, len, r.out_layout.clone())?
+                }
+                Target::InPlace => tensors[0].clone(),
+                Target::Out(t) => t.clone(),
+            };
+            rec.hold(out.storage());
+            for t in &tensors {
+                rec.hold(t.storage());
+            }
+            let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
+            elementwise::record(rt, rec, &r, path, out.buffer(), &buffers)?;
+            Ok(out)
+        })
     }
 }
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs to measure the crate, into `.gpu/` (ignored by git): the
+# release main program, the device test binaries, the Vulkan loader's Debian packages (the GPU
+# machine has an NVIDIA driver but may lack the loader) and the PyTorch peers from
+# ../shared/tools/peers. Run here, from the repository root, then on the GPU machine (the
+# device tool, with `.gpu` carried) `bash tools/gpu/run.sh`. docs/testing.md has the steps.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+rm -rf .gpu && mkdir -p .gpu/bin .gpu/deb .gpu/peers
+cargo build --release
+cp target/release/strided-wgpu .gpu/bin/
+# The device suites, built with the release profile; their data files are read from the
+# checkout (compiled-in CARGO_MANIFEST_DIR, which run.sh links to the checkout there).
+tests=(graph device_conv2d device_matmul conformance embedding)
+cargo test --release --no-run --message-format=json $(printf -- '--test %s ' "${tests[@]}") 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"], m["executable"])' \
+  | while read -r name exe; do cp "$exe" ".gpu/bin/$name"; done
+strip .gpu/bin/* 2>/dev/null || true
+echo "$PWD" > .gpu/built_at
+# The Vulkan loader and EGL, as the device tool's README says to bring them.
+o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+mkdir -p /tmp/amd64/partial
+apt-get $o update -qq >/dev/null
+(cd .gpu/deb && apt-get $o download -qq libvulkan1 libegl1 libglvnd0 >/dev/null)
+if [ -d ../shared/tools/peers ]; then cp ../shared/tools/peers/*.py .gpu/peers/; fi
+du -sh .gpu
