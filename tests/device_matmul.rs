@@ -666,3 +666,29 @@ fn matrix_vector_kernels_with_an_addend() {
         }
     }
 }
+
+/// `addmm_act`: the residual and the activation in the product's epilogue, on both adapters and
+/// through every kernel the automatic choice may take (small and large, f32 and f16): with ReLU
+/// equal bit for bit to the device's own `addmm` then `relu_`; host and device forms agree with
+/// the CPU reference.
+#[test]
+fn addmm_with_an_activation_equals_addmm_then_the_activation() {
+    let mut rng = Rng(0xadd_ac7);
+    for ctx in contexts() {
+        for (m, k, n, dtype) in [(5, 7, 3, DType::F32), (64, 96, 80, DType::F32), (300, 128, 200, DType::F32), (33, 40, 17, DType::F16)] {
+            let (hc, hc_abs, dc) = operand(&mut rng, ctx, &[m, n], dtype);
+            let (ha, ha_abs, da) = operand(&mut rng, ctx, &[m, k], dtype);
+            let (hb, hb_abs, db) = operand(&mut rng, ctx, &[k, n], dtype);
+            let fused = dc.addmm_act(&da, &db, 1.0, 1.0, Activation::Relu).unwrap();
+            let unfused = dc.addmm(&da, &db, 1.0, 1.0).unwrap();
+            unfused.relu_().unwrap();
+            let bits = |t: &DeviceTensor| t.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fused), bits(&unfused), "{} {m}x{k}x{n} {dtype}", name(ctx));
+            let host = hc.addmm_act(&ha, &hb, 1.0, 1.0, Activation::Relu).unwrap();
+            let want = hc.addmm(&ha, &hb, 1.0, 1.0).unwrap().relu().unwrap();
+            assert_eq!(host.to(DType::F32).unwrap().to_vec::<f32>().unwrap(), want.to(DType::F32).unwrap().to_vec::<f32>().unwrap(), "host {m}x{k}x{n} {dtype}");
+            let plan = addmm_plan(hc.layout(), ha.layout(), hb.layout(), 1.0, 1.0, [dtype; 3]).unwrap().with_activation(Activation::Relu);
+            compare_abs(&format!("{} addmm_act {m}x{k}x{n} {dtype}", name(ctx)), &plan, [&ha, &hb], Some(&hc), Some(&[ha_abs, hb_abs, hc_abs]), &fused.download().unwrap());
+        }
+    }
+}

@@ -315,6 +315,13 @@ pub trait Matmul: crate::Strided {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
         Self::run_plan(&p, mat1, mat2, Some(self), None)
     }
+    /// `act(beta * self + alpha * (mat1 @ mat2))` in one pass: the residual `self` added and the
+    /// activation applied in the product's epilogue (a linear layer's residual connection,
+    /// `F.relu(torch.addmm(x, h, w.T))`), equal to `addmm` then the activation.
+    fn addmm_act(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64, act: Activation) -> Result<Self> {
+        let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
+        Self::run_plan(&p.with_activation(act), mat1, mat2, Some(self), None)
+    }
     /// [`addmm`](Matmul::addmm) into `out`.
     fn addmm_out(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64, out: &Self) -> Result<()> {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
