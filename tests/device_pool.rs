@@ -512,3 +512,39 @@ fn both_window_kernels_match_the_cpu_reference() {
         assert!(served[0] == tried && tried >= 80 && served[1] >= 65, "{}: of {tried} cases each kernel served {served:?}", name(ctx));
     }
 }
+
+/// Pooling over an empty channel or spatial dim is PyTorch's error on the host and on every
+/// adapter (it panicked on the device, and returned values on the host); an empty batch is
+/// an empty result; a dilation whose window arithmetic leaves i64 is an overflow error (it
+/// wrapped negative and returned a result on the host).
+#[test]
+fn empty_dims_and_huge_dilations_are_typed_errors() {
+    let max = MaxPool2dOptions { kernel: (2, 2), stride: None, padding: (1, 1), dilation: (1, 1), ceil_mode: false };
+    let avg = AvgPool2dOptions { padding: (1, 1), ..AvgPool2dOptions::new((2, 2)) };
+    for shape in [[1usize, 1, 0, 3], [1, 1, 3, 0], [2, 0, 3, 3]] {
+        let h = HostTensor::zeros(&shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+        let check = |what: &str, r: Result<(), Error>| match r {
+            Err(Error::InvalidArgument { detail, .. }) => assert!(detail.contains("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size"), "{what} {shape:?}: {detail}"),
+            other => panic!("{what} {shape:?}: {other:?}"),
+        };
+        check("host max", h.max_pool2d(&max).map(drop));
+        check("host avg", h.avg_pool2d(&avg).map(drop));
+        for ctx in contexts() {
+            let d = DeviceTensor::upload(ctx, &h).unwrap();
+            check(&format!("{} max", name(ctx)), d.max_pool2d(&max).map(drop));
+            check(&format!("{} avg", name(ctx)), d.avg_pool2d(&avg).map(drop));
+        }
+    }
+    let h = HostTensor::zeros(&[0, 2, 4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(h.max_pool2d(&max).unwrap().shape(), &[0, 2, 3, 3]);
+    for ctx in contexts() {
+        assert_eq!(DeviceTensor::upload(ctx, &h).unwrap().max_pool2d(&max).unwrap().shape(), &[0, 2, 3, 3], "{}", name(ctx));
+    }
+    let x = HostTensor::zeros(&[1, 1, 4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+    for dilation in [usize::MAX, 1 << 62] {
+        let r = x.max_pool2d(&MaxPool2dOptions { dilation: (dilation, 1), ..max });
+        assert!(matches!(r, Err(Error::Overflow { op: "max_pool2d", .. }) | Err(Error::InvalidArgument { op: "max_pool2d", .. })), "dilation {dilation}: {r:?}");
+    }
+    let r = x.max_pool2d(&MaxPool2dOptions { dilation: (usize::MAX, 1), ..max });
+    assert!(matches!(r, Err(Error::Overflow { op: "max_pool2d", .. })), "{r:?}");
+}

@@ -163,15 +163,18 @@ impl Window {
     }
 }
 
-/// PyTorch's `pooling_output_shape`: the output size of one axis, or `None` below 1.
-fn pooled(size: usize, k: usize, pad: usize, stride: usize, dilation: usize, ceil: bool) -> Option<usize> {
-    let (size, k, pad, stride, dilation) = (size as i64, k as i64, pad as i64, stride as i64, dilation as i64);
-    let num = size + 2 * pad - dilation * (k - 1) - 1 + if ceil { stride - 1 } else { 0 };
+/// PyTorch's `pooling_output_shape`: the output size of one axis (`None` below 1), or an
+/// overflow error of `op` when the arithmetic leaves i64 (a dilation of `usize::MAX`, say).
+fn pooled(op: &'static str, size: usize, k: usize, pad: usize, stride: usize, dilation: usize, ceil: bool) -> Result<Option<usize>> {
+    let ovf = || Error::overflow(op, format!("the output size of an axis of {size} with kernel {k}, padding {pad}, stride {stride}, dilation {dilation}"));
+    let i = |v: usize| i64::try_from(v).map_err(|_| ovf());
+    let (size, k, pad, stride, dilation) = (i(size)?, i(k)?, i(pad)?, i(stride)?, i(dilation)?);
+    let num = (|| size.checked_add(pad.checked_mul(2)?)?.checked_sub(dilation.checked_mul(k - 1)?)?.checked_sub(1)?.checked_add(if ceil { stride - 1 } else { 0 }))().ok_or_else(ovf)?;
     let mut out = num.div_euclid(stride) + 1;
-    if ceil && (out - 1) * stride >= size + pad {
+    if ceil && (out - 1).checked_mul(stride).ok_or_else(ovf)? >= size.checked_add(pad).ok_or_else(ovf)? {
         out -= 1;
     }
-    (out >= 1).then_some(out as usize)
+    Ok((out >= 1).then_some(out as usize))
 }
 
 /// The input as [N, C, H, W] of a float type, or a typed error naming `op`.
@@ -196,8 +199,12 @@ fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), 
     if padding.0 > kernel.0 / 2 || padding.1 > kernel.1 / 2 {
         return Err(Error::invalid(op, format!("padding {padding:?} must be at most half the kernel {kernel:?}")));
     }
-    let oh = pooled(input[2], kernel.0, padding.0, stride.0, dilation.0, ceil);
-    let ow = pooled(input[3], kernel.1, padding.1, stride.1, dilation.1, ceil);
+    // PyTorch's pool2d_shape_check: only the batch may be empty.
+    if input[1] == 0 || input[2] == 0 || input[3] == 0 {
+        return Err(Error::invalid(op, format!("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {input:?}")));
+    }
+    let oh = pooled(op, input[2], kernel.0, padding.0, stride.0, dilation.0, ceil)?;
+    let ow = pooled(op, input[3], kernel.1, padding.1, stride.1, dilation.1, ceil)?;
     let (Some(oh), Some(ow)) = (oh, ow) else {
         return Err(Error::invalid(op, format!("input {input:?} with kernel {kernel:?}, stride {stride:?}, padding {padding:?}, dilation {dilation:?} gives an output size below 1")));
     };
