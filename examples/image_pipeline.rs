@@ -198,7 +198,7 @@ pub fn run(ctx: Option<&GpuContext>, n: usize, h: usize, w: usize) -> Result<Rep
     let check = |what: &'static str, t: &HostTensor| -> Result<f64> {
         let got = t.to_vec::<f32>()?;
         // A NaN never passes the comparison.
-        let bad = got.iter().zip(&want).position(|(&g, &w)| !((g as f64 - w).abs() <= 1e-6 + 1e-5 * w.abs()));
+        let bad = got.iter().zip(&want).position(|(&g, &w)| (g as f64 - w).is_nan() || (g as f64 - w).abs() > 1e-6 + 1e-5 * w.abs());
         if let Some(i) = bad {
             return Err(Error::Gpu { op: what, message: format!("element {i}: got {}, want {}", got[i], want[i]) });
         }

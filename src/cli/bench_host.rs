@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use strided_wgpu::{Conv2d, Conv2dOptions, DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Result};
 
-use crate::resnet_model::{formula_params, Description, ModelError, Net};
+use crate::cli::resnet::err;
+use crate::resnet_model::{formula_params, Description, Net};
 
 /// A context on the noop backend, reporting a discrete GPU with the limits of a desktop GPU.
 pub fn noop_context() -> Result<GpuContext> {
@@ -50,13 +51,6 @@ fn time_us(rounds: usize, per: usize, ops: usize, mut f: impl FnMut() -> Result<
     Ok(v[v.len() / 2])
 }
 
-fn model_err(e: ModelError) -> Error {
-    match e {
-        ModelError::Crate(e) => e,
-        other => Error::InvalidArgument { op: "resnet", detail: other.to_string() },
-    }
-}
-
 /// The rows: (op, host microseconds, note).
 pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let ctx = noop_context()?;
@@ -83,18 +77,18 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
     rows.push(("conv2d_3x3", time_us(9, 50, 1, || x.conv2d(&w, Some(&bias), &o).map(drop))?, "[8,64,56,56] channels-last, 64 3x3 filters, bias and ReLU, eager".to_string()));
     let d = Description::resnet18(8, 224);
-    let params = formula_params(&d).map_err(model_err)?;
-    let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(model_err)?;
+    let params = formula_params(&d).map_err(err)?;
+    let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(err)?;
     let rgba = DeviceTensor::upload(&ctx, &HostTensor::from_vec(d.image(), &[8, 224, 224, 4])?)?;
     let before = ctx.record_counts();
-    net.forward(&rgba).map_err(model_err)?;
+    net.forward(&rgba).map_err(err)?;
     let eager = ctx.record_counts() - before;
     rows.push((
         "resnet18_eager",
-        time_us(7, 3, 1, || net.forward(&rgba).map(drop).map_err(model_err))?,
+        time_us(7, 3, 1, || net.forward(&rgba).map(drop).map_err(err))?,
         format!("ResNet-18 b8 forward, channels-last: {} submits, {} passes, {} dispatches", eager.submits, eager.passes, eager.dispatches),
     ));
-    let graph = ctx.capture(&[&rgba], || net.forward(&rgba).map_err(model_err))?;
+    let graph = ctx.capture(&[&rgba], || net.forward(&rgba).map_err(err))?;
     let c = graph.counts();
     if std::env::var_os("STRIDED_WGPU_DUMP").is_some() {
         let mut h = std::collections::BTreeMap::new();

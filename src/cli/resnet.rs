@@ -20,7 +20,8 @@ const BATCH: usize = 8;
 const SIZE: usize = 224;
 const RUNS: usize = 5;
 
-fn err(e: ModelError) -> Error {
+/// A model error as the crate's (the bench's rows report crate errors).
+pub(crate) fn err(e: ModelError) -> Error {
     match e {
         ModelError::Crate(e) => e,
         other => Error::InvalidArgument { op: "resnet", detail: other.to_string() },

@@ -91,9 +91,7 @@ impl Conv2d for HostTensor {
     /// The CPU reference without ReLU, then the add and the ReLU.
     fn conv2d_add(&self, weight: &HostTensor, bias: Option<&HostTensor>, residual: &HostTensor, options: &Conv2dOptions) -> Result<HostTensor> {
         let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        if residual.shape() != g.out_shape() || residual.dtype() != crate::dtype::DType::F32 {
-            return Err(crate::error::Error::invalid("conv2d_add", format!("the residual must be f32 of the output's shape {:?}, got {} of shape {:?}", g.out_shape(), residual.dtype(), residual.shape())));
-        }
+        super::check_residual("conv2d_add", residual.shape(), residual.dtype(), &g)?;
         let y = conv2d_cpu(self, weight, bias, &Conv2dOptions { relu: false, ..*options })?;
         y.add_(residual)?;
         if options.relu {

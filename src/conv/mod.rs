@@ -215,6 +215,14 @@ pub(crate) fn check_output(op: &'static str, shape: &[usize], dtype: DType, g: &
     Ok(())
 }
 
+/// A residual of `conv2d_add` must be f32 of the output's shape.
+pub(crate) fn check_residual(op: &'static str, shape: &[usize], dtype: DType, g: &Conv2dShape) -> Result<()> {
+    if shape != g.out_shape() || dtype != DType::F32 {
+        return Err(Error::invalid(op, format!("the residual must be f32 of the output's shape {:?}, got {dtype} of shape {shape:?}", g.out_shape())));
+    }
+    Ok(())
+}
+
 /// A convolution's output must not overlap itself, nor an operand in the same storage
 /// (`operands`: the operand's name, its layout, whether it shares the output's storage).
 pub(crate) fn check_overlap(op: &'static str, out: &Layout, operands: &[(&str, &Layout, bool)]) -> Result<()> {

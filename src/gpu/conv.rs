@@ -79,20 +79,12 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
         kernel.eligible(&g, options)?;
         kernel.runs_on(&ctx.rt.report)?;
     }
-    check_residual(OP, residual, &g)?;
+    host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
     let out = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?;
     let mut batch = ctx.batch();
     batch.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, kernel)?;
     let _ = batch.submit()?;
     Ok(out)
-}
-
-/// A residual must be f32 of the output's shape.
-fn check_residual(op: &'static str, residual: &DeviceTensor, g: &Conv2dShape) -> Result<()> {
-    if residual.shape() != g.out_shape() || residual.dtype() != DType::F32 {
-        return Err(Error::invalid(op, format!("the residual must be f32 of the output's shape {:?}, got {} of shape {:?}", g.out_shape(), residual.dtype(), residual.shape())));
-    }
-    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -140,7 +132,7 @@ impl Batch<'_> {
     pub fn conv2d_add(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions) -> Result<DeviceTensor> {
         const OP: &str = "conv2d_add";
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
-        check_residual(OP, residual, &g)?;
+        host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
         let out = DeviceTensor::empty(self.context(), &g.out_shape(), DType::F32, g.format)?;
         self.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, ConvKernel::Auto)?;
         Ok(out)

@@ -244,45 +244,42 @@ fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut 
     }
 }
 
+/// Calls `f` on each command of `commands` in order, the commands of captured graphs inlined.
+fn each(commands: &[Command], f: &mut impl FnMut(&Command)) {
+    for c in commands {
+        match c {
+            Command::Graph(inner) => each(inner, f),
+            other => f(other),
+        }
+    }
+}
+
 /// What encoding `commands` costs, without encoding them.
 pub(crate) fn count(commands: &[Command]) -> RecordCounts {
     let mut counts = RecordCounts::default();
     let mut open = false;
-    fn walk(commands: &[Command], open: &mut bool, counts: &mut RecordCounts) {
-        for c in commands {
-            match c {
-                Command::Dispatch { .. } => {
-                    if !*open {
-                        counts.passes += 1;
-                        *open = true;
-                    }
-                    counts.dispatches += 1;
-                }
-                Command::Copy { .. } | Command::Clear { .. } => {
-                    *open = false;
-                    counts.transfers += 1;
-                }
-                Command::Graph(inner) => walk(inner, open, counts),
-            }
+    each(commands, &mut |c| match c {
+        Command::Dispatch { .. } => {
+            counts.passes += !open as u64;
+            open = true;
+            counts.dispatches += 1;
         }
-    }
-    walk(commands, &mut open, &mut counts);
+        _ => {
+            open = false;
+            counts.transfers += 1;
+        }
+    });
     counts
 }
 
 /// The op and kernel of each dispatch of `commands`, in order.
 pub(crate) fn dispatches(commands: &[Command]) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
-    fn walk(commands: &[Command], out: &mut Vec<(&'static str, &'static str)>) {
-        for c in commands {
-            match c {
-                Command::Dispatch { op, kernel, .. } => out.push((*op, *kernel)),
-                Command::Graph(inner) => walk(inner, out),
-                _ => {}
-            }
+    each(commands, &mut |c| {
+        if let Command::Dispatch { op, kernel, .. } = c {
+            out.push((*op, *kernel));
         }
-    }
-    walk(commands, &mut out);
+    });
     out
 }
 
@@ -313,11 +310,10 @@ impl Command {
 #[allow(clippy::mutable_key_type)]
 pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], fresh: &[wgpu::Buffer]) -> (Vec<Command>, Vec<Command>) {
     use std::collections::HashSet;
-    if commands.iter().any(|c| c.effects().is_none()) {
+    let Some(effects) = commands.iter().map(Command::effects).collect::<Option<Vec<_>>>() else {
         return (Vec::new(), commands);
-    }
+    };
     let fresh: HashSet<&wgpu::Buffer> = fresh.iter().collect();
-    let effects: Vec<_> = commands.iter().map(|c| c.effects().expect("itemized")).collect();
     let mut constant = vec![true; commands.len()];
     loop {
         // Buffers written at every replay: the inputs (copied in) and the non-constant writes.
@@ -356,11 +352,6 @@ pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], 
 /// `commands` with captured graphs' commands inlined, in order.
 pub(crate) fn flatten(commands: &[Command]) -> Vec<Command> {
     let mut out = Vec::with_capacity(commands.len());
-    for c in commands {
-        match c {
-            Command::Graph(inner) => out.extend(flatten(inner)),
-            other => out.push(other.clone()),
-        }
-    }
+    each(commands, &mut |c| out.push(c.clone()));
     out
 }
