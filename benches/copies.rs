@@ -2,7 +2,7 @@
 //! `bench` subcommand of the main program gives GPU-timestamp medians and ratios).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use strided_wgpu::{DType, DeviceTensor, GpuContext, MemoryFormat, Strided};
+use strided_wgpu::{DeviceTensor, DType, GpuContext, MemoryFormat, Strided};
 
 fn copies(c: &mut Criterion) {
     let ctx = match GpuContext::new() {

@@ -6,7 +6,7 @@
 //! `cargo run --example embed` (any adapter; `WGPU_BACKEND` picks one). It also runs as a test
 //! under `cargo test`, on each software adapter.
 
-use strided_wgpu::{DType, DeviceTensor, GpuContext, HostTensor, Layout, MemoryFormat, Result, Strided};
+use strided_wgpu::{DeviceTensor, DType, GpuContext, HostTensor, Layout, MemoryFormat, Result, Strided};
 
 const H: usize = 48;
 const W: usize = 40;

@@ -39,7 +39,8 @@
 
 use std::time::Instant;
 
-use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, GpuTimer, HostTensor, MemoryFormat, Result, Strided};
+use strided_wgpu::{DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
 
 /// ImageNet's per-channel mean and standard deviation (RGB).
 pub const MEAN: [f64; 3] = [0.485, 0.456, 0.406];

@@ -111,7 +111,7 @@ pub fn f32_bits_to_float(dtype: DType, bits: u32) -> u32 {
 /// Converts one element's bits from type `from` to type `to`, as a copy does: the bits are the
 /// element's little-endian bytes, zero-extended to 32 bits (an i8 -1 is 0xff), and so is the
 /// result. Same type: the bits untouched (NaN payloads kept). See the
-/// [module docs](crate::dtype) for each pair; float to int saturates out-of-range values and
+/// module docs of `dtype` for each pair; float to int saturates out-of-range values and
 /// maps NaN to 0 (Rust's `as`), where PyTorch leaves the result undefined.
 pub fn cast_bits(from: DType, to: DType, bits: u32) -> u32 {
     if from == to {

@@ -42,7 +42,8 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// [`Error::InvalidArgument`] before anything is written.
 ///
 /// ```
-/// use strided_wgpu::{batch_norm, HostTensor};
+/// use strided_wgpu::HostTensor;
+/// use strided_wgpu::ops::batch_norm;
 /// let x = HostTensor::from_vec(vec![1f32, 2.0, 3.0, 4.0], &[1, 2, 2]).unwrap();
 /// let mean = HostTensor::from_vec(vec![1f32, 3.0], &[2]).unwrap();
 /// let var = HostTensor::from_vec(vec![4f32, 1.0], &[2]).unwrap();

@@ -92,7 +92,8 @@ impl IterPlan {
     /// The plan for `dst.copy_(src)`: `src` is broadcast to `dst`'s shape.
     ///
     /// ```
-    /// use strided_wgpu::{CopyPlan, Layout, MemoryFormat};
+    /// use strided_wgpu::{Layout, MemoryFormat};
+    /// use strided_wgpu::layout::CopyPlan;
     /// let src = Layout::contiguous(&[1, 64, 5, 4]).unwrap();
     /// let dst = Layout::with_format(&[1, 64, 5, 4], MemoryFormat::ChannelsLast).unwrap();
     /// let plan = CopyPlan::new(&dst, &src).unwrap();
@@ -109,7 +110,8 @@ impl IterPlan {
     /// broadcast. The caller checks overlap and types.
     ///
     /// ```
-    /// use strided_wgpu::{IterPlan, Layout, MemoryFormat};
+    /// use strided_wgpu::{Layout, MemoryFormat};
+    /// use strided_wgpu::layout::IterPlan;
     /// // A channels-last output, a bias [1, 64, 1, 1] broadcast over it, and an NCHW input.
     /// let out = Layout::with_format(&[8, 64, 4, 4], MemoryFormat::ChannelsLast).unwrap();
     /// let bias = Layout::contiguous(&[1, 64, 1, 1]).unwrap();

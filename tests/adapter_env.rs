@@ -3,7 +3,7 @@
 
 mod common;
 
-use strided_wgpu::{DType, DeviceTensor, Error, GpuContext, MemoryFormat, Strided};
+use strided_wgpu::{DeviceTensor, DType, Error, GpuContext, MemoryFormat, Strided};
 
 #[test]
 fn adapter_selection_and_caller_owned_devices() {

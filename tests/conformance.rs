@@ -19,8 +19,9 @@ use common::reduce as rc;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use common::window;
-use strided_wgpu::{conv1x1, conv2d, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
-use strided_wgpu::conv::{conv1x1_cpu, conv2d_cpu};
+use strided_wgpu::{DeviceTensor, DType, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::ops::{conv1x1, conv2d};
+use strided_wgpu::advanced::internal::{conv1x1_cpu, conv2d_cpu};
 
 impl Replay for HostTensor {
     fn contiguous_fmt(&self, f: MemoryFormat) -> Result<Self, Error> {

@@ -7,9 +7,10 @@ mod common;
 use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{conv1x1, Conv1x1Options, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{DeviceTensor, DType, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::ops::{conv1x1, Conv1x1Options};
 use strided_wgpu::advanced::{conv1x1_with, ConvKernel};
-use strided_wgpu::conv::conv1x1_cpu;
+use strided_wgpu::advanced::internal::conv1x1_cpu;
 
 /// Runs one convolution on the device through `kernel` and compares every output with the CPU
 /// reference. Returns how many outputs were compared.

@@ -10,7 +10,7 @@ use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
 use strided_wgpu::{Conv2dOptions, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
 use strided_wgpu::advanced::{conv2d_with, ConvKernel};
-use strided_wgpu::conv::conv2d_cpu;
+use strided_wgpu::advanced::internal::conv2d_cpu;
 
 /// Runs one convolution through `kernel` and compares every output with the CPU reference.
 /// Returns how many outputs were compared.

@@ -4,8 +4,10 @@ mod common;
 
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{CopyPlan, DType, DeviceTensor, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
-use strided_wgpu::advanced::{CopyKind, CopyPath};
+use strided_wgpu::{DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::layout::CopyPlan;
+use strided_wgpu::advanced::CopyPath;
+use strided_wgpu::advanced::internal::CopyKind;
 
 /// Random element bytes, rich in special values: NaNs with payloads (quiet and signalling),
 /// -0.0, infinities, subnormals.
@@ -783,7 +785,7 @@ fn every_type_pair_converts_bit_exactly_on_edge_values() {
                 let dense = cast_case(ctx, from, to, &bits, Views::Dense);
                 // The CPU reference is the crate's cast_bits, element by element.
                 for (&b, &d) in bits.iter().zip(&dense) {
-                    assert_eq!(d, strided_wgpu::dtype::cast_bits(from, to, b), "{}: {from} {b:#x} -> {to}", name(ctx));
+                    assert_eq!(d, strided_wgpu::advanced::internal::cast_bits(from, to, b), "{}: {from} {b:#x} -> {to}", name(ctx));
                 }
                 let stepped = cast_case(ctx, from, to, &bits, Views::Stepped);
                 assert_eq!(stepped, dense, "{}: {from} -> {to} stepped", name(ctx));
@@ -812,7 +814,7 @@ fn conversions_match_hand_checked_values() {
     ];
     for ctx in contexts() {
         for &(from, to, bits, want) in &cases {
-            assert_eq!(strided_wgpu::dtype::cast_bits(from, to, bits), want, "cast_bits {from} {bits:#x} -> {to}");
+            assert_eq!(strided_wgpu::advanced::internal::cast_bits(from, to, bits), want, "cast_bits {from} {bits:#x} -> {to}");
             let got = cast_case(ctx, from, to, &[bits], Views::Dense)[0];
             assert_eq!(got, want, "{}: {from} {bits:#x} -> {to}: got {got:#x}, want {want:#x}", name(ctx));
         }

@@ -15,8 +15,11 @@ mod common;
 use common::elementwise::{bits, bits_of, close, exact, value};
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, Input, IterPlan, Layout, MemoryFormat, Op, Scalar, Strided, Target};
-use strided_wgpu::advanced::{rows_eligible, ElementwisePath};
+use strided_wgpu::{DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, MemoryFormat, Op, Scalar, Strided};
+use strided_wgpu::layout::IterPlan;
+use strided_wgpu::ops::{Input, Target};
+use strided_wgpu::advanced::ElementwisePath;
+use strided_wgpu::advanced::internal::rows_eligible;
 
 const DTYPES: [DType; 7] = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U32, DType::U8, DType::I8];
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];

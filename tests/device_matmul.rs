@@ -9,9 +9,10 @@ mod common;
 
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::advanced::{addmm_plan, linear_plan, matmul_plan, MatmulKernel, MatmulPlan};
-use strided_wgpu::matmul::matmul_cpu;
-use strided_wgpu::{Activation, DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, Matmul, MemoryFormat, Strided};
+use strided_wgpu::advanced::MatmulKernel;
+use strided_wgpu::advanced::internal::{addmm_plan, linear_plan, matmul_plan, MatmulPlan};
+use strided_wgpu::advanced::internal::matmul_cpu;
+use strided_wgpu::{Activation, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Matmul, MemoryFormat, Strided};
 
 /// A random host tensor of `shape` (values k/8, exact in every float type), as `dtype`.
 fn rand(rng: &mut Rng, shape: &[usize], dtype: DType) -> HostTensor {

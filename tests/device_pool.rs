@@ -9,7 +9,8 @@ mod common;
 use common::elementwise::{bits, bits_of, value};
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{cat, stack, AvgPool2dOptions, DType, DeviceTensor, Error, GpuContext, HostTensor, InterpolateMode, InterpolateOptions, Layout, MaxPool2dOptions, MemoryFormat, PadMode, Pool2d, ShapeOps, Strided};
+use strided_wgpu::{AvgPool2dOptions, DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MaxPool2dOptions, MemoryFormat, Pool2d, ShapeOps, Strided};
+use strided_wgpu::ops::{cat, stack, InterpolateMode, InterpolateOptions, PadMode};
 
 /// A random host tensor of `shape` and `dtype` (values multiples of 1/8 in [-8, 8), every
 /// 13th a NaN when `nan`), seen as `layout`: 0 contiguous, 1 channels-last, 2 strided along W
@@ -333,29 +334,30 @@ fn batch_norm_matches_the_definition() {
             }
         };
         let (wo, bo) = if affine { (Some(&w), Some(&b)) } else { (None, None) };
-        let y = strided_wgpu::batch_norm(&x, &mean, &var, wo, bo, eps).unwrap();
+        let y = strided_wgpu::ops::batch_norm(&x, &mean, &var, wo, bo, eps).unwrap();
         let dense = Layout::with_format(&shape, x.layout().suggest_memory_format()).unwrap();
         check(&format!("host case {case}"), &y, dense.strides());
         for ctx in contexts() {
             let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
             let (dm, dv, dw, db) = (up(&mean), up(&var), up(&w), up(&b));
             let (dwo, dbo) = if affine { (Some(&dw), Some(&db)) } else { (None, None) };
-            let dy = strided_wgpu::batch_norm(&mirror(ctx, &x, layout), &dm, &dv, dwo, dbo, eps).unwrap();
+            let dy = strided_wgpu::ops::batch_norm(&mirror(ctx, &x, layout), &dm, &dv, dwo, dbo, eps).unwrap();
             check(&format!("{} case {case}", name(ctx)), &dy.download().unwrap().contiguous(x.layout().suggest_memory_format()).unwrap(), dense.strides());
             assert_eq!(dy.strides(), dense.strides());
         }
     }
     let x = HostTensor::from_vec(vec![0f32; 12], &[1, 3, 2, 2]).unwrap();
     let two = HostTensor::from_vec(vec![0f32; 2], &[2]).unwrap();
-    assert!(matches!(strided_wgpu::batch_norm(&x, &two, &two, None, None, 1e-5), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(strided_wgpu::ops::batch_norm(&x, &two, &two, None, None, 1e-5), Err(Error::InvalidArgument { .. })));
 }
 
 /// A folded convolution equals the convolution followed by the batch norm (host reference and
 /// every adapter's convolution of the folded weight).
 #[test]
 fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
-    use strided_wgpu::conv::conv2d_cpu;
-    use strided_wgpu::{fold_batch_norm, Conv2d, Conv2dOptions};
+    use strided_wgpu::advanced::internal::conv2d_cpu;
+    use strided_wgpu::{Conv2d, Conv2dOptions};
+    use strided_wgpu::ops::fold_batch_norm;
     let mut rng = Rng(0xf01d);
     let (n, c, k) = (2, 3, 5);
     let x = tensor(&mut rng, &[n, c, 6, 7], DType::F32, 0, false);
@@ -363,7 +365,7 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
     let vec = |rng: &mut Rng, lo: f32| HostTensor::from_vec((0..k).map(|_| lo + rng.below(64) as f32 / 16.0).collect::<Vec<f32>>(), &[k]).unwrap();
     let (bias, mean, var, g, beta) = (vec(&mut rng, -2.0), vec(&mut rng, -2.0), vec(&mut rng, 0.5), vec(&mut rng, -2.0), vec(&mut rng, -2.0));
     let opts = Conv2dOptions { padding: (1, 1), ..Default::default() };
-    let want = strided_wgpu::batch_norm(&conv2d_cpu(&x, &wt, Some(&bias), &opts).unwrap(), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap().to_vec::<f32>().unwrap();
+    let want = strided_wgpu::ops::batch_norm(&conv2d_cpu(&x, &wt, Some(&bias), &opts).unwrap(), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap().to_vec::<f32>().unwrap();
     let scale: f64 = want.iter().map(|v| v.abs() as f64).fold(0.0, f64::max) + 64.0 * 8.0;
     let (fw, fb) = fold_batch_norm(&wt, Some(&bias), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
     let got = conv2d_cpu(&x, &fw, Some(&fb), &opts).unwrap().to_vec::<f32>().unwrap();
@@ -385,8 +387,8 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
 /// both window kernels; in both layouts, with and without the kept column of 3-column windows.
 #[test]
 fn max_pooling_windows_without_an_inside_tap() {
-    use strided_wgpu::advanced::{window_with, PoolKernel};
-    use strided_wgpu::pool::max_pool2d_window;
+    use strided_wgpu::advanced::internal::{window_with, PoolKernel};
+    use strided_wgpu::advanced::internal::max_pool2d_window;
     // (input shape, kernel, stride, padding, dilation): rows 2 apart from -1 over a 1-row image,
     // columns the same, and 3-column windows at stride 2 (the kept column) over such rows.
     type Pair = (usize, usize);
@@ -425,8 +427,8 @@ fn max_pooling_windows_without_an_inside_tap() {
 /// as `pool_classify` says.
 #[test]
 fn both_window_kernels_match_the_cpu_reference() {
-    use strided_wgpu::advanced::{pool_classify, window_with, PoolKernel};
-    use strided_wgpu::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, Window, WindowMode};
+    use strided_wgpu::advanced::internal::{pool_classify, window_with, PoolKernel};
+    use strided_wgpu::advanced::internal::{adaptive_window, avg_pool2d_window, max_pool2d_window, Window, WindowMode};
     for ctx in contexts() {
         let mut rng = Rng(0x9002);
         let (mut served, mut tried) = ([0usize; 2], 0);

@@ -11,8 +11,9 @@ mod common;
 use common::elementwise::{bits, value};
 use common::gpu::{contexts, limited, name, posing_as_gpu};
 use common::rng::Rng;
-use strided_wgpu::reduce::{reduce_spec, ReduceClass, ReducePlan};
-use strided_wgpu::{DType, DeviceTensor, Dims, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, ReduceOp, ScanOp, Strided};
+use strided_wgpu::advanced::internal::{reduce_spec, ReduceClass, ReducePlan};
+use strided_wgpu::{DeviceTensor, Dims, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, Strided};
+use strided_wgpu::ops::{ReduceOp, ScanOp};
 
 /// Random element bits of `dtype`: small floats (some NaN, infinities and signed zeros when
 /// `specials`), integers of the type's range.
@@ -354,7 +355,7 @@ fn long_reductions_and_scans_run_in_parts() {
 /// takes on CPU adapters and as few as the workgroup kernel's. NaN matches NaN.
 #[test]
 fn softmax_rows_with_infinities_and_nan() {
-    use strided_wgpu::advanced::{reduce_kernel, ReduceWork};
+    use strided_wgpu::advanced::internal::{reduce_kernel, ReduceWork};
     let (ninf, inf, nan) = (f32::NEG_INFINITY, f32::INFINITY, f32::NAN);
     let patterns: [[f32; 11]; 7] = [
         [ninf, ninf, ninf, ninf, ninf, 1.0, -2.0, 3.0, ninf, 0.5, 2.0],
@@ -371,7 +372,7 @@ fn softmax_rows_with_infinities_and_nan() {
             let x = HostTensor::from_vec(v, &[rows, 11]).unwrap();
             let d = DeviceTensor::upload(ctx, &x).unwrap();
             for op in [ScanOp::Softmax, ScanOp::LogSoftmax] {
-                let s = strided_wgpu::reduce::scan_spec(op, x.layout(), DType::F32, 1).unwrap();
+                let s = strided_wgpu::advanced::internal::scan_spec(op, x.layout(), DType::F32, 1).unwrap();
                 let plan = ReducePlan::scan(&s, x.layout(), &s.out_layout).unwrap();
                 let kernel = reduce_kernel(&plan, ReduceWork::Scan(op), DType::F32, ctx.adapter().device_type);
                 let want = x.scan(op, 1, None).unwrap();
@@ -448,7 +449,7 @@ fn grids_bindings_and_bad_input() {
 /// Each adapter runs them twice: as itself and posing as a GPU (the GPUs' split columns).
 #[test]
 fn rows_and_columns_kernels_on_their_edges() {
-    use strided_wgpu::advanced::{reduce_kernel, ReduceKernel, ReduceWork};
+    use strided_wgpu::advanced::internal::{reduce_kernel, ReduceKernel, ReduceWork};
     const SCANS: [ScanOp; 2] = [ScanOp::Softmax, ScanOp::LogSoftmax];
     let posing: Vec<GpuContext> = contexts().iter().filter_map(posing_as_gpu).collect();
     assert_eq!(posing.len(), contexts().len(), "a device of each adapter's own");
@@ -530,7 +531,7 @@ fn rows_and_columns_kernels_on_their_edges() {
             }
             let dim = dims[0];
             for op in SCANS {
-                let s = strided_wgpu::reduce::scan_spec(op, x.layout(), DType::F32, dim).unwrap();
+                let s = strided_wgpu::advanced::internal::scan_spec(op, x.layout(), DType::F32, dim).unwrap();
                 let plan = ReducePlan::scan(&s, x.layout(), &s.out_layout).unwrap();
                 let kernel = reduce_kernel(&plan, ReduceWork::Scan(op), DType::F32, cpu);
                 seen.push(kernel);

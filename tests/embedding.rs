@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use common::gpu::{contexts, name, own_device, spin};
-use strided_wgpu::{conv1x1, conv2d, Conv1x1Options, Conv2dOptions, DType, DeviceTensor, Error, GpuContext, GpuTimer, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::advanced::GpuTimer;
+use strided_wgpu::ops::{conv1x1, conv2d, Conv1x1Options};
 use strided_wgpu::advanced::CopyPath;
 
 /// The tests of this file run one at a time. Each makes devices of its own, and several destroy
@@ -382,7 +384,7 @@ fn no_call_measures_unless_asked() {
         let half = DeviceTensor::empty(&fresh, &[2, 12, 10, 8], DType::F16, MemoryFormat::Contiguous).unwrap();
         assert_eq!(fresh.copy_default(&half, &x).unwrap(), None);
         assert_eq!(nhwc.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
-        let want = strided_wgpu::conv::conv2d_cpu(&h, &w.download().unwrap(), None, &o).unwrap().to_vec::<f32>().unwrap();
+        let want = strided_wgpu::advanced::internal::conv2d_cpu(&h, &w.download().unwrap(), None, &o).unwrap().to_vec::<f32>().unwrap();
         for (g, e) in y.download().unwrap().to_vec::<f32>().unwrap().iter().zip(&want) {
             assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{}: {g} vs {e}", name(ctx));
         }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::gpu::{contexts, doomed_device, name};
-use strided_wgpu::{Conv2d, Conv2dOptions, DType, DeviceTensor, Elementwise, Error, GpuContext, Matmul, MaxPool2dOptions, MemoryFormat, Pool2d, Reduce, Strided};
+use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, Matmul, MaxPool2dOptions, MemoryFormat, Pool2d, Reduce, Strided};
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn vals(n: usize, seed: u32) -> Vec<f32> {

@@ -16,7 +16,8 @@
 mod common;
 
 use common::gpu::{contexts, name};
-use strided_wgpu::{DType, DeviceTensor, Elementwise, GpuContext, HostTensor, Input, MemoryFormat, Op, Scalar, Strided, Target};
+use strided_wgpu::{DeviceTensor, DType, Elementwise, GpuContext, HostTensor, MemoryFormat, Op, Scalar, Strided};
+use strided_wgpu::ops::{Input, Target};
 
 const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
 const STD: [f64; 3] = [0.229, 0.224, 0.225];

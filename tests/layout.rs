@@ -1,8 +1,9 @@
 //! Unit tests: the seeds' worked examples and PyTorch facts, on the host layer alone.
 
-use strided_wgpu::{CopyPlan, DType, Elementwise, Error, HostTensor, Layout, MemoryFormat, Overlap, Reshape, Strided};
-use strided_wgpu::advanced::CopyKind;
-use strided_wgpu::elementwise::output_layout;
+use strided_wgpu::{DType, Elementwise, Error, HostTensor, Layout, MemoryFormat, Strided};
+use strided_wgpu::layout::{CopyPlan, Overlap, Reshape};
+use strided_wgpu::advanced::internal::CopyKind;
+use strided_wgpu::advanced::internal::output_layout;
 
 fn l(shape: &[usize]) -> Layout {
     Layout::contiguous(shape).unwrap()
@@ -219,7 +220,7 @@ fn float_conversions_round_to_nearest_even() {
 
 #[test]
 fn exhaustive_f16_roundtrip_and_widening() {
-    use strided_wgpu::dtype::{f16_to_f32_bits, f32_to_f16_bits};
+    use strided_wgpu::advanced::internal::{f16_to_f32_bits, f32_to_f16_bits};
     for bits in 0..=u16::MAX {
         let h = half::f16::from_bits(bits);
         let w = f16_to_f32_bits(bits);
@@ -254,8 +255,8 @@ fn to_memory_format_keeps_the_logical_shape() {
 
 #[test]
 fn conv1x1_checks_its_input_and_follows_the_input_format() {
-    use strided_wgpu::Conv1x1Options;
-    use strided_wgpu::conv::conv1x1_cpu;
+    use strided_wgpu::ops::Conv1x1Options;
+    use strided_wgpu::advanced::internal::conv1x1_cpu;
     let x = HostTensor::from_vec(vec![1f32; 2 * 4 * 3 * 3], &[2, 4, 3, 3]).unwrap();
     let w = HostTensor::from_vec(vec![0.5f32; 6 * 4], &[6, 4, 1, 1]).unwrap();
     let b = HostTensor::from_vec(vec![-1f32; 6], &[6]).unwrap();

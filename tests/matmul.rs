@@ -162,8 +162,8 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
 /// panicked inside a copy).
 #[test]
 fn the_cpu_reference_refuses_tensors_that_are_not_its_plans() {
-    use strided_wgpu::advanced::matmul_plan;
-    use strided_wgpu::matmul::matmul_cpu;
+    use strided_wgpu::advanced::internal::matmul_plan;
+    use strided_wgpu::advanced::internal::matmul_cpu;
     let mut rng = Rng(5);
     let big = rand(&mut rng, &[600]);
     let a = big.view(&[300, 2]).unwrap().select(1, 1).unwrap().view(&[1, 300]).unwrap();
@@ -182,7 +182,7 @@ fn the_cpu_reference_refuses_tensors_that_are_not_its_plans() {
     let e = matmul_cpu(&plan, &big.to(DType::F16).unwrap(), &b, None).unwrap_err();
     assert!(matches!(e, Error::DType { op: "matmul_cpu", .. }), "{e}");
     let c = rand(&mut rng, &[1, 7]);
-    let plan = strided_wgpu::advanced::addmm_plan(c.layout(), a.layout(), b.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
+    let plan = strided_wgpu::advanced::internal::addmm_plan(c.layout(), a.layout(), b.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
     assert!(matmul_cpu(&plan, &a, &b, Some(&c)).is_ok());
     let e = matmul_cpu(&plan, &a, &b, None).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { op: "matmul_cpu", .. }), "{e}");

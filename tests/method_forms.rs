@@ -9,9 +9,10 @@ use common::conv::{abs, to_device, vals};
 use common::elementwise::close;
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{Conv2d, Conv2dOptions, DType, DeviceTensor, Elementwise, Error, HostTensor, Input, MemoryFormat, Op, Scalar, Strided, Target};
+use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, HostTensor, MemoryFormat, Op, Scalar, Strided};
+use strided_wgpu::ops::{Input, Target};
 use strided_wgpu::advanced::{conv2d_with, ConvKernel, CopyPath, ElementwisePath};
-use strided_wgpu::conv::conv2d_cpu;
+use strided_wgpu::advanced::internal::conv2d_cpu;
 
 fn host(v: Vec<f32>, shape: &[usize]) -> HostTensor {
     HostTensor::from_vec(v, shape).unwrap()

@@ -10,8 +10,9 @@ mod common;
 
 use common::rng::Rng;
 use proptest::prelude::*;
-use strided_wgpu::dtype::{f32_to_bf16_bits, f32_to_f16_bits};
-use strided_wgpu::{CopyPlan, DType, HostTensor, Layout, MemoryFormat, Reshape, Strided};
+use strided_wgpu::advanced::internal::{f32_to_bf16_bits, f32_to_f16_bits};
+use strided_wgpu::{DType, HostTensor, Layout, MemoryFormat, Strided};
+use strided_wgpu::layout::{CopyPlan, Reshape};
 
 /// A dense row-major array of storage indices: what a view's elements must read.
 #[derive(Clone, Debug)]

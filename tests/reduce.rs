@@ -2,7 +2,7 @@
 //! write nothing, empty reductions, wrapping integer sums, signed zeros, NaN positions, views
 //! with negative steps and broadcast inputs), against plain loops.
 
-use strided_wgpu::{DType, Dims, Error, HostTensor, MemoryFormat, Reduce, Strided};
+use strided_wgpu::{Dims, DType, Error, HostTensor, MemoryFormat, Reduce, Strided};
 
 fn t(v: Vec<f32>, shape: &[usize]) -> HostTensor {
     HostTensor::from_vec(v, shape).unwrap()

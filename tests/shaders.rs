@@ -157,7 +157,8 @@ fn kernels_that_index_iteration_plans_start_with_the_iter_prelude() {
 
 #[test]
 fn wgsl_dtype_codes_are_generated_from_rust() {
-    use strided_wgpu::{advanced::internal::shaders::dtypes_prelude, DType};
+    use strided_wgpu::DType;
+    use strided_wgpu::advanced::internal::shaders::dtypes_prelude;
     let p = dtypes_prelude();
     for (i, t) in DType::ALL.iter().enumerate() {
         assert!(p.contains(&format!("const DT_{}: u32 = {i}u;", t.to_string().to_uppercase())), "{t} in {p}");

@@ -7,9 +7,10 @@
 //! cargo test --target wasm32-unknown-unknown --features webgpu --test web`
 #![cfg(target_arch = "wasm32")]
 
-use strided_wgpu::{Conv1x1Options, Conv2dOptions, DType, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::ops::Conv1x1Options;
 use strided_wgpu::advanced::ConvKernel;
-use strided_wgpu::conv::{conv1x1_cpu, conv2d_cpu};
+use strided_wgpu::advanced::internal::{conv1x1_cpu, conv2d_cpu};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -35,7 +36,7 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
     let w = DeviceTensor::upload(&ctx, &wh).unwrap();
     let o = Conv1x1Options::default();
     ctx.tune_conv1x1_async(&nhwc, &w, None, &o).await.unwrap();
-    let y = strided_wgpu::conv1x1(&nhwc, &w, None, &o).unwrap();
+    let y = strided_wgpu::ops::conv1x1(&nhwc, &w, None, &o).unwrap();
     let got = y.download_async().await.unwrap().to_vec::<f32>().unwrap();
     let want = conv1x1_cpu(&h, &wh, None, &o).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(got.len(), want.len());
@@ -79,7 +80,8 @@ async fn a_copy_and_a_convolution_on_webgpu_match_the_cpu() {
 /// `transpose_cast.wgsl`), bit for bit.
 #[wasm_bindgen_test]
 async fn elementwise_ops_on_webgpu_match_the_cpu() {
-    use strided_wgpu::{Elementwise, Input, Op, Scalar, Target};
+    use strided_wgpu::{Elementwise, Op, Scalar};
+    use strided_wgpu::ops::{Input, Target};
     use strided_wgpu::advanced::ElementwisePath;
     let ctx = GpuContext::new_async().await.expect("a WebGPU adapter");
     let xh = HostTensor::from_vec((0..2 * 8 * 3 * 4).map(|i| (i % 13) as f32 * 0.5 - 3.0).collect(), &[2, 8, 3, 4]).unwrap();

@@ -22,7 +22,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use strided_wgpu::{fold_batch_norm, Conv2d, Conv2dOptions, DType, DeviceTensor, GpuContext, HostTensor, Matmul, MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided};
+use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, GpuContext, HostTensor, Matmul, MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided};
+use strided_wgpu::ops::fold_batch_norm;
 
 /// ImageNet's per-channel mean (RGB).
 pub const MEAN: [f64; 3] = [0.485, 0.456, 0.406];

@@ -9,7 +9,8 @@
 //! run by run; `default_to_tuned` is the default's speed over the tuned one's. Timing as for the copy rows: GPU timestamps around the recorded work, medians
 //! of 15 runs after 2 warm-up runs.
 
-use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, GpuContext, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::advanced::{conv2d_shape, ConvKernel};
 
 const WARMUP: usize = 2;
@@ -225,7 +226,7 @@ pub fn first_call(index: usize, nhwc: bool) -> Result<()> {
     let b = filled(&ctx, &[s.k], 3)?;
     x.narrow(0, 0, 1)?.download()?;
     let t = std::time::Instant::now();
-    let y = strided_wgpu::conv2d(&x, &w, Some(&b), &o)?;
+    let y = strided_wgpu::ops::conv2d(&x, &w, Some(&b), &o)?;
     let mut host = vec![0f32; y.numel()];
     y.download_into(&mut host)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;

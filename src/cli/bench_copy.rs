@@ -2,7 +2,8 @@
 //! vec4 kernel at its fastest shape), strided views, and memory-format conversions, each
 //! batched transpose also through the adapter's default kernel.
 
-use strided_wgpu::{DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{DeviceTensor, DType, GpuContext, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::advanced::CopyPath;
 
 use crate::cli::measure::{measure, Case, Row};

@@ -7,7 +7,9 @@
 //! the kernels, not allocation. GB/s counts every byte read and written; timing, warm-up and
 //! the same-bytes copy ratio as for the copy rows.
 
-use strided_wgpu::{DType, DeviceTensor, GpuContext, GpuTimer, Input, MemoryFormat, Op, Result, Scalar, Strided, Target};
+use strided_wgpu::{DeviceTensor, DType, GpuContext, MemoryFormat, Op, Result, Scalar, Strided};
+use strided_wgpu::advanced::GpuTimer;
+use strided_wgpu::ops::{Input, Target};
 use strided_wgpu::advanced::{CopyPath, ElementwisePath};
 
 use crate::cli::measure::{measure, Case, Row};

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use strided_wgpu::{Conv2d, Conv2dOptions, DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Result};
+use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Result};
 
 use crate::cli::resnet::err;
 use crate::resnet_model::{formula_params, Description, Net};

@@ -16,7 +16,8 @@
 //! references one after another), so that a stall of the host during some runs moves both sides
 //! of a ratio, not one: they can differ slightly from the ratio of the two medians.
 
-use strided_wgpu::{Batch, Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, GpuTimer, Matmul, MemoryFormat, Result, Strided};
+use strided_wgpu::{Batch, Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, Matmul, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
 
 const WARMUP: usize = 2;
 const RUNS: usize = 15;

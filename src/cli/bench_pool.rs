@@ -5,7 +5,9 @@
 //! row's `ratio_to_copy` compares it with a contiguous copy moving the same bytes (input read
 //! plus output written), timed in the same run.
 
-use strided_wgpu::{AvgPool2dOptions, DType, DeviceTensor, GpuContext, GpuTimer, InterpolateMode, InterpolateOptions, MaxPool2dOptions, MemoryFormat, Result, Strided};
+use strided_wgpu::{AvgPool2dOptions, DeviceTensor, DType, GpuContext, MaxPool2dOptions, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
+use strided_wgpu::ops::{InterpolateMode, InterpolateOptions};
 
 use crate::cli::measure::{measure, Case};
 

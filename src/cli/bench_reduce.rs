@@ -6,7 +6,9 @@
 //! `ratio_to_copy` compares with a contiguous copy kernel reading (and writing) the same input
 //! bytes, timed in the same run with the same warm-up.
 
-use strided_wgpu::{DeviceTensor, Dims, GpuContext, GpuTimer, MemoryFormat, ReduceOp, Result, ScanOp, Strided};
+use strided_wgpu::{DeviceTensor, Dims, GpuContext, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
+use strided_wgpu::ops::{ReduceOp, ScanOp};
 
 use crate::cli::measure::{measure, Case, Row};
 

@@ -11,7 +11,8 @@
 //! `--interleave`) times every run with the caches the other rows left. GB/s counts bytes read
 //! plus bytes written (each element moved is read once and written once).
 
-use strided_wgpu::{Batch, DType, DeviceTensor, GpuContext, GpuTimer, MemoryFormat, Result, Strided};
+use strided_wgpu::{Batch, DeviceTensor, DType, GpuContext, MemoryFormat, Result, Strided};
+use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::advanced::{vec4_default, CopyPath};
 
 const WARMUP: usize = 3;

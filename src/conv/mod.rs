@@ -36,7 +36,7 @@ pub struct Conv2dOptions {
     pub output_format: Option<MemoryFormat>,
 }
 
-/// The options of [`conv1x1`](crate::conv1x1): a convolution's, whose dilation does not matter.
+/// The options of [`conv1x1`](crate::ops::conv1x1): a convolution's, whose dilation does not matter.
 pub type Conv1x1Options = Conv2dOptions;
 
 impl Default for Conv2dOptions {
@@ -169,7 +169,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
 /// `x.conv2d(&weight, bias, &options)` is `F.conv2d(x, weight, bias, stride, padding,
 /// dilation, groups)` (with [`Conv2dOptions::relu`] fused). On a [`HostTensor`](crate::HostTensor) it computes the
 /// CPU reference ([`conv2d_cpu`]); on a [`DeviceTensor`](crate::DeviceTensor) it runs the
-/// device kernels ([`conv2d`](crate::conv2d): the kept or default kernel of its shape class;
+/// device kernels ([`conv2d`](crate::ops::conv2d): the kept or default kernel of its shape class;
 /// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). f32 only: operands of
 /// another element type are [`Error::Unsupported`] (an `out` of another type, or shape, is
 /// [`Error::InvalidArgument`]); bad shapes and options are typed errors and nothing is written.

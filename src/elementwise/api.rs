@@ -72,7 +72,7 @@ macro_rules! trait_methods {
 
 /// Elementwise operations, as PyTorch's, on host and device tensors alike. Each takes tensors
 /// and scalars, broadcasts them, computes in the promoted type (see
-/// [`result_type`](crate::result_type)) and writes a new tensor, the first input (`*_`), or a
+/// [`result_type`](crate::ops::result_type)) and writes a new tensor, the first input (`*_`), or a
 /// given view (`*_out`). uint8 with int8 promotes to int16, which no tensor here stores: into
 /// a destination (`*_`, `*_out`) it computes in 32 bits and converts at the store, which gives
 /// PyTorch's int16 bits into a uint8 or int8 destination always, and into a wider one where no

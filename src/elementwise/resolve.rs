@@ -143,7 +143,7 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 /// (ordered by their strides, the first input's first) and it is dense in that order.
 ///
 /// ```
-/// use strided_wgpu::elementwise::output_layout;
+/// use strided_wgpu::advanced::internal::output_layout;
 /// use strided_wgpu::{Layout, MemoryFormat};
 /// let cl = Layout::with_format(&[8, 3, 4, 4], MemoryFormat::ChannelsLast).unwrap();
 /// let nchw = Layout::contiguous(&[8, 3, 4, 4]).unwrap();

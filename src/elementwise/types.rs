@@ -107,8 +107,8 @@ fn combine(op: &'static str, higher: Option<Wide>, lower: Option<Wide>) -> Resul
 /// in 32 bits into its destination where that gives PyTorch's int16 bits.)
 ///
 /// ```
-/// use strided_wgpu::elementwise::PromoteArg;
-/// use strided_wgpu::{result_type, DType, Scalar};
+/// use strided_wgpu::ops::{result_type, PromoteArg};
+/// use strided_wgpu::{DType, Scalar};
 /// let t = |d| PromoteArg::Tensor(d, 4);
 /// assert_eq!(result_type("add", &[t(DType::I32), PromoteArg::Scalar(Scalar::Float(0.5))]).unwrap(), DType::F32);
 /// assert_eq!(result_type("add", &[t(DType::F16), PromoteArg::Scalar(Scalar::Float(0.5))]).unwrap(), DType::F16);

@@ -28,7 +28,7 @@ use crate::strided::Strided;
 /// next one, or record the replay and the reads in one [`Batch`].
 ///
 /// ```
-/// use strided_wgpu::{DeviceTensor, GpuContext, Elementwise};
+/// use strided_wgpu::{DeviceTensor, Elementwise, GpuContext};
 /// # let Ok(ctx) = GpuContext::new() else { return Ok(()) };
 /// let x = DeviceTensor::from_slice(&ctx, &[1f32, -2., 3., -4.], &[2, 2])?;
 /// // Capture x -> relu(x * 2) + x once ...

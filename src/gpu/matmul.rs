@@ -275,7 +275,7 @@ impl GpuContext {
         self.tuner.entries(MATMUL_FAMILY)
     }
 
-    /// Measures the matrix-product kernels ([`MatmulClass::kernels`]) for the shape class of
+    /// Measures the matrix-product kernels (`MatmulClass::kernels`) for the shape class of
     /// `a.matmul(b)` unless it is tuned already: each computes the real product into a scratch
     /// output. Returns whether it measured.
     pub async fn tune_matmul_async(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {

@@ -141,10 +141,10 @@ impl GpuContext {
         Ok(true)
     }
 
-    /// Measures the convolution kernels ([`conv_candidates`](crate::advanced::conv_candidates)) for the shape class of this
+    /// Measures the convolution kernels (`conv_candidates`) for the shape class of this
     /// convolution (into an output of `output_format`, or the input's) unless it is tuned
     /// already: each kernel convolves the real input (read only; its first images, up to
-    /// [`TUNE_ELEMENTS`](crate::kernels::conv::class::TUNE_ELEMENTS) output elements, at least one image) into a scratch output. Returns
+    /// `TUNE_ELEMENTS` (2^20) output elements, at least one image) into a scratch output. Returns
     /// whether it measured.
     pub async fn tune_conv2d_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
         self.tune_conv_with(input, weight, bias, options, Drive::Poll).await

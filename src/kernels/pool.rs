@@ -74,7 +74,7 @@ uniform! {
 const ROWS_SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write];
 
 /// Which kernel computes a window op. Tests and benchmarks can force one
-/// ([`crate::advanced::window_with`]); a forced kernel goes through the same [`classify`] check.
+/// (`advanced::internal::window_with`); a forced kernel goes through the same [`classify`] check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PoolKernel {
     /// `Vec4` where [`classify`] admits it, else `General`.

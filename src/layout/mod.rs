@@ -30,6 +30,8 @@ mod reshape;
 pub use format::MemoryFormat;
 pub use overlap::Overlap;
 pub use reshape::Reshape;
+/// The traversal plans built over layouts (PyTorch's TensorIterator).
+pub use crate::plan::{CopyPlan, IterPlan};
 
 use crate::error::{Error, Result};
 

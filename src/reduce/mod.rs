@@ -14,7 +14,7 @@ pub(crate) mod plan;
 pub(crate) mod spec;
 
 pub use plan::{ReduceClass, ReducePlan};
-pub use spec::{reduce_spec, scan_spec, Dims, ReduceOp, ReduceSpec, ScanOp, ScanSpec};
+pub use spec::{reduce_spec, scan_spec, Dims, ReduceOp, ScanOp};
 
 use crate::dtype::DType;
 use crate::error::Result;

@@ -73,7 +73,8 @@ impl InterpolateOptions {
 /// a typed error before anything is allocated.
 ///
 /// ```
-/// use strided_wgpu::{cat, HostTensor};
+/// use strided_wgpu::HostTensor;
+/// use strided_wgpu::ops::cat;
 /// let a = HostTensor::from_vec(vec![1i32, 2, 3, 4], &[2, 2]).unwrap();
 /// let b = HostTensor::from_vec(vec![0.5f32, 1.5], &[2, 1]).unwrap();
 /// let c = cat(&[&a, &b], -1).unwrap();
@@ -146,7 +147,8 @@ pub fn stack<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
 /// tensor; bad input is a typed error before anything is allocated.
 ///
 /// ```
-/// use strided_wgpu::{HostTensor, PadMode, ShapeOps, Strided};
+/// use strided_wgpu::{HostTensor, ShapeOps, Strided};
+/// use strided_wgpu::ops::PadMode;
 /// let x = HostTensor::from_vec(vec![1f32, 2.0, 3.0], &[1, 3]).unwrap();
 /// assert_eq!(x.pad(&[2, 1], PadMode::Reflect).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 2.0, 1.0, 2.0, 3.0, 2.0]);
 /// assert_eq!(x.repeat(&[2, 1]).unwrap().shape(), &[2, 3]);

@@ -2,7 +2,8 @@
 //! tensor type, and the comparisons the randomized elementwise tests share.
 
 use serde_json::Value;
-use strided_wgpu::{DType, Elementwise, Error, HostTensor, Input, Layout, Op, Scalar, Strided, Target};
+use strided_wgpu::{DType, Elementwise, Error, HostTensor, Layout, Op, Scalar, Strided};
+use strided_wgpu::ops::{Input, Target};
 
 use super::views::{self, usizes, Replay};
 

@@ -2,7 +2,7 @@
 //! tensor type that implements `Reduce`.
 
 use serde_json::Value;
-use strided_wgpu::{DType, Dims, Error, HostTensor, Layout, Reduce, Strided};
+use strided_wgpu::{Dims, DType, Error, HostTensor, Layout, Reduce, Strided};
 
 use super::elementwise::{bits, bits_of, dtype_of, value};
 use super::views::{self, usizes, Replay};

@@ -3,7 +3,8 @@
 //! result fetched back by `fetch` and compared value by value (exact where `tol` is 0).
 
 use serde_json::Value;
-use strided_wgpu::{cat, stack, AvgPool2dOptions, DType, HostTensor, InterpolateMode, InterpolateOptions, Layout, MaxPool2dOptions, PadMode, Pool2d, ShapeOps, Strided};
+use strided_wgpu::{AvgPool2dOptions, DType, HostTensor, Layout, MaxPool2dOptions, Pool2d, ShapeOps, Strided};
+use strided_wgpu::ops::{cat, stack, InterpolateMode, InterpolateOptions, PadMode};
 
 use super::elementwise::{bits, bits_of, dtype_of, value};
 use super::views::{self, usizes, Replay};
