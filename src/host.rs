@@ -3,11 +3,12 @@
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::cpu::{self, Source};
+use crate::copy::cpu::{self, Source};
 use crate::dtype::{DType, Element};
 use crate::elementwise::api::Elementwise;
 use crate::elementwise::cpu::{execute, Src};
-use crate::elementwise::resolve::{check_copy, resolve, Input, Target};
+use crate::copy::check_copy;
+use crate::elementwise::resolve::{resolve, Input, Target};
 use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::layout::{checked_numel, Layout, MemoryFormat};

@@ -30,7 +30,7 @@
 pub struct ReadmeDoctests;
 
 mod conv;
-mod cpu;
+mod copy;
 mod dtype;
 mod elementwise;
 mod error;
@@ -114,8 +114,8 @@ pub mod advanced {
         pub use crate::kernels::pool::gpu_pipelines as pool_gpu_pipelines;
         pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};
         pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
-        pub use crate::kernels::reduce_abi::Work as ReduceWork;
-        pub use crate::kernels::reduce_vec::{reduce_kernel, ReduceKernel};
+        pub use crate::kernels::reduce::abi::Work as ReduceWork;
+        pub use crate::kernels::reduce::kernel::{reduce_kernel, ReduceKernel};
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
         pub use crate::matmul::{addmm_plan, linear_plan, matmul_plan, matmul_cpu, MatmulPlan};

@@ -48,6 +48,30 @@ pub enum TuningPolicy {
     OnFirstCall,
 }
 
+/// A kernel family the tuner measures, the one way a family plugs into tuning: its name in
+/// tuning files, its shape class (calls of one class share a choice) and its choice, and the
+/// candidates a choice must be among. The tuned families implement it on a marker type next to
+/// their classes (`kernels::copy::Transpose`, `kernels::conv::class::Conv`,
+/// `kernels::matmul::Matmul`); their device files (`gpu/copy.rs`, `gpu/conv.rs`,
+/// `gpu/matmul.rs`) record the candidates for [`Tuner::measure`] and keep the winner.
+pub(crate) trait Family {
+    /// The family's key in tuning files.
+    const NAME: &'static str;
+    /// A shape class.
+    type Class: Serialize + DeserializeOwned;
+    /// A kernel choice.
+    type Choice: Copy + PartialEq + Serialize + DeserializeOwned;
+    /// The kernels the tuner compares for `class`.
+    fn candidates(class: &Self::Class) -> Vec<Self::Choice>;
+}
+
+/// Whether `choice` (a tuning file's text) is one of the candidates of `class` in family `F`.
+pub(crate) fn admits<F: Family>(class: &str, choice: &str) -> std::result::Result<bool, String> {
+    let class: F::Class = serde_json::from_str(class).map_err(|e| e.to_string())?;
+    let choice: F::Choice = serde_json::from_str(choice).map_err(|e| e.to_string())?;
+    Ok(F::candidates(&class).contains(&choice))
+}
+
 /// Choices by family, then by class, each as JSON text, and the policy of when to measure.
 #[derive(Default)]
 pub(crate) struct Tuner {
@@ -84,21 +108,21 @@ impl Tuner {
         self.on_first_call.store(policy == TuningPolicy::OnFirstCall, Ordering::Relaxed);
     }
 
-    /// The choice kept for `class` of `family`.
-    pub fn get<C: Serialize, K: DeserializeOwned>(&self, family: &str, class: &C) -> Option<K> {
+    /// The choice kept for `class` of family `F`.
+    pub fn get<F: Family>(&self, class: &F::Class) -> Option<F::Choice> {
         let g = lock(&self.choices);
-        serde_json::from_str(g.get(family)?.get(&json(class))?).ok()
+        serde_json::from_str(g.get(F::NAME)?.get(&json(class))?).ok()
     }
 
-    /// Keeps `choice` for `class` of `family`.
-    pub fn set<C: Serialize, K: Serialize>(&self, family: &str, class: &C, choice: &K) {
-        lock(&self.choices).entry(family.to_string()).or_default().insert(json(class), json(choice));
+    /// Keeps `choice` for `class` of family `F`.
+    pub fn set<F: Family>(&self, class: &F::Class, choice: &F::Choice) {
+        lock(&self.choices).entry(F::NAME.to_string()).or_default().insert(json(class), json(choice));
     }
 
-    /// Every (class, choice) of `family` that parses as the given types.
-    pub fn entries<C: DeserializeOwned, K: DeserializeOwned>(&self, family: &str) -> Vec<(C, K)> {
+    /// Every (class, choice) kept for family `F`.
+    pub fn entries<F: Family>(&self) -> Vec<(F::Class, F::Choice)> {
         let g = lock(&self.choices);
-        g.get(family).into_iter().flatten().filter_map(|(c, k)| Some((serde_json::from_str(c).ok()?, serde_json::from_str(k).ok()?))).collect()
+        g.get(F::NAME).into_iter().flatten().filter_map(|(c, k)| Some((serde_json::from_str(c).ok()?, serde_json::from_str(k).ok()?))).collect()
     }
 
     /// Times every candidate that `record` accepts and returns the fastest (`None` when none

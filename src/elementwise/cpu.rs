@@ -5,7 +5,7 @@
 //! type's representation, one rounding to the computation type, one conversion to the
 //! destination's. Transcendental functions are evaluated in f64 and rounded once.
 
-use crate::cpu::{read_bits, write_bits};
+use crate::copy::cpu::{read_bits, write_bits};
 use crate::dtype::{cast_bits, DType};
 use crate::elementwise::resolve::{Args, Repr, Resolved, Slot};
 use crate::elementwise::Op;

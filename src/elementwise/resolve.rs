@@ -7,7 +7,7 @@ use crate::elementwise::{Op, Scalar};
 use crate::error::{Error, Result};
 use crate::layout::ops::broadcast_error;
 use crate::layout::{Layout, MemoryFormat, Overlap};
-use crate::plan::{compare_dims, reorder, CopyPlan, IterPlan};
+use crate::plan::{compare_dims, reorder, IterPlan};
 use crate::strided::Strided;
 
 /// Where [`Elementwise::run`](crate::Elementwise::run) writes.
@@ -482,45 +482,4 @@ fn byte_span(l: &Layout, dtype: DType) -> Option<(usize, usize)> {
 
 fn shapes_layouts<'a, T: Strided>(tensors: &[&'a T]) -> Vec<&'a Layout> {
     tensors.iter().map(|t| t.layout()).collect()
-}
-
-/// Validates `dst.copy_(src)` and returns its plan, or `None` when it is a no-op self-copy.
-/// Shared by host and device tensors.
-pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> Result<Option<CopyPlan>> {
-    // Every pair of types converts today; the check stays for types that may not.
-    if !src_t.can_copy_into(dst_t) {
-        return Err(Error::DType { op: "copy_", got: format!("{src_t} (source) into {dst_t}"), expected: "a type it converts into".into() });
-    }
-    let plan = CopyPlan::new(dst, src)?;
-    if dst.has_internal_overlap() {
-        return Err(Error::Overlap {
-            op: "copy_",
-            detail: format!("destination of shape {:?} and strides {:?} reaches some element twice", dst.shape(), dst.strides()),
-        });
-    }
-    if same_storage {
-        // Compare the broadcast source with the destination, position by position.
-        let src_b = src.broadcast_to(dst.shape())?;
-        match typed_overlap(dst, dst_t, &src_b, src_t) {
-            Overlap::Full if dst_t == src_t => return Ok(None),
-            // Full with two types: views of the same bytes as two types of one size (PyTorch's
-            // `a.view(torch.int32).copy_(a)`), each element converting in place.
-            Overlap::Full | Overlap::Disjoint => {}
-            _ => {
-                return Err(Error::Overlap {
-                    op: "copy_",
-                    detail: format!(
-                        "destination (shape {:?}, strides {:?}, offset {}) partially overlaps its source (shape {:?}, strides {:?}, offset {})",
-                        dst.shape(),
-                        dst.strides(),
-                        dst.offset(),
-                        src.shape(),
-                        src.strides(),
-                        src.offset()
-                    ),
-                })
-            }
-        }
-    }
-    Ok(Some(plan))
 }

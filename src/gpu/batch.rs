@@ -1,17 +1,11 @@
 //! Batches: operations recorded into one command encoder (the crate's own, or the caller's),
 //! holding every operand and temporary until the GPU has finished the work.
 
-use crate::elementwise::resolve::Target;
-use crate::elementwise::resolve::Input;
-use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
-use crate::elementwise::resolve::check_copy;
-use crate::kernels::copy::{self, CopyPath};
 use crate::runtime::record::{self, Recorder};
 use crate::runtime::submit::{self, Submission};
-use crate::strided::Strided;
 
 /// The encoder a batch records into.
 enum Encoder<'e> {
@@ -101,52 +95,6 @@ impl Batch<'_> {
             true => self.ctx.rt.errors.check_lost(op),
             false => Err(Error::Device { op, detail: "the tensors live on another GpuContext than the batch".into() }),
         }
-    }
-
-    /// Records `dst.copy_(src)`.
-    pub fn copy_(&mut self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<()> {
-        self.copy_with(dst, src, CopyPath::Auto)
-    }
-
-    /// Records `dst.copy_(src)` through a forced kernel path. Bad input, and a forced path that
-    /// does not apply, are errors and nothing is recorded.
-    pub fn copy_with(&mut self, dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Result<()> {
-        const OP: &str = "copy_";
-        self.check_context(OP, &[dst, src])?;
-        let same = dst.shares_storage(src);
-        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
-        if path == CopyPath::Auto && copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
-            // A converting copy is the elementwise `to` (its rows kernel moves whole words
-            // where the plan's rows allow, its general kernel anything else), except a batched
-            // transpose between two buffers, which the converting transpose kernel moves.
-            let src = src.broadcast_to(dst.shape())?;
-            return self.elementwise(Op::To(dst.dtype()), &[Input::Tensor(&src)], Target::Out(dst)).map(drop);
-        }
-        let ctx = self.ctx.clone();
-        let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
-        if path == CopyPath::BufferCopy && !buffer_copy {
-            return Err(Error::unsupported(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
-        }
-        let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), buffer_copy, path) else { return Ok(()) };
-        let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
-        let rec = self.parts(OP)?;
-        let rt = &ctx.rt;
-        rec.hold(dst.storage());
-        rec.hold(src.storage());
-        let d = dst.buffer();
-        if !same {
-            return copy::record(rt, rec, prepared, d, src.buffer());
-        }
-        // One buffer cannot be bound for reading and writing at once: read a copy.
-        if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-            return Err(Error::unsupported(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
-        }
-        let size = src.buffer().size();
-        let tmp = rt.scoped(OP, || rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
-        rec.copy_buffer_to_buffer(src.buffer(), 0, tmp.buffer(), 0, size);
-        let r = copy::record(rt, rec, prepared, d, tmp.buffer());
-        rec.hold(tmp);
-        r
     }
 
     /// Ends recording into the caller's encoder: the recorded work is encoded into it, and what

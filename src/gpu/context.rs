@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::kernels::conv::ConvKernel;
-use crate::kernels::copy::{CopyPath, ShapeClass, TRANSPOSE_FAMILY};
+use crate::kernels::copy::{CopyPath, ShapeClass, Transpose};
+use crate::kernels::matmul::Matmul as MatmulFamily;
+use crate::tune::{admits, Family};
 use crate::runtime::lock::lock;
 use crate::runtime::{AdapterReport, Runtime};
 use crate::tune::{Tuner, TuningPolicy};
 
-use crate::kernels::conv::class::{ConvClass, CONV_FAMILY};
+use crate::kernels::conv::class::{Conv, ConvClass};
 
 /// Owns (or shares) a wgpu device and queue and everything this crate caches for them. Cheap
 /// to clone (all clones share one device); usable from several threads at once.
@@ -141,11 +143,11 @@ impl GpuContext {
 
     /// The transpose kernels chosen so far (measured or loaded), by shape class.
     pub fn tuned_choices(&self) -> Vec<(ShapeClass, CopyPath)> {
-        self.tuner.entries(TRANSPOSE_FAMILY)
+        self.tuner.entries::<Transpose>()
     }
     /// The convolution kernels chosen so far (measured or loaded), by shape class.
     pub fn tuned_conv_choices(&self) -> Vec<(ConvClass, ConvKernel)> {
-        self.tuner.entries(CONV_FAMILY)
+        self.tuner.entries::<Conv>()
     }
 
     /// The tuning choices as a tuning file's text: `existing` (a file's text, or "") with this
@@ -159,21 +161,10 @@ impl GpuContext {
         // A choice must be one of the kernels the tuner would have compared for its class: any
         // other would fail (or not apply) at every use, with nothing to fall back on.
         self.tuner.load_json(&self.rt.report, text, |family, class, choice| {
-            let bad = |e: serde_json::Error| e.to_string();
             let ok = match family {
-                TRANSPOSE_FAMILY => {
-                    let class: ShapeClass = serde_json::from_str(class).map_err(bad)?;
-                    crate::kernels::copy::transpose_candidates(&class).contains(&serde_json::from_str(choice).map_err(bad)?)
-                }
-                CONV_FAMILY => {
-                    let class: ConvClass = serde_json::from_str(class).map_err(bad)?;
-                    let kernel: ConvKernel = serde_json::from_str(choice).map_err(bad)?;
-                    class.kernels.iter().any(|(k, _)| *k == kernel)
-                }
-                crate::kernels::matmul::MATMUL_FAMILY => {
-                    let class: crate::kernels::matmul::MatmulClass = serde_json::from_str(class).map_err(bad)?;
-                    class.kernels.contains(&serde_json::from_str(choice).map_err(bad)?)
-                }
+                Transpose::NAME => admits::<Transpose>(class, choice)?,
+                Conv::NAME => admits::<Conv>(class, choice)?,
+                MatmulFamily::NAME => admits::<MatmulFamily>(class, choice)?,
                 // Families of other versions: kept, and never read by this one.
                 _ => true,
             };

@@ -1,14 +1,21 @@
 //! Convolution on device tensors: checks, the kernel choice, and recording into a batch (the
 //! kernels are in `crate::kernels::conv`).
 
+use std::sync::Arc;
+
 use crate::conv::{self as host_conv, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
+use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
-use crate::kernels::conv::class::conv_class;
+use crate::kernels::conv::class::{conv_class, conv_default, tune_images, Conv, ConvClass};
+use crate::layout::Layout;
+use crate::runtime::submit::Drive;
+use crate::runtime::timing::Timer;
+use crate::tune::Tuner;
 use crate::kernels::conv::{self, ConvCall, ConvKernel, View};
-use crate::kernels::matmul::grouped as matmul_grouped;
+use crate::kernels::conv::grouped;
 use crate::elementwise::resolve::{Input, Target};
 use crate::elementwise::Op;
 use crate::runtime::record::Recorder;
@@ -232,9 +239,9 @@ impl Batch<'_> {
 /// Records a validated convolution through `call.kernel` (not `Auto`), for calls and the
 /// tuner's measurements alike: a grouped 1x1 convolution on the NCHW kernel of a CPU adapter
 /// as a batch of matrix products over its groups where that kernel serves it
-/// (`kernels/matmul/grouped.rs`), else through the kernel's family.
+/// (`kernels/conv/grouped.rs`), else through the kernel's family.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
-    if matmul_grouped::record(rt, rec, call)? {
+    if grouped::record(rt, rec, call)? {
         return Ok(());
     }
     conv::record(rt, rec, call)
@@ -258,4 +265,110 @@ fn check_destination(op: &'static str, out: &DeviceTensor, input: &DeviceTensor,
 /// A device tensor as a kernel operand.
 fn view(t: &DeviceTensor) -> View<'_> {
     View { buffer: t.buffer(), layout: t.layout() }
+}
+
+/// The convolution's kernel choice and tuning: the kept (or default) kernel of a call's shape
+/// class, and the measurements that keep one.
+impl GpuContext {
+    /// The convolution kernel: `kernel` when forced, else the tuned (or default) one.
+    pub(crate) fn conv_choice(&self, class: &ConvClass, out: &Layout, kernel: ConvKernel) -> ConvKernel {
+        match kernel {
+            ConvKernel::Auto => self.tuner.get::<Conv>(class).unwrap_or_else(|| conv_default(self.rt.report.device_type, class, out.strides()[1] == 1 && out.shape()[1] > 1)),
+            k => k,
+        }
+    }
+
+    /// The kernel that `Batch::conv2d_out(input, weight, bias, options, out)`
+    /// records now: the tuned kernel of the call's shape class, or the adapter's default while
+    /// the class is not tuned; `None` for an empty output, where the convolution records
+    /// nothing. Checks the operands' shapes and types and the output's shape and type as the
+    /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
+    pub fn conv2d_choice(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
+        self.conv2d_class("conv2d_choice", out, input, weight, bias, options).map(|c| c.map(|class| self.conv_choice(&class, out.layout(), ConvKernel::Auto)))
+    }
+
+    /// The adapter's default kernel for this convolution: what [`GpuContext::conv2d_choice`]
+    /// gives while the call's class has no kept choice (measured or loaded). The same checks;
+    /// `None` for an empty output.
+    pub fn conv2d_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
+        let cl = |o: &Layout| o.strides()[1] == 1 && o.shape()[1] > 1;
+        self.conv2d_class("conv2d_default", out, input, weight, bias, options).map(|c| c.map(|class| conv_default(self.rt.report.device_type, &class, cl(out.layout()))))
+    }
+
+    fn conv2d_class(&self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvClass>> {
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        check_output(op, out, &g)?;
+        if out.numel() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(conv_class(&self.rt.report, &g, options, input.layout(), out.layout())))
+    }
+
+    /// Measures the convolution kernels (`conv_candidates`) for the shape class of this
+    /// convolution (into an output of `output_format`, or the input's) unless it is tuned
+    /// already: each kernel convolves the real input (read only; its first images, up to
+    /// `TUNE_ELEMENTS` (2^20) output elements, at least one image) into a scratch output. Returns
+    /// whether it measured.
+    pub async fn tune_conv2d_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
+        self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
+    }
+
+    /// [`GpuContext::tune_conv2d_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_conv2d(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
+        pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
+    }
+
+    /// [`GpuContext::tune_conv2d_async`] of a 1x1 convolution.
+    pub async fn tune_conv1x1_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
+        conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
+        self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
+    }
+
+    /// [`GpuContext::tune_conv1x1_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_conv1x1(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
+        conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
+        pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
+    }
+
+    async fn tune_conv_with(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, drive: Drive) -> Result<bool> {
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        let out_layout = Layout::with_format(&[g.n, g.k, g.oh, g.ow], g.format)?;
+        self.tune_conv_into(&out_layout, input, weight, bias, options, &g, drive).await
+    }
+
+    /// Measures the kernels for a convolution into an output laid out as `out` (only its
+    /// strides and offset matter) unless its class is tuned already.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
+        self.rt.probe("tune")?;
+        let class = conv_class(&self.rt.report, g, options, input.layout(), out);
+        if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<Conv>(&class).is_some() {
+            return Ok(false);
+        }
+        let nt = tune_images(g);
+        let first = input.layout().narrow(0, 0, nt)?;
+        // A scratch output with the strides of `out` within an image, images one after another.
+        let os = out.strides();
+        let span = (1..4).map(|d| (out.shape()[d].max(1) - 1) * os[d].unsigned_abs()).sum::<usize>() + 1;
+        let min_offset: isize = (1..4).map(|d| if os[d] < 0 { -(os[d]) * (out.shape()[d].max(1) as isize - 1) } else { 0 }).sum();
+        let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &[span as isize, os[1], os[2], os[3]], min_offset as usize, nt * span)?;
+        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
+        let g1 = Conv2dShape { n: nt, ..g.clone() };
+        let timer = Timer::new(&self.rt)?;
+        let candidates: Vec<ConvKernel> = class.kernels.iter().map(|(k, _)| *k).collect();
+        let best = Tuner::measure(&timer, &candidates, drive, |kernel, rec| {
+            let (x, w) = (View { buffer: input.buffer(), layout: &first }, view(weight));
+            rec.hold(scratch.clone());
+            for t in [Some(input), Some(weight), bias].into_iter().flatten() {
+                rec.hold(t.storage());
+            }
+            record(&self.rt, rec, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel, residual: None })
+        })
+        .await?;
+        let Some(best) = best else { return Ok(false) };
+        self.tuner.set::<Conv>(&class, &best);
+        Ok(true)
+    }
 }

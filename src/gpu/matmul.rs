@@ -8,7 +8,8 @@ use crate::gpu::tensor::DeviceTensor;
 use std::sync::Arc;
 
 use crate::gpu::context::GpuContext;
-use crate::kernels::matmul::{self as kernels, matmul_class, MatmulClass, MatmulKernel, Operand, Product, MATMUL_FAMILY};
+use crate::kernels::matmul::{self as kernels, matmul_class, MatmulClass, MatmulKernel, Operand, Product};
+use crate::kernels::matmul::Matmul as MatmulFamily;
 use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 use crate::tune::Tuner;
@@ -235,7 +236,7 @@ impl GpuContext {
     /// The matrix-product kernel of `class`: the kept choice (measured or loaded), else the
     /// adapter's default ([`MatmulKernel::default_for`]); never measures.
     pub(crate) fn matmul_choice(&self, class: &MatmulClass) -> MatmulKernel {
-        self.tuner.get(MATMUL_FAMILY, class).unwrap_or_else(|| MatmulKernel::default_for(&self.rt.report, class))
+        self.tuner.get::<MatmulFamily>(class).unwrap_or_else(|| MatmulKernel::default_for(&self.rt.report, class))
     }
 
     /// The kernel `a.matmul(b)` runs now: the kept choice of its shape class, or the adapter's
@@ -272,7 +273,7 @@ impl GpuContext {
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
     pub fn tuned_matmul_choices(&self) -> Vec<(MatmulClass, MatmulKernel)> {
-        self.tuner.entries(MATMUL_FAMILY)
+        self.tuner.entries::<MatmulFamily>()
     }
 
     /// Measures the matrix-product kernels (`MatmulClass::kernels`) for the shape class of
@@ -297,7 +298,7 @@ impl GpuContext {
         let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
         let out = Layout::contiguous(&full)?;
         let class = matmul_class(&self.rt.report, &product(plan, a, b, c, a.buffer(), &out));
-        if out.numel() == 0 || class.kernels.len() < 2 || self.tuner.get::<_, MatmulKernel>(MATMUL_FAMILY, &class).is_some() {
+        if out.numel() == 0 || class.kernels.len() < 2 || self.tuner.get::<MatmulFamily>(&class).is_some() {
             return Ok(false);
         }
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
@@ -312,7 +313,7 @@ impl GpuContext {
         })
         .await?;
         let Some(best) = best else { return Ok(false) };
-        self.tuner.set(MATMUL_FAMILY, &class, &best);
+        self.tuner.set::<MatmulFamily>(&class, &best);
         Ok(true)
     }
 }

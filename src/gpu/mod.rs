@@ -1,9 +1,12 @@
-//! Tensors on top of the runtime: the context, device tensors, batches, the convolution API,
-//! and the tuning calls that wire the kernel families to the tuner.
+//! Tensors on top of the runtime: the context, device tensors, batches and graphs, and one
+//! file per op family (`copy`, `elementwise`, `reduce`, `matmul`, `conv`, `pool`, `shape`)
+//! with its device entry points (`impl Batch`, the trait's `impl` for `DeviceTensor`, `*_with`)
+//! and, for the tuned families, its kernel choice and `tune_*` calls.
 
 pub mod batch;
 pub mod context;
 pub mod conv;
+pub mod copy;
 pub mod elementwise;
 pub mod graph;
 pub mod matmul;
@@ -12,4 +15,3 @@ pub mod pool;
 pub mod shape;
 pub mod tensor;
 pub mod timing;
-pub mod tuning;

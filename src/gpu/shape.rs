@@ -11,7 +11,7 @@ impl ShapeOps for DeviceTensor {
         DeviceTensor::empty(self.context(), shape, dtype, format)
     }
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<DeviceTensor> {
-        DeviceTensor::upload(self.context(), &crate::shape::host::scalar(value, dtype)?)
+        DeviceTensor::upload(self.context(), &crate::shape::cpu::scalar(value, dtype)?)
     }
     /// Every copy in one batch, submitted once (not waited for).
     fn copy_pieces(pieces: &[(DeviceTensor, DeviceTensor)]) -> Result<()> {

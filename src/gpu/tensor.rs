@@ -1,5 +1,5 @@
-//! Device tensors: a layout over a GPU buffer shared by views, with upload, download, `copy_`
-//! and the materializing operations of [`Strided`] on the device.
+//! Device tensors: a layout over a GPU buffer shared by views, with upload and download
+//! (`copy_` is in `gpu/copy.rs`) and the materializing operations of [`Strided`] on the device.
 
 use std::sync::Arc;
 
@@ -7,7 +7,6 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::host::HostTensor;
-use crate::kernels::copy::CopyPath;
 use crate::layout::{checked_numel, Layout, MemoryFormat};
 use crate::runtime::pool::Pooled;
 use crate::runtime::submit::MapGuard;
@@ -194,31 +193,6 @@ impl DeviceTensor {
     /// The buffer, for recordings to hold until their work is done.
     pub(crate) fn storage(&self) -> impl Send + Sync + 'static {
         self.storage.buffer.clone()
-    }
-
-    /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, converted to
-    /// this view's type (every pair of types converts, bit for bit as the CPU reference does:
-    /// [`crate::dtype::cast_bits`]). The same checks as [`HostTensor::copy_`]; on error nothing is dispatched. The
-    /// copy is submitted, not waited for. A batched transpose runs the kernel kept for its shape
-    /// class, else the adapter's default; it measures the candidates first only under
-    /// [`crate::TuningPolicy::OnFirstCall`] (native backends; on the web, call
-    /// [`GpuContext::tune_copy_async`]).
-    pub fn copy_(&self, src: &DeviceTensor) -> Result<()> {
-        self.copy_with(src, CopyPath::Auto)
-    }
-
-    /// [`DeviceTensor::copy_`] through a forced kernel path (for tests and benchmarks).
-    pub fn copy_with(&self, src: &DeviceTensor, path: CopyPath) -> Result<()> {
-        // Loss is found by the tuning's and the submission's probes.
-        let ctx = self.context();
-        #[cfg(not(target_arch = "wasm32"))]
-        if path == CopyPath::Auto && ctx.tunes_on_call() && src.context().same_device(ctx) {
-            ctx.tune_copy(self, src)?;
-        }
-        let mut batch = ctx.batch();
-        batch.copy_with(self, src, path)?;
-        let _ = batch.submit()?;
-        Ok(())
     }
 
     /// Downloads the view's elements, in logical order, into a new contiguous host tensor.

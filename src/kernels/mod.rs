@@ -10,7 +10,5 @@ pub mod copy;
 pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
-pub mod reduce_abi;
-pub mod reduce_vec;
 pub mod pool;
 pub mod shaders;

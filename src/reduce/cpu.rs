@@ -3,7 +3,7 @@
 //! wrapping 64-bit arithmetic, then wrapped to int32), rounded once to the result type. The
 //! oracle of the device kernels.
 
-use crate::cpu::{read_bits, write_bits};
+use crate::copy::cpu::{read_bits, write_bits};
 use crate::dtype::{cast_bits, float_bits_to_f32, DType};
 use crate::error::{Error, Result};
 use crate::host::HostTensor;

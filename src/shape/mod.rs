@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::layout::{checked_numel, wrap_dim, MemoryFormat};
 use crate::pool::{Pool2d, Window, WindowMode};
 
-pub(crate) mod host;
+pub(crate) mod cpu;
 
 /// The padding mode of [`ShapeOps::pad`] (PyTorch's `F.pad(x, pad, mode, value)`).
 #[derive(Clone, Copy, Debug, PartialEq)]

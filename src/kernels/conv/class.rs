@@ -24,7 +24,17 @@ pub(crate) fn tune_images(g: &Conv2dShape) -> usize {
 }
 
 /// The tuner's name for the convolution family.
-pub(crate) const CONV_FAMILY: &str = "conv2d";
+/// The convolution as a tuned family: shape classes [`ConvClass`], choices [`ConvKernel`].
+pub(crate) struct Conv;
+
+impl crate::tune::Family for Conv {
+    const NAME: &'static str = "conv2d";
+    type Class = ConvClass;
+    type Choice = ConvKernel;
+    fn candidates(class: &ConvClass) -> Vec<ConvKernel> {
+        class.kernels.iter().map(|(k, _)| *k).collect()
+    }
+}
 
 /// A convolution shape class: the candidate kernels with the vec4 paths each gets, the kernel
 /// window, and the magnitudes of the channels per group, output channels per group and output

@@ -27,6 +27,7 @@ pub(crate) mod common;
 pub(crate) mod depthwise;
 mod direct;
 pub(crate) mod gemm;
+pub(crate) mod grouped;
 pub(crate) mod kernel;
 
 pub(crate) use common::{ConvCall, View};

@@ -24,7 +24,6 @@ use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 mod blocked;
-pub(crate) mod grouped;
 mod product;
 
 pub(crate) use product::{Operand, Product};
@@ -170,7 +169,18 @@ impl MatmulKernel {
 }
 
 /// The tuner's name for the matrix-product family.
-pub(crate) const MATMUL_FAMILY: &str = "matmul";
+/// The matrix products as a tuned family: shape classes [`MatmulClass`], choices
+/// [`MatmulKernel`].
+pub(crate) struct Matmul;
+
+impl crate::tune::Family for Matmul {
+    const NAME: &'static str = "matmul";
+    type Class = MatmulClass;
+    type Choice = MatmulKernel;
+    fn candidates(class: &MatmulClass) -> Vec<MatmulKernel> {
+        class.kernels.clone()
+    }
+}
 
 /// A matrix-product shape class: the candidates, floor(log2) of m, n, k (as the kernels see
 /// them, a broadcast batch folded into m) and of the batch, the element type's code, and

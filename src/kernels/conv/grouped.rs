@@ -21,7 +21,7 @@ use crate::matmul::Activation;
 use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 
-use super::{kernel_eligible, record as record_product, MatmulKernel, Operand, Product};
+use crate::kernels::matmul::{kernel_eligible, record as record_product, MatmulKernel, Operand, Product};
 
 /// The most output pixels, of the images a tuning run convolves (`tune_images`: the whole
 /// batch unless its output exceeds 2^20 elements, the pixels the shape class records, so that

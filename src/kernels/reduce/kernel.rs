@@ -9,7 +9,7 @@ use bytemuck::Zeroable;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
-use crate::kernels::reduce_abi::{code, Buffers, RedUniform, Types, Work, MAX_DIMS};
+use crate::kernels::reduce::abi::{code, Buffers, RedUniform, Types, Work, MAX_DIMS};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};

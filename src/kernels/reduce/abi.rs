@@ -93,7 +93,7 @@ mod tests {
     /// The op codes `code` gives are the `R_*` constants of reduce.wgsl, one for one.
     #[test]
     fn op_codes_are_the_wgsl_constants() {
-        let text = include_str!("../../shaders/preludes/reduce.wgsl");
+        let text = include_str!("../../../shaders/preludes/reduce.wgsl");
         let wgsl: Vec<(&str, u32)> = text
             .lines()
             .filter_map(|l| l.strip_prefix("const R_"))

@@ -1,7 +1,7 @@
 //! The reduction kernels: reductions, softmax, log_softmax and cumsum recorded from a
 //! [`ReducePlan`] into a caller's encoder. f32 calls whose plan has a contiguous innermost
 //! reduced dim (rows) or a contiguous kept dim (columns) run the vector kernels of
-//! [`reduce_vec`](crate::kernels::reduce_vec) (its `kernel_for` is the one eligibility check);
+//! [`reduce_vec`](crate::kernels::reduce::kernel) (its `kernel_for` is the one eligibility check);
 //! everything else runs `reduce_general.wgsl`, recorded here. The plan is cut into pieces along
 //! kept dims only (each output's reduction stays whole) whose bindings fit the adapter; each
 //! piece is one dispatch of the general kernel: one invocation per output (per row of a scan),
@@ -14,9 +14,12 @@ use bytemuck::Zeroable;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
-use crate::kernels::reduce_abi::code;
-pub(crate) use crate::kernels::reduce_abi::{Buffers, RedUniform, Types, Work, MAX_DIMS};
-use crate::kernels::reduce_vec::{self, ReduceKernel};
+pub mod abi;
+pub mod kernel;
+
+use abi::code;
+pub(crate) use abi::{Buffers, RedUniform, Types, Work, MAX_DIMS};
+use kernel::ReduceKernel;
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::ReducePlan;
@@ -49,9 +52,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     if rp.rrank > MAX_DIMS {
         return Err(Error::unsupported(OP, format!("a reduction over {} dims that cannot be merged (at most {MAX_DIMS}); plan {:?}", rp.rrank, rp.plan)));
     }
-    let kernel = reduce_vec::kernel_for(rp, work, t, rt.report.device_type);
+    let kernel = kernel::kernel_for(rp, work, t, rt.report.device_type);
     if kernel != ReduceKernel::General {
-        return reduce_vec::record(rt, rec, rp, work, kernel, b);
+        return kernel::record(rt, rec, rp, work, kernel, b);
     }
     let scan = matches!(work, Work::Scan(_));
     let reads = rp.extent > 0;
@@ -191,6 +194,6 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     for op in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21, 22] {
         v.push(PipelineSpec { kernel: "reduce_general", constants: specialize(op, f32s) });
     }
-    v.extend(reduce_vec::gpu_pipelines());
+    v.extend(kernel::gpu_pipelines());
     v
 }

@@ -405,7 +405,17 @@ pub struct ShapeClass {
 }
 
 /// The tuner's name for the transpose family.
-pub(crate) const TRANSPOSE_FAMILY: &str = "copy.transpose";
+/// The batched transpose as a tuned family: shape classes [`ShapeClass`], choices [`CopyPath`].
+pub(crate) struct Transpose;
+
+impl crate::tune::Family for Transpose {
+    const NAME: &'static str = "copy.transpose";
+    type Class = ShapeClass;
+    type Choice = CopyPath;
+    fn candidates(class: &ShapeClass) -> Vec<CopyPath> {
+        transpose_candidates(class)
+    }
+}
 
 /// The shape class of `plan` when it is a batched transpose of one type.
 pub(crate) fn transpose_class(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType) -> Option<ShapeClass> {

@@ -1,0 +1,186 @@
+//! The copy family on the device: `copy_` on tensors and in batches, the kernel path each
+//! copy takes (forced, kept by the tuner, or the adapter's default) and the transpose kernels'
+//! tuning. The checks are the host's (`crate::copy::check_copy`); the kernels are in
+//! `kernels/copy/`.
+
+use std::sync::Arc;
+
+use crate::copy::check_copy;
+use crate::dtype::DType;
+use crate::elementwise::resolve::{Input, Target};
+use crate::elementwise::Op;
+use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
+use crate::gpu::context::GpuContext;
+use crate::gpu::tensor::DeviceTensor;
+use crate::kernels::copy::{self, CopyPath, Transpose};
+use crate::plan::{CopyPlan, Cuts};
+use crate::runtime::submit::Drive;
+use crate::runtime::timing::Timer;
+use crate::strided::Strided;
+use crate::tune::Tuner;
+
+/// The most elements a transpose tuning run copies on a GPU (a piece larger than its L2).
+const GPU_TUNE_COPY_ELEMENTS: usize = 1 << 24;
+
+/// The largest piece of a transpose a CPU adapter times: 2^22 elements (8-16 MiB a side, past a
+/// CPU's L2 and most of its L3). On pieces of 2^20 (TUNE_ELEMENTS), which a 32 MiB L3 holds,
+/// lavapipe's tuner took 16 x 16 blocks for NCHW -> NHWC of [32, 256, 56, 56] f16 about as
+/// often as 32 x 32, and 16 x 16 ran 0.74 of the copy kernel on the whole tensor against 0.86.
+const CPU_TUNE_COPY_ELEMENTS: usize = 1 << 22;
+
+impl DeviceTensor {
+    /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, converted to
+    /// this view's type (every pair of types converts, bit for bit as the CPU reference does:
+    /// [`crate::dtype::cast_bits`]). The same checks as [`HostTensor::copy_`]; on error nothing is dispatched. The
+    /// copy is submitted, not waited for. A batched transpose runs the kernel kept for its shape
+    /// class, else the adapter's default; it measures the candidates first only under
+    /// [`crate::TuningPolicy::OnFirstCall`] (native backends; on the web, call
+    /// [`GpuContext::tune_copy_async`]).
+    pub fn copy_(&self, src: &DeviceTensor) -> Result<()> {
+        self.copy_with(src, CopyPath::Auto)
+    }
+
+    /// [`DeviceTensor::copy_`] through a forced kernel path (for tests and benchmarks).
+    pub fn copy_with(&self, src: &DeviceTensor, path: CopyPath) -> Result<()> {
+        // Loss is found by the tuning's and the submission's probes.
+        let ctx = self.context();
+        #[cfg(not(target_arch = "wasm32"))]
+        if path == CopyPath::Auto && ctx.tunes_on_call() && src.context().same_device(ctx) {
+            ctx.tune_copy(self, src)?;
+        }
+        let mut batch = ctx.batch();
+        batch.copy_with(self, src, path)?;
+        let _ = batch.submit()?;
+        Ok(())
+    }
+}
+
+impl Batch<'_> {
+    /// Records `dst.copy_(src)`.
+    pub fn copy_(&mut self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<()> {
+        self.copy_with(dst, src, CopyPath::Auto)
+    }
+
+    /// Records `dst.copy_(src)` through a forced kernel path. Bad input, and a forced path that
+    /// does not apply, are errors and nothing is recorded.
+    pub fn copy_with(&mut self, dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Result<()> {
+        const OP: &str = "copy_";
+        self.check_context(OP, &[dst, src])?;
+        let same = dst.shares_storage(src);
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
+        if path == CopyPath::Auto && copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
+            // A converting copy is the elementwise `to` (its rows kernel moves whole words
+            // where the plan's rows allow, its general kernel anything else), except a batched
+            // transpose between two buffers, which the converting transpose kernel moves.
+            let src = src.broadcast_to(dst.shape())?;
+            return self.elementwise(Op::To(dst.dtype()), &[Input::Tensor(&src)], Target::Out(dst)).map(drop);
+        }
+        let ctx = self.context().clone();
+        let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
+        if path == CopyPath::BufferCopy && !buffer_copy {
+            return Err(Error::unsupported(OP, format!("a buffer copy needs COPY_SRC on the source and COPY_DST on the destination, got {:?} and {:?}", src.buffer().usage(), dst.buffer().usage())));
+        }
+        let Some(path) = ctx.copy_choice(&plan, dst.dtype(), src.dtype(), buffer_copy, path) else { return Ok(()) };
+        let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
+        let rec = self.parts(OP)?;
+        let rt = &ctx.rt;
+        rec.hold(dst.storage());
+        rec.hold(src.storage());
+        let d = dst.buffer();
+        if !same {
+            return copy::record(rt, rec, prepared, d, src.buffer());
+        }
+        // One buffer cannot be bound for reading and writing at once: read a copy.
+        if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
+            return Err(Error::unsupported(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
+        }
+        let size = src.buffer().size();
+        let tmp = rt.scoped(OP, || rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
+        rec.copy_buffer_to_buffer(src.buffer(), 0, tmp.buffer(), 0, size);
+        let r = copy::record(rt, rec, prepared, d, tmp.buffer());
+        rec.hold(tmp);
+        r
+    }
+}
+
+/// The copy path of a call, and the transpose kernels' tuning.
+impl GpuContext {
+    /// The copy path for `plan`: `path` when forced, else the plan's class with the tuned (or
+    /// default) transpose kernel. `None` for an empty plan.
+    pub(crate) fn copy_choice(&self, plan: &CopyPlan, dst: DType, src: DType, buffer_copy: bool, path: CopyPath) -> Option<CopyPath> {
+        if path != CopyPath::Auto {
+            return Some(path);
+        }
+        let r = &self.rt.report;
+        copy::auto_path(r, plan, dst, src, buffer_copy, |c| self.tuner.get::<Transpose>(c).unwrap_or_else(|| copy::transpose_default(r, c)))
+    }
+
+    /// The kernel path `dst.copy_(src)` takes by default, with no kept choice for its class
+    /// (what a batched transpose runs before, or without, tuning); `None` where nothing is
+    /// copied, or where a converting copy runs as the elementwise `to` (every converting copy
+    /// but a converting batched transpose between two buffers). The checks of `copy_`.
+    pub fn copy_default(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<Option<CopyPath>> {
+        let same = dst.shares_storage(src);
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(None) };
+        if copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
+            return Ok(None);
+        }
+        let r = &self.rt.report;
+        Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
+    }
+
+    /// Measures the transpose kernels for the shape class of `dst.copy_(src)` unless it is
+    /// tuned already (or is no batched transpose), on scratch buffers holding a representative
+    /// piece of the plan (at most 2^22 elements on CPU adapters, 2^24 on GPUs). Returns whether
+    /// it measured.
+    pub async fn tune_copy_async(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<bool> {
+        self.tune_copy_with(dst, src, Drive::Poll).await
+    }
+
+    /// [`GpuContext::tune_copy_async`], blocking (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_copy(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<bool> {
+        pollster::block_on(self.tune_copy_with(dst, src, Drive::Wait))
+    }
+
+    async fn tune_copy_with(&self, dst: &DeviceTensor, src: &DeviceTensor, drive: Drive) -> Result<bool> {
+        self.rt.probe("tune")?;
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(false) };
+        let r = &self.rt.report;
+        let Some(class) = copy::transpose_class(r, &plan, dst.dtype(), src.dtype()) else { return Ok(false) };
+        if self.tuner.get::<Transpose>(&class).is_some() {
+            return Ok(false);
+        }
+        // On a GPU a piece its last-level cache holds times the cache, not the memory the whole
+        // copy streams through (an H200, whose L2 holds 50 MiB, tuned NHWC -> NCHW of
+        // [32, 256, 56, 56] on one 3 MiB image to a kernel 1.4x slower on the whole tensor than
+        // the default), so GPUs time pieces of up to 2^24 elements; CPU adapters, which time
+        // slowly, pieces of CPU_TUNE_COPY_ELEMENTS.
+        let most = if r.device_type == wgpu::DeviceType::Cpu { CPU_TUNE_COPY_ELEMENTS } else { GPU_TUNE_COPY_ELEMENTS };
+        let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= most).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
+        let Some(((dlo, dhi), (slo, shi))) = piece.spans() else { return Ok(false) };
+        // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
+        let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);
+        let piece = piece.rebased(&[dlo, slo]);
+        let dtype = dst.dtype();
+        let es = dtype.size() as u64;
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        // Each run's recording holds the scratch buffers, so that they return to the pool only
+        // when its work is done, also if this future is dropped half-way.
+        let (d, s) = self.rt.scoped("tune", || Ok((Arc::new(self.rt.buffer("tune", (dhi - dlo + 1) as u64 * es, usage)?), Arc::new(self.rt.buffer("tune", (shi - slo + 1) as u64 * es, usage)?))))?;
+        let timer = Timer::new(&self.rt)?;
+        let candidates = copy::transpose_candidates(&class);
+        let best = Tuner::measure(&timer, &candidates, drive, |path, rec| {
+            let prepared = copy::prepare(r, &piece, dtype, dtype, path)?;
+            rec.hold(d.clone());
+            rec.hold(s.clone());
+            copy::record(&self.rt, rec, prepared, d.buffer(), s.buffer())
+        })
+        .await?;
+        // Nothing measured (no candidate could be timed): keep no choice, the default runs.
+        let Some(best) = best else { return Ok(false) };
+        self.tuner.set::<Transpose>(&class, &best);
+        Ok(true)
+    }
+}
