@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::conv::{self as host_conv, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{read_copy, Batch};
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::{conv_class, conv_default, tune_images, Conv, ConvClass};
@@ -206,14 +206,7 @@ impl Batch<'_> {
         let mut copies = Vec::new();
         for t in [Some(input), Some(weight), bias] {
             let copy = match t {
-                Some(t) if out.shares_storage(t) => {
-                    let size = t.buffer().size();
-                    Some(rt.scoped(op, || {
-                        let tmp = rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-                        rec.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
-                        Ok(tmp)
-                    })?)
-                }
+                Some(t) if out.shares_storage(t) => Some(read_copy(rt, rec, op, t.buffer())?),
                 _ => None,
             };
             copies.push(copy);

@@ -10,7 +10,7 @@ use crate::dtype::DType;
 use crate::elementwise::resolve::{Input, Target};
 use crate::elementwise::Op;
 use crate::error::{Error, Result};
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{read_copy, Batch};
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::copy::{self, CopyPath, Transpose};
@@ -92,12 +92,7 @@ impl Batch<'_> {
             return copy::record(rt, rec, prepared, d, src.buffer());
         }
         // One buffer cannot be bound for reading and writing at once: read a copy.
-        if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-            return Err(Error::unsupported(OP, format!("a copy within one buffer reads a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.buffer().usage())));
-        }
-        let size = src.buffer().size();
-        let tmp = rt.scoped(OP, || rt.buffer(OP, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
-        rec.copy_buffer_to_buffer(src.buffer(), 0, tmp.buffer(), 0, size);
+        let tmp = read_copy(rt, rec, OP, src.buffer())?;
         let r = copy::record(rt, rec, prepared, d, tmp.buffer());
         rec.hold(tmp);
         r

@@ -3,7 +3,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{read_copy, Batch};
 use crate::gpu::tensor::DeviceTensor;
 use std::sync::Arc;
 
@@ -173,14 +173,7 @@ impl Batch<'_> {
         let mut copies = Vec::new();
         for t in [Some(a), Some(b), c] {
             copies.push(match t {
-                Some(t) if shared(t) => {
-                    let size = t.buffer().size();
-                    Some(rt.scoped(op, || {
-                        let tmp = rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-                        rec.copy_buffer_to_buffer(t.buffer(), 0, tmp.buffer(), 0, size);
-                        Ok(tmp)
-                    })?)
-                }
+                Some(t) if shared(t) => Some(read_copy(&rt, rec, op, t.buffer())?),
                 _ => None,
             });
         }
