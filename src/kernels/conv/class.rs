@@ -23,7 +23,6 @@ pub(crate) fn tune_images(g: &Conv2dShape) -> usize {
     g.n.min(TUNE_ELEMENTS / g.k.saturating_mul(g.oh).saturating_mul(g.ow).max(1)).max(1)
 }
 
-/// The tuner's name for the convolution family.
 /// The convolution as a tuned family: shape classes [`ConvClass`], choices [`ConvKernel`].
 pub(crate) struct Conv;
 

@@ -404,7 +404,6 @@ pub struct ShapeClass {
     pub log2: [u32; 3],
 }
 
-/// The tuner's name for the transpose family.
 /// The batched transpose as a tuned family: shape classes [`ShapeClass`], choices [`CopyPath`].
 pub(crate) struct Transpose;
 
