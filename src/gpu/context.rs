@@ -201,13 +201,16 @@ impl GpuContext {
         crate::runtime::pool::destroy(&gl, excess);
     }
     /// Destroys every idle pooled buffer, returning its memory to the driver; returns the bytes
-    /// freed. Buffers held by tensors or by unfinished work are not idle.
+    /// freed. Buffers held by tensors or by unfinished work are not idle. Also empties the cache
+    /// of bind groups, which holds the buffers they bind (callers' buffers too).
     pub fn trim_pool(&self) -> u64 {
         let ((freed, idle), gl) = {
             let mut pool = lock(&self.rt.pool);
             (pool.trim(), pool.gl())
         };
         crate::runtime::pool::destroy(&gl, idle);
+        // Cached bind groups hold buffers of callers (`DeviceTensor::from_buffer`) too.
+        lock(&self.rt.bind_groups).clear();
         freed
     }
     /// How many compute pipelines this context has compiled so far. Each distinct kernel

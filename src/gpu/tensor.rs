@@ -115,7 +115,9 @@ impl DeviceTensor {
     /// `layout`. The buffer needs `STORAGE` usage (`COPY_SRC` and `COPY_DST` let the crate use
     /// buffer copies too), a size that is a multiple of 4 bytes, and must hold every element the
     /// layout reaches; it must belong to `ctx`'s device. It is never returned to the crate's
-    /// pool: dropping the tensor drops only this handle.
+    /// pool: dropping the tensor drops only this handle. The crate's cache of bind groups
+    /// (up to 1024 groups, emptied by [`GpuContext::trim_pool`]) may hold the buffer after the
+    /// tensor is dropped; `buffer.destroy()` frees its memory at once.
     ///
     /// A buffer of another device of the same `wgpu::Instance`, or a destroyed one, is refused
     /// ([`Error::Device`]): wgpu validates that a bind group's buffers are its device's, and a

@@ -7,12 +7,11 @@
 //! it appended before; the op's call returns the error, and the recording (batch) holding them
 //! is the caller's to drop.
 
-use std::num::NonZeroU64;
-
 use crate::error::{Error, Result};
 use crate::kernels::abi::{self, Uniform};
 use crate::kernels::shaders;
 use crate::runtime::record::{Command, Recorder};
+use crate::runtime::lock::lock;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// One dispatch of a family: its pipeline (registered shader and override constants), its
@@ -33,7 +32,7 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
     if dispatches.is_empty() {
         return Ok(());
     }
-    rt.scoped(op, || {
+    let recorded = rt.scoped(op, || {
         let bgl = rt.bind_group_layout(slots)?;
         let size = std::mem::size_of::<P>() as u64;
         let mut last: Option<(&PipelineKey, std::sync::Arc<wgpu::ComputePipeline>)> = None;
@@ -44,28 +43,32 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
             };
             last = Some((&d.key, pipeline.clone()));
             let (ubuf, offset) = rec.uniform(abi::bytes(&d.params), |size| rt.buffer(op, size, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST))?;
-            let mut entries = Vec::with_capacity(d.bindings.len() + 1);
-            entries.push(wgpu::BindGroupEntry { binding: 0, resource: bind(&ubuf, (offset, size)) });
+            let mut windows = Vec::with_capacity(d.bindings.len() + 1);
+            windows.push((&ubuf, offset, words(&ubuf, (offset, size))));
             let (mut reads, mut writes) = (Vec::new(), Vec::new());
             for (j, (buffer, window)) in d.bindings.iter().enumerate() {
-                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: bind(buffer, *window) });
+                windows.push((*buffer, window.0, words(buffer, *window)));
                 match slots.get(j + 1) {
                     Some(Slot::Write) => writes.push((*buffer).clone()),
                     _ => reads.push((*buffer).clone()),
                 }
             }
-            let group = rt.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(op), layout: &bgl, entries: &entries });
+            let group = rt.bind_group(slots, &bgl, op, &windows);
             rec.dispatch(Command::Dispatch { op, kernel: d.key.shader, pipeline, group, grid: d.grid, reads, writes });
         }
         Ok(())
-    })
+    });
+    if recorded.is_err() {
+        // A group made inside a failed scope may be invalid: keep none of them.
+        lock(&rt.bind_groups).clear();
+    }
+    recorded
 }
 
-/// The binding of `size` bytes of `b` from `offset`, rounded up to whole 4-byte words where the
-/// buffer has them (storage bindings are sized in words).
-pub(crate) fn bind(b: &wgpu::Buffer, (offset, size): (u64, u64)) -> wgpu::BindingResource<'_> {
-    let words = (size.div_ceil(4) * 4).min(b.size().saturating_sub(offset)).max(size);
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: b, offset, size: NonZeroU64::new(words) })
+/// The bound size of `size` bytes of `b` from `offset`: whole 4-byte words where the buffer
+/// has them.
+fn words(b: &wgpu::Buffer, (offset, size): (u64, u64)) -> u64 {
+    (size.div_ceil(4) * 4).min(b.size().saturating_sub(offset)).max(size)
 }
 
 /// A grid of `groups` workgroups within the per-dimension limit: (x, y) with x * y >= groups,

@@ -13,6 +13,7 @@
 //!    it.
 
 pub mod errors;
+pub(crate) mod bind;
 pub(crate) mod fxhash;
 pub mod lock;
 pub mod pool;
@@ -93,6 +94,8 @@ pub(crate) struct Runtime {
     pub report: AdapterReport,
     pipelines: Mutex<fxhash::FxHashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
     layouts: Mutex<fxhash::FxHashMap<&'static [Slot], Arc<wgpu::BindGroupLayout>>>,
+    /// Bind groups by what they bind (`bind`).
+    pub bind_groups: Mutex<bind::BindGroups>,
     pub pool: Arc<Mutex<BufferPool>>,
     pub errors: errors::Capture,
     /// Submits, passes and dispatches encoded so far (`GpuContext::record_counts`).
@@ -130,6 +133,7 @@ impl Runtime {
             report,
             pipelines: Mutex::new(fxhash::FxHashMap::default()),
             layouts: Mutex::new(fxhash::FxHashMap::default()),
+            bind_groups: Mutex::new(bind::BindGroups::default()),
             pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
             errors,
             counters: record::Counters::default(),
@@ -260,6 +264,24 @@ impl Runtime {
         let p = Arc::new(pipeline);
         lock(&self.pipelines).insert(key.clone(), p.clone());
         Ok(p)
+    }
+
+    /// The bind group of `slots`' layout `bgl` binding `windows` (binding i: buffer, offset,
+    /// size in bytes), made once and then reused while the cache keeps it (`bind`). Call
+    /// inside `scoped`.
+    pub fn bind_group(&self, slots: &'static [Slot], bgl: &wgpu::BindGroupLayout, label: &'static str, windows: &[(&wgpu::Buffer, u64, u64)]) -> wgpu::BindGroup {
+        let key = bind::BindKey { slots: slots.as_ptr() as usize, windows: windows.iter().map(|&(b, o, s)| (b.clone(), o, s)).collect() };
+        if let Some(g) = lock(&self.bind_groups).get(&key) {
+            return g;
+        }
+        let entries: Vec<wgpu::BindGroupEntry> = windows
+            .iter()
+            .enumerate()
+            .map(|(i, &(buffer, offset, size))| wgpu::BindGroupEntry { binding: i as u32, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: std::num::NonZeroU64::new(size) }) })
+            .collect();
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: bgl, entries: &entries });
+        lock(&self.bind_groups).insert(key, group.clone());
+        group
     }
 
     /// The bind group layout of `slots` (binding i is `slots[i]`, visible to compute), created

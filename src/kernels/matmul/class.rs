@@ -1,0 +1,102 @@
+//! The matrix products' tuning inputs: the shape class of a product, the candidates the
+//! tuner compares for it, and the kernel a class runs untuned.
+
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::AdapterReport;
+
+use super::product::{Product, Shapes};
+use super::{blocked, conv_route, MatmulKernel, CONV_MIN_LOG2};
+
+impl MatmulKernel {
+    /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
+    /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
+    /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
+    /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
+    /// that applies (then `Blocked`); all others the GEMM.
+    pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
+        let vector = class.kernels.contains(&MatmulKernel::Vec1);
+        // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
+        // lavapipe (docs/benchmarks-log.md), but compile for seconds each: products of at least 2^22
+        // multiply-adds take them.
+        // The Blocked kernel runs the same inner product with the batch in one dispatch, and
+        // with an addend still along the output's columns (any addend where those have unit
+        // stride: a recorded copy of it starts the output): it goes first for batched products
+        // and products with an addend. A single product without one runs the Conv1x1 route
+        // where that applies (its weights in a uniform block: at or above the Blocked kernel's
+        // speed there on lavapipe, docs/benchmarks-log.md).
+        let large = !vector && class.log2.iter().sum::<u32>() >= CONV_MIN_LOG2;
+        let conv = class.kernels.contains(&MatmulKernel::Conv1x1);
+        if large && class.kernels.contains(&MatmulKernel::Blocked) && (class.log2[3] > 0 || class.addend || !conv) {
+            return MatmulKernel::Blocked;
+        }
+        if large && class.kernels.contains(&MatmulKernel::Conv1x1) {
+            return MatmulKernel::Conv1x1;
+        }
+        match (vector, report.device_type == wgpu::DeviceType::Cpu) {
+            (false, _) => MatmulKernel::Gemm,
+            (true, true) => MatmulKernel::Vec1,
+            (true, false) => MatmulKernel::Vec16,
+        }
+    }
+
+    /// The candidates of a product whose kernels see m x n: every eligible kernel (`conv`:
+    /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]; `blocked`: whether
+    /// the [`MatmulKernel::Blocked`] kernel does, `blocked::eligible`).
+    fn candidates(m: usize, n: usize, conv: bool, blocked: bool) -> Vec<MatmulKernel> {
+        Self::ALL
+            .into_iter()
+            .filter(|&k| match k {
+                MatmulKernel::Conv1x1 => conv,
+                MatmulKernel::Blocked => blocked,
+                _ => k.eligible(m, n).is_ok(),
+            })
+            .collect()
+    }
+}
+
+/// The matrix products as a tuned family: shape classes [`MatmulClass`], choices
+/// [`MatmulKernel`].
+pub(crate) struct Matmul;
+
+impl crate::tune::Family for Matmul {
+    const NAME: &'static str = "matmul";
+    type Class = MatmulClass;
+    type Choice = MatmulKernel;
+    fn candidates(class: &MatmulClass) -> Vec<MatmulKernel> {
+        class.kernels.clone()
+    }
+}
+
+/// A matrix-product shape class: the candidates, floor(log2) of m, n, k (as the kernels see
+/// them, a broadcast batch folded into m) and of the batch, the element type's code, and
+/// whether A and B have unit stride along k (the staging each gets).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatmulClass {
+    /// The kernels the tuner compares: every kernel whose one eligibility check accepts the product.
+    pub kernels: Vec<MatmulKernel>,
+    /// floor(log2) of m, n, k and the batch.
+    pub log2: [u32; 4],
+    /// [`DType::code`] of the operands.
+    pub dtype: u32,
+    /// Whether A's columns (k) and B's rows (k) are its unit-stride dim.
+    pub along_k: (bool, bool),
+    /// Whether the product reads an addend (a bias or addmm's input).
+    #[serde(default)]
+    pub addend: bool,
+}
+
+/// The class of `p` on the adapter of `report`.
+pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulClass {
+    let s = Shapes::of(p);
+    let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
+    let nb = s.batch.len();
+    MatmulClass {
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok()),
+        log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
+        dtype: p.dtype.code(),
+        along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),
+        addend: p.c.is_some(),
+    }
+}
+
