@@ -119,7 +119,6 @@ pub mod advanced {
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
         pub use crate::matmul::{addmm_plan, linear_plan, matmul_plan, matmul_cpu, MatmulPlan};
-        pub use crate::plan::CopyKind;
         pub use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, Window, WindowMode};
         pub use crate::reduce::{reduce_spec, scan_spec, ReduceClass, ReducePlan};
     }

@@ -7,7 +7,7 @@ use common::rng::Rng;
 use strided_wgpu::{DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
 use strided_wgpu::layout::CopyPlan;
 use strided_wgpu::advanced::CopyPath;
-use strided_wgpu::advanced::internal::CopyKind;
+use strided_wgpu::layout::CopyKind;
 
 /// Random element bytes, rich in special values: NaNs with payloads (quiet and signalling),
 /// -0.0, infinities, subnormals.

@@ -2,7 +2,7 @@
 
 use strided_wgpu::{DType, Elementwise, Error, HostTensor, Layout, MemoryFormat, Strided};
 use strided_wgpu::layout::{CopyPlan, Overlap, Reshape};
-use strided_wgpu::advanced::internal::CopyKind;
+use strided_wgpu::layout::CopyKind;
 use strided_wgpu::advanced::internal::output_layout;
 
 fn l(shape: &[usize]) -> Layout {

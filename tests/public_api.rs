@@ -63,7 +63,7 @@ fn the_documented_paths_resolve() {
     #[allow(unused_imports)]
     use strided_wgpu::advanced::{conv2d_with, vec4_default, AdapterReport, ConvKernel, CopyPath, ElementwisePath, GpuTimer, MatmulKernel, RecordCounts};
     #[allow(unused_imports)]
-    use strided_wgpu::layout::{CopyPlan, IterPlan, Overlap, Reshape};
+    use strided_wgpu::layout::{CopyKind, CopyPlan, IterPlan, Overlap, Reshape};
     #[allow(unused_imports)]
     use strided_wgpu::ops::{batch_norm, can_cast, cat, conv2d, fold_batch_norm, result_type, stack, Conv1x1Options, Input, InterpolateMode, InterpolateOptions, PadMode, ReduceOp, ScanOp, Target};
     let x = strided_wgpu::HostTensor::from_vec(vec![1f32, 2.0], &[2]).unwrap();

@@ -86,11 +86,12 @@ impl Batch<'_> {
         self.run_plan(&p, mat1, mat2, Some(input), Some(out), MatmulKernel::Auto).map(drop)
     }
 
-    /// Records a plan made by one of the [`crate::advanced`] plan functions (`matmul_plan`,
-    /// `linear_plan`, ...; with its activation) into `out` through a chosen kernel: an
+    /// Records a plan made by one of the plan functions (`matmul_plan`, `linear_plan`, ...;
+    /// with its activation; the crate's tests use it, not a stable interface) into `out` through a chosen kernel: an
     /// ineligible kernel is [`Error::Unsupported`] and nothing is recorded. `a`, `b` and `c`
     /// are the tensors whose layouts the plan was made from (for `linear`: x, weight, bias;
     /// for `addmm`: mat1, mat2, input).
+    #[doc(hidden)]
     pub fn run_plan_with(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &DeviceTensor, kernel: MatmulKernel) -> Result<()> {
         self.run_plan(plan, a, b, c, Some(out), kernel).map(drop)
     }

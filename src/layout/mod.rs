@@ -31,7 +31,7 @@ pub use format::MemoryFormat;
 pub use overlap::Overlap;
 pub use reshape::Reshape;
 /// The traversal plans built over layouts (PyTorch's TensorIterator).
-pub use crate::plan::{CopyPlan, IterPlan};
+pub use crate::plan::{CopyKind, CopyPlan, IterPlan};
 
 use crate::error::{Error, Result};
 
