@@ -7,3 +7,4 @@ pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
 pub mod window;
+pub mod raises;
