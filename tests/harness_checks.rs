@@ -58,3 +58,60 @@ fn a_result_type_outside_the_crates_wants_unsupported() {
     assert_eq!(raises::check(Err::<(), _>(unsupported()), &expect), Vec::<String>::new());
     assert_eq!(raises::check(Err::<(), _>(Error::InvalidArgument { op: "add", detail: "x".into() }), &expect).len(), 1);
 }
+
+#[path = "common/skips.rs"]
+#[allow(dead_code)]
+mod skips;
+
+use skips::{Outcome, Record};
+
+fn rec(suite: &str, run: &str, outcome: Outcome) -> Record {
+    Record { suite: suite.into(), run: run.into(), outcome }
+}
+
+fn known() -> Vec<String> {
+    ["conformance", "device_copy", "device_pool", "gpu_budget"].map(String::from).to_vec()
+}
+
+#[test]
+fn a_record_reads_back_as_written() {
+    for r in [rec("device_pool", "12:345", Outcome::Ran(vec!["Vulkan".into(), "Gl".into()])), rec("conformance", "12:345", Outcome::Skipped("no GPU adapter exists (install x)".into()))] {
+        assert_eq!(skips::parse(&r.suite, &skips::render(&r)), Some(r.clone()));
+    }
+    assert_eq!(skips::parse("x", "garbage"), None);
+}
+
+#[test]
+fn the_summary_names_the_suites_that_skipped_in_this_run() {
+    let no = || Outcome::Skipped("no GPU adapter exists".into());
+    let records = [rec("conformance", "now", no()), rec("device_copy", "now", no()), rec("device_pool", "earlier", no()), rec("gpu_budget", "now", Outcome::Ran(vec!["RADV".into()]))];
+    let lines = skips::summary(&records, "now", &known());
+    let text = lines.join("\n");
+    assert!(lines[0].starts_with("!!! GPU suites that did not run") && lines[0].ends_with(": conformance, device_copy"), "{text}");
+    assert!(text.contains("why: no GPU adapter exists"), "{text}");
+    assert!(text.contains("GPU suites that ran on RADV: gpu_budget"), "{text}");
+    // device_pool skipped in an earlier run, and did not run in this one: not run, not skipped.
+    assert!(text.contains("not run in this `cargo test` (filtered out, or no test of theirs asked for an adapter): device_pool"), "{text}");
+    assert!(!text.contains("all "), "{text}");
+}
+
+#[test]
+fn the_summary_says_when_every_suite_ran() {
+    let both = || Outcome::Ran(vec!["Vulkan".into(), "Gl".into()]);
+    let records: Vec<Record> = known().iter().map(|s| rec(s, "now", both())).collect();
+    assert_eq!(skips::summary(&records, "now", &known()), vec!["GPU suites: all 4 that asked for an adapter ran on one (Vulkan, Gl)".to_string()]);
+    // The same records seen from another run: nothing of this run is known.
+    let lines = skips::summary(&records, "later", &known());
+    assert_eq!(lines, vec!["GPU suites: none asked for an adapter in this `cargo test` (filtered out or not run: conformance, device_copy, device_pool, gpu_budget)".to_string()]);
+}
+
+#[test]
+fn the_gpu_suites_of_the_package_are_known() {
+    let known = skips::known_suites(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"));
+    for s in ["conformance", "device_copy", "device_pool", "graph", "embedding", "gpu_budget", "adapter_env"] {
+        assert!(known.iter().any(|k| k == s), "{s} missing from {known:?}");
+    }
+    for s in ["layout", "harness_checks", "zz_gpu_summary", "web", "shaders"] {
+        assert!(!known.iter().any(|k| k == s), "{s} is no GPU suite: {known:?}");
+    }
+}

@@ -8,3 +8,4 @@ pub mod matmul;
 pub mod reduce;
 pub mod window;
 pub mod raises;
+pub mod skips;
