@@ -100,6 +100,10 @@ fn the_summary_says_when_every_suite_ran() {
     let both = || Outcome::Ran(vec!["Vulkan".into(), "Gl".into()]);
     let records: Vec<Record> = known().iter().map(|s| rec(s, "now", both())).collect();
     assert_eq!(skips::summary(&records, "now", &known()), vec!["GPU suites: all 4 that asked for an adapter ran on one (Vulkan, Gl)".to_string()]);
+    // gpu_budget runs on a compiler of its own.
+    let mut mixed = records.clone();
+    mixed[3].outcome = Outcome::Ran(vec!["RADV".into()]);
+    assert_eq!(skips::summary(&mixed, "now", &known()), vec!["GPU suites: all 4 that asked for an adapter ran on one (Vulkan, Gl: conformance, device_copy, device_pool; RADV: gpu_budget)".to_string()]);
     // The same records seen from another run: nothing of this run is known.
     let lines = skips::summary(&records, "later", &known());
     assert_eq!(lines, vec!["GPU suites: none asked for an adapter in this `cargo test` (filtered out or not run: conformance, device_copy, device_pool, gpu_budget)".to_string()]);

@@ -161,12 +161,16 @@ pub fn summary(records: &[Record], run: &str, known: &[String]) -> Vec<String> {
             }
         }
     }
-    match (&groups[..], skipped.is_empty()) {
-        ([(backends, suites)], true) => lines.push(format!("GPU suites: all {} that asked for an adapter ran on one ({backends})", suites.len())),
-        _ => {
-            for (backends, suites) in &groups {
-                lines.push(format!("GPU suites that ran on {backends}: {}", suites.join(", ")));
-            }
+    if skipped.is_empty() && !groups.is_empty() {
+        let n: usize = groups.iter().map(|(_, v)| v.len()).sum();
+        let on = match &groups[..] {
+            [(backends, _)] => backends.clone(),
+            _ => groups.iter().map(|(b, v)| format!("{b}: {}", v.join(", "))).collect::<Vec<_>>().join("; "),
+        };
+        lines.push(format!("GPU suites: all {n} that asked for an adapter ran on one ({on})"));
+    } else {
+        for (backends, suites) in &groups {
+            lines.push(format!("GPU suites that ran on {backends}: {}", suites.join(", ")));
         }
     }
     let absent: Vec<&str> = known.iter().map(String::as_str).filter(|k| !mine.iter().any(|r| r.suite == *k)).collect();
