@@ -276,6 +276,8 @@ fn bad_input_is_a_typed_error() {
             drop1(x.pad(&[6, 0, 0, 0], PadMode::Circular)),
             // a crop past the size
             drop1(x.pad(&[-3, -3], PadMode::Constant(0.0))),
+            // reflect padding of one dim of a 4-d tensor (PyTorch raises: it was Unsupported)
+            drop1(x.pad(&[1, 1], PadMode::Reflect)),
         ]
     }
     let hh = h.clone();
@@ -549,4 +551,63 @@ fn empty_dims_and_huge_dilations_are_typed_errors() {
     }
     let r = x.max_pool2d(&MaxPool2dOptions { dilation: (usize::MAX, 1), ..max });
     assert!(matches!(r, Err(Error::Overflow { op: "max_pool2d", .. })), "{r:?}");
+}
+
+/// Shape-op arguments whose sizes leave the integer types are overflow errors naming the op,
+/// on the host and on every adapter: pads near `isize::MAX` (their sum with the size
+/// overflowed `isize`), `isize::MIN` (negated), results of more bytes than one allocation can
+/// hold (`pad`, `repeat`, `cat` and `stack` of expanded views, a huge `interpolate`, which
+/// panicked or failed in another op's name). A crop past the size on one side is PyTorch's
+/// error (it narrows the input first) even where the other side pads; the result was filled.
+#[test]
+fn huge_and_negative_shape_arguments_are_typed_errors() {
+    type Check = (String, Result<(), Error>, &'static str, &'static str);
+    fn checks<T: ShapeOps>(x: &T, one: &T) -> Vec<Check> {
+        let drop1 = |r: Result<T, Error>| r.map(drop);
+        let c = |p: &[isize]| PadMode::Constant(p.len() as f64);
+        let (max, min) = (isize::MAX, isize::MIN);
+        let mut out: Vec<Check> = Vec::new();
+        for p in [[max, 0], [0, max], [max, max], [max / 2 + 1, max / 2 + 1], [1 << 58, 0]] {
+            out.push((format!("pad {p:?}"), drop1(x.pad(&p, c(&p))), "pad", "overflow"));
+        }
+        out.push(("replicate pad [max, 0, 0, 0]".into(), drop1(x.pad(&[max, 0, 0, 0], PadMode::Replicate)), "pad", "overflow"));
+        out.push(("pad [1 << 61, 0] of [1]".into(), drop1(one.pad(&[1 << 61, 0], PadMode::Constant(0.0))), "pad", "overflow"));
+        for p in [[min, max], [max, min], [min, 0], [7, -6], [-6, 7], [-3, -3], [min, min]] {
+            out.push((format!("pad {p:?}"), drop1(x.pad(&p, c(&p))), "pad", "invalid"));
+        }
+        out.push(("repeat [1 << 61] of [1]".into(), drop1(one.repeat(&[1 << 61])), "repeat", "overflow"));
+        out.push(("repeat [1, 1, 1, 1 << 57]".into(), drop1(x.repeat(&[1, 1, 1, 1 << 57])), "repeat", "overflow"));
+        out.push(("repeat [usize::MAX, 2]".into(), drop1(one.repeat(&[usize::MAX, 2])), "repeat", "overflow"));
+        let big = one.expand(&[1 << 60]).unwrap();
+        out.push(("cat of two [2^60]".into(), drop1(cat(&[&big, &big], 0)), "cat", "overflow"));
+        out.push(("stack of two [2^60]".into(), drop1(stack(&[&big, &big], 0)), "stack", "overflow"));
+        let huge = one.expand(&[1 << 62]).unwrap();
+        out.push(("cat of three [2^62]".into(), drop1(cat(&[&huge, &huge, &huge], 0)), "cat", "overflow"));
+        let pixel = one.view(&[1, 1, 1, 1]).unwrap();
+        for (what, o) in [
+            ("scale 1e300", InterpolateOptions::scale((1e300, 1.0), InterpolateMode::Nearest)),
+            ("scale 1e300 bilinear", InterpolateOptions::scale((1.0, 1e300), InterpolateMode::Bilinear { align_corners: false })),
+            ("size 2^61", InterpolateOptions::size((1 << 61, 1), InterpolateMode::NearestExact)),
+            ("size usize::MAX", InterpolateOptions::size((usize::MAX, usize::MAX), InterpolateMode::Nearest)),
+        ] {
+            out.push((format!("interpolate {what}"), drop1(pixel.interpolate(&o)), "interpolate", "overflow"));
+        }
+        out
+    }
+    let h = HostTensor::from_vec((0..2 * 3 * 4 * 5).map(|i| i as f32).collect(), &[2, 3, 4, 5]).unwrap();
+    let one = HostTensor::from_vec(vec![1f32], &[1]).unwrap();
+    let mut all = vec![("host".to_string(), checks(&h, &one))];
+    for ctx in contexts() {
+        all.push((name(ctx), checks(&DeviceTensor::upload(ctx, &h).unwrap(), &DeviceTensor::upload(ctx, &one).unwrap())));
+    }
+    for (target, list) in all {
+        for (what, r, op, kind) in list {
+            let ok = match (&r, kind) {
+                (Err(e @ Error::Overflow { what: w, .. }), "overflow") => e.op() == op && w.contains('['),
+                (Err(e @ Error::InvalidArgument { detail, .. }), "invalid") => e.op() == op && detail.contains("[2, 3, 4, 5]"),
+                _ => false,
+            };
+            assert!(ok, "{target} {what}: want {kind} error of {op} naming the shape, got {r:?}");
+        }
+    }
 }

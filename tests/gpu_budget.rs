@@ -26,6 +26,12 @@
 #[cfg(target_arch = "wasm32")]
 fn main() {}
 
+/// Its outcome, for the summary at the end of `cargo test` (tests/zz_gpu_summary.rs).
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(dead_code)]
+#[path = "common/skips.rs"]
+mod skips;
+
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
     native::main()
@@ -60,9 +66,11 @@ mod native {
                     eprintln!("gpu budget: failing, as STRIDED_WGPU_REQUIRE_ADAPTER=1 requires the RADV driver");
                     std::process::exit(1);
                 }
+                super::skips::record(super::skips::Outcome::Skipped(format!("no Mesa RADV driver for the register budget ({why})")));
                 return;
             }
         };
+        super::skips::record(super::skips::Outcome::Ran(vec!["RADV navi21 null device".into()]));
         let specs: Vec<PipelineSpec> = strided_wgpu::advanced::internal::conv_gpu_pipelines().into_iter().chain(strided_wgpu::advanced::internal::elementwise_gpu_pipelines()).chain(strided_wgpu::advanced::internal::copy_gpu_pipelines()).chain(strided_wgpu::advanced::internal::matmul_gpu_pipelines()).chain(strided_wgpu::advanced::internal::reduce_gpu_pipelines()).chain(strided_wgpu::advanced::internal::pool_gpu_pipelines()).collect();
         // The compiler dominates (about a second a pipeline): one worker per core, each taking
         // the next pipeline; the lines come out in the list's order.

@@ -10,7 +10,7 @@
 use crate::dtype::DType;
 use crate::elementwise::{result_type, Elementwise, PromoteArg};
 use crate::error::{Error, Result};
-use crate::layout::{checked_numel, wrap_dim, MemoryFormat};
+use crate::layout::{wrap_dim, MemoryFormat};
 use crate::pool::{Pool2d, Window, WindowMode};
 
 pub(crate) mod cpu;
@@ -103,9 +103,12 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
         if s.len() != rank || s.iter().zip(reference.shape()).enumerate().any(|(k, (a, b))| k != d && a != b) {
             return Err(Error::invalid(OP, format!("sizes of tensors must match except in dim {d}: tensor {i} has shape {s:?}, tensor 0 {:?}", reference.shape())));
         }
-        shape[d] = shape[d].checked_add(s[d]).ok_or_else(|| Error::overflow(OP, format!("the size of dim {d}")))?;
+        shape[d] = shape[d].checked_add(s[d]).ok_or_else(|| {
+            let shapes: Vec<&[usize]> = parts.iter().map(|t| t.shape()).collect();
+            Error::overflow(OP, format!("the size of dim {d} of the result: the sizes along it of tensors of shapes {shapes:?} sum past usize::MAX"))
+        })?;
     }
-    checked_numel(OP, &shape)?;
+    result_fits(OP, &shape, dtype, || format!("the cat along dim {d} of {} tensors of shape {:?} (first)", parts.len(), reference.shape()))?;
     let formats: Vec<MemoryFormat> = tensors.iter().map(|t| t.layout().suggest_memory_format()).collect();
     let format = if formats.iter().all(|&f| f == formats[0]) && formats[0].dim_order(rank).is_some() { formats[0] } else { MemoryFormat::Contiguous };
     let out = reference.new_tensor(&shape, dtype, format)?;
@@ -136,7 +139,10 @@ pub fn stack<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     }
     let d = wrap_dim(OP, dim, first.rank() + 1, false)?;
     let args: Vec<PromoteArg> = tensors.iter().map(|t| PromoteArg::Tensor(t.dtype(), t.rank().max(1))).collect();
-    result_type(OP, &args)?;
+    let dtype = result_type(OP, &args)?;
+    let mut shape = first.shape().to_vec();
+    shape.insert(d, tensors.len());
+    result_fits(OP, &shape, dtype, || format!("the stack along a new dim {d} of {} tensors of shape {:?}", tensors.len(), first.shape()))?;
     let views = tensors.iter().map(|t| t.unsqueeze(d as isize)).collect::<Result<Vec<T>>>()?;
     let refs: Vec<&T> = views.iter().collect();
     cat(&refs, d as isize)
@@ -167,9 +173,10 @@ pub trait ShapeOps: Elementwise + Pool2d {
 
     /// `F.pad(x, pad, mode)`: `pad` lists (left, right) for the last dim, then the one before,
     /// and so on. Constant padding takes any number of pairs up to the rank and negative pads
-    /// (crops); reflect, replicate and circular pad the last 1-3 dims of a tensor with one or
-    /// two more dims, with pads >= 0 (reflect: below the size; circular: at most the size). The
-    /// result keeps the input's memory format.
+    /// (crops; those of a dim together at most its size, as PyTorch); reflect, replicate and
+    /// circular pad the last 1-3 dims of a tensor with one or two more dims, with pads >= 0
+    /// (reflect: below the size; circular: at most the size). The result keeps the input's
+    /// memory format. A result whose size overflows is [`Error::Overflow`].
     fn pad(&self, pad: &[isize], mode: PadMode) -> Result<Self> {
         const OP: &str = "pad";
         let rank = self.rank();
@@ -179,13 +186,21 @@ pub trait ShapeOps: Elementwise + Pool2d {
         let pairs: Vec<(usize, isize, isize)> = (0..pad.len() / 2).map(|i| (rank - 1 - i, pad[2 * i], pad[2 * i + 1])).collect();
         let mut shape = self.shape().to_vec();
         for &(d, l, r) in &pairs {
-            let n = self.shape()[d] as isize + l + r;
+            // i128 holds any size plus two pads exactly.
+            let size = self.shape()[d] as i128;
+            let n = size + l as i128 + r as i128;
             if n < 0 {
                 return Err(Error::invalid(OP, format!("pads ({l}, {r}) of dim {d} of shape {:?} give a negative size {n}", self.shape())));
             }
-            shape[d] = n as usize;
+            // PyTorch crops (narrows the input) before it pads: the crops of a dim together
+            // may not exceed its size, whatever the other side adds.
+            let crops = (-(l as i128)).max(0) + (-(r as i128)).max(0);
+            if matches!(mode, PadMode::Constant(_)) && crops > size {
+                return Err(Error::invalid(OP, format!("pads ({l}, {r}) of dim {d} of shape {:?} crop {crops} elements of {size}: the negative pads of a dim together must not exceed its size", self.shape())));
+            }
+            shape[d] = isize::try_from(n).map_err(|_| Error::overflow(OP, format!("the size of dim {d} of shape {:?} padded by ({l}, {r}): {n} does not fit isize", self.shape())))? as usize;
         }
-        checked_numel(OP, &shape)?;
+        result_fits(OP, &shape, self.dtype(), || format!("the padding of shape {:?} by {pad:?}", self.shape()))?;
         let format = self.layout().suggest_memory_format();
         if let PadMode::Constant(value) = mode {
             let out = self.new_tensor(&shape, self.dtype(), format)?;
@@ -198,8 +213,9 @@ pub trait ShapeOps: Elementwise + Pool2d {
             let (mut src, mut dst) = (self.clone(), out.clone());
             let mut empty = false;
             for &(d, l, r) in &pairs {
+                // The crops were checked above: each at most the size.
                 let size = self.shape()[d] as isize;
-                let (cl, cr) = ((-l).max(0), (-r).max(0));
+                let (cl, cr) = (l.min(0).unsigned_abs() as isize, r.min(0).unsigned_abs() as isize);
                 let len = size - cl - cr;
                 if len <= 0 {
                     empty = true;
@@ -216,7 +232,8 @@ pub trait ShapeOps: Elementwise + Pool2d {
         }
         let k = pairs.len();
         if k == 0 || k > 3 || !(rank == k + 1 || rank == k + 2) {
-            return Err(Error::unsupported(OP, format!("{mode:?} padding of {k} dims needs a tensor of rank {} or {}, got shape {:?}", k + 1, k + 2, self.shape())));
+            // PyTorch raises here too (only 2D, 3D, 4D, 5D non-constant padding): bad input.
+            return Err(Error::invalid(OP, format!("{mode:?} padding of {k} dims needs a tensor of rank {} or {}, got shape {:?}", k + 1, k + 2, self.shape())));
         }
         for &(d, l, r) in &pairs {
             let size = self.shape()[d] as isize;
@@ -239,7 +256,8 @@ pub trait ShapeOps: Elementwise + Pool2d {
         for &(d, l, r) in &pairs {
             let size = cur.shape()[d];
             let mut next_shape = cur.shape().to_vec();
-            next_shape[d] = size + l as usize + r as usize;
+            // Checked above (each pair pads a dim of its own, so `cur` still has the input's).
+            next_shape[d] = shape[d];
             let next = self.new_tensor(&next_shape, self.dtype(), format)?;
             let di = d as isize;
             let (l, r) = (l as usize, r as usize);
@@ -283,7 +301,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
             x = x.unsqueeze(0)?;
         }
         let shape: Vec<usize> = x.shape().iter().zip(repeats).map(|(&s, &r)| s.checked_mul(r)).collect::<Option<Vec<_>>>().ok_or_else(|| Error::overflow(OP, format!("shape {:?} repeated {repeats:?}", self.shape())))?;
-        checked_numel(OP, &shape)?;
+        result_fits(OP, &shape, self.dtype(), || format!("shape {:?} repeated {repeats:?}", self.shape()))?;
         let out = self.new_tensor(&shape, self.dtype(), MemoryFormat::Contiguous)?;
         if out.numel() == 0 {
             return Ok(out);
@@ -318,7 +336,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
         }
         let mut shape = self.shape().to_vec();
         shape[d] = index.len();
-        checked_numel(OP, &shape)?;
+        result_fits(OP, &shape, self.dtype(), || format!("{} indices along dim {d} of shape {:?}", index.len(), self.shape()))?;
         let out = self.new_tensor(&shape, self.dtype(), MemoryFormat::Contiguous)?;
         let mut pieces = Vec::new();
         if out.numel() > 0 {
@@ -358,6 +376,12 @@ pub trait ShapeOps: Elementwise + Pool2d {
 /// columns from it). Nothing is written: the caller runs the copies.
 pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Result<(T, Vec<(T, T)>)> {
     let ([n, c, h, w], (oh, ow), scales, format) = (r.input, r.out, r.scales, r.format);
+    // The output first: a size too large for the device is its error before the host lists a
+    // source for every output row and column.
+    let out = x.new_tensor(&[n, c, oh, ow], x.dtype(), format)?;
+    if out.numel() == 0 {
+        return Ok((out, Vec::new()));
+    }
     let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
     let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
         let r = ratio(i, o, f);
@@ -378,11 +402,6 @@ pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Res
     };
     let rows = source(h, oh, scales.map(|s| s.0));
     let cols = source(w, ow, scales.map(|s| s.1));
-    checked_numel("interpolate", &[n, c, oh, ow])?;
-    let out = x.new_tensor(&[n, c, oh, ow], x.dtype(), format)?;
-    if out.numel() == 0 {
-        return Ok((out, Vec::new()));
-    }
     let (fh, fw) = (multiple(&rows, h), multiple(&cols, w));
     if let (Some(a), Some(b)) = (fh, fw) {
         // out [N, C, H, a, W, b] <- x [N, C, H, 1, W, 1] expanded.
@@ -451,14 +470,19 @@ pub(crate) fn resize(x: &crate::layout::Layout, dtype: DType, options: &Interpol
             if !(f.0 > 0.0 && f.1 > 0.0 && f.0.is_finite() && f.1.is_finite()) {
                 return Err(Error::invalid(OP, format!("scale_factor {f:?} must be positive and finite")));
             }
-            ((h as f64 * f.0).floor() as usize, (w as f64 * f.1).floor() as usize, Some(f))
+            // Checked before the cast, which would saturate.
+            let scaled = |i: usize, k: f64| -> Result<usize> {
+                let o = (i as f64 * k).floor();
+                if o < isize::MAX as f64 { Ok(o as usize) } else { Err(Error::overflow(OP, format!("the output size of input {s:?} with scale_factor {f:?}: {i} * {k:e} = {o:e} does not fit isize"))) }
+            };
+            (scaled(h, f.0)?, scaled(w, f.1)?, Some(f))
         }
         _ => return Err(Error::invalid(OP, "exactly one of size and scale_factor must be given")),
     };
     if h == 0 || w == 0 || oh == 0 || ow == 0 {
         return Err(Error::invalid(OP, format!("input and output sizes must be greater than 0: input ({h}, {w}), output ({oh}, {ow})")));
     }
-    checked_numel(OP, &[n, c, oh, ow])?;
+    result_fits(OP, &[n, c, oh, ow], dtype, || format!("the resize of shape {s:?} to ({oh}, {ow})"))?;
     let format = x.suggest_memory_format();
     let mut bilinear = None;
     if let InterpolateMode::Bilinear { align_corners } = options.mode {
@@ -478,4 +502,14 @@ pub(crate) fn resize(x: &crate::layout::Layout, dtype: DType, options: &Interpol
         bilinear = Some(Window { op: OP, mode: WindowMode::Bilinear { scale, align_corners }, input: [n, c, h, w], out: (oh, ow), kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices: false, format });
     }
     Ok(Resize { input: [n, c, h, w], out: (oh, ow), scales, format, bilinear })
+}
+
+/// Checks that a result of `shape` and `dtype` made by `op` can exist: its byte size fits
+/// `isize` (the most one allocation holds; the element count then fits too). Else an overflow
+/// error of `op` naming what was asked (`what`) and the result's shape.
+fn result_fits(op: &'static str, shape: &[usize], dtype: DType, what: impl FnOnce() -> String) -> Result<()> {
+    match shape.iter().try_fold(dtype.size(), |acc, &n| acc.checked_mul(n)) {
+        Some(bytes) if isize::try_from(bytes).is_ok() => Ok(()),
+        _ => Err(Error::overflow(op, format!("{}: a result of shape {shape:?} in {dtype} would hold more than isize::MAX bytes", what()))),
+    }
 }

@@ -202,10 +202,7 @@ pub fn check<T: Replay + Elementwise>(case: &Case, make: impl Fn(&HostTensor) ->
     };
     let expect = &v["expect"];
     if expect["error"].as_bool() == Some(true) {
-        return match result {
-            Ok(_) => vec![format!("expected an error ({}), got a result", expect["message"])],
-            Err(_) => vec![],
-        };
+        return super::raises::check(result, expect);
     }
     let r = match result {
         Ok(r) => r,

@@ -3,6 +3,8 @@
 //! Without an adapter the tests say so loudly and skip, unless `STRIDED_WGPU_REQUIRE_ADAPTER=1`
 //! (CI), which makes a missing adapter a failure. `STRIDED_WGPU_REQUIRE_BACKENDS=vulkan,gl`
 //! additionally requires each named backend. `WGPU_BACKEND` restricts the run to one backend.
+//! "Loudly": straight to stderr, past libtest's capture, and recorded for the summary that
+//! `tests/zz_gpu_summary.rs` prints at the end of `cargo test` (`tests/common/skips.rs`).
 
 use std::sync::OnceLock;
 use strided_wgpu::GpuContext;
@@ -40,7 +42,9 @@ pub fn contexts() -> &'static [GpuContext] {
                 std::env::var("STRIDED_WGPU_REQUIRE_ADAPTER").as_deref() != Ok("1"),
                 "STRIDED_WGPU_REQUIRE_ADAPTER=1 but no GPU adapter exists (install mesa-vulkan-drivers)"
             );
-            eprintln!("!!! SKIPPING GPU TESTS: no GPU adapter exists (install mesa-vulkan-drivers for a software one)");
+            super::skips::skipped("no GPU adapter exists (install mesa-vulkan-drivers for a software one)");
+        } else {
+            super::skips::record(super::skips::Outcome::Ran(out.iter().map(|c| format!("{:?}", c.adapter().backend)).collect()));
         }
         out
     })

@@ -7,3 +7,5 @@ pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
 pub mod window;
+pub mod raises;
+pub mod skips;

@@ -101,6 +101,8 @@ pub fn check_with<T: Replay>(case: &Case, base: &T, reduce: impl Fn(f64) -> f64)
                 let want_at = case.expect["at"].as_u64();
                 if want_op != Some(e.op()) || want_at != Some(i as u64) {
                     errs.push(format!("op {i} ({op}) failed: {e}; expected {}", case.expect));
+                } else if let Err(why) = super::raises::bad_input(&e) {
+                    errs.push(format!("op {i} ({op}): {why}"));
                 }
                 return errs;
             }
