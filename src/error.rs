@@ -147,6 +147,17 @@ pub enum Error {
         /// The limit's value.
         max: u64,
     },
+    /// Host memory for a result could not be allocated (the allocator refused it: the size
+    /// fits the address space, but not this machine's memory).
+    #[error("{op}: could not allocate {bytes} bytes of host memory for {what}")]
+    HostMemory {
+        /// The operation.
+        op: &'static str,
+        /// What was being allocated.
+        what: String,
+        /// The bytes requested.
+        bytes: usize,
+    },
     /// No adapter matched, or none exists.
     #[error("adapter: {0}")]
     Adapter(String),
@@ -202,6 +213,7 @@ impl Error {
             | Error::DType { op, .. }
             | Error::Overflow { op, .. }
             | Error::Limit { op, .. }
+            | Error::HostMemory { op, .. }
             | Error::Gpu { op, .. }
             | Error::DeviceLost { op, .. }
             | Error::Tuning { op, .. }

@@ -89,6 +89,15 @@ impl HostTensor {
         Ok(HostTensor { storage: Arc::new(HostStorage { dtype, len, bytes: RwLock::new(bytes) }), layout })
     }
 
+    /// `bytes` zeroed bytes of host memory for `what` of `op`: an allocation the allocator
+    /// refuses is [`Error::HostMemory`], not an abort.
+    pub(crate) fn zeroed(op: &'static str, what: impl FnOnce() -> String, bytes: usize) -> Result<Vec<u8>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(bytes).map_err(|_| Error::HostMemory { op, what: what(), bytes })?;
+        v.resize(bytes, 0);
+        Ok(v)
+    }
+
     /// A zero-filled tensor of `shape`, stored in `format` (`torch.zeros(.., memory_format=..)`).
     pub fn zeros(shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
         let layout = Layout::with_format(shape, format)?;
@@ -96,7 +105,7 @@ impl HostTensor {
             .numel()
             .checked_mul(dtype.size())
             .ok_or_else(|| Error::overflow("zeros", format!("the byte size of {shape:?} in {dtype}")))?;
-        Self::from_bytes(dtype, vec![0; bytes], layout)
+        Self::from_bytes(dtype, Self::zeroed("zeros", || format!("a tensor of shape {shape:?} in {dtype}"), bytes)?, layout)
     }
 
     /// Whether two tensors are views of one storage.
@@ -175,7 +184,7 @@ impl Elementwise for HostTensor {
             Target::New => {
                 let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
                 let bytes = len.checked_mul(r.out_dtype.size()).ok_or_else(|| Error::overflow(op.name(), format!("the byte size of a result of shape {:?}", r.out_layout.shape())))?;
-                HostTensor::from_bytes(r.out_dtype, vec![0; bytes], r.out_layout.clone())?
+                HostTensor::from_bytes(r.out_dtype, HostTensor::zeroed(op.name(), || format!("a result of shape {:?}", r.out_layout.shape()), bytes)?, r.out_layout.clone())?
             }
             Target::InPlace => tensors[0].clone(),
             Target::Out(t) => t.clone(),

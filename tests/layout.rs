@@ -344,3 +344,21 @@ fn view_errors_say_why() {
     let e = l(&[6]).view(&[4, -1]).unwrap_err();
     assert!(e.to_string().contains("no size of dim 1 (-1) makes that 6"), "{e}");
 }
+
+/// A host result that fits the address space's integers but no machine's memory is a typed
+/// error, not an abort of the process (the allocation is tried, not assumed).
+#[test]
+fn a_host_result_larger_than_memory_is_a_typed_error() {
+    use strided_wgpu::ops::PadMode;
+    use strided_wgpu::ShapeOps;
+    // 2^50 f32 elements: 4 PiB, past any machine's memory and a 48-bit address space.
+    match HostTensor::zeros(&[1 << 50], DType::F32, MemoryFormat::Contiguous) {
+        Err(Error::HostMemory { op: "zeros", bytes, .. }) => assert_eq!(bytes, 1 << 52),
+        other => panic!("expected HostMemory, got {:?}", other.map(|t| t.shape().to_vec())),
+    }
+    let x = HostTensor::from_vec(vec![1f32, 2.0], &[1, 2]).unwrap();
+    match x.pad(&[0, 1 << 55], PadMode::Constant(0.0)) {
+        Err(Error::HostMemory { .. }) => {}
+        other => panic!("expected HostMemory, got {:?}", other.map(|t| t.shape().to_vec())),
+    }
+}

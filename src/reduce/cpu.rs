@@ -206,7 +206,7 @@ pub(crate) fn scan_cpu(x: &HostTensor, op: ScanOp, dim: usize, out_dtype: DType)
 fn alloc(op: &'static str, dtype: DType, layout: &Layout) -> Result<HostTensor> {
     let len = layout.span().map_or(0, |(_, hi)| hi + 1);
     let bytes = len.checked_mul(dtype.size()).ok_or_else(|| Error::overflow(op, format!("the byte size of a result of shape {:?}", layout.shape())))?;
-    HostTensor::from_bytes(dtype, vec![0; bytes], layout.clone())
+    HostTensor::from_bytes(dtype, HostTensor::zeroed(op, || format!("a result of shape {:?}", layout.shape()), bytes)?, layout.clone())
 }
 
 impl Reduce for HostTensor {
