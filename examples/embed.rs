@@ -122,6 +122,7 @@ fn main() {
 mod tests {
     #[test]
     fn embed_on_each_software_adapter() {
+        use std::io::Write;
         let require = std::env::var("STRIDED_WGPU_REQUIRE_ADAPTER").as_deref() == Ok("1");
         // As the test harness (tests/common/gpu.rs): an adapter whose device does not open is
         // skipped loudly, unless STRIDED_WGPU_REQUIRE_BACKENDS names its backend.
@@ -134,8 +135,11 @@ mod tests {
                     ran += 1;
                 }
                 Ok(None) if required.split(',').any(|r| names.contains(&r.trim())) => panic!("STRIDED_WGPU_REQUIRE_BACKENDS names {backends:?}, but no such adapter exists"),
-                Ok(None) => eprintln!("!!! embed: no adapter for {backends:?}"),
-                Err(e @ strided_wgpu::Error::Adapter(_)) if !required.split(',').any(|r| names.contains(&r.trim())) => eprintln!("!!! embed: the {backends:?} adapter did not open a device: {e}"),
+                // Straight to stderr: libtest captures eprintln!, and a skip must be seen.
+                Ok(None) => { let _ = writeln!(std::io::stderr(), "!!! embed: no adapter for {backends:?}"); }
+                Err(e @ strided_wgpu::Error::Adapter(_)) if !required.split(',').any(|r| names.contains(&r.trim())) => {
+                    let _ = writeln!(std::io::stderr(), "!!! embed: the {backends:?} adapter did not open a device: {e}");
+                }
                 Err(e) => panic!("embed on {backends:?}: {e}"),
             }
         }
