@@ -5,9 +5,11 @@
 //! convolutions, `elementwise` / `elementwise_words`).
 //!
 //! Preludes: `plan` (the copy plan uniform and the one WGSL index formula) comes first in every
-//! copy kernel; `packed` holds the 1/2/4-byte element loads and stores; `transpose` the block
-//! arithmetic shared by the transpose kernels; `cast` the element conversions (after the
-//! generated `dtypes` prelude, the element-type codes of [`DType::code`]); `iter` the
+//! copy kernel; `packed` holds the 1/2/4-byte element loads and stores; `packed_store` the one
+//! sub-word store through atomics (of `packed`, `elementwise_out_packed` and `reduce_io`, each
+//! binding the output as `out`); `transpose` the block arithmetic shared by the transpose
+//! kernels; `cast` the element conversions (after the generated `dtypes` prelude, the
+//! element-type codes of [`DType::code`]); `iter` the
 //! elementwise kernels' plan uniform, `elementwise_out_*` the general elementwise kernel's two
 //! output forms; `conv` the register-blocked convolutions' uniform and pixel arithmetic
 //! (`conv1x1_block` the 1x1 kernels' inner product, `conv1x1_nchw_step` its NCHW-orientation
@@ -49,6 +51,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("uniform_index", prelude!("uniform_index")),
     ("plan", prelude!("plan")),
     ("packed", prelude!("packed")),
+    ("packed_store", prelude!("packed_store")),
     ("cast", prelude!("cast")),
     ("iter", prelude!("iter")),
     ("elementwise_ops", prelude!("elementwise_ops")),
@@ -100,7 +103,7 @@ pub fn dtypes_prelude() -> String {
 pub const PRELUDE: &str = prelude!("plan");
 
 /// The preludes of the general elementwise kernel in its two output forms (the last prelude).
-const EW_PACKED_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_packed"];
+const EW_PACKED_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_packed", "packed_store"];
 const EW_WORDS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_words"];
 
 /// The preludes of the rows kernels (one per traversal).
@@ -109,12 +112,12 @@ const EW_ROWS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwis
 /// Every kernel: its name, the preludes it is compiled with (in order), and the text of its file
 /// under `shaders/kernels/`.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
-    ("gather", &["plan", "packed", "dtypes", "cast"], kernel!("gather")),
+    ("gather", &["plan", "packed", "packed_store", "dtypes", "cast"], kernel!("gather")),
     ("copy_vec4", &["plan"], kernel!("copy_vec4")),
     ("strided_rows", &["plan"], kernel!("strided_rows")),
     ("copy_rows_vec4", &["plan"], kernel!("copy_rows_vec4")),
     ("transpose_block", &["plan", "transpose"], kernel!("transpose_block")),
-    ("transpose_tile", &["plan", "transpose", "packed"], kernel!("transpose_tile")),
+    ("transpose_tile", &["plan", "transpose", "packed", "packed_store"], kernel!("transpose_tile")),
     ("transpose_vec4", &["plan", "transpose"], kernel!("transpose_vec4")),
     ("transpose_narrow", &["plan", "transpose"], kernel!("transpose_narrow")),
     ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], kernel!("transpose_cast")),
@@ -145,7 +148,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io"], kernel!("reduce_general")),
+    ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io", "packed_store"], kernel!("reduce_general")),
     ("reduce_rows", &["reduce", "reduce_vec", "reduce_tree"], kernel!("reduce_rows")),
     // The same rows kernel combining a workgroup's states through subgroup shuffles.
     ("reduce_rows_subgroup", &["reduce", "reduce_vec", "reduce_tree_subgroup"], kernel!("reduce_rows")),
