@@ -130,8 +130,6 @@ mod tests {
             twin::<depthwise::RowsParams>("RowsParams"),
             twin::<crate::kernels::matmul::MatmulParams>("MatmulParams"),
             twin::<crate::kernels::pool::PoolParams>("PoolParams"),
-            twin::<crate::kernels::pool::PoolVecParams>("PoolVecParams"),
-            twin::<crate::kernels::pool::PoolRowsParams>("PoolRowsParams"),
         ]
     }
 

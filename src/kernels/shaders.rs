@@ -24,7 +24,8 @@
 //! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share;
 //! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
 //! and `matmul_gemm` (A and B through their strides) share, `matmul_io` the matrix products'
-//! uniform, packed operand loads and epilogue.
+//! uniform, packed operand loads and epilogue; `pool` the uniform of the three window kernels,
+//! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`.
 //!
 //! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
 //! whose test compares the two through naga's reflected layout).
@@ -81,6 +82,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("reduce_vec", prelude!("reduce_vec")),
     ("reduce_tree", prelude!("reduce_tree")),
     ("reduce_tree_subgroup", prelude!("reduce_tree_subgroup")),
+    ("pool", prelude!("pool")),
+    ("pool_window", prelude!("pool_window")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -154,9 +157,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("reduce_rows_subgroup", &["reduce", "reduce_vec", "reduce_tree_subgroup"], kernel!("reduce_rows")),
     ("reduce_cols", &["reduce", "reduce_vec"], kernel!("reduce_cols")),
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
-    ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
-    ("pool2d_vec", &["dtypes", "cast"], kernel!("pool2d_vec")),
-    ("pool2d_rows", &[], kernel!("pool2d_rows")),
+    ("pool2d", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d")),
+    ("pool2d_vec", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d_vec")),
+    ("pool2d_rows", &["pool"], kernel!("pool2d_rows")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
