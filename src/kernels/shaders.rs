@@ -16,8 +16,8 @@
 //! step, which `matmul_blocked` shares, `conv2d_direct_acc` the direct kernels'
 //! accumulators, `conv2d_direct_span` the spans of input pixels that their rows forms slide
 //! along), and `conv_weights*` two ways of reading their weights (`matmul_weights` a third:
-//! a batch of weights in storage); `conv_io` the bindings every
-//! convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
+//! a batch of weights in storage; `shuffled_rows` what the two shuffled ones share); `conv_io`
+//! the bindings every convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
 //! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
@@ -63,6 +63,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("transpose", prelude!("transpose")),
     ("conv", prelude!("conv")),
     ("conv_weights", prelude!("conv_weights")),
+    ("shuffled_rows", prelude!("shuffled_rows")),
     ("conv_weights_shuffled", prelude!("conv_weights_shuffled")),
     ("conv1x1_block", prelude!("conv1x1_block")),
     ("conv1x1_nchw_step", prelude!("conv1x1_nchw_step")),
@@ -127,14 +128,14 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv1x1_nchw", &["conv_io", "conv", "conv_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
     ("conv1x1_nhwc", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
-    ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
+    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     ("conv2d_direct", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
-    ("conv2d_direct_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
+    ("conv2d_direct_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
     ("conv2d_direct_rows", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
-    ("conv2d_direct_rows_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
+    ("conv2d_direct_rows_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
     // Subgroup shuffles carry its input rows too: only with shuffled weights.
-    ("conv2d_direct_band", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
+    ("conv2d_direct_band", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
     // One kernel file in two output forms: any element type through atomics, or 4-byte words.
     ("elementwise", EW_PACKED_PRELUDES, kernel!("elementwise")),
     ("elementwise_words", EW_WORDS_PRELUDES, kernel!("elementwise")),
@@ -146,7 +147,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
-    ("matmul_blocked", &["conv_io", "conv", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
+    ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
