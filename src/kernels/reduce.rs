@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
 use crate::kernels::reduce_abi::code;
 pub(crate) use crate::kernels::reduce_abi::{Buffers, RedUniform, Types, Work, MAX_DIMS};
+use crate::kernels::reduce_abi::indices_binding;
 use crate::kernels::reduce_vec::{self, ReduceKernel};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
@@ -139,18 +140,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         u.parts = parts as u32;
         u.chunk = if interleave { 0 } else { CHUNK as u32 };
         let input = if reads { (b.input, w[1]) } else { (spare_in.buffer(), (0, 16)) };
-        let indices = match b.indices {
-            Some((buf, off)) if !scan => {
-                // The indices have the output's strides, `delta` elements from it.
-                let delta = off as i64 - rp.plan.offset_of(0) as i64;
-                let (slo, shi) = p.span(0).unwrap_or((0, 0));
-                let (lo, hi) = ((slo as i64 + delta) as u64, (shi as i64 + delta) as u64);
-                let start = lo * 4 / align * align;
-                u.offsets[3] = ((p.offset_of(0) as i64 + delta) as u64 - start / 4) as u32;
-                (buf, (start, ((hi + 1) * 4).min(buf.size()) - start))
-            }
-            _ => (spare.buffer(), (0, 16)),
-        };
+        let indices = indices_binding(b.indices.filter(|_| !scan), rp, p, align, &mut u, spare.buffer());
         for &mode in modes {
             let threads = if mode == 1 || mode == 3 { outputs * parts } else { outputs };
             let groups = threads.div_ceil(WG);
