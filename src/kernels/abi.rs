@@ -123,7 +123,7 @@ mod tests {
         vec![
             twin::<copy::PlanUniform>("Plan"),
             twin::<elementwise::IterUniform>("Iter"),
-            twin::<crate::kernels::reduce::RedUniform>("Red"),
+            twin::<crate::kernels::reduce_abi::RedUniform>("Red"),
             twin::<blocked::ConvParams>("ConvParams"),
             twin::<gemm::GemmParams>("GemmParams"),
             twin::<depthwise::DepthwiseParams>("DepthwiseParams"),

@@ -9,14 +9,12 @@
 //! the same bits. One general pipeline serves every op and type (they are uniforms), and one
 //! per op serves f32.
 
-use bytemuck::Zeroable;
-
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
 use crate::kernels::reduce_abi::code;
-pub(crate) use crate::kernels::reduce_abi::{Buffers, RedUniform, Types, Work, MAX_DIMS};
-use crate::kernels::reduce_abi::indices_binding;
+pub(crate) use crate::kernels::reduce_abi::{Buffers, Types, Work, MAX_DIMS};
+use crate::kernels::reduce_abi::{indices_binding, plan_uniform};
 use crate::kernels::reduce_vec::{self, ReduceKernel};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
@@ -117,18 +115,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     for p in &pieces {
         let w = windows(p);
         let outputs = (p.numel() / extent) as u64;
-        let mut u = RedUniform::zeroed();
-        u.sizes = [1; MAX_DIMS];
-        for d in 0..p.rank() {
-            u.sizes[d] = p.sizes()[d] as u32;
-            for k in 0..3 {
-                u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
-            }
-        }
+        let mut u = plan_uniform(p);
         u.offsets[0] = (p.offset_of(0) as u64 - w[0].0 / sizes[0]) as u32;
         u.offsets[1] = if reads { (p.offset_of(1) as u64 - w[1].0 / sizes[1]) as u32 } else { 0 };
         u.offsets[2] = p.offset_of(2) as u32;
-        u.rank = p.rank() as u32;
         u.rrank = rp.rrank as u32;
         u.outputs = outputs as u32;
         u.extent = rp.extent as u32;

@@ -1,6 +1,8 @@
 //! What the reduction kernels share: their uniform, the op codes of `reduce.wgsl`, the types
 //! and buffers of a call, and the binding of the indices that `max` / `min` write.
 
+use bytemuck::Zeroable;
+
 use crate::dtype::DType;
 use crate::kernels::abi::uniform;
 use crate::plan::IterPlan;
@@ -84,6 +86,21 @@ pub(crate) struct Buffers<'a> {
     pub out: &'a wgpu::Buffer,
     pub input: &'a wgpu::Buffer,
     pub indices: Option<(&'a wgpu::Buffer, usize)>,
+}
+
+/// The uniform of piece `p`: its rank, sizes (1 past the rank) and every operand's strides; the
+/// rest zero.
+pub(crate) fn plan_uniform(p: &IterPlan) -> RedUniform {
+    let mut u = RedUniform::zeroed();
+    u.sizes = [1; MAX_DIMS];
+    for d in 0..p.rank() {
+        u.sizes[d] = p.sizes()[d] as u32;
+        for k in 0..3 {
+            u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
+        }
+    }
+    u.rank = p.rank() as u32;
+    u
 }
 
 /// The binding of the indices (`Buffers::indices`, where the call writes them) for piece `p`

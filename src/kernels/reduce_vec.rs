@@ -4,12 +4,10 @@
 //! outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
 //! eligibility check; everything else runs `reduce_general.wgsl`.
 
-use bytemuck::Zeroable;
-
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
-use crate::kernels::reduce_abi::{code, indices_binding, Buffers, RedUniform, Types, Work, MAX_DIMS};
+use crate::kernels::reduce_abi::{code, indices_binding, plan_uniform, Buffers, Types, Work, MAX_DIMS};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};
@@ -228,18 +226,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let mut dispatches = Vec::with_capacity(pieces.len());
     for p in &pieces {
         let w = windows(p);
-        let mut u = RedUniform::zeroed();
-        u.sizes = [1; MAX_DIMS];
-        for d in 0..p.rank() {
-            u.sizes[d] = p.sizes()[d] as u32;
-            for k in 0..3 {
-                u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
-            }
-        }
+        let mut u = plan_uniform(p);
         u.offsets[0] = (p.offset_of(0) as u64 - w[0].0 / 4) as u32;
         u.offsets[1] = (p.offset_of(1) as u64 - w[1].0 / 4) as u32;
         u.offsets[2] = p.offset_of(2) as u32;
-        u.rank = p.rank() as u32;
         u.rrank = rrank as u32;
         u.outputs = (p.numel() / rp.extent) as u32;
         u.extent = rp.extent as u32;
