@@ -53,20 +53,32 @@ fn carry(d: ptr<function, u32>, size: u32) -> bool {
 }
 
 // The next output in memory order (no division: one pass computes a run of outputs): the
-// innermost coordinate counts up, each other one when the one inside it wraps (`&&` stops at
-// the first that does not).
+// innermost coordinate counts up, each other one when the one inside it wraps. (The
+// coordinates are locals: naga's SPIR-V writer fails on a pointer to a struct member as an
+// argument.)
 fn next(q: Pos) -> Pos {
-    var r = q;
+    var n = q.n;
+    var c = q.c;
+    var oh = q.oh;
+    var ow = q.ow;
     if (p_u[pz()].dims.z != 0u) {
-        if (carry(&r.c, p_u[pz()].geo.x) && carry(&r.ow, p_u[pz()].dims.y) && carry(&r.oh, p_u[pz()].dims.x)) {
-            r.n = r.n + 1u;
+        if (carry(&c, p_u[pz()].geo.x)) {
+            if (carry(&ow, p_u[pz()].dims.y)) {
+                if (carry(&oh, p_u[pz()].dims.x)) {
+                    n = n + 1u;
+                }
+            }
         }
     } else {
-        if (carry(&r.ow, p_u[pz()].dims.y) && carry(&r.oh, p_u[pz()].dims.x) && carry(&r.c, p_u[pz()].geo.x)) {
-            r.n = r.n + 1u;
+        if (carry(&ow, p_u[pz()].dims.y)) {
+            if (carry(&oh, p_u[pz()].dims.x)) {
+                if (carry(&c, p_u[pz()].geo.x)) {
+                    n = n + 1u;
+                }
+            }
         }
     }
-    return r;
+    return Pos(n, c, oh, ow);
 }
 
 // Output q (element e in memory order): its value; writes its index when asked.
