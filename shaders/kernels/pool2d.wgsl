@@ -1,106 +1,22 @@
 // Windowed ops on the (n, c) planes of a [N, C, H, W] input read in place through its strides:
 // max / average pooling, adaptive max / average pooling and bilinear resampling. The family
-// (FAMILY) and the element type (DT) are override constants, the rest is in the uniform:
-// lavapipe runs every branch of a shader under masks, so one pipeline for every mode ran all
-// the modes' code for each output (40 times slower). Each invocation computes the outputs of
+// (FAMILY) and the element type (DT) are override constants, the rest is in the uniform
+// (pool.wgsl; windows and taps: pool_window.wgsl): lavapipe runs every branch of a shader under
+// masks, so one pipeline for every mode ran all the modes' code for each output (40 times
+// slower). Each invocation computes the outputs of
 // p.base.z consecutive 32-bit words of the dense output (in its memory order: NCHW or NHWC),
 // so float16 and bfloat16 results are stored as whole words without atomics; values are read
 // as f32 (cast.wgsl), accumulated in f32 and rounded once at the store. Max modes also write
 // each maximum's h * W + w (int32) when asked; NaN wins (the last NaN of a window, as
 // PyTorch's CPU kernel).
 
-override WG: u32 = 64u;
-// 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
-override FAMILY: u32 = 0u;
-// The element type's code (DT_F32, DT_F16, DT_BF16).
-override DT: u32 = 0u;
-
-struct PoolParams {
-    // Input strides (n, c, h, w) in elements.
-    xs: vec4<i32>,
-    // (C, H, W, output elements).
-    geo: vec4<u32>,
-    // (OH, OW, channels-last output, element type code: DT's).
-    dims: vec4<u32>,
-    // (kh, kw, sh, sw).
-    win: vec4<i32>,
-    // (ph, pw, dh, dw).
-    pad: vec4<i32>,
-    // (mode, count_include_pad, divisor override or 0, write indices).
-    mode: vec4<u32>,
-    // (row scale, column scale, align_corners, -) of bilinear resampling.
-    scale: vec4<f32>,
-    // (input offset in elements within the binding, output words, words per invocation, -).
-    base: vec4<u32>,
-}
-
-const MODE_MAX: u32 = 0u;
-const MODE_AVG: u32 = 1u;
-const MODE_ADAPTIVE_MAX: u32 = 2u;
-const MODE_ADAPTIVE_AVG: u32 = 3u;
-const MODE_BILINEAR: u32 = 4u;
-
-@group(0) @binding(0) var<uniform> p_u: array<PoolParams, 1>;
-
-fn pz() -> u32 {
-    return uniform_index(p_u[0].geo.x);
-}
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
-@group(0) @binding(3) var<storage, read_write> idx: array<i32>;
-
+// Input element e, as f32.
 fn load(e: i32) -> f32 {
-    let t = DT;
-    let i = u32(e);
-    if (t == DT_F32) {
-        return bitcast<f32>(src[i]);
-    }
-    let h = (src[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
-    return bitcast<f32>(float_to_f32(t, h));
+    return load1(u32(e));
 }
 
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-// The window of output o along one axis: (first, end, step, divisor extent).
-fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
-    let mode = FAMILY;
-    if (mode == MODE_ADAPTIVE_MAX || mode == MODE_ADAPTIVE_AVG) {
-        let s = (o * size) / outs;
-        let e = ((o + 1) * size + outs - 1) / outs;
-        return vec4<i32>(s, e, 1, e - s);
-    }
-    let k = p_u[pz()].win[axis];
-    let s = o * p_u[pz()].win[2u + axis] - p_u[pz()].pad[axis];
-    if (mode == MODE_AVG) {
-        let e = min(s + k, size + p_u[pz()].pad[axis]);
-        return vec4<i32>(max(s, 0), min(e, size), 1, e - s);
-    }
-    let d = p_u[pz()].pad[2u + axis];
-    let e = min(s + (k - 1) * d + 1, size);
-    var f = s;
-    if (f < 0) {
-        f = f + ((-f + d - 1) / d) * d;
-    }
-    return vec4<i32>(f, e, d, 0);
-}
-
-// Bilinear taps of output o along one axis: (i0, i1) and (l0, l1).
-fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
-    var real: f32;
-    if (p_u[pz()].scale.z != 0.0) {
-        real = scale * f32(o);
-    } else {
-        real = max(scale * (f32(o) + 0.5) - 0.5, 0.0);
-    }
-    let i0 = min(u32(real), size - 1u);
-    var i1 = i0;
-    if (i0 < size - 1u) {
-        i1 = i0 + 1u;
-    }
-    let l1 = real - f32(i0);
-    return vec4<f32>(f32(i0), f32(i1), 1.0 - l1, l1);
 }
 
 // An output's coordinates.
@@ -126,39 +42,43 @@ fn pos_of(e: u32) -> Pos {
     return Pos(u / C, u % C, t - u * OH, e - t * OW);
 }
 
-// The next output in memory order (no division: one pass computes a run of outputs).
+// Counts one up in the coordinate at `d`, of extent `size`: true when it wraps to 0 (carries).
+fn carry(d: ptr<function, u32>, size: u32) -> bool {
+    *d = *d + 1u;
+    if (*d == size) {
+        *d = 0u;
+        return true;
+    }
+    return false;
+}
+
+// The next output in memory order (no division: one pass computes a run of outputs): the
+// innermost coordinate counts up, each other one when the one inside it wraps. (The
+// coordinates are locals: naga's SPIR-V writer fails on a pointer to a struct member as an
+// argument.)
 fn next(q: Pos) -> Pos {
-    var r = q;
+    var n = q.n;
+    var c = q.c;
+    var oh = q.oh;
+    var ow = q.ow;
     if (p_u[pz()].dims.z != 0u) {
-        r.c = r.c + 1u;
-        if (r.c == p_u[pz()].geo.x) {
-            r.c = 0u;
-            r.ow = r.ow + 1u;
-            if (r.ow == p_u[pz()].dims.y) {
-                r.ow = 0u;
-                r.oh = r.oh + 1u;
-                if (r.oh == p_u[pz()].dims.x) {
-                    r.oh = 0u;
-                    r.n = r.n + 1u;
+        if (carry(&c, p_u[pz()].geo.x)) {
+            if (carry(&ow, p_u[pz()].dims.y)) {
+                if (carry(&oh, p_u[pz()].dims.x)) {
+                    n = n + 1u;
                 }
             }
         }
     } else {
-        r.ow = r.ow + 1u;
-        if (r.ow == p_u[pz()].dims.y) {
-            r.ow = 0u;
-            r.oh = r.oh + 1u;
-            if (r.oh == p_u[pz()].dims.x) {
-                r.oh = 0u;
-                r.c = r.c + 1u;
-                if (r.c == p_u[pz()].geo.x) {
-                    r.c = 0u;
-                    r.n = r.n + 1u;
+        if (carry(&ow, p_u[pz()].dims.y)) {
+            if (carry(&oh, p_u[pz()].dims.x)) {
+                if (carry(&c, p_u[pz()].geo.x)) {
+                    n = n + 1u;
                 }
             }
         }
     }
-    return r;
+    return Pos(n, c, oh, ow);
 }
 
 // Output q (element e in memory order): its value; writes its index when asked.

@@ -7,48 +7,16 @@
 // invocation takes a run of output words along one output row of one (n, c) plane; its input
 // words are loaded once along the run, the last ones kept for the next word (lavapipe pays per
 // load instruction, whatever its width; a GPU reads whole lines). Window columns past the row
-// are words outside it: -inf for max, the edge column for bilinear.
+// are words outside it: -inf for max, the edge column for bilinear. FAMILY (pool.wgsl): 0 max
+// pooling, 1 2x2 average pooling, 4 bilinear x2; the uniform's members as pool.wgsl says for
+// "rows".
 
-override WG: u32 = 64u;
-// 0: max pooling, 1: 2x2 average pooling, 4: bilinear x2 (pool2d.wgsl's MODE_* codes).
-override FAMILY: u32 = 0u;
-
-struct PoolRowsParams {
-    // Input strides (n, c, h) in words, -.
-    xs: vec4<i32>,
-    // (C, H, W, input words a row).
-    geo: vec4<u32>,
-    // (OH, output words a row, runs a row, output words a run).
-    dims: vec4<u32>,
-    // Max pooling's rows (kh, sh, ph, dh).
-    win: vec4<i32>,
-    // (pw of max pooling, average pooling's divisor, -, -).
-    pad: vec4<i32>,
-    // (bilinear's row scale, -, -, -).
-    scale: vec4<f32>,
-    // (input offset in words within the binding, invocations, -, -).
-    base: vec4<u32>,
-}
-
-const MODE_MAX: u32 = 0u;
-const MODE_AVG: u32 = 1u;
-const MODE_BILINEAR: u32 = 4u;
-
-@group(0) @binding(0) var<uniform> p_u: array<PoolRowsParams, 1>;
-
-fn pz() -> u32 {
-    return uniform_index(p_u[0].geo.x);
-}
 @group(0) @binding(1) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst4: array<vec4<u32>>;
 
 // Word k of the input row starting at word `row`, k clamped to the row.
 fn word(row: i32, k: i32) -> vec4<f32> {
     return bitcast<vec4<f32>>(src4[u32(row + clamp(k, 0, i32(p_u[pz()].geo.w) - 1))]);
-}
-
-fn nan4(v: vec4<f32>) -> vec4<bool> {
-    return (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
 }
 
 // The larger of a and b, a NaN in either (b's when both).

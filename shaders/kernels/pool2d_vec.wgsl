@@ -17,11 +17,6 @@
 // every output), INDICES (none computed), WORDS (a tap's 4 channels as one 16-byte load, an
 // output's as one store) and X2 (bilinear x2 along W in pairs of outputs).
 
-override WG: u32 = 64u;
-// 0: max, 1: average, 2: adaptive max, 3: adaptive average, 4: bilinear (the MODE_* codes).
-override FAMILY: u32 = 0u;
-// The element type's code (DT_F32, DT_F16, DT_BF16).
-override DT: u32 = 0u;
 // 1: the output is channels-last; 0: NCHW.
 override CL: u32 = 0u;
 // 1: max pooling of windows of at most 3 x 3 taps, unrolled (the host checks the window).
@@ -36,49 +31,8 @@ override INDICES: u32 = 1u;
 // in runs of whole pairs of outputs, which load one new input column a pair.
 override X2: u32 = 0u;
 
-struct PoolVecParams {
-    // Input strides (n, c, h, w) in elements.
-    xs: vec4<i32>,
-    // (C, H, W, channel groups: ceil(C / 4)).
-    geo: vec4<u32>,
-    // (OH, OW, pixel blocks per image, pixels per invocation).
-    dims: vec4<u32>,
-    // (kh, kw, sh, sw).
-    win: vec4<i32>,
-    // (ph, pw, dh, dw).
-    pad: vec4<i32>,
-    // (-, count_include_pad, divisor override or 0, write indices).
-    mode: vec4<u32>,
-    // (row scale, column scale, align_corners, -) of bilinear resampling.
-    scale: vec4<f32>,
-    // (input offset in elements within the binding, invocations, -, -).
-    base: vec4<u32>,
-}
-
-const MODE_MAX: u32 = 0u;
-const MODE_AVG: u32 = 1u;
-const MODE_ADAPTIVE_MAX: u32 = 2u;
-const MODE_ADAPTIVE_AVG: u32 = 3u;
-const MODE_BILINEAR: u32 = 4u;
-
-@group(0) @binding(0) var<uniform> p_u: array<PoolVecParams, 1>;
-
-fn pz() -> u32 {
-    return uniform_index(p_u[0].geo.x);
-}
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
-@group(0) @binding(3) var<storage, read_write> idx: array<i32>;
 @group(0) @binding(4) var<storage, read> src4: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> dst4: array<vec4<u32>>;
-
-fn load1(i: u32) -> f32 {
-    if (DT == DT_F32) {
-        return bitcast<f32>(src[i]);
-    }
-    let h = (src[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
-    return bitcast<f32>(float_to_f32(DT, h));
-}
 
 // The 4 channels at element e, the others at e + cs.y, e + cs.z, e + cs.w (with WORDS, the
 // 16-byte word at e).
@@ -88,45 +42,6 @@ fn load4(e: i32, cs: vec4<i32>) -> vec4<f32> {
     }
     let i = vec4<u32>(vec4<i32>(e) + cs);
     return vec4<f32>(load1(i.x), load1(i.y), load1(i.z), load1(i.w));
-}
-
-fn nan4(v: vec4<f32>) -> vec4<bool> {
-    return (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
-}
-
-// The window of output o along one axis: (first, end, step, divisor extent), as pool2d.wgsl.
-fn span(axis: u32, o: i32, size: i32, outs: i32) -> vec4<i32> {
-    if (FAMILY == MODE_ADAPTIVE_MAX || FAMILY == MODE_ADAPTIVE_AVG) {
-        let s = (o * size) / outs;
-        let e = ((o + 1) * size + outs - 1) / outs;
-        return vec4<i32>(s, e, 1, e - s);
-    }
-    let k = p_u[pz()].win[axis];
-    let s = o * p_u[pz()].win[2u + axis] - p_u[pz()].pad[axis];
-    if (FAMILY == MODE_AVG) {
-        let e = min(s + k, size + p_u[pz()].pad[axis]);
-        return vec4<i32>(max(s, 0), min(e, size), 1, e - s);
-    }
-    let d = p_u[pz()].pad[2u + axis];
-    let e = min(s + (k - 1) * d + 1, size);
-    return vec4<i32>(first_tap(s, d), e, d, 0);
-}
-
-// Bilinear taps of output o along one axis: (i0, i1) and (l0, l1), as pool2d.wgsl.
-fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
-    var real: f32;
-    if (p_u[pz()].scale.z != 0.0) {
-        real = scale * f32(o);
-    } else {
-        real = max(scale * (f32(o) + 0.5) - 0.5, 0.0);
-    }
-    let i0 = min(u32(real), size - 1u);
-    var i1 = i0;
-    if (i0 < size - 1u) {
-        i1 = i0 + 1u;
-    }
-    let l1 = real - f32(i0);
-    return vec4<f32>(f32(i0), f32(i1), 1.0 - l1, l1);
 }
 
 // One output pixel's 4 channels (plane: the channels' first element at row 0, column 0) and,
@@ -159,12 +74,6 @@ struct Rows3 {
     r: vec3<i32>,
     ok: vec3<bool>,
     first: i32,
-}
-
-// A window's first row (or column) at or past 0: its start s advanced by whole dilations d, as
-// PyTorch's kernels start their index (inside the image or not).
-fn first_tap(s: i32, d: i32) -> i32 {
-    return select(s, s + ((-s + d - 1) / d) * d, s < 0);
 }
 
 fn rows3(plane: i32, oh: u32) -> Rows3 {

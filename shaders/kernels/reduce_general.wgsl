@@ -10,15 +10,6 @@
 // exp(x - fin(m))) with fin(m) = m where finite, else 0; var and std (mean, sum of squared
 // deviations, count); the arg ops (value, logical index); integers their 32-bit value.
 
-fn asf(v: u32) -> f32 {
-    return bitcast<f32>(v);
-}
-fn asu(x: f32) -> u32 {
-    return bitcast<u32>(x);
-}
-fn fin(m: f32) -> f32 {
-    return select(0.0, m, is_finite(m));
-}
 fn is_int() -> bool {
     if (F32) {
         return false;

@@ -15,25 +15,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= plan_u[pz()].threads) {
         return;
     }
-    let m = plan_u[pz()].sizes[0].x;
-    let n = plan_u[pz()].sizes[0].y;
     let blk = transpose_block(t);
-    let i0 = blk.i0;
-    let j0 = blk.j0;
-    let base = vec2<u32>(blk.dst, blk.src);
-    let ds1 = blk.dst_row;
-    let ss0 = blk.src_row;
-    let ri = min(TILE, m - i0);
-    let rj = min(TILE, n - j0);
+    let ri = min(TILE, blk.m - blk.i0);
+    let rj = min(TILE, blk.n - blk.j0);
     if (ri == 4u && rj == 4u && TILE == 4u) {
         // Full block: 16 loads, 16 stores, all addresses from two strides.
         var v: array<vec4<u32>, 4>;
         for (var r = 0u; r < 4u; r = r + 1u) {
-            let s = base.y + r * ss0;
+            let s = blk.src + r * blk.src_row;
             v[r] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);
         }
         for (var c = 0u; c < 4u; c = c + 1u) {
-            let d = base.x + c * ds1;
+            let d = blk.dst + c * blk.dst_row;
             dst[d] = v[0][c];
             dst[d + 1u] = v[1][c];
             dst[d + 2u] = v[2][c];
@@ -43,7 +36,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     for (var c = 0u; c < rj; c = c + 1u) {
         for (var r = 0u; r < ri; r = r + 1u) {
-            dst[base.x + c * ds1 + r] = src[base.y + r * ss0 + c];
+            dst[blk.dst + c * blk.dst_row + r] = src[blk.src + r * blk.src_row + c];
         }
     }
 }

@@ -68,11 +68,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= plan_u[pz()].threads) {
         return;
     }
-    let m = plan_u[pz()].sizes[0].x;
-    let n = plan_u[pz()].sizes[0].y;
     let blk = transpose_block(t);
-    let ri = min(4u, m - blk.i0);
-    let rj = min(4u, n - blk.j0);
+    let ri = min(4u, blk.m - blk.i0);
+    let rj = min(4u, blk.n - blk.j0);
     // Column c of the block (dim-1 index j0 + c) is the destination run c: element r of it
     // comes from source run r (dim-0 index i0 + r).
     var col0 = vec4<u32>(0u);

@@ -17,25 +17,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (b * WG >= plan_u[pz()].threads) {
         return;
     }
-    let m = plan_u[pz()].sizes[0].x;
-    let n = plan_u[pz()].sizes[0].y;
     let blk = transpose_block(b);
-    let i0 = blk.i0;
-    let j0 = blk.j0;
-    let base = vec2<u32>(blk.dst, blk.src);
-    let ds1 = blk.dst_row;
-    let ss0 = blk.src_row;
     let rows = WG / TILE;
     let lane = lid % TILE;
     for (var r = lid / TILE; r < TILE; r = r + rows) {
-        if (i0 + r < m && j0 + lane < n) {
-            tile[r * (TILE + 1u) + lane] = load(base.y + r * ss0 + lane);
+        if (blk.i0 + r < blk.m && blk.j0 + lane < blk.n) {
+            tile[r * (TILE + 1u) + lane] = load(blk.src + r * blk.src_row + lane);
         }
     }
     workgroupBarrier();
     for (var c = lid / TILE; c < TILE; c = c + rows) {
-        if (j0 + c < n && i0 + lane < m) {
-            store(base.x + c * ds1 + lane, tile[lane * (TILE + 1u) + c]);
+        if (blk.j0 + c < blk.n && blk.i0 + lane < blk.m) {
+            store(blk.dst + c * blk.dst_row + lane, tile[lane * (TILE + 1u) + c]);
         }
     }
 }

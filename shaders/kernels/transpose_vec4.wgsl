@@ -69,39 +69,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (t >= plan_u[pz()].threads) {
         return;
     }
-    let m = plan_u[pz()].sizes[0].x;
-    let n = plan_u[pz()].sizes[0].y;
     let blk = transpose_block(t);
-    let i0 = blk.i0;
-    let j0 = blk.j0;
-    let base = vec2<u32>(blk.dst, blk.src);
-    let ds1 = blk.dst_row;
-    let ss0 = blk.src_row;
     let u = 16u / EB;
     for (var sr = 0u; sr < TILE; sr = sr + u) {
-        if (i0 + sr >= m) {
+        if (blk.i0 + sr >= blk.m) {
             break;
         }
         for (var sc = 0u; sc < TILE; sc = sc + u) {
-            if (j0 + sc >= n) {
+            if (blk.j0 + sc >= blk.n) {
                 break;
             }
             if (EB == 2u) {
-                transpose_halves(base.y + sr * ss0 + sc, ss0, base.x + sc * ds1 + sr, ds1);
+                transpose_halves(blk.src + sr * blk.src_row + sc, blk.src_row, blk.dst + sc * blk.dst_row + sr, blk.dst_row);
                 continue;
             }
             if (EB != 4u) {
-                transpose_packed(base.y + sr * ss0 + sc, ss0, base.x + sc * ds1 + sr, ds1);
+                transpose_packed(blk.src + sr * blk.src_row + sc, blk.src_row, blk.dst + sc * blk.dst_row + sr, blk.dst_row);
                 continue;
             }
-            let s = (base.y + sr * ss0 + sc) >> 2u;
-            let q = ss0 >> 2u;
+            let s = (blk.src + sr * blk.src_row + sc) >> 2u;
+            let q = blk.src_row >> 2u;
             let a = src[s];
             let b = src[s + q];
             let c = src[s + 2u * q];
             let d = src[s + 3u * q];
-            let o = (base.x + sc * ds1 + sr) >> 2u;
-            let p = ds1 >> 2u;
+            let o = (blk.dst + sc * blk.dst_row + sr) >> 2u;
+            let p = blk.dst_row >> 2u;
             dst[o] = vec4<u32>(a.x, b.x, c.x, d.x);
             dst[o + p] = vec4<u32>(a.y, b.y, c.y, d.y);
             dst[o + 2u * p] = vec4<u32>(a.z, b.z, c.z, d.z);

@@ -128,6 +128,18 @@ fn is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
+// A state word as f32, and back.
+fn asf(v: u32) -> f32 {
+    return bitcast<f32>(v);
+}
+fn asu(x: f32) -> u32 {
+    return bitcast<u32>(x);
+}
+// m where finite, else 0 (logsumexp's and softmax's shift exp(x - fin(m))).
+fn fin(m: f32) -> f32 {
+    return select(0.0, m, is_finite(m));
+}
+
 // b where b is larger than a: NaN wins, -0.0 < +0.0 (a total order: any combination order
 // gives the same bits). The twin of max_total in src/reduce/cpu.rs.
 fn max_total(a: f32, b: f32) -> f32 {

@@ -1,6 +1,6 @@
 // The general reduction kernel's bindings and element access: any input and output type,
-// sub-word outputs stored through atomics (neighbouring outputs share a word). Needs the
-// generated `dtypes` prelude, `cast` and `reduce`.
+// sub-word outputs stored through atomics (neighbouring outputs share a word: packed_store.wgsl,
+// after this prelude). Needs the generated `dtypes` prelude, `cast` and `reduce`.
 
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
 @group(0) @binding(2) var<storage, read> src: array<u32>;
@@ -35,25 +35,7 @@ fn store_bits(e: u32, v: u32) {
         atomicStore(&out[e], v);
         return;
     }
-    let b = dt_bytes(red_u[pz()].out_t);
-    if (b == 4u) {
-        atomicStore(&out[e], v);
-        return;
-    }
-    var w: u32;
-    var shift: u32;
-    var mask: u32;
-    if (b == 2u) {
-        w = e >> 1u;
-        shift = (e & 1u) * 16u;
-        mask = 0xffffu;
-    } else {
-        w = e >> 2u;
-        shift = (e & 3u) * 8u;
-        mask = 0xffu;
-    }
-    atomicAnd(&out[w], ~(mask << shift));
-    atomicOr(&out[w], (v & mask) << shift);
+    store_packed(e, v, dt_bytes(red_u[pz()].out_t));
 }
 
 // An f32 result rounded once to the output's float type.

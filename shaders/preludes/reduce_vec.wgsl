@@ -29,16 +29,6 @@ const K_SOFT: u32 = 5u;
 
 const NO_INDEX: u32 = 0xffffffffu;
 
-fn asf(v: u32) -> f32 {
-    return bitcast<f32>(v);
-}
-fn asu(x: f32) -> u32 {
-    return bitcast<u32>(x);
-}
-fn fin(m: f32) -> f32 {
-    return select(0.0, m, is_finite(m));
-}
-
 fn is_scan() -> bool {
     return OPC == R_SOFTMAX || OPC == R_LOG_SOFTMAX;
 }

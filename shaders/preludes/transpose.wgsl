@@ -11,6 +11,9 @@ struct Block {
     // First element of the block along dims 0 and 1.
     i0: u32,
     j0: u32,
+    // The plan's sizes along dims 0 and 1 (the block's elements are those below them).
+    m: u32,
+    n: u32,
     // Element indices of the block's first element.
     dst: u32,
     src: u32,
@@ -40,5 +43,5 @@ fn transpose_block(b: u32) -> Block {
     let i0 = bi * TILE;
     let j0 = bj * TILE;
     let base = plan_offsets((batch * n + j0) * m + i0);
-    return Block(i0, j0, base.x, base.y, bitcast<u32>(plan_u[pz()].dst_strides[0].y), bitcast<u32>(plan_u[pz()].src_strides[0].x));
+    return Block(i0, j0, m, n, base.x, base.y, bitcast<u32>(plan_u[pz()].dst_strides[0].y), bitcast<u32>(plan_u[pz()].src_strides[0].x));
 }

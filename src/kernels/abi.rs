@@ -123,15 +123,13 @@ mod tests {
         vec![
             twin::<copy::PlanUniform>("Plan"),
             twin::<elementwise::IterUniform>("Iter"),
-            twin::<crate::kernels::reduce::RedUniform>("Red"),
+            twin::<crate::kernels::reduce::abi::RedUniform>("Red"),
             twin::<blocked::ConvParams>("ConvParams"),
             twin::<gemm::GemmParams>("GemmParams"),
             twin::<depthwise::DepthwiseParams>("DepthwiseParams"),
             twin::<depthwise::RowsParams>("RowsParams"),
             twin::<crate::kernels::matmul::MatmulParams>("MatmulParams"),
             twin::<crate::kernels::pool::PoolParams>("PoolParams"),
-            twin::<crate::kernels::pool::PoolVecParams>("PoolVecParams"),
-            twin::<crate::kernels::pool::PoolRowsParams>("PoolRowsParams"),
         ]
     }
 

@@ -5,24 +5,27 @@
 //! convolutions, `elementwise` / `elementwise_words`).
 //!
 //! Preludes: `plan` (the copy plan uniform and the one WGSL index formula) comes first in every
-//! copy kernel; `packed` holds the 1/2/4-byte element loads and stores; `transpose` the block
-//! arithmetic shared by the transpose kernels; `cast` the element conversions (after the
-//! generated `dtypes` prelude, the element-type codes of [`DType::code`]); `iter` the
+//! copy kernel; `packed` holds the 1/2/4-byte element loads and stores; `packed_store` the one
+//! sub-word store through atomics (of `packed`, `elementwise_out_packed` and `reduce_io`, each
+//! binding the output as `out`); `transpose` the block arithmetic shared by the transpose
+//! kernels; `cast` the element conversions (after the generated `dtypes` prelude, the
+//! element-type codes of [`DType::code`]); `iter` the
 //! elementwise kernels' plan uniform, `elementwise_out_*` the general elementwise kernel's two
 //! output forms; `conv` the register-blocked convolutions' uniform and pixel arithmetic
 //! (`conv1x1_block` the 1x1 kernels' inner product, `conv1x1_nchw_step` its NCHW-orientation
 //! step, which `matmul_blocked` shares, `conv2d_direct_acc` the direct kernels'
 //! accumulators, `conv2d_direct_span` the spans of input pixels that their rows forms slide
 //! along), and `conv_weights*` two ways of reading their weights (`matmul_weights` a third:
-//! a batch of weights in storage); `conv_io` the bindings every
-//! convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
+//! a batch of weights in storage; `shuffled_rows` what the two shuffled ones share); `conv_io`
+//! the bindings every convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
 //! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
 //! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share;
 //! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
 //! and `matmul_gemm` (A and B through their strides) share, `matmul_io` the matrix products'
-//! uniform, packed operand loads and epilogue.
+//! uniform, packed operand loads and epilogue; `pool` the uniform of the three window kernels,
+//! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`.
 //!
 //! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
 //! whose test compares the two through naga's reflected layout).
@@ -49,6 +52,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("uniform_index", prelude!("uniform_index")),
     ("plan", prelude!("plan")),
     ("packed", prelude!("packed")),
+    ("packed_store", prelude!("packed_store")),
     ("cast", prelude!("cast")),
     ("iter", prelude!("iter")),
     ("elementwise_ops", prelude!("elementwise_ops")),
@@ -59,6 +63,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("transpose", prelude!("transpose")),
     ("conv", prelude!("conv")),
     ("conv_weights", prelude!("conv_weights")),
+    ("shuffled_rows", prelude!("shuffled_rows")),
     ("conv_weights_shuffled", prelude!("conv_weights_shuffled")),
     ("conv1x1_block", prelude!("conv1x1_block")),
     ("conv1x1_nchw_step", prelude!("conv1x1_nchw_step")),
@@ -78,6 +83,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("reduce_vec", prelude!("reduce_vec")),
     ("reduce_tree", prelude!("reduce_tree")),
     ("reduce_tree_subgroup", prelude!("reduce_tree_subgroup")),
+    ("pool", prelude!("pool")),
+    ("pool_window", prelude!("pool_window")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -100,7 +107,7 @@ pub fn dtypes_prelude() -> String {
 pub const PRELUDE: &str = prelude!("plan");
 
 /// The preludes of the general elementwise kernel in its two output forms (the last prelude).
-const EW_PACKED_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_packed"];
+const EW_PACKED_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_packed", "packed_store"];
 const EW_WORDS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_words"];
 
 /// The preludes of the rows kernels (one per traversal).
@@ -109,26 +116,26 @@ const EW_ROWS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwis
 /// Every kernel: its name, the preludes it is compiled with (in order), and the text of its file
 /// under `shaders/kernels/`.
 pub const KERNELS: &[(&str, &[&str], &str)] = &[
-    ("gather", &["plan", "packed", "dtypes", "cast"], kernel!("gather")),
+    ("gather", &["plan", "packed", "packed_store", "dtypes", "cast"], kernel!("gather")),
     ("copy_vec4", &["plan"], kernel!("copy_vec4")),
     ("strided_rows", &["plan"], kernel!("strided_rows")),
     ("copy_rows_vec4", &["plan"], kernel!("copy_rows_vec4")),
     ("transpose_block", &["plan", "transpose"], kernel!("transpose_block")),
-    ("transpose_tile", &["plan", "transpose", "packed"], kernel!("transpose_tile")),
+    ("transpose_tile", &["plan", "transpose", "packed", "packed_store"], kernel!("transpose_tile")),
     ("transpose_vec4", &["plan", "transpose"], kernel!("transpose_vec4")),
     ("transpose_narrow", &["plan", "transpose"], kernel!("transpose_narrow")),
     ("transpose_cast", &["plan", "transpose", "dtypes", "cast"], kernel!("transpose_cast")),
     ("conv1x1_nchw", &["conv_io", "conv", "conv_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
     ("conv1x1_nhwc", &["conv_io", "conv", "conv_weights", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     // The same kernels reading their weights through subgroup shuffles (adapters with SUBGROUP).
-    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
-    ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
+    ("conv1x1_nchw_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nchw")),
+    ("conv1x1_nhwc_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv1x1_block", "conv_relu"], kernel!("conv1x1_nhwc")),
     ("conv2d_direct", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
-    ("conv2d_direct_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
+    ("conv2d_direct_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv2d_direct_acc", "conv_relu"], kernel!("conv2d_direct")),
     ("conv2d_direct_rows", &["conv_io", "conv", "conv_weights", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
-    ("conv2d_direct_rows_shuffled", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
+    ("conv2d_direct_rows_shuffled", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "conv_relu"], kernel!("conv2d_direct_rows")),
     // Subgroup shuffles carry its input rows too: only with shuffled weights.
-    ("conv2d_direct_band", &["conv_io", "conv", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
+    ("conv2d_direct_band", &["conv_io", "conv", "shuffled_rows", "conv_weights_shuffled", "conv2d_direct_acc", "conv2d_direct_span", "subgroup_slot", "conv_relu"], kernel!("conv2d_direct_band")),
     // One kernel file in two output forms: any element type through atomics, or 4-byte words.
     ("elementwise", EW_PACKED_PRELUDES, kernel!("elementwise")),
     ("elementwise_words", EW_WORDS_PRELUDES, kernel!("elementwise")),
@@ -140,20 +147,20 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
-    ("matmul_blocked", &["conv_io", "conv", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
+    ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io"], kernel!("reduce_general")),
+    ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io", "packed_store"], kernel!("reduce_general")),
     ("reduce_rows", &["reduce", "reduce_vec", "reduce_tree"], kernel!("reduce_rows")),
     // The same rows kernel combining a workgroup's states through subgroup shuffles.
     ("reduce_rows_subgroup", &["reduce", "reduce_vec", "reduce_tree_subgroup"], kernel!("reduce_rows")),
     ("reduce_cols", &["reduce", "reduce_vec"], kernel!("reduce_cols")),
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
-    ("pool2d", &["dtypes", "cast"], kernel!("pool2d")),
-    ("pool2d_vec", &["dtypes", "cast"], kernel!("pool2d_vec")),
-    ("pool2d_rows", &[], kernel!("pool2d_rows")),
+    ("pool2d", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d")),
+    ("pool2d_vec", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d_vec")),
+    ("pool2d_rows", &["pool"], kernel!("pool2d_rows")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 

@@ -30,7 +30,9 @@ const VEC_SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Write, Slot::Write
 const WG: u32 = 64;
 
 uniform! {
-    /// The uniform of `shaders/kernels/pool2d.wgsl` (`PoolParams` there).
+    /// The uniform of the three window kernels, `pool2d.wgsl`, `pool2d_vec.wgsl` and
+    /// `pool2d_rows.wgsl` (`PoolParams` of `shaders/preludes/pool.wgsl`, which says what each
+    /// kernel reads in each member).
     pub(crate) struct PoolParams {
         xs: [i32; 4],
         geo: [u32; 4],
@@ -38,33 +40,6 @@ uniform! {
         win: [i32; 4],
         pad: [i32; 4],
         mode: [u32; 4],
-        scale: [f32; 4],
-        base: [u32; 4],
-    }
-}
-
-uniform! {
-    /// The uniform of `shaders/kernels/pool2d_vec.wgsl` (`PoolVecParams` there).
-    pub(crate) struct PoolVecParams {
-        xs: [i32; 4],
-        geo: [u32; 4],
-        dims: [u32; 4],
-        win: [i32; 4],
-        pad: [i32; 4],
-        mode: [u32; 4],
-        scale: [f32; 4],
-        base: [u32; 4],
-    }
-}
-
-uniform! {
-    /// The uniform of `shaders/kernels/pool2d_rows.wgsl` (`PoolRowsParams` there).
-    pub(crate) struct PoolRowsParams {
-        xs: [i32; 4],
-        geo: [u32; 4],
-        dims: [u32; 4],
-        win: [i32; 4],
-        pad: [i32; 4],
         scale: [f32; 4],
         base: [u32; 4],
     }
@@ -279,13 +254,15 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
         let runs = words.div_ceil(run);
         let invocations = (g.input[0] * g.input[1] * g.out.0) as u64 * runs;
         let w = |v: isize, what: &str| i32_of(op, v / 4, what);
-        let u = PoolRowsParams {
+        let u = PoolParams {
             xs: [w(s[0], "input stride n")?, w(s[1], "input stride c")?, w(s[2], "input stride h")?, 0],
             geo: [params.geo[0], params.geo[1], params.geo[2], params.geo[2] / 4],
             dims: [params.dims[0], u32_of(op, words as usize, "output words")?, u32_of(op, runs as usize, "runs")?, run as u32],
             win: [params.win[0], params.win[2], params.pad[0], params.pad[2]],
             // Average pooling's divisor: the override, else the 4 taps of a window inside.
             pad: [params.pad[1], i32_of(op, if params.mode[2] == 0 { 4 } else { params.mode[2] as isize }, "divisor")?, 0, 0],
+            // Unread by the rows kernel.
+            mode: [0; 4],
             scale: [params.scale[0], 0.0, 0.0, 0.0],
             base: [params.base[0] / 4, u32_of(op, invocations as usize, "invocations")?, 0, 0],
         };
@@ -314,15 +291,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
         let groups = (g.input[1] as u64).div_ceil(4);
         let invocations = g.input[0] as u64 * groups * blocks;
         let cl = !out.is_contiguous();
-        let v = PoolVecParams {
-            xs: params.xs,
+        let v = PoolParams {
             geo: [params.geo[0], params.geo[1], params.geo[2], u32_of(op, groups as usize, "channel groups")?],
             dims: [params.dims[0], params.dims[1], u32_of(op, row_blocks as usize, "pixel blocks")?, run as u32],
-            win: params.win,
-            pad: params.pad,
-            mode: params.mode,
-            scale: params.scale,
             base: [params.base[0], u32_of(op, invocations as usize, "invocations")?, 0, 0],
+            ..params
         };
         let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
         // Max pooling over at most 3 x 3 taps unrolled; 3 columns at a stride of 2 dilations

@@ -1,9 +1,12 @@
 //! What the reduction kernels share: their uniform, the op codes of `reduce.wgsl`, the types
-//! and buffers of a call.
+//! and buffers of a call, and the binding of the indices that `max` / `min` write.
+
+use bytemuck::Zeroable;
 
 use crate::dtype::DType;
 use crate::kernels::abi::uniform;
-use crate::reduce::{ReduceOp, ScanOp};
+use crate::plan::IterPlan;
+use crate::reduce::{ReduceOp, ReducePlan, ScanOp};
 
 /// Dims a piece's plan may have.
 pub(crate) const MAX_DIMS: usize = 8;
@@ -83,6 +86,37 @@ pub(crate) struct Buffers<'a> {
     pub out: &'a wgpu::Buffer,
     pub input: &'a wgpu::Buffer,
     pub indices: Option<(&'a wgpu::Buffer, usize)>,
+}
+
+/// The uniform of piece `p`: its rank, sizes (1 past the rank) and every operand's strides; the
+/// rest zero.
+pub(crate) fn plan_uniform(p: &IterPlan) -> RedUniform {
+    let mut u = RedUniform::zeroed();
+    u.sizes = [1; MAX_DIMS];
+    for d in 0..p.rank() {
+        u.sizes[d] = p.sizes()[d] as u32;
+        for k in 0..3 {
+            u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
+        }
+    }
+    u.rank = p.rank() as u32;
+    u
+}
+
+/// The binding of the indices (`Buffers::indices`, where the call writes them) for piece `p`
+/// of `rp`: the window the piece writes, from its lowest element aligned down to `align` bytes,
+/// with `u.offsets[3]` set to the piece's element of linear index 0 within it; else `spare`.
+pub(crate) fn indices_binding<'s>(indices: Option<(&'s wgpu::Buffer, usize)>, rp: &ReducePlan, p: &IterPlan, align: u64, u: &mut RedUniform, spare: &'s wgpu::Buffer) -> (&'s wgpu::Buffer, (u64, u64)) {
+    let Some((buf, off)) = indices else {
+        return (spare, (0, 16));
+    };
+    // The indices have the output's strides, `delta` elements from it.
+    let delta = off as i64 - rp.plan.offset_of(0) as i64;
+    let (slo, shi) = p.span(0).unwrap_or((0, 0));
+    let (lo, hi) = ((slo as i64 + delta) as u64, (shi as i64 + delta) as u64);
+    let start = lo * 4 / align * align;
+    u.offsets[3] = ((p.offset_of(0) as i64 + delta) as u64 - start / 4) as u32;
+    (buf, (start, ((hi + 1) * 4).min(buf.size()) - start))
 }
 
 #[cfg(test)]

@@ -4,12 +4,10 @@
 //! outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
 //! eligibility check; everything else runs `reduce_general.wgsl`.
 
-use bytemuck::Zeroable;
-
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
-use crate::kernels::reduce::abi::{code, Buffers, RedUniform, Types, Work, MAX_DIMS};
+use crate::kernels::reduce::abi::{code, indices_binding, plan_uniform, Buffers, Types, Work, MAX_DIMS};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};
@@ -228,18 +226,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let mut dispatches = Vec::with_capacity(pieces.len());
     for p in &pieces {
         let w = windows(p);
-        let mut u = RedUniform::zeroed();
-        u.sizes = [1; MAX_DIMS];
-        for d in 0..p.rank() {
-            u.sizes[d] = p.sizes()[d] as u32;
-            for k in 0..3 {
-                u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
-            }
-        }
+        let mut u = plan_uniform(p);
         u.offsets[0] = (p.offset_of(0) as u64 - w[0].0 / 4) as u32;
         u.offsets[1] = (p.offset_of(1) as u64 - w[1].0 / 4) as u32;
         u.offsets[2] = p.offset_of(2) as u32;
-        u.rank = p.rank() as u32;
         u.rrank = rrank as u32;
         u.outputs = (p.numel() / rp.extent) as u32;
         u.extent = rp.extent as u32;
@@ -247,18 +237,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         u.correction = correction;
         // Columns: whether every step along the reduction keeps a 16-byte word aligned.
         u.mode = (0..rrank).all(|d| p.strides_of(1)[d] % 4 == 0) as u32;
-        let indices = match b.indices {
-            Some((buf, off)) if !scan => {
-                // The indices have the output's strides, `delta` elements from it.
-                let delta = off as i64 - rp.plan.offset_of(0) as i64;
-                let (slo, shi) = p.span(0).unwrap_or((0, 0));
-                let (lo, hi) = ((slo as i64 + delta) as u64, (shi as i64 + delta) as u64);
-                let start = lo * 4 / align * align;
-                u.offsets[3] = ((p.offset_of(0) as i64 + delta) as u64 - start / 4) as u32;
-                (buf, (start, ((hi + 1) * 4).min(buf.size()) - start))
-            }
-            _ => (spare.buffer(), (0, 16)),
-        };
+        let indices = indices_binding(b.indices.filter(|_| !scan), rp, p, align, &mut u, spare.buffer());
         let words = w[1].1 / 16 * 16;
         let input4 = if words > 0 { (b.input, (w[1].0, words)) } else { (spare4.buffer(), (0, 16)) };
         let out_words = scan && (rows || threads) && words_out(p, [u.offsets[0], u.offsets[1]], w[0], b.out.size());

@@ -9,16 +9,14 @@
 //! the same bits. One general pipeline serves every op and type (they are uniforms), and one
 //! per op serves f32.
 
-use bytemuck::Zeroable;
-
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
 pub mod abi;
 pub mod kernel;
 
-use abi::code;
-pub(crate) use abi::{Buffers, RedUniform, Types, Work, MAX_DIMS};
+use abi::{code, indices_binding, plan_uniform};
+pub(crate) use abi::{Buffers, Types, Work, MAX_DIMS};
 use kernel::ReduceKernel;
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
@@ -119,18 +117,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     for p in &pieces {
         let w = windows(p);
         let outputs = (p.numel() / extent) as u64;
-        let mut u = RedUniform::zeroed();
-        u.sizes = [1; MAX_DIMS];
-        for d in 0..p.rank() {
-            u.sizes[d] = p.sizes()[d] as u32;
-            for k in 0..3 {
-                u.strides[MAX_DIMS * k + d] = p.strides_of(k)[d] as i32;
-            }
-        }
+        let mut u = plan_uniform(p);
         u.offsets[0] = (p.offset_of(0) as u64 - w[0].0 / sizes[0]) as u32;
         u.offsets[1] = if reads { (p.offset_of(1) as u64 - w[1].0 / sizes[1]) as u32 } else { 0 };
         u.offsets[2] = p.offset_of(2) as u32;
-        u.rank = p.rank() as u32;
         u.rrank = rp.rrank as u32;
         u.outputs = outputs as u32;
         u.extent = rp.extent as u32;
@@ -142,18 +132,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         u.parts = parts as u32;
         u.chunk = if interleave { 0 } else { CHUNK as u32 };
         let input = if reads { (b.input, w[1]) } else { (spare_in.buffer(), (0, 16)) };
-        let indices = match b.indices {
-            Some((buf, off)) if !scan => {
-                // The indices have the output's strides, `delta` elements from it.
-                let delta = off as i64 - rp.plan.offset_of(0) as i64;
-                let (slo, shi) = p.span(0).unwrap_or((0, 0));
-                let (lo, hi) = ((slo as i64 + delta) as u64, (shi as i64 + delta) as u64);
-                let start = lo * 4 / align * align;
-                u.offsets[3] = ((p.offset_of(0) as i64 + delta) as u64 - start / 4) as u32;
-                (buf, (start, ((hi + 1) * 4).min(buf.size()) - start))
-            }
-            _ => (spare.buffer(), (0, 16)),
-        };
+        let indices = indices_binding(b.indices.filter(|_| !scan), rp, p, align, &mut u, spare.buffer());
         for &mode in modes {
             let threads = if mode == 1 || mode == 3 { outputs * parts } else { outputs };
             let groups = threads.div_ceil(WG);
