@@ -4,7 +4,7 @@
 // converts each to DST_TYPE (cast.wgsl), and writes 4 runs of up to 4 consecutive destination
 // elements as whole words, so no store needs atomics: the plan's dim 0, the destination's
 // offset and its other strides are multiples of the elements in a word (2 for 2-byte, 4 for
-// 1-byte elements; transpose_cast_plan in src/kernels/copy.rs), so each run fills words no
+// 1-byte elements; transpose_cast_plan in src/kernels/copy/mod.rs), so each run fills words no
 // other run touches.
 
 override WG: u32 = 64u;

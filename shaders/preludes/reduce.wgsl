@@ -1,4 +1,4 @@
-// The reduction kernels' plan, bindings, loads, stores and arithmetic (src/kernels/reduce.rs,
+// The reduction kernels' plan, bindings, loads, stores and arithmetic (src/kernels/reduce/,
 // src/reduce/plan.rs). The plan's operands: 0 the output (stride 0 along reduced dims), 1 the
 // input, 2 the index (each element's logical position within its reduction); its first
 // `rrank` dims are reduced, so that linear index r + extent * o is element r of output o.
@@ -43,7 +43,7 @@ struct Red {
 fn pz() -> u32 {
     return uniform_index(red_u[0].rank);
 }
-// The op codes of src/kernels/reduce.rs (reduce_code).
+// The op codes of src/kernels/reduce/abi.rs (`code`).
 const R_SUM: u32 = 0u;
 const R_MEAN: u32 = 1u;
 const R_PROD: u32 = 2u;

@@ -1,4 +1,4 @@
-// The rows and columns reduction kernels' bindings and arithmetic (src/kernels/reduce.rs):
+// The rows and columns reduction kernels' bindings and arithmetic (src/kernels/reduce/):
 // f32 in, f32 (or an i32 index) out, the op an override constant (OPC), so that each pipeline
 // holds only its op's code (the software adapters run every branch under masks). Elements are
 // loaded four at a time where their words are 16-byte aligned (`src4`, the same window of the

@@ -51,7 +51,7 @@ pub struct ConvClass {
     pub depthwise: bool,
     /// Whether its channels come in several groups short of depthwise: on CPU adapters `Nchw`
     /// runs such 1x1 convolutions of small images as batched matrix products
-    /// (`kernels/matmul/grouped.rs`), so their kept choices stay apart from ungrouped ones'.
+    /// (`kernels/conv/grouped.rs`), so their kept choices stay apart from ungrouped ones'.
     #[serde(default)]
     pub grouped: bool,
 }

@@ -13,7 +13,7 @@
 //! * [`depthwise`]: one input channel per output channel, memory-bound.
 //!
 //! A grouped 1x1 convolution of small images on [`ConvKernel::Nchw`] runs, where it can, as
-//! one batched matrix product over its images and groups (`kernels/matmul/grouped.rs`, which
+//! one batched matrix product over its images and groups (`kernels/conv/grouped.rs`, which
 //! the tensors call first): dispatches that each cover every image and group rather than one
 //! per group.
 //!
