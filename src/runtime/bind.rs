@@ -15,11 +15,12 @@ use crate::runtime::fxhash::FxHashMap;
 /// The most groups kept; reaching it empties the cache.
 pub(crate) const MAX_GROUPS: usize = 1024;
 
-/// A bind group's identity: its layout (the family's slots, one layout per slots) and each
-/// binding's buffer and window (offset, size) in binding order.
+/// A bind group's identity: its layout, named by the family's static slots (address and
+/// length: the same slice, so the same layout; `Runtime::bind_group_layout` makes one per
+/// slots), and each binding's buffer and window (offset, size) in binding order.
 #[derive(PartialEq, Eq, Hash)]
 pub(crate) struct BindKey {
-    pub slots: usize,
+    pub slots: (usize, usize),
     pub windows: Vec<(wgpu::Buffer, u64, u64)>,
 }
 

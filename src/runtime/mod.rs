@@ -270,7 +270,7 @@ impl Runtime {
     /// size in bytes), made once and then reused while the cache keeps it (`bind`). Call
     /// inside `scoped`.
     pub fn bind_group(&self, slots: &'static [Slot], bgl: &wgpu::BindGroupLayout, label: &'static str, windows: &[(&wgpu::Buffer, u64, u64)]) -> wgpu::BindGroup {
-        let key = bind::BindKey { slots: slots.as_ptr() as usize, windows: windows.iter().map(|&(b, o, s)| (b.clone(), o, s)).collect() };
+        let key = bind::BindKey { slots: (slots.as_ptr() as usize, slots.len()), windows: windows.iter().map(|&(b, o, s)| (b.clone(), o, s)).collect() };
         if let Some(g) = lock(&self.bind_groups).get(&key) {
             return g;
         }
