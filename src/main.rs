@@ -1,5 +1,5 @@
 //! `cargo run --release`: the seeds' worked examples on the host and the GPU.
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold]`: copy,
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold]`: copy,
 //! elementwise and convolution throughput on the chosen adapter, each convolution through its
 //! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
 //! shader cache, in a fresh process (`first-call I nchw|nhwc`), and (`resnet`) ResNet-18's
@@ -10,6 +10,7 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
     pub mod bench;
+    pub mod bench_calls;
     pub mod bench_conv;
     pub mod bench_copy;
     pub mod bench_elementwise;
@@ -78,7 +79,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph]]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph]]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
@@ -91,8 +92,8 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
         match a.as_str() {
             "--json" | "--profile" => {}
             "--only" => match it.next().map(String::as_str) {
-                Some(v @ ("host" | "copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
-                v => return Err(format!("--only needs host, copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
+                Some(v @ ("host" | "calls" | "copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
+                v => return Err(format!("--only needs host, calls, copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
             },
             "--interleave" => warm = 0,
             "--warm" => {

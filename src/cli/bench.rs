@@ -1,4 +1,4 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`:
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`:
 //! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the reduction
 //! rows (`bench_reduce`), the pooling and shape rows (`bench_pool`), the convolution rows
 //! (`bench_conv`), the matrix products (`bench_matmul`), ResNet-18 in both layouts (`resnet`), each convolution's first call with an
@@ -18,6 +18,11 @@ pub fn run(json: bool, warm: usize, only: Option<String>, profile: bool) -> Resu
         }
     }
     let ctx = GpuContext::new()?;
+    if only.as_deref() == Some("calls") {
+        let rows = crate::cli::bench_calls::rows(&ctx)?;
+        crate::cli::bench_calls::print(&ctx, &rows, json);
+        return Ok(());
+    }
     if matches!(only.as_deref(), None | Some("copy")) {
         let rows = crate::cli::bench_copy::rows(&ctx, warm)?;
         print(&ctx, "copy", &rows, json, warm);

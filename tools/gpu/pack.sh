@@ -20,6 +20,9 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
   | while read -r name exe; do cp "$exe" ".gpu/bin/$name"; done
+# GPU_PACK_B=<path>: a second build of the main program (another revision, or the same with
+# one constant changed), timed beside the first by run.sh.
+if [ -n "${GPU_PACK_B:-}" ]; then cp "$GPU_PACK_B" .gpu/bin/strided-wgpu-b; fi
 strip .gpu/bin/* 2>/dev/null || true
 echo "$PWD" > .gpu/built_at
 # The Vulkan loader and EGL, as the device tool's README says to bring them.

@@ -1,14 +1,32 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, in the checkout the device tool copied there, with `.gpu/` (made by
-# tools/gpu/pack.sh) carried: the Vulkan loader unpacked, the device suites (lavapipe's
-# tests, on the GPU's Vulkan adapter), then the bench parts and the PyTorch peers in one go.
-# Results go to $OUT (at most 8 files): tests.log, bench.jsonl, profile.jsonl, torch.jsonl,
-# torch_resnet.txt, env.txt. `GPU_BENCH_PARTS` picks the bench parts (default: host resnet
-# conv matmul reduce).
+# tools/gpu/pack.sh) carried: the Vulkan loader unpacked, then in one go, within
+# GPU_RUN_BUDGET seconds (default 330; a step that would pass it is cut short and says so):
+#   1. the crate's `bench --only calls` (the peer script's rows by its rule) and `--only resnet`,
+#   2. the PyTorch peers (torch_cuda_bench.py, torch_resnet_variants.py),
+#   3. `bench --only resnet --profile` and the parts in GPU_BENCH_PARTS (default: conv matmul
+#      reduce host),
+#   4. the device test binaries (lavapipe's suites, on the GPU's Vulkan adapter).
+# Results in $OUT (at most 8 files): env.txt, calls.jsonl, bench.jsonl, torch.jsonl,
+# torch_resnet.txt, tests.log, and for a second build calls_b.jsonl, bench_b.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
+end=$((SECONDS + ${GPU_RUN_BUDGET:-330}))
+# `step CAP FILE CMD...`: runs CMD for at most CAP seconds or what is left of the budget,
+# appending its output to FILE.
+step() {
+  local cap=$1 file=$2
+  shift 2
+  local left=$((end - SECONDS))
+  if [ "$left" -lt 5 ]; then echo "!!! skipped (budget spent): $*" >> "$OUT/$file"; return; fi
+  [ "$cap" -gt "$left" ] && cap=$left
+  local t0=$SECONDS
+  timeout "$cap" "$@" >> "$OUT/$file" 2>&1
+  local rc=$?
+  echo "### $* : rc=$rc, $((SECONDS - t0)) s" >> "$OUT/env.txt"
+}
 for f in .gpu/deb/*.deb; do dpkg -x "$f" /; done
 ldconfig
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
@@ -18,20 +36,29 @@ fi
 built_at="$(cat .gpu/built_at)"
 if [ "$built_at" != "$PWD" ] && [ ! -e "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -s "$PWD" "$built_at"; fi
 export WGPU_BACKEND=vulkan STRIDED_WGPU_REQUIRE_ADAPTER=1 XDG_RUNTIME_DIR="$(mktemp -d)" PYTHONUNBUFFERED=1
-{ nvidia-smi -L 2>&1; .gpu/bin/strided-wgpu bench --only host 2>&1 | head -3; } > "$OUT/env.txt"
-{
-  for t in .gpu/bin/*; do
-    case "$(basename "$t")" in strided-wgpu) continue ;; esac
-    echo "=== $(basename "$t")"
-    timeout 300 "$t" 2>&1 | grep -E "test result|FAILED|panicked|passed, |failed" || echo "!!! $(basename "$t") exited $?"
-  done
-} > "$OUT/tests.log" 2>&1
-for part in ${GPU_BENCH_PARTS:-host resnet conv matmul reduce}; do
-  timeout 240 .gpu/bin/strided-wgpu bench --only "$part" --json >> "$OUT/bench.jsonl" 2>&1 || echo "!!! bench $part exited $?" >> "$OUT/bench.jsonl"
-done
-timeout 120 .gpu/bin/strided-wgpu bench --only resnet --profile --json > "$OUT/profile.jsonl" 2>&1
+export STRIDED_WGPU_BENCH_MIN_S="${STRIDED_WGPU_BENCH_MIN_S:-0.2}"
+{ date -u; git log --oneline -1 2>/dev/null || true; nvidia-smi -L 2>&1; nproc; } > "$OUT/env.txt"
+bin=.gpu/bin/strided-wgpu
+# A second build of the main program (`.gpu/bin/strided-wgpu-b`, optional: pack.sh's
+# GPU_PACK_B names a git revision or a patch to build it from) is timed beside the first, in
+# turns, into calls_b.jsonl and bench_b.jsonl.
+alt=.gpu/bin/strided-wgpu-b
+step 120 calls.jsonl $bin bench --only calls --json
+[ -x $alt ] && step 120 calls_b.jsonl $alt bench --only calls --json
+step 90 bench.jsonl $bin bench --only resnet --json
+[ -x $alt ] && step 90 bench_b.jsonl $alt bench --only resnet --json
 if [ -f .gpu/peers/torch_cuda_bench.py ]; then
-  timeout 240 python3 .gpu/peers/torch_cuda_bench.py > "$OUT/torch.jsonl" 2>&1
-  timeout 240 python3 .gpu/peers/torch_resnet_variants.py > "$OUT/torch_resnet.txt" 2>&1
+  step 120 torch.jsonl python3 .gpu/peers/torch_cuda_bench.py --min-seconds "$STRIDED_WGPU_BENCH_MIN_S"
+  step 60 torch_resnet.txt python3 .gpu/peers/torch_resnet_variants.py
 fi
+step 40 bench.jsonl $bin bench --only resnet --profile --json
+for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
+  step 90 bench.jsonl $bin bench --only "$part" --json
+  [ -x $alt ] && step 90 bench_b.jsonl $alt bench --only "$part" --json
+done
+for t in ${GPU_TESTS:-graph device_conv2d device_matmul conformance embedding}; do
+  [ -x ".gpu/bin/$t" ] || continue
+  echo "=== $t" >> "$OUT/tests.log"
+  step 120 tests.log ".gpu/bin/$t"
+done
 ls -la "$OUT"
