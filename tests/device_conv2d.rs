@@ -51,7 +51,7 @@ fn layout(rng: &mut Rng, x: HostTensor) -> HostTensor {
     }
 }
 
-const KERNELS: [ConvKernel; 6] = [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled, ConvKernel::Direct];
+const KERNELS: [ConvKernel; 8] = [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Nchw, ConvKernel::NhwcTiled, ConvKernel::Direct, ConvKernel::GemmNchwSplit, ConvKernel::GemmNhwcSplit];
 
 #[test]
 fn random_convolutions_match_cpu() {
@@ -514,7 +514,7 @@ fn residual_epilogue_matches_the_unfused_ops() {
                     let want = x.conv2d_add(&wt, Some(&b), &res, &o).unwrap().to_vec::<f32>().unwrap();
                     let scale = conv2d_cpu(&abs(&x), &abs(&wt), Some(&abs(&b)), &Conv2dOptions { relu: false, ..o }).unwrap().add(&abs(&res)).unwrap().to_vec::<f32>().unwrap();
                     let (dx, dw, db) = (to_device(ctx, &x), to_device(ctx, &wt), to_device(ctx, &b));
-                    for kernel in [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Direct] {
+                    for kernel in [ConvKernel::Auto, ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::Direct, ConvKernel::GemmNchwSplit, ConvKernel::GemmNhwcSplit] {
                         let unfused = conv2d_with(&dx, &dw, Some(&db), &Conv2dOptions { relu: false, ..o }, kernel).unwrap();
                         let dres = to_device(ctx, &res);
                         unfused.add_(&dres).unwrap();
@@ -542,5 +542,35 @@ fn residual_epilogue_matches_the_unfused_ops() {
         let bad = to_device(ctx, &HostTensor::from_vec(vec![1f32; 2 * 4 * 5 * 4], &[2, 4, 5, 4]).unwrap());
         let r = x.conv2d_add(&wt, None, &bad, &Conv2dOptions::default());
         assert!(matches!(r, Err(Error::InvalidArgument { op: "conv2d_add", .. })), "{}: {r:?}", name(ctx));
+    }
+}
+
+/// Split-K (`GemmNchwSplit`, `GemmNhwcSplit`): reductions of 144 to 1152 steps cut into 2 to 18
+/// slices, with groups, a stride, bias and ReLU, into both output layouts: each output within
+/// the tolerance of the CPU reference, and a second call equal to the first bit for bit (the
+/// slices are added in a fixed order).
+#[test]
+fn split_k_matches_cpu_and_repeats_bit_for_bit() {
+    let mut rng = Rng(0x5b117);
+    for ctx in contexts() {
+        let mut compared = 0;
+        for (n, c, h, w, k, kh, stride, groups) in [(1, 64, 7, 7, 128, 3, 1, 1), (2, 32, 9, 9, 48, 3, 1, 2), (1, 128, 8, 8, 64, 3, 2, 1), (3, 16, 5, 6, 20, 1, 1, 1)] {
+            let xv = vals(&mut rng, n * c * h * w);
+            let x = layout(&mut rng, HostTensor::from_vec(xv, &[n, c, h, w]).unwrap());
+            let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups) * kh * kh), &[k, c / groups, kh, kh]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            for kernel in [ConvKernel::GemmNchwSplit, ConvKernel::GemmNhwcSplit] {
+                for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                    let o = Conv2dOptions { stride: (stride, stride), padding: (kh / 2, kh / 2), groups, relu: true, output_format: Some(format), ..Default::default() };
+                    let label = format!("{} split [{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} groups {groups} {kernel:?} {format:?}", name(ctx));
+                    compared += check(ctx, &x, &wt, Some(&b), &o, kernel, &label);
+                    let (dx, dw, db) = (to_device(ctx, &x), to_device(ctx, &wt), to_device(ctx, &b));
+                    let run = || conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                    let (a, again) = (run(), run());
+                    assert!(a.iter().zip(&again).all(|(p, q)| p.to_bits() == q.to_bits()), "{label}: a second call gave other bits");
+                }
+            }
+        }
+        assert!(compared > 10_000, "only {compared} outputs compared");
     }
 }

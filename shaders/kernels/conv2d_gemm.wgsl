@@ -9,51 +9,10 @@
 // neighbouring lanes read neighbouring pixels of a row-major plane; true (NHWC), lanes run along
 // channels and r = (ky, kx, c), so they read neighbouring channels of a channels-last pixel
 // (VIN: 4 channels as one aligned vec4 word). The host packs B in the same r order.
-
-struct GemmParams {
-    // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.
-    xs: vec4<i32>,
-    ys: vec4<i32>,
-    // h, w, oh, ow
-    geo: vec4<u32>,
-    // sh, sw, ph, pw
-    conv: vec4<i32>,
-    // kh, kw, dh, dw
-    taps: vec4<i32>,
-    // C/groups, K/groups, R = C/groups * kh * kw, vec4 words per packed weight row
-    red: vec4<u32>,
-    // Element offsets within the bound windows: input at image n0, output at image n0, bias;
-    // then the bias stride.
-    base: vec4<i32>,
-    // Output pixels in this dispatch, tiles along the pixels, tiles along the channels,
-    // workgroups in all (tiles along pixels x along channels x groups).
-    work: vec4<u32>,
-    // RESID: the residual's element index minus the output's bound-window index of the same
-    // element (the residual has the output's strides); then three unused words.
-    res: vec4<i32>,
-}
-
-override CHANNELS: bool = false;
-// 0: start from zero; 1: start from the bias.
-override MODE: u32 = 0u;
-override RELU: bool = false;
-// Whether the epilogue adds a residual (binding 7, the output's shape and strides) before the
-// ReLU: relu(conv + bias + residual), ResNet's block.
-override RESID: bool = false;
-// Whether 4 consecutive input channels (NHWC) are one aligned vec4 word.
-override VIN: bool = false;
-// Whether an invocation's 4 outputs along its fast dim (pixels for NCHW, channels for NHWC)
-// are one aligned vec4 word.
-override VOUT: bool = false;
-
-// Bindings 1 and 3-6: conv_io.wgsl.
-@group(0) @binding(0) var<uniform> gp_u: array<GemmParams, 1>;
-
-fn pz() -> u32 {
-    return uniform_index(gp_u[0].geo.x);
-}
-@group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> res: array<f32>;
+//
+// SPLIT (split-K, for calls with too few tiles to fill a GPU and a long reduction): each
+// workgroup walks one slice of the reduction and stores its tile's partial sums; a second
+// dispatch (conv2d_gemm_sum.wgsl) adds them in slice order and applies the epilogue.
 
 // Where a pixel of the tile reads: its image's element offset (channel 0 of the group), its
 // tap-(0, 0) row and column, and whether it exists.
@@ -130,54 +89,6 @@ fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
     return wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j];
 }
 
-// The residual at the output's window indices `at` + i * `step` for the lanes `live` marks
-// (0 elsewhere, and everywhere without RESID).
-fn residual4(at: i32, step: i32, live: vec4<bool>) -> vec4<f32> {
-    var r = vec4<f32>(0.0);
-    if (RESID) {
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            if (live[i]) {
-                r[i] = res[u32(at + gp_u[pz()].res.x + i32(i) * step)];
-            }
-        }
-    }
-    return r;
-}
-
-// The epilogue: (acc + bias) + residual, then ReLU; each step rounded to f32 as the separate
-// ops would round it, so the fused result equals conv, add_ and relu_ bit for bit.
-fn finish(v: vec4<f32>, b: vec4<f32>, r: vec4<f32>) -> vec4<f32> {
-    var o = v;
-    if (MODE == 1u) {
-        o = o + b;
-    }
-    if (RESID) {
-        o = o + r;
-    }
-    if (RELU) {
-        o = relu4(o);
-    }
-    return o;
-}
-
-// The bias of output channel k of group `group`.
-fn bias_at(group: u32, k: u32) -> f32 {
-    if (MODE != 1u || k >= gp_u[pz()].red.y) {
-        return 0.0;
-    }
-    return bias[u32(gp_u[pz()].base.z + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].base.w)];
-}
-
-// The output element offset of pixel m (channel 0 of the window).
-fn out_offset(m: u32) -> i32 {
-    let plane = gp_u[pz()].geo.z * gp_u[pz()].geo.w;
-    let n = m / plane;
-    let rem = m - n * plane;
-    let oy = rem / gp_u[pz()].geo.w;
-    let ox = rem - oy * gp_u[pz()].geo.w;
-    return gp_u[pz()].base.y + i32(n) * gp_u[pz()].ys.x + i32(oy) * gp_u[pz()].ys.z + i32(ox) * gp_u[pz()].ys.w;
-}
-
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages
 // (one, or four under CHANNELS without VIN), its group and the tile's first output channel.
 struct GemmFeed {
@@ -217,7 +128,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let tile_m = id % gp_u[pz()].work.y;
     let rest = id / gp_u[pz()].work.y;
     let tile_n = rest % gp_u[pz()].work.z;
-    let group = rest / gp_u[pz()].work.z;
+    // Under SPLIT, the group and the slice of the reduction: (group * S + slice).
+    var group = rest / gp_u[pz()].work.z;
+    var slice = 0u;
+    if (SPLIT) {
+        slice = group % gp_u[pz()].split.x;
+        group = group / gp_u[pz()].split.x;
+    }
     let m0 = tile_m * BM;
     let n0 = tile_n * BN;
 
@@ -251,7 +168,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else if (CHANNELS) {
         sa = STAGE_A_STEPS;
     }
-    let acc = gemm_tile(f, lid, tx, ty, gp_u[pz()].red.z, sa, STAGE_B_COLS);
+    var begin = 0u;
+    var end = gp_u[pz()].red.z;
+    if (SPLIT) {
+        begin = slice * gp_u[pz()].split.y;
+        end = min(end, begin + gp_u[pz()].split.y);
+    }
+    let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, STAGE_B_COLS);
+    if (SPLIT) {
+        // The tile's partial sums as they are (rows and words padded to whole tiles, so every
+        // store is in range): conv2d_gemm_sum.wgsl adds the slices and applies the epilogue.
+        let words = gp_u[pz()].split.w;
+        let at = ((group * gp_u[pz()].split.x + slice) * gp_u[pz()].split.z + m0 + 4u * tx) * words + n0 / 4u + ty;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            y4[at + i * words] = acc[i];
+        }
+        return;
+    }
 
     // acc[i] holds pixel 4tx + i at channels 4ty .. 4ty+3.
     let k = n0 + 4u * ty;
@@ -262,18 +195,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (CHANNELS) {
         for (var i = 0u; i < 4u; i = i + 1u) {
             if (m + i < gp_u[pz()].work.x && k < gp_u[pz()].red.y) {
-                let at = out_offset(m + i) + ks;
-                let live = vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(gp_u[pz()].red.y);
-                let v = finish(acc[i], b, residual4(at, gp_u[pz()].ys.y, live));
-                if (VOUT) {
-                    y4[u32(at) / 4u] = v;
-                } else {
-                    for (var j = 0u; j < 4u; j = j + 1u) {
-                        if (k + j < gp_u[pz()].red.y) {
-                            y[u32(at + i32(j) * gp_u[pz()].ys.y)] = v[j];
-                        }
-                    }
-                }
+                store_channels(m + i, group, k, acc[i], b);
             }
         }
         return;

@@ -82,7 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Register block: rows 4tx .. 4tx+3 x columns 4ty .. 4ty+3; lanes run along the columns.
     let tx = lid / 16u;
     let ty = lid % 16u;
-    let acc = gemm_tile(f, lid, tx, ty, mp_u[pz()].dims.z, sa, sb);
+    let acc = gemm_tile(f, lid, tx, ty, 0u, mp_u[pz()].dims.z, sa, sb);
 
     let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
     let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;

@@ -4,7 +4,9 @@
 // accumulators). The reduction is walked 16 at a time: the workgroup stages a 16 x 64 slice of A
 // and of B in workgroup memory (8 KiB), then every invocation takes 16 steps of one vec4 of A
 // and one of B. So each element loaded from memory feeds 64 multiply-adds, and an invocation
-// holds about 50 values: room for 8 or more waves per SIMD on a GPU.
+// holds about 50 values: room for 8 or more waves per SIMD on a GPU. (A wide form, 64
+// invocations of 8 x 8 blocks staging for four each, ran 1.3-2x slower on an NVIDIA H200,
+// 2026-11-28: BENCHMARKS.md.)
 //
 // The kernel that includes this prelude defines how elements are fetched:
 //   struct GemmFeed                 what an invocation keeps to address its loads,
@@ -37,14 +39,21 @@ const STAGE_B_STEPS: u32 = 1u;
 var<workgroup> ta: array<vec4<f32>, 256>;
 var<workgroup> tb: array<vec4<f32>, 256>;
 
-// The 4 x 4 block of invocation (tx, ty) over a reduction of `depth`: acc[i] holds row 4tx + i at
+// The 4 x 4 block of invocation (tx, ty) over reduction steps [begin, end) (begin a multiple of
+// BK; steps past the reduction fetch as 0, so `end` may pass it): acc[i] holds row 4tx + i at
 // columns 4ty .. 4ty+3 of the tile. `sa` and `sb` are the staging modes (uniform across the
-// workgroup, so the barriers stay in uniform control flow).
-fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, depth: u32, sa: u32, sb: u32) -> mat4x4<f32> {
+// workgroup, as are begin and end, so the barriers stay in uniform control flow). The next
+// slice's loads are issued before the current slice's multiply-adds (register double
+// buffering), so their latency hides behind the arithmetic.
+fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: u32, sb: u32) -> mat4x4<f32> {
     var acc = mat4x4<f32>();
-    for (var r0 = 0u; r0 < depth; r0 = r0 + BK) {
-        let av = gemm_fetch_a(f, lid, r0);
-        let bv = gemm_fetch_b(f, lid, r0);
+    var av = vec4<f32>(0.0);
+    var bv = vec4<f32>(0.0);
+    if (begin < end) {
+        av = gemm_fetch_a(f, lid, begin);
+        bv = gemm_fetch_b(f, lid, begin);
+    }
+    for (var r0 = begin; r0 < end; r0 = r0 + BK) {
         workgroupBarrier();
         if (sa == STAGE_A_STEPS4) {
             let m = lid / 4u;
@@ -68,6 +77,10 @@ fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, depth: u32, sa: u32, sb: u
             tb[lid] = bv;
         }
         workgroupBarrier();
+        if (r0 + BK < end) {
+            av = gemm_fetch_a(f, lid, r0 + BK);
+            bv = gemm_fetch_b(f, lid, r0 + BK);
+        }
         for (var kk = 0u; kk < BK; kk = kk + 1u) {
             let a = ta[kk * 16u + tx];
             let b = tb[kk * 16u + ty];

@@ -23,7 +23,8 @@
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
 //! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share;
 //! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
-//! and `matmul_gemm` (A and B through their strides) share, `matmul_io` the matrix products'
+//! and `matmul_gemm` (A and B through their strides) share, `conv_gemm` the uniform and
+//! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch), `matmul_io` the matrix products'
 //! uniform, packed operand loads and epilogue; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`.
 //!
@@ -77,6 +78,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv2d_depthwise_cols_shuffled", prelude!("conv2d_depthwise_cols_shuffled")),
     ("subgroup_slot", prelude!("subgroup_slot")),
     ("gemm_engine", prelude!("gemm_engine")),
+    ("conv_gemm", prelude!("conv_gemm")),
     ("matmul_io", prelude!("matmul_io")),
     ("reduce", prelude!("reduce")),
     ("reduce_io", prelude!("reduce_io")),
@@ -143,7 +145,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
     // One GEMM engine (the tile loop) under the convolution and the matrix products.
-    ("conv2d_gemm", &["conv_io", "conv_relu", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("conv2d_gemm", &["conv_io", "conv_relu", "conv_gemm", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("conv2d_gemm_sum", &["conv_io", "conv_relu", "conv_gemm"], kernel!("conv2d_gemm_sum")),
     ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).

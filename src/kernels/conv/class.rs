@@ -81,7 +81,8 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// The convolution kernel used where a class has no kept choice (the default policy measures
 /// nothing): a deterministic choice per adapter kind and shape class, the kernel the tuner
 /// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
-/// GEMM (or depthwise) kernel in the output's orientation. On CPU adapters: depthwise, the
+/// GEMM (or depthwise) kernel in the output's orientation, split-K where the class has few
+/// output tiles and a long reduction. On CPU adapters: depthwise, the
 /// tall kernel for 3x3 at unit stride and dilation in either layout (else the rows kernel
 /// channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation, the rows form
 /// of the direct kernel into channels-last, and the band form into NCHW unless `Nchw` writes
@@ -104,7 +105,20 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
         };
     }
     if !cpu {
-        return if channels_last_out { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
+        // Split-K where the class's output has few 64 x 64 tiles (under 256: a GPU of 100+
+        // multiprocessors would run a workgroup or two on each) and its reduction is long
+        // (C/groups * kh * kw >= 1024 steps: each slice still walks hundreds). ResNet-18 at
+        // batch 8 on an NVIDIA H200: its 3x3 layers at 28x28, 14x14 and 7x7 (98, 100 and 56
+        // tiles of 1152-4608 steps) ran at 10, 6.5 and 3.1 TFLOP/s unsplit (BENCHMARKS.md).
+        let [cg, kg, pixels] = c.log2.map(|l| 1usize << l);
+        let tiles = pixels.div_ceil(64) * kg.div_ceil(64);
+        let split = tiles < 256 && cg * c.window[0] * c.window[1] >= 1024;
+        return match (channels_last_out, split) {
+            (true, true) if has(ConvKernel::GemmNhwcSplit) => ConvKernel::GemmNhwcSplit,
+            (false, true) if has(ConvKernel::GemmNchwSplit) => ConvKernel::GemmNchwSplit,
+            (true, _) => ConvKernel::GemmNhwc,
+            (false, _) => ConvKernel::GemmNchw,
+        };
     }
     let [kh, kw, ..] = c.window;
     // `Nchw` writing its output as vec4 words (4 consecutive pixels of a plane), NCHW.

@@ -3,13 +3,19 @@
 //! workgroup memory. The weight is packed once per call into [group][r][K/groups rounded up
 //! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
 //! kh*kw elements, tiny next to the work); the input is read in place.
+//!
+//! The split-K kernels ([`ConvKernel::GemmNchwSplit`], [`ConvKernel::GemmNhwcSplit`]) cut the
+//! reduction into slices ([`slices`]) where a call has too few tiles to fill a GPU: each
+//! workgroup walks one slice of one tile and stores its partial sums in a scratch buffer, then
+//! a second dispatch (`conv2d_gemm_sum.wgsl`) adds each output's slices in slice order (the
+//! same bits at every run) and applies the epilogue.
 
 
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::conv::kernel::{OP};
+use crate::kernels::conv::kernel::OP;
 use crate::layout::Layout;
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -33,7 +39,26 @@ uniform! {
         base: [i32; 4],
         work: [u32; 4],
         res: [i32; 4],
+        split: [u32; 4],
     }
+}
+
+/// The workgroups a split-K call aims at: enough tiles to keep every multiprocessor of a large
+/// GPU busy (an NVIDIA H200 has 132, each holding several 256-invocation workgroups).
+pub(crate) const SPLIT_TARGET: u64 = 1024;
+/// The fewest reduction steps a slice walks (4 of the engine's 16-step stages).
+const SLICE_MIN: usize = 64;
+
+/// The slices of a split-K call of `tiles` output tiles over a reduction of `r_len` steps,
+/// with a partial buffer of `bytes_per_slice` each within `limit`: (slices, steps per slice, a
+/// multiple of 16). One slice (no split) where the tiles already reach [`SPLIT_TARGET`], the
+/// reduction is too short to cut, or a second slice would not fit the binding.
+pub(crate) fn slices(tiles: u64, r_len: usize, bytes_per_slice: u64, limit: u64) -> (usize, usize) {
+    let want = SPLIT_TARGET.div_ceil(tiles.max(1)) as usize;
+    let most = (r_len / SLICE_MIN).min((limit / bytes_per_slice.max(1)) as usize).max(1);
+    let s = want.min(most).max(1);
+    let chunk = r_len.div_ceil(s).div_ceil(16) * 16;
+    (r_len.div_ceil(chunk.max(16)).max(1), chunk.max(16))
 }
 
 /// Records the convolution of `ops` through the GEMM kernel.
@@ -51,11 +76,22 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let ys = ops.out.layout.strides();
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
     let geom = ops.geometry()?;
+    // Split-K: the slices, from the largest image range (the partial buffer serves each range
+    // in turn), and the partial buffer's rows and words per (group, slice).
+    let most_pixels = ops.ranges.iter().map(|r| (r.n1 - r.n0) * g.oh * g.ow).max().unwrap_or(0);
+    let (prows, pwords) = (most_pixels.div_ceil(TILE) * TILE, kg.div_ceil(TILE) * (TILE / 4));
+    let slice_bytes = (groups as u64).saturating_mul(prows as u64).saturating_mul(pwords as u64 * 16);
+    let (nslices, chunk) = if kernel.split() {
+        slices((most_pixels.div_ceil(TILE) * kg.div_ceil(TILE) * groups) as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
+    } else {
+        (1, r_len)
+    };
+    let split = nslices > 1;
     let mut plan = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
         let (tm, tn) = (pixels.div_ceil(TILE), kg.div_ceil(TILE));
-        let total = tm as u64 * tn as u64 * groups as u64;
+        let total = tm as u64 * tn as u64 * groups as u64 * nslices as u64;
         let grid = crate::kernels::conv::common::grid(rt, total, &format!("{total} workgroups of 64 x 64 outputs"))?;
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, r.n1 - r.n0);
@@ -71,9 +107,25 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             // The residual (the output's strides): its element index minus the output's
             // window index of the same element.
             res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / 4) as isize - ops.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
+            split: [nslices as u32, u32_of(chunk, "reduction steps per slice")?, u32_of(prows, "partial rows")?, u32_of(pwords, "partial row words")?],
         };
-        let constants = vec![("CHANNELS", kernel.channels() as i64), ("MODE", ops.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", ops.residual.is_some() as i64), ("VIN", vin as i64), ("VOUT", vout as i64)];
-        plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, vout, grid));
+        let (channels, bias, relu, resid) = (kernel.channels() as i64, ops.bias.is_some() as i64, o.relu as i64, ops.residual.is_some() as i64);
+        if split {
+            // The slices' partial sums, then their sum and the epilogue, one invocation per
+            // pixel and channel quad.
+            let constants = vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)];
+            plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, Step::Slices, grid));
+            let invocations = groups as u64 * pixels as u64 * row as u64;
+            let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
+            let sum_params = GemmParams { work: [params.work[0], 0, 0, u32_of(invocations as usize, "partial sums")?], ..params };
+            // The sum stores a pixel's 4 channels: one vec4 word channels-last only.
+            let vout = vout && kernel.channels();
+            let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VOUT", vout as i64)];
+            plan.push((r, sum_params, PipelineKey { shader: "conv2d_gemm_sum", constants }, Step::Sum(vout), sum_grid));
+        } else {
+            let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, Step::Whole(vout), grid));
+        }
     }
     // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),
     // copied into the packed rows: element (g, k, c, ky, kx) at ((g * R + r) * row) * 4 + k.
@@ -84,19 +136,37 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, wgpu::BufferUsages::empty())?;
     pack(rt, rec, ops, &dst, &w, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let partial_bytes = if split { slice_bytes * nslices as u64 } else { 16 };
+    let partial = rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
+    // Without a residual (never read) a few bytes of the packed weight, bound read-only
+    // already (the scratch word is bound writable).
+    let res = ops.residual.map_or((packed.buffer(), (0, packed_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
         .into_iter()
-        .map(|(r, params, key, vout, grid)| {
-            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            // Without a residual (never read) a few bytes of the packed weight, bound read-only
-            // already (the scratch word is bound writable).
-            let res = ops.residual.map_or((packed.buffer(), (0, packed_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_bytes)), bias, o4, (ops.input.buffer, words(r.x)), o6, res], grid }
+        .map(|(r, params, key, step, grid)| {
+            let input = [(ops.input.buffer, r.x), (ops.input.buffer, words(r.x))];
+            let whole = (partial.buffer(), (0, partial_bytes));
+            let ([x, x4], [o4, o6]) = match step {
+                Step::Whole(vout) => (input, out_bindings(ops.out.buffer, r.y, unused.buffer(), vout)),
+                Step::Slices => (input, [(unused.buffer(), (0, 16)), whole]),
+                Step::Sum(vout) => ([whole, whole], out_bindings(ops.out.buffer, r.y, unused.buffer(), vout)),
+            };
+            Dispatch { key, params, bindings: vec![x, (packed.buffer(), (0, packed_bytes)), bias, o4, x4, o6, res], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
     rec.hold(unused);
+    rec.hold(partial);
     rec.hold(packed);
     Ok(())
+}
+
+/// What one planned dispatch does: the whole convolution (writing the output, as vec4 words
+/// or not), a split call's slices (writing the partial buffer), or their sum (reading it).
+#[derive(Clone, Copy)]
+enum Step {
+    Whole(bool),
+    Slices,
+    Sum(bool),
 }

@@ -34,6 +34,15 @@ pub enum ConvKernel {
     GemmNchw,
     /// GPU-shaped tiled implicit GEMM, lanes along channels (NHWC).
     GemmNhwc,
+    /// [`ConvKernel::GemmNchw`] with the reduction split into slices (split-K) where the call
+    /// has fewer than 1024 output tiles and a reduction of at least 128 steps (C/groups * kh *
+    /// kw): each workgroup walks one slice of one tile, and a second dispatch
+    /// (`conv2d_gemm_sum.wgsl`) adds the slices in a fixed order and applies the epilogue. For
+    /// the deep, small layers of a network, whose few tiles leave most of a GPU idle. Where the
+    /// call has enough tiles, or too short a reduction, it runs as `GemmNchw`.
+    GemmNchwSplit,
+    /// [`ConvKernel::GemmNhwc`] with the reduction split as [`ConvKernel::GemmNchwSplit`] says.
+    GemmNhwcSplit,
     /// Depthwise (`conv2d_depthwise.wgsl`, groups == C): 4 pixels of a row per invocation.
     DepthwiseNchw,
     /// Depthwise: 4 channels of a pixel per invocation.
@@ -77,13 +86,15 @@ impl ConvKernel {
     }
 
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 13] = [
+    pub const ALL: [ConvKernel; 15] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
         ConvKernel::NhwcTiled,
         ConvKernel::GemmNchw,
         ConvKernel::GemmNhwc,
+        ConvKernel::GemmNchwSplit,
+        ConvKernel::GemmNhwcSplit,
         ConvKernel::DepthwiseNchw,
         ConvKernel::DepthwiseNhwc,
         ConvKernel::DepthwiseRows,
@@ -95,7 +106,7 @@ impl ConvKernel {
 
     pub(crate) fn family(self) -> Family {
         match self {
-            ConvKernel::GemmNchw | ConvKernel::GemmNhwc => Family::Gemm,
+            ConvKernel::GemmNchw | ConvKernel::GemmNhwc | ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit => Family::Gemm,
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
             ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => Family::Direct,
             _ => Family::Blocked,
@@ -104,7 +115,12 @@ impl ConvKernel {
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
+    }
+
+    /// Whether the kernel may split its reduction (split-K).
+    pub(crate) fn split(self) -> bool {
+        matches!(self, ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit)
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
@@ -170,8 +186,8 @@ impl ConvKernel {
         match self {
             ConvKernel::Auto => (false, false),
             ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => blocked_vectors(self, g, o, xs, ys, xbase, ybase, images),
-            ConvKernel::GemmNchw => (false, y_pixels),
-            ConvKernel::GemmNhwc => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
+            ConvKernel::GemmNchw | ConvKernel::GemmNchwSplit => (false, y_pixels),
+            ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),
             ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
         }

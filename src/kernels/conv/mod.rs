@@ -91,6 +91,17 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
                     if kernel.family() == Family::Gemm {
                         constants.splice(0..0, [("MODE", mode), ("RELU", relu), ("RESID", resid)]);
                     }
+                    if kernel.split() {
+                        // The slices' pass (no epilogue, stores to the partial buffer), and
+                        // the sum with each epilogue.
+                        if (mode, relu, resid, vout) == (0, 0, 0, 1) {
+                            out.push(PipelineSpec { kernel: "conv2d_gemm", constants: vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin), ("VOUT", 1), ("SPLIT", 1)] });
+                        }
+                        if vin == 0 && (channels == 1 || vout == 0) {
+                            out.push(PipelineSpec { kernel: "conv2d_gemm_sum", constants: vec![("CHANNELS", channels), ("MODE", mode), ("RELU", relu), ("RESID", resid), ("VOUT", vout)] });
+                        }
+                        continue;
+                    }
                     if kernel != ConvKernel::DepthwiseRows {
                         constants.insert(0, ("CHANNELS", channels));
                     }
