@@ -4,6 +4,12 @@
 // place. A is staged with lanes along whichever of its dims has unit stride (flag bit 1: along
 // k), B likewise (bit 2); the output is written through its strides after the epilogue
 // (preludes/matmul_io.wgsl). Workgroup id = (tile along m, tile along n, batch z).
+//
+// SPLIT (split-K, `MatmulKernel::GemmSplit`): workgroup id = (tile along m, tile along n, batch z
+// x slices); each walks one slice of the reduction and stores its tile's partial sums (binding
+// 4, the partial buffer; layout in matmul_io.wgsl) without the epilogue, which
+// matmul_gemm_sum.wgsl applies after adding the slices in slice order.
+override SPLIT: bool = false;
 
 struct GemmFeed {
     a0: i32,
@@ -63,7 +69,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let tile_m = id % mp_u[pz()].work.x;
     let rest = id / mp_u[pz()].work.x;
     let tile_n = rest % mp_u[pz()].work.y;
-    let z = rest / mp_u[pz()].work.y;
+    var z = rest / mp_u[pz()].work.y;
+    var slice = 0u;
+    if (SPLIT) {
+        slice = z % mp_u[pz()].split.x;
+        z = z / mp_u[pz()].split.x;
+    }
     let z0 = i32(z / mp_u[pz()].work.z);
     let z1 = i32(z % mp_u[pz()].work.z);
     var f: GemmFeed;
@@ -82,7 +93,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Register block: rows 4tx .. 4tx+3 x columns 4ty .. 4ty+3; lanes run along the columns.
     let tx = lid / 16u;
     let ty = lid % 16u;
-    let acc = gemm_tile(f, lid, tx, ty, 0u, mp_u[pz()].dims.z, sa, sb);
+    var begin = 0u;
+    var end = mp_u[pz()].dims.z;
+    if (SPLIT) {
+        begin = slice * mp_u[pz()].split.y;
+        end = min(end, begin + mp_u[pz()].split.y);
+    }
+    let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, sb);
+    if (SPLIT) {
+        // Rows and columns are padded to whole tiles, so every store is in range.
+        let cols = mp_u[pz()].split.w;
+        let row0 = (z * mp_u[pz()].split.x + slice) * mp_u[pz()].split.z + f.m0 + 4u * tx;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            for (var j = 0u; j < 4u; j = j + 1u) {
+                y[(row0 + i) * cols + f.n0 + 4u * ty + j] = acc[i][j];
+            }
+        }
+        return;
+    }
 
     let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
     let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;

@@ -22,6 +22,11 @@ struct MatmulParams {
     // matrix rows move as vec4 words (float32, unit stride along k, rows and start 4-aligned),
     // bit 4 its vector too (the same conditions); bits 8.. the matvec's lanes per row.
     epi: vec4<u32>,
+    // Split-K (matmul_gemm.wgsl under SPLIT, matmul_gemm_sum.wgsl): slices S of the reduction,
+    // steps per slice (a multiple of 16), rows of a (batch, slice)'s partial block (the tiles
+    // along m x 64), floats per partial row (the tiles along n x 64). Partial float
+    // ((z * S + s) * rows + m) * cols + n holds slice s's sum of output (z, m, n).
+    split: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> mp_u: array<MatmulParams, 1>;

@@ -12,3 +12,4 @@ pub mod matmul;
 pub mod reduce;
 pub mod pool;
 pub mod shaders;
+pub(crate) mod split;

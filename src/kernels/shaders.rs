@@ -23,7 +23,8 @@
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
 //! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share;
 //! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
-//! and `matmul_gemm` (A and B through their strides) share, `conv_gemm` the uniform and
+//! and `matmul_gemm` (A and B through their strides; `matmul_gemm_sum` a split-K product's
+//! second dispatch) share, `conv_gemm` the uniform and
 //! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch), `matmul_io` the matrix products'
 //! uniform, packed operand loads and epilogue; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`.
@@ -148,6 +149,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_gemm", &["conv_io", "conv_relu", "conv_gemm", "gemm_engine"], kernel!("conv2d_gemm")),
     ("conv2d_gemm_sum", &["conv_io", "conv_relu", "conv_gemm"], kernel!("conv2d_gemm_sum")),
     ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
+    ("matmul_gemm_sum", &["dtypes", "matmul_io"], kernel!("matmul_gemm_sum")),
     ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),

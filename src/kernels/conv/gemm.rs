@@ -5,7 +5,7 @@
 //! kh*kw elements, tiny next to the work); the input is read in place.
 //!
 //! The split-K kernels ([`ConvKernel::GemmNchwSplit`], [`ConvKernel::GemmNhwcSplit`]) cut the
-//! reduction into slices ([`slices`]) where a call has too few tiles to fill a GPU: each
+//! reduction into slices (`kernels/split.rs`) where a call has too few tiles to fill a GPU: each
 //! workgroup walks one slice of one tile and stores its partial sums in a scratch buffer, then
 //! a second dispatch (`conv2d_gemm_sum.wgsl`) adds each output's slices in slice order (the
 //! same bits at every run) and applies the epilogue.
@@ -43,24 +43,6 @@ uniform! {
     }
 }
 
-/// The workgroups a split-K call aims at: enough tiles to keep every multiprocessor of a large
-/// GPU busy (an NVIDIA H200 has 132, each holding several 256-invocation workgroups).
-pub(crate) const SPLIT_TARGET: u64 = 1024;
-/// The fewest reduction steps a slice walks (4 of the engine's 16-step stages).
-const SLICE_MIN: usize = 64;
-
-/// The slices of a split-K call of `tiles` output tiles over a reduction of `r_len` steps,
-/// with a partial buffer of `bytes_per_slice` each within `limit`: (slices, steps per slice, a
-/// multiple of 16). One slice (no split) where the tiles already reach [`SPLIT_TARGET`], the
-/// reduction is too short to cut, or a second slice would not fit the binding.
-pub(crate) fn slices(tiles: u64, r_len: usize, bytes_per_slice: u64, limit: u64) -> (usize, usize) {
-    let want = SPLIT_TARGET.div_ceil(tiles.max(1)) as usize;
-    let most = (r_len / SLICE_MIN).min((limit / bytes_per_slice.max(1)) as usize).max(1);
-    let s = want.min(most).max(1);
-    let chunk = r_len.div_ceil(s).div_ceil(16) * 16;
-    (r_len.div_ceil(chunk.max(16)).max(1), chunk.max(16))
-}
-
 /// Records the convolution of `ops` through the GEMM kernel.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
@@ -82,7 +64,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let (prows, pwords) = (most_pixels.div_ceil(TILE) * TILE, kg.div_ceil(TILE) * (TILE / 4));
     let slice_bytes = (groups as u64).saturating_mul(prows as u64).saturating_mul(pwords as u64 * 16);
     let (nslices, chunk) = if kernel.split() {
-        slices((most_pixels.div_ceil(TILE) * kg.div_ceil(TILE) * groups) as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
+        crate::kernels::split::slices((most_pixels.div_ceil(TILE) * kg.div_ceil(TILE) * groups) as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
     } else {
         (1, r_len)
     };

@@ -13,7 +13,8 @@ impl MatmulKernel {
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
     /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
     /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
-    /// that applies (then `Blocked`); all others the GEMM.
+    /// that applies (then `Blocked`); all others the GEMM, split-K on GPUs where the output has
+    /// few tiles and k is long.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
@@ -33,7 +34,13 @@ impl MatmulKernel {
         if large && class.kernels.contains(&MatmulKernel::Conv1x1) {
             return MatmulKernel::Conv1x1;
         }
+        // Split-K on GPUs where the output has few 64 x 64 tiles (under 128 with the batch)
+        // and k is long (at least 256): a classifier's `linear` [8, 512] x [1000, 512]^T (16
+        // tiles) took 0.089 ms of an NVIDIA H200 unsplit (BENCHMARKS.md).
+        let [lm, ln, lk, lb] = class.log2.map(|l| 1usize << l);
+        let few = lm.div_ceil(64) * ln.div_ceil(64) * lb < 128 && lk >= 256;
         match (vector, report.device_type == wgpu::DeviceType::Cpu) {
+            (false, false) if few && class.kernels.contains(&MatmulKernel::GemmSplit) => MatmulKernel::GemmSplit,
             (false, _) => MatmulKernel::Gemm,
             (true, true) => MatmulKernel::Vec1,
             (true, false) => MatmulKernel::Vec16,

@@ -60,6 +60,7 @@ uniform! {
         so: [i32; 4],
         base: [i32; 4],
         epi: [u32; 4],
+        split: [u32; 4],
     }
 }
 
@@ -71,6 +72,13 @@ pub enum MatmulKernel {
     Auto,
     /// The tiled GEMM (any shape).
     Gemm,
+    /// The tiled GEMM with its reduction split into slices (split-K, `kernels/split.rs`) where
+    /// the product has fewer than 1024 output tiles of 64 x 64 and k is at least 128: each
+    /// workgroup walks one slice of one tile, and a second dispatch (`matmul_gemm_sum.wgsl`)
+    /// adds the slices in a fixed order and applies the epilogue. For products with few rows
+    /// or columns and a long k (a classifier's `linear` on a small batch), whose few tiles leave
+    /// most of a GPU idle. Elsewhere it runs as `Gemm`.
+    GemmSplit,
     /// The matrix-vector kernel with one invocation per row (m == 1 or n == 1): shaped for CPU
     /// adapters, where an invocation streams its row.
     Vec1,
@@ -102,7 +110,7 @@ pub const CONV_BATCHES: usize = 128;
 
 impl MatmulKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [MatmulKernel; 5] = [MatmulKernel::Gemm, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked];
+    pub const ALL: [MatmulKernel; 6] = [MatmulKernel::Gemm, MatmulKernel::GemmSplit, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked];
 
     /// The one eligibility check on m and n, for the automatic choice and forced kernels
     /// alike: the matrix-vector kernels need m == 1 or n == 1 (the `Conv1x1` route's and the
@@ -126,11 +134,18 @@ impl MatmulKernel {
 }
 
 /// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
-/// GEMM, and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
+/// GEMM (whole, and split-K's two), and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
 /// under `HALVES`) and with one (`Vec1`, the CPU adapters' default, a candidate everywhere);
 /// every other variation is a uniform.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    vec![PipelineSpec { kernel: "matmul_gemm", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] }, PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] }]
+    vec![
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1)] },
+        PipelineSpec { kernel: "matmul_gemm_sum", constants: vec![] },
+        PipelineSpec { kernel: "matmul_vec", constants: vec![] },
+        PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] },
+        PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] },
+    ]
 }
 
 /// Whether `kernel` (not `Auto`) serves `p`: its one check, as `record` makes it, with the
@@ -195,6 +210,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
         };
         [z0, z1, v[nb], v[nb + 1]]
     };
+    // Split-K: the slices (from the whole batch's tiles) and a partial buffer every dispatch
+    // below reuses in turn: [batch][slice][m rounded up to tiles][n rounded up to tiles] f32.
+    let (prows, pcols) = (m.div_ceil(TILE) * TILE, n.div_ceil(TILE) * TILE);
+    let slice_bytes = ((b0 * b1) as u64).saturating_mul(prows as u64).saturating_mul(pcols as u64 * 4);
+    let (nslices, chunk) = if kernel == MatmulKernel::GemmSplit {
+        crate::kernels::split::slices((m.div_ceil(TILE) * n.div_ceil(TILE) * b0 * b1) as u64, k, slice_bytes, max)
+    } else {
+        (1, k)
+    };
+    let partial = if nslices > 1 { Some(rt.scoped(op, || rt.buffer(op, slice_bytes * nslices as u64, wgpu::BufferUsages::STORAGE))?) } else { None };
     let mut dispatches = Vec::new();
     let outer_count: usize = outer.iter().product();
     for oi in 0..outer_count {
@@ -238,7 +263,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
                 let (tm, tn) = (m.div_ceil(TILE), n.div_ceil(TILE));
-                let total = tm as u64 * tn as u64 * batches as u64;
+                let total = tm as u64 * tn as u64 * batches as u64 * nslices as u64;
                 (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
                 // One lane per row: teams of 8 lanes stream vec_rows rows; more lanes share a row.
@@ -266,6 +291,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 so: strides[3],
                 base: [i32_of(op, ws[0].1 as isize, "offset")?, i32_of(op, ws[1].1 as isize, "offset")?, i32_of(op, ws[2].1 as isize, "offset")?, i32_of(op, ws[3].1 as isize, "offset")?],
                 epi: [(p.alpha as f32).to_bits(), (p.beta as f32).to_bits(), p.activation.code(), flags],
+                split: [nslices as u32, u32_of(op, chunk, "reduction steps per slice")?, u32_of(op, prows, "partial rows")?, u32_of(op, pcols, "partial columns")?],
             };
             // Without an addend (never read), binding 3 repeats A's window.
             let mut bindings: Vec<_> = (0..4).map(|i| if i == 2 && p.c.is_none() { (bufs[0], ws[0].0) } else { (bufs[i], ws[i].0) }).collect();
@@ -280,11 +306,30 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 (1, _) => vec![("TEAMS", 1)],
                 _ => vec![("HALVES", 1)],
             };
-            dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
+            if let Some(part) = &partial {
+                // The slices into the partial buffer (bound as the output), then their sum (the
+                // partial buffer bound as A) through the epilogue into the output.
+                let whole = (part.buffer(), (0, part.buffer().size()));
+                let mut slices = bindings.clone();
+                slices[3] = whole;
+                dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![("SPLIT", 1)] }, params, bindings: slices, grid });
+                let invocations = batches as u64 * m as u64 * n as u64;
+                let sum_grid = dispatch::grid(rt, op, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
+                let sum = MatmulParams { work: [params.work[0], params.work[1], params.work[2], u32_of(op, invocations as usize, "partial sums")?], ..params };
+                bindings[0] = whole;
+                bindings[4] = (part.buffer(), (0, part.buffer().size() / 16 * 16));
+                dispatches.push(Dispatch { key: PipelineKey { shader: "matmul_gemm_sum", constants: vec![] }, params: sum, bindings, grid: sum_grid });
+            } else {
+                dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
+            }
             z0 = lo;
         }
     }
-    dispatch::record(rt, rec, op, SLOTS, &dispatches)
+    dispatch::record(rt, rec, op, SLOTS, &dispatches)?;
+    if let Some(part) = partial {
+        rec.hold(part);
+    }
+    Ok(())
 }
 
 /// Whether the [`MatmulKernel::Conv1x1`] route applies (the one check, for the candidates and
