@@ -81,10 +81,10 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// The convolution kernel used where a class has no kept choice (the default policy measures
 /// nothing): a deterministic choice per adapter kind and shape class, the kernel the tuner
 /// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
-/// GEMM (or depthwise) kernel in the output's orientation, split-K where the class has few
-/// output tiles and a long reduction. On CPU adapters: depthwise, the
-/// tall kernel for 3x3 at unit stride and dilation in either layout (else the rows kernel
-/// channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation, the rows form
+/// GEMM kernel in the output's orientation, split-K where the class has few output tiles and a
+/// long reduction; depthwise, `DepthwiseNchw` into NCHW and the rows kernel channels-last. On
+/// CPU adapters: depthwise, the tall kernel for 3x3 at unit stride and dilation in either
+/// layout (else the rows kernel channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation, the rows form
 /// of the direct kernel into channels-last, and the band form into NCHW unless `Nchw` writes
 /// vec4 output words and the class has fewer than 2^13 output pixels (`log2[2]`: the pixels of
 /// the images the tuner would measure); windows of 25 taps or more, fewer than 4 channels per
@@ -100,7 +100,10 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
             // The tall kernel reads and writes any strides; on a CPU it wins in both layouts.
             (_, true) if has(ConvKernel::DepthwiseTall) => ConvKernel::DepthwiseTall,
             (false, _) => ConvKernel::DepthwiseNchw,
-            (true, true) if has(ConvKernel::DepthwiseRows) => ConvKernel::DepthwiseRows,
+            // Channels-last on GPUs too: on an NVIDIA H200 the rows kernel ran the depthwise
+            // 3x3 [8, 144, 56, 56] in 0.030 ms against 0.067 for `DepthwiseNhwc`, the tuner's
+            // choice in four runs (BENCHMARKS.md, 2026-11-28).
+            (true, _) if has(ConvKernel::DepthwiseRows) => ConvKernel::DepthwiseRows,
             (true, _) => ConvKernel::DepthwiseNhwc,
         };
     }
