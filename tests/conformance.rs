@@ -1,9 +1,11 @@
 //! PyTorch conformance: replays tests/data/views.jsonl (or the file named by
 //! `CONFORMANCE_VIEWS`) on host tensors, then on every GPU adapter for f32, f16 and u8, and
 //! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
-//! M failed`; then conv1x1.jsonl and conv2d.jsonl (`CONFORMANCE_CONV1X1`, `CONFORMANCE_CONV2D`)
-//! on the host and every adapter, printing `conformance conv1x1: ...` and `conformance conv2d:
-//! N passed, M failed`; then matmul.jsonl (`CONFORMANCE_MATMUL`), shape.jsonl and pool.jsonl
+//! M failed`; then conv1x1.jsonl, conv2d.jsonl and conv2d_half.jsonl (`CONFORMANCE_CONV1X1`,
+//! `CONFORMANCE_CONV2D`, `CONFORMANCE_CONV2D_HALF`) on the host and every adapter, each for an
+//! NCHW, a channels-last and a strided input, printing `conformance conv1x1: ...`,
+//! `conformance conv2d: N passed, M failed` and `conformance conv2d_half: N passed, M failed`;
+//! then matmul.jsonl (`CONFORMANCE_MATMUL`), shape.jsonl and pool.jsonl
 //! (`CONFORMANCE_SHAPE`, `CONFORMANCE_POOL`) on the host and every adapter, printing
 //! `conformance matmul: N passed, M failed`, `conformance shape: N passed, M failed` and
 //! `conformance pool: N passed, M failed`; then reduce.jsonl (`CONFORMANCE_REDUCE`), printing
@@ -19,7 +21,7 @@ use common::reduce as rc;
 use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use common::window;
-use strided_wgpu::{DeviceTensor, DType, Error, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Strided};
 use strided_wgpu::ops::{conv1x1, conv2d};
 use strided_wgpu::advanced::internal::{conv1x1_cpu, conv2d_cpu};
 
@@ -142,6 +144,7 @@ struct Files {
     elementwise: (String, Vec<ew::Case>),
     conv1x1: (String, Vec<convcase::ConvCase>),
     conv2d: (String, Vec<convcase::ConvCase>),
+    conv2d_half: (String, Vec<convcase::ConvCase>),
     matmul: (String, Vec<mm::Case>),
     shape: (String, Vec<ew::Case>),
     pool: (String, Vec<ew::Case>),
@@ -149,8 +152,8 @@ struct Files {
 }
 
 /// (passed, failed) of one target in each suite: views, elementwise, conv1x1, conv2d, matmul,
-/// shape, pool, reduce.
-type Counts = [(usize, usize); 8];
+/// shape, pool, reduce, conv2d_half.
+type Counts = [(usize, usize); 9];
 
 fn replay(target: Target, files: &Files) -> Counts {
     let started = std::time::Instant::now();
@@ -176,12 +179,13 @@ fn replay(target: Target, files: &Files) -> Counts {
     let elementwise = elementwise_on(target, &files.elementwise.0, &files.elementwise.1);
     let conv1x1 = conv_on(target, "conv1x1", &files.conv1x1.0, &files.conv1x1.1);
     let conv2d = conv_on(target, "conv2d", &files.conv2d.0, &files.conv2d.1);
+    let conv2d_half = conv_on(target, "conv2d_half", &files.conv2d_half.0, &files.conv2d_half.1);
     let matmul = matmul_on(target, &files.matmul.0, &files.matmul.1);
     let shape = window_on(target, "shape", &files.shape.0, &files.shape.1);
     let pool = window_on(target, "pool", &files.pool.0, &files.pool.1);
     let reduce = reduce_on(target, &files.reduce.0, &files.reduce.1);
     eprintln!("  {}: every suite replayed in {:.1} s", target.name(), started.elapsed().as_secs_f64());
-    [views, elementwise, conv1x1, conv2d, matmul, shape, pool, reduce]
+    [views, elementwise, conv1x1, conv2d, matmul, shape, pool, reduce, conv2d_half]
 }
 
 fn main() {
@@ -190,6 +194,7 @@ fn main() {
         elementwise: ew::load("elementwise.jsonl", "CONFORMANCE_ELEMENTWISE"),
         conv1x1: convcase::load("conv1x1.jsonl", "CONFORMANCE_CONV1X1"),
         conv2d: convcase::load("conv2d.jsonl", "CONFORMANCE_CONV2D"),
+        conv2d_half: convcase::load("conv2d_half.jsonl", "CONFORMANCE_CONV2D_HALF"),
         matmul: mm::load("matmul.jsonl", "CONFORMANCE_MATMUL"),
         shape: ew::load("shape.jsonl", "CONFORMANCE_SHAPE"),
         pool: ew::load("pool.jsonl", "CONFORMANCE_POOL"),
@@ -201,6 +206,7 @@ fn main() {
     assert!(!files.elementwise.1.is_empty(), "{} holds no cases", files.elementwise.0);
     assert!(!files.conv1x1.1.is_empty(), "{} holds no cases", files.conv1x1.0);
     assert!(!files.conv2d.1.is_empty(), "{} holds no cases", files.conv2d.0);
+    assert!(!files.conv2d_half.1.is_empty(), "{} holds no cases", files.conv2d_half.0);
     assert!(!files.matmul.1.is_empty(), "{} holds no cases", files.matmul.0);
     assert!(!files.reduce.1.is_empty(), "{} holds no cases", files.reduce.0);
 
@@ -223,7 +229,7 @@ fn main() {
         println!("conformance views (device): {dp} passed, {df} failed");
         ok &= df == 0;
     }
-    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (4, "matmul"), (5, "shape"), (6, "pool"), (7, "reduce")] {
+    for (suite, label) in [(1, "elementwise"), (2, "conv1x1"), (3, "conv2d"), (8, "conv2d_half"), (4, "matmul"), (5, "shape"), (6, "pool"), (7, "reduce")] {
         let (pass, fail) = sum(suite, 0);
         println!("conformance {label}: {pass} passed, {fail} failed");
         ok &= fail == 0;
@@ -258,20 +264,20 @@ fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]
     let (mut pass, mut fail) = (0, 0);
     for case in cases {
         let (x, w, b) = convcase::inputs(case);
-        let weight = HostTensor::from_slice(&w, &case.weight_shape()).expect("weight");
-        let bias = b.as_ref().map(|b| HostTensor::from_slice(b, &[case.k]).expect("bias"));
+        let weight = HostTensor::from_slice(&w, &case.weight_shape()).and_then(|t| t.to(case.dtype)).expect("weight");
+        let bias = b.as_ref().map(|b| HostTensor::from_slice(b, &[case.k]).and_then(|t| t.to(case.dtype)).expect("bias"));
         let opts = case.options();
         for (layout, input) in convcase::input_variants(case, &x) {
             let got = match target {
                 Target::Host => {
                     let out = if one { conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) } else { conv2d_cpu(&input, &weight, bias.as_ref(), &opts) };
-                    out.and_then(|out| Ok((out.shape().to_vec(), out.to_vec::<f32>()?)))
+                    out.and_then(|out| Ok((out.shape().to_vec(), out.to(DType::F32)?.to_vec::<f32>()?)))
                 }
                 Target::Device(ctx) => {
                     let (di, dw) = (to_device(ctx, &input), to_device(ctx, &weight));
                     let db = bias.as_ref().map(|b| to_device(ctx, b));
                     let out = if one { conv1x1(&di, &dw, db.as_ref(), &opts) } else { conv2d(&di, &dw, db.as_ref(), &opts) };
-                    out.and_then(|out| Ok((out.shape().to_vec(), out.download()?.to_vec::<f32>()?)))
+                    out.and_then(|out| Ok((out.shape().to_vec(), out.download()?.to(DType::F32)?.to_vec::<f32>()?)))
                 }
             };
             let errs = match got {

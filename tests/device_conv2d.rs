@@ -342,7 +342,7 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
             assert!(m.starts_with("conv2d"), "{m:?} should name the op");
         }
         let xh = DeviceTensor::from_slice(ctx, &[half::f16::ONE; 200], &[2, 4, 5, 5]).unwrap();
-        assert!(matches!(record(&xh, &w, None, &o, &out), Err(Error::Unsupported { op: "conv2d", .. })));
+        assert!(matches!(record(&xh, &w, None, &o, &out), Err(Error::InvalidArgument { op: "conv2d", .. })));
         // An output overlapping the input, or itself.
         let shared = f(&[2 * 6 * 3 * 3 + 200], 1.0);
         let xin = shared.narrow(0, 0, 200).unwrap().view(&[2, 4, 5, 5]).unwrap();
@@ -572,5 +572,58 @@ fn split_k_matches_cpu_and_repeats_bit_for_bit() {
             }
         }
         assert!(compared > 10_000, "only {compared} outputs compared");
+    }
+}
+
+/// float16 and bfloat16 convolutions (accumulated in f32, rounded once) in every form: eager,
+/// `conv2d_add` with a residual and ReLU, `conv2d_out` into a channels-last view, and a captured
+/// graph's replay (equal to eager bit for bit); each within one unit in the last place plus the
+/// f32 accumulation bound of the CPU reference on the same 16-bit values. Mixed types are
+/// `InvalidArgument`, other types `Unsupported`, as on the host.
+#[test]
+fn half_convolutions_match_the_reference_in_every_form() {
+    use strided_wgpu::{Conv2d, DType, Elementwise};
+    let mut rng = Rng(0x16);
+    for ctx in contexts() {
+        for dtype in [DType::F16, DType::BF16] {
+            let u = if dtype == DType::F16 { 1.0 / 1024.0 } else { 1.0 / 128.0 };
+            let h = |v: Vec<f32>, s: &[usize]| HostTensor::from_vec(v, s).unwrap().to(dtype).unwrap();
+            let xv = vals(&mut rng, 2 * 8 * 9 * 7);
+            let x = layout(&mut rng, h(xv, &[2, 8, 9, 7]));
+            let w = h(vals(&mut rng, 12 * 8 * 9), &[12, 8, 3, 3]);
+            let b = h(vals(&mut rng, 12), &[12]);
+            let res = h(vals(&mut rng, 2 * 12 * 9 * 7), &[2, 12, 9, 7]);
+            let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
+            let f32s = |t: &HostTensor| t.to(DType::F32).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+            let scale = f32s(&conv2d_cpu(&abs(&x.to(DType::F32).unwrap()), &abs(&w.to(DType::F32).unwrap()), Some(&abs(&b.to(DType::F32).unwrap())), &Conv2dOptions { relu: false, ..o }).unwrap()).iter().zip(f32s(&abs(&res.to(DType::F32).unwrap()))).map(|(s, r)| s + r).collect::<Vec<f32>>();
+            // One rounding of the result (the reference's f64 sum rounds twice: to f32, then to
+            // the type); `conv2d_add` rounds the convolution before the add, as the separate
+            // 16-bit ops do, so its bound has that rounding too (at most u/2 of the sum S).
+            let near = |label: &str, got: &HostTensor, want: &HostTensor| {
+                assert_eq!((got.dtype(), got.shape()), (dtype, want.shape()), "{} {dtype} {label}", name(ctx));
+                let add = label == "conv2d_add";
+                for (i, ((g, w), s)) in f32s(got).iter().zip(f32s(want)).zip(&scale).enumerate() {
+                    let tol = 2.0 * u * w.abs() + if add { u * s } else { 1e-5 * s } + 6e-8;
+                    assert!((g - w).abs() <= tol, "{} {dtype} {label}: output {i}: got {g}, want {w}", name(ctx));
+                }
+            };
+            let (dx, dw, db, dr) = (to_device(ctx, &x), to_device(ctx, &w), to_device(ctx, &b), to_device(ctx, &res));
+            let eager = dx.conv2d(&dw, Some(&db), &o).unwrap();
+            near("conv2d", &eager.download().unwrap(), &x.conv2d(&w, Some(&b), &o).unwrap());
+            near("conv2d_add", &dx.conv2d_add(&dw, Some(&db), &dr, &o).unwrap().download().unwrap(), &x.conv2d_add(&w, Some(&b), &res, &o).unwrap());
+            let out = DeviceTensor::zeros(ctx, &[2, 12, 9, 7], dtype, MemoryFormat::ChannelsLast).unwrap();
+            dx.conv2d_out(&dw, Some(&db), &o, &out).unwrap();
+            near("conv2d_out channels-last", &out.download().unwrap(), &x.conv2d(&w, Some(&b), &o).unwrap());
+            let graph = ctx.capture(&[&dx], || dx.conv2d(&dw, Some(&db), &o)).unwrap();
+            graph.replay_and_wait(&[]).unwrap();
+            let (a, e) = (graph.output().download().unwrap(), eager.download().unwrap());
+            assert_eq!(a.to_vec::<half::f16>().ok().map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()).or_else(|| a.to_vec::<half::bf16>().ok().map(|v| v.iter().map(|x| x.to_bits()).collect())), e.to_vec::<half::f16>().ok().map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()).or_else(|| e.to_vec::<half::bf16>().ok().map(|v| v.iter().map(|x| x.to_bits()).collect())), "{} {dtype}: the replay differs from eager", name(ctx));
+            // Mixed types, and a type the convolution does not take.
+            let w32 = to_device(ctx, &w.to(DType::F32).unwrap());
+            assert!(matches!(dx.conv2d(&w32, Some(&db), &o), Err(Error::InvalidArgument { op: "conv2d", .. })));
+            let xi = DeviceTensor::zeros(ctx, &[2, 8, 9, 7], DType::I32, MemoryFormat::Contiguous).unwrap();
+            let wi = DeviceTensor::zeros(ctx, &[12, 8, 3, 3], DType::I32, MemoryFormat::Contiguous).unwrap();
+            assert!(matches!(xi.conv2d(&wi, None, &o), Err(Error::Unsupported { op: "conv2d", .. })));
+        }
     }
 }

@@ -261,10 +261,10 @@ fn conv2d_method_on_host() {
     let before = f32s(&shared);
     assert!(matches!(xin.conv2d_out(&w, Some(&b), &o, &over), Err(Error::Overlap { .. })));
     assert_eq!(bits(&f32s(&shared)), bits(&before), "a refused conv2d_out wrote");
-    // f16 convolution is valid PyTorch, not implemented here.
+    // An f16 input with an f32 weight: PyTorch raises (input and weight types differ).
     let xh = x.to(DType::F16).unwrap();
     let e = xh.conv2d(&w, None, &o).unwrap_err();
-    assert!(matches!(e, Error::Unsupported { op: "conv2d", .. }) && e.to_string().contains("f16"), "{e}");
+    assert!(matches!(e, Error::InvalidArgument { op: "conv2d", .. }) && e.to_string().contains("f16") && e.to_string().contains("one dtype"), "{e}");
 }
 
 /// `Conv2d` on the device is the device path, within the data README's f32 bound of the
@@ -408,9 +408,9 @@ fn unsupported_is_its_own_error() {
         // A bad argument stays InvalidArgument: stride 0 with a forced kernel.
         let e = conv2d_with(&x, &w, None, &Conv2dOptions { stride: (0, 1), ..o }, ConvKernel::GemmNchw).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{}: {e}", name(ctx));
-        // A convolution in f16 (valid in PyTorch).
+        // An f16 input with an f32 weight (PyTorch raises: the types differ).
         let xh = DeviceTensor::zeros(ctx, &[2, 4, 5, 5], DType::F16, MemoryFormat::Contiguous).unwrap();
-        assert!(matches!(xh.conv2d(&w, None, &o), Err(Error::Unsupported { .. })));
+        assert!(matches!(xh.conv2d(&w, None, &o), Err(Error::InvalidArgument { .. })));
         // A forced copy path that does not apply to the plan (a dense copy, not a transpose).
         let dst = DeviceTensor::from_slice(ctx, &[0f32; 6], &[2, 3]).unwrap();
         let src = DeviceTensor::from_slice(ctx, &[1f32; 6], &[2, 3]).unwrap();

@@ -1,5 +1,6 @@
 //! The CPU reference of 2-d convolution on host tensors: every operand read through its
-//! strides, accumulated in f64.
+//! strides, accumulated in f64 (16-bit operands too; their result rounded once more, to their
+//! type).
 
 use crate::elementwise::Elementwise;
 use crate::conv::{check_output, check_overlap, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
@@ -24,9 +25,11 @@ pub fn conv1x1_cpu(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTe
 }
 
 fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>, o: &Conv2dOptions, g: &Conv2dShape) -> Result<HostTensor> {
-    let x = input.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
-    let wt = weight.contiguous(MemoryFormat::Contiguous)?.to_vec::<f32>()?;
-    let b = bias.map(|b| b.to_vec::<f32>()).transpose()?;
+    // 16-bit operands are read exactly as f32; the f64 sum is rounded to f32, then to the
+    // operands' type.
+    let x = input.contiguous(MemoryFormat::Contiguous)?.to(DType::F32)?.to_vec::<f32>()?;
+    let wt = weight.contiguous(MemoryFormat::Contiguous)?.to(DType::F32)?.to_vec::<f32>()?;
+    let b = bias.map(|b| b.to(DType::F32)?.to_vec::<f32>()).transpose()?;
     let cg = g.c / o.groups;
     let kg = g.k / o.groups;
     let mut y = vec![0f32; g.n * g.k * g.oh * g.ow];
@@ -64,7 +67,7 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
         }
     }
     // The output is allocated in its format, as on the device, so both give the same layout.
-    let out = HostTensor::zeros(&g.out_shape(), DType::F32, g.format)?;
+    let out = HostTensor::zeros(&g.out_shape(), g.dtype, g.format)?;
     out.copy_(&HostTensor::from_vec(y, &g.out_shape())?)?;
     Ok(out)
 }

@@ -68,6 +68,9 @@ pub struct Conv2dShape {
     pub ow: usize,
     /// The output's memory format.
     pub format: MemoryFormat,
+    /// The element type of every operand and of the output: f32, f16 or bf16 (16-bit
+    /// convolutions accumulate in f32 and round the result once).
+    pub dtype: DType,
 }
 
 /// The geometry of a 1x1 convolution (kh = kw = 1).
@@ -100,10 +103,14 @@ pub fn conv1x1_shape(input: &Layout, weight: &Layout, bias: Option<&Layout>, dty
 
 fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3], o: &Conv2dOptions) -> Result<Conv2dShape> {
     let bad = |d: String| Error::invalid(op, d);
+    let dtype = dtypes[0].unwrap_or(DType::F32);
     for (name, t) in [("input", dtypes[0]), ("weight", dtypes[1]), ("bias", dtypes[2])] {
         if let Some(t) = t {
-            if t != DType::F32 {
-                return Err(Error::unsupported(op, format!("the convolution is implemented for f32 input, weight and bias; the {name} is {t}")));
+            if !matches!(t, DType::F32 | DType::F16 | DType::BF16) {
+                return Err(Error::unsupported(op, format!("the convolution is implemented for f32, f16 and bf16 operands; the {name} is {t}")));
+            }
+            if t != dtype {
+                return Err(bad(format!("input, weight and bias must have one dtype, got input {dtype} and {name} {t}")));
             }
         }
     }
@@ -162,7 +169,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
             return Err(ovf(format!("{what} of input {:?} and weight {:?}", input.shape(), weight.shape())));
         }
     }
-    Ok(Conv2dShape { n, c, h, w, k, kh, kw, oh, ow, format })
+    Ok(Conv2dShape { n, c, h, w, k, kh, kw, oh, ow, format, dtype })
 }
 
 /// `torch.nn.functional.conv2d` as a method of the input, on host and device tensors alike:
@@ -170,9 +177,12 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
 /// dilation, groups)` (with [`Conv2dOptions::relu`] fused). On a [`HostTensor`](crate::HostTensor) it computes the
 /// CPU reference ([`conv2d_cpu`]); on a [`DeviceTensor`](crate::DeviceTensor) it runs the
 /// device kernels ([`conv2d`](crate::ops::conv2d): the kept or default kernel of its shape class;
-/// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). f32 only: operands of
-/// another element type are [`Error::Unsupported`] (an `out` of another type, or shape, is
-/// [`Error::InvalidArgument`]); bad shapes and options are typed errors and nothing is written.
+/// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). Element types f32, f16 and
+/// bf16, one for every operand and the output: a 16-bit convolution accumulates in f32 and
+/// rounds its result once (on the device its operands are converted to f32 tensors by recorded
+/// copies, its result converted back). Operands of another element type are
+/// [`Error::Unsupported`]; mixed types, or an `out` of another type or shape, are
+/// [`Error::InvalidArgument`]; bad shapes and options are typed errors and nothing is written.
 ///
 /// ```
 /// use strided_wgpu::{Conv2d, Conv2dOptions, DType, HostTensor, MemoryFormat, Strided};
@@ -193,32 +203,33 @@ pub trait Conv2d: Sized {
     /// the input's memory format unless `options` names one.
     fn conv2d(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions) -> Result<Self>;
 
-    /// [`conv2d`](Conv2d::conv2d) into `out`: an f32 view of shape [N, K, OH, OW] in any
+    /// [`conv2d`](Conv2d::conv2d) into `out`: a view of the operands' type and shape [N, K, OH, OW] in any
     /// strides (`out` decides the layout; `options.output_format` is not consulted), which
     /// must not overlap itself or an operand.
     fn conv2d_out(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions, out: &Self) -> Result<()>;
 
     /// `relu?(conv2d(self, weight) + bias + residual)`: the convolution with a residual added
     /// before the ReLU of `options` (ResNet's `relu(conv(x) + identity)`, cuDNN's
-    /// conv-bias-add-activation). `residual` is f32 of the output's shape, in any strides.
+    /// conv-bias-add-activation). `residual` has the operands' type and the output's shape, in
+    /// any strides.
     /// The result equals `conv2d` without ReLU, `add_(residual)` and `relu_()` bit for bit; on
     /// the device the GEMM kernels add it in their epilogue (one pass over memory instead of
     /// three), the others record the three ops.
     fn conv2d_add(&self, weight: &Self, bias: Option<&Self>, residual: &Self, options: &Conv2dOptions) -> Result<Self>;
 }
 
-/// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].
+/// The output of a convolution of `g` must be of the operands' dtype and shape [N, K, OH, OW].
 pub(crate) fn check_output(op: &'static str, shape: &[usize], dtype: DType, g: &Conv2dShape) -> Result<()> {
-    if shape != g.out_shape() || dtype != DType::F32 {
-        return Err(Error::invalid(op, format!("the output must be f32 of shape {:?}, got {dtype} of shape {shape:?}", g.out_shape())));
+    if shape != g.out_shape() || dtype != g.dtype {
+        return Err(Error::invalid(op, format!("the output must be {} of shape {:?}, got {dtype} of shape {shape:?}", g.dtype, g.out_shape())));
     }
     Ok(())
 }
 
-/// A residual of `conv2d_add` must be f32 of the output's shape.
+/// A residual of `conv2d_add` must be of the operands' dtype and the output's shape.
 pub(crate) fn check_residual(op: &'static str, shape: &[usize], dtype: DType, g: &Conv2dShape) -> Result<()> {
-    if shape != g.out_shape() || dtype != DType::F32 {
-        return Err(Error::invalid(op, format!("the residual must be f32 of the output's shape {:?}, got {dtype} of shape {shape:?}", g.out_shape())));
+    if shape != g.out_shape() || dtype != g.dtype {
+        return Err(Error::invalid(op, format!("the residual must be {} of the output's shape {:?}, got {dtype} of shape {shape:?}", g.dtype, g.out_shape())));
     }
     Ok(())
 }

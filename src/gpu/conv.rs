@@ -87,7 +87,7 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
         kernel.runs_on(&ctx.rt.report)?;
     }
     host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
-    let out = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?;
+    let out = DeviceTensor::empty(ctx, &g.out_shape(), g.dtype, g.format)?;
     let mut batch = ctx.batch();
     batch.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, kernel)?;
     let _ = batch.submit()?;
@@ -106,7 +106,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
             check_destination(op, out, input, weight, bias, g)?;
             out.clone()
         }
-        None => DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, g.format)?,
+        None => DeviceTensor::empty(ctx, &g.out_shape(), g.dtype, g.format)?,
     };
     // Asked to, the first convolution of a shape class measures the kernels, outside any recording.
     #[cfg(not(target_arch = "wasm32"))]
@@ -129,7 +129,7 @@ impl Batch<'_> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias].into_iter().flatten().collect();
         self.check_context("conv2d", &operands)?;
-        let out = DeviceTensor::empty(self.context(), &g.out_shape(), DType::F32, g.format)?;
+        let out = DeviceTensor::empty(self.context(), &g.out_shape(), g.dtype, g.format)?;
         self.convolve("conv2d", &out, input, weight, bias, None, options, &g, ConvKernel::Auto)?;
         Ok(out)
     }
@@ -140,7 +140,7 @@ impl Batch<'_> {
         const OP: &str = "conv2d_add";
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
-        let out = DeviceTensor::empty(self.context(), &g.out_shape(), DType::F32, g.format)?;
+        let out = DeviceTensor::empty(self.context(), &g.out_shape(), g.dtype, g.format)?;
         self.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, ConvKernel::Auto)?;
         Ok(out)
     }
@@ -180,6 +180,9 @@ impl Batch<'_> {
         check_destination(op, out, input, weight, bias, g)?;
         if out.numel() == 0 {
             return Ok(());
+        }
+        if g.dtype != DType::F32 {
+            return self.convolve_in_f32(op, out, input, weight, bias, residual, options, g, kernel);
         }
         for t in [Some(input), Some(weight), bias].into_iter().flatten() {
             if out.shares_storage(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
@@ -229,6 +232,39 @@ impl Batch<'_> {
     }
 }
 
+impl Batch<'_> {
+    /// A 16-bit convolution (checked): its operands converted to f32 tensors of the same memory
+    /// format, the f32 convolution into an f32 tensor of the output's format (accumulating in
+    /// f32), then that converted into `out` (rounded once, to nearest even), all recorded here.
+    /// A residual is added after that rounding, then the ReLU, as the separate 16-bit ops do
+    /// (the same bits as `conv2d`, `add_` and `relu_`). The conversions are passes over memory
+    /// that kernels reading 16-bit operands would not need (a weight's runs once in a captured
+    /// graph, at capture).
+    #[allow(clippy::too_many_arguments)]
+    fn convolve_in_f32(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
+        let ctx = self.context().clone();
+        let mut wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
+            let w = DeviceTensor::empty(&ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())?;
+            self.copy_(&w, t)?;
+            Ok(w)
+        };
+        let (x, w) = (wide(input)?, wide(weight)?);
+        let b = bias.map(&mut wide).transpose()?;
+        let y = DeviceTensor::empty(&ctx, out.shape(), DType::F32, out.layout().suggest_memory_format())?;
+        let g32 = Conv2dShape { dtype: DType::F32, ..g.clone() };
+        let unfused = Conv2dOptions { relu: false, ..*options };
+        self.convolve(op, &y, &x, &w, b.as_ref(), None, if residual.is_some() { &unfused } else { options }, &g32, kernel)?;
+        self.copy_(out, &y)?;
+        if let Some(res) = residual {
+            self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
+            if options.relu {
+                self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Records a validated convolution through `call.kernel` (not `Auto`), for calls and the
 /// tuner's measurements alike: a grouped 1x1 convolution on the NCHW kernel of a CPU adapter
 /// as a batch of matrix products over its groups where that kernel serves it
@@ -240,7 +276,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     conv::record(rt, rec, call)
 }
 
-/// The output of a convolution of `g` must be f32 of shape [N, K, OH, OW].
+/// The output of a convolution of `g` must be of its dtype and shape [N, K, OH, OW].
 pub(crate) fn check_output(op: &'static str, out: &DeviceTensor, g: &Conv2dShape) -> Result<()> {
     host_conv::check_output(op, out.shape(), out.dtype(), g)
 }
@@ -335,6 +371,25 @@ impl GpuContext {
     /// strides and offset matter) unless its class is tuned already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
+        if g.dtype == DType::F32 {
+            return self.tune_f32_into(out, input, weight, bias, options, g, drive).await;
+        }
+        // A 16-bit convolution runs in f32 (`Batch::convolve_in_f32`): measured on f32 copies of
+        // the operands, in the memory formats that path gives them, so the class is the one its
+        // calls look up.
+        let wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
+            let w = DeviceTensor::empty(self, t.shape(), DType::F32, t.layout().suggest_memory_format())?;
+            w.copy_(t)?;
+            Ok(w)
+        };
+        let (x, w) = (wide(input)?, wide(weight)?);
+        let b = bias.map(wide).transpose()?;
+        let out32 = Layout::with_format(out.shape(), out.suggest_memory_format())?;
+        self.tune_f32_into(&out32, &x, &w, b.as_ref(), options, &Conv2dShape { dtype: DType::F32, ..g.clone() }, drive).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn tune_f32_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
         self.rt.probe("tune")?;
         let class = conv_class(&self.rt.report, g, options, input.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<Conv>(&class).is_some() {

@@ -1,8 +1,9 @@
-//! Replays `conv1x1.jsonl` and `conv2d.jsonl` cases (format: tests/data/README.md). A conv1x1
-//! case is a conv2d case with a 1x1 kernel, no dilation and one group.
+//! Replays `conv1x1.jsonl`, `conv2d.jsonl` and `conv2d_half.jsonl` cases (format:
+//! tests/data/README.md). A conv1x1 case is a conv2d case with a 1x1 kernel, no dilation and one
+//! group; a conv2d_half case one whose operands are float16 or bfloat16.
 
 use serde_json::Value;
-use strided_wgpu::{Conv2dOptions, DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, Elementwise, GpuContext, HostTensor, MemoryFormat, Strided};
 
 pub struct ConvCase {
     pub id: String,
@@ -20,6 +21,8 @@ pub struct ConvCase {
     pub expect_error: bool,
     pub expect_shape: Vec<usize>,
     pub output: Vec<f64>,
+    /// The operands' and the output's element type (`dtype`; float32 where absent).
+    pub dtype: DType,
 }
 
 impl ConvCase {
@@ -54,16 +57,30 @@ pub fn load(file: &str, env: &str) -> (String, Vec<ConvCase>) {
             expect_error: v["expect_error"].as_bool().unwrap_or(false),
             expect_shape: v["expect_shape"].as_array().map(|a| a.iter().map(u).collect()).unwrap_or_default(),
             output: v["output_nchw"].as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default(),
+            dtype: match v["dtype"].as_str() {
+                None | Some("float32") => DType::F32,
+                Some("float16") => DType::F16,
+                Some("bfloat16") => DType::BF16,
+                Some(other) => panic!("{file}: dtype {other:?}"),
+            },
         })
         .collect();
     (path, cases)
 }
 
-/// The inputs the data README defines, as f32.
+/// The inputs the data README defines, as f32 (rounded to the case's dtype, to nearest even,
+/// then held exactly as f32).
 pub fn inputs(case: &ConvCase) -> (Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
-    let x = (0..case.n * case.c * case.h * case.w).map(|i| (((i * 37) % 101) as f64 / 50.0 - 1.0) as f32).collect();
-    let w = (0..case.weight_shape().iter().product::<usize>()).map(|j| (((j * 53) % 97) as f64 / 48.0 - 1.0) as f32).collect();
-    let b = case.bias.then(|| (0..case.k).map(|q| (((q * 29) % 31) as f64 / 15.0 - 1.0) as f32).collect());
+    let round = |v: Vec<f32>| -> Vec<f32> {
+        if case.dtype == DType::F32 {
+            return v;
+        }
+        let n = v.len();
+        HostTensor::from_vec(v, &[n]).and_then(|t| t.to(case.dtype)).and_then(|t| t.to(DType::F32)).and_then(|t| t.to_vec::<f32>()).expect("rounding to the case's dtype")
+    };
+    let x = round((0..case.n * case.c * case.h * case.w).map(|i| (((i * 37) % 101) as f64 / 50.0 - 1.0) as f32).collect());
+    let w = round((0..case.weight_shape().iter().product::<usize>()).map(|j| (((j * 53) % 97) as f64 / 48.0 - 1.0) as f32).collect());
+    let b = case.bias.then(|| round((0..case.k).map(|q| (((q * 29) % 31) as f64 / 15.0 - 1.0) as f32).collect()));
     (x, w, b)
 }
 
@@ -71,10 +88,10 @@ pub fn inputs(case: &ConvCase) -> (Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
 /// larger, permuted buffer).
 pub fn input_variants(case: &ConvCase, x: &[f32]) -> Vec<(&'static str, HostTensor)> {
     let shape = [case.n, case.c, case.h, case.w];
-    let nchw = HostTensor::from_slice(x, &shape).expect("input");
+    let nchw = HostTensor::from_slice(x, &shape).and_then(|t| t.to(case.dtype)).expect("input");
     let nhwc = nchw.contiguous(MemoryFormat::ChannelsLast).expect("channels_last");
     // A [N, H, C+1, W+2] buffer, sliced and permuted to [N, C, H, W].
-    let big = HostTensor::zeros(&[case.n, case.h, case.c + 1, case.w + 2], strided_wgpu::DType::F32, MemoryFormat::Contiguous).expect("big");
+    let big = HostTensor::zeros(&[case.n, case.h, case.c + 1, case.w + 2], case.dtype, MemoryFormat::Contiguous).expect("big");
     let view = big.narrow(2, 1, case.c).and_then(|v| v.narrow(3, 2, case.w)).and_then(|v| v.permute(&[0, 2, 1, 3])).expect("view");
     view.copy_(&nchw).expect("fill view");
     vec![("nchw", nchw), ("nhwc", nhwc), ("strided", view)]
@@ -106,8 +123,14 @@ pub fn compare(case: &ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: &[
                 }
             }
         }
-        // A NaN never passes, unless PyTorch's answer is NaN too.
-        let ok = if want.is_nan() { g.is_nan() } else { (g as f64 - want).abs() <= 1e-5 * scale + 1e-6 };
+        // A NaN never passes, unless PyTorch's answer is NaN too. A 16-bit result: one unit in
+        // the last place of its one rounding, relative to the value.
+        let tol = match case.dtype {
+            DType::F16 => want.abs() / 1024.0 + 1e-5 * scale + 6e-8,
+            DType::BF16 => want.abs() / 128.0 + 1e-5 * scale + 6e-8,
+            _ => 1e-5 * scale + 1e-6,
+        };
+        let ok = if want.is_nan() { g.is_nan() } else { (g as f64 - want).abs() <= tol };
         if !ok {
             errs.push(format!("output {idx}: got {g}, want {want}"));
             if errs.len() > 3 {
@@ -120,8 +143,8 @@ pub fn compare(case: &ConvCase, x: &[f32], w: &[f32], b: Option<&[f32]>, got: &[
 
 /// The same view of the same f32 storage on the device.
 pub fn to_device(ctx: &GpuContext, h: &HostTensor) -> DeviceTensor {
-    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.to_vec::<f32>()).expect("storage");
-    DeviceTensor::from_slice(ctx, &storage, &[storage.len()]).and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset())).expect("device view")
+    let storage = h.as_strided(&[h.storage_len()], &[1], 0).and_then(|s| s.contiguous(MemoryFormat::Contiguous)).expect("storage");
+    DeviceTensor::upload(ctx, &storage).and_then(|d| d.as_strided(h.shape(), h.strides(), h.storage_offset())).expect("device view")
 }
 
 /// Elementwise |h|, contiguous (the reference of |terms| that scales a tolerance).

@@ -391,7 +391,7 @@ fn record_conv(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: &Shapes) ->
         } else {
             (m, n, ([sa[1], sa[0]], offs[0], p.a.buffer), ([sb[1], sb[0]], offs[1], p.b.buffer), (so[1], so[0]))
         };
-        let g = Conv2dShape { n: 1, c: k, h: pix, w: 1, k: ch, kh: 1, kw: 1, oh: pix, ow: 1, format: MemoryFormat::Contiguous };
+        let g = Conv2dShape { n: 1, c: k, h: pix, w: 1, k: ch, kh: 1, kw: 1, oh: pix, ow: 1, format: MemoryFormat::Contiguous, dtype: DType::F32 };
         let x = Layout::new(vec![1, k, pix, 1], vec![1, xs[0], xs[1], 1], xo as usize)?;
         let w = Layout::new(vec![ch, k], vec![ws[0], ws[1]], wo as usize)?;
         let b = Layout::new(vec![n], vec![sc[1]], offs[2] as usize)?;
