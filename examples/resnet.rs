@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example resnet -- tests/data/resnet_small.json [--layout nchw|channels-last]
-//!     [--weights FILE.safetensors] [--cpu | --graph]
+//!     [--dtype f32|f16|bf16] [--weights FILE.safetensors] [--cpu | --graph]
 //! cargo run --release --example resnet -- tests/data/resnet_small.json --write-weights FILE.safetensors
 //! ```
 //!
@@ -12,7 +12,9 @@
 //! from the description's closed formulas, or with `--weights` from a safetensors file by their
 //! torchvision names (`safetensors.torch.save_file(model.state_dict(), FILE)` in PyTorch);
 //! `--write-weights` writes the formula parameters to such a file and exits. Activations are
-//! kept channels-last unless `--layout nchw`; `--cpu` runs the crate's CPU reference instead
+//! kept channels-last unless `--layout nchw`; `--dtype f16` (or `bf16`) rounds the folded
+//! parameters to that type and keeps the activations in it (convolutions accumulate in f32);
+//! `--cpu` runs the crate's CPU reference instead
 //! of the adapter; `--graph` captures the forward pass once (over a blank input) and replays
 //! the graph on the image: one submit ([`strided_wgpu::Graph`]).
 //!
@@ -25,23 +27,24 @@ mod model;
 mod weights;
 
 use model::{Description, ModelError, Net, Outputs, Params, Result, Tensor};
-use strided_wgpu::{DeviceTensor, GpuContext, HostTensor, MemoryFormat, Strided};
+use strided_wgpu::{DType, DeviceTensor, Elementwise, GpuContext, HostTensor, MemoryFormat, Strided};
 
 /// The command line.
 struct Args {
     description: String,
     format: MemoryFormat,
+    dtype: DType,
     weights: Option<String>,
     write_weights: Option<String>,
     cpu: bool,
     graph: bool,
 }
 
-const USAGE: &str = "usage: resnet <description.json> [--layout nchw|channels-last] [--weights FILE.safetensors] [--write-weights FILE.safetensors] [--cpu | --graph]";
+const USAGE: &str = "usage: resnet <description.json> [--layout nchw|channels-last] [--dtype f32|f16|bf16] [--weights FILE.safetensors] [--write-weights FILE.safetensors] [--cpu | --graph]";
 
 fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
     let mut it = args.iter();
-    let mut a = Args { description: String::new(), format: MemoryFormat::ChannelsLast, weights: None, write_weights: None, cpu: false, graph: false };
+    let mut a = Args { description: String::new(), format: MemoryFormat::ChannelsLast, dtype: DType::F32, weights: None, write_weights: None, cpu: false, graph: false };
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--layout" => {
@@ -49,6 +52,14 @@ fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
                     Some("nchw") => MemoryFormat::Contiguous,
                     Some("channels-last" | "nhwc") => MemoryFormat::ChannelsLast,
                     other => return Err(format!("--layout takes nchw or channels-last, got {other:?}")),
+                }
+            }
+            "--dtype" => {
+                a.dtype = match it.next().map(String::as_str) {
+                    Some("f32") => DType::F32,
+                    Some("f16") => DType::F16,
+                    Some("bf16") => DType::BF16,
+                    other => return Err(format!("--dtype takes f32, f16 or bf16, got {other:?}")),
                 }
             }
             "--weights" => a.weights = Some(it.next().ok_or("--weights needs a file")?.clone()),
@@ -86,13 +97,15 @@ struct Report {
 }
 
 fn report<T: Tensor>(o: Outputs<T>, download: impl Fn(&T) -> Result<HostTensor>) -> Result<Report> {
-    Ok(Report { logits: download(&o.logits)?.to_vec()?, probs: download(&o.probs)?.to_vec()?, top1: download(&o.top1)?.to_vec()? })
+    let f32s = |t: &T| -> Result<Vec<f32>> { Ok(download(t)?.to(DType::F32)?.to_vec()?) };
+    Ok(Report { logits: f32s(&o.logits)?, probs: f32s(&o.probs)?, top1: download(&o.top1)?.to_vec()? })
 }
 
-/// Runs the network of `d` on the host (the CPU reference) or on `ctx`, eagerly or (`graph`)
-/// captured once over a blank input and replayed on the image.
-fn run(d: &Description, params: &Params, format: MemoryFormat, ctx: Option<&GpuContext>, graph: bool) -> Result<Report> {
+/// Runs the network of `d` in `dtype` on the host (the CPU reference) or on `ctx`, eagerly or
+/// (`graph`) captured once over a blank input and replayed on the image.
+fn run(d: &Description, params: &Params, format: MemoryFormat, dtype: DType, ctx: Option<&GpuContext>, graph: bool) -> Result<Report> {
     let net = Net::build(d, params, format)?;
+    let net = if dtype == DType::F32 { net } else { net.with_dtype(dtype)? };
     let rgba = HostTensor::from_vec(d.image(), &[d.batch, d.size, d.size, 4])?;
     match ctx {
         None => report(net.forward(&rgba)?, |t| Ok(t.clone())),
@@ -131,8 +144,8 @@ fn main_inner(a: &Args) -> Result<()> {
     let params = params(&d, bytes.as_deref())?;
     let ctx = if a.cpu { None } else { Some(GpuContext::new()?) };
     let where_ = ctx.as_ref().map_or("the CPU reference".to_string(), |c| format!("{} ({:?})", c.adapter().name, c.adapter().backend));
-    eprintln!("resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, on {where_}", d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format);
-    let r = run(&d, &params, a.format, ctx.as_ref(), a.graph)?;
+    eprintln!("resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, {}, on {where_}", d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format, a.dtype);
+    let r = run(&d, &params, a.format, a.dtype, ctx.as_ref(), a.graph)?;
     println!("logits: {}", json_list(&r.logits));
     println!("top1: {}", json_list(&r.top1));
     if let Some(want) = &d.logits {
@@ -202,15 +215,15 @@ mod tests {
         for (name, t) in &formula {
             assert_eq!(t.to_vec::<f32>().unwrap(), loaded[name].to_vec::<f32>().unwrap(), "{name} changed through the file");
         }
-        check(&d, &run(&d, &formula, MemoryFormat::Contiguous, None, false).unwrap(), "host NCHW");
+        check(&d, &run(&d, &formula, MemoryFormat::Contiguous, DType::F32, None, false).unwrap(), "host NCHW");
         for ctx in contexts() {
             let a = format!("{:?}", ctx.adapter().backend);
             for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-                let eager = run(&d, &formula, format, Some(&ctx), false).unwrap();
+                let eager = run(&d, &formula, format, DType::F32, Some(&ctx), false).unwrap();
                 check(&d, &eager, &format!("{a} {format:?} formulas"));
                 // Captured over a blank input and replayed on the image: PyTorch's logits, and
                 // the eager pass's bits.
-                let replayed = run(&d, &formula, format, Some(&ctx), true).unwrap();
+                let replayed = run(&d, &formula, format, DType::F32, Some(&ctx), true).unwrap();
                 check(&d, &replayed, &format!("{a} {format:?} graph"));
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&replayed.logits), bits(&eager.logits), "{a} {format:?}: graph logits against eager");
@@ -219,8 +232,38 @@ mod tests {
                 // A second forward pass (here on parameters read from the file) compiles
                 // nothing: every pipeline is made once per context.
                 let compiled = ctx.pipeline_count();
-                check(&d, &run(&d, &loaded, format, Some(&ctx), false).unwrap(), &format!("{a} {format:?} safetensors"));
+                check(&d, &run(&d, &loaded, format, DType::F32, Some(&ctx), false).unwrap(), &format!("{a} {format:?} safetensors"));
                 assert_eq!(ctx.pipeline_count(), compiled, "{a} {format:?}: a second forward pass compiled pipelines");
+            }
+        }
+    }
+
+    /// The network in float16 and bfloat16 (`--dtype`): on the host and on each adapter, in both
+    /// layouts, eager and replayed, PyTorch's top-1 and its float64 logits within 5e-4 (f16) or
+    /// 4e-3 (bf16): about 5x what the host reached on these weights (5.3e-5 and 8.6e-4); and the
+    /// replay equal to the eager pass bit for bit.
+    #[test]
+    fn resnet_small_in_half_precision() {
+        let d = Description::parse(SMALL).unwrap();
+        let formula = model::formula_params(&d).unwrap();
+        for (dtype, bound) in [(DType::F16, 5e-4), (DType::BF16, 4e-3)] {
+            let near = |r: &Report, what: &str| {
+                let logits: Vec<f64> = r.logits.iter().map(|&x| x as f64).collect();
+                let dl = model::max_abs_diff(&logits, d.logits.as_ref().unwrap());
+                println!("resnet {dtype} {what}: logits max |diff| {dl:.2e}");
+                assert!(dl <= bound, "{dtype} {what}: logits differ from PyTorch's by {dl:e}");
+                assert_eq!(r.top1.iter().map(|&i| i as usize).collect::<Vec<_>>(), *d.top1.as_ref().unwrap(), "{dtype} {what}: top-1");
+            };
+            near(&run(&d, &formula, MemoryFormat::ChannelsLast, dtype, None, false).unwrap(), "host");
+            for ctx in contexts() {
+                for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                    let what = format!("{:?} {format:?}", ctx.adapter().backend);
+                    let eager = run(&d, &formula, format, dtype, Some(&ctx), false).unwrap();
+                    near(&eager, &what);
+                    let replayed = run(&d, &formula, format, dtype, Some(&ctx), true).unwrap();
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&replayed.logits), bits(&eager.logits), "{dtype} {what}: graph logits against eager");
+                }
             }
         }
     }

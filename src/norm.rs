@@ -72,12 +72,14 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
 /// Folds an inference batch norm into the convolution before it, as inference engines do:
 /// returns the weight and bias of one convolution equal to `batch_norm(conv2d(x, weight,
 /// bias))`: `weight * scale[k]` and `(bias - mean) * scale + bn_bias` with
-/// `scale = bn_weight / sqrt(var + eps)`. `weight` is [K, ...] (f32), `bias` \[K\] or none, the
-/// statistics \[K\]. New contiguous f32 tensors.
+/// `scale = bn_weight / sqrt(var + eps)`. `weight` is [K, ...] (f32, f16 or bf16), `bias` \[K\]
+/// or none, the statistics \[K\]. New contiguous tensors of the weight's type: a 16-bit weight
+/// and bias are folded in f32 and rounded once.
 pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: &T, running_var: &T, bn_weight: Option<&T>, bn_bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     const OP: &str = "fold_batch_norm";
-    if weight.rank() < 1 || weight.dtype() != DType::F32 {
-        return Err(Error::invalid(OP, format!("weight of shape {:?} and type {}: expected an f32 [K, ...] convolution weight", weight.shape(), weight.dtype())));
+    let dtype = weight.dtype();
+    if weight.rank() < 1 || !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(Error::invalid(OP, format!("weight of shape {:?} and type {}: expected an f32, f16 or bf16 [K, ...] convolution weight", weight.shape(), weight.dtype())));
     }
     let k = weight.shape()[0];
     if let Some(b) = bias {
@@ -88,10 +90,14 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
     let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps)?;
     let mut view = vec![1isize; weight.rank()];
     view[0] = k as isize;
-    let folded = weight.mul(&scale.view(&view)?)?.contiguous(crate::layout::MemoryFormat::Contiguous)?;
+    let wide = |t: &T| if t.dtype() == DType::F32 { t.contiguous(crate::layout::MemoryFormat::Contiguous) } else { t.to(DType::F32) };
+    let folded = wide(weight)?.mul(&scale.view(&view)?)?.contiguous(crate::layout::MemoryFormat::Contiguous)?;
     let b = match bias {
-        Some(b) => b.mul(&scale)?.add(&shift)?,
+        Some(b) => wide(b)?.mul(&scale)?.add(&shift)?,
         None => shift,
     };
-    Ok((folded, b))
+    if dtype == DType::F32 {
+        return Ok((folded, b));
+    }
+    Ok((folded.to(dtype)?, b.to(dtype)?))
 }

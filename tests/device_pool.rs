@@ -382,6 +382,25 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
             assert!(((a - b).abs() as f64) <= 1e-5 * scale, "{}: {a} against {b}", name(ctx));
         }
     }
+    // A 16-bit weight and bias fold in f32 and round once: the f32 fold rounded to the type,
+    // bit for bit, on the host and on each adapter. An integer weight is refused.
+    use strided_wgpu::Elementwise;
+    for dtype in [DType::F16, DType::BF16] {
+        let (w16, b16) = (wt.to(dtype).unwrap(), bias.to(dtype).unwrap());
+        let (fw32, fb32) = fold_batch_norm(&w16.to(DType::F32).unwrap(), Some(&b16.to(DType::F32).unwrap()), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
+        let bits = |t: &HostTensor| t.to(DType::F32).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let (want_w, want_b) = (bits(&fw32.to(dtype).unwrap()), bits(&fb32.to(dtype).unwrap()));
+        let (fw, fb) = fold_batch_norm(&w16, Some(&b16), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
+        assert_eq!((fw.dtype(), fb.dtype()), (dtype, dtype));
+        assert_eq!((bits(&fw), bits(&fb)), (want_w.clone(), want_b.clone()), "host {dtype}");
+        for ctx in contexts() {
+            let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+            let (dfw, dfb) = fold_batch_norm(&up(&w16), Some(&up(&b16)), &up(&mean), &up(&var), Some(&up(&g)), Some(&up(&beta)), 1e-5).unwrap();
+            assert_eq!((bits(&dfw.download().unwrap()), bits(&dfb.download().unwrap())), (want_w.clone(), want_b.clone()), "{} {dtype}", name(ctx));
+        }
+    }
+    let wi = wt.to(DType::I32).unwrap();
+    assert!(matches!(fold_batch_norm(&wi, None, &mean, &var, Some(&g), Some(&beta), 1e-5), Err(strided_wgpu::Error::InvalidArgument { op: "fold_batch_norm", .. })));
 }
 
 /// Max pooling windows with no tap inside the image (padding and dilation step over it): -inf,

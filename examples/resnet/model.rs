@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, GpuContext, HostTensor, Matmul, MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided};
+use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, HostTensor, Matmul, MaxPool2dOptions, MemoryFormat, Reduce, ShapeOps, Strided};
 use strided_wgpu::ops::fold_batch_norm;
 
 /// ImageNet's per-channel mean (RGB).
@@ -266,19 +266,19 @@ pub fn check_params(d: &Description, params: &Params) -> Result<()> {
 /// The tensor operations the network needs, plus allocation (the one thing the two tensor
 /// types do differently).
 pub trait Tensor: ShapeOps + Conv2d + Reduce + Matmul {
-    /// A new uninitialized f32 tensor beside `self`.
-    fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self>;
+    /// A new uninitialized tensor of `dtype` beside `self`.
+    fn alloc(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self>;
 }
 
 impl Tensor for HostTensor {
-    fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self> {
-        Ok(HostTensor::zeros(shape, DType::F32, format)?)
+    fn alloc(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self> {
+        Ok(HostTensor::zeros(shape, dtype, format)?)
     }
 }
 
 impl Tensor for DeviceTensor {
-    fn alloc(&self, shape: &[usize], format: MemoryFormat) -> Result<Self> {
-        Ok(DeviceTensor::empty(self.context(), shape, DType::F32, format)?)
+    fn alloc(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self> {
+        Ok(DeviceTensor::empty(self.context(), shape, dtype, format)?)
     }
 }
 
@@ -300,6 +300,9 @@ pub struct Block<T> {
 pub struct Net<T> {
     /// The memory format activations are kept in.
     pub format: MemoryFormat,
+    /// The element type of the activations and parameters (f32, or f16 / bf16 after
+    /// [`Net::with_dtype`]); the input's normalization constants stay f32.
+    pub dtype: DType,
     scale: T,
     shift: T,
     stem: Conv<T>,
@@ -310,7 +313,7 @@ pub struct Net<T> {
 
 /// What one forward pass gives.
 pub struct Outputs<T> {
-    /// `[batch, classes]` f32.
+    /// `[batch, classes]`, of the network's dtype.
     pub logits: T,
     /// `softmax(logits, 1)`.
     pub probs: T,
@@ -353,6 +356,7 @@ impl Net<HostTensor> {
         }
         Ok(Net {
             format,
+            dtype: DType::F32,
             scale: HostTensor::from_vec(scale, &[1, 3, 1, 1])?,
             shift: HostTensor::from_vec(shift, &[1, 3, 1, 1])?,
             stem: folded(params, "conv1", "bn1", 2, 3, true)?,
@@ -362,12 +366,30 @@ impl Net<HostTensor> {
         })
     }
 
+    /// The same network in `dtype` (f16 or bf16): its folded parameters rounded once to it
+    /// (the folding ran in f32); the activations will be `dtype` too.
+    pub fn with_dtype(&self, dtype: DType) -> Result<Net<HostTensor>> {
+        let to = |t: &HostTensor| t.to(dtype);
+        let conv = |c: &Conv<HostTensor>| -> Result<Conv<HostTensor>> { Ok(Conv { weight: to(&c.weight)?, bias: to(&c.bias)?, options: c.options }) };
+        Ok(Net {
+            format: self.format,
+            dtype,
+            scale: self.scale.clone(),
+            shift: self.shift.clone(),
+            stem: conv(&self.stem)?,
+            blocks: self.blocks.iter().map(|b| Ok(Block { conv1: conv(&b.conv1)?, conv2: conv(&b.conv2)?, downsample: b.downsample.as_ref().map(conv).transpose()? })).collect::<Result<_>>()?,
+            fc_weight: to(&self.fc_weight)?,
+            fc_bias: to(&self.fc_bias)?,
+        })
+    }
+
     /// The same network with its parameters uploaded to `ctx`.
     pub fn to_device(&self, ctx: &GpuContext) -> Result<Net<DeviceTensor>> {
         let up = |t: &HostTensor| DeviceTensor::upload(ctx, t);
         let conv = |c: &Conv<HostTensor>| -> Result<Conv<DeviceTensor>> { Ok(Conv { weight: up(&c.weight)?, bias: up(&c.bias)?, options: c.options }) };
         Ok(Net {
             format: self.format,
+            dtype: self.dtype,
             scale: up(&self.scale)?,
             shift: up(&self.shift)?,
             stem: conv(&self.stem)?,
@@ -387,7 +409,7 @@ impl<T: Tensor> Net<T> {
         }
         // Normalize: `shift + x * scale` over the RGB view, into the activations' layout.
         let x = rgba.narrow(3, 0, 3)?.permute(&[0, 3, 1, 2])?;
-        let input = rgba.alloc(&[s[0], 3, s[1], s[2]], self.format)?;
+        let input = rgba.alloc(&[s[0], 3, s[1], s[2]], self.dtype, self.format)?;
         self.shift.addcmul_out(&x, &self.scale, 1.0, &input)?;
 
         let conv = |x: &T, c: &Conv<T>| x.conv2d(&c.weight, Some(&c.bias), &c.options);
