@@ -546,9 +546,10 @@ fn residual_epilogue_matches_the_unfused_ops() {
 }
 
 /// Split-K (`GemmNchwSplit`, `GemmNhwcSplit`): reductions of 144 to 1152 steps cut into 2 to 18
-/// slices, with groups, a stride, bias and ReLU, into both output layouts: each output within
-/// the tolerance of the CPU reference, and a second call equal to the first bit for bit (the
-/// slices are added in a fixed order).
+/// slices (a captured call shows the sum dispatch), with groups, a stride, bias and ReLU, into
+/// both output layouts, and a reduction of 16 steps too short to cut (run whole): each output
+/// within the tolerance of the CPU reference, and a second call equal to the first bit for bit
+/// (the slices are added in a fixed order).
 #[test]
 fn split_k_matches_cpu_and_repeats_bit_for_bit() {
     let mut rng = Rng(0x5b117);
@@ -568,6 +569,9 @@ fn split_k_matches_cpu_and_repeats_bit_for_bit() {
                     let run = || conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
                     let (a, again) = (run(), run());
                     assert!(a.iter().zip(&again).all(|(p, q)| p.to_bits() == q.to_bits()), "{label}: a second call gave other bits");
+                    let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &dw, Some(&db), &o, kernel)).unwrap();
+                    let sums = graph.dispatches().iter().filter(|(_, k)| *k == "conv2d_gemm_sum").count();
+                    assert_eq!(sums, usize::from(c * kh * kh / groups >= 128), "{label}: sum dispatches");
                 }
             }
         }

@@ -694,10 +694,10 @@ fn addmm_with_an_activation_equals_addmm_then_the_activation() {
     }
 }
 
-/// Split-K (`GemmSplit`): products with few tiles and k of 300 to 2048 (2 to 32 slices): a
-/// `linear` with bias and GELU, a batched product with a transposed B, f32 and f16. Each within
-/// the reference's tolerance, and a second run equal to the first bit for bit (the slices are
-/// added in a fixed order).
+/// Split-K (`GemmSplit`): products with few tiles and k of 300 to 2048 (2 to 32 slices; a
+/// captured product shows the sum dispatch): a `linear` with bias and GELU, a batched product
+/// with a transposed B, f32 and f16. Each within the reference's tolerance, and a second run
+/// equal to the first bit for bit (the slices are added in a fixed order).
 #[test]
 fn split_k_matches_the_reference_and_repeats_bit_for_bit() {
     for ctx in contexts() {
@@ -727,6 +727,16 @@ fn split_k_matches_the_reference_and_repeats_bit_for_bit() {
             };
             let got = run();
             compare(&what, &plan, &a, &b, c.as_ref(), &got);
+            let graph = ctx
+                .capture(&[&da], || {
+                    let out = DeviceTensor::empty(ctx, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?;
+                    let mut bt = ctx.batch();
+                    bt.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::GemmSplit)?;
+                    bt.submit()?;
+                    Ok::<_, Error>(out)
+                })
+                .unwrap();
+            assert!(graph.dispatches().iter().any(|(_, k)| *k == "matmul_gemm_sum"), "{what}: no sum dispatch");
             let again = run();
             assert!(f64s(&got).iter().zip(f64s(&again)).all(|(p, q)| p.to_bits() == q.to_bits()), "{what}: a second run gave other bits");
         }

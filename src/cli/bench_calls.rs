@@ -215,7 +215,8 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<CallRow>> {
 
 /// The floor under every call on this adapter, raw wgpu without the crate: an empty command
 /// buffer submitted, then a blocking wait (`F0`) or a polling one until its
-/// `on_submitted_work_done` callback ran (`F1`).
+/// `on_submitted_work_done` callback ran (`F1`; the timing rule's own blocking wait follows,
+/// with nothing left to wait for).
 fn floor(ctx: &GpuContext, min_s: f64) -> Result<Vec<CallRow>> {
     let (device, queue) = (ctx.device(), ctx.queue());
     let submit = || {

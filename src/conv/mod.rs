@@ -214,7 +214,8 @@ pub trait Conv2d: Sized {
     /// any strides.
     /// The result equals `conv2d` without ReLU, `add_(residual)` and `relu_()` bit for bit; on
     /// the device the GEMM kernels add it in their epilogue (one pass over memory instead of
-    /// three), the others record the three ops.
+    /// three), the others record the three ops, as does every 16-bit convolution (its
+    /// convolution is rounded before the add).
     fn conv2d_add(&self, weight: &Self, bias: Option<&Self>, residual: &Self, options: &Conv2dOptions) -> Result<Self>;
 }
 

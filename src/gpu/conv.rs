@@ -146,7 +146,7 @@ impl Batch<'_> {
     }
 
     /// Records `input.conv2d_out(weight, bias, options, out)` ([`Conv2d::conv2d_out`]): into
-    /// `out`, a view of shape [N, K, OH, OW], f32, in any strides (`options.output_format` is
+    /// `out`, a view of shape [N, K, OH, OW] of the operands' type, in any strides (`options.output_format` is
     /// only checked, `out` decides the layout). `out` must not overlap itself or an operand;
     /// an operand in the same buffer as `out` (a disjoint view) is read from a copy.
     pub fn conv2d_out(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<()> {
@@ -291,6 +291,12 @@ fn check_destination(op: &'static str, out: &DeviceTensor, input: &DeviceTensor,
     host_conv::check_overlap(op, out.layout(), &operands)
 }
 
+/// The layout of a 16-bit convolution operand's f32 copy (`Batch::convolve_in_f32`): dense,
+/// in the operand's suggested memory format.
+fn f32_twin(l: &Layout) -> Result<Layout> {
+    Layout::with_format(l.shape(), l.suggest_memory_format())
+}
+
 /// A device tensor as a kernel operand.
 fn view(t: &DeviceTensor) -> View<'_> {
     View { buffer: t.buffer(), layout: t.layout() }
@@ -313,7 +319,7 @@ impl GpuContext {
     /// nothing. Checks the operands' shapes and types and the output's shape and type as the
     /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
     pub fn conv2d_choice(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
-        self.conv2d_class("conv2d_choice", out, input, weight, bias, options).map(|c| c.map(|class| self.conv_choice(&class, out.layout(), ConvKernel::Auto)))
+        self.conv2d_class("conv2d_choice", out, input, weight, bias, options).map(|c| c.map(|(class, out)| self.conv_choice(&class, &out, ConvKernel::Auto)))
     }
 
     /// The adapter's default kernel for this convolution: what [`GpuContext::conv2d_choice`]
@@ -321,16 +327,19 @@ impl GpuContext {
     /// `None` for an empty output.
     pub fn conv2d_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
         let cl = |o: &Layout| o.strides()[1] == 1 && o.shape()[1] > 1;
-        self.conv2d_class("conv2d_default", out, input, weight, bias, options).map(|c| c.map(|class| conv_default(self.rt.report.device_type, &class, cl(out.layout()))))
+        self.conv2d_class("conv2d_default", out, input, weight, bias, options).map(|c| c.map(|(class, out)| conv_default(self.rt.report.device_type, &class, cl(&out))))
     }
 
-    fn conv2d_class(&self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<ConvClass>> {
+    /// The class of a checked convolution and the output layout its kernels write: a 16-bit
+    /// convolution's kernels see its f32 copies ([`f32_twin`]).
+    fn conv2d_class(&self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<Option<(ConvClass, Layout)>> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         check_output(op, out, &g)?;
         if out.numel() == 0 {
             return Ok(None);
         }
-        Ok(Some(conv_class(&self.rt.report, &g, options, input.layout(), out.layout())))
+        let (x, y) = if g.dtype == DType::F32 { (input.layout().clone(), out.layout().clone()) } else { (f32_twin(input.layout())?, f32_twin(out.layout())?) };
+        Ok(Some((conv_class(&self.rt.report, &g, options, &x, &y), y)))
     }
 
     /// Measures the convolution kernels (`conv_candidates`) for the shape class of this
@@ -376,7 +385,11 @@ impl GpuContext {
         }
         // A 16-bit convolution runs in f32 (`Batch::convolve_in_f32`): measured on f32 copies of
         // the operands, in the memory formats that path gives them, so the class is the one its
-        // calls look up.
+        // calls look up; nothing is copied when that class is tuned already.
+        let out32 = f32_twin(out)?;
+        if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, &f32_twin(input.layout())?, &out32)).is_some() {
+            return Ok(false);
+        }
         let wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
             let w = DeviceTensor::empty(self, t.shape(), DType::F32, t.layout().suggest_memory_format())?;
             w.copy_(t)?;
@@ -384,7 +397,6 @@ impl GpuContext {
         };
         let (x, w) = (wide(input)?, wide(weight)?);
         let b = bias.map(wide).transpose()?;
-        let out32 = Layout::with_format(out.shape(), out.suggest_memory_format())?;
         self.tune_f32_into(&out32, &x, &w, b.as_ref(), options, &Conv2dShape { dtype: DType::F32, ..g.clone() }, drive).await
     }
 

@@ -39,9 +39,9 @@ export WGPU_BACKEND=vulkan STRIDED_WGPU_REQUIRE_ADAPTER=1 XDG_RUNTIME_DIR="$(mkt
 export STRIDED_WGPU_BENCH_MIN_S="${STRIDED_WGPU_BENCH_MIN_S:-0.2}"
 { date -u; git log --oneline -1 2>/dev/null || true; nvidia-smi -L 2>&1; nproc; } > "$OUT/env.txt"
 bin=.gpu/bin/strided-wgpu
-# A second build of the main program (`.gpu/bin/strided-wgpu-b`, optional: pack.sh's
-# GPU_PACK_B names a git revision or a patch to build it from) is timed beside the first, in
-# turns, into calls_b.jsonl and bench_b.jsonl.
+# A second build of the main program (`.gpu/bin/strided-wgpu-b`, optional: pack.sh copies the
+# binary GPU_PACK_B names) is timed beside the first, in turns, into calls_b.jsonl and
+# bench_b.jsonl.
 alt=.gpu/bin/strided-wgpu-b
 step 120 calls.jsonl $bin bench --only calls --json
 [ -x $alt ] && step 120 calls_b.jsonl $alt bench --only calls --json

@@ -111,7 +111,7 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
         // Split-K where the class's output has few 64 x 64 tiles (under 256: a GPU of 100+
         // multiprocessors would run a workgroup or two on each) and its reduction is long
         // (C/groups * kh * kw >= 1024 steps: each slice still walks hundreds). ResNet-18 at
-        // batch 8 on an NVIDIA H200: its 3x3 layers at 28x28, 14x14 and 7x7 (98, 100 and 56
+        // batch 8 on an NVIDIA H200: its 3x3 layers at 28x28, 14x14 and 7x7 (196, 100 and 56
         // tiles of 1152-4608 steps) ran at 10, 6.5 and 3.1 TFLOP/s unsplit (BENCHMARKS.md).
         let [cg, kg, pixels] = c.log2.map(|l| 1usize << l);
         let tiles = pixels.div_ceil(64) * kg.div_ceil(64);

@@ -118,8 +118,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, wgpu::BufferUsages::empty())?;
     pack(rt, rec, ops, &dst, &w, packed.buffer())?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let partial_bytes = if split { slice_bytes * nslices as u64 } else { 16 };
-    let partial = rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?;
+    let partial_bytes = slice_bytes * nslices as u64;
+    let partial = if split { Some(rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?) } else { None };
     let bias = bias_binding(ops.bias, packed.buffer());
     // Without a residual (never read) a few bytes of the packed weight, bound read-only
     // already (the scratch word is bound writable).
@@ -128,7 +128,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         .into_iter()
         .map(|(r, params, key, step, grid)| {
             let input = [(ops.input.buffer, r.x), (ops.input.buffer, words(r.x))];
-            let whole = (partial.buffer(), (0, partial_bytes));
+            // Only split steps use the partial buffer (then it exists).
+            let whole = partial.as_ref().map_or((unused.buffer(), (0, 16)), |p| (p.buffer(), (0, partial_bytes)));
             let ([x, x4], [o4, o6]) = match step {
                 Step::Whole(vout) => (input, out_bindings(ops.out.buffer, r.y, unused.buffer(), vout)),
                 Step::Slices => (input, [(unused.buffer(), (0, 16)), whole]),
@@ -139,7 +140,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
     rec.hold(unused);
-    rec.hold(partial);
+    if let Some(p) = partial {
+        rec.hold(p);
+    }
     rec.hold(packed);
     Ok(())
 }

@@ -309,7 +309,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             if let Some(part) = &partial {
                 // The slices into the partial buffer (bound as the output), then their sum (the
                 // partial buffer bound as A) through the epilogue into the output.
-                let whole = (part.buffer(), (0, part.buffer().size()));
+                let whole = (part.buffer(), (0, slice_bytes * nslices as u64));
                 let mut slices = bindings.clone();
                 slices[3] = whole;
                 dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![("SPLIT", 1)] }, params, bindings: slices, grid });
@@ -317,7 +317,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 let sum_grid = dispatch::grid(rt, op, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
                 let sum = MatmulParams { work: [params.work[0], params.work[1], params.work[2], u32_of(op, invocations as usize, "partial sums")?], ..params };
                 bindings[0] = whole;
-                bindings[4] = (part.buffer(), (0, part.buffer().size() / 16 * 16));
+                bindings[4] = (part.buffer(), (0, slice_bytes * nslices as u64));
                 dispatches.push(Dispatch { key: PipelineKey { shader: "matmul_gemm_sum", constants: vec![] }, params: sum, bindings, grid: sum_grid });
             } else {
                 dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
