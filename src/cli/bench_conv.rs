@@ -6,17 +6,21 @@
 //! ratio to a contiguous copy kernel moving the same bytes, timed in the same run with the
 //! same warm-up. Each row is timed through the adapter's default kernel for its class (what
 //! runs when nothing is tuned, the default policy) and through the tuner's choice, alternately
-//! run by run; `default_to_tuned` is the default's speed over the tuned one's. Timing as for the copy rows: GPU timestamps around the recorded work, medians
+//! run by run; `default_to_tuned` is the default's speed over the tuned one's. Two shapes run
+//! again in float16 (`_f16` rows: operands and output f16, accumulated in f32); every JSON row
+//! reports GB/s over the bytes its operands and output take in their type, so an f16 row and
+//! its f32 twin compare per byte moved. Timing as for the copy rows: GPU timestamps around the recorded work, medians
 //! of 15 runs after 2 warm-up runs.
 
-use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, GpuContext, MemoryFormat, Result, Strided};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, MemoryFormat, Result, Strided};
 use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::advanced::{conv2d_shape, ConvKernel};
 
 const WARMUP: usize = 2;
 const RUNS: usize = 15;
 
-/// A benchmarked convolution: input [N, C, H, W], K, kernel size, stride, padding, groups.
+/// A benchmarked convolution: input [N, C, H, W], K, kernel size, stride, padding, groups,
+/// element type.
 pub struct Shape {
     pub name: &'static str,
     pub input: [usize; 4],
@@ -25,14 +29,19 @@ pub struct Shape {
     pub stride: usize,
     pub pad: usize,
     pub groups: usize,
+    pub dtype: DType,
 }
 
 const fn shape(name: &'static str, input: [usize; 4], k: usize, kernel: usize, stride: usize, pad: usize, groups: usize) -> Shape {
-    Shape { name, input, k, kernel, stride, pad, groups }
+    Shape { name, input, k, kernel, stride, pad, groups, dtype: DType::F32 }
+}
+
+const fn half(s: Shape) -> Shape {
+    Shape { dtype: DType::F16, ..s }
 }
 
 /// The shapes the bench reports.
-pub const SHAPES: [Shape; 11] = [
+pub const SHAPES: [Shape; 13] = [
     shape("conv1x1", [8, 64, 56, 56], 256, 1, 1, 0, 1),
     shape("conv1x1", [8, 256, 56, 56], 64, 1, 1, 0, 1),
     shape("conv1x1", [8, 256, 56, 56], 512, 1, 2, 0, 1),
@@ -45,6 +54,8 @@ pub const SHAPES: [Shape; 11] = [
     // Grouped pointwise (ShuffleNet's stage 3 at batch 1): 196 output pixels.
     shape("conv1x1_grouped", [1, 544, 14, 14], 544, 1, 1, 0, 4),
     shape("stem7x7_s2", [8, 3, 224, 224], 64, 7, 2, 3, 1),
+    half(shape("conv1x1_f16", [8, 64, 56, 56], 256, 1, 1, 0, 1)),
+    half(shape("conv3x3_f16", [8, 64, 56, 56], 64, 3, 1, 1, 1)),
 ];
 
 /// One measured row.
@@ -112,15 +123,16 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
     let mut out = Vec::new();
     for s in &SHAPES {
         let o = Conv2dOptions { stride: (s.stride, s.stride), padding: (s.pad, s.pad), groups: s.groups, ..Default::default() };
-        let x = filled(ctx, &s.input, 1)?;
-        let w = filled(ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?;
-        let b = filled(ctx, &[s.k], 3)?;
-        let xl = DeviceTensor::empty(ctx, &s.input, DType::F32, MemoryFormat::ChannelsLast)?;
+        let typed = |t: DeviceTensor| if s.dtype == DType::F32 { Ok(t) } else { t.to(s.dtype) };
+        let x = typed(filled(ctx, &s.input, 1)?)?;
+        let w = typed(filled(ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?)?;
+        let b = typed(filled(ctx, &[s.k], 3)?)?;
+        let xl = DeviceTensor::empty(ctx, &s.input, s.dtype, MemoryFormat::ChannelsLast)?;
         xl.copy_(&x)?;
         let g = conv2d_shape(x.layout(), w.layout(), Some(b.layout()), [None; 3], &o)?;
-        let yn = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, MemoryFormat::Contiguous)?;
-        let yl = DeviceTensor::empty(ctx, &g.out_shape(), DType::F32, MemoryFormat::ChannelsLast)?;
-        let bytes = 4.0 * (x.numel() + w.numel() + b.numel() + yn.numel()) as f64;
+        let yn = DeviceTensor::empty(ctx, &g.out_shape(), s.dtype, MemoryFormat::Contiguous)?;
+        let yl = DeviceTensor::empty(ctx, &g.out_shape(), s.dtype, MemoryFormat::ChannelsLast)?;
+        let bytes = s.dtype.size() as f64 * (x.numel() + w.numel() + b.numel() + yn.numel()) as f64;
         // A contiguous copy of the same bytes (half read, half written), for the depthwise row.
         let copy_ms = if s.groups > 1 && s.groups == s.input[1] {
             let n = (bytes / 8.0) as usize;
@@ -172,12 +184,11 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
             let (min, max) = r.times_ms.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
             let s = r.shape;
             let mut line = serde_json::json!({
-                "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups,
-                "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(), "tuned": format!("{:?}", r.kernel),
+                "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups, "dtype": s.dtype.to_string(),
+                "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(), "gbps": r.gbps(), "tuned": format!("{:?}", r.kernel),
                 "default": format!("{:?}", r.default_kernel), "default_median_ms": median(&r.default_ms), "default_to_tuned": r.default_to_tuned(),
             });
             if let Some(c) = r.copy_ms {
-                line["gbps"] = r.gbps().into();
                 line["copy_median_ms"] = c.into();
                 line["ratio_to_copy"] = (c / r.median()).into();
             }
@@ -220,15 +231,15 @@ pub fn first_call(index: usize, nhwc: bool) -> Result<()> {
     let s = SHAPES.get(index).ok_or_else(|| strided_wgpu::Error::InvalidArgument { op: "first-call", detail: format!("no conv shape {index}; there are {}", SHAPES.len()) })?;
     let ctx = GpuContext::new()?;
     let o = Conv2dOptions { stride: (s.stride, s.stride), padding: (s.pad, s.pad), groups: s.groups, ..Default::default() };
-    let x = filled(&ctx, &s.input, 1)?;
+    let typed = |t: DeviceTensor| if s.dtype == DType::F32 { Ok(t) } else { t.to(s.dtype) };
+    let x = typed(filled(&ctx, &s.input, 1)?)?;
     let x = if nhwc { x.contiguous(MemoryFormat::ChannelsLast)? } else { x };
-    let w = filled(&ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?;
-    let b = filled(&ctx, &[s.k], 3)?;
+    let w = typed(filled(&ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?)?;
+    let b = typed(filled(&ctx, &[s.k], 3)?)?;
     x.narrow(0, 0, 1)?.download()?;
     let t = std::time::Instant::now();
     let y = strided_wgpu::ops::conv2d(&x, &w, Some(&b), &o)?;
-    let mut host = vec![0f32; y.numel()];
-    y.download_into(&mut host)?;
+    y.download()?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let kernel = ctx.conv2d_choice(&x, &w, Some(&b), &o, &y)?.unwrap_or(ConvKernel::Auto);
     println!("{}", serde_json::json!({ "first_call_ms": ms, "kernel": format!("{kernel:?}") }));
