@@ -244,13 +244,13 @@ impl Batch<'_> {
     fn convolve_in_f32(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
         let mut wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
-            let w = DeviceTensor::empty(&ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())?;
+            let w = f32_like(&ctx, t)?;
             self.copy_(&w, t)?;
             Ok(w)
         };
         let (x, w) = (wide(input)?, wide(weight)?);
         let b = bias.map(&mut wide).transpose()?;
-        let y = DeviceTensor::empty(&ctx, out.shape(), DType::F32, out.layout().suggest_memory_format())?;
+        let y = f32_like(&ctx, out)?;
         let g32 = Conv2dShape { dtype: DType::F32, ..g.clone() };
         let unfused = Conv2dOptions { relu: false, ..*options };
         self.convolve(op, &y, &x, &w, b.as_ref(), None, if residual.is_some() { &unfused } else { options }, &g32, kernel)?;
@@ -295,6 +295,12 @@ fn check_destination(op: &'static str, out: &DeviceTensor, input: &DeviceTensor,
 /// in the operand's suggested memory format.
 fn f32_twin(l: &Layout) -> Result<Layout> {
     Layout::with_format(l.shape(), l.suggest_memory_format())
+}
+
+/// A new f32 tensor laid out as [`f32_twin`] says for `t`: where a 16-bit convolution's
+/// operands and result are held in f32, so the class its calls look up is the one measured.
+fn f32_like(ctx: &GpuContext, t: &DeviceTensor) -> Result<DeviceTensor> {
+    DeviceTensor::empty(ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())
 }
 
 /// A device tensor as a kernel operand.
@@ -391,7 +397,7 @@ impl GpuContext {
             return Ok(false);
         }
         let wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
-            let w = DeviceTensor::empty(self, t.shape(), DType::F32, t.layout().suggest_memory_format())?;
+            let w = f32_like(self, t)?;
             w.copy_(t)?;
             Ok(w)
         };
