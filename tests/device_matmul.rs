@@ -183,7 +183,7 @@ fn run_device(ctx: &GpuContext, rng: &mut Rng, case: &Case, kernel: MatmulKernel
 fn random_products_match_the_reference_on_every_kernel() {
     for ctx in contexts() {
         let mut rng = Rng(11);
-        let mut counts = [0usize; 6];
+        let mut counts = [0usize; MatmulKernel::ALL.len()];
         for i in 0..60 {
             let dtype = [DType::F32, DType::F16, DType::BF16][i % 3];
             let case = random_case(&mut rng, ctx, dtype);
@@ -210,10 +210,103 @@ fn random_products_match_the_reference_on_every_kernel() {
             }
         }
         // The Conv1x1 route is a CPU-adapter kernel; the Blocked kernel needs subgroups too
-        // (lavapipe has them, llvmpipe's GL not).
+        // (lavapipe has them, llvmpipe's GL not); the tensor-core kernel (float16, multiples of
+        // 16: random shapes rarely) has its own test below.
         let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
         let subgroups = cpu && ctx.adapter().backend == wgpu::Backend::Vulkan;
-        assert!(counts.iter().enumerate().all(|(i, &c)| c > 0 || (i == 4 && !cpu) || (i == 5 && !subgroups)), "{}: every kernel ran: {counts:?}", name(ctx));
+        let optional = |k: MatmulKernel| (k == MatmulKernel::Conv1x1 && !cpu) || (k == MatmulKernel::Blocked && !subgroups) || k == MatmulKernel::Coop;
+        assert!(counts.iter().zip(MatmulKernel::ALL).all(|(&c, k)| c > 0 || optional(k)), "{}: every kernel ran: {counts:?}", name(ctx));
+    }
+}
+
+/// The tensor-core kernel on float16 products it takes (m, n, k multiples of 16; row- and
+/// column-major operands; several tiles with partial ones at the edges; a batch; `linear`'s
+/// transposed weight; the epilogue: a bias, alpha and beta, ReLU and GELU): against the
+/// reference, and the same bits on a second run. Where the
+/// device runs no cooperative matrices the forced kernel is an `Unsupported` error naming why,
+/// and the automatic choice is another kernel.
+#[test]
+fn tensor_core_products_match_the_reference() {
+    for ctx in contexts() {
+        let mut rng = Rng(31);
+        let coop = ctx.adapter().cooperative_matrix.is_some();
+        // (batch, m, n, k, A stored transposed, B stored transposed)
+        let cases = [(1, 16, 16, 16, false, false), (1, 144, 272, 96, false, false), (1, 128, 256, 64, true, false), (1, 64, 48, 32, false, true), (3, 48, 160, 80, true, true), (2, 256, 128, 528, false, false)];
+        for (batch, m, n, k, ta, tb) in cases {
+            let stored = |rows: usize, cols: usize, t: bool| if t { vec![batch, cols, rows] } else { vec![batch, rows, cols] };
+            let (ha, hb) = (rand(&mut rng, &stored(m, k, ta), DType::F16), rand(&mut rng, &stored(k, n, tb), DType::F16));
+            let (da, db) = (DeviceTensor::upload(ctx, &ha).unwrap(), DeviceTensor::upload(ctx, &hb).unwrap());
+            let seen = |h: HostTensor, d: DeviceTensor, t: bool| if t { (h.transpose(1, 2).unwrap(), d.transpose(1, 2).unwrap()) } else { (h, d) };
+            let (ha, da) = seen(ha, da, ta);
+            let (hb, db) = seen(hb, db, tb);
+            let plan = matmul_plan(ha.layout(), hb.layout(), [DType::F16; 2]).unwrap();
+            let what = format!("{} coop batch {batch} m={m} n={n} k={k} A^T {ta} B^T {tb}", name(ctx));
+            let run = || -> Result<HostTensor, Error> {
+                let out = DeviceTensor::empty(ctx, &[batch, m, n], DType::F16, MemoryFormat::Contiguous)?;
+                let mut bt = ctx.batch();
+                bt.run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Coop)?;
+                bt.submit_and_wait()?;
+                out.download()
+            };
+            match run() {
+                Ok(got) => {
+                    assert!(coop, "{what}: ran without cooperative matrices");
+                    compare(&what, &plan, &ha, &hb, None, &got);
+                    let bits = |t: &HostTensor| t.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&run().unwrap()), "{what}: same bits on a second run");
+                    assert_eq!(ctx.matmul_choice_of(&da, &db).unwrap(), MatmulKernel::Coop, "{what}: the default");
+                }
+                Err(Error::Unsupported { detail, .. }) if !coop => {
+                    assert!(detail.contains("cooperative"), "{what}: {detail}");
+                    assert_ne!(ctx.matmul_choice_of(&da, &db).unwrap(), MatmulKernel::Coop, "{what}: the default");
+                }
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+        // Through the epilogue: linear with a bias and an activation (a transposed weight, the
+        // bias broadcast down the rows), addmm with alpha, beta and a full addend.
+        for (ci, act) in [Activation::None, Activation::Relu, Activation::Gelu].into_iter().enumerate() {
+            let (m, n, k) = (144, 96 + 32 * ci, 48);
+            let (hx, hw, hb) = (rand(&mut rng, &[m, k], DType::F16), rand(&mut rng, &[n, k], DType::F16), rand(&mut rng, &[n], DType::F16));
+            let (dx, dw, db) = (DeviceTensor::upload(ctx, &hx).unwrap(), DeviceTensor::upload(ctx, &hw).unwrap(), DeviceTensor::upload(ctx, &hb).unwrap());
+            let plan = linear_plan(hx.layout(), hw.layout(), Some(hb.layout()), [Some(DType::F16); 3]).unwrap().with_activation(act);
+            let hi = rand(&mut rng, &[m, n], DType::F16);
+            let di = DeviceTensor::upload(ctx, &hi).unwrap();
+            let (h1, h2) = (rand(&mut rng, &[m, k], DType::F16), rand(&mut rng, &[k, n], DType::F16));
+            let (d1, d2) = (DeviceTensor::upload(ctx, &h1).unwrap(), DeviceTensor::upload(ctx, &h2).unwrap());
+            let addmm = addmm_plan(hi.layout(), h1.layout(), h2.layout(), 0.5, -1.5, [DType::F16; 3]).unwrap().with_activation(act);
+            for (plan, host, dev) in [(plan, [&hx, &hw, &hb], [&dx, &dw, &db]), (addmm, [&h1, &h2, &hi], [&d1, &d2, &di])] {
+                let what = format!("{} coop {} {act:?} m={m} n={n} k={k}", name(ctx), plan.op);
+                let run = || -> Result<HostTensor, Error> {
+                    let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F16, MemoryFormat::Contiguous)?;
+                    let mut bt = ctx.batch();
+                    bt.run_plan_with(&plan, dev[0], dev[1], Some(dev[2]), &out, MatmulKernel::Coop)?;
+                    bt.submit_and_wait()?;
+                    out.download()
+                };
+                match run() {
+                    Ok(got) => {
+                        assert!(coop, "{what}: ran without cooperative matrices");
+                        compare(&what, &plan, host[0], host[1], Some(host[2]), &got);
+                        // Not the automatic choice yet (kernels/matmul/coop.rs, `automatic`).
+                        let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F16, MemoryFormat::Contiguous).unwrap();
+                        let mut bt = ctx.batch();
+                        bt.run_plan_with(&plan, dev[0], dev[1], Some(dev[2]), &out, MatmulKernel::Auto).unwrap();
+                        bt.submit_and_wait().unwrap();
+                        compare(&format!("{what} (auto)"), &plan, host[0], host[1], Some(host[2]), &out.download().unwrap());
+                    }
+                    Err(Error::Unsupported { detail, .. }) if !coop => assert!(detail.contains("cooperative"), "{what}: {detail}"),
+                    Err(e) => panic!("{what}: {e}"),
+                }
+            }
+        }
+        if coop {
+            // Not taken: float32, a k that is no multiple of 16.
+            let (a32, b32) = (DeviceTensor::zeros(ctx, &[32, 32], DType::F32, MemoryFormat::Contiguous).unwrap(), DeviceTensor::zeros(ctx, &[32, 32], DType::F32, MemoryFormat::Contiguous).unwrap());
+            assert_ne!(ctx.matmul_choice_of(&a32, &b32).unwrap(), MatmulKernel::Coop);
+            let (a, b) = (DeviceTensor::zeros(ctx, &[32, 24], DType::F16, MemoryFormat::Contiguous).unwrap(), DeviceTensor::zeros(ctx, &[24, 32], DType::F16, MemoryFormat::Contiguous).unwrap());
+            assert_ne!(ctx.matmul_choice_of(&a, &b).unwrap(), MatmulKernel::Coop);
+        }
     }
 }
 

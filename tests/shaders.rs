@@ -190,3 +190,49 @@ fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
     }
     assert!(convs >= 10, "{convs} convolution kernels");
 }
+
+/// The tensor-core kernel (which no adapter of the test machines compiles: none has
+/// cooperative matrices) through naga's SPIR-V backend in every specialization the host makes:
+/// naga 30 panics there on a `coopStore` whose stride is computed in the call
+/// (docs/cooperative-matrices.md), and wgpu's Vulkan backend writes SPIR-V at pipeline creation.
+#[test]
+fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
+    let src = source_for("matmul_coop", false).unwrap();
+    let module = parse("matmul_coop", &src);
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
+    let mut written = 0;
+    for bits in 0..32u32 {
+        let flag = |i: u32| ((bits >> i) & 1) as f64;
+        let pitch = if bits & 16 != 0 { 64.0 } else { 0.0 };
+        let constants: naga::back::PipelineConstants = [("A_ROWS", flag(0)), ("B_ROWS", flag(1)), ("Y_ROWS", flag(2)), ("EPI", flag(3)), ("A_PITCH", pitch), ("B_PITCH", pitch), ("Y_PITCH", pitch), ("WG", 128.0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
+        let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+        let words = naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), Some(&pipeline)).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
+        assert!(words.len() > 100 && words[0] == 0x0723_0203, "constants {constants:?}: not a SPIR-V module");
+        written += 1;
+    }
+    assert_eq!(written, 32);
+}
+
+/// The cooperative-matrix probe's shaders (examples/coop_probe/, run only on adapters with the
+/// feature) parse, validate and write SPIR-V here, so that an edit that breaks them shows
+/// before a GPU run.
+#[test]
+fn the_cooperative_matrix_probe_shaders_write_spirv() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("coop_probe");
+    let mut files = 0;
+    for name in ["probes.wgsl", "gemm.wgsl", "gemm_direct.wgsl"] {
+        let src = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let module = parse(name, &src);
+        let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
+        let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &Default::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let words = naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(words.len() > 100 && words[0] == 0x0723_0203, "{name}: not a SPIR-V module");
+        assert!(module.entry_points.len() >= 5, "{name}: {} entry points", module.entry_points.len());
+        files += 1;
+    }
+    assert_eq!(files, 3);
+}

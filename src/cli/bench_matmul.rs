@@ -111,7 +111,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
     let mut out = Vec::new();
     for dtype in [DType::F32, DType::F16] {
         // (op, a shape, b: stored shape and whether it is seen transposed, bias, batch, m, n, k)
-        let cases: [Case; 6] = [
+        let mut cases: Vec<Case> = vec![
             ("mm", vec![1024, 1024], vec![1024, 1024], Seen::AsStored, false, 1, 1024, 1024, 1024),
             ("linear", vec![512, 768], vec![3072, 768], Seen::Transposed, true, 1, 512, 3072, 768),
             ("bmm", vec![96, 128, 64], vec![96, 64, 128], Seen::AsStored, false, 96, 128, 128, 64),
@@ -119,6 +119,11 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<MatmulRow>> {
             ("bmm_heads", vec![8, 128, 12, 64], vec![8, 128, 12, 64], Seen::Heads, false, 96, 128, 128, 64),
             ("matvec", vec![1, 4096], vec![4096, 4096], Seen::Transposed, false, 1, 1, 4096, 4096),
         ];
+        // A large square product, the tensor-core kernel's measure (seconds a run on a CPU
+        // adapter: GPUs only).
+        if ctx.adapter().device_type != wgpu::DeviceType::Cpu {
+            cases.push(("mm", vec![4096, 4096], vec![4096, 4096], Seen::AsStored, false, 1, 4096, 4096, 4096));
+        }
         for (op, ashape, bshape, seen, bias, batch, m, n, k) in cases {
             let a = filled(ctx, &ashape, 1, dtype)?;
             let bs = filled(ctx, &bshape, 2, dtype)?;

@@ -71,19 +71,32 @@ impl GpuContext {
     /// Work of your own on [`GpuContext::device`] catches its errors in its own error scopes
     /// (or install a handler of yours with `device().on_uncaptured_error(..)`).
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
-        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
+        let coop = crate::runtime::cooperative_wanted(adapter);
+        let mut wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
+        let experimental = if coop {
+            wanted |= crate::runtime::COOPERATIVE_FEATURES;
+            // SAFETY: wgpu gates its experimental features behind this token because their
+            // implementation may still have bugs. The crate uses this one only in the
+            // tensor-core kernel, whose loads and stores stay within the operands' bound windows
+            // (kernels/matmul/coop.rs checks every product), and whose results the device tests
+            // compare with the CPU reference; `STRIDED_WGPU_COOPERATIVE_MATRIX=0` opens the device
+            // without it.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("strided-wgpu"),
                 required_features: adapter.features() & wanted,
                 required_limits: adapter.limits(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                experimental_features: experimental,
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,
             })
             .await
             .map_err(|e| Error::Adapter(format!("request_device on {:?}: {e}", adapter.get_info().name)))?;
-        let ctx = Self::from_device(device, queue, &adapter.get_info());
+        let ctx = GpuContext { rt: Arc::new(Runtime::new(device, queue, &adapter.get_info(), coop)), tuner: Arc::new(Tuner::default()) };
         ctx.own_handlers();
         Ok(ctx)
     }
@@ -99,9 +112,11 @@ impl GpuContext {
     /// Wraps a device and queue the caller already owns (a library inside a larger wgpu
     /// program shares its device). The host's uncaptured-error handler and device-lost callback
     /// are left as they are: the crate catches its own errors in its own error scopes, and an
-    /// error of the host's work never fails a call of the crate.
+    /// error of the host's work never fails a call of the crate. The tensor-core kernel
+    /// (`MatmulKernel::Coop`) is not used on such a device: the device alone does not say which
+    /// cooperative-matrix configurations its adapter has.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> GpuContext {
-        GpuContext { rt: Arc::new(Runtime::new(device, queue, info)), tuner: Arc::new(Tuner::default()) }
+        GpuContext { rt: Arc::new(Runtime::new(device, queue, info, false)), tuner: Arc::new(Tuner::default()) }
     }
 
     /// The adapter and the limits that matter.

@@ -158,9 +158,10 @@ impl Batch<'_> {
             (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
             (None, k) if class.kernels.contains(&k) => k,
             (None, k) => {
-                // The kernel's own reason where its check names one.
+                // The kernel's own check (a forced kernel may be one the automatic choice does not
+                // offer: the tensor-core kernel on a product with an epilogue).
                 crate::kernels::matmul::kernel_eligible(&ctx.rt.report, &whole, k)?;
-                return Err(Error::unsupported(op, format!("the kernel {k:?} does not apply to this product (its kernels see m = 2^{}.., n = 2^{}..; candidates {:?})", class.log2[0], class.log2[1], class.kernels)));
+                k
             }
         };
         let rt = ctx.rt.clone();

@@ -25,8 +25,9 @@
 //! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
 //! and `matmul_gemm` (A and B through their strides; `matmul_gemm_sum` a split-K product's
 //! second dispatch) share, `conv_gemm` the uniform and
-//! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch), `matmul_io` the matrix products'
-//! uniform, packed operand loads and epilogue; `pool` the uniform of the three window kernels,
+//! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch), `matmul_params` the matrix products'
+//! uniform, `matmul_epilogue` their addend, output and epilogue, `matmul_io` the SIMT kernels'
+//! packed operand loads; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`.
 //!
 //! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
@@ -80,6 +81,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("subgroup_slot", prelude!("subgroup_slot")),
     ("gemm_engine", prelude!("gemm_engine")),
     ("conv_gemm", prelude!("conv_gemm")),
+    ("matmul_params", prelude!("matmul_params")),
+    ("matmul_epilogue", prelude!("matmul_epilogue")),
     ("matmul_io", prelude!("matmul_io")),
     ("reduce", prelude!("reduce")),
     ("reduce_io", prelude!("reduce_io")),
@@ -148,9 +151,11 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // One GEMM engine (the tile loop) under the convolution and the matrix products.
     ("conv2d_gemm", &["conv_io", "conv_relu", "conv_gemm", "gemm_engine"], kernel!("conv2d_gemm")),
     ("conv2d_gemm_sum", &["conv_io", "conv_relu", "conv_gemm"], kernel!("conv2d_gemm_sum")),
-    ("matmul_gemm", &["dtypes", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
-    ("matmul_gemm_sum", &["dtypes", "matmul_io"], kernel!("matmul_gemm_sum")),
-    ("matmul_vec", &["dtypes", "matmul_io"], kernel!("matmul_vec")),
+    ("matmul_gemm", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
+    ("matmul_gemm_sum", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_gemm_sum")),
+    ("matmul_vec", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_vec")),
+    // Tensor cores: float16 operands through cooperative matrices (adapters with the feature).
+    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue"], kernel!("matmul_coop")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
@@ -169,11 +174,14 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
-/// The full source of kernel `name`: the `uniform_index` prelude (every kernel's), its own
-/// preludes (from files or generated), then the kernel.
+/// The full source of kernel `name`: the kernel's `enable` directives (WGSL wants them before
+/// any declaration), the `uniform_index` prelude (every kernel's), its own preludes (from files
+/// or generated), then the rest of the kernel.
 pub fn source(name: &str) -> Option<String> {
     let (_, preludes, kernel) = KERNELS.iter().find(|(n, _, _)| *n == name)?;
-    let mut out = String::from(PRELUDES[0].1);
+    let (enables, body): (Vec<&str>, Vec<&str>) = kernel.lines().partition(|l| l.starts_with("enable "));
+    let mut out: String = enables.iter().map(|l| format!("{l}\n")).collect();
+    out.push_str(PRELUDES[0].1);
     out.push('\n');
     for p in *preludes {
         match PRELUDES.iter().find(|(n, _)| n == p) {
@@ -182,7 +190,12 @@ pub fn source(name: &str) -> Option<String> {
         }
         out.push('\n');
     }
-    out.push_str(kernel);
+    if enables.is_empty() {
+        out.push_str(kernel);
+    } else {
+        out.push_str(&body.join("\n"));
+        out.push('\n');
+    }
     Some(out)
 }
 

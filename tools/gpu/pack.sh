@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/deb .gpu/peers
-cargo build --release
-cp target/release/strided-wgpu .gpu/bin/
+cargo build --release --bin strided-wgpu --example coop_probe
+cp target/release/strided-wgpu target/release/examples/coop_probe .gpu/bin/
 # The device suites, built with the release profile; their data files are read from the
 # checkout (compiled-in CARGO_MANIFEST_DIR, which run.sh links to the checkout there).
 tests=(graph device_conv2d device_matmul conformance embedding)
@@ -31,4 +31,5 @@ mkdir -p /tmp/amd64/partial
 apt-get $o update -qq >/dev/null
 (cd .gpu/deb && apt-get $o download -qq libvulkan1 libegl1 libglvnd0 >/dev/null)
 if [ -d ../shared/tools/peers ]; then cp ../shared/tools/peers/*.py .gpu/peers/; fi
+cp tools/gpu/torch_mm_half.py .gpu/peers/
 du -sh .gpu

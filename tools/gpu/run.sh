@@ -6,7 +6,10 @@
 #   2. the PyTorch peers (torch_cuda_bench.py, torch_resnet_variants.py),
 #   3. `bench --only resnet --profile` and the parts in GPU_BENCH_PARTS (default: conv matmul
 #      reduce host),
-#   4. the device test binaries (lavapipe's suites, on the GPU's Vulkan adapter).
+#   4. the device test binaries (lavapipe's suites, on the GPU's Vulkan adapter),
+#   5. the cooperative-matrix probe (examples/coop_probe.rs, into bench.jsonl) and PyTorch's
+#      f16 and f32 mm beside it (tools/gpu/torch_mm_half.py, into torch.jsonl).
+# GPU_STEPS names the steps to run (default: calls resnet peers profile parts tests coop).
 # Results in $OUT (at most 8 files): env.txt, calls.jsonl, bench.jsonl, torch.jsonl,
 # torch_resnet.txt, tests.log, and for a second build calls_b.jsonl, bench_b.jsonl.
 set -uo pipefail
@@ -43,22 +46,30 @@ bin=.gpu/bin/strided-wgpu
 # binary GPU_PACK_B names) is timed beside the first, in turns, into calls_b.jsonl and
 # bench_b.jsonl.
 alt=.gpu/bin/strided-wgpu-b
-step 120 calls.jsonl $bin bench --only calls --json
-[ -x $alt ] && step 120 calls_b.jsonl $alt bench --only calls --json
-step 90 bench.jsonl $bin bench --only resnet --json
-[ -x $alt ] && step 90 bench_b.jsonl $alt bench --only resnet --json
-if [ -f .gpu/peers/torch_cuda_bench.py ]; then
+steps=" ${GPU_STEPS:-calls resnet peers profile parts tests coop} "
+want() { [[ "$steps" == *" $1 "* ]]; }
+want calls && step 120 calls.jsonl $bin bench --only calls --json
+want calls && [ -x $alt ] && step 120 calls_b.jsonl $alt bench --only calls --json
+want resnet && step 90 bench.jsonl $bin bench --only resnet --json
+want resnet && [ -x $alt ] && step 90 bench_b.jsonl $alt bench --only resnet --json
+if want peers && [ -f .gpu/peers/torch_cuda_bench.py ]; then
   step 120 torch.jsonl python3 .gpu/peers/torch_cuda_bench.py --min-seconds "$STRIDED_WGPU_BENCH_MIN_S"
   step 60 torch_resnet.txt python3 .gpu/peers/torch_resnet_variants.py
 fi
-step 40 bench.jsonl $bin bench --only resnet --profile --json
-for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
+want profile && step 40 bench.jsonl $bin bench --only resnet --profile --json
+want parts && for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
   step 90 bench.jsonl $bin bench --only "$part" --json
   [ -x $alt ] && step 90 bench_b.jsonl $alt bench --only "$part" --json
 done
-for t in ${GPU_TESTS:-graph device_conv2d device_matmul conformance embedding}; do
+want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul conformance embedding}; do
   [ -x ".gpu/bin/$t" ] || continue
   echo "=== $t" >> "$OUT/tests.log"
   step 120 tests.log ".gpu/bin/$t"
 done
+# Last: the probe's seconds of tensor-core work leave the GPU's clocks lowered for a while
+# (an H200 ran the same kernel at 110 TFLOP/s first and 55 some seconds on).
+if want coop && [ -x .gpu/bin/coop_probe ]; then
+  step 60 bench.jsonl .gpu/bin/coop_probe
+  [ -f .gpu/peers/torch_mm_half.py ] && step 60 torch.jsonl python3 .gpu/peers/torch_mm_half.py
+fi
 ls -la "$OUT"

@@ -6,16 +6,19 @@ use serde::{Deserialize, Serialize};
 use crate::runtime::AdapterReport;
 
 use super::product::{Product, Shapes};
-use super::{blocked, conv_route, MatmulKernel, CONV_MIN_LOG2};
+use super::{blocked, conv_route, coop, MatmulKernel, CONV_MIN_LOG2};
 
 impl MatmulKernel {
     /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
     /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
     /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
-    /// that applies (then `Blocked`); all others the GEMM, split-K on GPUs where the output has
-    /// few tiles and k is long.
+    /// that applies (then `Blocked`); all others the tensor-core kernel where it applies, else
+    /// the GEMM, split-K on GPUs where the output has few tiles and k is long.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
+        if class.kernels.contains(&MatmulKernel::Coop) {
+            return MatmulKernel::Coop;
+        }
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
         // lavapipe (docs/benchmarks-log.md), but compile for seconds each: products of at least 2^22
@@ -49,13 +52,16 @@ impl MatmulKernel {
 
     /// The candidates of a product whose kernels see m x n: every eligible kernel (`conv`:
     /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]; `blocked`: whether
-    /// the [`MatmulKernel::Blocked`] kernel does, `blocked::eligible`).
-    fn candidates(m: usize, n: usize, conv: bool, blocked: bool) -> Vec<MatmulKernel> {
+    /// the [`MatmulKernel::Blocked`] kernel does, `blocked::eligible`; `coop`: whether the
+    /// [`MatmulKernel::Coop`] kernel does, `coop::eligible`, and may be taken unasked,
+    /// `coop::automatic`).
+    fn candidates(m: usize, n: usize, conv: bool, blocked: bool, coop: bool) -> Vec<MatmulKernel> {
         Self::ALL
             .into_iter()
             .filter(|&k| match k {
                 MatmulKernel::Conv1x1 => conv,
                 MatmulKernel::Blocked => blocked,
+                MatmulKernel::Coop => coop,
                 _ => k.eligible(m, n).is_ok(),
             })
             .collect()
@@ -99,7 +105,7 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let nb = s.batch.len();
     MatmulClass {
-        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok()),
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(p)),
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),

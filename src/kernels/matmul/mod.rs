@@ -25,6 +25,7 @@ use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 mod blocked;
 mod class;
+mod coop;
 mod product;
 
 pub(crate) use class::{matmul_class, Matmul, MatmulClass};
@@ -50,7 +51,7 @@ fn vec_rows(dtype: DType) -> usize {
 }
 
 uniform! {
-    /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_io.wgsl`).
+    /// The uniform of the matrix-product kernels (`MatmulParams` in `shaders/preludes/matmul_params.wgsl`).
     pub(crate) struct MatmulParams {
         dims: [u32; 4],
         work: [u32; 4],
@@ -99,6 +100,15 @@ pub enum MatmulKernel {
     /// after merging, X, the output and the packed B each within one binding. Also runs
     /// grouped 1x1 convolutions on CPU adapters (one product over the images and groups).
     Blocked,
+    /// The tensor-core product (`matmul_coop.wgsl`): float16 operands on cooperative matrices
+    /// (16 x 16 x 16, f32 accumulation), 128 x 128 tiles, fragments loaded straight from the
+    /// operands' storage, the epilogue (alpha, addend, activation) as the other kernels'.
+    /// Devices that run cooperative matrices ([`AdapterReport::cooperative_matrix`]), m, n and k
+    /// multiples of 16, A and B row- or column-major with 16-byte-aligned pitch, batch strides
+    /// and offset (the output too where there is no epilogue). The default wherever it applies
+    /// to a product without an epilogue; with one, only when forced (that path has not run on a
+    /// GPU yet).
+    Coop,
 }
 
 /// The floor(log2) of the multiply-adds (m, n, k and batch together) from which a CPU adapter's
@@ -110,14 +120,14 @@ pub const CONV_BATCHES: usize = 128;
 
 impl MatmulKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [MatmulKernel; 6] = [MatmulKernel::Gemm, MatmulKernel::GemmSplit, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked];
+    pub const ALL: [MatmulKernel; 7] = [MatmulKernel::Gemm, MatmulKernel::GemmSplit, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked, MatmulKernel::Coop];
 
     /// The one eligibility check on m and n, for the automatic choice and forced kernels
     /// alike: the matrix-vector kernels need m == 1 or n == 1 (the `Conv1x1` route's and the
     /// `Blocked` kernel's own checks look at the whole product, at the class and at record).
     pub fn eligible(self, m: usize, n: usize) -> Result<()> {
         match self {
-            MatmulKernel::Conv1x1 | MatmulKernel::Blocked => Ok(()),
+            MatmulKernel::Conv1x1 | MatmulKernel::Blocked | MatmulKernel::Coop => Ok(()),
             MatmulKernel::Vec1 | MatmulKernel::Vec16 if m != 1 && n != 1 => Err(Error::unsupported("matmul", format!("the matrix-vector kernel {self:?} needs m == 1 or n == 1, got m = {m}, n = {n}"))),
             _ => Ok(()),
         }
@@ -136,7 +146,8 @@ impl MatmulKernel {
 /// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
 /// GEMM (whole, and split-K's two), and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
 /// under `HALVES`) and with one (`Vec1`, the CPU adapters' default, a candidate everywhere);
-/// every other variation is a uniform.
+/// every other variation is a uniform. Not the tensor-core kernel (`matmul_coop`): the RADV
+/// compiler the budget test drives (Mesa 22.3) has no cooperative matrices.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     vec![
         PipelineSpec { kernel: "matmul_gemm", constants: vec![] },
@@ -159,6 +170,7 @@ fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulK
     match kernel {
         MatmulKernel::Conv1x1 => conv_route(report, p, s),
         MatmulKernel::Blocked => blocked::eligible(report, p, s),
+        MatmulKernel::Coop => coop::eligible(report, p, s),
         _ => Ok(()),
     }
 }
@@ -262,9 +274,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let ws = windows(z0, lo)?;
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
-                let (tm, tn) = (m.div_ceil(TILE), n.div_ceil(TILE));
+                let (tile, key) = if kernel == MatmulKernel::Coop { (coop::TILE, "matmul_coop") } else { (TILE, "matmul_gemm") };
+                let (tm, tn) = (m.div_ceil(tile), n.div_ceil(tile));
                 let total = tm as u64 * tn as u64 * batches as u64 * nslices as u64;
-                (total, "matmul_gemm", [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
+                (total, key, [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
                 // One lane per row: teams of 8 lanes stream vec_rows rows; more lanes share a row.
                 let per = if lanes == 1 { VEC_WG / 8 * vec_rows(p.dtype) } else { VEC_WG / lanes as usize };
@@ -302,6 +315,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             // The matrix-vector kernel's pipelines (`gpu_pipelines`): one lane a row, or L with
             // the 16-bit path; the GEMM has none.
             let constants = match (lanes, p.dtype) {
+                _ if kernel == MatmulKernel::Coop => coop::constants(&rt.report, p, &s),
                 (0, _) | (2.., DType::F32) => vec![],
                 (1, _) => vec![("TEAMS", 1)],
                 _ => vec![("HALVES", 1)],

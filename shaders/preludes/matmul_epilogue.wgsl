@@ -1,0 +1,57 @@
+// What every matrix-product kernel writes through (matmul_gemm.wgsl, matmul_gemm_sum.wgsl,
+// matmul_vec.wgsl, matmul_coop.wgsl): the addend C (bound as 32-bit words: float32 one per word,
+// 16-bit types two), the f32 output, the decoding of an element of the operands' type, and the
+// epilogue act(alpha * acc + beta * C). Needs the generated `dtypes` prelude and
+// preludes/matmul_params.wgsl first.
+
+@group(0) @binding(3) var<storage, read> c: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+// Element i of an operand whose word is w (float32: the word; 16-bit types: its half i & 1).
+fn mm_decode(w: u32, i: u32) -> f32 {
+    if (mp_u[pz()].dims.w == DT_F32) {
+        return bitcast<f32>(w);
+    }
+    let h = (w >> (16u * (i & 1u))) & 0xffffu;
+    if (mp_u[pz()].dims.w == DT_F16) {
+        return unpack2x16float(h).x;
+    }
+    return bitcast<f32>(h << 16u);
+}
+
+fn mm_word(i: u32) -> u32 {
+    if (mp_u[pz()].dims.w == DT_F32) {
+        return i;
+    }
+    return i >> 1u;
+}
+
+fn load_c(i: i32) -> f32 {
+    let u = u32(i);
+    return mm_decode(c[mm_word(u)], u);
+}
+
+// erfc, the Chebyshev fit of src/elementwise/cpu.rs (fractional error below 1.2e-7).
+fn mm_erfc(x: f32) -> f32 {
+    let z = abs(x);
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let r = t * exp(p);
+    return select(2.0 - r, r, x >= 0.0);
+}
+
+// act(alpha * acc + beta * C[ci]); C is read only when flag bit 0 says so (beta != 0).
+fn mm_finish(acc: f32, ci: i32) -> f32 {
+    var v = bitcast<f32>(mp_u[pz()].epi.x) * acc;
+    if ((mp_u[pz()].epi.w & 1u) != 0u) {
+        v = v + bitcast<f32>(mp_u[pz()].epi.y) * load_c(ci);
+    }
+    if (mp_u[pz()].epi.z == 1u) {
+        // As Op::Relu: a NaN stays (its bits tested: WGSL leaves max() of NaN open).
+        let nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+        v = select(0.0, v, v > 0.0 || nan);
+    } else if (mp_u[pz()].epi.z == 2u) {
+        v = 0.5 * v * mm_erfc(-v * 0.70710678118654752);
+    }
+    return v;
+}

@@ -1,0 +1,102 @@
+//! The tensor-core matrix product (`matmul_coop.wgsl`, `MatmulKernel::Coop`): float16
+//! operands multiplied on cooperative matrices (16 x 16 x 16, f32 accumulation), every fragment
+//! loaded straight from the operands' storage through their pitches. Its one check
+//! ([`eligible`]) and the pipeline constants that specialize it to a product's layouts.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::matmul::Activation;
+use crate::runtime::AdapterReport;
+
+use super::product::{Product, Shapes};
+
+/// The output tile of a workgroup (four subgroups of 64 x 64).
+pub(super) const TILE: usize = 128;
+
+/// How an operand's fragments are read or written: row-major (`true`: unit stride along the
+/// columns, the rows' pitch the row stride) or column-major.
+fn orientation(rows: isize, cols: isize) -> Option<bool> {
+    match (rows, cols) {
+        (r, 1) if r > 0 => Some(true),
+        (1, c) if c > 0 => Some(false),
+        _ => None,
+    }
+}
+
+/// The one check of [`MatmulKernel::Coop`], for the automatic choice and a forced kernel alike:
+/// an adapter whose device runs cooperative matrices ([`AdapterReport::cooperative_matrix`]),
+/// float16 operands, m, n and k multiples of 16, A and B row- or column-major with a positive
+/// pitch, their pitch, (non-negative) batch strides and offset 16-byte aligned, and the same of
+/// the f32 output unless the product has an epilogue (alpha, an addend, an activation: the
+/// output is then written element by element through any strides).
+pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
+    let nb = s.batch.len();
+    let aligned = |i: usize, per: isize| s.strides[i][..nb].iter().all(|&z| z >= 0 && z % per == 0) && s.offsets[i] as isize % per == 0;
+    let layout_ok = |i: usize, per: isize| -> bool {
+        let (r, c) = (s.strides[i][nb], s.strides[i][nb + 1]);
+        match orientation(r, c) {
+            Some(true) => r % per == 0 && aligned(i, per),
+            Some(false) => c % per == 0 && aligned(i, per),
+            None => false,
+        }
+    };
+    let why = if report.cooperative_matrix.is_none() {
+        "the device runs no cooperative matrices (AdapterReport::cooperative_matrix)"
+    } else if p.dtype != DType::F16 {
+        "it multiplies float16 operands"
+    } else if !s.m.is_multiple_of(16) || !s.n.is_multiple_of(16) || !s.k.is_multiple_of(16) || s.k == 0 {
+        "m, n and k must be multiples of 16 (k at least 16)"
+    } else if !layout_ok(0, 8) || !layout_ok(1, 8) {
+        "A and B must each be row- or column-major, their pitch, batch strides and offset multiples of 8 elements"
+    } else if !epilogue(p) && !layout_ok(3, 4) {
+        "without an epilogue the output must be row- or column-major, its pitch, batch strides and offset multiples of 4 floats"
+    } else {
+        return Ok(());
+    };
+    Err(Error::unsupported(p.op, format!("the kernel Coop does not apply to a product of m = {}, n = {}, k = {} (strides A {:?}, B {:?}, output {:?}): {why}", s.m, s.n, s.k, s.strides[0], s.strides[1], s.strides[3])))
+}
+
+/// Whether the automatic choice may take the kernel for `p` (it passed [`eligible`]): only
+/// without an epilogue. The epilogue path (`EPI`) is written, its SPIR-V is checked in every
+/// specialization (tests/shaders.rs) and the device test forces it, but no GPU has run it yet:
+/// until one has, it is not offered unasked.
+pub(super) fn automatic(p: &Product<'_>) -> bool {
+    !epilogue(p)
+}
+
+/// Whether the product goes through the epilogue (alpha, an addend, an activation): then the
+/// kernel stores the output element by element, through any strides.
+fn epilogue(p: &Product<'_>) -> bool {
+    p.alpha != 1.0 || p.c.is_some() || p.activation != Activation::None
+}
+
+/// The pipeline constants of an eligible product: each operand's orientation and pitch (compiled
+/// in: 1.5x the speed of pitches read from the uniform on an NVIDIA H200, at the price of a
+/// pipeline per set of pitches) and the workgroup's size (four subgroups of the adapter's fixed
+/// size).
+pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Vec<(&'static str, i64)> {
+    if epilogue(p) {
+        return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch_of(s, 0)), ("B_PITCH", pitch_of(s, 1)), ("EPI", 1), ("WG", 4 * report.cooperative_matrix.unwrap_or(32) as i64)];
+    }
+    vec![
+        ("A_ROWS", rows_of(s, 0) as i64),
+        ("B_ROWS", rows_of(s, 1) as i64),
+        ("Y_ROWS", rows_of(s, 3) as i64),
+        ("A_PITCH", pitch_of(s, 0)),
+        ("B_PITCH", pitch_of(s, 1)),
+        ("Y_PITCH", pitch_of(s, 3)),
+        ("WG", 4 * report.cooperative_matrix.unwrap_or(32) as i64),
+    ]
+}
+
+/// Whether operand `i` (0 A, 1 B, 3 the output) is row-major.
+fn rows_of(s: &Shapes, i: usize) -> bool {
+    let nb = s.batch.len();
+    orientation(s.strides[i][nb], s.strides[i][nb + 1]).unwrap_or(true)
+}
+
+/// Operand `i`'s pitch: its row stride if row-major, else its column stride.
+fn pitch_of(s: &Shapes, i: usize) -> i64 {
+    let nb = s.batch.len();
+    (if rows_of(s, i) { s.strides[i][nb] } else { s.strides[i][nb + 1] }) as i64
+}
