@@ -220,9 +220,10 @@ fn random_products_match_the_reference_on_every_kernel() {
 }
 
 /// The tensor-core kernel on float16 products it takes (m, n, k multiples of 16; row- and
-/// column-major operands; several tiles with partial ones at the edges; a batch; `linear`'s
-/// transposed weight; the epilogue: a bias, alpha and beta, ReLU and GELU): against the
-/// reference, and the same bits on a second run. Where the
+/// column-major operands; several tiles with partial ones at the edges; one, two and three
+/// batch dims; a sliced operand at an offset; `linear`'s transposed weight; the epilogue: a
+/// bias, alpha and beta, ReLU and GELU): against the reference, and the same bits on a second
+/// run. Where the
 /// device runs no cooperative matrices the forced kernel is an `Unsupported` error naming why,
 /// and the automatic choice is another kernel.
 #[test]
@@ -230,31 +231,59 @@ fn tensor_core_products_match_the_reference() {
     for ctx in contexts() {
         let mut rng = Rng(31);
         let coop = ctx.adapter().cooperative_matrix.is_some();
-        // (batch, m, n, k, A stored transposed, B stored transposed)
-        let cases = [(1, 16, 16, 16, false, false), (1, 144, 272, 96, false, false), (1, 128, 256, 64, true, false), (1, 64, 48, 32, false, true), (3, 48, 160, 80, true, true), (2, 256, 128, 528, false, false)];
-        for (batch, m, n, k, ta, tb) in cases {
-            let stored = |rows: usize, cols: usize, t: bool| if t { vec![batch, cols, rows] } else { vec![batch, rows, cols] };
-            let (ha, hb) = (rand(&mut rng, &stored(m, k, ta), DType::F16), rand(&mut rng, &stored(k, n, tb), DType::F16));
+        // (batch dims, m, n, k, A stored transposed, B stored transposed, A a slice: its
+        // columns at offset 8 of rows 16 longer)
+        type Case<'a> = (&'a [usize], usize, usize, usize, bool, bool, bool);
+        let cases: [Case; 8] = [
+            (&[1], 16, 16, 16, false, false, false),
+            (&[1], 144, 272, 96, false, false, false),
+            (&[1], 128, 256, 64, true, false, false),
+            (&[1], 64, 48, 32, false, true, false),
+            (&[3], 48, 160, 80, true, true, false),
+            (&[2], 256, 128, 528, false, false, false),
+            (&[2], 80, 64, 48, false, false, true),
+            (&[2, 2, 2], 32, 48, 64, false, true, true),
+        ];
+        for (batch, m, n, k, ta, tb, sliced) in cases {
+            let stored = |rows: usize, cols: usize, t: bool| -> Vec<usize> { batch.iter().copied().chain(if t { [cols, rows] } else { [rows, cols] }).collect() };
+            let a_stored = if sliced { stored(m, k + 16, ta) } else { stored(m, k, ta) };
+            let (ha, hb) = (rand(&mut rng, &a_stored, DType::F16), rand(&mut rng, &stored(k, n, tb), DType::F16));
             let (da, db) = (DeviceTensor::upload(ctx, &ha).unwrap(), DeviceTensor::upload(ctx, &hb).unwrap());
-            let seen = |h: HostTensor, d: DeviceTensor, t: bool| if t { (h.transpose(1, 2).unwrap(), d.transpose(1, 2).unwrap()) } else { (h, d) };
-            let (ha, da) = seen(ha, da, ta);
-            let (hb, db) = seen(hb, db, tb);
+            // The absolute values through the same views, for the tolerance.
+            let abs = |t: &HostTensor| t.to(DType::F32).unwrap().abs().unwrap().to(DType::F16).unwrap();
+            let (aa, ab) = (abs(&ha), abs(&hb));
+            let cut = if ta { m } else { k };
+            let view_a = |t: &HostTensor| -> HostTensor {
+                let t = if sliced { t.narrow(-1, 8, cut).unwrap() } else { t.clone() };
+                if ta { t.transpose(-1, -2).unwrap() } else { t }
+            };
+            let view_b = |t: &HostTensor| if tb { t.transpose(-1, -2).unwrap() } else { t.clone() };
+            let da = if sliced { da.narrow(-1, 8, cut).unwrap() } else { da };
+            let da = if ta { da.transpose(-1, -2).unwrap() } else { da };
+            let db = if tb { db.transpose(-1, -2).unwrap() } else { db };
+            let (ha, hb, abs_ops) = (view_a(&ha), view_b(&hb), [view_a(&aa), view_b(&ab)]);
             let plan = matmul_plan(ha.layout(), hb.layout(), [DType::F16; 2]).unwrap();
-            let what = format!("{} coop batch {batch} m={m} n={n} k={k} A^T {ta} B^T {tb}", name(ctx));
+            let what = format!("{} coop batch {batch:?} m={m} n={n} k={k} A^T {ta} B^T {tb} sliced {sliced}", name(ctx));
+            let out_shape: Vec<usize> = batch.iter().copied().chain([m, n]).collect();
             let run = || -> Result<HostTensor, Error> {
-                let out = DeviceTensor::empty(ctx, &[batch, m, n], DType::F16, MemoryFormat::Contiguous)?;
+                let out = DeviceTensor::empty(ctx, &out_shape, DType::F16, MemoryFormat::Contiguous)?;
                 let mut bt = ctx.batch();
                 bt.run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Coop)?;
                 bt.submit_and_wait()?;
                 out.download()
             };
+            // The default: split-K where few 64 x 64 tiles (under 128) meet a long k (>= 256),
+            // as the kernels' class sees the sizes (powers of two below them).
+            let p2 = |v: usize| 1usize << (usize::BITS - 1 - v.leading_zeros());
+            let few = p2(m).div_ceil(64) * p2(n).div_ceil(64) * p2(batch.iter().product()) < 128 && p2(k) >= 256;
+            let want = if few { MatmulKernel::GemmSplit } else { MatmulKernel::Coop };
             match run() {
                 Ok(got) => {
                     assert!(coop, "{what}: ran without cooperative matrices");
-                    compare(&what, &plan, &ha, &hb, None, &got);
+                    compare_abs(&what, &plan, [&ha, &hb], None, Some(&abs_ops), &got);
                     let bits = |t: &HostTensor| t.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&run().unwrap()), "{what}: same bits on a second run");
-                    assert_eq!(ctx.matmul_choice_of(&da, &db).unwrap(), MatmulKernel::Coop, "{what}: the default");
+                    assert_eq!(ctx.matmul_choice_of(&da, &db).unwrap(), want, "{what}: the default");
                 }
                 Err(Error::Unsupported { detail, .. }) if !coop => {
                     assert!(detail.contains("cooperative"), "{what}: {detail}");

@@ -1,7 +1,8 @@
 //! Recording and captured graphs on every adapter: a batch encodes one compute pass; a graph
 //! captured from eager calls replays in one submit and one pass, equal to the eager calls bit
 //! for bit on new inputs; wrong inputs, captures that wait, and a lost device are typed errors;
-//! a graph's buffers outlive a replay of a dropped graph.
+//! a graph's buffers outlive a replay of a dropped graph; a convolution's in-place residual add
+//! and ReLU fold into it in a graph, to the eager calls' bits.
 
 mod common;
 
@@ -117,6 +118,62 @@ fn replays_equal_eager_calls_bit_for_bit() {
         graph.replay_and_wait(&[]).unwrap();
         let (want, _) = forward(&p, &image(ctx, 14)).unwrap();
         assert_eq!(bits(&graph.output().0), bits(&want), "{}: replay on the input's contents", name(ctx));
+    }
+}
+
+/// In a captured graph `y = conv(x); y.add_(&r); y.relu_()` folds into one convolution with
+/// the residual and the ReLU in its epilogue (the dispatches of a captured `conv2d_add`), and
+/// computes the eager calls' bits; out-of-place and other forms stay separate ops.
+#[test]
+fn in_place_residual_and_relu_fold_into_the_convolution() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+            let t = |shape: &[usize], seed| DeviceTensor::from_slice(ctx, &vals(shape.iter().product(), seed), shape).unwrap().contiguous(format).unwrap();
+            let (x, r, q) = (t(&[2, 8, 10, 10], 21), t(&[2, 8, 10, 10], 22), t(&[2, 8, 10, 10], 27));
+            let w = DeviceTensor::from_slice(ctx, &vals(8 * 8 * 9, 23), &[8, 8, 3, 3]).unwrap();
+            let b = DeviceTensor::from_slice(ctx, &vals(8, 24), &[8]).unwrap();
+            let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+            let what = format!("{} {format:?}", name(ctx));
+            let separate = |x: &DeviceTensor| -> strided_wgpu::Result<DeviceTensor> {
+                let y = x.conv2d(&w, Some(&b), &o)?;
+                y.add_(&r)?;
+                y.relu_()?;
+                Ok(y)
+            };
+            let fused = ctx.capture(&[&x], || separate(&x)).unwrap();
+            let by_hand = ctx.capture(&[&x], || x.conv2d_add(&w, Some(&b), &r, &Conv2dOptions { relu: true, ..o })).unwrap();
+            let conv_only = ctx.capture(&[&x], || x.conv2d(&w, Some(&b), &o)).unwrap();
+            assert_eq!(fused.counts().dispatches, by_hand.counts().dispatches, "{what}: folded as conv2d_add: {:?}", fused.dispatches());
+            // Where the kernel takes the residual in its epilogue, that is the convolution's
+            // own dispatches; else the add and ReLU stay (the same count as by hand).
+            assert!(by_hand.counts().dispatches <= conv_only.counts().dispatches + 2, "{what}");
+            // The ReLU alone folds too; an out-of-place ReLU, a scaled add and a ReLU of another
+            // tensor do not.
+            let relu = ctx.capture(&[&x], || -> strided_wgpu::Result<DeviceTensor> {
+                let y = x.conv2d(&w, Some(&b), &o)?;
+                y.relu_()?;
+                Ok(y)
+            }).unwrap();
+            assert_eq!(relu.counts().dispatches, conv_only.counts().dispatches, "{what}: relu_ folded: {:?}", relu.dispatches());
+            let apart = ctx.capture(&[&x], || -> strided_wgpu::Result<DeviceTensor> {
+                let y = x.conv2d(&w, Some(&b), &o)?;
+                let z = y.relu()?;
+                y.add_scaled_(&r, 2.0)?;
+                q.relu_()?;
+                Ok(z)
+            }).unwrap();
+            assert_eq!(apart.counts().dispatches, conv_only.counts().dispatches + 3, "{what}: nothing folded: {:?}", apart.dispatches());
+            for seed in [25, 26] {
+                let new = t(&[2, 8, 10, 10], seed);
+                fused.replay_and_wait(&[&new]).unwrap();
+                relu.replay_and_wait(&[&new]).unwrap();
+                assert_eq!(bits(fused.output()), bits(&separate(&new).unwrap()), "{what} seed {seed}: the eager calls' bits");
+                let y = new.conv2d(&w, Some(&b), &o).unwrap();
+                y.relu_().unwrap();
+                assert_eq!(bits(relu.output()), bits(&y), "{what} seed {seed}: relu_");
+            }
+        }
     }
 }
 

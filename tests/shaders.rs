@@ -191,9 +191,23 @@ fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
     assert!(convs >= 10, "{convs} convolution kernels");
 }
 
+/// naga's SPIR-V options as wgpu's Vulkan backend sets them (wgpu-hal 30 `vulkan/adapter.rs`):
+/// SPIR-V 1.6 (Vulkan 1.3), indices clamped (`Restrict`), buffers `Restrict` too (drivers
+/// without robust buffer access 2).
+fn wgpu_spirv_options() -> naga::back::spv::Options<'static> {
+    use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
+    naga::back::spv::Options {
+        lang_version: (1, 6),
+        bounds_check_policies: BoundsCheckPolicies { index: BoundsCheckPolicy::Restrict, buffer: BoundsCheckPolicy::Restrict, image_load: BoundsCheckPolicy::Restrict, binding_array: BoundsCheckPolicy::Unchecked },
+        ..Default::default()
+    }
+}
+
 /// The tensor-core kernel (which no adapter of the test machines compiles: none has
-/// cooperative matrices) through naga's SPIR-V backend in every specialization the host makes:
-/// naga 30 panics there on a `coopStore` whose stride is computed in the call
+/// cooperative matrices) through naga's SPIR-V backend, with wgpu's options, in the
+/// specializations the host makes (kernels/matmul/coop.rs `constants`: every orientation, the
+/// pitches compiled in or read from the uniform, with and without the epilogue; subgroups of
+/// 32 and 64): naga 30 panics there on a `coopStore` whose stride is computed in the call
 /// (docs/cooperative-matrices.md), and wgpu's Vulkan backend writes SPIR-V at pipeline creation.
 #[test]
 fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
@@ -201,20 +215,26 @@ fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
     let module = parse("matmul_coop", &src);
     let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
     let mut written = 0;
-    for bits in 0..32u32 {
-        let flag = |i: u32| ((bits >> i) & 1) as f64;
-        let pitch = if bits & 16 != 0 { 64.0 } else { 0.0 };
-        let constants: naga::back::PipelineConstants = [("A_ROWS", flag(0)), ("B_ROWS", flag(1)), ("Y_ROWS", flag(2)), ("EPI", flag(3)), ("A_PITCH", pitch), ("B_PITCH", pitch), ("Y_PITCH", pitch), ("WG", 128.0)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+    for bits in 0..64u32 {
+        let flag = |i: u32| ((bits >> i) & 1) as i64;
+        let (epi, pitches, wg) = (flag(3) == 1, flag(4) == 1, if flag(5) == 1 { 256 } else { 128 });
+        let pitch = |p: i64| if pitches { p } else { 0 };
+        // As coop::constants makes them: with the epilogue no output orientation or pitch.
+        let mut constants: Vec<(&str, i64)> = vec![("A_ROWS", flag(0)), ("B_ROWS", flag(1)), ("A_PITCH", pitch(72)), ("B_PITCH", pitch(40))];
+        if epi {
+            constants.push(("EPI", 1));
+        } else {
+            constants.extend([("Y_ROWS", flag(2)), ("Y_PITCH", pitch(48))]);
+        }
+        constants.push(("WG", wg));
+        let constants: naga::back::PipelineConstants = constants.into_iter().map(|(k, v)| (k.to_string(), v as f64)).collect();
         let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
         let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
-        let words = naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), Some(&pipeline)).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
+        let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
         assert!(words.len() > 100 && words[0] == 0x0723_0203, "constants {constants:?}: not a SPIR-V module");
         written += 1;
     }
-    assert_eq!(written, 32);
+    assert_eq!(written, 64);
 }
 
 /// The cooperative-matrix probe's shaders (examples/coop_probe/, run only on adapters with the
@@ -229,7 +249,7 @@ fn the_cooperative_matrix_probe_shaders_write_spirv() {
         let module = parse(name, &src);
         let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
         let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &Default::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let words = naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(words.len() > 100 && words[0] == 0x0723_0203, "{name}: not a SPIR-V module");
         assert!(module.entry_points.len() >= 5, "{name}: {} entry points", module.entry_points.len());
         files += 1;

@@ -1,6 +1,6 @@
 // Tiled f16 GEMMs on cooperative matrices (16 x 16 x 16, f32 accumulators), C = A B, all
 // row-major with row pitches lda, ldb, ldc, every fragment loaded straight from the storage
-// buffers (staging through workgroup memory ran 4-9x slower on an NVIDIA H200): variants timed
+// buffers (staging through workgroup memory ran 2.4-8x slower on an NVIDIA H200): variants timed
 // against each other by examples/coop_probe.rs; each needs m and n multiples of its tile and k
 // of 64. Names: d<R>x<C>_<wgr>x<wgc>_<mode>: R x C accumulators a subgroup, wgr x wgc
 // subgroups a workgroup; mode plain (load, multiply), k32 / k64 (two / four steps' loads, then

@@ -7,7 +7,7 @@
 // (Y_ROWS: pitch so.x, else so.y), or through the epilogue (EPI, below). A_PITCH, B_PITCH and
 // Y_PITCH, where not 0, are those pitches compiled in: an NVIDIA H200 ran 4096^3 1.5x as fast
 // so as with the pitches read from the uniform, and 0.67x with signed address arithmetic (all
-// of it is unsigned here); staging the fragments through workgroup memory ran 4-9x slower
+// of it is unsigned here); staging the fragments through workgroup memory ran 2.4-8x slower
 // there (docs/cooperative-matrices.md).
 // The host's one check (kernels/matmul/coop.rs) guarantees what the loads assume: m, n and k
 // multiples of 16, non-negative offsets, positive pitches, pitches, batch strides and offsets

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
+use crate::gpu::fuse::{self, Tail};
 use crate::gpu::tensor::DeviceTensor;
 use crate::runtime::pool::Pooled;
 use crate::runtime::record::{self, Recorder};
@@ -56,6 +57,9 @@ pub struct Batch<'e> {
     ctx: GpuContext,
     enc: Option<Encoder<'e>>,
     rec: Recorder,
+    /// The last op recorded, where a captured graph may fuse it with the next (`gpu/fuse.rs`):
+    /// the index of its first command and what it was.
+    pub(crate) tail: Option<(usize, Tail)>,
 }
 
 impl GpuContext {
@@ -64,7 +68,7 @@ impl GpuContext {
         // Buffers of finished work return to the pool before the batch allocates.
         self.rt.reclaim();
         let enc = self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-        Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), rec: Recorder::default() }
+        Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), rec: Recorder::default(), tail: None }
     }
 
     /// Starts recording operations into the caller's `encoder` (of this context's device). The
@@ -73,7 +77,7 @@ impl GpuContext {
     /// encoder.
     pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
         self.rt.reclaim();
-        Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), rec: Recorder::default() }
+        Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), rec: Recorder::default(), tail: None }
     }
 }
 
@@ -83,12 +87,24 @@ impl Batch<'_> {
         &self.ctx
     }
 
-    /// The recording, unless the batch has ended.
+    /// The recording, unless the batch has ended. Every op records through it, which ends the
+    /// fusion tail of the op before (an op that leaves one sets it after recording).
     pub(crate) fn parts(&mut self, op: &'static str) -> Result<&mut Recorder> {
+        self.tail = None;
         match &self.enc {
             Some(_) => Ok(&mut self.rec),
             None => Err(Error::invalid(op, "the batch was already ended")),
         }
+    }
+
+    /// Commands recorded so far.
+    pub(crate) fn recorded(&self) -> usize {
+        self.rec.len()
+    }
+
+    /// The recording and its fusion tail, taken out of the batch (which then holds nothing).
+    pub(crate) fn take_recording(mut self) -> (Recorder, Option<(usize, Tail)>) {
+        (std::mem::take(&mut self.rec), self.tail.take())
     }
 
     /// Fails unless every tensor lives on this batch's context.
@@ -145,7 +161,9 @@ impl Batch<'_> {
                 rt.probe("submit")?;
                 let rec = std::mem::take(&mut self.rec);
                 if rt.capturing_here() {
-                    return rt.capture_append(rec).map(|()| Submission::captured());
+                    // A convolution's tail holds only while nothing was recorded after it.
+                    let tail = self.tail.take().filter(|(_, t)| !matches!(t, Tail::Conv(c) if c.end != rec.len()));
+                    return fuse::append_captured(&self.ctx, rec, tail).map(|()| Submission::captured());
                 }
                 submit::submit_recording(&rt, "submit", enc, rec)
             }

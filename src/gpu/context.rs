@@ -66,21 +66,28 @@ impl GpuContext {
     }
 
     /// Opens a device on `adapter` with the adapter's own limits and the optional features
-    /// this crate uses when present (timestamp queries, subgroups). The context owns the
-    /// device's uncaptured-error handler: one that ignores errors, where wgpu's default panics.
-    /// Work of your own on [`GpuContext::device`] catches its errors in its own error scopes
-    /// (or install a handler of yours with `device().on_uncaptured_error(..)`).
+    /// this crate uses when present (timestamp queries, subgroups, and, where the adapter
+    /// reports the configuration the tensor-core kernel needs, wgpu's experimental
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX` with `SHADER_F16`: see
+    /// [`AdapterReport::cooperative_matrix`]; `STRIDED_WGPU_COOPERATIVE_MATRIX=0` leaves them out).
+    /// The context owns the device's uncaptured-error handler: one that ignores errors, where
+    /// wgpu's default panics. Work of your own on [`GpuContext::device`] catches its errors in
+    /// its own error scopes (or install a handler of yours with `device().on_uncaptured_error(..)`).
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
         let coop = crate::runtime::cooperative_wanted(adapter);
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
         let experimental = if coop {
             wanted |= crate::runtime::COOPERATIVE_FEATURES;
-            // SAFETY: wgpu gates its experimental features behind this token because their
-            // implementation may still have bugs. The crate uses this one only in the
-            // tensor-core kernel, whose loads and stores stay within the operands' bound windows
-            // (kernels/matmul/coop.rs checks every product), and whose results the device tests
-            // compare with the CPU reference; `STRIDED_WGPU_COOPERATIVE_MATRIX=0` opens the device
-            // without it.
+            // SAFETY: the token says its holder accepts that wgpu's experimental features may
+            // still have bugs that safe calls can hit (naga 30's SPIR-V backend panics on one
+            // form of `coopStore`: docs/cooperative-matrices.md). The crate accepts that for its
+            // own use, which is one kernel: its every specialization is compiled to SPIR-V by the
+            // tests on any machine (tests/shaders.rs), its loads and stores stay within the
+            // operands' bound windows for every product its one check admits
+            // (kernels/matmul/coop.rs), and on a GPU that has the feature the device tests
+            // compare it with the CPU reference. Code of the caller's on `device()` gets a
+            // device with the feature enabled: documented there and on this function, and
+            // `STRIDED_WGPU_COOPERATIVE_MATRIX=0` opens the device without it.
             unsafe { wgpu::ExperimentalFeatures::enabled() }
         } else {
             wgpu::ExperimentalFeatures::disabled()
@@ -127,7 +134,10 @@ impl GpuContext {
     pub fn same_device(&self, other: &GpuContext) -> bool {
         Arc::ptr_eq(&self.rt, &other.rt)
     }
-    /// The wgpu device.
+    /// The wgpu device. A device opened by the crate ([`GpuContext::from_adapter`]) may have
+    /// wgpu's experimental `EXPERIMENTAL_COOPERATIVE_MATRIX` feature enabled
+    /// ([`AdapterReport::cooperative_matrix`] says so): shaders of your own that use it are
+    /// subject to wgpu's experimental-feature caveats.
     pub fn device(&self) -> &wgpu::Device {
         &self.rt.device
     }

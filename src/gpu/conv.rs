@@ -8,6 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::{read_copy, Batch};
 use crate::gpu::context::GpuContext;
+use crate::gpu::fuse::{ConvTail, Tail};
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::conv::class::{conv_class, conv_default, tune_images, Conv, ConvClass};
 use crate::layout::Layout;
@@ -168,8 +169,11 @@ impl Batch<'_> {
         self.convolve("conv1x1", out, input, weight, bias, None, options, &g, kernel)
     }
 
+    /// Records a checked convolution (the kernel `Auto` or forced) into `out`: the f32 path
+    /// here (its tail kept for fusion in a captured graph, `gpu/fuse.rs`), 16-bit types through
+    /// f32 copies.
     #[allow(clippy::too_many_arguments)]
-    fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
+    pub(crate) fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out), residual].into_iter().flatten().collect();
         self.check_context(op, &operands)?;
@@ -193,6 +197,9 @@ impl Batch<'_> {
             return Err(Error::Overlap { op, detail: "the residual shares the output's buffer".into() });
         }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
+        // The call as asked (`Auto` or forced), for recording it again (fusion).
+        let asked = kernel;
+        let start = self.recorded();
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
         // The residual in the kernel's epilogue where it can be; else the convolution without
         // its ReLU, then the add and the ReLU (the same f32 steps, the same bits).
@@ -227,6 +234,9 @@ impl Batch<'_> {
             if options.relu {
                 self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
             }
+        } else {
+            let call = ConvTail { end: self.recorded(), op, out: out.clone(), input: input.clone(), weight: weight.clone(), bias: bias.cloned(), residual: residual.cloned(), options: *options, g: g.clone(), kernel: asked };
+            self.tail = Some((start, Tail::Conv(Box::new(call))));
         }
         Ok(())
     }

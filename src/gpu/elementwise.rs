@@ -8,6 +8,7 @@ use crate::elementwise::resolve::{resolve, Input};
 use crate::elementwise::{Op, Scalar};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
+use crate::gpu::fuse;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::elementwise::{self, ElementwisePath};
 use crate::strided::Strided;
@@ -29,12 +30,18 @@ impl Batch<'_> {
             all.push(t);
         }
         self.check_context(name, &all)?;
+        // In place as the first op of its batch: a captured graph may fold it into the op
+        // before (gpu/fuse.rs).
+        let tail = match target {
+            Target::InPlace if path == ElementwisePath::Auto && self.recorded() == 0 => fuse::elementwise_tail(op, &all),
+            _ => None,
+        };
         let (r, tensors) = resolve(op, inputs, target, DeviceTensor::shares_storage)?;
         let ctx = self.context().clone();
         let rt = &ctx.rt;
         let rec = self.parts(name)?;
         // One set of error scopes for the op: its new output and its dispatches.
-        rt.scoped(name, || {
+        let out = rt.scoped(name, || {
             let out = match target {
                 Target::New => {
                     let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
@@ -50,7 +57,9 @@ impl Batch<'_> {
             let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
             elementwise::record(rt, rec, &r, path, out.buffer(), &buffers)?;
             Ok(out)
-        })
+        })?;
+        self.tail = tail.map(|t| (0, t));
+        Ok(out)
     }
 }
 

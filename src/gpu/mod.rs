@@ -8,6 +8,7 @@ pub mod context;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub(crate) mod fuse;
 pub mod graph;
 pub mod matmul;
 pub mod reduce;

@@ -199,8 +199,11 @@ impl Runtime {
         }
     }
 
-    /// Appends a submitted recording to this thread's capture.
-    pub fn capture_append(&self, mut rec: record::Recorder) -> Result<()> {
+    /// Appends a submitted recording to this thread's capture. `from`: the capture's commands
+    /// from that index on are dropped first (an op recorded again in `rec`, fused with the one
+    /// after it: `gpu/fuse.rs`). `tail`: where `rec`'s last op starts in `rec` and what it is,
+    /// kept as the capture's tail for the next append (which replaces it either way).
+    pub fn capture_append(&self, mut rec: record::Recorder, from: Option<usize>, tail: Option<record::Tail>) -> Result<()> {
         // The device work (the uniforms' writes) first: no device call, and so no GL turn, is
         // taken while the capture map is locked (a thread holding a GL turn may lock it to
         // note a fresh buffer).
@@ -211,11 +214,21 @@ impl Runtime {
         let mut c = lock(&self.capture);
         match c.get_mut(&std::thread::current().id()) {
             Some(r) => {
+                if let Some(from) = from {
+                    r.truncate(from);
+                }
+                let start = r.len();
                 r.append(rec);
+                r.tail = tail.map(|(at, what)| (start + at, what));
                 Ok(())
             }
             None => Err(Error::invalid("submit", "no graph is being captured on this thread")),
         }
+    }
+
+    /// Takes this thread's capture's tail (see [`Runtime::capture_append`]).
+    pub fn capture_take_tail(&self) -> Option<record::Tail> {
+        lock(&self.capture).get_mut(&std::thread::current().id()).and_then(|r| r.tail.take())
     }
 
     /// Runs `f` inside the crate's error scopes and returns what they caught as an error of
@@ -259,6 +272,12 @@ impl Runtime {
     /// How many pipelines this runtime has compiled (one per distinct shader and constants).
     pub fn pipeline_count(&self) -> usize {
         lock(&self.pipelines).len()
+    }
+
+    /// Whether `key` is compiled, and how many pipelines of its shader are.
+    pub fn pipelines_of(&self, key: &PipelineKey) -> (bool, usize) {
+        let p = lock(&self.pipelines);
+        (p.contains_key(key), p.keys().filter(|k| k.shader == key.shader).count())
     }
 
     /// The pipeline for `key`, compiled once per runtime from `source` with the layout `slots`.

@@ -123,12 +123,30 @@ pub(crate) struct Recorder {
     keep: Keep,
     /// Buffers made while this recording was captured (see [`split_constants`]).
     pub fresh: Vec<wgpu::Buffer>,
+    /// In a graph being captured: the last op appended, for fusing the next one into it (the
+    /// index of its first command, and the tensor layer's description of it, `gpu/fuse.rs`).
+    pub tail: Option<Tail>,
 }
+
+/// The last op of a capture: the index of its first command and what the tensor layer knows
+/// of it (opaque here).
+pub(crate) type Tail = (usize, Box<dyn std::any::Any + Send + Sync>);
 
 impl Recorder {
     /// Holds `t` until the recording's work is done (for a captured graph: as long as the graph).
     pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
         self.keep.hold(t)
+    }
+
+    /// The commands recorded so far.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Drops the commands from index `from` on (what they hold stays held: a captured op
+    /// recorded again, its first recording replaced; see `gpu/fuse.rs`).
+    pub fn truncate(&mut self, from: usize) {
+        self.commands.truncate(from);
     }
 
     /// Records a dispatch.

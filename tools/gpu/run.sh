@@ -45,13 +45,16 @@ bin=.gpu/bin/strided-wgpu
 # A second build of the main program (`.gpu/bin/strided-wgpu-b`, optional: pack.sh copies the
 # binary GPU_PACK_B names) is timed beside the first, in turns, into calls_b.jsonl and
 # bench_b.jsonl.
-alt=.gpu/bin/strided-wgpu-b
+# Or (GPU_B_ENV="VAR=value ...") the same build under other environment variables, e.g.
+# GPU_B_ENV=STRIDED_WGPU_COOPERATIVE_MATRIX=0 for a device without the tensor-core feature.
+alt=()
+if [ -x .gpu/bin/strided-wgpu-b ]; then alt=(.gpu/bin/strided-wgpu-b); elif [ -n "${GPU_B_ENV:-}" ]; then alt=(env ${GPU_B_ENV} "$bin"); fi
 steps=" ${GPU_STEPS:-calls resnet peers profile parts tests coop} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 want calls && step 120 calls.jsonl $bin bench --only calls --json
-want calls && [ -x $alt ] && step 120 calls_b.jsonl $alt bench --only calls --json
+want calls && [ ${#alt[@]} -gt 0 ] && step 120 calls_b.jsonl "${alt[@]}" bench --only calls --json
 want resnet && step 90 bench.jsonl $bin bench --only resnet --json
-want resnet && [ -x $alt ] && step 90 bench_b.jsonl $alt bench --only resnet --json
+want resnet && [ ${#alt[@]} -gt 0 ] && step 90 bench_b.jsonl "${alt[@]}" bench --only resnet --json
 if want peers && [ -f .gpu/peers/torch_cuda_bench.py ]; then
   step 120 torch.jsonl python3 .gpu/peers/torch_cuda_bench.py --min-seconds "$STRIDED_WGPU_BENCH_MIN_S"
   step 60 torch_resnet.txt python3 .gpu/peers/torch_resnet_variants.py
@@ -59,7 +62,7 @@ fi
 want profile && step 40 bench.jsonl $bin bench --only resnet --profile --json
 want parts && for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
   step 90 bench.jsonl $bin bench --only "$part" --json
-  [ -x $alt ] && step 90 bench_b.jsonl $alt bench --only "$part" --json
+  [ ${#alt[@]} -gt 0 ] && step 90 bench_b.jsonl "${alt[@]}" bench --only "$part" --json
 done
 want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul conformance embedding}; do
   [ -x ".gpu/bin/$t" ] || continue

@@ -13,12 +13,9 @@ impl MatmulKernel {
     /// products get their kernel (one invocation per row on CPU adapters, 16 lanes per row on
     /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
     /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
-    /// that applies (then `Blocked`); all others the tensor-core kernel where it applies, else
-    /// the GEMM, split-K on GPUs where the output has few tiles and k is long.
+    /// that applies (then `Blocked`); all others split-K on GPUs where the output has few tiles
+    /// and k is long, else the tensor-core kernel where it applies, else the GEMM.
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
-        if class.kernels.contains(&MatmulKernel::Coop) {
-            return MatmulKernel::Coop;
-        }
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
         // lavapipe (docs/benchmarks-log.md), but compile for seconds each: products of at least 2^22
@@ -42,8 +39,11 @@ impl MatmulKernel {
         // tiles) took 0.089 ms of an NVIDIA H200 unsplit (BENCHMARKS.md).
         let [lm, ln, lk, lb] = class.log2.map(|l| 1usize << l);
         let few = lm.div_ceil(64) * ln.div_ceil(64) * lb < 128 && lk >= 256;
+        // Split-K goes first: one 128 x 128 tensor-core tile walking a long k leaves the GPU
+        // as idle as the SIMT kernel's few tiles do (not measured against each other yet).
         match (vector, report.device_type == wgpu::DeviceType::Cpu) {
             (false, false) if few && class.kernels.contains(&MatmulKernel::GemmSplit) => MatmulKernel::GemmSplit,
+            (false, _) if class.kernels.contains(&MatmulKernel::Coop) => MatmulKernel::Coop,
             (false, _) => MatmulKernel::Gemm,
             (true, true) => MatmulKernel::Vec1,
             (true, false) => MatmulKernel::Vec16,

@@ -28,7 +28,10 @@ fn orientation(rows: isize, cols: isize) -> Option<bool> {
 /// float16 operands, m, n and k multiples of 16, A and B row- or column-major with a positive
 /// pitch, their pitch, (non-negative) batch strides and offset 16-byte aligned, and the same of
 /// the f32 output unless the product has an epilogue (alpha, an addend, an activation: the
-/// output is then written element by element through any strides).
+/// output is then written element by element through any strides). An offset that is a
+/// multiple of 8 elements stays one inside the bound window: the window starts at the lowest
+/// element (all strides non-negative) rounded down to the storage offset alignment, a power of
+/// two, which either divides that element's 16-byte-aligned byte offset or is a multiple of 16.
 pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Result<()> {
     let nb = s.batch.len();
     let aligned = |i: usize, per: isize| s.strides[i][..nb].iter().all(|&z| z >= 0 && z % per == 0) && s.offsets[i] as isize % per == 0;
@@ -70,23 +73,24 @@ fn epilogue(p: &Product<'_>) -> bool {
     p.alpha != 1.0 || p.c.is_some() || p.activation != Activation::None
 }
 
-/// The pipeline constants of an eligible product: each operand's orientation and pitch (compiled
-/// in: 1.5x the speed of pitches read from the uniform on an NVIDIA H200, at the price of a
-/// pipeline per set of pitches) and the workgroup's size (four subgroups of the adapter's fixed
-/// size).
-pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> Vec<(&'static str, i64)> {
+/// The most pipelines of the kernel with pitches compiled in, per context: past them a new set
+/// of pitches is read from the uniform (0 for the constants), so that shapes that vary (a
+/// sequence length) do not compile a pipeline each.
+pub(super) const PITCH_SETS: usize = 16;
+
+/// The pipeline constants of an eligible product: each operand's orientation and, with
+/// `pitches`, its pitch (compiled in: 1.5x the speed of pitches read from the uniform on an
+/// NVIDIA H200, at the price of a pipeline per set), `EPI` with an epilogue, and the
+/// workgroup's size (four subgroups of the adapter's fixed size). The output's orientation and
+/// pitch only matter without an epilogue; through the public API the output is then always the
+/// contiguous f32 scratch of a 16-bit result (row-major, pitch n), the other forms untested.
+pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes, pitches: bool) -> Vec<(&'static str, i64)> {
+    let pitch = |i: usize| if pitches { pitch_of(s, i) } else { 0 };
+    let wg = ("WG", 4 * report.cooperative_matrix.unwrap_or(32) as i64);
     if epilogue(p) {
-        return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch_of(s, 0)), ("B_PITCH", pitch_of(s, 1)), ("EPI", 1), ("WG", 4 * report.cooperative_matrix.unwrap_or(32) as i64)];
+        return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("EPI", 1), wg];
     }
-    vec![
-        ("A_ROWS", rows_of(s, 0) as i64),
-        ("B_ROWS", rows_of(s, 1) as i64),
-        ("Y_ROWS", rows_of(s, 3) as i64),
-        ("A_PITCH", pitch_of(s, 0)),
-        ("B_PITCH", pitch_of(s, 1)),
-        ("Y_PITCH", pitch_of(s, 3)),
-        ("WG", 4 * report.cooperative_matrix.unwrap_or(32) as i64),
-    ]
+    vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("Y_ROWS", rows_of(s, 3) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("Y_PITCH", pitch(3)), wg]
 }
 
 /// Whether operand `i` (0 A, 1 B, 3 the output) is row-major.

@@ -315,7 +315,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             // The matrix-vector kernel's pipelines (`gpu_pipelines`): one lane a row, or L with
             // the 16-bit path; the GEMM has none.
             let constants = match (lanes, p.dtype) {
-                _ if kernel == MatmulKernel::Coop => coop::constants(&rt.report, p, &s),
+                _ if kernel == MatmulKernel::Coop => {
+                    // Pitches compiled in, unless that would be one pipeline too many.
+                    let with = coop::constants(&rt.report, p, &s, true);
+                    let (compiled, count) = rt.pipelines_of(&PipelineKey { shader: key, constants: with.clone() });
+                    if compiled || count < coop::PITCH_SETS {
+                        with
+                    } else {
+                        coop::constants(&rt.report, p, &s, false)
+                    }
+                }
                 (0, _) | (2.., DType::F32) => vec![],
                 (1, _) => vec![("TEAMS", 1)],
                 _ => vec![("HALVES", 1)],
