@@ -7,6 +7,7 @@
 mod common;
 
 use common::gpu::{contexts, doomed_device, name};
+use strided_wgpu::advanced::ConvKernel;
 use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, Matmul, MaxPool2dOptions, MemoryFormat, Pool2d, Reduce, Strided};
 
 /// Deterministic pseudo-random values in [-1, 1).
@@ -121,59 +122,77 @@ fn replays_equal_eager_calls_bit_for_bit() {
     }
 }
 
-/// In a captured graph `y = conv(x); y.add_(&r); y.relu_()` folds into one convolution with
-/// the residual and the ReLU in its epilogue (the dispatches of a captured `conv2d_add`), and
-/// computes the eager calls' bits; out-of-place and other forms stay separate ops.
+/// The result of a closure over the input `x`, for the fusion test.
+type Forward<'a> = Box<dyn Fn(&DeviceTensor) -> strided_wgpu::Result<DeviceTensor> + 'a>;
+
+/// In a captured graph a convolution's in-place `relu_` folds into it, and so does an in-place
+/// `add_` of a same-shape tensor before it where the kernel takes a residual (forced GEMM
+/// kernels here, the default on GPUs): the graph then has the convolution's dispatches only,
+/// and every graph computes the eager calls' bits. Ops that must not fold (a scaled add, a ReLU
+/// of another tensor, an add after a convolution's own ReLU, an add of the output into itself,
+/// a ReLU after something else) add their dispatch.
 #[test]
 fn in_place_residual_and_relu_fold_into_the_convolution() {
     let _serial = one_at_a_time();
     for ctx in contexts() {
         for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-            let t = |shape: &[usize], seed| DeviceTensor::from_slice(ctx, &vals(shape.iter().product(), seed), shape).unwrap().contiguous(format).unwrap();
-            let (x, r, q) = (t(&[2, 8, 10, 10], 21), t(&[2, 8, 10, 10], 22), t(&[2, 8, 10, 10], 27));
-            let w = DeviceTensor::from_slice(ctx, &vals(8 * 8 * 9, 23), &[8, 8, 3, 3]).unwrap();
-            let b = DeviceTensor::from_slice(ctx, &vals(8, 24), &[8]).unwrap();
-            let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
-            let what = format!("{} {format:?}", name(ctx));
-            let separate = |x: &DeviceTensor| -> strided_wgpu::Result<DeviceTensor> {
-                let y = x.conv2d(&w, Some(&b), &o)?;
-                y.add_(&r)?;
-                y.relu_()?;
-                Ok(y)
-            };
-            let fused = ctx.capture(&[&x], || separate(&x)).unwrap();
-            let by_hand = ctx.capture(&[&x], || x.conv2d_add(&w, Some(&b), &r, &Conv2dOptions { relu: true, ..o })).unwrap();
-            let conv_only = ctx.capture(&[&x], || x.conv2d(&w, Some(&b), &o)).unwrap();
-            assert_eq!(fused.counts().dispatches, by_hand.counts().dispatches, "{what}: folded as conv2d_add: {:?}", fused.dispatches());
-            // Where the kernel takes the residual in its epilogue, that is the convolution's
-            // own dispatches; else the add and ReLU stay (the same count as by hand).
-            assert!(by_hand.counts().dispatches <= conv_only.counts().dispatches + 2, "{what}");
-            // The ReLU alone folds too; an out-of-place ReLU, a scaled add and a ReLU of another
-            // tensor do not.
-            let relu = ctx.capture(&[&x], || -> strided_wgpu::Result<DeviceTensor> {
-                let y = x.conv2d(&w, Some(&b), &o)?;
-                y.relu_()?;
-                Ok(y)
-            }).unwrap();
-            assert_eq!(relu.counts().dispatches, conv_only.counts().dispatches, "{what}: relu_ folded: {:?}", relu.dispatches());
-            let apart = ctx.capture(&[&x], || -> strided_wgpu::Result<DeviceTensor> {
-                let y = x.conv2d(&w, Some(&b), &o)?;
-                let z = y.relu()?;
-                y.add_scaled_(&r, 2.0)?;
-                q.relu_()?;
-                Ok(z)
-            }).unwrap();
-            assert_eq!(apart.counts().dispatches, conv_only.counts().dispatches + 3, "{what}: nothing folded: {:?}", apart.dispatches());
-            for seed in [25, 26] {
-                let new = t(&[2, 8, 10, 10], seed);
-                fused.replay_and_wait(&[&new]).unwrap();
-                relu.replay_and_wait(&[&new]).unwrap();
-                assert_eq!(bits(fused.output()), bits(&separate(&new).unwrap()), "{what} seed {seed}: the eager calls' bits");
-                let y = new.conv2d(&w, Some(&b), &o).unwrap();
-                y.relu_().unwrap();
-                assert_eq!(bits(relu.output()), bits(&y), "{what} seed {seed}: relu_");
+            let gemm = if format == MemoryFormat::ChannelsLast { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
+            for kernel in [ConvKernel::Auto, gemm] {
+                let t = |shape: &[usize], seed| DeviceTensor::from_slice(ctx, &vals(shape.iter().product(), seed), shape).unwrap().contiguous(format).unwrap();
+                let (x, r, q) = (t(&[2, 8, 10, 10], 21), t(&[2, 8, 10, 10], 22), t(&[2, 8, 10, 10], 27));
+                let w = DeviceTensor::from_slice(ctx, &vals(8 * 8 * 9, 23), &[8, 8, 3, 3]).unwrap();
+                let b = DeviceTensor::from_slice(ctx, &vals(8, 24), &[8]).unwrap();
+                let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+                let what = format!("{} {format:?} {kernel:?}", name(ctx));
+                let conv = |x: &DeviceTensor, relu: bool| -> strided_wgpu::Result<DeviceTensor> {
+                    let y = DeviceTensor::empty(ctx, &[2, 8, 10, 10], DType::F32, format)?;
+                    let mut bt = ctx.batch();
+                    bt.conv2d_out_with(x, &w, Some(&b), &Conv2dOptions { relu, ..o }, &y, kernel)?;
+                    bt.submit()?;
+                    Ok(y)
+                };
+                let conv_only = ctx.capture(&[&x], || conv(&x, false)).unwrap();
+                let c = conv_only.counts().dispatches;
+                let residual = conv_only.dispatches().iter().any(|(_, k)| k.starts_with("conv2d_gemm"));
+                // (name, the closure, the dispatches its graph should have)
+                let cases: Vec<(&str, Forward<'_>, u64)> = vec![
+                    ("relu_", Box::new(|x| { let y = conv(x, false)?; y.relu_()?; Ok(y) }), c),
+                    ("add_ relu_", Box::new(|x| { let y = conv(x, false)?; y.add_(&r)?; y.relu_()?; Ok(y) }), if residual { c } else { c + 2 }),
+                    ("scaled add_", Box::new(|x| { let y = conv(x, false)?; y.add_scaled_(&r, 2.0)?; Ok(y) }), c + 1),
+                    ("another's relu_", Box::new(|x| { let y = conv(x, false)?; q.relu_()?; y.add_(&q)?; Ok(y) }), c + 2),
+                    ("add_ after relu", Box::new(|x| { let y = conv(x, true)?; y.add_(&r)?; Ok(y) }), c + 1),
+                    ("add_ of itself", Box::new(|x| { let y = conv(x, false)?; y.add_(&y)?; Ok(y) }), c + 1),
+                    ("out of place", Box::new(|x| { let y = conv(x, false)?; let z = y.relu()?; z.add_(&y)?; Ok(z) }), c + 2),
+                ];
+                for (case, f, want) in &cases {
+                    let graph = ctx.capture(&[&x], || f(&x)).unwrap();
+                    assert_eq!(graph.counts().dispatches, *want, "{what} {case}: {:?}", graph.dispatches());
+                    for seed in [25, 26] {
+                        let new = t(&[2, 8, 10, 10], seed);
+                        graph.replay_and_wait(&[&new]).unwrap();
+                        assert_eq!(bits(graph.output()), bits(&f(&new).unwrap()), "{what} {case} seed {seed}: the eager calls' bits");
+                    }
+                }
             }
         }
+    }
+}
+
+/// A capture whose closure panics ends with it: the thread can capture again.
+#[test]
+fn a_panicking_capture_ends() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(64, 31), &[8, 8]).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.capture(&[&x], || -> strided_wgpu::Result<DeviceTensor> {
+            x.relu_()?;
+            panic!("the model's own bug");
+        })));
+        assert!(caught.is_err(), "{}", name(ctx));
+        let graph = ctx.capture(&[&x], || x.add(1.0)).unwrap();
+        graph.replay_and_wait(&[&x]).unwrap();
+        let want: Vec<f32> = x.download().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v + 1.0).collect();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
     }
 }
 

@@ -197,8 +197,6 @@ impl Batch<'_> {
             return Err(Error::Overlap { op, detail: "the residual shares the output's buffer".into() });
         }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
-        // The call as asked (`Auto` or forced), for recording it again (fusion).
-        let asked = kernel;
         let start = self.recorded();
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
         // The residual in the kernel's epilogue where it can be; else the convolution without
@@ -235,7 +233,7 @@ impl Batch<'_> {
                 self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
             }
         } else {
-            let call = ConvTail { end: self.recorded(), op, out: out.clone(), input: input.clone(), weight: weight.clone(), bias: bias.cloned(), residual: residual.cloned(), options: *options, g: g.clone(), kernel: asked };
+            let call = ConvTail { end: self.recorded(), op, out: out.clone(), input: input.clone(), weight: weight.clone(), bias: bias.cloned(), residual: residual.cloned(), options: *options, g: g.clone(), kernel };
             self.tail = Some((start, Tail::Conv(Box::new(call))));
         }
         Ok(())

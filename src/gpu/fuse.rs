@@ -1,12 +1,16 @@
-//! Fusion in a captured graph: an elementwise op that reads only the tensor the op before it
-//! just wrote folds into that op. Today: a float32 convolution followed, as the next submitted
-//! work of the capture, by an in-place ReLU of its output (`y.relu_()`), or by an in-place add
-//! of a tensor of the output's shape and type with alpha 1 (`y.add_(&identity)`, ResNet's
-//! residual), is recorded again with the ReLU or the residual in its epilogue (the options'
-//! fused ReLU, `conv2d_add`'s residual), in place of its first recording, and the elementwise
-//! op records nothing. Both fold in turn (`conv`, `add_`, `relu_`: one convolution). The
-//! kernels' epilogues add and clamp in f32 as `Op::Add` and `Op::Relu` do, so the graph
-//! computes the eager calls' bits; it saves a dispatch and a pass over the output each.
+//! Fusion in a captured graph: an elementwise op that writes in place the tensor the op before
+//! it just wrote folds into that op. Today: a float32 convolution followed, as the next
+//! submitted work of the capture, by an in-place ReLU of its output (`y.relu_()`), or by an
+//! in-place add with alpha 1 of a float32 tensor of the output's shape (`y.add_(&identity)`,
+//! ResNet's residual) where the convolution's kernel takes a residual in its epilogue (the GEMM
+//! kernels, the GPUs' defaults; the addend in the output's strides, within one binding), is
+//! recorded again, with the kernel it ran, with the ReLU or the residual in its epilogue (the
+//! options' fused ReLU, `conv2d_add`'s residual), in place of its first recording, and the
+//! elementwise op records nothing. Both fold in turn (`conv`, `add_`, `relu_`: one
+//! convolution). The kernels' epilogues add and clamp in f32 as `Op::Add` and `Op::Relu` do,
+//! so the graph computes the eager calls' bits; it saves a dispatch and a pass over the output
+//! each. The first recording's temporaries (a packed weight, split-K partials) stay held with
+//! the graph, unused.
 //!
 //! In-place forms only: after `y = conv(x); z = y.relu()` the graph cannot tell whether `y` is
 //! read later (by the caller too), so `y` keeps its own values. Eager calls (one submission
@@ -32,8 +36,8 @@ pub(crate) enum Tail {
     Add { target: DeviceTensor, addend: DeviceTensor },
 }
 
-/// A float32 convolution call, enough to record it again, and the length of its batch's
-/// recording after it (anything recorded later makes the tail stale).
+/// A float32 convolution call with the kernel it ran, enough to record it again, and the
+/// length of its batch's recording after it (anything recorded later makes the tail stale).
 pub(crate) struct ConvTail {
     pub end: usize,
     pub op: &'static str,
@@ -48,14 +52,26 @@ pub(crate) struct ConvTail {
 }
 
 impl ConvTail {
-    /// The call with `next` (a ReLU or an add into its output) folded in, if it folds.
-    fn fold(&self, next: &Tail) -> Option<ConvTail> {
+    /// The call with `next` (a ReLU or an add into its output) folded in, if it folds
+    /// (`max_binding`: the adapter's largest storage binding, which a fused residual must fit).
+    fn fold(&self, next: &Tail, max_binding: u64) -> Option<ConvTail> {
         let same = |t: &DeviceTensor| t.shares_storage(&self.out) && t.layout() == self.out.layout();
         let mut call = ConvTail { end: self.end, op: self.op, out: self.out.clone(), input: self.input.clone(), weight: self.weight.clone(), bias: self.bias.clone(), residual: self.residual.clone(), options: self.options, g: self.g.clone(), kernel: self.kernel };
         match next {
             Tail::Relu(t) if same(t) && !self.options.relu => call.options.relu = true,
             // The residual comes before the ReLU: not into a convolution that has one already.
-            Tail::Add { target, addend } if same(target) && !self.options.relu && self.residual.is_none() && !addend.shares_storage(&self.out) && check_residual(self.op, addend.shape(), addend.dtype(), &self.g).is_ok() => {
+            // Only where the kernel takes the residual in its epilogue (else the fold would
+            // record the same add again, and end the chance of the ReLU after it).
+            Tail::Add { target, addend }
+                if same(target)
+                    && !self.options.relu
+                    && self.residual.is_none()
+                    && self.kernel.fuses_residual()
+                    && addend.layout().strides() == self.out.layout().strides()
+                    && addend.buffer().size() <= max_binding
+                    && !addend.shares_storage(&self.out)
+                    && check_residual(self.op, addend.shape(), addend.dtype(), &self.g).is_ok() =>
+            {
                 call.op = "conv2d_add";
                 call.residual = Some(addend.clone());
             }
@@ -76,19 +92,21 @@ pub(crate) fn elementwise_tail(op: Op, inputs: &[&DeviceTensor]) -> Option<Tail>
     }
 }
 
-/// Appends a batch's recording `rec` (its last op `tail`, starting at command `at`) to this
-/// thread's capture, folding it into the capture's last op where it folds (see the module).
+/// Appends a batch's recording `rec` (with its last op, `tail`) to this thread's capture,
+/// folding it into the capture's last op where it folds (see the module). Where recording the
+/// fused convolution fails, the op is appended as it was recorded.
 pub(crate) fn append_captured(ctx: &GpuContext, rec: Recorder, tail: Option<(usize, Tail)>) -> Result<()> {
     let rt = &ctx.rt;
     let previous = rt.capture_take_tail();
     if let (Some((start, last)), Some((_, next @ (Tail::Relu(_) | Tail::Add { .. })))) = (previous, &tail) {
-        if let Some(call) = last.downcast_ref::<ConvTail>().and_then(|c| c.fold(next)) {
+        if let Some(call) = last.downcast_ref::<ConvTail>().and_then(|c| c.fold(next, rt.report.max_storage_buffer_binding_size)) {
             // Recorded again, with the op after it in its epilogue, in place of its first
             // recording; the elementwise op's own recording is dropped.
             let mut batch = ctx.batch();
-            batch.convolve(call.op, &call.out, &call.input, &call.weight, call.bias.as_ref(), call.residual.as_ref(), &call.options, &call.g, call.kernel)?;
-            let (rec, tail) = batch.take_recording();
-            return rt.capture_append(rec, Some(start), boxed(tail));
+            if batch.convolve(call.op, &call.out, &call.input, &call.weight, call.bias.as_ref(), call.residual.as_ref(), &call.options, &call.g, call.kernel).is_ok() {
+                let (fused, tail) = batch.take_recording();
+                return rt.capture_append(fused, Some(start), boxed(tail));
+            }
         }
     }
     rt.capture_append(rec, None, boxed(tail))

@@ -74,7 +74,20 @@ impl GpuContext {
             return Err(Error::Device { op: OP, detail: format!("an input of shape {:?} lives on another GpuContext than the capture", t.shape()) }.into());
         }
         self.rt.capture_begin(OP)?;
+        // Should `f` panic, the capture ends anyway (the thread's recording, and what it holds,
+        // would otherwise stay in the runtime: a fusion tail holds tensors, and through them the
+        // runtime itself).
+        struct EndOnUnwind<'a>(&'a crate::runtime::Runtime);
+        impl Drop for EndOnUnwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    drop(self.0.capture_end());
+                }
+            }
+        }
+        let guard = EndOnUnwind(&self.rt);
         let output = f();
+        drop(guard);
         let mut rec = self.rt.capture_end().ok_or_else(|| Error::invalid(OP, "the capture ended on another thread"))?;
         let output = output?;
         let fresh = std::mem::take(&mut rec.fresh);

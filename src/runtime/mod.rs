@@ -214,12 +214,13 @@ impl Runtime {
         let mut c = lock(&self.capture);
         match c.get_mut(&std::thread::current().id()) {
             Some(r) => {
-                if let Some(from) = from {
-                    r.truncate(from);
-                }
+                // Dropped after the lock is released (a bind group's last reference may go).
+                let replaced = from.map(|from| r.split_off(from));
                 let start = r.len();
                 r.append(rec);
                 r.tail = tail.map(|(at, what)| (start + at, what));
+                drop(c);
+                drop(replaced);
                 Ok(())
             }
             None => Err(Error::invalid("submit", "no graph is being captured on this thread")),

@@ -143,10 +143,10 @@ impl Recorder {
         self.commands.len()
     }
 
-    /// Drops the commands from index `from` on (what they hold stays held: a captured op
+    /// Takes out the commands from index `from` on (what they hold stays held: a captured op
     /// recorded again, its first recording replaced; see `gpu/fuse.rs`).
-    pub fn truncate(&mut self, from: usize) {
-        self.commands.truncate(from);
+    pub fn split_off(&mut self, from: usize) -> Vec<Command> {
+        self.commands.split_off(from.min(self.commands.len()))
     }
 
     /// Records a dispatch.
