@@ -57,14 +57,12 @@ fn main() {
     .expect("request_device");
     let gpu = Gpu { timestamps: device.features().contains(ts), device, queue };
     probes(&gpu);
-    // (entry point, whether it reads A and B as vec4<f16>, the products it is checked on: the
-    // direct one needs m, n multiples of 128 and k of 16).
+    // The staged variants (entry point, whether it reads A and B as vec4<f16>), checked on small
+    // products with edges, then timed.
     let general = [(128, 128, 32), (200, 136, 72), (384, 256, 1000)];
-    let variants: [Variant; 5] =
-        [("gemm_base", false, &general), ("gemm_clamp", false, &general), ("gemm_wide", false, &general), ("gemm_vec", true, &general), ("gemm_direct", false, &[(256, 384, 1024)])];
-    let staged = std::env::var("COOP_PROBE_STAGED").is_ok();
-    for (entry, vec, sizes) in variants.into_iter().filter(|_| staged) {
-        for &(m, n, k) in sizes {
+    let staged = [("gemm_base", false), ("gemm_clamp", false), ("gemm_wide", false), ("gemm_vec", true)];
+    for (entry, vec) in staged.into_iter().filter(|_| std::env::var("COOP_PROBE_STAGED").is_ok()) {
+        for (m, n, k) in general {
             gemm(&gpu, GEMM, entry, vec, (128, 128), m, n, k, false);
         }
         gemm(&gpu, GEMM, entry, vec, (128, 128), size, size, size, true);
@@ -79,8 +77,15 @@ fn main() {
         ("d4x4_2x2_i32", 128, 128),
         ("d4x4_2x2_crate", 128, 128),
         ("d4x4_2x2_k32", 128, 128),
+        ("d4x4_2x2_k64", 128, 128),
         ("d4x4_2x2_pf", 128, 128),
         ("d2x4_4x2_plain", 128, 128),
+        ("d2x4_4x2_pf", 128, 128),
+        ("d2x4_2x2_pf", 64, 128),
+        ("d4x2_2x4_pf", 128, 128),
+        ("d4x4_2x4_plain", 128, 256),
+        ("d4x4_1x1_plain", 64, 64),
+        ("d4x4_2x1_plain", 128, 64),
     ];
     let all = std::env::var("COOP_PROBE_ALL").is_ok();
     let timed: Vec<_> = direct.iter().filter(|d| size == 4096 || !d.0.ends_with("const")).take(if all { direct.len() } else { 2 }).collect();
@@ -192,10 +197,6 @@ impl Operands {
         println!("{}", serde_json::json!({"timed": entry, "round": round, "n": n, "gpu_ms": s * 1e3, "tflops": 2.0 * (n * n * n) as f64 / s * 1e-12, "wrong": wrong, "error": err.map(|e| e.to_string())}));
     }
 }
-
-/// A staged GEMM variant: its entry point, whether it reads A and B as vec4<f16>, the products
-/// it is checked on.
-type Variant<'a> = (&'a str, bool, &'a [(usize, usize, usize)]);
 
 /// Small integers over 4: exact in f16, their products and sums exact in f32.
 fn values(n: usize, seed: u32) -> Vec<f32> {

@@ -8,8 +8,6 @@
 //   gemm_wide:   128 invocations (4 subgroups as 2 x 2 of 64 x 64 blocks), branch-free fetches.
 //   gemm_vec:    gemm_wide fetching 4 halves a load (rows of A and B as vec4<f16>; needs lda and ldb
 //                multiples of 4).
-//   gemm_direct: gemm_wide's blocks loaded straight from the storage buffers, no staging (needs
-//                m, n multiples of 128 and k of 16).
 enable f16;
 enable wgpu_cooperative_matrix;
 
@@ -408,89 +406,4 @@ fn gemm_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     gemm_store(c31, sid, sl, ss, m0 + wm + 48u, n0 + wn + 16u);
     gemm_store(c32, sid, sl, ss, m0 + wm + 48u, n0 + wn + 32u);
     gemm_store(c33, sid, sl, ss, m0 + wm + 48u, n0 + wn + 48u);
-}
-
-@compute @workgroup_size(128)
-fn gemm_direct(@builtin(workgroup_id) wid: vec3<u32>, @builtin(subgroup_id) sid: u32) {
-    let m0 = wid.y * 128u;
-    let n0 = wid.x * 128u;
-    let wm = (sid / 2u) * 64u;
-    let wn = (sid % 2u) * 64u;
-    var c00 = coop_mat16x16<f32, C>();
-    var c01 = coop_mat16x16<f32, C>();
-    var c02 = coop_mat16x16<f32, C>();
-    var c03 = coop_mat16x16<f32, C>();
-    var c10 = coop_mat16x16<f32, C>();
-    var c11 = coop_mat16x16<f32, C>();
-    var c12 = coop_mat16x16<f32, C>();
-    var c13 = coop_mat16x16<f32, C>();
-    var c20 = coop_mat16x16<f32, C>();
-    var c21 = coop_mat16x16<f32, C>();
-    var c22 = coop_mat16x16<f32, C>();
-    var c23 = coop_mat16x16<f32, C>();
-    var c30 = coop_mat16x16<f32, C>();
-    var c31 = coop_mat16x16<f32, C>();
-    var c32 = coop_mat16x16<f32, C>();
-    var c33 = coop_mat16x16<f32, C>();
-    for (var k0 = 0u; k0 < g.k; k0 = k0 + 16u) {
-        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&ga[(m0 + wm + 0u) * g.lda + k0], g.lda);
-        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&ga[(m0 + wm + 16u) * g.lda + k0], g.lda);
-        let a2 = coopLoadT<coop_mat16x16<f16, A>>(&ga[(m0 + wm + 32u) * g.lda + k0], g.lda);
-        let a3 = coopLoadT<coop_mat16x16<f16, A>>(&ga[(m0 + wm + 48u) * g.lda + k0], g.lda);
-        let b0 = coopLoadT<coop_mat16x16<f16, B>>(&gb[k0 * g.ldb + n0 + wn + 0u], g.ldb);
-        let b1 = coopLoadT<coop_mat16x16<f16, B>>(&gb[k0 * g.ldb + n0 + wn + 16u], g.ldb);
-        let b2 = coopLoadT<coop_mat16x16<f16, B>>(&gb[k0 * g.ldb + n0 + wn + 32u], g.ldb);
-        let b3 = coopLoadT<coop_mat16x16<f16, B>>(&gb[k0 * g.ldb + n0 + wn + 48u], g.ldb);
-        c00 = coopMultiplyAdd(a0, b0, c00);
-        c01 = coopMultiplyAdd(a0, b1, c01);
-        c02 = coopMultiplyAdd(a0, b2, c02);
-        c03 = coopMultiplyAdd(a0, b3, c03);
-        c10 = coopMultiplyAdd(a1, b0, c10);
-        c11 = coopMultiplyAdd(a1, b1, c11);
-        c12 = coopMultiplyAdd(a1, b2, c12);
-        c13 = coopMultiplyAdd(a1, b3, c13);
-        c20 = coopMultiplyAdd(a2, b0, c20);
-        c21 = coopMultiplyAdd(a2, b1, c21);
-        c22 = coopMultiplyAdd(a2, b2, c22);
-        c23 = coopMultiplyAdd(a2, b3, c23);
-        c30 = coopMultiplyAdd(a3, b0, c30);
-        c31 = coopMultiplyAdd(a3, b1, c31);
-        c32 = coopMultiplyAdd(a3, b2, c32);
-        c33 = coopMultiplyAdd(a3, b3, c33);
-    }
-    // Every argument as a `let`: naga 30 panics ("Expression is not cached") on a coopStore
-    // whose pointer or stride is computed in the call.
-    let ldc = g.ldc;
-    let o00 = (m0 + wm + 0u) * ldc + n0 + wn + 0u;
-    coopStoreT(c00, &gc[o00], ldc);
-    let o01 = (m0 + wm + 0u) * ldc + n0 + wn + 16u;
-    coopStoreT(c01, &gc[o01], ldc);
-    let o02 = (m0 + wm + 0u) * ldc + n0 + wn + 32u;
-    coopStoreT(c02, &gc[o02], ldc);
-    let o03 = (m0 + wm + 0u) * ldc + n0 + wn + 48u;
-    coopStoreT(c03, &gc[o03], ldc);
-    let o10 = (m0 + wm + 16u) * ldc + n0 + wn + 0u;
-    coopStoreT(c10, &gc[o10], ldc);
-    let o11 = (m0 + wm + 16u) * ldc + n0 + wn + 16u;
-    coopStoreT(c11, &gc[o11], ldc);
-    let o12 = (m0 + wm + 16u) * ldc + n0 + wn + 32u;
-    coopStoreT(c12, &gc[o12], ldc);
-    let o13 = (m0 + wm + 16u) * ldc + n0 + wn + 48u;
-    coopStoreT(c13, &gc[o13], ldc);
-    let o20 = (m0 + wm + 32u) * ldc + n0 + wn + 0u;
-    coopStoreT(c20, &gc[o20], ldc);
-    let o21 = (m0 + wm + 32u) * ldc + n0 + wn + 16u;
-    coopStoreT(c21, &gc[o21], ldc);
-    let o22 = (m0 + wm + 32u) * ldc + n0 + wn + 32u;
-    coopStoreT(c22, &gc[o22], ldc);
-    let o23 = (m0 + wm + 32u) * ldc + n0 + wn + 48u;
-    coopStoreT(c23, &gc[o23], ldc);
-    let o30 = (m0 + wm + 48u) * ldc + n0 + wn + 0u;
-    coopStoreT(c30, &gc[o30], ldc);
-    let o31 = (m0 + wm + 48u) * ldc + n0 + wn + 16u;
-    coopStoreT(c31, &gc[o31], ldc);
-    let o32 = (m0 + wm + 48u) * ldc + n0 + wn + 32u;
-    coopStoreT(c32, &gc[o32], ldc);
-    let o33 = (m0 + wm + 48u) * ldc + n0 + wn + 48u;
-    coopStoreT(c33, &gc[o33], ldc);
 }

@@ -38,6 +38,7 @@ pub(crate) enum Tail {
 
 /// A float32 convolution call with the kernel it ran, enough to record it again, and the
 /// length of its batch's recording after it (anything recorded later makes the tail stale).
+#[derive(Clone)]
 pub(crate) struct ConvTail {
     pub end: usize,
     pub op: &'static str,
@@ -56,7 +57,7 @@ impl ConvTail {
     /// (`max_binding`: the adapter's largest storage binding, which a fused residual must fit).
     fn fold(&self, next: &Tail, max_binding: u64) -> Option<ConvTail> {
         let same = |t: &DeviceTensor| t.shares_storage(&self.out) && t.layout() == self.out.layout();
-        let mut call = ConvTail { end: self.end, op: self.op, out: self.out.clone(), input: self.input.clone(), weight: self.weight.clone(), bias: self.bias.clone(), residual: self.residual.clone(), options: self.options, g: self.g.clone(), kernel: self.kernel };
+        let mut call = self.clone();
         match next {
             Tail::Relu(t) if same(t) && !self.options.relu => call.options.relu = true,
             // The residual comes before the ReLU: not into a convolution that has one already.
@@ -84,10 +85,10 @@ impl ConvTail {
 /// The tail an elementwise op leaves in a batch that held nothing before it (`op` on
 /// `inputs`, in place): a ReLU, or an add with alpha 1 of a tensor of the same shape.
 pub(crate) fn elementwise_tail(op: Op, inputs: &[&DeviceTensor]) -> Option<Tail> {
+    let one = |alpha: Scalar| matches!(alpha, Scalar::Int(1)) || matches!(alpha, Scalar::Float(f) if f == 1.0);
     match (op, inputs) {
         (Op::Relu, [t]) if t.dtype() == DType::F32 => Some(Tail::Relu((*t).clone())),
-        (Op::Add { alpha: Scalar::Int(1) }, [t, a]) if t.dtype() == DType::F32 && a.dtype() == DType::F32 && t.shape() == a.shape() => Some(Tail::Add { target: (*t).clone(), addend: (*a).clone() }),
-        (Op::Add { alpha: Scalar::Float(f) }, [t, a]) if f == 1.0 && t.dtype() == DType::F32 && a.dtype() == DType::F32 && t.shape() == a.shape() => Some(Tail::Add { target: (*t).clone(), addend: (*a).clone() }),
+        (Op::Add { alpha }, [t, a]) if one(alpha) && t.dtype() == DType::F32 && a.dtype() == DType::F32 && t.shape() == a.shape() => Some(Tail::Add { target: (*t).clone(), addend: (*a).clone() }),
         _ => None,
     }
 }

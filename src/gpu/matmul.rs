@@ -156,11 +156,12 @@ impl Batch<'_> {
         let kernel = match (wide, kernel) {
             (Some(k), _) => k,
             (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
-            (None, k) if class.kernels.contains(&k) => k,
             (None, k) => {
                 // The kernel's own check (a forced kernel may be one the automatic choice does not
                 // offer: the tensor-core kernel on a product with an epilogue).
-                crate::kernels::matmul::kernel_eligible(&ctx.rt.report, &whole, k)?;
+                if !class.kernels.contains(&k) {
+                    crate::kernels::matmul::kernel_eligible(&ctx.rt.report, &whole, k)?;
+                }
                 k
             }
         };

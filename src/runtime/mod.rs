@@ -275,10 +275,10 @@ impl Runtime {
         lock(&self.pipelines).len()
     }
 
-    /// Whether `key` is compiled, and how many pipelines of its shader are.
-    pub fn pipelines_of(&self, key: &PipelineKey) -> (bool, usize) {
+    /// `None` where `key` is compiled, else how many pipelines of its shader are.
+    pub fn pipelines_besides(&self, key: &PipelineKey) -> Option<usize> {
         let p = lock(&self.pipelines);
-        (p.contains_key(key), p.keys().filter(|k| k.shader == key.shader).count())
+        (!p.contains_key(key)).then(|| p.keys().filter(|k| k.shader == key.shader).count())
     }
 
     /// The pipeline for `key`, compiled once per runtime from `source` with the layout `slots`.

@@ -318,8 +318,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 _ if kernel == MatmulKernel::Coop => {
                     // Pitches compiled in, unless that would be one pipeline too many.
                     let with = coop::constants(&rt.report, p, &s, true);
-                    let (compiled, count) = rt.pipelines_of(&PipelineKey { shader: key, constants: with.clone() });
-                    if compiled || count < coop::PITCH_SETS {
+                    if rt.pipelines_besides(&PipelineKey { shader: key, constants: with.clone() }).is_none_or(|count| count < coop::PITCH_SETS) {
                         with
                     } else {
                         coop::constants(&rt.report, p, &s, false)
