@@ -94,7 +94,7 @@ pub mod advanced {
     pub use crate::kernels::elementwise::ElementwisePath;
     pub use crate::kernels::matmul::MatmulKernel;
     pub use crate::runtime::record::RecordCounts;
-    pub use crate::runtime::AdapterReport;
+    pub use crate::runtime::{AdapterReport, CooperativeMatrix};
 
     /// What only the crate's own tests and benches need: the CPU references on raw values,
     /// the kernel classifications they check, every pipeline the tuner may pick on a GPU (the

@@ -204,37 +204,40 @@ fn wgpu_spirv_options() -> naga::back::spv::Options<'static> {
 }
 
 /// The tensor-core kernel (which no adapter of the test machines compiles: none has
-/// cooperative matrices) through naga's SPIR-V backend, with wgpu's options, in the
-/// specializations the host makes (kernels/matmul/coop.rs `constants`: every orientation, the
-/// pitches compiled in or read from the uniform, with and without the epilogue; subgroups of
-/// 32 and 64): naga 30 panics there on a `coopStore` whose stride is computed in the call
-/// (docs/cooperative-matrices.md), and wgpu's Vulkan backend writes SPIR-V at pipeline creation.
+/// cooperative matrices) through naga's SPIR-V backend, with wgpu's options, in both fragment
+/// sizes and the specializations the host makes (kernels/matmul/coop.rs `constants`: every
+/// orientation, the pitches compiled in or read from the uniform, with and without the
+/// epilogue; subgroups of 8, 32 and 64): naga 30 panics there on a `coopStore` whose stride is
+/// computed in the call (docs/cooperative-matrices.md), and wgpu's Vulkan backend writes SPIR-V
+/// at pipeline creation.
 #[test]
 fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
-    let src = source_for("matmul_coop", false).unwrap();
-    let module = parse("matmul_coop", &src);
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
     let mut written = 0;
-    for bits in 0..64u32 {
-        let flag = |i: u32| ((bits >> i) & 1) as i64;
-        let (epi, pitches, wg) = (flag(3) == 1, flag(4) == 1, if flag(5) == 1 { 256 } else { 128 });
-        let pitch = |p: i64| if pitches { p } else { 0 };
-        // As coop::constants makes them: with the epilogue no output orientation or pitch.
-        let mut constants: Vec<(&str, i64)> = vec![("A_ROWS", flag(0)), ("B_ROWS", flag(1)), ("A_PITCH", pitch(72)), ("B_PITCH", pitch(40))];
-        if epi {
-            constants.push(("EPI", 1));
-        } else {
-            constants.extend([("Y_ROWS", flag(2)), ("Y_PITCH", pitch(48))]);
+    for kernel in ["matmul_coop", "matmul_coop8"] {
+        let src = source_for(kernel, false).unwrap();
+        let module = parse(kernel, &src);
+        let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
+        for bits in 0..96u32 {
+            let flag = |i: u32| ((bits >> i) & 1) as i64;
+            let (epi, pitches, wg) = (flag(3) == 1, flag(4) == 1, [128, 256, 32][(bits >> 5) as usize]);
+            let pitch = |p: i64| if pitches { p } else { 0 };
+            // As coop::constants makes them: with the epilogue no output orientation or pitch.
+            let mut constants: Vec<(&str, i64)> = vec![("A_ROWS", flag(0)), ("B_ROWS", flag(1)), ("A_PITCH", pitch(72)), ("B_PITCH", pitch(40))];
+            if epi {
+                constants.push(("EPI", 1));
+            } else {
+                constants.extend([("Y_ROWS", flag(2)), ("Y_PITCH", pitch(48))]);
+            }
+            constants.push(("WG", wg));
+            let constants: naga::back::PipelineConstants = constants.into_iter().map(|(k, v)| (k.to_string(), v as f64)).collect();
+            let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
+            let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+            let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
+            assert!(words.len() > 100 && words[0] == 0x0723_0203, "{kernel} constants {constants:?}: not a SPIR-V module");
+            written += 1;
         }
-        constants.push(("WG", wg));
-        let constants: naga::back::PipelineConstants = constants.into_iter().map(|(k, v)| (k.to_string(), v as f64)).collect();
-        let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
-        let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
-        let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("constants {constants:?}: {e}"));
-        assert!(words.len() > 100 && words[0] == 0x0723_0203, "constants {constants:?}: not a SPIR-V module");
-        written += 1;
     }
-    assert_eq!(written, 64);
+    assert_eq!(written, 192);
 }
 
 /// The cooperative-matrix probe's shaders (examples/coop_probe/, run only on adapters with the

@@ -1,7 +1,8 @@
 // Batched float16 matrix product on tensor cores: C[z] = A[z] @ B[z] with f32 accumulation,
-// through cooperative matrices (wgpu's EXPERIMENTAL_COOPERATIVE_MATRIX: 16 x 16 x 16 f16 x f16
-// + f32), for `MatmulKernel::Coop`. A workgroup of four subgroups computes a 128 x 128 tile,
-// each subgroup a 64 x 64 block of 4 x 4 accumulators; every fragment is loaded straight from
+// through cooperative matrices (wgpu's EXPERIMENTAL_COOPERATIVE_MATRIX: FRAG x FRAG x FRAG
+// f16 x f16 + f32, FRAG 16 or 8 by the prelude coop_frag16 / coop_frag8), for
+// `MatmulKernel::Coop`. A workgroup of four subgroups computes an 8 FRAG x 8 FRAG tile (128 x
+// 128 with FRAG 16), each subgroup a 4 FRAG x 4 FRAG block of 4 x 4 accumulators; every fragment is loaded straight from
 // the operands' storage (A_ROWS: A row-major, its pitch the row stride sa.x, else column-major,
 // its pitch sa.y; B_ROWS likewise with sb.x / sb.y) and stored straight into the f32 output
 // (Y_ROWS: pitch so.x, else so.y), or through the epilogue (EPI, below). A_PITCH, B_PITCH and
@@ -10,7 +11,7 @@
 // of it is unsigned here); staging the fragments through workgroup memory ran 2.4-8x slower
 // there (docs/cooperative-matrices.md).
 // The host's one check (kernels/matmul/coop.rs) guarantees what the loads assume: m, n and k
-// multiples of 16, non-negative offsets, positive pitches, pitches, batch strides and offsets
+// multiples of FRAG, non-negative offsets, positive pitches, pitches, batch strides and offsets
 // of A and B 16-byte aligned, and those of the output too where it is stored directly (without
 // an epilogue). Cooperative-matrix operations need uniform control flow, so
 // nothing branches: rows and columns of a tile past m or n are the last valid fragment again
@@ -30,7 +31,7 @@ override Y_PITCH: u32 = 0u;
 override WG: u32 = 128u;
 
 // EPI: the product has an epilogue (alpha, an addend, an activation: preludes/
-// matmul_epilogue.wgsl's mm_finish); each accumulator then goes through the subgroup's 16 x 16
+// matmul_epilogue.wgsl's mm_finish); each accumulator then goes through the subgroup's FRAG x FRAG
 // of workgroup memory, and its lanes finish and store the elements through the output's strides.
 override EPI: bool = false;
 
@@ -38,20 +39,20 @@ override EPI: bool = false;
 @group(0) @binding(1) var<storage, read> ah: array<f16>;
 @group(0) @binding(2) var<storage, read> bh: array<f16>;
 
-var<workgroup> scratch: array<f32, 1024>;
+var<workgroup> scratch: array<f32, 4u * FRAG * FRAG>;
 
-fn frag_a(at: u32) -> coop_mat16x16<f16, A> {
+fn frag_a(at: u32) -> FragA {
     if (A_ROWS) {
-        return coopLoadT<coop_mat16x16<f16, A>>(&ah[at], a_pitch());
+        return coopLoadT<FragA>(&ah[at], a_pitch());
     }
-    return coopLoad<coop_mat16x16<f16, A>>(&ah[at], a_pitch());
+    return coopLoad<FragA>(&ah[at], a_pitch());
 }
 
-fn frag_b(at: u32) -> coop_mat16x16<f16, B> {
+fn frag_b(at: u32) -> FragB {
     if (B_ROWS) {
-        return coopLoadT<coop_mat16x16<f16, B>>(&bh[at], b_pitch());
+        return coopLoadT<FragB>(&bh[at], b_pitch());
     }
-    return coopLoad<coop_mat16x16<f16, B>>(&bh[at], b_pitch());
+    return coopLoad<FragB>(&bh[at], b_pitch());
 }
 
 // An operand's pitch: compiled in, else the uniform's stride along its other dim.
@@ -78,7 +79,7 @@ fn y_pitch() -> u32 {
 
 // An accumulator into the output at element `at`. The pitch is a `let`: naga 30 panics
 // ("Expression is not cached") on a coopStore whose pointer or stride is computed in the call.
-fn store_frag(c: coop_mat16x16<f32, C>, at: u32) {
+fn store_frag(c: FragC, at: u32) {
     let pitch = y_pitch();
     if (Y_ROWS) {
         coopStoreT(c, &y[at], pitch);
@@ -88,15 +89,15 @@ fn store_frag(c: coop_mat16x16<f32, C>, at: u32) {
 }
 
 // An accumulator through the epilogue: stored into the subgroup's scratch, then each lane
-// finishes elements (m + e / 16, n + e % 16) into the output (element offsets o0 and, for the
+// finishes elements (m + e / FRAG, n + e % FRAG) into the output (element offsets o0 and, for the
 // addend, c0). Every subgroup calls it in step: the barriers are the workgroup's.
-fn finish_frag(c: coop_mat16x16<f32, C>, sid: u32, lane: u32, lanes: u32, m: u32, n: u32, c0: i32, o0: i32) {
-    let at = sid * 256u;
-    coopStoreT(c, &scratch[at], 16u);
+fn finish_frag(c: FragC, sid: u32, lane: u32, lanes: u32, m: u32, n: u32, c0: i32, o0: i32) {
+    let at = sid * FRAG * FRAG;
+    coopStoreT(c, &scratch[at], FRAG);
     workgroupBarrier();
-    for (var e = lane; e < 256u; e = e + lanes) {
-        let mi = i32(m + e / 16u);
-        let ni = i32(n + e % 16u);
+    for (var e = lane; e < FRAG * FRAG; e = e + lanes) {
+        let mi = i32(m + e / FRAG);
+        let ni = i32(n + e % FRAG);
         y[u32(o0 + mi * mp_u[pz()].so.x + ni * mp_u[pz()].so.y)] = mm_finish(scratch[at + e], c0 + mi * mp_u[pz()].sc.x + ni * mp_u[pz()].sc.y);
     }
     workgroupBarrier();
@@ -122,36 +123,36 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let bn = select(b_pitch(), 1u, B_ROWS);
     let om = select(1u, y_pitch(), Y_ROWS);
     let on = select(y_pitch(), 1u, Y_ROWS);
-    // This subgroup's 64 x 64 block: its fragments' first rows and columns (clamped).
-    let m1 = tile_m * 128u + (sid / 2u) * 64u;
-    let n1 = tile_n * 128u + (sid % 2u) * 64u;
-    let mlast = mp_u[pz()].dims.x - 16u;
-    let nlast = mp_u[pz()].dims.y - 16u;
+    // This subgroup's 4 FRAG x 4 FRAG block: its fragments' first rows and columns (clamped).
+    let m1 = tile_m * 8u * FRAG + (sid / 2u) * 4u * FRAG;
+    let n1 = tile_n * 8u * FRAG + (sid % 2u) * 4u * FRAG;
+    let mlast = mp_u[pz()].dims.x - FRAG;
+    let nlast = mp_u[pz()].dims.y - FRAG;
     let r0 = min(m1, mlast);
-    let r1 = min(m1 + 16u, mlast);
-    let r2 = min(m1 + 32u, mlast);
-    let r3 = min(m1 + 48u, mlast);
+    let r1 = min(m1 + FRAG, mlast);
+    let r2 = min(m1 + 2u * FRAG, mlast);
+    let r3 = min(m1 + 3u * FRAG, mlast);
     let q0 = min(n1, nlast);
-    let q1 = min(n1 + 16u, nlast);
-    let q2 = min(n1 + 32u, nlast);
-    let q3 = min(n1 + 48u, nlast);
-    var c00 = coop_mat16x16<f32, C>();
-    var c01 = coop_mat16x16<f32, C>();
-    var c02 = coop_mat16x16<f32, C>();
-    var c03 = coop_mat16x16<f32, C>();
-    var c10 = coop_mat16x16<f32, C>();
-    var c11 = coop_mat16x16<f32, C>();
-    var c12 = coop_mat16x16<f32, C>();
-    var c13 = coop_mat16x16<f32, C>();
-    var c20 = coop_mat16x16<f32, C>();
-    var c21 = coop_mat16x16<f32, C>();
-    var c22 = coop_mat16x16<f32, C>();
-    var c23 = coop_mat16x16<f32, C>();
-    var c30 = coop_mat16x16<f32, C>();
-    var c31 = coop_mat16x16<f32, C>();
-    var c32 = coop_mat16x16<f32, C>();
-    var c33 = coop_mat16x16<f32, C>();
-    for (var k0 = 0u; k0 < mp_u[pz()].dims.z; k0 = k0 + 16u) {
+    let q1 = min(n1 + FRAG, nlast);
+    let q2 = min(n1 + 2u * FRAG, nlast);
+    let q3 = min(n1 + 3u * FRAG, nlast);
+    var c00 = FragC();
+    var c01 = FragC();
+    var c02 = FragC();
+    var c03 = FragC();
+    var c10 = FragC();
+    var c11 = FragC();
+    var c12 = FragC();
+    var c13 = FragC();
+    var c20 = FragC();
+    var c21 = FragC();
+    var c22 = FragC();
+    var c23 = FragC();
+    var c30 = FragC();
+    var c31 = FragC();
+    var c32 = FragC();
+    var c33 = FragC();
+    for (var k0 = 0u; k0 < mp_u[pz()].dims.z; k0 = k0 + FRAG) {
         let a0 = frag_a(pa + r0 * am + k0 * ak);
         let a1 = frag_a(pa + r1 * am + k0 * ak);
         let a2 = frag_a(pa + r2 * am + k0 * ak);

@@ -76,7 +76,7 @@ impl GpuContext {
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
         let coop = crate::runtime::cooperative_wanted(adapter);
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
-        let experimental = if coop {
+        let experimental = if coop.is_some() {
             wanted |= crate::runtime::COOPERATIVE_FEATURES;
             // SAFETY: the token says its holder accepts that wgpu's experimental features may
             // still have bugs that safe calls can hit (naga 30's SPIR-V backend panics on one
@@ -123,7 +123,7 @@ impl GpuContext {
     /// (`MatmulKernel::Coop`) is not used on such a device: the device alone does not say which
     /// cooperative-matrix configurations its adapter has.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> GpuContext {
-        GpuContext { rt: Arc::new(Runtime::new(device, queue, info, false)), tuner: Arc::new(Tuner::default()) }
+        GpuContext { rt: Arc::new(Runtime::new(device, queue, info, None)), tuner: Arc::new(Tuner::default()) }
     }
 
     /// The adapter and the limits that matter.

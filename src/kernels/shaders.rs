@@ -28,7 +28,9 @@
 //! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch), `matmul_params` the matrix products'
 //! uniform, `matmul_epilogue` their addend, output and epilogue, `matmul_io` the SIMT kernels'
 //! packed operand loads; `pool` the uniform of the three window kernels,
-//! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`.
+//! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`;
+//! `coop_frag16` / `coop_frag8` the tensor-core kernels' fragment types and side (each such
+//! kernel is registered once per fragment size).
 //!
 //! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
 //! whose test compares the two through naga's reflected layout).
@@ -91,6 +93,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("reduce_tree_subgroup", prelude!("reduce_tree_subgroup")),
     ("pool", prelude!("pool")),
     ("pool_window", prelude!("pool_window")),
+    ("coop_frag16", prelude!("coop_frag16")),
+    ("coop_frag8", prelude!("coop_frag8")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -155,7 +159,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("matmul_gemm_sum", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_gemm_sum")),
     ("matmul_vec", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_vec")),
     // Tensor cores: float16 operands through cooperative matrices (adapters with the feature).
-    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue"], kernel!("matmul_coop")),
+    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue", "coop_frag16"], kernel!("matmul_coop")),
+    // The same on 8 x 8 x 8 fragments (adapters that report no 16 x 16 x 16).
+    ("matmul_coop8", &["dtypes", "matmul_params", "matmul_epilogue", "coop_frag8"], kernel!("matmul_coop")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),

@@ -67,12 +67,24 @@ pub struct AdapterReport {
     /// Browsers need `enable subgroups;`, which naga does not take yet; they and GL combine in
     /// workgroup memory.
     pub subgroup_reduce: bool,
-    /// The fixed subgroup size of a device that runs the tensor-core matrix product
-    /// (`MatmulKernel::Coop`), else `None`: a native device opened by the crate
+    /// The cooperative matrices a device runs the tensor-core matrix product
+    /// (`MatmulKernel::Coop`) on, else `None`: a native device opened by the crate
     /// (`GpuContext::from_adapter`) with `EXPERIMENTAL_COOPERATIVE_MATRIX` and `SHADER_F16`, on
-    /// an adapter that reports the 16 x 16 x 16 f16 x f16 + f32 configuration and one subgroup
-    /// size. `STRIDED_WGPU_COOPERATIVE_MATRIX=0` in the environment turns it off.
-    pub cooperative_matrix: Option<u32>,
+    /// an adapter that reports the 16 x 16 x 16 or the 8 x 8 x 8 f16 x f16 + f32 configuration
+    /// and one subgroup size. `STRIDED_WGPU_COOPERATIVE_MATRIX=0` in the environment turns it
+    /// off.
+    pub cooperative_matrix: Option<CooperativeMatrix>,
+}
+
+/// The cooperative-matrix configuration of a device's tensor-core kernel
+/// ([`AdapterReport::cooperative_matrix`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CooperativeMatrix {
+    /// The side of its square fragments: 16 (16 x 16 x 16, f16 x f16 + f32: NVIDIA's tensor
+    /// cores, AMD's) or 8 (8 x 8 x 8, where the adapter reports no 16: Mesa's lavapipe).
+    pub size: u32,
+    /// The device's one subgroup size (a workgroup of the kernel is four subgroups).
+    pub subgroup_size: u32,
 }
 
 /// A compiled kernel: its registered name and override constants.
@@ -96,16 +108,20 @@ pub(crate) enum Slot {
 /// The device features the tensor-core kernel needs beside `SUBGROUP`.
 pub const COOPERATIVE_FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX.union(wgpu::Features::SHADER_F16);
 
-/// Whether `adapter` offers what the tensor-core kernel needs (its features, the 16 x 16 x 16
-/// f16 x f16 + f32 configuration, one subgroup size, a native backend) and the environment does
-/// not turn it off (`STRIDED_WGPU_COOPERATIVE_MATRIX=0`).
-pub fn cooperative_wanted(adapter: &wgpu::Adapter) -> bool {
+/// The fragment size of the tensor-core kernel on `adapter` (16, else 8), where it offers what
+/// the kernel needs (its features, the 16 x 16 x 16 or 8 x 8 x 8 f16 x f16 + f32 configuration,
+/// one subgroup size, a native backend) and the environment does not turn it off
+/// (`STRIDED_WGPU_COOPERATIVE_MATRIX=0`); else `None`.
+pub fn cooperative_wanted(adapter: &wgpu::Adapter) -> Option<u32> {
     let info = adapter.get_info();
-    let config = adapter.cooperative_matrix_properties().iter().any(|p| {
-        (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == wgpu::CooperativeScalarType::F16 && p.cr_type == wgpu::CooperativeScalarType::F32
-    });
+    let has = |size: u32| {
+        adapter.cooperative_matrix_properties().iter().any(|p| {
+            (p.m_size, p.n_size, p.k_size) == (size, size, size) && p.ab_type == wgpu::CooperativeScalarType::F16 && p.cr_type == wgpu::CooperativeScalarType::F32
+        })
+    };
     let off = std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "0");
-    config && !off && info.backend != wgpu::Backend::BrowserWebGpu && adapter.features().contains(COOPERATIVE_FEATURES | wgpu::Features::SUBGROUP) && info.subgroup_min_size == info.subgroup_max_size
+    let usable = !off && info.backend != wgpu::Backend::BrowserWebGpu && adapter.features().contains(COOPERATIVE_FEATURES | wgpu::Features::SUBGROUP) && info.subgroup_min_size == info.subgroup_max_size;
+    [16, 8].into_iter().find(|&size| usable && has(size))
 }
 
 /// The device, its queue and the crate's caches for them.
@@ -127,9 +143,9 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// `coop`: whether the adapter reported the cooperative-matrix configuration the tensor-core
-    /// kernel uses (the device's features say the rest).
-    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo, coop: bool) -> Runtime {
+    /// `coop`: the fragment size of the cooperative-matrix configuration the adapter reported
+    /// for the tensor-core kernel ([`cooperative_wanted`]; the device's features say the rest).
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo, coop: Option<u32>) -> Runtime {
         let limits = device.limits();
         // Subgroup kernels, native only: browsers need `enable subgroups;`, which naga does
         // not take yet.
@@ -148,7 +164,9 @@ impl Runtime {
             pass_timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY),
             shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && subgroups && info.subgroup_min_size >= 8,
             subgroup_reduce: subgroups && info.subgroup_min_size >= 4 && info.subgroup_max_size <= 64,
-            cooperative_matrix: (coop && subgroups && device.features().contains(COOPERATIVE_FEATURES) && info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size),
+            cooperative_matrix: coop
+                .filter(|_| subgroups && device.features().contains(COOPERATIVE_FEATURES) && info.subgroup_min_size == info.subgroup_max_size)
+                .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size }),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {

@@ -1,7 +1,8 @@
 //! The tensor-core matrix product (`matmul_coop.wgsl`, `MatmulKernel::Coop`): float16
-//! operands multiplied on cooperative matrices (16 x 16 x 16, f32 accumulation), every fragment
-//! loaded straight from the operands' storage through their pitches. Its one check
-//! ([`eligible`]) and the pipeline constants that specialize it to a product's layouts.
+//! operands multiplied on cooperative matrices (16 x 16 x 16, or 8 x 8 x 8 where the adapter
+//! has only that, f32 accumulation), every fragment loaded straight from the operands' storage
+//! through their pitches. Its one check ([`eligible`]), its pipeline (by the fragment size) and
+//! the constants that specialize it to a product's layouts.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -10,8 +11,26 @@ use crate::runtime::AdapterReport;
 
 use super::product::{Product, Shapes};
 
-/// The output tile of a workgroup (four subgroups of 64 x 64).
-pub(super) const TILE: usize = 128;
+/// The fragment side of the device's tensor-core kernel (16 where it has none: the check
+/// then fails first).
+fn frag(report: &AdapterReport) -> usize {
+    report.cooperative_matrix.map_or(16, |c| c.size as usize)
+}
+
+/// The output tile of a workgroup: four subgroups of 4 x 4 fragments each (128 x 128 with
+/// fragments of 16).
+pub(super) fn tile(report: &AdapterReport) -> usize {
+    8 * frag(report)
+}
+
+/// The registered kernel for the device's fragment size (`coop_frag16` or `coop_frag8`).
+pub(super) fn shader(report: &AdapterReport) -> &'static str {
+    if frag(report) == 8 {
+        "matmul_coop8"
+    } else {
+        "matmul_coop"
+    }
+}
 
 /// How an operand's fragments are read or written: row-major (`true`: unit stride along the
 /// columns, the rows' pitch the row stride) or column-major.
@@ -25,7 +44,7 @@ fn orientation(rows: isize, cols: isize) -> Option<bool> {
 
 /// The one check of [`MatmulKernel::Coop`], for the automatic choice and a forced kernel alike:
 /// an adapter whose device runs cooperative matrices ([`AdapterReport::cooperative_matrix`]),
-/// float16 operands, m, n and k multiples of 16, A and B row- or column-major with a positive
+/// float16 operands, m, n and k multiples of 16 (of the fragment side, 16 or 8), A and B row- or column-major with a positive
 /// pitch, their pitch, (non-negative) batch strides and offset 16-byte aligned, and the same of
 /// the f32 output unless the product has an epilogue (alpha, an addend, an activation: the
 /// output is then written element by element through any strides). An offset that is a
@@ -47,8 +66,12 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
         "the device runs no cooperative matrices (AdapterReport::cooperative_matrix)"
     } else if p.dtype != DType::F16 {
         "it multiplies float16 operands"
-    } else if !s.m.is_multiple_of(16) || !s.n.is_multiple_of(16) || !s.k.is_multiple_of(16) || s.k == 0 {
-        "m, n and k must be multiples of 16 (k at least 16)"
+    } else if !s.m.is_multiple_of(frag(report)) || !s.n.is_multiple_of(frag(report)) || !s.k.is_multiple_of(frag(report)) || s.k == 0 {
+        if frag(report) == 8 {
+            "m, n and k must be multiples of 8 (k at least 8)"
+        } else {
+            "m, n and k must be multiples of 16 (k at least 16)"
+        }
     } else if !layout_ok(0, 8) || !layout_ok(1, 8) {
         "A and B must each be row- or column-major, their pitch, batch strides and offset multiples of 8 elements"
     } else if !epilogue(p) && !layout_ok(3, 4) {
@@ -86,7 +109,7 @@ pub(super) const PITCH_SETS: usize = 16;
 /// contiguous f32 scratch of a 16-bit result (row-major, pitch n), the other forms untested.
 pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes, pitches: bool) -> Vec<(&'static str, i64)> {
     let pitch = |i: usize| if pitches { pitch_of(s, i) } else { 0 };
-    let wg = ("WG", 4 * report.cooperative_matrix.unwrap_or(32) as i64);
+    let wg = ("WG", 4 * report.cooperative_matrix.map_or(32, |c| c.subgroup_size) as i64);
     if epilogue(p) {
         return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("EPI", 1), wg];
     }

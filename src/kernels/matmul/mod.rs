@@ -274,7 +274,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let ws = windows(z0, lo)?;
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
-                let (tile, key) = if kernel == MatmulKernel::Coop { (coop::TILE, "matmul_coop") } else { (TILE, "matmul_gemm") };
+                let (tile, key) = if kernel == MatmulKernel::Coop { (coop::tile(&rt.report), coop::shader(&rt.report)) } else { (TILE, "matmul_gemm") };
                 let (tm, tn) = (m.div_ceil(tile), n.div_ceil(tile));
                 let total = tm as u64 * tn as u64 * batches as u64 * nslices as u64;
                 (total, key, [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
