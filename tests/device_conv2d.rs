@@ -299,7 +299,8 @@ fn grids_bindings_and_tiny_images() {
 
         // 1-pixel images, with and without padding around them.
         let one = x(&mut rng, &[3, 5, 1, 1]);
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall) && k.runs_on(ctx.adapter()).is_ok()) {
+        // Coop takes float16 only (tensor_core_convolutions_match_the_reference).
+        for kernel in ConvKernel::ALL.into_iter().filter(|k| !matches!(k, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Coop) && k.runs_on(ctx.adapter()).is_ok()) {
             // DirectRows needs a kernel 3 wide, DirectBand 3x3.
             if !matches!(kernel, ConvKernel::DirectRows | ConvKernel::DirectBand) {
                 check(ctx, &one, &x(&mut rng, &[7, 5, 1, 1]), None, &Conv2dOptions::default(), kernel, "1 pixel");
@@ -628,6 +629,90 @@ fn half_convolutions_match_the_reference_in_every_form() {
             let xi = DeviceTensor::zeros(ctx, &[2, 8, 9, 7], DType::I32, MemoryFormat::Contiguous).unwrap();
             let wi = DeviceTensor::zeros(ctx, &[12, 8, 3, 3], DType::I32, MemoryFormat::Contiguous).unwrap();
             assert!(matches!(xi.conv2d(&wi, None, &o), Err(Error::Unsupported { op: "conv2d", .. })));
+        }
+    }
+}
+
+/// The tensor-core convolution ([`ConvKernel::Coop`], float16 on cooperative matrices) against
+/// the CPU reference, forced and (under `STRIDED_WGPU_COOPERATIVE_MATRIX=all`) as the automatic
+/// choice, with bias, residual and ReLU in its
+/// epilogue: kernel sizes 1x1 to 7x7, strides, padding, dilation, groups, both layouts, an
+/// input view that is neither, channel counts and pixel counts off the fragments and tiles.
+/// Within one unit in the last place of the f16 result plus the f32 accumulation bound (R
+/// terms, R * 2^-23 of the sum of magnitudes). Where the device has no cooperative matrices the
+/// forced kernel is an `Unsupported` error naming why and the automatic choice is another
+/// kernel; a float32 convolution never takes it.
+#[test]
+fn tensor_core_convolutions_match_the_reference() {
+    use strided_wgpu::advanced::conv2d_add_with;
+    use strided_wgpu::{Conv2d, DType, Elementwise};
+    let mut rng = Rng(0xc0);
+    for ctx in contexts() {
+        let coop = ctx.adapter().cooperative_matrix.is_some();
+        // ([N, C, H, W], K, (kh, kw), stride, padding, dilation, groups, channels-last input)
+        type Case = ([usize; 4], usize, (usize, usize), (usize, usize), (usize, usize), (usize, usize), usize, bool);
+        let cases: [Case; 6] = [
+            ([2, 16, 10, 9], 24, (3, 3), (1, 1), (1, 1), (1, 1), 1, false),
+            ([1, 8, 15, 13], 40, (1, 1), (1, 1), (0, 0), (1, 1), 1, true),
+            ([2, 3, 23, 21], 16, (7, 7), (2, 2), (3, 3), (1, 1), 1, true),
+            ([1, 12, 11, 11], 36, (3, 3), (2, 1), (1, 2), (2, 1), 3, true),
+            ([3, 32, 9, 8], 130, (3, 3), (1, 1), (1, 1), (1, 1), 1, false),
+            ([2, 20, 12, 7], 18, (2, 3), (1, 2), (0, 1), (1, 1), 2, false),
+        ];
+        for (i, (xs, k, (kh, kw), stride, padding, dilation, groups, cl)) in cases.into_iter().enumerate() {
+            let h = |s: &[usize], rng: &mut Rng| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap().to(DType::F16).unwrap();
+            let x = h(&xs, &mut rng);
+            let x = if cl { x.contiguous(MemoryFormat::ChannelsLast).unwrap() } else if i == 5 { layout(&mut rng, x) } else { x };
+            let w = h(&[k, xs[1] / groups, kh, kw], &mut rng);
+            let b = h(&[k], &mut rng);
+            let o = Conv2dOptions { stride, padding, dilation, groups, relu: true, ..Default::default() };
+            let want = x.conv2d(&w, Some(&b), &o).unwrap();
+            let res = h(want.shape(), &mut rng);
+            let want_add = x.conv2d_add(&w, Some(&b), &res, &o).unwrap();
+            let f32s = |t: &HostTensor| t.to(DType::F32).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+            let scale = f32s(&conv2d_cpu(&abs(&x.to(DType::F32).unwrap()), &abs(&w.to(DType::F32).unwrap()), Some(&abs(&b.to(DType::F32).unwrap())), &Conv2dOptions { relu: false, ..o }).unwrap());
+            let r_len = (xs[1] / groups * kh * kw) as f32;
+            let u = 1.0 / 1024.0;
+            let what = format!("{} coop case {i}: x {xs:?} K {k} {kh}x{kw} stride {stride:?} padding {padding:?} dilation {dilation:?} groups {groups}", name(ctx));
+            let near = |label: &str, got: &HostTensor, want: &HostTensor, add: bool| {
+                assert_eq!((got.dtype(), got.shape()), (DType::F16, want.shape()), "{what} {label}");
+                let res = f32s(&abs(&res.to(DType::F32).unwrap()));
+                for (j, ((g, w), s)) in f32s(got).iter().zip(f32s(want)).zip(&scale).enumerate() {
+                    let s = if add { s + res[j] } else { *s };
+                    let tol = 2.0 * u * w.abs() + r_len * s / 8_388_608.0 + if add { u * s } else { 0.0 } + 6e-8;
+                    assert!((g - w).abs() <= tol, "{what} {label}: output {j}: got {g}, want {w} (tolerance {tol})");
+                }
+            };
+            let (dx, dw, db, dr) = (to_device(ctx, &x), to_device(ctx, &w), to_device(ctx, &b), to_device(ctx, &res));
+            match conv2d_with(&dx, &dw, Some(&db), &o, ConvKernel::Coop) {
+                Ok(got) => {
+                    assert!(coop, "{what}: ran without cooperative matrices");
+                    near("conv2d", &got.download().unwrap(), &want, false);
+                    near("conv2d_add", &conv2d_add_with(&dx, &dw, Some(&db), &dr, &o, ConvKernel::Coop).unwrap().download().unwrap(), &want_add, true);
+                    // The automatic choice (only where the device takes every tensor-core path:
+                    // STRIDED_WGPU_COOPERATIVE_MATRIX=all), then the same bits as forced.
+                    let all = ctx.adapter().cooperative_matrix.is_some_and(|c| c.all_paths);
+                    let out = DeviceTensor::zeros(ctx, want.shape(), DType::F16, MemoryFormat::ChannelsLast).unwrap();
+                    assert_eq!(ctx.conv2d_choice(&dx, &dw, Some(&db), &o, &out).unwrap() == Some(ConvKernel::Coop), all, "{what}: the automatic choice");
+                    if all {
+                        let auto = dx.conv2d(&dw, Some(&db), &o).unwrap().download().unwrap();
+                        assert_eq!(auto.to_vec::<half::f16>().unwrap(), got.download().unwrap().to_vec::<half::f16>().unwrap(), "{what}: automatic and forced");
+                    }
+                    dx.conv2d_out(&dw, Some(&db), &o, &out).unwrap();
+                    near("conv2d_out channels-last", &out.download().unwrap(), &want, false);
+                }
+                Err(Error::Unsupported { detail, .. }) if !coop => {
+                    assert!(detail.contains("cooperative"), "{what}: {detail}");
+                    let out = DeviceTensor::zeros(ctx, want.shape(), DType::F16, MemoryFormat::Contiguous).unwrap();
+                    assert_ne!(ctx.conv2d_choice(&dx, &dw, Some(&db), &o, &out).unwrap(), Some(ConvKernel::Coop), "{what}: the automatic choice");
+                }
+                Err(e) => panic!("{what}: {e}"),
+            }
+            // Float32 never takes it.
+            let (x32, w32) = (to_device(ctx, &x.to(DType::F32).unwrap()), to_device(ctx, &w.to(DType::F32).unwrap()));
+            assert!(matches!(conv2d_with(&x32, &w32, None, &o, ConvKernel::Coop), Err(Error::Unsupported { .. })), "{what}: float32 forced");
+            let out32 = DeviceTensor::zeros(ctx, want.shape(), DType::F32, MemoryFormat::Contiguous).unwrap();
+            assert_ne!(ctx.conv2d_choice(&x32, &w32, None, &o, &out32).unwrap(), Some(ConvKernel::Coop), "{what}: float32 automatic");
         }
     }
 }

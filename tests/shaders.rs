@@ -173,12 +173,13 @@ fn wgsl_dtype_codes_are_generated_from_rust() {
 fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
     // Bindings 1 and 3-6 (input, bias, output, and their vec4 views) are the same in every
     // convolution family: conv_io declares them, and no other file a convolution is composed of.
+    // The tensor-core kernel (conv2d_coop*) binds its f16 operands itself (bindings 1-5).
     let (_, io) = PRELUDES.iter().find(|(n, _)| *n == "conv_io").unwrap();
     for b in [1, 3, 4, 5, 6] {
         assert_eq!(code_count(io, &format!("@binding({b})")), 1, "conv_io declares binding {b}");
     }
     let mut convs = 0;
-    for (name, preludes, text) in KERNELS.iter().filter(|(n, _, _)| n.starts_with("conv")) {
+    for (name, preludes, text) in KERNELS.iter().filter(|(n, _, _)| n.starts_with("conv") && !n.starts_with("conv2d_coop")) {
         assert_eq!(preludes.first(), Some(&"conv_io"), "{name}");
         let files = preludes[1..].iter().filter_map(|p| PRELUDES.iter().find(|(n, _)| n == p).map(|(_, t)| *t));
         for t in files.chain(std::iter::once(*text)) {
@@ -238,6 +239,30 @@ fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
         }
     }
     assert_eq!(written, 192);
+}
+
+/// The tensor-core convolution (`conv2d_coop`, `conv2d_coop8`) through naga's SPIR-V backend with
+/// wgpu's options in every specialization the host makes (kernels/conv/coop.rs: the reduction's
+/// order, bias, ReLU, residual; subgroups of 8, 32 and 64), as the matrix product's above.
+#[test]
+fn the_tensor_core_convolution_writes_spirv_in_every_specialization() {
+    let mut written = 0;
+    for kernel in ["conv2d_coop", "conv2d_coop8"] {
+        let src = source_for(kernel, false).unwrap();
+        let module = parse(kernel, &src);
+        let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
+        for bits in 0..48u32 {
+            let flag = |i: u32| ((bits >> i) & 1) as f64;
+            let wg = [128.0, 256.0, 32.0][(bits >> 4) as usize];
+            let constants: naga::back::PipelineConstants = [("CHANNELS", flag(0)), ("MODE", flag(1)), ("RELU", flag(2)), ("RESID", flag(3)), ("WG", wg)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
+            let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+            let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
+            assert!(words.len() > 100 && words[0] == 0x0723_0203, "{kernel} constants {constants:?}: not a SPIR-V module");
+            written += 1;
+        }
+    }
+    assert_eq!(written, 96);
 }
 
 /// The cooperative-matrix probe's shaders (examples/coop_probe/, run only on adapters with the

@@ -20,7 +20,7 @@ use crate::kernels::conv::grouped;
 use crate::elementwise::resolve::{Input, Target};
 use crate::elementwise::Op;
 use crate::runtime::record::Recorder;
-use crate::runtime::Runtime;
+use crate::runtime::{AdapterReport, Runtime};
 use crate::strided::Strided;
 
 /// `torch.nn.functional.conv2d`, f32, on the device. `input` is logically [N, C, H, W] in any
@@ -186,6 +186,9 @@ impl Batch<'_> {
             return Ok(());
         }
         if g.dtype != DType::F32 {
+            if kernel == ConvKernel::Coop || (kernel == ConvKernel::Auto && coop_applies(&ctx.rt.report, out, input, weight, bias, residual, g, options)) {
+                return self.convolve_coop(op, out, input, weight, bias, residual, options, g);
+            }
             return self.convolve_in_f32(op, out, input, weight, bias, residual, options, g, kernel);
         }
         for t in [Some(input), Some(weight), bias].into_iter().flatten() {
@@ -240,7 +243,51 @@ impl Batch<'_> {
     }
 }
 
+/// Whether the automatic choice runs a (checked) 16-bit convolution on [`ConvKernel::Coop`]:
+/// the device takes every tensor-core path (no GPU has run this one yet:
+/// `CooperativeMatrix::all_paths`, `STRIDED_WGPU_COOPERATIVE_MATRIX=all`), its checks pass,
+/// every buffer fits one binding, and no operand shares the output's buffer (the kernel binds
+/// each whole; the f32 path reads such an operand from a copy).
+#[allow(clippy::too_many_arguments)]
+fn coop_applies(report: &AdapterReport, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, g: &Conv2dShape, options: &Conv2dOptions) -> bool {
+    let operands = [Some(input), Some(weight), bias, residual];
+    report.cooperative_matrix.is_some_and(|c| c.all_paths)
+        && ConvKernel::Coop.eligible(g, options).is_ok()
+        && ConvKernel::Coop.runs_on(report).is_ok()
+        && [Some(out)].into_iter().chain(operands).flatten().all(|t| t.buffer().size() <= report.max_storage_buffer_binding_size)
+        && !operands.into_iter().flatten().any(|t| out.shares_storage(t))
+}
+
 impl Batch<'_> {
+    /// A 16-bit convolution (checked) on the tensor cores ([`ConvKernel::Coop`]): the operands
+    /// read as they are, the output written directly, a residual and the ReLU in the epilogue.
+    /// An operand sharing the output's buffer is an error here (the automatic choice takes the
+    /// f32 path for it).
+    #[allow(clippy::too_many_arguments)]
+    fn convolve_coop(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape) -> Result<()> {
+        let ctx = self.context().clone();
+        if let Some(t) = [Some(input), Some(weight), bias, residual].into_iter().flatten().find(|t| out.shares_storage(t)) {
+            return Err(Error::Overlap { op, detail: format!("{:?} binds each operand whole: an operand of shape {:?} shares the output's buffer", ConvKernel::Coop, t.shape()) });
+        }
+        // The residual in the epilogue where it has the output's strides; else the
+        // convolution (rounded to f16), then the f16 add and the ReLU, as the separate ops.
+        let fused = residual.filter(|r| r.layout().strides() == out.layout().strides());
+        let unfused = Conv2dOptions { relu: false, ..*options };
+        let conv_options = if residual.is_some() && fused.is_none() { &unfused } else { options };
+        let rec = self.parts(op)?;
+        for t in [Some(input), Some(weight), bias, fused, Some(out)].into_iter().flatten() {
+            rec.hold(t.storage());
+        }
+        record(&ctx.rt, rec, &ConvCall { op, out: view(out), input: view(input), weight: view(weight), bias: bias.map(view), options: conv_options, g, kernel: ConvKernel::Coop, residual: fused.map(view) })?;
+        if let (Some(res), None) = (residual, fused) {
+            self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
+            if options.relu {
+                self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A 16-bit convolution (checked): its operands converted to f32 tensors of the same memory
     /// format, the f32 convolution into an f32 tensor of the output's format (accumulating in
     /// f32), then that converted into `out` (rounded once, to nearest even), all recorded here.
@@ -328,12 +375,25 @@ impl GpuContext {
     }
 
     /// The kernel that `Batch::conv2d_out(input, weight, bias, options, out)`
-    /// records now: the tuned kernel of the call's shape class, or the adapter's default while
-    /// the class is not tuned; `None` for an empty output, where the convolution records
+    /// records now: [`ConvKernel::Coop`] for a 16-bit convolution where that kernel applies, else
+    /// the tuned kernel of the call's shape class, or the adapter's default while the class is
+    /// not tuned; `None` for an empty output, where the convolution records
     /// nothing. Checks the operands' shapes and types and the output's shape and type as the
     /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
     pub fn conv2d_choice(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
-        self.conv2d_class("conv2d_choice", out, input, weight, bias, options).map(|c| c.map(|(class, out)| self.conv_choice(&class, &out, ConvKernel::Auto)))
+        let class = self.conv2d_class("conv2d_choice", out, input, weight, bias, options)?;
+        if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
+            return Ok(Some(ConvKernel::Coop));
+        }
+        Ok(class.map(|(class, out)| self.conv_choice(&class, &out, ConvKernel::Auto)))
+    }
+
+    /// Whether the automatic choice runs this (checked) convolution on [`ConvKernel::Coop`]:
+    /// a 16-bit one where that kernel applies ([`coop_applies`]), whatever its class's kept
+    /// choice (which the f32 path uses).
+    fn coop_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<bool> {
+        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        Ok(g.dtype != DType::F32 && coop_applies(&self.rt.report, out, input, weight, bias, None, &g, options))
     }
 
     /// The adapter's default kernel for this convolution: what [`GpuContext::conv2d_choice`]
@@ -341,7 +401,11 @@ impl GpuContext {
     /// `None` for an empty output.
     pub fn conv2d_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
         let cl = |o: &Layout| o.strides()[1] == 1 && o.shape()[1] > 1;
-        self.conv2d_class("conv2d_default", out, input, weight, bias, options).map(|c| c.map(|(class, out)| conv_default(self.rt.report.device_type, &class, cl(&out))))
+        let class = self.conv2d_class("conv2d_default", out, input, weight, bias, options)?;
+        if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
+            return Ok(Some(ConvKernel::Coop));
+        }
+        Ok(class.map(|(class, out)| conv_default(self.rt.report.device_type, &class, cl(&out))))
     }
 
     /// The class of a checked convolution and the output layout its kernels write: a 16-bit

@@ -24,8 +24,11 @@
 //! work by lane; `elementwise_rows` what the three rows kernels (one traversal each) share;
 //! `gemm_engine` the tiled GEMM's tile loop that `conv2d_gemm` (A through the im2col mapping)
 //! and `matmul_gemm` (A and B through their strides; `matmul_gemm_sum` a split-K product's
-//! second dispatch) share, `conv_gemm` the uniform and
-//! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch), `matmul_params` the matrix products'
+//! second dispatch) share, `conv_gemm` the bindings and
+//! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch),
+//! `conv_gemm_params` the uniform, specializations and output index they share with the
+//! tensor-core `conv2d_coop`, `conv_gemm_taps` the im2col mapping (pixels, taps) of
+//! `conv2d_gemm` and `conv2d_coop`, `matmul_params` the matrix products'
 //! uniform, `matmul_epilogue` their addend, output and epilogue, `matmul_io` the SIMT kernels'
 //! packed operand loads; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`;
@@ -82,7 +85,9 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv2d_depthwise_cols_shuffled", prelude!("conv2d_depthwise_cols_shuffled")),
     ("subgroup_slot", prelude!("subgroup_slot")),
     ("gemm_engine", prelude!("gemm_engine")),
+    ("conv_gemm_params", prelude!("conv_gemm_params")),
     ("conv_gemm", prelude!("conv_gemm")),
+    ("conv_gemm_taps", prelude!("conv_gemm_taps")),
     ("matmul_params", prelude!("matmul_params")),
     ("matmul_epilogue", prelude!("matmul_epilogue")),
     ("matmul_io", prelude!("matmul_io")),
@@ -153,8 +158,11 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
     // One GEMM engine (the tile loop) under the convolution and the matrix products.
-    ("conv2d_gemm", &["conv_io", "conv_relu", "conv_gemm", "gemm_engine"], kernel!("conv2d_gemm")),
-    ("conv2d_gemm_sum", &["conv_io", "conv_relu", "conv_gemm"], kernel!("conv2d_gemm_sum")),
+    ("conv2d_gemm", &["conv_io", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("conv2d_gemm_sum", &["conv_io", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
+    // The f16 convolution on tensor cores, in both fragment sizes.
+    ("conv2d_coop", &["conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
+    ("conv2d_coop8", &["conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),
     ("matmul_gemm", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_gemm_sum", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_gemm_sum")),
     ("matmul_vec", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_vec")),

@@ -85,6 +85,11 @@ pub struct CooperativeMatrix {
     pub size: u32,
     /// The device's one subgroup size (a workgroup of the kernel is four subgroups).
     pub subgroup_size: u32,
+    /// Whether the automatic choice also takes the tensor-core paths that no GPU has run yet:
+    /// products with an epilogue and convolutions (`ConvKernel::Coop`), which passed their
+    /// device tests on Mesa 26's lavapipe (8 x 8 x 8) only. `STRIDED_WGPU_COOPERATIVE_MATRIX=all`
+    /// sets it; without it they run only when forced.
+    pub all_paths: bool,
 }
 
 /// A compiled kernel: its registered name and override constants.
@@ -166,7 +171,7 @@ impl Runtime {
             subgroup_reduce: subgroups && info.subgroup_min_size >= 4 && info.subgroup_max_size <= 64,
             cooperative_matrix: coop
                 .filter(|_| subgroups && device.features().contains(COOPERATIVE_FEATURES) && info.subgroup_min_size == info.subgroup_max_size)
-                .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size }),
+                .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size, all_paths: std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "all") }),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {

@@ -3,6 +3,9 @@
 //! Without an adapter the tests say so loudly and skip, unless `STRIDED_WGPU_REQUIRE_ADAPTER=1`
 //! (CI), which makes a missing adapter a failure. `STRIDED_WGPU_REQUIRE_BACKENDS=vulkan,gl`
 //! additionally requires each named backend. `WGPU_BACKEND` restricts the run to one backend.
+//! `STRIDED_WGPU_REQUIRE_COOPERATIVE_MATRIX=1` requires every context to run the tensor-core
+//! kernels (CI's run on Mesa 26's lavapipe, `tools/coop/lavapipe.sh`), so that their tests
+//! cannot pass through the `Unsupported` branch there.
 //! "Loudly": straight to stderr, past libtest's capture, and recorded for the summary that
 //! `tests/zz_gpu_summary.rs` prints at the end of `cargo test` (`tests/common/skips.rs`).
 
@@ -36,6 +39,11 @@ pub fn contexts() -> &'static [GpuContext] {
                 out.iter().any(|c| format!("{:?}", c.adapter().backend).to_lowercase() == *r),
                 "STRIDED_WGPU_REQUIRE_BACKENDS names {r}, but no such adapter opened"
             );
+        }
+        if std::env::var("STRIDED_WGPU_REQUIRE_COOPERATIVE_MATRIX").as_deref() == Ok("1") {
+            for c in &out {
+                assert!(c.adapter().cooperative_matrix.is_some(), "STRIDED_WGPU_REQUIRE_COOPERATIVE_MATRIX=1 but {} ({:?}) runs no cooperative matrices", c.adapter().name, c.adapter().backend);
+            }
         }
         if out.is_empty() {
             assert!(

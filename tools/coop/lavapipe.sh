@@ -4,6 +4,7 @@
 # on a machine without a GPU:
 #
 #   bash tools/coop/lavapipe.sh target/release/deps/device_matmul-<hash> tensor_core
+#   bash tools/coop/lavapipe.sh --setup     # download and unpack only
 #
 # The first call downloads Debian 13's packages (lavapipe from trixie-backports, glibc, LLVM 19
 # and their libraries, about 60 MB) into .coop-lavapipe/ (ignored) and unpacks them there; the
@@ -32,6 +33,9 @@ SRC
     for deb in "$root"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
     printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s", "api_version": "1.4.0"}}\n' "$lib/libvulkan_lvp.so" > "$root/lvp_icd.json"
     touch "$root/ready"
+fi
+if [ "${1:-}" = --setup ]; then
+    exit 0
 fi
 export VK_ICD_FILENAMES=$root/lvp_icd.json WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 exec "$lib/ld-linux-x86-64.so.2" --library-path "$lib" "$@"

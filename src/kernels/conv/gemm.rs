@@ -28,18 +28,19 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 const TILE: usize = 64;
 
 uniform! {
-    /// The uniform of `shaders/kernels/conv2d_gemm.wgsl` (`GemmParams` there).
+    /// The uniform of `shaders/kernels/conv2d_gemm.wgsl` and `conv2d_coop.wgsl` (`GemmParams` of
+    /// `shaders/preludes/conv_gemm_params.wgsl`).
     pub(crate) struct GemmParams {
-        xs: [i32; 4],
-        ys: [i32; 4],
-        geo: [u32; 4],
-        conv: [i32; 4],
-        taps: [i32; 4],
-        red: [u32; 4],
-        base: [i32; 4],
-        work: [u32; 4],
-        res: [i32; 4],
-        split: [u32; 4],
+        pub(super) xs: [i32; 4],
+        pub(super) ys: [i32; 4],
+        pub(super) geo: [u32; 4],
+        pub(super) conv: [i32; 4],
+        pub(super) taps: [i32; 4],
+        pub(super) red: [u32; 4],
+        pub(super) base: [i32; 4],
+        pub(super) work: [u32; 4],
+        pub(super) res: [i32; 4],
+        pub(super) split: [u32; 4],
     }
 }
 

@@ -67,6 +67,15 @@ pub enum ConvKernel {
     /// output rows, and take the input rows they share from each other by subgroup shuffles
     /// (10 rows loaded for a band, not 24). CPU-shaped; needs full subgroups of at least 8 lanes.
     DirectBand,
+    /// Float16 on tensor cores (`conv2d_coop.wgsl`, devices with cooperative matrices:
+    /// [`AdapterReport::cooperative_matrix`]): the implicit GEMM with its inner product on
+    /// cooperative matrices, f16 operands read and the f16 output written directly (bias,
+    /// residual and ReLU in its epilogue), any kernel size, stride, dilation, padding, groups
+    /// and strides. Every other kernel runs a 16-bit convolution on f32 copies of its operands.
+    /// The automatic choice of f16 convolutions only where the device takes every tensor-core
+    /// path (`CooperativeMatrix::all_paths`: no GPU has run it yet; it passed its device tests
+    /// on Mesa 26's lavapipe).
+    Coop,
 }
 
 /// A family of convolution kernels.
@@ -76,17 +85,19 @@ pub(crate) enum Family {
     Direct,
     Gemm,
     Depthwise,
+    Coop,
 }
 
 impl ConvKernel {
-    /// Whether the kernel adds a residual in its epilogue (`conv2d_add`): the GEMM kernels.
+    /// Whether the kernel adds a residual in its epilogue (`conv2d_add`): the GEMM kernels and
+    /// [`ConvKernel::Coop`].
     /// Others record the convolution, then the add and the ReLU.
     pub fn fuses_residual(self) -> bool {
-        self.family() == Family::Gemm
+        matches!(self.family(), Family::Gemm | Family::Coop)
     }
 
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 15] = [
+    pub const ALL: [ConvKernel; 16] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -102,6 +113,7 @@ impl ConvKernel {
         ConvKernel::Direct,
         ConvKernel::DirectRows,
         ConvKernel::DirectBand,
+        ConvKernel::Coop,
     ];
 
     pub(crate) fn family(self) -> Family {
@@ -109,6 +121,7 @@ impl ConvKernel {
             ConvKernel::GemmNchw | ConvKernel::GemmNhwc | ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit => Family::Gemm,
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
             ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => Family::Direct,
+            ConvKernel::Coop => Family::Coop,
             _ => Family::Blocked,
         }
     }
@@ -130,10 +143,15 @@ impl ConvKernel {
     }
 
     /// Whether this kernel can compute the convolution: the one check, used by the tuner's
-    /// candidates and by forced kernels. Depthwise kernels need groups == C.
+    /// candidates and by forced kernels. Depthwise kernels need groups == C; [`ConvKernel::Coop`]
+    /// float16 operands (the others take any type: 16-bit ones through f32 copies).
     pub fn eligible(self, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
         match self {
             ConvKernel::Auto => Err(Error::invalid(OP, "no kernel was resolved for the convolution")),
+            ConvKernel::Coop if g.dtype != crate::dtype::DType::F16 => Err(Error::unsupported(
+                OP,
+                format!("{self:?} convolves float16 operands, got {:?} (input {:?}, weight [{}, {}, {}, {}])", g.dtype, [g.n, g.c, g.h, g.w], g.k, g.c / o.groups.max(1), g.kh, g.kw),
+            )),
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall if o.groups != g.c => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs a depthwise convolution (groups == C), got groups = {} with input channels C = {} and K = {}", o.groups, g.c, g.k),
@@ -160,9 +178,14 @@ impl ConvKernel {
     /// Whether the adapter of `report` can run the kernel (whatever the shape): the one check,
     /// used by the tuner's candidates and by forced kernels. [`ConvKernel::DirectBand`] needs
     /// the subgroup shuffles of a native CPU adapter with subgroups of at least 8 lanes
-    /// ([`AdapterReport::shuffled_weights`]).
+    /// ([`AdapterReport::shuffled_weights`]); [`ConvKernel::Coop`] a device with cooperative
+    /// matrices ([`AdapterReport::cooperative_matrix`]).
     pub fn runs_on(self, report: &AdapterReport) -> Result<()> {
         match self {
+            ConvKernel::Coop if report.cooperative_matrix.is_none() => Err(Error::unsupported(
+                OP,
+                format!("{self:?} needs a device that runs cooperative matrices (AdapterReport::cooperative_matrix); {} ({:?}) has none, or was opened without them", report.name, report.backend),
+            )),
             ConvKernel::DirectBand if !report.shuffled_weights => Err(Error::unsupported(
                 OP,
                 format!("{self:?} needs subgroups of at least 8 invocations on a native CPU adapter; {} ({:?}, {:?}) has none", report.name, report.backend, report.device_type),
@@ -184,7 +207,7 @@ impl ConvKernel {
         let y_channels = ys[1] == 1 && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase);
         let y_pixels = ys[3] == 1 && g.ow.is_multiple_of(4) && batch(ys[0]) && m4(ys[1]) && m4(ys[2]) && m4(ybase);
         match self {
-            ConvKernel::Auto => (false, false),
+            ConvKernel::Auto | ConvKernel::Coop => (false, false),
             ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => blocked_vectors(self, g, o, xs, ys, xbase, ybase, images),
             ConvKernel::GemmNchw | ConvKernel::GemmNchwSplit => (false, y_pixels),
             ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),

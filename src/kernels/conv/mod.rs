@@ -24,6 +24,7 @@
 pub(crate) mod blocked;
 pub(crate) mod class;
 pub(crate) mod common;
+pub(crate) mod coop;
 pub(crate) mod depthwise;
 mod direct;
 pub(crate) mod gemm;
@@ -41,8 +42,8 @@ use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 
 
-/// Records a validated convolution of f32 operands through `call.kernel` (not `Auto`) into
-/// `enc`; its temporaries go to `keep`. The caller holds the operands until the work is done.
+/// Records a validated convolution through `call.kernel` (not `Auto`) into `rec`: f32
+/// operands, or f16 ones on [`ConvKernel::Coop`]. The caller holds the operands until the work is done.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
     let &ConvCall { out, input, weight, bias, options, g, kernel, residual, .. } = call;
     kernel.eligible(g, options)?;
@@ -54,6 +55,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     }
     if g.n * g.k * g.oh * g.ow == 0 {
         return Ok(());
+    }
+    if kernel == ConvKernel::Coop {
+        // f16 operands bound whole: no image ranges of f32 windows.
+        return coop::record(rt, rec, call);
     }
     let report = &rt.report;
     for (name, t) in [("bias", bias), ("weight", Some(weight))] {
@@ -70,6 +75,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
         Family::Direct => direct::record(rt, rec, &ops),
         Family::Gemm => gemm::record(rt, rec, &ops),
         Family::Depthwise => depthwise::record(rt, rec, &ops),
+        Family::Coop => coop::record(rt, rec, call),
     }
 }
 

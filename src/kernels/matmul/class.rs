@@ -105,7 +105,7 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let nb = s.batch.len();
     MatmulClass {
-        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(p)),
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(report, p)),
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),

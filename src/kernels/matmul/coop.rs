@@ -82,12 +82,14 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
     Err(Error::unsupported(p.op, format!("the kernel Coop does not apply to a product of m = {}, n = {}, k = {} (strides A {:?}, B {:?}, output {:?}): {why}", s.m, s.n, s.k, s.strides[0], s.strides[1], s.strides[3])))
 }
 
-/// Whether the automatic choice may take the kernel for `p` (it passed [`eligible`]): only
-/// without an epilogue. The epilogue path (`EPI`) is written, its SPIR-V is checked in every
-/// specialization (tests/shaders.rs) and the device test forces it, but no GPU has run it yet:
-/// until one has, it is not offered unasked.
-pub(super) fn automatic(p: &Product<'_>) -> bool {
-    !epilogue(p)
+/// Whether the automatic choice may take the kernel for `p` (it passed [`eligible`]): without
+/// an epilogue, or with one where the device takes every tensor-core path
+/// ([`CooperativeMatrix::all_paths`](crate::runtime::CooperativeMatrix)). The epilogue path
+/// (`EPI`) passed the device test on Mesa 26's lavapipe (8 x 8 x 8 fragments) and its SPIR-V is
+/// checked in every specialization (tests/shaders.rs), but no GPU has run it yet: until one
+/// has, it is not offered unasked.
+pub(super) fn automatic(report: &AdapterReport, p: &Product<'_>) -> bool {
+    !epilogue(p) || report.cooperative_matrix.is_some_and(|c| c.all_paths)
 }
 
 /// Whether the product goes through the epilogue (alpha, an addend, an activation): then the

@@ -1,0 +1,59 @@
+// The implicit-GEMM convolutions' uniform, the specializations they share and the output's
+// index formula: conv2d_gemm.wgsl and conv2d_gemm_sum.wgsl (with conv_gemm.wgsl) and the
+// tensor-core conv2d_coop.wgsl.
+
+struct GemmParams {
+    // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.
+    xs: vec4<i32>,
+    ys: vec4<i32>,
+    // h, w, oh, ow
+    geo: vec4<u32>,
+    // sh, sw, ph, pw
+    conv: vec4<i32>,
+    // kh, kw, dh, dw
+    taps: vec4<i32>,
+    // C/groups, K/groups, R = C/groups * kh * kw, vec4 words per packed weight row
+    // (conv2d_coop.wgsl: f16 elements per packed row, Kp)
+    red: vec4<u32>,
+    // Element offsets within the bound windows: input at image n0, output at image n0, bias;
+    // then the bias stride.
+    base: vec4<i32>,
+    // Output pixels in this dispatch, tiles along the pixels, tiles along the channels,
+    // workgroups in all (tiles along pixels x along channels x groups x slices; for
+    // conv2d_gemm_sum.wgsl, invocations in all: groups x pixels x channel quads).
+    work: vec4<u32>,
+    // RESID: the residual's element index minus the output's bound-window index of the same
+    // element (the residual has the output's strides); then three unused words.
+    res: vec4<i32>,
+    // SPLIT: slices S of the reduction, reduction steps per slice (a multiple of BK), rows of a
+    // (group, slice)'s partial tile block (the pixel tiles x 64), vec4 words per partial row
+    // (the channel tiles x 16). Partial word ((group * S + s) * rows + m) * words + k / 4 holds
+    // slice s's sums of pixel m at channels k .. k+3.
+    split: vec4<u32>,
+}
+
+// The orientation: lanes along channels and the reduction as (ky, kx, c) (NHWC), else
+// along pixels and (c, ky, kx) (NCHW).
+override CHANNELS: bool = false;
+// 0: start from zero; 1: start from the bias.
+override MODE: u32 = 0u;
+override RELU: bool = false;
+// Whether the epilogue adds a residual (the output's shape and strides) before the
+// ReLU: relu(conv + bias + residual), ResNet's block.
+override RESID: bool = false;
+
+@group(0) @binding(0) var<uniform> gp_u: array<GemmParams, 1>;
+
+fn pz() -> u32 {
+    return uniform_index(gp_u[0].geo.x);
+}
+
+// The output element offset of pixel m (channel 0 of the window).
+fn out_offset(m: u32) -> i32 {
+    let plane = gp_u[pz()].geo.z * gp_u[pz()].geo.w;
+    let n = m / plane;
+    let rem = m - n * plane;
+    let oy = rem / gp_u[pz()].geo.w;
+    let ox = rem - oy * gp_u[pz()].geo.w;
+    return gp_u[pz()].base.y + i32(n) * gp_u[pz()].ys.x + i32(oy) * gp_u[pz()].ys.z + i32(ox) * gp_u[pz()].ys.w;
+}

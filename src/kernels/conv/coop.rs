@@ -1,0 +1,119 @@
+//! The float16 tensor-core convolution (`conv2d_coop.wgsl`, [`ConvKernel::Coop`]): the implicit
+//! GEMM of `gemm.rs` with its inner product on cooperative matrices (16 x 16 x 16, or 8 x 8 x 8
+//! where the adapter has only that, f32 accumulation), reading f16 operands and writing the f16
+//! output with bias, residual and ReLU in its epilogue: no conversions to f32 and back, which
+//! the other kernels need for 16-bit types (`Batch::convolve_in_f32`). The weight is packed once
+//! per call into [group][Rp][Kp] f16 rows (R and K/groups rounded up to the fragment side, zero
+//! in the padding); input, output, bias and residual are bound whole and read through their
+//! strides.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::conv::common::{grid, i32_of, u32_of, ConvCall, Operands};
+use crate::kernels::conv::gemm::GemmParams;
+use crate::kernels::conv::kernel::{ConvKernel, OP};
+use crate::kernels::copy;
+use crate::kernels::dispatch::{self, Dispatch};
+use crate::layout::Layout;
+use crate::plan::CopyPlan;
+use crate::runtime::record::Recorder;
+use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
+
+/// The bindings: the parameters, the input, the packed weight, the bias, the output and the
+/// residual, all f16.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read];
+
+/// The fragment side of the device's tensor-core kernels (16 where it has none: the check then
+/// fails first).
+fn frag(report: &AdapterReport) -> usize {
+    report.cooperative_matrix.map_or(16, |c| c.size as usize)
+}
+
+/// Whether every buffer of `call` fits one binding (they are bound whole), with the limit error
+/// where one does not.
+pub(crate) fn fits(report: &AdapterReport, call: &ConvCall<'_>) -> Result<()> {
+    let max = report.max_storage_buffer_binding_size;
+    for (name, view) in [("input", Some(call.input)), ("weight", Some(call.weight)), ("bias", call.bias), ("output", Some(call.out)), ("residual", call.residual)] {
+        if let Some(v) = view {
+            if v.buffer.size() > max {
+                return Err(Error::Limit { op: OP, what: format!("binding the {name} of {:?} whole ({ConvKernel:?} kernel)", v.layout.shape(), ConvKernel = ConvKernel::Coop), limit: "max_storage_buffer_binding_size", requested: v.buffer.size(), max });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records the f16 convolution `call` through the kernel, after its checks
+/// ([`ConvKernel::eligible`], [`ConvKernel::runs_on`], [`fits`]).
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
+    let report = &rt.report;
+    ConvKernel::Coop.eligible(call.g, call.options)?;
+    ConvKernel::Coop.runs_on(report)?;
+    fits(report, call)?;
+    let (g, o) = (call.g, call.options);
+    if g.n * g.k * g.oh * g.ow == 0 {
+        return Ok(());
+    }
+    let f = frag(report);
+    let groups = o.groups;
+    let (cg, kg) = (g.c / groups, g.k / groups);
+    let r_len = cg * g.kh * g.kw;
+    let (rp, kp) = (r_len.div_ceil(f) * f, kg.div_ceil(f) * f);
+    let packed_elems = groups.checked_mul(rp).and_then(|v| v.checked_mul(kp)).ok_or_else(|| Error::overflow(OP, format!("packing weight {:?}", call.weight.layout.shape())))?;
+    let packed_bytes = (packed_elems as u64 * 2).next_multiple_of(4);
+    if packed_bytes > report.max_storage_buffer_binding_size {
+        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", call.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
+    }
+    let ops = Operands { call: *call, ranges: &[] };
+    let geom = ops.geometry()?;
+    let channels = call.input.layout.strides()[1] == 1;
+    let pixels = g.n * g.oh * g.ow;
+    let bm = 8 * f;
+    let (tm, tn) = (pixels.div_ceil(bm), kg.div_ceil(bm));
+    let total = tm as u64 * tn as u64 * groups as u64;
+    let grid = grid(rt, total, &format!("{total} workgroups of {bm} x {bm} outputs"))?;
+    let offset = |l: &Layout, what: &str| i32_of(l.offset() as isize, what);
+    let params = GemmParams {
+        xs: geom.xs,
+        ys: geom.ys,
+        geo: geom.geo,
+        conv: geom.conv,
+        taps: geom.taps,
+        red: [u32_of(cg, "C/groups")?, u32_of(kg, "K/groups")?, u32_of(r_len, "C/groups*kh*kw")?, u32_of(kp, "packed row")?],
+        base: [offset(call.input.layout, "input offset")?, offset(call.out.layout, "output offset")?, call.bias.map_or(Ok(0), |b| offset(b.layout, "bias offset"))?, i32_of(call.bias.map_or(0, |b| b.layout.strides()[0]), "bias stride")?],
+        work: [u32_of(pixels, "output pixels")?, u32_of(tm, "pixel tiles")?, u32_of(tn, "channel tiles")?, u32_of(total as usize, "workgroups")?],
+        // The residual has the output's strides: its element index minus the output's.
+        res: [call.residual.map_or(Ok(0), |r| i32_of(r.layout.offset() as isize - call.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
+        split: [1, 0, 0, 0],
+    };
+    let wg = 4 * report.cooperative_matrix.map_or(32, |c| c.subgroup_size) as i64;
+    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), ("WG", wg)];
+    let shader = if f == 8 { "conv2d_coop8" } else { "conv2d_coop" };
+    // The weight as [groups, K/groups, C/groups, kh, kw], copied into the packed rows:
+    // element (g, k, c, ky, kx) at (g * Rp + r) * Kp + k, r in the kernel's order.
+    let w = call.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
+    let kpi = kp as isize;
+    let (sc, sy, sx) = if channels { (kpi, (g.kw * cg) as isize * kpi, cg as isize * kpi) } else { ((g.kh * g.kw) as isize * kpi, g.kw as isize * kpi, kpi) };
+    let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[(rp * kp) as isize, 1, sc, sy, sx], 0, packed_elems)?;
+    let packed = rt.scoped(OP, || {
+        let b = rt.buffer(OP, packed_bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        if rp > r_len || kp > kg || packed_bytes > packed_elems as u64 * 2 {
+            rec.clear_buffer(b.buffer(), 0, None);
+        }
+        Ok(b)
+    })?;
+    let plan = CopyPlan::new(&dst, &w)?;
+    let buffer_copy = call.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
+    if let Some(path) = copy::auto_path(report, &plan, DType::F16, DType::F16, buffer_copy, |c| copy::transpose_default(report, c)) {
+        let prepared = copy::prepare(report, &plan, DType::F16, DType::F16, path)?;
+        copy::record(rt, rec, prepared, packed.buffer(), call.weight.buffer)?;
+    }
+    let whole = |b: &wgpu::Buffer| (0, b.size());
+    // Without a bias or residual (never read), the packed weight's window again.
+    let bias = call.bias.map_or((packed.buffer(), (0, packed_bytes)), |b| (b.buffer, whole(b.buffer)));
+    let res = call.residual.map_or((packed.buffer(), (0, packed_bytes)), |r| (r.buffer, whole(r.buffer)));
+    let bindings = vec![(call.input.buffer, whole(call.input.buffer)), (packed.buffer(), (0, packed_bytes)), bias, (call.out.buffer, whole(call.out.buffer)), res];
+    dispatch::record(rt, rec, OP, SLOTS, &[Dispatch { key: PipelineKey { shader, constants }, params, bindings, grid }])?;
+    rec.hold(packed);
+    Ok(())
+}
