@@ -3,7 +3,8 @@
 //! elementwise and convolution throughput on the chosen adapter, each convolution through its
 //! default and its tuned kernel, and (`cold`) each convolution's first call with an empty
 //! shader cache, in a fresh process (`first-call I nchw|nhwc`), and (`resnet`) ResNet-18's
-//! images per second in both layouts and its first inference (`resnet-first nchw|nhwc [graph]`).
+//! images per second in both layouts (and channels-last float16) and its first inference
+//! (`resnet-first nchw|nhwc [graph] [f16]`).
 //! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: the same-bytes copy ratios of
 //! two `bench --json` runs as a bar chart.
 
@@ -61,7 +62,9 @@ fn main() {
                 std::process::exit(2);
             }
         },
-        Some("resnet-first") if matches!(args.len(), 2 | 3) && matches!(args[1].as_str(), "nchw" | "nhwc") && args.get(2).is_none_or(|m| m == "graph") => cli::resnet::first_inference(&args[1], args.len() == 3),
+        Some("resnet-first") if (2..=4).contains(&args.len()) && matches!(args[1].as_str(), "nchw" | "nhwc") && args[2..].iter().all(|m| m == "graph" || m == "f16") => {
+            cli::resnet::first_inference(&args[1], args[2..].iter().any(|m| m == "graph"), if args[2..].iter().any(|m| m == "f16") { strided_wgpu::DType::F16 } else { strided_wgpu::DType::F32 })
+        }
         None => cli::walkthrough::run(),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
@@ -79,7 +82,7 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph]]";
+const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold] | chart WARM.jsonl COLD.jsonl | first-call I nchw|nhwc | resnet-first nchw|nhwc [graph] [f16]]";
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and

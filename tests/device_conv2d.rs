@@ -43,7 +43,7 @@ fn layout(rng: &mut Rng, x: HostTensor) -> HostTensor {
         2 => x.flip(3).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().flip(3).unwrap(),
         _ => {
             let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
-            let big = HostTensor::zeros(&[n, h, c + 1, w + 2], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
+            let big = HostTensor::zeros(&[n, h, c + 1, w + 2], x.dtype(), MemoryFormat::Contiguous).unwrap();
             let v = big.narrow(2, 1, c).and_then(|v| v.narrow(3, 2, w)).and_then(|v| v.permute(&[0, 2, 1, 3])).unwrap();
             v.copy_(&x).unwrap();
             v
@@ -637,9 +637,10 @@ fn half_convolutions_match_the_reference_in_every_form() {
 /// the CPU reference, forced and (under `STRIDED_WGPU_COOPERATIVE_MATRIX=all`) as the automatic
 /// choice, with bias, residual and ReLU in its
 /// epilogue: kernel sizes 1x1 to 7x7, strides, padding, dilation, groups, both layouts, an
-/// input view that is neither, channel counts and pixel counts off the fragments and tiles.
-/// Within one unit in the last place of the f16 result plus the f32 accumulation bound (R
-/// terms, R * 2^-23 of the sum of magnitudes). Where the device has no cooperative matrices the
+/// input view that is neither, a channels-last (non-contiguous) weight, a bias at an offset, a
+/// residual in the output's strides (in the epilogue) or not (added after), channel counts and
+/// pixel counts off the fragments and tiles. Within two units in the last place of the f16
+/// result plus the f32 accumulation bound (R terms, R * 2^-23 of the sum of magnitudes). Where the device has no cooperative matrices the
 /// forced kernel is an `Unsupported` error naming why and the automatic choice is another
 /// kernel; a float32 convolution never takes it.
 #[test]
@@ -664,10 +665,15 @@ fn tensor_core_convolutions_match_the_reference() {
             let x = h(&xs, &mut rng);
             let x = if cl { x.contiguous(MemoryFormat::ChannelsLast).unwrap() } else if i == 5 { layout(&mut rng, x) } else { x };
             let w = h(&[k, xs[1] / groups, kh, kw], &mut rng);
-            let b = h(&[k], &mut rng);
+            let w = if i % 3 == 1 { w.contiguous(MemoryFormat::ChannelsLast).unwrap() } else { w };
+            let b = h(&[2 * k], &mut rng);
+            let b = if i % 2 == 0 { b.narrow(0, k as isize, k).unwrap() } else { b.narrow(0, 0, k).unwrap() };
             let o = Conv2dOptions { stride, padding, dilation, groups, relu: true, ..Default::default() };
             let want = x.conv2d(&w, Some(&b), &o).unwrap();
+            // Even cases: the residual in the output's strides (the epilogue adds it); odd ones
+            // contiguous (added after the convolution where the output is channels-last).
             let res = h(want.shape(), &mut rng);
+            let res = if i % 2 == 0 { res.contiguous(want.layout().suggest_memory_format()).unwrap() } else { res };
             let want_add = x.conv2d_add(&w, Some(&b), &res, &o).unwrap();
             let f32s = |t: &HostTensor| t.to(DType::F32).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
             let scale = f32s(&conv2d_cpu(&abs(&x.to(DType::F32).unwrap()), &abs(&w.to(DType::F32).unwrap()), Some(&abs(&b.to(DType::F32).unwrap())), &Conv2dOptions { relu: false, ..o }).unwrap());

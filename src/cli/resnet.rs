@@ -1,18 +1,21 @@
 //! The main program's ResNet. `bench --only resnet`: ResNet-18 (widths 64..512, two BasicBlocks a stage, 1000 classes),
 //! batch 8, 224x224, formula weights, batch norms folded (the network of
 //! `examples/resnet/model.rs`), on the chosen adapter with default settings:
-//! * images per second at steady state in NCHW and in channels-last, the two layouts timed
+//! * images per second at steady state in NCHW and in channels-last (float32), and in
+//!   channels-last float16 (`"dtype": "f16"`: parameters rounded once after folding, f16
+//!   activations; its convolutions on tensor cores where the device has them and
+//!   `STRIDED_WGPU_COOPERATIVE_MATRIX=all`), eager and as a replayed graph, all timed
 //!   round-robin (each timed forward after one untimed; wall clock around the forward pass and
 //!   the download of its logits, which waits for the GPU);
-//! * each layout's first inference in a fresh process (`resnet-first nchw|nhwc`) with an empty
-//!   Mesa shader cache, and the pipelines that forward pass created.
+//! * each variant's first inference in a fresh process (`resnet-first nchw|nhwc [graph] [f16]`)
+//!   with an empty Mesa shader cache, and the pipelines that forward pass created.
 //!
 //! The small ResNet of `tests/data/resnet_small.json` runs in the main program's walk-through
 //! (`walkthrough_resnet`).
 
 use std::time::Instant;
 
-use strided_wgpu::{DeviceTensor, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
+use strided_wgpu::{DType, DeviceTensor, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
 
 use crate::resnet_model::{formula_params, max_abs_diff, Description, ModelError, Net};
 
@@ -36,10 +39,15 @@ fn format_of(layout: &str) -> MemoryFormat {
     }
 }
 
-/// A device network and its input batch.
-fn setup(ctx: &GpuContext, d: &Description, format: MemoryFormat) -> Result<(Net<DeviceTensor>, DeviceTensor)> {
+/// The bench's variants: (layout, element type).
+const VARIANTS: [(&str, DType); 3] = [("nchw", DType::F32), ("nhwc", DType::F32), ("nhwc", DType::F16)];
+
+/// A device network in `dtype` and its input batch.
+fn setup(ctx: &GpuContext, d: &Description, format: MemoryFormat, dtype: DType) -> Result<(Net<DeviceTensor>, DeviceTensor)> {
     let params = formula_params(d).map_err(err)?;
-    let net = Net::build(d, &params, format).and_then(|n| n.to_device(ctx)).map_err(err)?;
+    let host = Net::build(d, &params, format).map_err(err)?;
+    let host = if dtype == DType::F32 { host } else { host.with_dtype(dtype).map_err(err)? };
+    let net = host.to_device(ctx).map_err(err)?;
     let rgba = DeviceTensor::upload(ctx, &HostTensor::from_vec(d.image(), &[d.batch, d.size, d.size, 4])?)?;
     Ok((net, rgba))
 }
@@ -70,13 +78,13 @@ fn replay(graph: &Graph<crate::resnet_model::Outputs<DeviceTensor>>) -> Result<(
     Ok((t.elapsed().as_secs_f64(), logits))
 }
 
-/// `resnet-first nchw|nhwc [graph]`: the first inference of ResNet-18 in this (fresh) process,
-/// eager or captured and replayed; prints one JSON line with its wall time and the pipelines it
-/// created.
-pub fn first_inference(layout: &str, graph: bool) -> Result<()> {
+/// `resnet-first nchw|nhwc [graph] [f16]`: the first inference of ResNet-18 in this (fresh)
+/// process, eager or captured and replayed, in float32 or float16; prints one JSON line with its
+/// wall time and the pipelines it created.
+pub fn first_inference(layout: &str, graph: bool, dtype: DType) -> Result<()> {
     let ctx = GpuContext::new()?;
     let d = Description::resnet18(BATCH, SIZE);
-    let (net, rgba) = setup(&ctx, &d, format_of(layout))?;
+    let (net, rgba) = setup(&ctx, &d, format_of(layout), dtype)?;
     let before = ctx.pipeline_count();
     let (s, second) = if graph {
         let t = Instant::now();
@@ -91,14 +99,14 @@ pub fn first_inference(layout: &str, graph: bool) -> Result<()> {
     Ok(())
 }
 
-/// The bench rows: each layout eager and as a replayed graph, timed round-robin.
+/// The bench rows: each variant eager and as a replayed graph, timed round-robin.
 pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     let d = Description::resnet18(BATCH, SIZE);
     let a = ctx.adapter();
-    let layouts = ["nchw", "nhwc"];
-    let nets = layouts.iter().map(|l| setup(ctx, &d, format_of(l))).collect::<Result<Vec<_>>>()?;
-    // One untimed pass each (pipelines, buffers) and its counts, and the two layouts' logits
-    // compared; then each captured, and its replay compared with eager bit for bit.
+    let nets = VARIANTS.iter().map(|&(l, t)| setup(ctx, &d, format_of(l), t)).collect::<Result<Vec<_>>>()?;
+    // One untimed pass each (pipelines, buffers) and its counts, and the float32 layouts'
+    // logits compared (and float16's with them); then each captured, and its replay compared
+    // with eager bit for bit.
     let mut first = Vec::new();
     let mut eager_counts = Vec::new();
     for (n, x) in &nets {
@@ -110,13 +118,14 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     for (i, g) in graphs.iter().enumerate() {
         let logits = replay(g)?.1;
         if logits.iter().map(|v| v.to_bits()).ne(first[i].iter().map(|v| v.to_bits())) {
-            return Err(Error::Gpu { op: "bench resnet", message: format!("{}: the replayed logits differ from the eager ones", layouts[i]) });
+            return Err(Error::Gpu { op: "bench resnet", message: format!("{:?}: the replayed logits differ from the eager ones", VARIANTS[i]) });
         }
     }
     let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     let layout_diff = max_abs_diff(&wide(&first[0]), &wide(&first[1]));
-    // Times of (layout, mode): eager 0, graph 1.
-    let mut times = vec![[Vec::new(), Vec::new()]; layouts.len()];
+    let half_diff = max_abs_diff(&wide(&first[1]), &wide(&first[2]));
+    // Times of (variant, mode): eager 0, graph 1.
+    let mut times = vec![[Vec::new(), Vec::new()]; VARIANTS.len()];
     for _ in 0..RUNS {
         for (i, (n, x)) in nets.iter().enumerate() {
             forward(n, x)?;
@@ -125,14 +134,15 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
             times[i][1].push(replay(&graphs[i])?.0);
         }
     }
-    let cold = cold(layouts)?;
+    let cold = cold()?;
     if !json {
         println!();
         println!("resnet rows; adapter: {} ({:?}, {:?}); ResNet-18, batch {BATCH}, {SIZE}x{SIZE}, formula weights, default settings; wall clock of a forward and its logits' download", a.name, a.backend, a.device_type);
-        println!("{:<14} {:<6} {:>10} {:>10} {:>9} {:>10} {:>8} {:>7} {:>10}", "layout", "mode", "images/s", "median ms", "first s", "pipelines", "submits", "passes", "dispatches");
+        println!("{:<14} {:<5} {:<6} {:>10} {:>10} {:>9} {:>10} {:>8} {:>7} {:>10}", "layout", "type", "mode", "images/s", "median ms", "first s", "pipelines", "submits", "passes", "dispatches");
     }
-    for (i, l) in layouts.iter().enumerate() {
-        let name = if *l == "nhwc" { "channels-last" } else { "NCHW" };
+    for (i, &(l, dtype)) in VARIANTS.iter().enumerate() {
+        let name = if l == "nhwc" { "channels-last" } else { "NCHW" };
+        let op = if dtype == DType::F32 { format!("resnet18_{l}") } else { format!("resnet18_{l}_{dtype}") };
         for (m, mode) in ["eager", "graph"].iter().enumerate() {
             let c = &cold[i][m];
             let (first_ms, pipelines) = (c["first_inference_ms"].as_f64(), c["pipelines"].as_u64());
@@ -142,17 +152,17 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({ "part": "resnet", "op": format!("resnet18_{l}"), "layout": l, "mode": mode, "batch": BATCH, "size": SIZE, "images_per_s": ips, "ms": ms, "median_ms": ms,
+                    serde_json::json!({ "part": "resnet", "op": op, "layout": l, "dtype": dtype.to_string(), "mode": mode, "batch": BATCH, "size": SIZE, "images_per_s": ips, "ms": ms, "median_ms": ms,
                         "first_inference_ms": first_ms, "pipelines": pipelines, "submits": counts.submits, "passes": counts.passes, "dispatches": counts.dispatches, "transfers": counts.transfers, "error": c.get("error") })
                 );
             } else {
                 let first = first_ms.map_or_else(|| format!("error: {}", c["error"]), |ms| format!("{:.2}", ms / 1e3));
-                println!("{:<14} {:<6} {:>10.2} {:>10.1} {:>9} {:>10} {:>8} {:>7} {:>10}", name, mode, ips, ms, first, pipelines.map_or("-".into(), |p| p.to_string()), counts.submits, counts.passes, counts.dispatches);
+                println!("{:<14} {:<5} {:<6} {:>10.2} {:>10.1} {:>9} {:>10} {:>8} {:>7} {:>10}", name, dtype.to_string(), mode, ips, ms, first, pipelines.map_or("-".into(), |p| p.to_string()), counts.submits, counts.passes, counts.dispatches);
             }
         }
     }
     if !json {
-        println!("the two layouts' logits differ by at most {layout_diff:.2e}; each graph's replay equals its eager pass bit for bit");
+        println!("the two float32 layouts' logits differ by at most {layout_diff:.2e}, float16's from float32's by {half_diff:.2e}; each graph's replay equals its eager pass bit for bit");
     }
     Ok(())
 }
@@ -168,7 +178,7 @@ pub fn profile(ctx: &GpuContext, json: bool) -> Result<()> {
         println!("resnet profile; adapter: {} ({:?}, {:?}); ResNet-18, batch {BATCH}, {SIZE}x{SIZE}; GPU timestamps around each dispatch", a.name, a.backend, a.device_type);
     }
     for layout in ["nchw", "nhwc"] {
-        let (net, rgba) = setup(ctx, &d, format_of(layout))?;
+        let (net, rgba) = setup(ctx, &d, format_of(layout), DType::F32)?;
         let graph = capture(ctx, &net, &rgba)?;
         replay(&graph)?;
         let rows = graph.profile()?;
@@ -192,23 +202,29 @@ pub fn profile(ctx: &GpuContext, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// Each layout's first inference, eager and graph, in a fresh process with an empty shader
+/// Each variant's first inference, eager and graph, in a fresh process with an empty shader
 /// cache.
-fn cold(layouts: [&str; 2]) -> Result<Vec<[serde_json::Value; 2]>> {
+fn cold() -> Result<Vec<[serde_json::Value; 2]>> {
     let exe = std::env::current_exe().map_err(|e| Error::InvalidArgument { op: "bench", detail: format!("the program's own path: {e}") })?;
     let mut out = Vec::new();
-    for layout in layouts {
-        out.push([cold_one(&exe, layout, false)?, cold_one(&exe, layout, true)?]);
+    for (layout, dtype) in VARIANTS {
+        out.push([cold_one(&exe, layout, false, dtype)?, cold_one(&exe, layout, true, dtype)?]);
     }
     Ok(out)
 }
 
-fn cold_one(exe: &std::path::Path, layout: &str, graph: bool) -> Result<serde_json::Value> {
+fn cold_one(exe: &std::path::Path, layout: &str, graph: bool, dtype: DType) -> Result<serde_json::Value> {
     {
-        let cache = std::env::temp_dir().join(format!("strided-wgpu-resnet-cold-{}-{layout}", std::process::id()));
+        let cache = std::env::temp_dir().join(format!("strided-wgpu-resnet-cold-{}-{layout}-{dtype}", std::process::id()));
         let _ = std::fs::remove_dir_all(&cache);
         std::fs::create_dir_all(&cache).map_err(|e| Error::InvalidArgument { op: "bench", detail: format!("{}: {e}", cache.display()) })?;
-        let args: &[&str] = if graph { &["resnet-first", layout, "graph"] } else { &["resnet-first", layout] };
+        let mut args = vec!["resnet-first", layout];
+        if graph {
+            args.push("graph");
+        }
+        if dtype == DType::F16 {
+            args.push("f16");
+        }
         let run = std::process::Command::new(exe).args(args).env("XDG_CACHE_HOME", &cache).env("MESA_SHADER_CACHE_DISABLE", "true").output();
         let _ = std::fs::remove_dir_all(&cache);
         let line = match run {

@@ -246,29 +246,26 @@ impl Batch<'_> {
 /// Whether the automatic choice runs a (checked) 16-bit convolution on [`ConvKernel::Coop`]:
 /// the device takes every tensor-core path (no GPU has run this one yet:
 /// `CooperativeMatrix::all_paths`, `STRIDED_WGPU_COOPERATIVE_MATRIX=all`), its checks pass,
-/// every buffer fits one binding, and no operand shares the output's buffer (the kernel binds
-/// each whole; the f32 path reads such an operand from a copy).
+/// every buffer it binds fits one binding (not the weight: only its packed copy is bound), and
+/// no operand shares the output's buffer (the f32 path reads such an operand from a copy).
 #[allow(clippy::too_many_arguments)]
 fn coop_applies(report: &AdapterReport, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, g: &Conv2dShape, options: &Conv2dOptions) -> bool {
     let operands = [Some(input), Some(weight), bias, residual];
     report.cooperative_matrix.is_some_and(|c| c.all_paths)
         && ConvKernel::Coop.eligible(g, options).is_ok()
         && ConvKernel::Coop.runs_on(report).is_ok()
-        && [Some(out)].into_iter().chain(operands).flatten().all(|t| t.buffer().size() <= report.max_storage_buffer_binding_size)
+        && [Some(out), Some(input), bias, residual].into_iter().flatten().all(|t| t.buffer().size() <= report.max_storage_buffer_binding_size)
         && !operands.into_iter().flatten().any(|t| out.shares_storage(t))
 }
 
 impl Batch<'_> {
     /// A 16-bit convolution (checked) on the tensor cores ([`ConvKernel::Coop`]): the operands
     /// read as they are, the output written directly, a residual and the ReLU in the epilogue.
-    /// An operand sharing the output's buffer is an error here (the automatic choice takes the
-    /// f32 path for it).
+    /// An input, bias or residual that shares the output's buffer (a disjoint view of it) is
+    /// read from a copy, as on the f32 path; the weight is read only by its packing.
     #[allow(clippy::too_many_arguments)]
     fn convolve_coop(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape) -> Result<()> {
         let ctx = self.context().clone();
-        if let Some(t) = [Some(input), Some(weight), bias, residual].into_iter().flatten().find(|t| out.shares_storage(t)) {
-            return Err(Error::Overlap { op, detail: format!("{:?} binds each operand whole: an operand of shape {:?} shares the output's buffer", ConvKernel::Coop, t.shape()) });
-        }
         // The residual in the epilogue where it has the output's strides; else the
         // convolution (rounded to f16), then the f16 add and the ReLU, as the separate ops.
         let fused = residual.filter(|r| r.layout().strides() == out.layout().strides());
@@ -278,7 +275,23 @@ impl Batch<'_> {
         for t in [Some(input), Some(weight), bias, fused, Some(out)].into_iter().flatten() {
             rec.hold(t.storage());
         }
-        record(&ctx.rt, rec, &ConvCall { op, out: view(out), input: view(input), weight: view(weight), bias: bias.map(view), options: conv_options, g, kernel: ConvKernel::Coop, residual: fused.map(view) })?;
+        let rt = &ctx.rt;
+        let mut copies = Vec::new();
+        for t in [Some(input), bias, fused] {
+            copies.push(match t {
+                Some(t) if out.shares_storage(t) => Some(read_copy(rt, rec, op, t.buffer())?),
+                _ => None,
+            });
+        }
+        // An operand that shares the output's buffer is read from a copy.
+        let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
+        let b = bias.map(|b| View { buffer: copies[1].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
+        let r = fused.map(|r| View { buffer: copies[2].as_ref().map_or(r.buffer(), |c| c.buffer()), layout: r.layout() });
+        let result = record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: view(weight), bias: b, options: conv_options, g, kernel: ConvKernel::Coop, residual: r });
+        for c in copies.into_iter().flatten() {
+            rec.hold(c);
+        }
+        result?;
         if let (Some(res), None) = (residual, fused) {
             self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
             if options.relu {

@@ -71,8 +71,8 @@ pub struct AdapterReport {
     /// (`MatmulKernel::Coop`) on, else `None`: a native device opened by the crate
     /// (`GpuContext::from_adapter`) with `EXPERIMENTAL_COOPERATIVE_MATRIX` and `SHADER_F16`, on
     /// an adapter that reports the 16 x 16 x 16 or the 8 x 8 x 8 f16 x f16 + f32 configuration
-    /// and one subgroup size. `STRIDED_WGPU_COOPERATIVE_MATRIX=0` in the environment turns it
-    /// off.
+    /// and one subgroup size of 8 to 64 invocations. `STRIDED_WGPU_COOPERATIVE_MATRIX=0` in the
+    /// environment turns it off.
     pub cooperative_matrix: Option<CooperativeMatrix>,
 }
 
@@ -169,8 +169,10 @@ impl Runtime {
             pass_timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY),
             shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && subgroups && info.subgroup_min_size >= 8,
             subgroup_reduce: subgroups && info.subgroup_min_size >= 4 && info.subgroup_max_size <= 64,
+            // Four subgroups a workgroup; the kernels' gathers assume subgroups of 8 to 64.
             cooperative_matrix: coop
                 .filter(|_| subgroups && device.features().contains(COOPERATIVE_FEATURES) && info.subgroup_min_size == info.subgroup_max_size)
+                .filter(|_| (8..=64).contains(&info.subgroup_min_size) && 4 * info.subgroup_min_size <= limits.max_compute_invocations_per_workgroup)
                 .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size, all_paths: std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "all") }),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);

@@ -32,6 +32,12 @@ SRC
         libdisplay-info2 libpng16-16t64 >&2)
     for deb in "$root"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
     printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s", "api_version": "1.4.0"}}\n' "$lib/libvulkan_lvp.so" > "$root/lvp_icd.json"
+    # Every library the driver needs must resolve (a newer Mesa may want others).
+    missing=$(LD_TRACE_LOADED_OBJECTS=1 "$lib/ld-linux-x86-64.so.2" --library-path "$lib" "$lib/libvulkan_lvp.so" 2>&1 | grep "not found" || true)
+    if [ -n "$missing" ]; then
+        echo "the lavapipe of $root misses libraries: $missing" >&2
+        exit 1
+    fi
     touch "$root/ready"
 fi
 if [ "${1:-}" = --setup ]; then

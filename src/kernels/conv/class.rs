@@ -62,7 +62,9 @@ pub struct ConvClass {
 /// [`ConvKernel::runs_on`], as for forced kernels.
 pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
     let cpu = report.device_type == wgpu::DeviceType::Cpu;
-    ConvKernel::ALL.into_iter().filter(|k| (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
+    // Not the tensor-core kernel: 16-bit convolutions take it by its own rule
+    // (`gpu::conv::coop_applies`), every other one runs on f32 copies under the f32 shape's class.
+    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
 }
 
 /// The class of a convolution of `g` from `input` into `out` on the adapter of `report`.

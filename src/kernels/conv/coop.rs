@@ -29,11 +29,12 @@ fn frag(report: &AdapterReport) -> usize {
     report.cooperative_matrix.map_or(16, |c| c.size as usize)
 }
 
-/// Whether every buffer of `call` fits one binding (they are bound whole), with the limit error
-/// where one does not.
+/// Whether every buffer the kernel binds fits one binding (input, bias, output and residual are
+/// bound whole; the weight only through its packed copy), with the limit error where one does
+/// not.
 pub(crate) fn fits(report: &AdapterReport, call: &ConvCall<'_>) -> Result<()> {
     let max = report.max_storage_buffer_binding_size;
-    for (name, view) in [("input", Some(call.input)), ("weight", Some(call.weight)), ("bias", call.bias), ("output", Some(call.out)), ("residual", call.residual)] {
+    for (name, view) in [("input", Some(call.input)), ("bias", call.bias), ("output", Some(call.out)), ("residual", call.residual)] {
         if let Some(v) = view {
             if v.buffer.size() > max {
                 return Err(Error::Limit { op: OP, what: format!("binding the {name} of {:?} whole ({ConvKernel:?} kernel)", v.layout.shape(), ConvKernel = ConvKernel::Coop), limit: "max_storage_buffer_binding_size", requested: v.buffer.size(), max });
