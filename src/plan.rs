@@ -125,13 +125,29 @@ impl IterPlan {
         if inputs.is_empty() || inputs.len() >= MAX_OPERANDS {
             return Err(Error::invalid(op, format!("a plan takes 1 to {} inputs, got {}", MAX_OPERANDS - 1, inputs.len())));
         }
-        let mut layouts = vec![out.clone()];
+        // Each input's strides along the output's dims, broadcast (0 along a dim it is
+        // broadcast over, as `broadcast_to` gives, without building the layouts).
+        let rank = out.rank();
+        let mut all: Vec<(&[isize], usize)> = Vec::with_capacity(inputs.len() + 1);
+        all.push((out.strides(), 0));
         for l in inputs {
-            layouts.push(l.broadcast_to(out.shape()).map_err(|_| broadcast_error(op, l.shape(), out.shape()))?);
+            let lead = rank.checked_sub(l.rank()).ok_or_else(|| broadcast_error(op, l.shape(), out.shape()))?;
+            if l.shape().iter().zip(&out.shape()[lead..]).any(|(&n, &t)| n != t && n != 1) {
+                return Err(broadcast_error(op, l.shape(), out.shape()));
+            }
+            all.push((l.strides(), lead));
         }
-        let n_ops = layouts.len();
+        let stride = |k: usize, d: usize| -> isize {
+            let (st, lead) = all[k];
+            match k {
+                0 => st[d],
+                _ if d < lead || inputs[k - 1].shape()[d - lead] != out.shape()[d] => 0,
+                _ => st[d - lead],
+            }
+        };
+        let n_ops = all.len();
         let numel = out.numel();
-        let mut offsets: Vec<isize> = layouts.iter().map(|l| l.offset() as isize).collect();
+        let mut offsets: Vec<isize> = std::iter::once(out).chain(inputs.iter().copied()).map(|l| l.offset() as isize).collect();
         // (size, strides of every operand), innermost first, size-1 dims dropped.
         let mut dims: Vec<(usize, Vec<isize>)> = Vec::with_capacity(out.rank());
         if numel > 0 {
@@ -140,7 +156,7 @@ impl IterPlan {
                 if n == 1 {
                     continue;
                 }
-                let mut st: Vec<isize> = layouts.iter().map(|l| l.strides()[d]).collect();
+                let mut st: Vec<isize> = (0..n_ops).map(|k| stride(k, d)).collect();
                 if st.iter().find(|&&s| s != 0).is_some_and(|&s| s < 0) {
                     // Walk this dim backwards in every operand: the same tuples, a forward
                     // output. In range: every offset stays inside its (valid) view.

@@ -204,6 +204,15 @@ fn wgpu_spirv_options() -> naga::back::spv::Options<'static> {
     }
 }
 
+/// `module` specialized by `constants` and written as SPIR-V with wgpu's Vulkan options (what
+/// wgpu does at pipeline creation), checked to be a SPIR-V module; panics naming `what`.
+fn spirv_of(what: &str, module: &naga::Module, info: &naga::valid::ModuleInfo, constants: &naga::back::PipelineConstants) {
+    let (m, i) = naga::back::pipeline_constants::process_overrides(module, info, Some((naga::ShaderStage::Compute, "main")), constants).unwrap_or_else(|e| panic!("{what} constants {constants:?}: {e}"));
+    let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+    let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("{what} constants {constants:?}: {e}"));
+    assert!(words.len() > 100 && words[0] == 0x0723_0203, "{what} constants {constants:?}: not a SPIR-V module");
+}
+
 /// The tensor-core kernel (which no adapter of the test machines compiles: none has
 /// cooperative matrices) through naga's SPIR-V backend, with wgpu's options, in both fragment
 /// sizes and the specializations the host makes (kernels/matmul/coop.rs `constants`: every
@@ -231,10 +240,7 @@ fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
             }
             constants.push(("WG", wg));
             let constants: naga::back::PipelineConstants = constants.into_iter().map(|(k, v)| (k.to_string(), v as f64)).collect();
-            let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
-            let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
-            let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
-            assert!(words.len() > 100 && words[0] == 0x0723_0203, "{kernel} constants {constants:?}: not a SPIR-V module");
+            spirv_of(kernel, &module, &info, &constants);
             written += 1;
         }
     }
@@ -255,10 +261,7 @@ fn the_tensor_core_convolution_writes_spirv_in_every_specialization() {
             let flag = |i: u32| ((bits >> i) & 1) as f64;
             let wg = [128.0, 256.0, 32.0][(bits >> 4) as usize];
             let constants: naga::back::PipelineConstants = [("CHANNELS", flag(0)), ("MODE", flag(1)), ("RELU", flag(2)), ("RESID", flag(3)), ("WG", wg)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-            let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, Some((naga::ShaderStage::Compute, "main")), &constants).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
-            let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
-            let words = naga::back::spv::write_vec(&m, &i, &wgpu_spirv_options(), Some(&pipeline)).unwrap_or_else(|e| panic!("{kernel} constants {constants:?}: {e}"));
-            assert!(words.len() > 100 && words[0] == 0x0723_0203, "{kernel} constants {constants:?}: not a SPIR-V module");
+            spirv_of(kernel, &module, &info, &constants);
             written += 1;
         }
     }

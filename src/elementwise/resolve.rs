@@ -157,7 +157,11 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 /// [`Error::InvalidArgument`], a size that is neither equal nor 1 is [`Error::Broadcast`].
 pub fn output_layout(shape: &[usize], inputs: &[&Layout], scalars: usize) -> Result<Layout> {
     for l in inputs {
-        l.broadcast_to(shape).map_err(|_| broadcast_error("output_layout", l.shape(), shape))?;
+        // `l.broadcast_to(shape)` succeeds, checked without building the layout.
+        let broadcasts = l.rank() <= shape.len() && l.shape().iter().zip(&shape[shape.len() - l.rank()..]).all(|(&n, &t)| n == t || n == 1);
+        if !broadcasts {
+            return Err(broadcast_error("output_layout", l.shape(), shape));
+        }
     }
     let same_shape = scalars == 0 || shape.is_empty();
     if same_shape && !inputs.is_empty() && inputs.iter().all(|l| l.shape() == shape) {

@@ -231,10 +231,7 @@ impl Batch<'_> {
         }
         r?;
         if let (Some(res), None) = (residual, fused) {
-            self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
-            if options.relu {
-                self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
-            }
+            self.add_then_relu(out, res, options.relu)?;
         } else {
             let call = ConvTail { end: self.recorded(), op, out: out.clone(), input: input.clone(), weight: weight.clone(), bias: bias.cloned(), residual: residual.cloned(), options: *options, g: g.clone(), kernel };
             self.tail = Some((start, Tail::Conv(Box::new(call))));
@@ -259,6 +256,16 @@ fn coop_applies(report: &AdapterReport, out: &DeviceTensor, input: &DeviceTensor
 }
 
 impl Batch<'_> {
+    /// The residual of a convolution whose kernel did not add it: `out += res` in place, then
+    /// the ReLU if asked (the separate ops' steps and bits).
+    fn add_then_relu(&mut self, out: &DeviceTensor, res: &DeviceTensor, relu: bool) -> Result<()> {
+        self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
+        if relu {
+            self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
+        }
+        Ok(())
+    }
+
     /// A 16-bit convolution (checked) on the tensor cores ([`ConvKernel::Coop`]): the operands
     /// read as they are, the output written directly, a residual and the ReLU in the epilogue.
     /// An input, bias or residual that shares the output's buffer (a disjoint view of it) is
@@ -293,10 +300,7 @@ impl Batch<'_> {
         }
         result?;
         if let (Some(res), None) = (residual, fused) {
-            self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
-            if options.relu {
-                self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
-            }
+            self.add_then_relu(out, res, options.relu)?;
         }
         Ok(())
     }
@@ -324,10 +328,7 @@ impl Batch<'_> {
         self.convolve(op, &y, &x, &w, b.as_ref(), None, if residual.is_some() { &unfused } else { options }, &g32, kernel)?;
         self.copy_(out, &y)?;
         if let Some(res) = residual {
-            self.elementwise(Op::Add { alpha: crate::elementwise::Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(res)], Target::InPlace)?;
-            if options.relu {
-                self.elementwise(Op::Relu, &[Input::Tensor(out)], Target::InPlace)?;
-            }
+            self.add_then_relu(out, res, options.relu)?;
         }
         Ok(())
     }
