@@ -6,6 +6,7 @@
 pub(crate) mod abi;
 pub(crate) mod dispatch;
 pub mod conv;
+pub(crate) mod coop;
 pub mod copy;
 pub mod elementwise;
 pub mod matmul;

@@ -12,6 +12,7 @@
 
 
 use crate::conv::Conv2dShape;
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Images, Operands};
@@ -224,10 +225,10 @@ pub(crate) type Planned<'r> = (&'r Images, usize, ConvParams, PipelineKey, bool,
 pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, plan: Vec<Planned<'_>>, windows: usize, views: impl Fn(usize, usize) -> Result<(Layout, Layout)>) -> Result<()> {
     let block_elems = windows * BLOCK;
     // The blocks' copies leave padding: always cleared.
-    let blocks = packed_buffer(rt, rec, block_elems, 0, wgpu::BufferUsages::UNIFORM)?;
+    let blocks = packed_buffer(rt, rec, block_elems, 0, DType::F32, wgpu::BufferUsages::UNIFORM)?;
     for i in 0..windows {
         let (dst, src) = views(i, block_elems)?;
-        pack(rt, rec, ops, &dst, &src, blocks.buffer())?;
+        pack(rt, rec, ops, &dst, &src, blocks.buffer(), DType::F32)?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, blocks.buffer());

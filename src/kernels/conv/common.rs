@@ -199,12 +199,13 @@ pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Resul
     Ok(())
 }
 
-/// A scratch buffer of `elems` f32 into which a family packs the weight, of which the packing
-/// copies write `packed` (distinct) elements: zeroed first (a clear recorded ahead of the
-/// copies, which also ends the compute pass) only where the copies leave padding.
-pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, packed: usize, usage: wgpu::BufferUsages) -> Result<Pooled> {
+/// A scratch buffer of `elems` elements of `dtype` (its bytes rounded up to whole words) into
+/// which a family packs the weight, of which the packing copies write `packed` (distinct)
+/// elements: zeroed first (a clear recorded ahead of the copies, which also ends the compute
+/// pass) only where the copies leave padding.
+pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, packed: usize, dtype: DType, usage: wgpu::BufferUsages) -> Result<Pooled> {
     rt.scoped(OP, || {
-        let b = rt.buffer(OP, elems as u64 * 4, usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+        let b = rt.buffer(OP, (elems as u64 * dtype.size() as u64).next_multiple_of(4), usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
         if packed < elems {
             rec.clear_buffer(b.buffer(), 0, None);
         }
@@ -212,14 +213,14 @@ pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, pack
     })
 }
 
-/// Records the copy of the weight view `src` (of `ops.weight`'s buffer) into the view `dst`
-/// of `packed`, through the copy path the adapter's default choice gives.
-pub(crate) fn pack(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer) -> Result<()> {
+/// Records the copy of the weight view `src` (of `ops.weight`'s buffer, elements of `dtype`)
+/// into the view `dst` of `packed`, through the copy path the adapter's default choice gives.
+pub(crate) fn pack(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer, dtype: DType) -> Result<()> {
     let report = &rt.report;
     let plan = CopyPlan::new(dst, src)?;
     let buffer_copy = ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
-    let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
-    let prepared = copy::prepare(report, &plan, DType::F32, DType::F32, path)?;
+    let Some(path) = copy::auto_path(report, &plan, dtype, dtype, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
+    let prepared = copy::prepare(report, &plan, dtype, dtype, path)?;
     copy::record(rt, rec, prepared, packed, ops.weight.buffer)
 }
 

@@ -9,25 +9,18 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::conv::common::{grid, i32_of, u32_of, ConvCall, Operands};
+use crate::kernels::conv::common::{grid, i32_of, pack, packed_buffer, u32_of, ConvCall, Operands};
 use crate::kernels::conv::gemm::GemmParams;
 use crate::kernels::conv::kernel::{ConvKernel, OP};
-use crate::kernels::copy;
+use crate::kernels::coop;
 use crate::kernels::dispatch::{self, Dispatch};
 use crate::layout::Layout;
-use crate::plan::CopyPlan;
 use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
 /// The bindings: the parameters, the input, the packed weight, the bias, the output and the
 /// residual, all f16.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read];
-
-/// The fragment side of the device's tensor-core kernels (16 where it has none: the check then
-/// fails first).
-fn frag(report: &AdapterReport) -> usize {
-    report.cooperative_matrix.map_or(16, |c| c.size as usize)
-}
 
 /// Whether every buffer the kernel binds fits one binding (input, bias, output and residual are
 /// bound whole; the weight only through its packed copy), with the limit error where one does
@@ -55,7 +48,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     if g.n * g.k * g.oh * g.ow == 0 {
         return Ok(());
     }
-    let f = frag(report);
+    let f = coop::frag(report);
     let groups = o.groups;
     let (cg, kg) = (g.c / groups, g.k / groups);
     let r_len = cg * g.kh * g.kw;
@@ -87,28 +80,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
         res: [call.residual.map_or(Ok(0), |r| i32_of(r.layout.offset() as isize - call.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
         split: [1, 0, 0, 0],
     };
-    let wg = 4 * report.cooperative_matrix.map_or(32, |c| c.subgroup_size) as i64;
-    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), ("WG", wg)];
-    let shader = if f == 8 { "conv2d_coop8" } else { "conv2d_coop" };
+    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report)];
+    let shader = coop::shader(report, "conv2d_coop", "conv2d_coop8");
     // The weight as [groups, K/groups, C/groups, kh, kw], copied into the packed rows:
     // element (g, k, c, ky, kx) at (g * Rp + r) * Kp + k, r in the kernel's order.
     let w = call.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
     let kpi = kp as isize;
     let (sc, sy, sx) = if channels { (kpi, (g.kw * cg) as isize * kpi, cg as isize * kpi) } else { ((g.kh * g.kw) as isize * kpi, g.kw as isize * kpi, kpi) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[(rp * kp) as isize, 1, sc, sy, sx], 0, packed_elems)?;
-    let packed = rt.scoped(OP, || {
-        let b = rt.buffer(OP, packed_bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        if rp > r_len || kp > kg || packed_bytes > packed_elems as u64 * 2 {
-            rec.clear_buffer(b.buffer(), 0, None);
-        }
-        Ok(b)
-    })?;
-    let plan = CopyPlan::new(&dst, &w)?;
-    let buffer_copy = call.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
-    if let Some(path) = copy::auto_path(report, &plan, DType::F16, DType::F16, buffer_copy, |c| copy::transpose_default(report, c)) {
-        let prepared = copy::prepare(report, &plan, DType::F16, DType::F16, path)?;
-        copy::record(rt, rec, prepared, packed.buffer(), call.weight.buffer)?;
-    }
+    let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F16, wgpu::BufferUsages::empty())?;
+    pack(rt, rec, &ops, &dst, &w, packed.buffer(), DType::F16)?;
     let whole = |b: &wgpu::Buffer| (0, b.size());
     // Without a bias or residual (never read), the packed weight's window again.
     let bias = call.bias.map_or((packed.buffer(), (0, packed_bytes)), |b| (b.buffer, whole(b.buffer)));

@@ -4,6 +4,7 @@
 //! the weight included, is read in place through its strides.
 
 
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
@@ -165,8 +166,8 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
     let w4 = ops.weight4()?;
     let row = (4 * kq) as isize;
     let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
-    let packed = packed_buffer(rt, rec, packed_elems, g.k * g.kh * g.kw, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, ops, &dst, &w4, packed.buffer())?;
+    let packed = packed_buffer(rt, rec, packed_elems, g.k * g.kh * g.kw, DType::F32, wgpu::BufferUsages::empty())?;
+    pack(rt, rec, ops, &dst, &w4, packed.buffer(), DType::F32)?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let bias = bias_binding(ops.bias, packed.buffer());
     let dispatches: Vec<Dispatch<'_, RowsParams>> = plan

@@ -11,6 +11,7 @@
 //! same bits at every run) and applies the epilogue.
 
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
@@ -116,8 +117,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let rs = (row * 4) as isize;
     let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
-    let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, ops, &dst, &w, packed.buffer())?;
+    let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F32, wgpu::BufferUsages::empty())?;
+    pack(rt, rec, ops, &dst, &w, packed.buffer(), DType::F32)?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let partial_bytes = slice_bytes * nslices as u64;
     let partial = if split { Some(rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?) } else { None };

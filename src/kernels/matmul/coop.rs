@@ -6,16 +6,11 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::coop::frag;
 use crate::matmul::Activation;
 use crate::runtime::AdapterReport;
 
 use super::product::{Product, Shapes};
-
-/// The fragment side of the device's tensor-core kernel (16 where it has none: the check
-/// then fails first).
-fn frag(report: &AdapterReport) -> usize {
-    report.cooperative_matrix.map_or(16, |c| c.size as usize)
-}
 
 /// The output tile of a workgroup: four subgroups of 4 x 4 fragments each (128 x 128 with
 /// fragments of 16).
@@ -25,11 +20,7 @@ pub(super) fn tile(report: &AdapterReport) -> usize {
 
 /// The registered kernel for the device's fragment size (`coop_frag16` or `coop_frag8`).
 pub(super) fn shader(report: &AdapterReport) -> &'static str {
-    if frag(report) == 8 {
-        "matmul_coop8"
-    } else {
-        "matmul_coop"
-    }
+    crate::kernels::coop::shader(report, "matmul_coop", "matmul_coop8")
 }
 
 /// How an operand's fragments are read or written: row-major (`true`: unit stride along the
@@ -111,7 +102,7 @@ pub(super) const PITCH_SETS: usize = 16;
 /// contiguous f32 scratch of a 16-bit result (row-major, pitch n), the other forms untested.
 pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes, pitches: bool) -> Vec<(&'static str, i64)> {
     let pitch = |i: usize| if pitches { pitch_of(s, i) } else { 0 };
-    let wg = ("WG", 4 * report.cooperative_matrix.map_or(32, |c| c.subgroup_size) as i64);
+    let wg = crate::kernels::coop::workgroup(report);
     if epilogue(p) {
         return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("EPI", 1), wg];
     }
