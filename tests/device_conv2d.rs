@@ -722,3 +722,133 @@ fn tensor_core_convolutions_match_the_reference() {
         }
     }
 }
+
+/// The GEMM kernels on float16 and bfloat16 operands as they are (`conv2d_gemm16`, each kernel
+/// forced, split-K included): bit for bit the f32 kernel on f32 copies of the same values,
+/// rounded to the type by a copy, then the residual added and the ReLU applied by the 16-bit
+/// ops (what the other kernels run); and within the tolerance of the CPU reference. Kernel
+/// sizes 1x1 to 7x7, strides, padding, dilation, groups, NCHW, channels-last and non-dense
+/// inputs, a channels-last weight, a bias at an offset, a residual in the output's strides (in
+/// the epilogue) or not (added after), channel counts off the vec4 words (element stores) and
+/// on them (word stores), and reductions long enough to split.
+#[test]
+fn sixteen_bit_gemm_convolutions_equal_their_f32_copies_bit_for_bit() {
+    use strided_wgpu::advanced::conv2d_add_with;
+    use strided_wgpu::{Conv2d, DType, Elementwise};
+    let mut rng = Rng(0x6e);
+    const GEMM: [ConvKernel; 4] = [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::GemmNchwSplit, ConvKernel::GemmNhwcSplit];
+    for ctx in contexts() {
+        // ([N, C, H, W], K, (kh, kw), stride, padding, dilation, groups, input layout: 0 NCHW,
+        // 1 channels-last, 2 a non-dense view)
+        type Case = ([usize; 4], usize, (usize, usize), (usize, usize), (usize, usize), (usize, usize), usize, u8);
+        let cases: [Case; 5] = [
+            ([2, 16, 10, 8], 24, (3, 3), (1, 1), (1, 1), (1, 1), 1, 1),
+            ([1, 8, 15, 13], 40, (1, 1), (1, 1), (0, 0), (1, 1), 1, 0),
+            ([2, 3, 23, 21], 16, (7, 7), (2, 2), (3, 3), (1, 1), 1, 1),
+            ([1, 12, 11, 11], 36, (3, 3), (2, 1), (1, 2), (2, 1), 3, 2),
+            ([3, 32, 9, 8], 130, (3, 3), (1, 1), (1, 1), (1, 1), 1, 0),
+        ];
+        for (i, (xs, k, (kh, kw), stride, padding, dilation, groups, form)) in cases.into_iter().enumerate() {
+            for (j, kernel) in GEMM.into_iter().enumerate() {
+                let dtype = if (i + j) % 2 == 0 { DType::F16 } else { DType::BF16 };
+                let u = if dtype == DType::F16 { 1.0 / 1024.0 } else { 1.0 / 128.0 };
+                let h = |s: &[usize], rng: &mut Rng| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap().to(dtype).unwrap();
+                let x = h(&xs, &mut rng);
+                let x = match form {
+                    0 => x,
+                    1 => x.contiguous(MemoryFormat::ChannelsLast).unwrap(),
+                    _ => {
+                        let [n, c, hh, ww] = xs;
+                        let big = HostTensor::zeros(&[n, hh, c + 1, ww + 2], dtype, MemoryFormat::Contiguous).unwrap();
+                        let v = big.narrow(2, 1, c).and_then(|v| v.narrow(3, 2, ww)).and_then(|v| v.permute(&[0, 2, 1, 3])).unwrap();
+                        v.copy_(&x).unwrap();
+                        v
+                    }
+                };
+                let w = h(&[k, xs[1] / groups, kh, kw], &mut rng);
+                let w = if i % 2 == 1 { w.contiguous(MemoryFormat::ChannelsLast).unwrap() } else { w };
+                let b = h(&[2 * k], &mut rng).narrow(0, (i % 2 * k) as isize, k).unwrap();
+                let o = Conv2dOptions { stride, padding, dilation, groups, relu: true, ..Default::default() };
+                let want = x.conv2d(&w, Some(&b), &o).unwrap();
+                // Even kernels: the residual in the output's strides (the epilogue adds it);
+                // odd ones in the other memory format (added after the convolution).
+                let res = h(want.shape(), &mut rng);
+                let fmt = want.layout().suggest_memory_format();
+                let other = if fmt == MemoryFormat::ChannelsLast { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast };
+                let res = res.contiguous(if j % 2 == 0 { fmt } else { other }).unwrap();
+                let want_add = x.conv2d_add(&w, Some(&b), &res, &o).unwrap();
+                let what = format!("{} {kernel:?} {dtype} case {i}: x {xs:?} strides {:?} K {k} {kh}x{kw} stride {stride:?} padding {padding:?} dilation {dilation:?} groups {groups}", name(ctx), x.strides());
+                let (dx, dw, db, dr) = (to_device(ctx, &x), to_device(ctx, &w), to_device(ctx, &b), to_device(ctx, &res));
+                let got = conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let got_add = conv2d_add_with(&dx, &dw, Some(&db), &dr, &o, kernel).unwrap_or_else(|e| panic!("{what} add: {e}"));
+                // The same kernel on f32 copies, rounded by a copy; the residual and the ReLU
+                // by the 16-bit ops.
+                let wide = |t: &DeviceTensor| {
+                    let w = DeviceTensor::empty(ctx, t.shape(), DType::F32, t.layout().suggest_memory_format()).unwrap();
+                    w.copy_(t).unwrap();
+                    w
+                };
+                let (x32, w32, b32) = (wide(&dx), wide(&dw), wide(&db));
+                let narrow = |t: &DeviceTensor| {
+                    let n = DeviceTensor::empty(ctx, t.shape(), dtype, t.layout().suggest_memory_format()).unwrap();
+                    n.copy_(t).unwrap();
+                    n
+                };
+                let via_f32 = narrow(&conv2d_with(&x32, &w32, Some(&b32), &o, kernel).unwrap());
+                let via_f32_add = narrow(&conv2d_with(&x32, &w32, Some(&b32), &Conv2dOptions { relu: false, ..o }, kernel).unwrap());
+                via_f32_add.add_(&dr).unwrap();
+                via_f32_add.relu_().unwrap();
+                let same_bits = |label: &str, a: &DeviceTensor, b: &DeviceTensor| {
+                    let (a, b) = (common::elementwise::bits(&a.download().unwrap()), common::elementwise::bits(&b.download().unwrap()));
+                    assert_eq!(a.len(), b.len(), "{what} {label}");
+                    let differ: Vec<usize> = (0..a.len()).filter(|&e| a[e] != b[e]).collect();
+                    assert!(differ.is_empty(), "{what} {label}: {} of {} outputs differ from the f32 copies' bits, first {}: {:#06x} against {:#06x}", differ.len(), a.len(), differ[0], a[differ[0]], b[differ[0]]);
+                };
+                same_bits("conv2d", &got, &via_f32);
+                same_bits("conv2d_add", &got_add, &via_f32_add);
+                if i == 0 && j < 2 {
+                    // The automatic choice, where the class keeps this kernel (the default of
+                    // GPUs; here a tuning file that says so, in a context of its own): the
+                    // same bits as forced.
+                    let own = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).unwrap();
+                    let (ox, ow, ob) = (to_device(&own, &x), to_device(&own, &w), to_device(&own, &b));
+                    let out = DeviceTensor::zeros(&own, want.shape(), dtype, want.layout().suggest_memory_format()).unwrap();
+                    own.tune_conv2d(&ox, &ow, Some(&ob), &o).unwrap();
+                    let tuned = format!("\"{:?}\"", own.conv2d_choice(&ox, &ow, Some(&ob), &o, &out).unwrap().unwrap());
+                    let mut file: serde_json::Value = serde_json::from_str(&own.tuning_json("").unwrap()).unwrap();
+                    for section in file.as_array_mut().unwrap() {
+                        for family in section["choices"].as_object_mut().unwrap().values_mut() {
+                            for choice in family.as_object_mut().unwrap().values_mut().filter(|c| c.as_str() == Some(tuned.as_str())) {
+                                *choice = serde_json::Value::String(format!("\"{kernel:?}\""));
+                            }
+                        }
+                    }
+                    assert_eq!(own.load_tuning_json(&file.to_string()).unwrap(), 1, "{what}: the tuning file");
+                    assert_eq!(own.conv2d_choice(&ox, &ow, Some(&ob), &o, &out).unwrap(), Some(kernel), "{what}: the kept choice");
+                    let before = own.record_counts();
+                    ox.conv2d_out(&ow, Some(&ob), &o, &out).unwrap();
+                    let automatic = own.record_counts() - before;
+                    same_bits("automatic", &out, &got);
+                    // As the forced kernel records it: no conversions.
+                    let before = own.record_counts();
+                    conv2d_with(&ox, &ow, Some(&ob), &o, kernel).unwrap();
+                    assert_eq!(automatic.dispatches, (own.record_counts() - before).dispatches, "{what}: the automatic call's dispatches");
+                }
+                // Within one rounding of the reference (plus the accumulation bound, and the
+                // rounding before the add).
+                let f32s = |t: &HostTensor| t.to(DType::F32).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+                let scale = f32s(&conv2d_cpu(&abs(&x.to(DType::F32).unwrap()), &abs(&w.to(DType::F32).unwrap()), Some(&abs(&b.to(DType::F32).unwrap())), &Conv2dOptions { relu: false, ..o }).unwrap());
+                let resv = f32s(&abs(&res.to(DType::F32).unwrap()));
+                for (label, got, want, add) in [("conv2d", &got, &want, false), ("conv2d_add", &got_add, &want_add, true)] {
+                    let g = got.download().unwrap();
+                    assert_eq!((g.dtype(), g.shape()), (dtype, want.shape()), "{what} {label}");
+                    for (e, ((gv, wv), s)) in f32s(&g).iter().zip(f32s(want)).zip(&scale).enumerate() {
+                        let s = if add { s + resv[e] } else { *s };
+                        let tol = 2.0 * u * wv.abs() + 1e-5 * s + if add { u * s } else { 0.0 } + 6e-8;
+                        assert!((gv - wv).abs() <= tol, "{what} {label}: output {e}: got {gv}, want {wv} (tolerance {tol})");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -172,24 +172,29 @@ fn wgsl_dtype_codes_are_generated_from_rust() {
 #[test]
 fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
     // Bindings 1 and 3-6 (input, bias, output, and their vec4 views) are the same in every
-    // convolution family: conv_io declares them, and no other file a convolution is composed of.
-    // The tensor-core kernel (conv2d_coop*) binds its f16 operands itself (bindings 1-5).
-    let (_, io) = PRELUDES.iter().find(|(n, _)| *n == "conv_io").unwrap();
-    for b in [1, 3, 4, 5, 6] {
-        assert_eq!(code_count(io, &format!("@binding({b})")), 1, "conv_io declares binding {b}");
+    // convolution family: conv_io declares them (conv_gemm_io16 for the GEMM's 16-bit form),
+    // and no other file a convolution is composed of. The tensor-core kernel (conv2d_coop*)
+    // binds its f16 operands itself (bindings 1-5).
+    const IO: [&str; 2] = ["conv_io", "conv_gemm_io16"];
+    for io in IO {
+        let (_, text) = PRELUDES.iter().find(|(n, _)| *n == io).unwrap();
+        for b in [1, 3, 4, 5, 6] {
+            assert_eq!(code_count(text, &format!("@binding({b})")), 1, "{io} declares binding {b}");
+        }
     }
     let mut convs = 0;
     for (name, preludes, text) in KERNELS.iter().filter(|(n, _, _)| n.starts_with("conv") && !n.starts_with("conv2d_coop")) {
-        assert_eq!(preludes.first(), Some(&"conv_io"), "{name}");
-        let files = preludes[1..].iter().filter_map(|p| PRELUDES.iter().find(|(n, _)| n == p).map(|(_, t)| *t));
+        let named: Vec<&&str> = preludes.iter().filter(|p| IO.contains(p)).collect();
+        assert_eq!(named.len(), 1, "{name}: one of {IO:?}");
+        let files = preludes.iter().filter(|p| !IO.contains(p)).filter_map(|p| PRELUDES.iter().find(|(n, _)| n == p).map(|(_, t)| *t));
         for t in files.chain(std::iter::once(*text)) {
             for b in [1, 3, 4, 5, 6] {
-                assert_eq!(code_count(t, &format!("@binding({b})")), 0, "{name}: binding {b} is declared outside conv_io");
+                assert_eq!(code_count(t, &format!("@binding({b})")), 0, "{name}: binding {b} is declared outside {}", named[0]);
             }
         }
         convs += 1;
     }
-    assert!(convs >= 10, "{convs} convolution kernels");
+    assert!(convs >= 12, "{convs} convolution kernels");
 }
 
 /// naga's SPIR-V options as wgpu's Vulkan backend sets them (wgpu-hal 30 `vulkan/adapter.rs`):

@@ -25,7 +25,7 @@ fn load_a(p: Pixel, r: u32) -> f32 {
     if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz()].geo.x || u32(ix) >= gp_u[pz()].geo.y) {
         return 0.0;
     }
-    return x[u32(p.off + t.x * gp_u[pz()].xs.y + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w)];
+    return x_at(u32(p.off + t.x * gp_u[pz()].xs.y + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w));
 }
 
 // A[m, r .. r+3] as one vec4 word (VIN: 4 channels of one tap, C/groups a multiple of 4).
@@ -39,7 +39,7 @@ fn load_a4(p: Pixel, r: u32) -> vec4<f32> {
     if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz()].geo.x || u32(ix) >= gp_u[pz()].geo.y) {
         return vec4<f32>(0.0);
     }
-    return x4[u32(p.off + t.x + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w) / 4u];
+    return x4_at(u32(p.off + t.x + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w));
 }
 
 // B[r, 4j .. 4j+3] of the group (zero past R and past the packed row).
@@ -142,7 +142,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let words = gp_u[pz()].split.w;
         let at = ((group * gp_u[pz()].split.x + slice) * gp_u[pz()].split.z + m0 + 4u * tx) * words + n0 / 4u + ty;
         for (var i = 0u; i < 4u; i = i + 1u) {
-            y4[at + i * words] = acc[i];
+            partial_store(at + i * words, acc[i]);
         }
         return;
     }
@@ -169,18 +169,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             if (RESID) {
                 for (var i = 0u; i < 4u; i = i + 1u) {
                     if (m + i < gp_u[pz()].work.x) {
-                        r[i] = res[u32(out_offset(m + i) + ks + i32(j) * gp_u[pz()].ys.y + gp_u[pz()].res.x)];
+                        r[i] = res_elem(u32(out_offset(m + i) + ks + i32(j) * gp_u[pz()].ys.y + gp_u[pz()].res.x));
                     }
                 }
             }
             let v = finish(t[j], vec4<f32>(b[j]), r);
             if (VOUT) {
                 // A vec4 of pixels lies in one image row: all 4 exist or none does.
-                y4[u32(at) / 4u] = v;
+                y4_store(u32(at), v);
             } else {
                 for (var i = 0u; i < 4u; i = i + 1u) {
                     if (m + i < gp_u[pz()].work.x) {
-                        y[u32(out_offset(m + i) + ks + i32(j) * gp_u[pz()].ys.y)] = v[i];
+                        y_store(u32(out_offset(m + i) + ks + i32(j) * gp_u[pz()].ys.y), v[i]);
                     }
                 }
             }

@@ -25,7 +25,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let words = gp_u[pz()].split.w;
     var v = vec4<f32>(0.0);
     for (var s = 0u; s < slices; s = s + 1u) {
-        v = v + x4[((group * slices + s) * gp_u[pz()].split.z + m) * words + q];
+        v = v + partial_at(((group * slices + s) * gp_u[pz()].split.z + m) * words + q);
     }
     let k = 4u * q;
     let b = vec4<f32>(bias_at(group, k), bias_at(group, k + 1u), bias_at(group, k + 2u), bias_at(group, k + 3u));

@@ -15,9 +15,9 @@ override VOUT: bool = false;
 // partial sums (binding 6, the partial buffer) without the epilogue.
 override SPLIT: bool = false;
 
-// Bindings 1 and 3-6: conv_io.wgsl.
+// Bindings 1 and 3-7 and how elements are read and written: conv_gemm_io.wgsl (float32, with
+// conv_io.wgsl) or conv_gemm_io16.wgsl (16-bit types). The packed weight is f32 for both.
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> res: array<f32>;
 
 // The residual at the output's window indices `at` + i * `step` for the lanes `live` marks
 // (0 elsewhere, and everywhere without RESID).
@@ -26,22 +26,23 @@ fn residual4(at: i32, step: i32, live: vec4<bool>) -> vec4<f32> {
     if (RESID) {
         for (var i = 0u; i < 4u; i = i + 1u) {
             if (live[i]) {
-                r[i] = res[u32(at + gp_u[pz()].res.x + i32(i) * step)];
+                r[i] = res_elem(u32(at + gp_u[pz()].res.x + i32(i) * step));
             }
         }
     }
     return r;
 }
 
-// The epilogue: (acc + bias) + residual, then ReLU; each step rounded to f32 as the separate
-// ops would round it, so the fused result equals conv, add_ and relu_ bit for bit.
+// The epilogue: (acc + bias) + residual, then ReLU; each step rounded as the separate ops
+// would round it (the convolution's result to the output's type before the residual is added;
+// the store rounds the rest), so the fused result equals conv, add_ and relu_ bit for bit.
 fn finish(v: vec4<f32>, b: vec4<f32>, r: vec4<f32>) -> vec4<f32> {
     var o = v;
     if (MODE == 1u) {
         o = o + b;
     }
     if (RESID) {
-        o = o + r;
+        o = y_round(o) + r;
     }
     if (RELU) {
         o = relu4(o);
@@ -54,7 +55,7 @@ fn bias_at(group: u32, k: u32) -> f32 {
     if (MODE != 1u || k >= gp_u[pz()].red.y) {
         return 0.0;
     }
-    return bias[u32(gp_u[pz()].base.z + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].base.w)];
+    return bias_elem(u32(gp_u[pz()].base.z + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].base.w));
 }
 
 // Pixel m's output channels k .. k+3 of `group` (those below K/groups): the epilogue applied to v
@@ -65,11 +66,11 @@ fn store_channels(m: u32, group: u32, k: u32, v: vec4<f32>, b: vec4<f32>) {
     let live = vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(gp_u[pz()].red.y);
     let o = finish(v, b, residual4(at, gp_u[pz()].ys.y, live));
     if (CHANNELS && VOUT) {
-        y4[u32(at) / 4u] = o;
+        y4_store(u32(at), o);
     } else {
         for (var j = 0u; j < 4u; j = j + 1u) {
             if (live[j]) {
-                y[u32(at + i32(j) * gp_u[pz()].ys.y)] = o[j];
+                y_store(u32(at + i32(j) * gp_u[pz()].ys.y), o[j]);
             }
         }
     }

@@ -102,6 +102,24 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
         time_us(7, 10, 1, || graph.replay(&[]).map(drop))?,
         format!("the same forward captured, replayed: {} submit, {} passes, {} dispatches", c.submits, c.passes, c.dispatches),
     ));
+    // The same in float16 (what the GPU kernels read as they are: fewer dispatches than the
+    // f32 forward wherever a kernel converts nothing).
+    let half = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.with_dtype(DType::F16)).and_then(|n| n.to_device(&ctx)).map_err(err)?;
+    let before = ctx.record_counts();
+    half.forward(&rgba).map_err(err)?;
+    let eager16 = ctx.record_counts() - before;
+    rows.push((
+        "resnet18_f16_eager",
+        time_us(7, 3, 1, || half.forward(&rgba).map(drop).map_err(err))?,
+        format!("the forward in float16, channels-last: {} submits, {} passes, {} dispatches", eager16.submits, eager16.passes, eager16.dispatches),
+    ));
+    let graph16 = ctx.capture(&[&rgba], || half.forward(&rgba).map_err(err))?;
+    let c16 = graph16.counts();
+    rows.push((
+        "resnet18_f16_graph_replay",
+        time_us(7, 10, 1, || graph16.replay(&[]).map(drop))?,
+        format!("the float16 forward captured, replayed: {} submit, {} passes, {} dispatches", c16.submits, c16.passes, c16.dispatches),
+    ));
     rows.push((
         "resnet18_graph_encode",
         time_us(7, 10, 1, || {

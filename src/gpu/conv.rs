@@ -23,7 +23,8 @@ use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, Runtime};
 use crate::strided::Strided;
 
-/// `torch.nn.functional.conv2d`, f32, on the device. `input` is logically [N, C, H, W] in any
+/// `torch.nn.functional.conv2d` on the device: f32, f16 or bf16 (16-bit types accumulated in f32
+/// and rounded once). `input` is logically [N, C, H, W] in any
 /// strides; `weight` \[K, C/groups, kh, kw\] in any strides; `bias` \[K\]. Stride, zero padding,
 /// dilation, groups (depthwise included) and a fused ReLU come from `options`. The output is a
 /// new tensor in the input's memory format unless `options` names one. Bad input is a typed
@@ -169,9 +170,11 @@ impl Batch<'_> {
         self.convolve("conv1x1", out, input, weight, bias, None, options, &g, kernel)
     }
 
-    /// Records a checked convolution (the kernel `Auto` or forced) into `out`: the f32 path
-    /// here (its tail kept for fusion in a captured graph, `gpu/fuse.rs`), 16-bit types through
-    /// f32 copies.
+    /// Records a checked convolution (the kernel `Auto` or forced) into `out`: f32, and 16-bit
+    /// types on a kernel that reads them as they are ([`ConvKernel::reads_half`]: the GEMM
+    /// kernels here, [`ConvKernel::Coop`] in `convolve_coop`), its tail kept for fusion in a
+    /// captured graph (`gpu/fuse.rs`, which fuses f32 tails only); 16-bit types on the other
+    /// kernels through f32 copies (`convolve_in_f32`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
@@ -185,11 +188,20 @@ impl Batch<'_> {
         if out.numel() == 0 {
             return Ok(());
         }
+        let mut kernel = kernel;
         if g.dtype != DType::F32 {
             if kernel == ConvKernel::Coop || (kernel == ConvKernel::Auto && coop_applies(&ctx.rt.report, out, input, weight, bias, residual, g, options)) {
                 return self.convolve_coop(op, out, input, weight, bias, residual, options, g);
             }
-            return self.convolve_in_f32(op, out, input, weight, bias, residual, options, g, kernel);
+            // The kernel of the class its f32 copies would have (what the tuner measured); one
+            // that reads 16-bit operands runs on them as they are, below.
+            if kernel == ConvKernel::Auto {
+                let y = f32_twin(out.layout())?;
+                kernel = ctx.conv_choice(&conv_class(&ctx.rt.report, g, options, &f32_twin(input.layout())?, &y), &y, kernel);
+            }
+            if !kernel.reads_half() {
+                return self.convolve_in_f32(op, out, input, weight, bias, residual, options, g, kernel);
+            }
         }
         for t in [Some(input), Some(weight), bias].into_iter().flatten() {
             if out.shares_storage(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {

@@ -26,6 +26,8 @@
 //! and `matmul_gemm` (A and B through their strides; `matmul_gemm_sum` a split-K product's
 //! second dispatch) share, `conv_gemm` the bindings and
 //! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch),
+//! `conv_gemm_io` / `conv_gemm_io16` how those two read and write float32 or 16-bit operands
+//! (each registered once per form: `conv2d_gemm16`, `conv2d_gemm_sum16`),
 //! `conv_gemm_params` the uniform, specializations and output index they share with the
 //! tensor-core `conv2d_coop`, `conv_gemm_taps` the im2col mapping (pixels, taps) of
 //! `conv2d_gemm` and `conv2d_coop`, `matmul_params` the matrix products'
@@ -87,6 +89,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("gemm_engine", prelude!("gemm_engine")),
     ("conv_gemm_params", prelude!("conv_gemm_params")),
     ("conv_gemm", prelude!("conv_gemm")),
+    ("conv_gemm_io", prelude!("conv_gemm_io")),
+    ("conv_gemm_io16", prelude!("conv_gemm_io16")),
     ("conv_gemm_taps", prelude!("conv_gemm_taps")),
     ("matmul_params", prelude!("matmul_params")),
     ("matmul_epilogue", prelude!("matmul_epilogue")),
@@ -158,8 +162,11 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
     // One GEMM engine (the tile loop) under the convolution and the matrix products.
-    ("conv2d_gemm", &["conv_io", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
-    ("conv2d_gemm_sum", &["conv_io", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
+    ("conv2d_gemm", &["conv_io", "conv_gemm_io", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("conv2d_gemm_sum", &["conv_io", "conv_gemm_io", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
+    // The same two reading and writing float16 or bfloat16 operands (HALF) as they are.
+    ("conv2d_gemm16", &["dtypes", "cast", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("conv2d_gemm_sum16", &["dtypes", "cast", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
     // The f16 convolution on tensor cores, in both fragment sizes.
     ("conv2d_coop", &["conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
     ("conv2d_coop8", &["conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),

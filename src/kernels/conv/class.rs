@@ -63,7 +63,8 @@ pub struct ConvClass {
 pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
     let cpu = report.device_type == wgpu::DeviceType::Cpu;
     // Not the tensor-core kernel: 16-bit convolutions take it by its own rule
-    // (`gpu::conv::coop_applies`), every other one runs on f32 copies under the f32 shape's class.
+    // (`gpu::conv::coop_applies`); every other one takes the kernel of the f32 shape's class
+    // (the GEMM kernels read its operands as they are, the others f32 copies of them).
     ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
 }
 

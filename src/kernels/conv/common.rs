@@ -58,7 +58,8 @@ impl Operands<'_> {
     /// Element offsets of images `r.n0` within the bound windows of input and output.
     pub fn bases(&self, r: &Images) -> (isize, isize) {
         let (xs, ys) = (self.input.layout.strides(), self.out.layout.strides());
-        (self.input.layout.offset() as isize + r.n0 as isize * xs[0] - (r.x.0 / 4) as isize, self.out.layout.offset() as isize + r.n0 as isize * ys[0] - (r.y.0 / 4) as isize)
+        let e = r.esize;
+        (self.input.layout.offset() as isize + r.n0 as isize * xs[0] - (r.x.0 / e) as isize, self.out.layout.offset() as isize + r.n0 as isize * ys[0] - (r.y.0 / e) as isize)
     }
 }
 
@@ -86,30 +87,34 @@ impl Operands<'_> {
     }
 }
 
-/// A range of images and the byte windows of input and output that it binds.
+/// A range of images and the byte windows of input and output that it binds (elements of
+/// `esize` bytes: 4, or 2 for the GEMM's 16-bit form).
 pub(crate) struct Images {
     pub n0: usize,
     pub n1: usize,
     pub x: (u64, u64),
     pub y: (u64, u64),
+    pub esize: u64,
 }
 
-/// The byte window (aligned offset, size) that binds images [n0, n1) of `t`.
-fn window_of(t: &Layout, n0: usize, n1: usize, align: u64) -> Result<(u64, u64)> {
+/// The byte window (aligned offset, size) that binds images [n0, n1) of `t`, elements of
+/// `esize` bytes: whole 32-bit words (a 16-bit element is read and written within its word).
+fn window_of(t: &Layout, n0: usize, n1: usize, align: u64, esize: u64) -> Result<(u64, u64)> {
     let part = t.narrow(0, n0 as isize, n1 - n0)?;
     let (lo, hi) = part.span().unwrap_or((0, 0));
-    let start = lo as u64 * 4 / align * align;
-    Ok((start, (hi as u64 + 1) * 4 - start))
+    let start = lo as u64 * esize / align * align;
+    Ok((start, ((hi as u64 + 1) * esize).next_multiple_of(4) - start))
 }
 
 /// Splits the images into ranges whose input and output windows each fit one binding.
-pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, align: u64) -> Result<Vec<Images>> {
+pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, align: u64, esize: u64) -> Result<Vec<Images>> {
     let mut ranges = Vec::new();
     let mut n0 = 0;
+    let window_of = |t: &Layout, n0: usize, n1: usize| window_of(t, n0, n1, align, esize);
     while n0 < n {
-        let fits = |n1: usize| -> Result<bool> { Ok(window_of(input, n0, n1, align)?.1 <= max && window_of(out, n0, n1, align)?.1 <= max) };
+        let fits = |n1: usize| -> Result<bool> { Ok(window_of(input, n0, n1)?.1 <= max && window_of(out, n0, n1)?.1 <= max) };
         if !fits(n0 + 1)? {
-            let need = window_of(input, n0, n0 + 1, align)?.1.max(window_of(out, n0, n0 + 1, align)?.1);
+            let need = window_of(input, n0, n0 + 1)?.1.max(window_of(out, n0, n0 + 1)?.1);
             return Err(Error::Limit { op: OP, what: format!("binding one image of input {:?} (strides {:?}) or output {:?}", input.shape(), input.strides(), out.shape()), limit: "max_storage_buffer_binding_size", requested: need, max });
         }
         // The largest n1 that fits (windows grow with n1).
@@ -122,7 +127,7 @@ pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, ali
                 hi = mid - 1;
             }
         }
-        ranges.push(Images { n0, n1: lo, x: window_of(input, n0, lo, align)?, y: window_of(out, n0, lo, align)? });
+        ranges.push(Images { n0, n1: lo, x: window_of(input, n0, lo)?, y: window_of(out, n0, lo)?, esize });
         n0 = lo;
     }
     Ok(ranges)
@@ -157,8 +162,14 @@ pub(crate) fn finish(mode: u32, relu: bool) -> [u32; 4] {
 }
 
 /// A window as whole vec4 words (every vec4 the kernels move lies inside it).
-pub(crate) fn words((offset, size): (u64, u64)) -> (u64, u64) {
-    (offset, (size / 16 * 16).max(16))
+pub(crate) fn words(window: (u64, u64)) -> (u64, u64) {
+    words_of(window, 16)
+}
+
+/// A window as whole words of `unit` bytes (16: vec4 of f32; 8: the GEMM's 16-bit form, 4
+/// elements as a vec2 of u32).
+pub(crate) fn words_of((offset, size): (u64, u64), unit: u64) -> (u64, u64) {
+    (offset, (size / unit * unit).max(16))
 }
 
 /// Records a family's dispatches through the one dispatch loop (the convolution's slots: the
@@ -172,8 +183,13 @@ pub(crate) fn dispatch<P: Uniform>(rt: &Runtime, rec: &mut Recorder, slots: &'st
 /// The output's two writable bindings (4: f32, 6: vec4 words): the real window on the one the
 /// pipeline writes, `scratch` (16 bytes) on the other.
 pub(crate) fn out_bindings<'a>(out: &'a wgpu::Buffer, window: (u64, u64), scratch: &'a wgpu::Buffer, vout: bool) -> [(&'a wgpu::Buffer, (u64, u64)); 2] {
+    out_bindings_of(out, window, scratch, vout, 16)
+}
+
+/// [`out_bindings`] with words of `unit` bytes ([`words_of`]).
+pub(crate) fn out_bindings_of<'a>(out: &'a wgpu::Buffer, window: (u64, u64), scratch: &'a wgpu::Buffer, vout: bool, unit: u64) -> [(&'a wgpu::Buffer, (u64, u64)); 2] {
     if vout {
-        [(scratch, (0, 16)), (out, words(window))]
+        [(scratch, (0, 16)), (out, words_of(window, unit))]
     } else {
         [(out, window), (scratch, (0, 16))]
     }
@@ -213,14 +229,16 @@ pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, pack
     })
 }
 
-/// Records the copy of the weight view `src` (of `ops.weight`'s buffer, elements of `dtype`)
-/// into the view `dst` of `packed`, through the copy path the adapter's default choice gives.
+/// Records the copy of the weight view `src` (of `ops.weight`'s buffer, elements of the call's
+/// type) into the view `dst` of `packed`, converted to `dtype` (exactly, or rounded to nearest
+/// even as `copy_` rounds), through the copy path the adapter's default choice gives.
 pub(crate) fn pack(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, dst: &Layout, src: &Layout, packed: &wgpu::Buffer, dtype: DType) -> Result<()> {
     let report = &rt.report;
     let plan = CopyPlan::new(dst, src)?;
+    let from = ops.g.dtype;
     let buffer_copy = ops.weight.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC);
-    let Some(path) = copy::auto_path(report, &plan, dtype, dtype, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
-    let prepared = copy::prepare(report, &plan, dtype, dtype, path)?;
+    let Some(path) = copy::auto_path(report, &plan, dtype, from, buffer_copy, |c| copy::transpose_default(report, c)) else { return Ok(()) };
+    let prepared = copy::prepare(report, &plan, dtype, from, path)?;
     copy::record(rt, rec, prepared, packed, ops.weight.buffer)
 }
 

@@ -4,6 +4,12 @@
 //! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
 //! kh*kw elements, tiny next to the work); the input is read in place.
 //!
+//! Float16 and bfloat16 calls run the same kernel text composed with `conv_gemm_io16.wgsl`
+//! (`conv2d_gemm16`, `conv2d_gemm_sum16`): the input, bias and residual read as they are, the
+//! weight packed into the same f32 rows, the output rounded once and written in its type. The
+//! arithmetic is the f32 kernel's step for step, so the result is the f32 convolution of the
+//! same values rounded to the type, bit for bit.
+//!
 //! The split-K kernels ([`ConvKernel::GemmNchwSplit`], [`ConvKernel::GemmNhwcSplit`]) cut the
 //! reduction into slices (`kernels/split.rs`) where a call has too few tiles to fill a GPU: each
 //! workgroup walks one slice of one tile and stores its partial sums in a scratch buffer, then
@@ -14,7 +20,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, Operands};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::OP;
 use crate::layout::Layout;
@@ -48,6 +54,18 @@ uniform! {
 /// Records the convolution of `ops` through the GEMM kernel.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
+    // The kernel's form for the element type: the HALF constant, and the bytes of the words it
+    // moves 4 elements in (vec4 of f32, or vec2 of u32).
+    let (half, unit) = match g.dtype {
+        DType::F32 => (None, 16),
+        DType::F16 | DType::BF16 => (Some(("HALF", g.dtype.code() as i64)), 8),
+        other => return Err(Error::unsupported(OP, format!("the GEMM kernels convolve float32, float16 or bfloat16 operands, got {other:?}"))),
+    };
+    let shader = |f32_form: &'static str, half_form: &'static str| if half.is_some() { half_form } else { f32_form };
+    let with_half = |mut c: Vec<(&'static str, i64)>| {
+        c.extend(half);
+        c
+    };
     let groups = o.groups;
     let (cg, kg) = (g.c / groups, g.k / groups);
     let r_len = cg * g.kh * g.kw;
@@ -90,7 +108,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             work: [u32_of(pixels, "output pixels per dispatch")?, tm as u32, tn as u32, u32_of(total as usize, "workgroups")?],
             // The residual (the output's strides): its element index minus the output's
             // window index of the same element.
-            res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / 4) as isize - ops.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
+            res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / r.esize) as isize - ops.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
             split: [nslices as u32, u32_of(chunk, "reduction steps per slice")?, u32_of(prows, "partial rows")?, u32_of(pwords, "partial row words")?],
         };
         let (channels, bias, relu, resid) = (kernel.channels() as i64, ops.bias.is_some() as i64, o.relu as i64, ops.residual.is_some() as i64);
@@ -98,17 +116,17 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             // The slices' partial sums, then their sum and the epilogue, one invocation per
             // pixel and channel quad.
             let constants = vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)];
-            plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, Step::Slices, grid));
+            plan.push((r, params, PipelineKey { shader: shader("conv2d_gemm", "conv2d_gemm16"), constants: with_half(constants) }, Step::Slices, grid));
             let invocations = groups as u64 * pixels as u64 * row as u64;
             let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
             let sum_params = GemmParams { work: [params.work[0], 0, 0, u32_of(invocations as usize, "partial sums")?], ..params };
             // The sum stores a pixel's 4 channels: one vec4 word channels-last only.
             let vout = vout && kernel.channels();
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VOUT", vout as i64)];
-            plan.push((r, sum_params, PipelineKey { shader: "conv2d_gemm_sum", constants }, Step::Sum(vout), sum_grid));
+            plan.push((r, sum_params, PipelineKey { shader: shader("conv2d_gemm_sum", "conv2d_gemm_sum16"), constants: with_half(constants) }, Step::Sum(vout), sum_grid));
         } else {
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)];
-            plan.push((r, params, PipelineKey { shader: "conv2d_gemm", constants }, Step::Whole(vout), grid));
+            plan.push((r, params, PipelineKey { shader: shader("conv2d_gemm", "conv2d_gemm16"), constants: with_half(constants) }, Step::Whole(vout), grid));
         }
     }
     // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),
@@ -129,13 +147,13 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
         .into_iter()
         .map(|(r, params, key, step, grid)| {
-            let input = [(ops.input.buffer, r.x), (ops.input.buffer, words(r.x))];
+            let input = [(ops.input.buffer, r.x), (ops.input.buffer, words_of(r.x, unit))];
             // Only split steps use the partial buffer (then it exists).
             let whole = partial.as_ref().map_or((unused.buffer(), (0, 16)), |p| (p.buffer(), (0, partial_bytes)));
             let ([x, x4], [o4, o6]) = match step {
-                Step::Whole(vout) => (input, out_bindings(ops.out.buffer, r.y, unused.buffer(), vout)),
+                Step::Whole(vout) => (input, out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, unit)),
                 Step::Slices => (input, [(unused.buffer(), (0, 16)), whole]),
-                Step::Sum(vout) => ([whole, whole], out_bindings(ops.out.buffer, r.y, unused.buffer(), vout)),
+                Step::Sum(vout) => ([whole, whole], out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, unit)),
             };
             Dispatch { key, params, bindings: vec![x, (packed.buffer(), (0, packed_bytes)), bias, o4, x4, o6, res], grid }
         })

@@ -30,7 +30,8 @@ pub enum ConvKernel {
     NchwTiled,
     /// [`ConvKernel::Nhwc`] with the input staged through workgroup memory.
     NhwcTiled,
-    /// GPU-shaped tiled implicit GEMM (`conv2d_gemm.wgsl`), lanes along pixels (NCHW).
+    /// GPU-shaped tiled implicit GEMM (`conv2d_gemm.wgsl`), lanes along pixels (NCHW). Float16
+    /// and bfloat16 operands are read and written as they are (`conv2d_gemm16`).
     GemmNchw,
     /// GPU-shaped tiled implicit GEMM, lanes along channels (NHWC).
     GemmNhwc,
@@ -71,7 +72,8 @@ pub enum ConvKernel {
     /// [`AdapterReport::cooperative_matrix`]): the implicit GEMM with its inner product on
     /// cooperative matrices, f16 operands read and the f16 output written directly (bias,
     /// residual and ReLU in its epilogue), any kernel size, stride, dilation, padding, groups
-    /// and strides. Every other kernel runs a 16-bit convolution on f32 copies of its operands.
+    /// and strides. The GEMM kernels read 16-bit operands as they are too, on SIMT cores; the
+    /// others run a 16-bit convolution on f32 copies of its operands.
     /// The automatic choice of f16 convolutions only where the device takes every tensor-core
     /// path (`CooperativeMatrix::all_paths`: no GPU has run it yet; it passed its device tests
     /// on Mesa 26's lavapipe).
@@ -142,9 +144,18 @@ impl ConvKernel {
         matches!(self.family(), Family::Gemm | Family::Depthwise) && self != ConvKernel::DepthwiseTall
     }
 
+    /// Whether the kernel reads and writes float16 and bfloat16 operands as they are: the GEMM
+    /// kernels (`conv2d_gemm16`, accumulating in f32 exactly as on f32 copies) and
+    /// [`ConvKernel::Coop`] (float16). The others run a 16-bit convolution on f32 copies of its
+    /// operands, converted by recorded copies.
+    pub fn reads_half(self) -> bool {
+        matches!(self.family(), Family::Gemm | Family::Coop)
+    }
+
     /// Whether this kernel can compute the convolution: the one check, used by the tuner's
     /// candidates and by forced kernels. Depthwise kernels need groups == C; [`ConvKernel::Coop`]
-    /// float16 operands (the others take any type: 16-bit ones through f32 copies).
+    /// float16 operands (the others take float32, float16 and bfloat16: see
+    /// [`ConvKernel::reads_half`]).
     pub fn eligible(self, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
         match self {
             ConvKernel::Auto => Err(Error::invalid(OP, "no kernel was resolved for the convolution")),

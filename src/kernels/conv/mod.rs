@@ -43,7 +43,7 @@ use crate::runtime::Runtime;
 
 
 /// Records a validated convolution through `call.kernel` (not `Auto`) into `rec`: f32
-/// operands, or f16 ones on [`ConvKernel::Coop`]. The caller holds the operands until the work is done.
+/// operands, or 16-bit ones on a kernel that reads them ([`ConvKernel::reads_half`]). The caller holds the operands until the work is done.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
     let &ConvCall { out, input, weight, bias, options, g, kernel, residual, .. } = call;
     kernel.eligible(g, options)?;
@@ -60,6 +60,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
         // f16 operands bound whole: no image ranges of f32 windows.
         return coop::record(rt, rec, call);
     }
+    if g.dtype != crate::dtype::DType::F32 && !kernel.reads_half() {
+        return Err(Error::unsupported(call.op, format!("{kernel:?} convolves float32 operands, got {:?} (16-bit calls reach it through f32 copies)", g.dtype)));
+    }
     let report = &rt.report;
     for (name, t) in [("bias", bias), ("weight", Some(weight))] {
         if let Some(t) = t {
@@ -68,7 +71,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
             }
         }
     }
-    let ranges = image_ranges(input.layout, out.layout, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64)?;
+    let ranges = image_ranges(input.layout, out.layout, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64, g.dtype.size() as u64)?;
     let ops = Operands { call: *call, ranges: &ranges };
     match kernel.family() {
         Family::Blocked => blocked::record(rt, rec, &ops),
@@ -108,6 +111,10 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
                         }
                         continue;
                     }
+                    if kernel.family() == Family::Gemm {
+                        // The 16-bit forms (every pipeline of the f32 ones above, in each type).
+                        half_forms(&mut out, channels, vin, vout, (mode, relu, resid));
+                    }
                     if kernel != ConvKernel::DepthwiseRows {
                         constants.insert(0, ("CHANNELS", channels));
                     }
@@ -128,6 +135,22 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
         }
     }
     out
+}
+
+/// The 16-bit forms (`conv2d_gemm16`, `conv2d_gemm_sum16`) of a whole GEMM pipeline, in
+/// float16 and bfloat16: the kernel with this epilogue, and, once per orientation and vector
+/// form, the split-K slices and sums as `gpu_pipelines` lists them for f32.
+fn half_forms(out: &mut Vec<PipelineSpec>, channels: i64, vin: i64, vout: i64, (mode, relu, resid): (i64, i64, i64)) {
+    for dtype in [crate::dtype::DType::F16, crate::dtype::DType::BF16] {
+        let half = ("HALF", dtype.code() as i64);
+        out.push(PipelineSpec { kernel: "conv2d_gemm16", constants: vec![("CHANNELS", channels), ("MODE", mode), ("RELU", relu), ("RESID", resid), ("VIN", vin), ("VOUT", vout), half] });
+        if (mode, relu, resid, vout) == (0, 0, 0, 1) {
+            out.push(PipelineSpec { kernel: "conv2d_gemm16", constants: vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin), ("VOUT", 1), ("SPLIT", 1), half] });
+        }
+        if vin == 0 && (channels == 1 || vout == 0) {
+            out.push(PipelineSpec { kernel: "conv2d_gemm_sum16", constants: vec![("CHANNELS", channels), ("MODE", mode), ("RELU", relu), ("RESID", resid), ("VOUT", vout), half] });
+        }
+    }
 }
 
 /// The registered kernel of a GPU-shaped kernel.
