@@ -172,10 +172,10 @@ fn wgsl_dtype_codes_are_generated_from_rust() {
 #[test]
 fn convolution_kernels_take_their_shared_bindings_from_one_prelude() {
     // Bindings 1 and 3-6 (input, bias, output, and their vec4 views) are the same in every
-    // convolution family: conv_io declares them (conv_gemm_io16 for the GEMM's 16-bit form),
-    // and no other file a convolution is composed of. The tensor-core kernel (conv2d_coop*)
-    // binds its f16 operands itself (bindings 1-5).
-    const IO: [&str; 2] = ["conv_io", "conv_gemm_io16"];
+    // convolution family: conv_io declares them (conv_io16 for the 16-bit forms), and no other
+    // file a convolution is composed of. The tensor-core kernel (conv2d_coop*) binds its f16
+    // operands itself (bindings 1-5).
+    const IO: [&str; 2] = ["conv_io", "conv_io16"];
     for io in IO {
         let (_, text) = PRELUDES.iter().find(|(n, _)| *n == io).unwrap();
         for b in [1, 3, 4, 5, 6] {

@@ -30,7 +30,8 @@ override VIN: bool = false;
 override VOUT: bool = false;
 override WG: u32 = 64u;
 
-// Bindings 1 and 3-6: conv_io.wgsl.
+// Bindings 1 and 3-6 and their loads and stores: conv_io.wgsl, or conv_io16.wgsl for 16-bit
+// operands (conv2d_depthwise16; the host binds an f32 copy of the weight then).
 @group(0) @binding(0) var<uniform> dp_u: array<DepthwiseParams, 1>;
 
 fn pz() -> u32 {
@@ -42,7 +43,7 @@ fn bias_at(k: u32) -> f32 {
     if (dp_u[pz()].finish.x != 1u || k >= dp_u[pz()].work.z) {
         return 0.0;
     }
-    return bias[u32(dp_u[pz()].base.w + i32(k) * i32(dp_u[pz()].work.w))];
+    return bias_elem(u32(dp_u[pz()].base.w + i32(k) * i32(dp_u[pz()].work.w)));
 }
 
 fn finish(v: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
@@ -78,7 +79,7 @@ fn pixels(n: u32, k: u32, oy: u32, ox0: u32) {
             for (var j = 0; j < 4; j = j + 1) {
                 let ix = ix0 + j * dp_u[pz()].conv.y + kx * dp_u[pz()].taps.w;
                 if (inside(iy, ix)) {
-                    acc[j] = acc[j] + w * x[u32(xoff + iy * dp_u[pz()].xs.z + ix * dp_u[pz()].xs.w)];
+                    acc[j] = acc[j] + w * x_at(u32(xoff + iy * dp_u[pz()].xs.z + ix * dp_u[pz()].xs.w));
                 }
             }
         }
@@ -87,12 +88,12 @@ fn pixels(n: u32, k: u32, oy: u32, ox0: u32) {
     let yoff = dp_u[pz()].base.y + i32(n) * dp_u[pz()].ys.x + i32(k) * dp_u[pz()].ys.y + i32(oy) * dp_u[pz()].ys.z + i32(ox0) * dp_u[pz()].ys.w;
     if (VOUT) {
         // OW is a multiple of 4: the 4 pixels all exist.
-        y4[u32(yoff) / 4u] = v;
+        y4_store(u32(yoff), v);
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (ox0 + j < dp_u[pz()].geo.w) {
-            y[u32(yoff + i32(j) * dp_u[pz()].ys.w)] = v[j];
+            y_store(u32(yoff + i32(j) * dp_u[pz()].ys.w), v[j]);
         }
     }
 }
@@ -115,14 +116,14 @@ fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
             var w = vec4<f32>(0.0);
             if (VIN) {
                 // K == C and 4 consecutive channels are one aligned word.
-                xv = x4[u32(at + i32(k0)) / 4u];
+                xv = x4_at(u32(at + i32(k0)));
             }
             for (var j = 0u; j < 4u; j = j + 1u) {
                 let k = k0 + j;
                 if (k < dp_u[pz()].work.z) {
                     w[j] = wt[u32(dp_u[pz()].base.z + i32(k) * dp_u[pz()].ws.x + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w)];
                     if (!VIN) {
-                        xv[j] = x[u32(at + i32(k / dp_u[pz()].work.y) * dp_u[pz()].xs.y)];
+                        xv[j] = x_at(u32(at + i32(k / dp_u[pz()].work.y) * dp_u[pz()].xs.y));
                     }
                 }
             }
@@ -134,12 +135,12 @@ fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
     let yoff = dp_u[pz()].base.y + i32(n) * dp_u[pz()].ys.x + i32(oy) * dp_u[pz()].ys.z + i32(ox) * dp_u[pz()].ys.w + i32(k0) * dp_u[pz()].ys.y;
     if (VOUT) {
         // K is a multiple of 4: the 4 channels all exist.
-        y4[u32(yoff) / 4u] = v;
+        y4_store(u32(yoff), v);
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (k0 + j < dp_u[pz()].work.z) {
-            y[u32(yoff + i32(j) * dp_u[pz()].ys.y)] = v[j];
+            y_store(u32(yoff + i32(j) * dp_u[pz()].ys.y), v[j]);
         }
     }
 }

@@ -51,12 +51,12 @@ fn ld(at: i32, ix: i32, k0: u32) -> vec4<f32> {
 fn ld_inside(at: i32, ix: i32, k0: u32) -> vec4<f32> {
     let p = at + ix * rp_u[pz()].xs.w;
     if (VIN) {
-        return x4[u32(p + i32(k0)) / 4u];
+        return x4_at(u32(p + i32(k0)));
     }
     var v = vec4<f32>(0.0);
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (k0 + j < rp_u[pz()].work.z) {
-            v[j] = x[u32(p + i32((k0 + j) / rp_u[pz()].work.y) * rp_u[pz()].xs.y)];
+            v[j] = x_at(u32(p + i32((k0 + j) / rp_u[pz()].work.y) * rp_u[pz()].xs.y));
         }
     }
     return v;
@@ -66,7 +66,7 @@ fn bias_at(k: u32) -> f32 {
     if (rp_u[pz()].finish.x != 1u || k >= rp_u[pz()].work.z) {
         return 0.0;
     }
-    return bias[u32(rp_u[pz()].base.w + i32(k) * rp_u[pz()].base.z)];
+    return bias_elem(u32(rp_u[pz()].base.w + i32(k) * rp_u[pz()].base.z));
 }
 
 fn put(n: u32, oy: u32, ox: u32, k0: u32, v: vec4<f32>, b: vec4<f32>) {
@@ -82,12 +82,12 @@ fn put(n: u32, oy: u32, ox: u32, k0: u32, v: vec4<f32>, b: vec4<f32>) {
     }
     let at = rp_u[pz()].base.y + i32(n) * rp_u[pz()].ys.x + i32(oy) * rp_u[pz()].ys.z + i32(ox) * rp_u[pz()].ys.w + i32(k0) * rp_u[pz()].ys.y;
     if (VOUT) {
-        y4[u32(at) / 4u] = o;
+        y4_store(u32(at), o);
         return;
     }
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (k0 + j < rp_u[pz()].work.z) {
-            y[u32(at + i32(j) * rp_u[pz()].ys.y)] = o[j];
+            y_store(u32(at + i32(j) * rp_u[pz()].ys.y), o[j]);
         }
     }
 }

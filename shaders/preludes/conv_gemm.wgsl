@@ -15,8 +15,9 @@ override VOUT: bool = false;
 // partial sums (binding 6, the partial buffer) without the epilogue.
 override SPLIT: bool = false;
 
-// Bindings 1 and 3-7 and how elements are read and written: conv_gemm_io.wgsl (float32, with
-// conv_io.wgsl) or conv_gemm_io16.wgsl (16-bit types). The packed weight is f32 for both.
+// Bindings 1 and 3-7 and how elements are read and written: conv_io.wgsl and conv_gemm_io.wgsl
+// (float32), or conv_io16.wgsl and conv_gemm_io16.wgsl (16-bit types). The packed weight is f32
+// for both.
 @group(0) @binding(2) var<storage, read> wp: array<vec4<f32>>;
 
 // The residual at the output's window indices `at` + i * `step` for the lanes `live` marks

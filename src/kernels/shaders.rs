@@ -17,7 +17,8 @@
 //! accumulators, `conv2d_direct_span` the spans of input pixels that their rows forms slide
 //! along), and `conv_weights*` two ways of reading their weights (`matmul_weights` a third:
 //! a batch of weights in storage; `shuffled_rows` what the two shuffled ones share); `conv_io`
-//! the bindings every convolution kernel shares, `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
+//! the bindings every convolution kernel shares and their loads and stores, `conv_io16` the
+//! same for float16 and bfloat16 operands (the GEMM and depthwise kernels' `16` forms), `conv_relu` every convolution's fused ReLU; `conv2d_depthwise_block` the uniform, loads and stores of the
 //! depthwise kernels that hold blocks of pixels x 4 channels, and `conv2d_depthwise_cols*` two
 //! ways the tall one gets the input columns its neighbour also reads (loaded, or through
 //! subgroup shuffles); `subgroup_slot` the work slot of a lane, for the kernels that hand out
@@ -26,8 +27,9 @@
 //! and `matmul_gemm` (A and B through their strides; `matmul_gemm_sum` a split-K product's
 //! second dispatch) share, `conv_gemm` the bindings and
 //! epilogue of `conv2d_gemm` and `conv2d_gemm_sum` (a split-K call's second dispatch),
-//! `conv_gemm_io` / `conv_gemm_io16` how those two read and write float32 or 16-bit operands
-//! (each registered once per form: `conv2d_gemm16`, `conv2d_gemm_sum16`),
+//! `conv_gemm_io` / `conv_gemm_io16` what those two read and write beyond `conv_io` / `conv_io16`
+//! (the residual, split-K's partial sums) in float32 or 16-bit operands (`conv2d_gemm16`,
+//! `conv2d_gemm_sum16`),
 //! `conv_gemm_params` the uniform, specializations and output index they share with the
 //! tensor-core `conv2d_coop`, `conv_gemm_taps` the im2col mapping (pixels, taps) of
 //! `conv2d_gemm` and `conv2d_coop`, `matmul_params` the matrix products'
@@ -91,6 +93,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("conv_gemm", prelude!("conv_gemm")),
     ("conv_gemm_io", prelude!("conv_gemm_io")),
     ("conv_gemm_io16", prelude!("conv_gemm_io16")),
+    ("conv_io16", prelude!("conv_io16")),
     ("conv_gemm_taps", prelude!("conv_gemm_taps")),
     ("matmul_params", prelude!("matmul_params")),
     ("matmul_epilogue", prelude!("matmul_epilogue")),
@@ -165,8 +168,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_gemm", &["conv_io", "conv_gemm_io", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
     ("conv2d_gemm_sum", &["conv_io", "conv_gemm_io", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
     // The same two reading and writing float16 or bfloat16 operands (HALF) as they are.
-    ("conv2d_gemm16", &["dtypes", "cast", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
-    ("conv2d_gemm_sum16", &["dtypes", "cast", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
+    ("conv2d_gemm16", &["dtypes", "cast", "conv_io16", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
+    ("conv2d_gemm_sum16", &["dtypes", "cast", "conv_io16", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
     // The f16 convolution on tensor cores, in both fragment sizes.
     ("conv2d_coop", &["conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
     ("conv2d_coop8", &["conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),
@@ -181,6 +184,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),
     ("conv2d_depthwise_rows", &["conv_io", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
+    // The same two reading and writing float16 or bfloat16 operands (HALF) as they are.
+    ("conv2d_depthwise16", &["dtypes", "cast", "conv_io16", "packed_store", "conv_relu"], kernel!("conv2d_depthwise")),
+    ("conv2d_depthwise_rows16", &["dtypes", "cast", "conv_io16", "packed_store", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
     ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io", "packed_store"], kernel!("reduce_general")),

@@ -133,6 +133,42 @@ pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, ali
     Ok(ranges)
 }
 
+/// The form a family's kernel takes for the call's element type: float32 (`conv_io.wgsl`), or
+/// float16 / bfloat16 read and written as they are (the `16` kernels, `conv_io16.wgsl`, given
+/// the type as their `HALF` constant).
+pub(crate) struct ElementForm {
+    half: Option<(&'static str, i64)>,
+    /// Bytes of the words the kernel moves 4 elements in: a vec4 of f32, or a vec2 of u32.
+    pub unit: u64,
+}
+
+impl ElementForm {
+    /// The form of `g`'s type for `kernel` (one that reads 16-bit operands, for those types).
+    pub fn of(g: &Conv2dShape, kernel: ConvKernel) -> Result<ElementForm> {
+        match g.dtype {
+            DType::F32 => Ok(ElementForm { half: None, unit: 16 }),
+            DType::F16 | DType::BF16 if kernel.reads_half() => Ok(ElementForm { half: Some(("HALF", g.dtype.code() as i64)), unit: 8 }),
+            other => Err(Error::unsupported(OP, format!("{kernel:?} convolves float32 operands{}, got {other:?}", if kernel.reads_half() { ", float16 or bfloat16" } else { "" }))),
+        }
+    }
+
+    /// Whether the operands are 16-bit.
+    pub fn half(&self) -> bool {
+        self.half.is_some()
+    }
+
+    /// The registered kernel of this form.
+    pub fn shader(&self, f32_form: &'static str, half_form: &'static str) -> &'static str {
+        if self.half() { half_form } else { f32_form }
+    }
+
+    /// `constants` with the type's `HALF` constant (16-bit forms).
+    pub fn constants(&self, mut constants: Vec<(&'static str, i64)>) -> Vec<(&'static str, i64)> {
+        constants.extend(self.half);
+        constants
+    }
+}
+
 /// `v` as a uniform's i32 (an overflow error of the convolution otherwise).
 pub(crate) fn i32_of(v: isize, what: &str) -> Result<i32> {
     dispatch::i32_of(OP, v, what)

@@ -1,13 +1,16 @@
 //! The depthwise convolutions (`conv2d_depthwise.wgsl` and `conv2d_depthwise_rows.wgsl`,
 //! groups == C): each output channel reads
 //! one input channel, so the kernel is a per-channel stencil bound by memory. Every operand,
-//! the weight included, is read in place through its strides.
+//! the weight included, is read in place through its strides. Float16 and bfloat16 operands
+//! are read and written as they are (`conv2d_depthwise16`, `conv2d_depthwise_rows16`), the
+//! weight through an f32 copy (packed, for the rows kernel): the f32 kernel's arithmetic, step
+//! for step.
 
 
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings, u32_of, words, Operands};
+use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, ElementForm, Operands};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
@@ -43,9 +46,19 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         return record_rows(rt, rec, ops);
     }
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
+    let form = ElementForm::of(g, kernel)?;
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
-    let wl = ops.weight.layout;
+    // A 16-bit weight is read from a dense f32 copy (the kernel reads the weight as f32).
+    let copy = if form.half() {
+        let dense = Layout::contiguous(ops.weight.layout.shape())?;
+        let b = packed_buffer(rt, rec, dense.numel(), dense.numel(), DType::F32, wgpu::BufferUsages::empty())?;
+        pack(rt, rec, ops, &dense, ops.weight.layout, b.buffer(), DType::F32)?;
+        Some((b, dense))
+    } else {
+        None
+    };
+    let (wbuf, wl) = copy.as_ref().map_or((ops.weight.buffer, ops.weight.layout), |(b, l)| (b.buffer(), l));
     // Weight strides of (k, -, ky, kx); a 2-d weight [K, 1] is a 1x1 kernel.
     let ws = match wl.strides() {
         &[k, c, y, x] => [k, c, y, x],
@@ -72,21 +85,23 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             work: [u32_of(units, "depthwise invocations")?, u32_of(g.k / g.c, "K / C")?, u32_of(g.k, "K")?, i32_of(bs, "bias stride")? as u32],
             finish: finish(ops.bias.is_some() as u32, o.relu),
         };
-        let constants = vec![("CHANNELS", kernel.channels() as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
-        plan.push((r, params, PipelineKey { shader: "conv2d_depthwise", constants }, vout, grid));
+        let constants = form.constants(vec![("CHANNELS", kernel.channels() as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)]);
+        plan.push((r, params, PipelineKey { shader: form.shader("conv2d_depthwise", "conv2d_depthwise16"), constants }, vout, grid));
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let wbuf = ops.weight.buffer;
     let bias = bias_binding(ops.bias, wbuf);
     let dispatches: Vec<Dispatch<'_, DepthwiseParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
-            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+            let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words_of(r.x, form.unit)), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
     rec.hold(unused);
+    if let Some((b, _)) = copy {
+        rec.hold(b);
+    }
     Ok(())
 }
 
@@ -117,6 +132,7 @@ const TALL: usize = 16;
 /// (of [`TALL`] rows) per invocation.
 fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
+    let form = ElementForm::of(g, kernel)?;
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
     let kq = g.k.div_ceil(4);
@@ -148,7 +164,7 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
             strips: [u32_of(strips, "strips")?, u32_of(blocks, "row blocks")?, 0, 0],
             finish: finish(ops.bias.is_some() as u32, o.relu),
         };
-        let mut constants = vec![("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)];
+        let mut constants = form.constants(vec![("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)]);
         let shader = if tall {
             constants.push(("TALL", TALL as i64));
             if rt.report.shuffled_weights {
@@ -158,7 +174,7 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
             }
         } else {
             constants.push(("SLIDE", (o.stride.1 == 1 && o.dilation.1 == 1) as i64));
-            "conv2d_depthwise_rows"
+            form.shader("conv2d_depthwise_rows", "conv2d_depthwise_rows16")
         };
         plan.push((r, params, PipelineKey { shader, constants }, vout, grid));
     }
@@ -173,8 +189,8 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
     let dispatches: Vec<Dispatch<'_, RowsParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
-            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words(r.x)), o6], grid }
+            let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words_of(r.x, form.unit)), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;

@@ -20,7 +20,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, Operands};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, ElementForm, Operands};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::OP;
 use crate::layout::Layout;
@@ -54,18 +54,9 @@ uniform! {
 /// Records the convolution of `ops` through the GEMM kernel.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<()> {
     let (g, o, kernel) = (ops.g, ops.options, ops.kernel);
-    // The kernel's form for the element type: the HALF constant, and the bytes of the words it
-    // moves 4 elements in (vec4 of f32, or vec2 of u32).
-    let (half, unit) = match g.dtype {
-        DType::F32 => (None, 16),
-        DType::F16 | DType::BF16 => (Some(("HALF", g.dtype.code() as i64)), 8),
-        other => return Err(Error::unsupported(OP, format!("the GEMM kernels convolve float32, float16 or bfloat16 operands, got {other:?}"))),
-    };
-    let shader = |f32_form: &'static str, half_form: &'static str| if half.is_some() { half_form } else { f32_form };
-    let with_half = |mut c: Vec<(&'static str, i64)>| {
-        c.extend(half);
-        c
-    };
+    // float32, or 16-bit operands read as they are (`conv2d_gemm16`).
+    let form = ElementForm::of(g, kernel)?;
+    let unit = form.unit;
     let groups = o.groups;
     let (cg, kg) = (g.c / groups, g.k / groups);
     let r_len = cg * g.kh * g.kw;
@@ -116,17 +107,17 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             // The slices' partial sums, then their sum and the epilogue, one invocation per
             // pixel and channel quad.
             let constants = vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)];
-            plan.push((r, params, PipelineKey { shader: shader("conv2d_gemm", "conv2d_gemm16"), constants: with_half(constants) }, Step::Slices, grid));
+            plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Slices, grid));
             let invocations = groups as u64 * pixels as u64 * row as u64;
             let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
             let sum_params = GemmParams { work: [params.work[0], 0, 0, u32_of(invocations as usize, "partial sums")?], ..params };
             // The sum stores a pixel's 4 channels: one vec4 word channels-last only.
             let vout = vout && kernel.channels();
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VOUT", vout as i64)];
-            plan.push((r, sum_params, PipelineKey { shader: shader("conv2d_gemm_sum", "conv2d_gemm_sum16"), constants: with_half(constants) }, Step::Sum(vout), sum_grid));
+            plan.push((r, sum_params, PipelineKey { shader: form.shader("conv2d_gemm_sum", "conv2d_gemm_sum16"), constants: form.constants(constants) }, Step::Sum(vout), sum_grid));
         } else {
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)];
-            plan.push((r, params, PipelineKey { shader: shader("conv2d_gemm", "conv2d_gemm16"), constants: with_half(constants) }, Step::Whole(vout), grid));
+            plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Whole(vout), grid));
         }
     }
     // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),

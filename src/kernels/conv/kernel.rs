@@ -145,11 +145,13 @@ impl ConvKernel {
     }
 
     /// Whether the kernel reads and writes float16 and bfloat16 operands as they are: the GEMM
-    /// kernels (`conv2d_gemm16`, accumulating in f32 exactly as on f32 copies) and
-    /// [`ConvKernel::Coop`] (float16). The others run a 16-bit convolution on f32 copies of its
-    /// operands, converted by recorded copies.
+    /// kernels (`conv2d_gemm16`) and the GPU-shaped depthwise ones ([`ConvKernel::DepthwiseNchw`],
+    /// [`ConvKernel::DepthwiseNhwc`], [`ConvKernel::DepthwiseRows`]: `conv2d_depthwise16`,
+    /// `conv2d_depthwise_rows16`), each accumulating in f32 exactly as on f32 copies, and
+    /// [`ConvKernel::Coop`] (float16). The CPU-shaped kernels run a 16-bit convolution on f32
+    /// copies of its operands, converted by recorded copies.
     pub fn reads_half(self) -> bool {
-        matches!(self.family(), Family::Gemm | Family::Coop)
+        matches!(self.family(), Family::Gemm | Family::Coop) || matches!(self, ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows)
     }
 
     /// Whether this kernel can compute the convolution: the one check, used by the tuner's

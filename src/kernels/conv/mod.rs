@@ -121,14 +121,19 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
                     if kernel.family() == Family::Depthwise {
                         constants.push(("WG", depthwise::WG as i64));
                     }
-                    if kernel == ConvKernel::DepthwiseRows {
-                        for slide in [0, 1] {
-                            let mut c = constants.clone();
-                            c.push(("SLIDE", slide));
-                            out.push(PipelineSpec { kernel: shader_of(kernel), constants: c });
-                        }
+                    let forms: Vec<Vec<(&'static str, i64)>> = if kernel == ConvKernel::DepthwiseRows {
+                        [0, 1].into_iter().map(|slide| [constants.clone(), vec![("SLIDE", slide)]].concat()).collect()
                     } else {
-                        out.push(PipelineSpec { kernel: shader_of(kernel), constants });
+                        vec![constants]
+                    };
+                    for c in forms {
+                        // The depthwise kernels' 16-bit forms, in each type.
+                        if kernel.family() == Family::Depthwise {
+                            for dtype in [crate::dtype::DType::F16, crate::dtype::DType::BF16] {
+                                out.push(PipelineSpec { kernel: shader16_of(kernel), constants: [c.clone(), vec![("HALF", dtype.code() as i64)]].concat() });
+                            }
+                        }
+                        out.push(PipelineSpec { kernel: shader_of(kernel), constants: c });
                     }
                 }
             }
@@ -150,6 +155,14 @@ fn half_forms(out: &mut Vec<PipelineSpec>, channels: i64, vin: i64, vout: i64, (
         if vin == 0 && (channels == 1 || vout == 0) {
             out.push(PipelineSpec { kernel: "conv2d_gemm_sum16", constants: vec![("CHANNELS", channels), ("MODE", mode), ("RELU", relu), ("RESID", resid), ("VOUT", vout), half] });
         }
+    }
+}
+
+/// The registered 16-bit form of a GPU-shaped depthwise kernel.
+fn shader16_of(kernel: ConvKernel) -> &'static str {
+    match kernel {
+        ConvKernel::DepthwiseRows => "conv2d_depthwise_rows16",
+        _ => "conv2d_depthwise16",
     }
 }
 

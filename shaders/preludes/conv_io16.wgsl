@@ -1,0 +1,70 @@
+// The 16-bit twin of conv_io.wgsl, for the kernels that run on float16 and bfloat16 operands
+// (HALF) as they are: the GEMM convolution (conv2d_gemm16, conv2d_gemm_sum16) and the depthwise
+// ones (conv2d_depthwise16, conv2d_depthwise_rows16). The input and bias are bound as u32 words
+// of two elements each and read as f32, exactly (every 16-bit value is an f32); the output is
+// rounded once to the type (round to nearest even, cast.wgsl: the bits of the f32 result rounded
+// by a copy) and stored as whole words where 4 outputs are one aligned vec2 word (VOUT), else
+// element by element through packed_store.wgsl's atomics (an invocation never writes a
+// neighbour's half). Weights are f32 (packed, or an f32 copy, by the host), so the arithmetic is
+// the f32 kernel's step for step. Needs the `dtypes` prelude, cast.wgsl and packed_store.wgsl.
+
+// DT_F16 or DT_BF16.
+override HALF: u32 = DT_F16;
+
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(3) var<storage, read> bias: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<atomic<u32>>;
+// 4 elements a word (VIN, VOUT); the GEMM's split-K partial words (4 f32) as two of them.
+@group(0) @binding(5) var<storage, read> x4: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec2<u32>>;
+
+// Element i of the words `w` (i & 1 picks the half).
+fn half_at(w: u32, i: u32) -> f32 {
+    let h = (w >> (16u * (i & 1u))) & 0xffffu;
+    if (HALF == DT_F16) {
+        return unpack2x16float(h).x;
+    }
+    return bitcast<f32>(h << 16u);
+}
+
+// The 4 elements of a vec2 word.
+fn halves(w: vec2<u32>) -> vec4<f32> {
+    if (HALF == DT_F16) {
+        return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+    }
+    return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));
+}
+
+fn x_at(i: u32) -> f32 {
+    return half_at(x[i >> 1u], i);
+}
+
+fn x4_at(i: u32) -> vec4<f32> {
+    return halves(x4[i / 4u]);
+}
+
+fn bias_elem(i: u32) -> f32 {
+    return half_at(bias[i >> 1u], i);
+}
+
+// The bits of v rounded to the type (round to nearest even; NaN stays NaN).
+fn y_bits(v: f32) -> u32 {
+    return f32_to_float(HALF, bitcast<u32>(v));
+}
+
+// v rounded to the type, as the f32 it is exactly.
+fn y_round(v: vec4<f32>) -> vec4<f32> {
+    var r: vec4<f32>;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        r[i] = bitcast<f32>(float_to_f32(HALF, y_bits(v[i])));
+    }
+    return r;
+}
+
+fn y_store(i: u32, v: f32) {
+    store_packed(i, y_bits(v), 2u);
+}
+
+fn y4_store(i: u32, v: vec4<f32>) {
+    y4[i / 4u] = vec2<u32>(y_bits(v.x) | (y_bits(v.y) << 16u), y_bits(v.z) | (y_bits(v.w) << 16u));
+}
