@@ -254,7 +254,8 @@ fn the_tensor_core_kernel_writes_spirv_in_every_specialization() {
 
 /// The tensor-core convolution (`conv2d_coop`, `conv2d_coop8`) through naga's SPIR-V backend with
 /// wgpu's options in every specialization the host makes (kernels/conv/coop.rs: the reduction's
-/// order, bias, ReLU, residual; subgroups of 8, 32 and 64), as the matrix product's above.
+/// order, bias, ReLU, residual; subgroups of 8, 32 and 64; the tile, NARROW or not), as the
+/// matrix product's above.
 #[test]
 fn the_tensor_core_convolution_writes_spirv_in_every_specialization() {
     let mut written = 0;
@@ -262,15 +263,16 @@ fn the_tensor_core_convolution_writes_spirv_in_every_specialization() {
         let src = source_for(kernel, false).unwrap();
         let module = parse(kernel, &src);
         let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all()).validate(&module).unwrap();
-        for bits in 0..48u32 {
+        for bits in 0..96u32 {
             let flag = |i: u32| ((bits >> i) & 1) as f64;
-            let wg = [128.0, 256.0, 32.0][(bits >> 4) as usize];
-            let constants: naga::back::PipelineConstants = [("CHANNELS", flag(0)), ("MODE", flag(1)), ("RELU", flag(2)), ("RESID", flag(3)), ("WG", wg)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let wg = [128.0, 256.0, 32.0][(bits >> 4) as usize % 3];
+            let narrow = (bits / 48) as f64;
+            let constants: naga::back::PipelineConstants = [("CHANNELS", flag(0)), ("MODE", flag(1)), ("RELU", flag(2)), ("RESID", flag(3)), ("WG", wg), ("NARROW", narrow)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
             spirv_of(kernel, &module, &info, &constants);
             written += 1;
         }
     }
-    assert_eq!(written, 96);
+    assert_eq!(written, 192);
 }
 
 /// The cooperative-matrix probe's shaders (examples/coop_probe/, run only on adapters with the

@@ -4,7 +4,9 @@
 // matrices of FRAG x FRAG x FRAG (f16 x f16 + f32; FRAG 16 or 8 by the prelude coop_frag16 /
 // coop_frag8), for `ConvKernel::Coop`. A workgroup of four subgroups computes an 8 FRAG x
 // 8 FRAG tile (pixels x channels), each subgroup a 4 FRAG x 4 FRAG block of 4 x 4
-// accumulators. Each step of FRAG reduction indices gathers the tile's A through the im2col
+// accumulators; under NARROW (for K/groups of at most 4 FRAG, ResNet's 64-channel layers,
+// where a second column of blocks would only repeat the last fragment) a 16 FRAG x 4 FRAG
+// tile, the four blocks stacked along the pixels. Each step of FRAG reduction indices gathers the tile's A through the im2col
 // mapping (any input strides, zero in the padding and past R) into workgroup memory, where the
 // subgroups load their fragments; B is the weight, packed by the host as [group][Rp][Kp] f16
 // rows (Rp = R and Kp = K/groups rounded up to FRAG, zero in the padding) and loaded straight
@@ -22,6 +24,11 @@ enable wgpu_cooperative_matrix;
 // added in f16 before the ReLU): conv_gemm_params.wgsl.
 // Four subgroups (the host sets 4 x the adapter's subgroup size).
 override WG: u32 = 128u;
+// The tile: 16 FRAG pixels x 4 FRAG channels (the subgroups' blocks in one column), else
+// 8 FRAG x 8 FRAG (two by two).
+override NARROW: bool = false;
+// Pixels of the tile (BM) and subgroup blocks across it (its channels: COLS x 4 FRAG).
+const BM16: u32 = 16u * FRAG;
 
 @group(0) @binding(1) var<storage, read> xh: array<f16>;
 @group(0) @binding(2) var<storage, read> wh: array<f16>;
@@ -29,8 +36,8 @@ override WG: u32 = 128u;
 @group(0) @binding(4) var<storage, read_write> yh: array<f16>;
 @group(0) @binding(5) var<storage, read> rh: array<f16>;
 
-// The tile's A for one reduction step: 8 FRAG pixels x FRAG indices, row-major.
-var<workgroup> atile: array<f16, 8u * FRAG * FRAG>;
+// The tile's A for one reduction step: up to 16 FRAG pixels x FRAG indices, row-major.
+var<workgroup> atile: array<f16, BM16 * FRAG>;
 // Each subgroup's FRAG x FRAG accumulator on its way to the epilogue.
 var<workgroup> scratch: array<f32, 4u * FRAG * FRAG>;
 
@@ -87,7 +94,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let rest = id / gp_u[pz()].work.y;
     let tile_n = rest % gp_u[pz()].work.z;
     let group = rest / gp_u[pz()].work.z;
-    let bm = 8u * FRAG;
+    var bm = 8u * FRAG;
+    var cols = 2u;
+    if (NARROW) {
+        bm = BM16;
+        cols = 1u;
+    }
     let m0 = tile_m * bm;
     let kp = gp_u[pz()].red.w;
     let rp = (gp_u[pz()].red.z + FRAG - 1u) / FRAG * FRAG;
@@ -99,8 +111,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         pix[i] = pixel_at(m0 + lid / per_pixel + i * (WG / per_pixel), group);
     }
     // This subgroup's block: rows sm .. of the tile, channels q0 .. q3 (clamped to Kp).
-    let sm = (sid / 2u) * 4u * FRAG;
-    let n1 = tile_n * bm + (sid % 2u) * 4u * FRAG;
+    let sm = (sid / cols) * 4u * FRAG;
+    let n1 = tile_n * cols * 4u * FRAG + (sid % cols) * 4u * FRAG;
     let nlast = kp - FRAG;
     let q0 = min(n1, nlast);
     let q1 = min(n1 + FRAG, nlast);

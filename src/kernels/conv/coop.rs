@@ -62,10 +62,15 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     let geom = ops.geometry()?;
     let channels = call.input.layout.strides()[1] == 1;
     let pixels = g.n * g.oh * g.ow;
-    let bm = 8 * f;
-    let (tm, tn) = (pixels.div_ceil(bm), kg.div_ceil(bm));
+    // The tile (pixels x channels): 8 x 8 fragments, or, where the group's channels fit one
+    // column of subgroup blocks (4 fragments), 16 x 4 (NARROW: no block repeats the last
+    // fragment; each of the workgroup's invocations gathers at most 4 pixels of it).
+    let wg = coop::workgroup(report).1 as usize;
+    let narrow = kp <= 4 * f && 16 * f <= 4 * wg;
+    let (bm, bn) = if narrow { (16 * f, 4 * f) } else { (8 * f, 8 * f) };
+    let (tm, tn) = (pixels.div_ceil(bm), kg.div_ceil(bn));
     let total = tm as u64 * tn as u64 * groups as u64;
-    let grid = grid(rt, total, &format!("{total} workgroups of {bm} x {bm} outputs"))?;
+    let grid = grid(rt, total, &format!("{total} workgroups of {bm} x {bn} outputs"))?;
     let offset = |l: &Layout, what: &str| i32_of(l.offset() as isize, what);
     let params = GemmParams {
         xs: geom.xs,
@@ -80,7 +85,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
         res: [call.residual.map_or(Ok(0), |r| i32_of(r.layout.offset() as isize - call.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
         split: [1, 0, 0, 0],
     };
-    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report)];
+    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report), ("NARROW", narrow as i64)];
     let shader = coop::shader(report, "conv2d_coop", "conv2d_coop8");
     // The weight as [groups, K/groups, C/groups, kh, kw], copied into the packed rows:
     // element (g, k, c, ky, kx) at (g * Rp + r) * Kp + k, r in the kernel's order.
