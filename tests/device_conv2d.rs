@@ -731,8 +731,9 @@ fn tensor_core_convolutions_match_the_reference() {
 /// Kernel sizes 1x1 to 7x7, strides, padding, dilation, groups, depthwise with K = C and 2C,
 /// NCHW, channels-last and non-dense inputs, a channels-last weight, a bias at an offset, a
 /// residual in the output's strides (in the GEMM epilogue) or not (added after), channel counts
-/// off the vec4 words (element stores) and on them (word stores), and reductions long enough to
-/// split. The first case of each family also runs as the automatic choice (its NHWC kernel).
+/// off the vec4 words (element stores) and on them (word stores), reductions long enough to
+/// split, subnormal inputs, and a call without bias or ReLU into a view at an odd offset whose
+/// neighbouring halves keep their bits. The first case of each family also runs as the automatic choice (its NHWC kernel).
 #[test]
 fn sixteen_bit_convolutions_equal_their_f32_copies_bit_for_bit() {
     use strided_wgpu::advanced::conv2d_add_with;
@@ -759,7 +760,13 @@ fn sixteen_bit_convolutions_equal_their_f32_copies_bit_for_bit() {
                 let dtype = if (i + j) % 2 == 0 { DType::F16 } else { DType::BF16 };
                 let u = if dtype == DType::F16 { 1.0 / 1024.0 } else { 1.0 / 128.0 };
                 let h = |s: &[usize], rng: &mut Rng| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap().to(dtype).unwrap();
-                let x = h(&xs, &mut rng);
+                // Case 1: a third of the input subnormal in float16 (and tiny in bfloat16).
+                let x = if i == 1 {
+                    let v: Vec<f32> = vals(&mut rng, xs.iter().product()).into_iter().enumerate().map(|(e, v)| if e % 3 == 0 { v * 1e-6 } else { v }).collect();
+                    HostTensor::from_vec(v, &xs).unwrap().to(dtype).unwrap()
+                } else {
+                    h(&xs, &mut rng)
+                };
                 let x = match form {
                     0 => x,
                     1 => x.contiguous(MemoryFormat::ChannelsLast).unwrap(),
@@ -812,6 +819,22 @@ fn sixteen_bit_convolutions_equal_their_f32_copies_bit_for_bit() {
                 };
                 same_bits("conv2d", &got, &via_f32);
                 same_bits("conv2d_add", &got_add, &via_f32_add);
+                if j == 0 {
+                    // Without bias or ReLU, into a view at an odd element offset whose rows
+                    // leave a column between them: that column (the other halves of the words
+                    // the kernel stores into) keeps its bits.
+                    let plain = Conv2dOptions { relu: false, ..o };
+                    let [n, kk, oh, ow] = [want.shape()[0], want.shape()[1], want.shape()[2], want.shape()[3]];
+                    let ones = HostTensor::from_vec(vec![1.0f32; n * kk * oh * (ow + 1)], &[n, kk, oh, ow + 1]).unwrap().to(dtype).unwrap();
+                    let big = DeviceTensor::upload(ctx, &ones).unwrap();
+                    let view = big.narrow(3, 1, ow).unwrap();
+                    let mut batch = ctx.batch();
+                    batch.conv2d_out_with(&dx, &dw, None, &plain, &view, kernel).unwrap_or_else(|e| panic!("{what} into a view: {e}"));
+                    batch.submit().unwrap();
+                    same_bits("conv2d_out into a view, no bias or ReLU", &view, &narrow(&conv2d_with(&x32, &w32, None, &plain, kernel).unwrap()));
+                    let column = common::elementwise::bits(&big.narrow(3, 0, 1).unwrap().download().unwrap());
+                    assert!(column.iter().all(|&b| b == common::elementwise::bits(&ones)[0]), "{what}: the column between the view's rows changed");
+                }
                 if (i == 0 || i == 5) && j == 1 {
                     // The automatic choice, where the class keeps this kernel (the default of
                     // GPUs; here a tuning file that says so, in a context of its own): the

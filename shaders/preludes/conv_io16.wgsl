@@ -18,21 +18,29 @@ override HALF: u32 = DT_F16;
 @group(0) @binding(5) var<storage, read> x4: array<vec2<u32>>;
 @group(0) @binding(6) var<storage, read_write> y4: array<vec2<u32>>;
 
+// A 16-bit element's bits (the low 16 of h) as f32, exactly, as cast.wgsl widens it for a
+// copy: bfloat16 by a shift; float16 through unpack2x16float for normal numbers and zeros
+// (whose conversion is exact on every IEEE unit) and through cast.wgsl's integer conversion
+// for subnormals, infinities and NaN (which a driver may flush or quiet).
+fn widen(h: u32) -> f32 {
+    if (HALF != DT_F16) {
+        return bitcast<f32>(h << 16u);
+    }
+    let e = h & 0x7c00u;
+    if (e == 0x7c00u || (e == 0u && (h & 0x3ffu) != 0u)) {
+        return bitcast<f32>(f16_to_f32(h));
+    }
+    return unpack2x16float(h).x;
+}
+
 // Element i of the words `w` (i & 1 picks the half).
 fn half_at(w: u32, i: u32) -> f32 {
-    let h = (w >> (16u * (i & 1u))) & 0xffffu;
-    if (HALF == DT_F16) {
-        return unpack2x16float(h).x;
-    }
-    return bitcast<f32>(h << 16u);
+    return widen((w >> (16u * (i & 1u))) & 0xffffu);
 }
 
 // The 4 elements of a vec2 word.
 fn halves(w: vec2<u32>) -> vec4<f32> {
-    if (HALF == DT_F16) {
-        return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
-    }
-    return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));
+    return vec4<f32>(widen(w.x & 0xffffu), widen(w.x >> 16u), widen(w.y & 0xffffu), widen(w.y >> 16u));
 }
 
 fn x_at(i: u32) -> f32 {

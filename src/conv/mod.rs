@@ -179,8 +179,9 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
 /// device kernels ([`conv2d`](crate::ops::conv2d): the kept or default kernel of its shape class;
 /// [`Batch::conv2d`](crate::Batch::conv2d) records the same call). Element types f32, f16 and
 /// bf16, one for every operand and the output: a 16-bit convolution accumulates in f32 and
-/// rounds its result once (on the device its operands are converted to f32 tensors by recorded
-/// copies, its result converted back). Operands of another element type are
+/// rounds its result once (on the device the GPU-shaped kernels, GEMM and depthwise, and the
+/// float16 tensor-core kernel read and write the 16-bit operands as they are; the CPU-shaped
+/// kernels run on f32 copies made by recorded copies, the result converted back). Operands of another element type are
 /// [`Error::Unsupported`]; mixed types, or an `out` of another type or shape, are
 /// [`Error::InvalidArgument`]; bad shapes and options are typed errors and nothing is written.
 ///
@@ -213,9 +214,9 @@ pub trait Conv2d: Sized {
     /// conv-bias-add-activation). `residual` has the operands' type and the output's shape, in
     /// any strides.
     /// The result equals `conv2d` without ReLU, `add_(residual)` and `relu_()` bit for bit; on
-    /// the device the GEMM kernels add it in their epilogue (one pass over memory instead of
-    /// three), the others record the three ops, as does every 16-bit convolution (its
-    /// convolution is rounded before the add).
+    /// the device the GEMM kernels and the tensor-core kernel add it in their epilogue (one pass
+    /// over memory instead of three), the others record the three ops; a 16-bit convolution's
+    /// result is rounded to its type before the add, as the separate ops round it.
     fn conv2d_add(&self, weight: &Self, bias: Option<&Self>, residual: &Self, options: &Conv2dOptions) -> Result<Self>;
 }
 

@@ -171,8 +171,8 @@ impl Batch<'_> {
     }
 
     /// Records a checked convolution (the kernel `Auto` or forced) into `out`: f32, and 16-bit
-    /// types on a kernel that reads them as they are ([`ConvKernel::reads_half`]: the GEMM
-    /// kernels here, [`ConvKernel::Coop`] in `convolve_coop`), its tail kept for fusion in a
+    /// types on a kernel that reads them as they are ([`ConvKernel::reads_half`]: the GEMM and
+    /// GPU-shaped depthwise kernels here, [`ConvKernel::Coop`] in `convolve_coop`), its tail kept for fusion in a
     /// captured graph (`gpu/fuse.rs`, which fuses f32 tails only); 16-bit types on the other
     /// kernels through f32 copies (`convolve_in_f32`).
     #[allow(clippy::too_many_arguments)]
@@ -487,9 +487,11 @@ impl GpuContext {
         if g.dtype == DType::F32 {
             return self.tune_f32_into(out, input, weight, bias, options, g, drive).await;
         }
-        // A 16-bit convolution runs in f32 (`Batch::convolve_in_f32`): measured on f32 copies of
-        // the operands, in the memory formats that path gives them, so the class is the one its
-        // calls look up; nothing is copied when that class is tuned already.
+        // A 16-bit convolution takes the kernel of its f32 copies' class: measured on f32 copies
+        // of the operands, in the memory formats `Batch::convolve_in_f32` gives them, so the
+        // class is the one its calls look up (the kernels that read 16-bit operands run them in
+        // about their f32 time, less the conversions the others need); nothing is copied when
+        // that class is tuned already.
         let out32 = f32_twin(out)?;
         if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, &f32_twin(input.layout())?, &out32)).is_some() {
             return Ok(false);

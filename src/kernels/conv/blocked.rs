@@ -228,10 +228,10 @@ pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>
     let blocks = packed_buffer(rt, rec, block_elems, 0, DType::F32, wgpu::BufferUsages::UNIFORM)?;
     for i in 0..windows {
         let (dst, src) = views(i, block_elems)?;
-        pack(rt, rec, ops, &dst, &src, blocks.buffer(), DType::F32)?;
+        pack(rt, rec, ops, &dst, &src, &blocks, DType::F32)?;
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let bias = bias_binding(ops.bias, blocks.buffer());
+    let bias = bias_binding(ops.bias, &blocks);
     let dispatches: Vec<Dispatch<'_, ConvParams>> = plan
         .into_iter()
         .map(|(r, wi, params, key, vout, grid)| {
@@ -239,13 +239,12 @@ pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>
             Dispatch {
                 key,
                 params,
-                bindings: vec![(ops.input.buffer, r.x), (blocks.buffer(), ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, (ops.input.buffer, words(r.x)), o6],
+                bindings: vec![(ops.input.buffer, r.x), (&blocks, ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, (ops.input.buffer, words(r.x)), o6],
                 grid,
             }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
     rec.hold(unused);
-    rec.hold(blocks);
     Ok(())
 }

@@ -64,7 +64,7 @@ pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOption
     let cpu = report.device_type == wgpu::DeviceType::Cpu;
     // Not the tensor-core kernel: 16-bit convolutions take it by its own rule
     // (`gpu::conv::coop_applies`); every other one takes the kernel of the f32 shape's class
-    // (the GEMM kernels read its operands as they are, the others f32 copies of them).
+    // (those of `ConvKernel::reads_half` read its operands as they are, the others f32 copies).
     ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
 }
 

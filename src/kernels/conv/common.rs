@@ -11,7 +11,6 @@ use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::kernels::copy;
 use crate::layout::Layout;
 use crate::plan::CopyPlan;
-use crate::runtime::pool::Pooled;
 use crate::runtime::record::Recorder;
 use crate::runtime::{Runtime, Slot};
 
@@ -254,15 +253,20 @@ pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Resul
 /// A scratch buffer of `elems` elements of `dtype` (its bytes rounded up to whole words) into
 /// which a family packs the weight, of which the packing copies write `packed` (distinct)
 /// elements: zeroed first (a clear recorded ahead of the copies, which also ends the compute
-/// pass) only where the copies leave padding.
-pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, packed: usize, dtype: DType, usage: wgpu::BufferUsages) -> Result<Pooled> {
-    rt.scoped(OP, || {
+/// pass) only where the copies leave padding. The recording holds it from the start (no error
+/// path returns it to the pool while a recorded command still writes it); the handle is what
+/// the family binds.
+pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, packed: usize, dtype: DType, usage: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+    let b = rt.scoped(OP, || {
         let b = rt.buffer(OP, (elems as u64 * dtype.size() as u64).next_multiple_of(4), usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
         if packed < elems {
             rec.clear_buffer(b.buffer(), 0, None);
         }
         Ok(b)
-    })
+    })?;
+    let handle = b.buffer().clone();
+    rec.hold(b);
+    Ok(handle)
 }
 
 /// Records the copy of the weight view `src` (of `ops.weight`'s buffer, elements of the call's

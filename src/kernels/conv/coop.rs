@@ -1,8 +1,9 @@
 //! The float16 tensor-core convolution (`conv2d_coop.wgsl`, [`ConvKernel::Coop`]): the implicit
 //! GEMM of `gemm.rs` with its inner product on cooperative matrices (16 x 16 x 16, or 8 x 8 x 8
 //! where the adapter has only that, f32 accumulation), reading f16 operands and writing the f16
-//! output with bias, residual and ReLU in its epilogue: no conversions to f32 and back, which
-//! the other kernels need for 16-bit types (`Batch::convolve_in_f32`). The weight is packed once
+//! output with bias, residual and ReLU in its epilogue, as the SIMT GEMM and depthwise kernels
+//! do too (`conv2d_gemm16`; the CPU-shaped kernels need conversions to f32 and back,
+//! `Batch::convolve_in_f32`). The weight is packed once
 //! per call into [group][Rp][Kp] f16 rows (R and K/groups rounded up to the fragment side, zero
 //! in the padding); input, output, bias and residual are bound whole and read through their
 //! strides.
@@ -94,13 +95,12 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     let (sc, sy, sx) = if channels { (kpi, (g.kw * cg) as isize * kpi, cg as isize * kpi) } else { ((g.kh * g.kw) as isize * kpi, g.kw as isize * kpi, kpi) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[(rp * kp) as isize, 1, sc, sy, sx], 0, packed_elems)?;
     let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F16, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, &ops, &dst, &w, packed.buffer(), DType::F16)?;
+    pack(rt, rec, &ops, &dst, &w, &packed, DType::F16)?;
     let whole = |b: &wgpu::Buffer| (0, b.size());
     // Without a bias or residual (never read), the packed weight's window again.
-    let bias = call.bias.map_or((packed.buffer(), (0, packed_bytes)), |b| (b.buffer, whole(b.buffer)));
-    let res = call.residual.map_or((packed.buffer(), (0, packed_bytes)), |r| (r.buffer, whole(r.buffer)));
-    let bindings = vec![(call.input.buffer, whole(call.input.buffer)), (packed.buffer(), (0, packed_bytes)), bias, (call.out.buffer, whole(call.out.buffer)), res];
+    let bias = call.bias.map_or((&packed, (0, packed_bytes)), |b| (b.buffer, whole(b.buffer)));
+    let res = call.residual.map_or((&packed, (0, packed_bytes)), |r| (r.buffer, whole(r.buffer)));
+    let bindings = vec![(call.input.buffer, whole(call.input.buffer)), (&packed, (0, packed_bytes)), bias, (call.out.buffer, whole(call.out.buffer)), res];
     dispatch::record(rt, rec, OP, SLOTS, &[Dispatch { key: PipelineKey { shader, constants }, params, bindings, grid }])?;
-    rec.hold(packed);
     Ok(())
 }

@@ -49,16 +49,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let form = ElementForm::of(g, kernel)?;
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
-    // A 16-bit weight is read from a dense f32 copy (the kernel reads the weight as f32).
-    let copy = if form.half() {
+    // A 16-bit weight is read from a dense f32 copy (the kernel reads the weight as f32), made
+    // once everything else is checked.
+    let dense = if form.half() {
         let dense = Layout::contiguous(ops.weight.layout.shape())?;
-        let b = packed_buffer(rt, rec, dense.numel(), dense.numel(), DType::F32, wgpu::BufferUsages::empty())?;
-        pack(rt, rec, ops, &dense, ops.weight.layout, b.buffer(), DType::F32)?;
-        Some((b, dense))
+        check_packed(rt, dense.numel(), ops.weight.layout)?;
+        Some(dense)
     } else {
         None
     };
-    let (wbuf, wl) = copy.as_ref().map_or((ops.weight.buffer, ops.weight.layout), |(b, l)| (b.buffer(), l));
+    let wl = dense.as_ref().unwrap_or(ops.weight.layout);
     // Weight strides of (k, -, ky, kx); a 2-d weight [K, 1] is a 1x1 kernel.
     let ws = match wl.strides() {
         &[k, c, y, x] => [k, c, y, x],
@@ -89,6 +89,15 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         plan.push((r, params, PipelineKey { shader: form.shader("conv2d_depthwise", "conv2d_depthwise16"), constants }, vout, grid));
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let copy = match &dense {
+        Some(dense) => {
+            let b = packed_buffer(rt, rec, dense.numel(), dense.numel(), DType::F32, wgpu::BufferUsages::empty())?;
+            pack(rt, rec, ops, dense, ops.weight.layout, &b, DType::F32)?;
+            Some(b)
+        }
+        None => None,
+    };
+    let wbuf = copy.as_ref().unwrap_or(ops.weight.buffer);
     let bias = bias_binding(ops.bias, wbuf);
     let dispatches: Vec<Dispatch<'_, DepthwiseParams>> = plan
         .into_iter()
@@ -99,9 +108,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
     rec.hold(unused);
-    if let Some((b, _)) = copy {
-        rec.hold(b);
-    }
     Ok(())
 }
 
@@ -183,18 +189,17 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
     let row = (4 * kq) as isize;
     let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
     let packed = packed_buffer(rt, rec, packed_elems, g.k * g.kh * g.kw, DType::F32, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, ops, &dst, &w4, packed.buffer(), DType::F32)?;
+    pack(rt, rec, ops, &dst, &w4, &packed, DType::F32)?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let bias = bias_binding(ops.bias, packed.buffer());
+    let bias = bias_binding(ops.bias, &packed);
     let dispatches: Vec<Dispatch<'_, RowsParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (packed.buffer(), (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words_of(r.x, form.unit)), o6], grid }
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (&packed, (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words_of(r.x, form.unit)), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
     rec.hold(unused);
-    rec.hold(packed);
     Ok(())
 }

@@ -127,14 +127,14 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
     let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
     let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F32, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, ops, &dst, &w, packed.buffer(), DType::F32)?;
+    pack(rt, rec, ops, &dst, &w, &packed, DType::F32)?;
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let partial_bytes = slice_bytes * nslices as u64;
     let partial = if split { Some(rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?) } else { None };
-    let bias = bias_binding(ops.bias, packed.buffer());
+    let bias = bias_binding(ops.bias, &packed);
     // Without a residual (never read) a few bytes of the packed weight, bound read-only
     // already (the scratch word is bound writable).
-    let res = ops.residual.map_or((packed.buffer(), (0, packed_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
+    let res = ops.residual.map_or((&packed, (0, packed_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
         .into_iter()
         .map(|(r, params, key, step, grid)| {
@@ -146,7 +146,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
                 Step::Slices => (input, [(unused.buffer(), (0, 16)), whole]),
                 Step::Sum(vout) => ([whole, whole], out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, unit)),
             };
-            Dispatch { key, params, bindings: vec![x, (packed.buffer(), (0, packed_bytes)), bias, o4, x4, o6, res], grid }
+            Dispatch { key, params, bindings: vec![x, (&packed, (0, packed_bytes)), bias, o4, x4, o6, res], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
@@ -154,7 +154,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     if let Some(p) = partial {
         rec.hold(p);
     }
-    rec.hold(packed);
     Ok(())
 }
 

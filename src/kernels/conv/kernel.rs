@@ -72,8 +72,9 @@ pub enum ConvKernel {
     /// [`AdapterReport::cooperative_matrix`]): the implicit GEMM with its inner product on
     /// cooperative matrices, f16 operands read and the f16 output written directly (bias,
     /// residual and ReLU in its epilogue), any kernel size, stride, dilation, padding, groups
-    /// and strides. The GEMM kernels read 16-bit operands as they are too, on SIMT cores; the
-    /// others run a 16-bit convolution on f32 copies of its operands.
+    /// and strides. The GEMM and GPU-shaped depthwise kernels read 16-bit operands as they are
+    /// too, on SIMT cores ([`ConvKernel::reads_half`]); the others run a 16-bit convolution on
+    /// f32 copies of its operands.
     /// The automatic choice of f16 convolutions only where the device takes every tensor-core
     /// path (`CooperativeMatrix::all_paths`: no GPU has run it yet; it passed its device tests
     /// on Mesa 26's lavapipe).
