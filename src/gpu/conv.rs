@@ -173,7 +173,7 @@ impl Batch<'_> {
     /// Records a checked convolution (the kernel `Auto` or forced) into `out`: f32, and 16-bit
     /// types on a kernel that reads them as they are ([`ConvKernel::reads_half`]: the GEMM and
     /// GPU-shaped depthwise kernels here, [`ConvKernel::Coop`] in `convolve_coop`), its tail kept for fusion in a
-    /// captured graph (`gpu/fuse.rs`, which fuses f32 tails only); 16-bit types on the other
+    /// captured graph (`gpu/fuse.rs`); 16-bit types on the other
     /// kernels through f32 copies (`convolve_in_f32`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {

@@ -1,16 +1,18 @@
 //! Fusion in a captured graph: an elementwise op that writes in place the tensor the op before
-//! it just wrote folds into that op. Today: a float32 convolution followed, as the next
-//! submitted work of the capture, by an in-place ReLU of its output (`y.relu_()`), or by an
-//! in-place add with alpha 1 of a float32 tensor of the output's shape (`y.add_(&identity)`,
-//! ResNet's residual) where the convolution's kernel takes a residual in its epilogue (the GEMM
-//! kernels, the GPUs' defaults; the addend in the output's strides, within one binding), is
-//! recorded again, with the kernel it ran, with the ReLU or the residual in its epilogue (the
-//! options' fused ReLU, `conv2d_add`'s residual), in place of its first recording, and the
-//! elementwise op records nothing. Both fold in turn (`conv`, `add_`, `relu_`: one
-//! convolution). The kernels' epilogues add and clamp in f32 as `Op::Add` and `Op::Relu` do,
-//! so the graph computes the eager calls' bits; it saves a dispatch and a pass over the output
-//! each. The first recording's temporaries (a packed weight, split-K partials) stay held with
-//! the graph, unused.
+//! it just wrote folds into that op. Today: a convolution followed, as the next submitted work
+//! of the capture, by an in-place ReLU of its output (`y.relu_()`), or by an in-place add with
+//! alpha 1 of a tensor of the output's shape and type (`y.add_(&identity)`, ResNet's residual)
+//! where the convolution's kernel takes a residual in its epilogue (the GEMM kernels, the GPUs'
+//! defaults; the addend in the output's strides, within one binding), is recorded again, with
+//! the kernel it ran, with the ReLU or the residual in its epilogue (the options' fused ReLU,
+//! `conv2d_add`'s residual), in place of its first recording, and the elementwise op records
+//! nothing. Both fold in turn (`conv`, `add_`, `relu_`: one convolution). The kernels'
+//! epilogues add and clamp in f32 as `Op::Add` and `Op::Relu` do, and a 16-bit convolution
+//! that reads its operands as they are (`ConvKernel::reads_half`) rounds its result to the
+//! type before the residual as the separate ops do (one on f32 copies leaves a conversion last,
+//! which nothing folds into), so the graph computes the eager calls' bits; it saves a dispatch
+//! and a pass over the output each. The first recording's temporaries (a packed weight, split-K
+//! partials) stay held with the graph, unused.
 //!
 //! In-place forms only: after `y = conv(x); z = y.relu()` the graph cannot tell whether `y` is
 //! read later (by the caller too), so `y` keeps its own values. Eager calls (one submission
@@ -28,7 +30,7 @@ use crate::strided::Strided;
 
 /// What a batch's last op was, as far as fusion cares.
 pub(crate) enum Tail {
-    /// A float32 convolution (its commands from the index kept beside it).
+    /// A convolution (its commands from the index kept beside it).
     Conv(Box<ConvTail>),
     /// The batch is one in-place ReLU of this tensor.
     Relu(DeviceTensor),
@@ -36,7 +38,7 @@ pub(crate) enum Tail {
     Add { target: DeviceTensor, addend: DeviceTensor },
 }
 
-/// A float32 convolution call with the kernel it ran, enough to record it again, and the
+/// A convolution call with the kernel it ran, enough to record it again, and the
 /// length of its batch's recording after it (anything recorded later makes the tail stale).
 #[derive(Clone)]
 pub(crate) struct ConvTail {
@@ -82,13 +84,18 @@ impl ConvTail {
     }
 }
 
+/// Whether a convolution of type `t` folds: float32, float16 and bfloat16 (see the module).
+fn float(t: DType) -> bool {
+    matches!(t, DType::F32 | DType::F16 | DType::BF16)
+}
+
 /// The tail an elementwise op leaves in a batch that held nothing before it (`op` on
-/// `inputs`, in place): a ReLU, or an add with alpha 1 of a tensor of the same shape.
+/// `inputs`, in place): a ReLU, or an add with alpha 1 of a tensor of the same shape and type.
 pub(crate) fn elementwise_tail(op: Op, inputs: &[&DeviceTensor]) -> Option<Tail> {
     let one = |alpha: Scalar| matches!(alpha, Scalar::Int(1)) || matches!(alpha, Scalar::Float(f) if f == 1.0);
     match (op, inputs) {
-        (Op::Relu, [t]) if t.dtype() == DType::F32 => Some(Tail::Relu((*t).clone())),
-        (Op::Add { alpha }, [t, a]) if one(alpha) && t.dtype() == DType::F32 && a.dtype() == DType::F32 && t.shape() == a.shape() => Some(Tail::Add { target: (*t).clone(), addend: (*a).clone() }),
+        (Op::Relu, [t]) if float(t.dtype()) => Some(Tail::Relu((*t).clone())),
+        (Op::Add { alpha }, [t, a]) if one(alpha) && float(t.dtype()) && a.dtype() == t.dtype() && t.shape() == a.shape() => Some(Tail::Add { target: (*t).clone(), addend: (*a).clone() }),
         _ => None,
     }
 }
