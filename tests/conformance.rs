@@ -3,7 +3,8 @@
 //! prints `conformance views: N passed, M failed` and `conformance views (device): N passed,
 //! M failed`; then conv1x1.jsonl, conv2d.jsonl and conv2d_half.jsonl (`CONFORMANCE_CONV1X1`,
 //! `CONFORMANCE_CONV2D`, `CONFORMANCE_CONV2D_HALF`) on the host and every adapter, each for an
-//! NCHW, a channels-last and a strided input, printing `conformance conv1x1: ...`,
+//! NCHW, a channels-last and a strided input (16-bit cases on an adapter also forced onto the
+//! GEMM kernel that reads them as they are), printing `conformance conv1x1: ...`,
 //! `conformance conv2d: N passed, M failed` and `conformance conv2d_half: N passed, M failed`;
 //! then matmul.jsonl (`CONFORMANCE_MATMUL`), shape.jsonl and pool.jsonl
 //! (`CONFORMANCE_SHAPE`, `CONFORMANCE_POOL`) on the host and every adapter, printing
@@ -22,7 +23,8 @@ use common::gpu::{contexts, name};
 use common::views::{self, Case, Replay};
 use common::window;
 use strided_wgpu::{DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Strided};
-use strided_wgpu::ops::{conv1x1, conv2d};
+use strided_wgpu::ops::conv1x1;
+use strided_wgpu::advanced::{conv2d_with, ConvKernel};
 use strided_wgpu::advanced::internal::{conv1x1_cpu, conv2d_cpu};
 
 impl Replay for HostTensor {
@@ -255,9 +257,10 @@ fn reduce_on(target: Target, path: &str, cases: &[rc::Case]) -> (usize, usize) {
     })
 }
 
-/// Replays a convolution file (conv1x1.jsonl or conv2d.jsonl, or the file its env var names)
-/// on `target` for an NCHW, a channels-last and a non-dense input: (passed, failed). A case
-/// PyTorch rejects must be an error of bad input on every path (`common::raises`).
+/// Replays a convolution file (conv1x1.jsonl, conv2d.jsonl or conv2d_half.jsonl, or the file
+/// its env var names) on `target` for an NCHW, a channels-last and a non-dense input, 16-bit
+/// cases on a device also forced onto the GEMM kernel: (passed, failed). A case PyTorch rejects
+/// must be an error of bad input on every path (`common::raises`).
 fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]) -> (usize, usize) {
     let one = label == "conv1x1";
     let what = target.name();
@@ -267,7 +270,16 @@ fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]
         let weight = HostTensor::from_slice(&w, &case.weight_shape()).and_then(|t| t.to(case.dtype)).expect("weight");
         let bias = b.as_ref().map(|b| HostTensor::from_slice(b, &[case.k]).and_then(|t| t.to(case.dtype)).expect("bias"));
         let opts = case.options();
-        for (layout, input) in convcase::input_variants(case, &x) {
+        // On a device, 16-bit cases run twice: through the automatic choice, and forced onto
+        // the GEMM kernel that reads them as they are (`conv2d_gemm16`: the GPUs' default, which
+        // the CPU adapters' choice would not reach), in the input's orientation.
+        let half = case.dtype != DType::F32 && matches!(target, Target::Device(_));
+        let variants = convcase::input_variants(case, &x).into_iter().flat_map(|(layout, input)| {
+            let gemm = if input.strides()[1] == 1 { ConvKernel::GemmNhwc } else { ConvKernel::GemmNchw };
+            let forced = half.then(|| (format!("{layout} {gemm:?}"), input.clone(), gemm));
+            std::iter::once((layout.to_string(), input.clone(), ConvKernel::Auto)).chain(forced)
+        });
+        for (layout, input, kernel) in variants {
             let got = match target {
                 Target::Host => {
                     let out = if one { conv1x1_cpu(&input, &weight, bias.as_ref(), &opts) } else { conv2d_cpu(&input, &weight, bias.as_ref(), &opts) };
@@ -276,7 +288,7 @@ fn conv_on(target: Target, label: &str, path: &str, cases: &[convcase::ConvCase]
                 Target::Device(ctx) => {
                     let (di, dw) = (to_device(ctx, &input), to_device(ctx, &weight));
                     let db = bias.as_ref().map(|b| to_device(ctx, b));
-                    let out = if one { conv1x1(&di, &dw, db.as_ref(), &opts) } else { conv2d(&di, &dw, db.as_ref(), &opts) };
+                    let out = if one { conv1x1(&di, &dw, db.as_ref(), &opts) } else { conv2d_with(&di, &dw, db.as_ref(), &opts, kernel) };
                     out.and_then(|out| Ok((out.shape().to_vec(), out.download()?.to(DType::F32)?.to_vec::<f32>()?)))
                 }
             };
