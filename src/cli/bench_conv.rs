@@ -6,7 +6,7 @@
 //! ratio to a contiguous copy kernel moving the same bytes, timed in the same run with the
 //! same warm-up. Each row is timed through the adapter's default kernel for its class (what
 //! runs when nothing is tuned, the default policy) and through the tuner's choice, alternately
-//! run by run; `default_to_tuned` is the default's speed over the tuned one's. Two shapes run
+//! run by run; `default_to_tuned` is the default's speed over the tuned one's. Three shapes run
 //! again in float16 (`_f16` rows: operands and output f16, accumulated in f32); every JSON row
 //! reports GB/s over the bytes its operands and output take in their type, so an f16 row and
 //! its f32 twin compare per byte moved. Timing as for the copy rows: GPU timestamps around the recorded work, medians
@@ -41,7 +41,7 @@ const fn half(s: Shape) -> Shape {
 }
 
 /// The shapes the bench reports.
-pub const SHAPES: [Shape; 13] = [
+pub const SHAPES: [Shape; 14] = [
     shape("conv1x1", [8, 64, 56, 56], 256, 1, 1, 0, 1),
     shape("conv1x1", [8, 256, 56, 56], 64, 1, 1, 0, 1),
     shape("conv1x1", [8, 256, 56, 56], 512, 1, 2, 0, 1),
@@ -56,6 +56,7 @@ pub const SHAPES: [Shape; 13] = [
     shape("stem7x7_s2", [8, 3, 224, 224], 64, 7, 2, 3, 1),
     half(shape("conv1x1_f16", [8, 64, 56, 56], 256, 1, 1, 0, 1)),
     half(shape("conv3x3_f16", [8, 64, 56, 56], 64, 3, 1, 1, 1)),
+    half(shape("depthwise3x3_f16", [8, 144, 56, 56], 144, 3, 1, 1, 144)),
 ];
 
 /// One measured row.
