@@ -221,7 +221,7 @@ impl Batch<'_> {
         let conv_options = if residual.is_some() && fused.is_none() { &unfused } else { options };
         let rec = self.parts(op)?;
         for t in operands {
-            rec.hold(t.storage());
+            rec.hold_shared(t.storage());
         }
         let rt = &ctx.rt;
         // One buffer cannot be bound for reading and writing in one dispatch: an operand that
@@ -292,7 +292,7 @@ impl Batch<'_> {
         let conv_options = if residual.is_some() && fused.is_none() { &unfused } else { options };
         let rec = self.parts(op)?;
         for t in [Some(input), Some(weight), bias, fused, Some(out)].into_iter().flatten() {
-            rec.hold(t.storage());
+            rec.hold_shared(t.storage());
         }
         let rt = &ctx.rt;
         let mut copies = Vec::new();
@@ -528,7 +528,7 @@ impl GpuContext {
             let (x, w) = (View { buffer: input.buffer(), layout: &first }, view(weight));
             rec.hold(scratch.clone());
             for t in [Some(input), Some(weight), bias].into_iter().flatten() {
-                rec.hold(t.storage());
+                rec.hold_shared(t.storage());
             }
             record(&self.rt, rec, &ConvCall { op: "tune", out: View { buffer: scratch.buffer(), layout: &dst }, input: x, weight: w, bias: bias.map(view), options, g: &g1, kernel, residual: None })
         })

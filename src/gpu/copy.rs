@@ -85,8 +85,8 @@ impl Batch<'_> {
         let prepared = copy::prepare(&ctx.rt.report, &plan, dst.dtype(), src.dtype(), path)?;
         let rec = self.parts(OP)?;
         let rt = &ctx.rt;
-        rec.hold(dst.storage());
-        rec.hold(src.storage());
+        rec.hold_shared(dst.storage());
+        rec.hold_shared(src.storage());
         let d = dst.buffer();
         if !same {
             return copy::record(rt, rec, prepared, d, src.buffer());

@@ -50,9 +50,9 @@ impl Batch<'_> {
                 Target::InPlace => tensors[0].clone(),
                 Target::Out(t) => t.clone(),
             };
-            rec.hold(out.storage());
+            rec.hold_shared(out.storage());
             for t in &tensors {
-                rec.hold(t.storage());
+                rec.hold_shared(t.storage());
             }
             let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
             elementwise::record(rt, rec, &r, path, out.buffer(), &buffers)?;

@@ -93,7 +93,7 @@ impl GpuContext {
         let fresh = std::mem::take(&mut rec.fresh);
         let (commands, mut held) = self.rt.scoped(OP, || Ok(rec.finish(&self.rt.queue)))?;
         for t in inputs {
-            held.hold(t.storage());
+            held.hold_shared(t.storage());
         }
         // The work that computes constants (weight packing) runs once, now.
         let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();

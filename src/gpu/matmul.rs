@@ -168,10 +168,10 @@ impl Batch<'_> {
         let rt = ctx.rt.clone();
         let rec = self.parts(op)?;
         for t in operands.iter().copied().chain(&widened) {
-            rec.hold(t.storage());
+            rec.hold_shared(t.storage());
         }
         if let Some(s) = &scratch {
-            rec.hold(s.storage());
+            rec.hold_shared(s.storage());
         }
         let mut copies = Vec::new();
         for t in [Some(a), Some(b), c] {
@@ -303,7 +303,7 @@ impl GpuContext {
         let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, rec| {
             rec.hold(scratch.clone());
             for t in [Some(a), Some(b), c].into_iter().flatten() {
-                rec.hold(t.storage());
+                rec.hold_shared(t.storage());
             }
             kernels::record(&self.rt, rec, &p, kernel)
         })

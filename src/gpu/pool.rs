@@ -98,7 +98,7 @@ impl Batch<'_> {
         let ctx = self.context().clone();
         let rec = self.parts(g.op)?;
         for t in operands {
-            rec.hold(t.storage());
+            rec.hold_shared(t.storage());
         }
         pool::record(&ctx.rt, rec, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel)
     }

@@ -35,10 +35,10 @@ impl Batch<'_> {
         let rp = ReducePlan::reduction(&s, x.layout(), values.layout())?;
         let rt = &ctx.rt;
         let rec = self.parts(name)?;
-        rec.hold(values.storage());
-        rec.hold(x.storage());
+        rec.hold_shared(values.storage());
+        rec.hold_shared(x.storage());
         if let Some(i) = &idx {
-            rec.hold(i.storage());
+            rec.hold_shared(i.storage());
         }
         let t = Types { input: x.dtype(), cast: s.cast_to, out: s.out_dtype };
         let b = Buffers { out: values.buffer(), input: x.buffer(), indices: idx.as_ref().map(|i| (i.buffer(), i.storage_offset())) };
@@ -71,8 +71,8 @@ impl Batch<'_> {
         let rp = ReducePlan::scan(&s, x.layout(), dst.layout())?;
         let rt = &ctx.rt;
         let rec = self.parts(name)?;
-        rec.hold(dst.storage());
-        rec.hold(x.storage());
+        rec.hold_shared(dst.storage());
+        rec.hold_shared(x.storage());
         let t = Types { input: x.dtype(), cast: x.dtype(), out: s.out_dtype };
         let b = Buffers { out: dst.buffer(), input: x.buffer(), indices: None };
         rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Scan(op), t, &b))?;

@@ -193,7 +193,7 @@ impl DeviceTensor {
         }
     }
     /// The buffer, for recordings to hold until their work is done.
-    pub(crate) fn storage(&self) -> impl Send + Sync + 'static {
+    pub(crate) fn storage(&self) -> Arc<impl Send + Sync + 'static> {
         self.storage.buffer.clone()
     }
 
@@ -273,7 +273,7 @@ impl DeviceTensor {
             Ok(staging)
         })?;
         let mut keep = Keep::default();
-        keep.hold(dense.storage());
+        keep.hold_shared(dense.storage());
         keep.hold(staging.held());
         submit_and_map(rt, OP, enc, keep, &staging, 0..hi - lo, drive).await?;
         let view = staging.buffer().slice(0..hi - lo).get_mapped_range().map_err(|e| Error::Gpu { op: OP, message: e.to_string() })?;

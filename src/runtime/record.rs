@@ -20,19 +20,27 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::runtime::pool::Pooled;
 
-/// Everything a recording holds until the GPU has finished with it.
+/// Everything a recording holds until the GPU has finished with it: values boxed, and shared
+/// ones (a tensor's storage, held by every op that binds it) as they are, without a box each.
 #[derive(Default)]
-pub(crate) struct Keep(Vec<Box<dyn std::any::Any + Send + Sync>>);
+pub(crate) struct Keep {
+    boxed: Vec<Box<dyn std::any::Any + Send + Sync>>,
+    shared: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+}
 
 impl Keep {
     /// Holds `t` until the recording's work is done.
     pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
-        self.0.push(Box::new(t));
+        self.boxed.push(Box::new(t));
+    }
+    /// Holds the shared `t` until the recording's work is done (no allocation but the list's).
+    pub fn hold_shared<T: Send + Sync + 'static>(&mut self, t: Arc<T>) {
+        self.shared.push(t);
     }
     /// Hands everything held to `encoder`: it is dropped when the encoder's command buffer has
     /// finished on the GPU, or with the encoder if that is never submitted.
     pub fn attach(&mut self, encoder: &wgpu::CommandEncoder) {
-        if !self.0.is_empty() {
+        if !self.boxed.is_empty() || !self.shared.is_empty() {
             let held = std::mem::take(self);
             encoder.on_submitted_work_done(move || drop(held));
         }
@@ -136,6 +144,11 @@ impl Recorder {
     /// Holds `t` until the recording's work is done (for a captured graph: as long as the graph).
     pub fn hold<T: Send + Sync + 'static>(&mut self, t: T) {
         self.keep.hold(t)
+    }
+
+    /// [`Recorder::hold`] of a shared value (a tensor's storage), without a box of its own.
+    pub fn hold_shared<T: Send + Sync + 'static>(&mut self, t: Arc<T>) {
+        self.keep.hold_shared(t)
     }
 
     /// The commands recorded so far.

@@ -214,7 +214,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         return Err(Error::invalid(OP, format!("workgroup size and elements per invocation must be positive, got {path:?}")));
     }
     let n_ops = plan.operands();
-    let alias: Vec<bool> = (1..n_ops).map(|k| inputs[k - 1] == out).collect();
+    // Whether input k (0-based) is the output's buffer (at most three inputs).
+    let alias: [bool; 3] = std::array::from_fn(|k| k + 1 < n_ops && inputs[k] == out);
     // The kernel's constants.
     let slot_operand = |j: usize| match r.slots.get(j) {
         Some(InSlot::Tensor(k)) => *k as i64,
@@ -235,9 +236,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         ("T1", ty(1)),
         ("T2", ty(2)),
         ("T3", ty(3)),
-        ("ALIAS1", alias.first().copied().unwrap_or(false) as i64),
-        ("ALIAS2", alias.get(1).copied().unwrap_or(false) as i64),
-        ("ALIAS3", alias.get(2).copied().unwrap_or(false) as i64),
+        ("ALIAS1", alias[0] as i64),
+        ("ALIAS2", alias[1] as i64),
+        ("ALIAS3", alias[2] as i64),
     ];
     let rep = &rt.report;
     let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
