@@ -5,10 +5,10 @@
 
 use std::time::Instant;
 
-use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Result};
+use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
 
 use crate::cli::resnet::err;
-use crate::resnet_model::{formula_params, Description, Net};
+use crate::resnet_model::{formula_params, Description, Net, Outputs};
 
 /// A context on the noop backend, reporting a discrete GPU with the limits of a desktop GPU.
 pub fn noop_context() -> Result<GpuContext> {
@@ -80,16 +80,7 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let params = formula_params(&d).map_err(err)?;
     let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(err)?;
     let rgba = DeviceTensor::upload(&ctx, &HostTensor::from_vec(d.image(), &[8, 224, 224, 4])?)?;
-    let before = ctx.record_counts();
-    net.forward(&rgba).map_err(err)?;
-    let eager = ctx.record_counts() - before;
-    rows.push((
-        "resnet18_eager",
-        time_us(7, 3, 1, || net.forward(&rgba).map(drop).map_err(err))?,
-        format!("ResNet-18 b8 forward, channels-last: {} submits, {} passes, {} dispatches", eager.submits, eager.passes, eager.dispatches),
-    ));
-    let graph = ctx.capture(&[&rgba], || net.forward(&rgba).map_err(err))?;
-    let c = graph.counts();
+    let graph = forward_rows(&ctx, &net, &rgba, ["resnet18_eager", "resnet18_graph_replay"], ["ResNet-18 b8 forward, channels-last", "the same forward captured, replayed"], &mut rows)?;
     if std::env::var_os("STRIDED_WGPU_DUMP").is_some() {
         let mut h = std::collections::BTreeMap::new();
         for k in graph.dispatches() {
@@ -97,29 +88,10 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
         }
         eprintln!("{h:#?}");
     }
-    rows.push((
-        "resnet18_graph_replay",
-        time_us(7, 10, 1, || graph.replay(&[]).map(drop))?,
-        format!("the same forward captured, replayed: {} submit, {} passes, {} dispatches", c.submits, c.passes, c.dispatches),
-    ));
     // The same in float16 (what the GPU kernels read as they are: fewer dispatches than the
     // f32 forward wherever a kernel converts nothing).
     let half = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.with_dtype(DType::F16)).and_then(|n| n.to_device(&ctx)).map_err(err)?;
-    let before = ctx.record_counts();
-    half.forward(&rgba).map_err(err)?;
-    let eager16 = ctx.record_counts() - before;
-    rows.push((
-        "resnet18_f16_eager",
-        time_us(7, 3, 1, || half.forward(&rgba).map(drop).map_err(err))?,
-        format!("the forward in float16, channels-last: {} submits, {} passes, {} dispatches", eager16.submits, eager16.passes, eager16.dispatches),
-    ));
-    let graph16 = ctx.capture(&[&rgba], || half.forward(&rgba).map_err(err))?;
-    let c16 = graph16.counts();
-    rows.push((
-        "resnet18_f16_graph_replay",
-        time_us(7, 10, 1, || graph16.replay(&[]).map(drop))?,
-        format!("the float16 forward captured, replayed: {} submit, {} passes, {} dispatches", c16.submits, c16.passes, c16.dispatches),
-    ));
+    forward_rows(&ctx, &half, &rgba, ["resnet18_f16_eager", "resnet18_f16_graph_replay"], ["the forward in float16, channels-last", "the float16 forward captured, replayed"], &mut rows)?;
     rows.push((
         "resnet18_graph_encode",
         time_us(7, 10, 1, || {
@@ -130,6 +102,19 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
         "the replay encoded into a command buffer, not submitted (the noop backend's submit zeroes and copies buffers in host memory for the clears and copies)".to_string(),
     ));
     Ok(rows)
+}
+
+/// A network's forward as two rows (`names`: eager, then captured and replayed), each note
+/// (`notes`) followed by the forward's counts; returns the graph.
+fn forward_rows(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor, names: [&'static str; 2], notes: [&str; 2], rows: &mut Vec<(&'static str, f64, String)>) -> Result<Graph<Outputs<DeviceTensor>>> {
+    let before = ctx.record_counts();
+    net.forward(rgba).map_err(err)?;
+    let eager = ctx.record_counts() - before;
+    rows.push((names[0], time_us(7, 3, 1, || net.forward(rgba).map(drop).map_err(err))?, format!("{}: {} submits, {} passes, {} dispatches", notes[0], eager.submits, eager.passes, eager.dispatches)));
+    let graph = ctx.capture(&[rgba], || net.forward(rgba).map_err(err))?;
+    let c = graph.counts();
+    rows.push((names[1], time_us(7, 10, 1, || graph.replay(&[]).map(drop))?, format!("{}: {} submit, {} passes, {} dispatches", notes[1], c.submits, c.passes, c.dispatches)));
+    Ok(graph)
 }
 
 /// Prints the rows as a table or JSON lines.

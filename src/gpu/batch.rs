@@ -5,7 +5,6 @@ use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::fuse::{self, Tail};
 use crate::gpu::tensor::DeviceTensor;
-use crate::runtime::pool::Pooled;
 use crate::runtime::record::{self, Recorder};
 use crate::runtime::Runtime;
 use crate::runtime::submit::{self, Submission};
@@ -204,14 +203,17 @@ impl Drop for Batch<'_> {
 
 /// A recorded copy of the whole of `src`, for an operand that shares its op's output buffer:
 /// one buffer cannot be bound for reading and writing in one dispatch, so the op reads the
-/// copy. The caller holds the copy in the recording once the op is recorded. A buffer without
+/// copy (the handle returned). The recording holds the copy from its creation, so no error
+/// path returns it to the pool while the recorded copy still writes it. A buffer without
 /// `COPY_SRC` cannot be copied: [`Error::Unsupported`].
-pub(crate) fn read_copy(rt: &Runtime, rec: &mut Recorder, op: &'static str, src: &wgpu::Buffer) -> Result<Pooled> {
+pub(crate) fn read_copy(rt: &Runtime, rec: &mut Recorder, op: &'static str, src: &wgpu::Buffer) -> Result<wgpu::Buffer> {
     if !src.usage().contains(wgpu::BufferUsages::COPY_SRC) {
         return Err(Error::unsupported(op, format!("an operand that shares the output's buffer is read from a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.usage())));
     }
     let size = src.size();
     let tmp = rt.scoped(op, || rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
     rec.copy_buffer_to_buffer(src, 0, tmp.buffer(), 0, size);
-    Ok(tmp)
+    let handle = tmp.buffer().clone();
+    rec.hold(tmp);
+    Ok(handle)
 }

@@ -224,24 +224,9 @@ impl Batch<'_> {
             rec.hold_shared(t.storage());
         }
         let rt = &ctx.rt;
-        // One buffer cannot be bound for reading and writing in one dispatch: an operand that
-        // shares the output's buffer (a disjoint view of it) is read from a copy.
-        let mut copies = Vec::new();
-        for t in [Some(input), Some(weight), bias] {
-            let copy = match t {
-                Some(t) if out.shares_storage(t) => Some(read_copy(rt, rec, op, t.buffer())?),
-                _ => None,
-            };
-            copies.push(copy);
-        }
-        let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
-        let w = View { buffer: copies[1].as_ref().map_or(weight.buffer(), |c| c.buffer()), layout: weight.layout() };
-        let b = bias.map(|b| View { buffer: copies[2].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
-        let r = record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options: conv_options, g, kernel, residual: fused.map(view) });
-        for c in copies.into_iter().flatten() {
-            rec.hold(c);
-        }
-        r?;
+        let [xc, wc, bc] = shared_copies(rt, rec, op, out, [Some(input), Some(weight), bias])?;
+        let (x, w, b) = (view_via(input, &xc), view_via(weight, &wc), bias.map(|b| view_via(b, &bc)));
+        record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: w, bias: b, options: conv_options, g, kernel, residual: fused.map(view) })?;
         if let (Some(res), None) = (residual, fused) {
             self.add_then_relu(out, res, options.relu)?;
         } else {
@@ -295,22 +280,9 @@ impl Batch<'_> {
             rec.hold_shared(t.storage());
         }
         let rt = &ctx.rt;
-        let mut copies = Vec::new();
-        for t in [Some(input), bias, fused] {
-            copies.push(match t {
-                Some(t) if out.shares_storage(t) => Some(read_copy(rt, rec, op, t.buffer())?),
-                _ => None,
-            });
-        }
-        // An operand that shares the output's buffer is read from a copy.
-        let x = View { buffer: copies[0].as_ref().map_or(input.buffer(), |c| c.buffer()), layout: input.layout() };
-        let b = bias.map(|b| View { buffer: copies[1].as_ref().map_or(b.buffer(), |c| c.buffer()), layout: b.layout() });
-        let r = fused.map(|r| View { buffer: copies[2].as_ref().map_or(r.buffer(), |c| c.buffer()), layout: r.layout() });
-        let result = record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: view(weight), bias: b, options: conv_options, g, kernel: ConvKernel::Coop, residual: r });
-        for c in copies.into_iter().flatten() {
-            rec.hold(c);
-        }
-        result?;
+        let [xc, bc, rc] = shared_copies(rt, rec, op, out, [Some(input), bias, fused])?;
+        let (x, b, r) = (view_via(input, &xc), bias.map(|b| view_via(b, &bc)), fused.map(|r| view_via(r, &rc)));
+        record(rt, rec, &ConvCall { op, out: view(out), input: x, weight: view(weight), bias: b, options: conv_options, g, kernel: ConvKernel::Coop, residual: r })?;
         if let (Some(res), None) = (residual, fused) {
             self.add_then_relu(out, res, options.relu)?;
         }
@@ -387,6 +359,24 @@ fn f32_like(ctx: &GpuContext, t: &DeviceTensor) -> Result<DeviceTensor> {
 /// A device tensor as a kernel operand.
 fn view(t: &DeviceTensor) -> View<'_> {
     View { buffer: t.buffer(), layout: t.layout() }
+}
+
+/// Copies (recorded now, [`read_copy`]) of the operands that share `out`'s buffer (disjoint
+/// views of it: one buffer cannot be bound for reading and writing in one dispatch); `None`
+/// for the others.
+fn shared_copies<const N: usize>(rt: &Runtime, rec: &mut Recorder, op: &'static str, out: &DeviceTensor, operands: [Option<&DeviceTensor>; N]) -> Result<[Option<wgpu::Buffer>; N]> {
+    let mut copies: [Option<wgpu::Buffer>; N] = std::array::from_fn(|_| None);
+    for (copy, t) in copies.iter_mut().zip(operands) {
+        if let Some(t) = t.filter(|t| out.shares_storage(t)) {
+            *copy = Some(read_copy(rt, rec, op, t.buffer())?);
+        }
+    }
+    Ok(copies)
+}
+
+/// A device tensor as a kernel operand, read from `copy` where it has one ([`shared_copies`]).
+fn view_via<'a>(t: &'a DeviceTensor, copy: &'a Option<wgpu::Buffer>) -> View<'a> {
+    View { buffer: copy.as_ref().unwrap_or(t.buffer()), layout: t.layout() }
 }
 
 /// The convolution's kernel choice and tuning: the kept (or default) kernel of a call's shape

@@ -93,9 +93,7 @@ impl Batch<'_> {
         }
         // One buffer cannot be bound for reading and writing at once: read a copy.
         let tmp = read_copy(rt, rec, OP, src.buffer())?;
-        let r = copy::record(rt, rec, prepared, d, tmp.buffer());
-        rec.hold(tmp);
-        r
+        copy::record(rt, rec, prepared, d, &tmp)
     }
 }
 

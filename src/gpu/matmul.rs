@@ -180,7 +180,7 @@ impl Batch<'_> {
                 _ => None,
             });
         }
-        let buf = |i: usize, t: &'_ DeviceTensor| -> wgpu::Buffer { widened.get(i).map_or_else(|| copies[i].as_ref().map_or(t.buffer(), |c| c.buffer()), |w| w.buffer()).clone() };
+        let buf = |i: usize, t: &'_ DeviceTensor| -> wgpu::Buffer { widened.get(i).map_or_else(|| copies[i].as_ref().unwrap_or(t.buffer()), |w| w.buffer()).clone() };
         let (ab, bb) = (buf(0, a), buf(1, b));
         let cb = c.map(|c| buf(2, c));
         let p = Product {
@@ -197,11 +197,7 @@ impl Batch<'_> {
             beta: plan.beta,
             activation: plan.activation,
         };
-        let r = kernels::record(&rt, rec, &p, kernel);
-        for c in copies.into_iter().flatten() {
-            rec.hold(c);
-        }
-        r?;
+        kernels::record(&rt, rec, &p, kernel)?;
         if let Some(s) = scratch {
             let shape: Vec<isize> = plan.out_shape.iter().map(|&d| d as isize).collect();
             self.copy_(&out, &s.view(&shape)?)?;

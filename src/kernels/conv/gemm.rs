@@ -4,8 +4,8 @@
 //! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
 //! kh*kw elements, tiny next to the work); the input is read in place.
 //!
-//! Float16 and bfloat16 calls run the same kernel text composed with `conv_gemm_io16.wgsl`
-//! (`conv2d_gemm16`, `conv2d_gemm_sum16`): the input, bias and residual read as they are, the
+//! Float16 and bfloat16 calls run the same kernel text composed with `conv_io16.wgsl` and
+//! `conv_gemm_io16.wgsl` (`conv2d_gemm16`, `conv2d_gemm_sum16`): the input, bias and residual read as they are, the
 //! weight packed into the same f32 rows, the output rounded once and written in its type. The
 //! arithmetic is the f32 kernel's step for step, so the result is the f32 convolution of the
 //! same values rounded to the type, bit for bit.
