@@ -580,6 +580,49 @@ fn split_k_matches_cpu_and_repeats_bit_for_bit() {
     }
 }
 
+/// The wide GEMM kernels (`GemmNchwWide`, `GemmNhwcWide`: 128 x 128 tiles of 8 x 8 register
+/// blocks, 128 x 64 where K/groups <= 64) against the 64 x 64 split kernels they share their
+/// slices with: the same bits, in f32, float16 and bfloat16, with bias and ReLU and with a
+/// residual (`conv2d_add`), into both output layouts, over partial tiles in both dims, groups, a
+/// stride, a 7x7 stem of 3 channels (inputs not in vec4 words) and reductions cut into slices
+/// or run whole; each f32 output also within the tolerance of the CPU reference.
+#[test]
+fn wide_tiles_equal_the_64_tile_kernels_bit_for_bit() {
+    use strided_wgpu::advanced::conv2d_add_with;
+    use strided_wgpu::{DType, Elementwise};
+    let mut rng = Rng(0x3d1de);
+    for ctx in contexts() {
+        let mut compared = 0;
+        // (N, C, H, W, K, kernel size, stride, groups)
+        for (n, c, h, w, k, kh, stride, groups) in [(2, 16, 10, 8, 24, 3, 1, 1), (1, 64, 12, 12, 96, 3, 1, 1), (3, 8, 11, 9, 130, 1, 1, 1), (2, 32, 9, 8, 72, 3, 2, 2), (1, 3, 23, 21, 16, 7, 2, 1)] {
+            let xv = vals(&mut rng, n * c * h * w);
+            let x = layout(&mut rng, HostTensor::from_vec(xv, &[n, c, h, w]).unwrap());
+            let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups) * kh * kh), &[k, c / groups, kh, kh]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            for (wide, twin) in [(ConvKernel::GemmNchwWide, ConvKernel::GemmNchwSplit), (ConvKernel::GemmNhwcWide, ConvKernel::GemmNhwcSplit)] {
+                for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                    let o = Conv2dOptions { stride: (stride, stride), padding: (kh / 2, kh / 2), groups, relu: true, output_format: Some(format), ..Default::default() };
+                    let label = format!("{} wide [{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} groups {groups} {wide:?} {format:?}", name(ctx));
+                    compared += check(ctx, &x, &wt, Some(&b), &o, wide, &label);
+                    for dtype in [DType::F32, DType::F16, DType::BF16] {
+                        let t = |v: &HostTensor| to_device(ctx, &v.to(dtype).unwrap());
+                        let (dx, dw, db) = (t(&x), t(&wt), t(&b));
+                        let oh = (h + 2 * (kh / 2) - kh) / stride + 1;
+                        let ow = (w + 2 * (kh / 2) - kh) / stride + 1;
+                        let dr = t(&HostTensor::from_vec(vals(&mut rng, n * k * oh * ow), &[n, k, oh, ow]).unwrap().contiguous(format).unwrap());
+                        let bits = |t: DeviceTensor| t.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<u32>>();
+                        let run = |kernel| bits(conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label} {dtype}: {e}")));
+                        assert_eq!(run(wide), run(twin), "{label} {dtype}: wide and 64 x 64 tiles gave other bits");
+                        let add = |kernel| bits(conv2d_add_with(&dx, &dw, Some(&db), &dr, &o, kernel).unwrap_or_else(|e| panic!("{label} {dtype} add: {e}")));
+                        assert_eq!(add(wide), add(twin), "{label} {dtype} conv2d_add: wide and 64 x 64 tiles gave other bits");
+                    }
+                }
+            }
+        }
+        assert!(compared > 5_000, "only {compared} outputs compared");
+    }
+}
+
 /// float16 and bfloat16 convolutions (accumulated in f32, rounded once) in every form: eager,
 /// `conv2d_add` with a residual and ReLU, `conv2d_out` into a channels-last view, and a captured
 /// graph's replay (equal to eager bit for bit); each within one unit in the last place plus the

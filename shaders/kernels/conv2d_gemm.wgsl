@@ -51,91 +51,37 @@ fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
 }
 
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages
-// (one, or four under CHANNELS without VIN), its group and the tile's first output channel.
+// for each 64-row part p of the tile (pa[p], or pa[4p + i] for the four under CHANNELS without
+// VIN), its group and the tile's first output channel.
 struct GemmFeed {
-    pa: array<Pixel, 4>,
+    pa: array<Pixel, 8>,
     group: u32,
     n0: u32,
 }
 
-fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
+fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
     var av = vec4<f32>(0.0);
     if (CHANNELS && VIN) {
-        av = load_a4(f.pa[0], r0 + 4u * (lid % 4u));
+        av = load_a4(f.pa[p], r0 + 4u * (lid % 4u));
     } else if (CHANNELS) {
         for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = load_a(f.pa[i], r0 + lid % 16u);
+            av[i] = load_a(f.pa[4u * p + i], r0 + lid % 16u);
         }
     } else {
         for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = load_a(f.pa[0], r0 + lid / 64u + 4u * i);
+            av[i] = load_a(f.pa[p], r0 + lid / 64u + 4u * i);
         }
     }
     return av;
 }
 
-fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
-    return load_b(f.group, r0 + lid / 16u, f.n0 / 4u + lid % 16u);
+fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
+    return load_b(f.group, r0 + lid / 16u, f.n0 / 4u + 16u * p + lid % 16u);
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    // Whole workgroups past the work leave together (the id is uniform across the workgroup,
-    // so the barriers below stay in uniform control flow).
-    let id = wid.x + wid.y * nwg.x;
-    if (id >= gp_u[pz()].work.w) {
-        return;
-    }
-    let tile_m = id % gp_u[pz()].work.y;
-    let rest = id / gp_u[pz()].work.y;
-    let tile_n = rest % gp_u[pz()].work.z;
-    // Under SPLIT, the group and the slice of the reduction: (group * S + slice).
-    var group = rest / gp_u[pz()].work.z;
-    var slice = 0u;
-    if (SPLIT) {
-        slice = group % gp_u[pz()].split.x;
-        group = group / gp_u[pz()].split.x;
-    }
-    let m0 = tile_m * BM;
-    let n0 = tile_n * BN;
-
-    // The register block: pixels 4tx .. 4tx+3 x channels 4ty .. 4ty+3 of the tile. Lanes run
-    // along the orientation's fast dim.
-    var tx = lid % 16u;
-    var ty = lid / 16u;
-    if (CHANNELS) {
-        tx = lid / 16u;
-        ty = lid % 16u;
-    }
-
-    // What this invocation stages of A: NCHW, one pixel (lid % 64) at 4 reduction steps;
-    // NHWC, 4 pixels (lid / 16 + 16i) at one step (lid % 16), or, under VIN, one pixel
-    // (lid / 4) at 4 consecutive steps (4 * (lid % 4)).
-    var f: GemmFeed;
-    f.group = group;
-    f.n0 = n0;
-    if (CHANNELS && !VIN) {
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            f.pa[i] = pixel_at(m0 + lid / 16u + 16u * i, group);
-        }
-    } else if (CHANNELS) {
-        f.pa[0] = pixel_at(m0 + lid / 4u, group);
-    } else {
-        f.pa[0] = pixel_at(m0 + lid % 64u, group);
-    }
-    var sa = STAGE_A_ROWS;
-    if (CHANNELS && VIN) {
-        sa = STAGE_A_STEPS4;
-    } else if (CHANNELS) {
-        sa = STAGE_A_STEPS;
-    }
-    var begin = 0u;
-    var end = gp_u[pz()].red.z;
-    if (SPLIT) {
-        begin = slice * gp_u[pz()].split.y;
-        end = min(end, begin + gp_u[pz()].split.y);
-    }
-    let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, STAGE_B_COLS);
+// Stores block `acc` of the tile: pixels m0 + 4tx + i x channels n0 + 4ty + j of `group`, the
+// epilogue applied (split-K: the partial sums of `slice` as they are).
+fn store_block(acc: mat4x4<f32>, m0: u32, n0: u32, tx: u32, ty: u32, group: u32, slice: u32) {
     if (SPLIT) {
         // The tile's partial sums as they are (rows and words padded to whole tiles, so every
         // store is in range): conv2d_gemm_sum.wgsl adds the slices and applies the epilogue.
@@ -147,6 +93,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
 
+    if (m0 >= gp_u[pz()].work.x || n0 >= gp_u[pz()].red.y) {
+        return;
+    }
     // acc[i] holds pixel 4tx + i at channels 4ty .. 4ty+3.
     let k = n0 + 4u * ty;
     let kg = group * gp_u[pz()].red.y;
@@ -184,6 +133,74 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     }
                 }
             }
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    // Whole workgroups past the work leave together (the id is uniform across the workgroup,
+    // so the barriers below stay in uniform control flow).
+    let id = wid.x + wid.y * nwg.x;
+    if (id >= gp_u[pz()].work.w) {
+        return;
+    }
+    let tile_m = id % gp_u[pz()].work.y;
+    let rest = id / gp_u[pz()].work.y;
+    let tile_n = rest % gp_u[pz()].work.z;
+    // Under SPLIT, the group and the slice of the reduction: (group * S + slice).
+    var group = rest / gp_u[pz()].work.z;
+    var slice = 0u;
+    if (SPLIT) {
+        slice = group % gp_u[pz()].split.x;
+        group = group / gp_u[pz()].split.x;
+    }
+    let m0 = tile_m * 64u * PM;
+    let n0 = tile_n * 64u * PN;
+
+    // The register blocks: pixels 64a + 4tx .. x channels 64b + 4ty .. of the tile, 4 x 4
+    // each. Lanes run along the orientation's fast dim.
+    var tx = lid % 16u;
+    var ty = lid / 16u;
+    if (CHANNELS) {
+        tx = lid / 16u;
+        ty = lid % 16u;
+    }
+
+    // What this invocation stages of A for part p (rows 64p ..): NCHW, one pixel (lid % 64) at
+    // 4 reduction steps; NHWC, 4 pixels (lid / 16 + 16i) at one step (lid % 16), or, under VIN,
+    // one pixel (lid / 4) at 4 consecutive steps (4 * (lid % 4)).
+    var f: GemmFeed;
+    f.group = group;
+    f.n0 = n0;
+    for (var p = 0u; p < PM; p = p + 1u) {
+        let mp = m0 + 64u * p;
+        if (CHANNELS && !VIN) {
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                f.pa[4u * p + i] = pixel_at(mp + lid / 16u + 16u * i, group);
+            }
+        } else if (CHANNELS) {
+            f.pa[p] = pixel_at(mp + lid / 4u, group);
+        } else {
+            f.pa[p] = pixel_at(mp + lid % 64u, group);
+        }
+    }
+    var sa = STAGE_A_ROWS;
+    if (CHANNELS && VIN) {
+        sa = STAGE_A_STEPS4;
+    } else if (CHANNELS) {
+        sa = STAGE_A_STEPS;
+    }
+    var begin = 0u;
+    var end = gp_u[pz()].red.z;
+    if (SPLIT) {
+        begin = slice * gp_u[pz()].split.y;
+        end = min(end, begin + gp_u[pz()].split.y);
+    }
+    let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, STAGE_B_COLS);
+    for (var a = 0u; a < PM; a = a + 1u) {
+        for (var b = 0u; b < PN; b = b + 1u) {
+            store_block(gemm_block(acc, a, b), m0 + 64u * a, n0 + 64u * b, tx, ty, group, slice);
         }
     }
 }

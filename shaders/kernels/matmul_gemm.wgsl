@@ -8,8 +8,8 @@
 // SPLIT (split-K, `MatmulKernel::GemmSplit`): workgroup id = (tile along m, tile along n, batch z
 // x slices); each walks one slice of the reduction and stores its tile's partial sums (binding
 // 4, the partial buffer; layout in matmul_io.wgsl) without the epilogue, which
-// matmul_gemm_sum.wgsl applies after adding the slices in slice order.
-override SPLIT: bool = false;
+// matmul_gemm_sum.wgsl applies after adding the slices in slice order. (SPLIT and the tile's
+// parts PM, PN: preludes/gemm_engine.wgsl.)
 
 struct GemmFeed {
     a0: i32,
@@ -32,15 +32,16 @@ fn b_at(f: GemmFeed, r: u32, n: u32) -> f32 {
     return load_b(f.b0 + i32(r) * mp_u[pz()].sb.x + i32(n) * mp_u[pz()].sb.y);
 }
 
-fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
+fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
     var av = vec4<f32>(0.0);
+    let m0 = f.m0 + 64u * p;
     if ((mp_u[pz()].epi.w & 2u) != 0u) {
         let r = r0 + lid % 16u;
         for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = a_at(f, f.m0 + lid / 16u + 16u * i, r);
+            av[i] = a_at(f, m0 + lid / 16u + 16u * i, r);
         }
     } else {
-        let m = f.m0 + lid % 64u;
+        let m = m0 + lid % 64u;
         for (var i = 0u; i < 4u; i = i + 1u) {
             av[i] = a_at(f, m, r0 + lid / 64u + 4u * i);
         }
@@ -48,15 +49,43 @@ fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
     return av;
 }
 
-fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32> {
+fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
     var r = r0 + lid / 16u;
     var j = lid % 16u;
     if ((mp_u[pz()].epi.w & 4u) != 0u) {
         r = r0 + lid % 16u;
         j = lid / 16u;
     }
-    let n = f.n0 + 4u * j;
+    let n = f.n0 + 64u * p + 4u * j;
     return vec4<f32>(b_at(f, r, n), b_at(f, r, n + 1u), b_at(f, r, n + 2u), b_at(f, r, n + 3u));
+}
+
+// Stores the 4 x 4 block `acc` at rows m .. m+3 and columns n .. n+3 of batch z (z0, z1): the
+// epilogue applied, through the output's strides (split-K: the partial sums of `slice` as they
+// are).
+fn store_block(acc: mat4x4<f32>, m: u32, n: u32, z: u32, z0: i32, z1: i32, slice: u32) {
+    if (SPLIT) {
+        // Rows and columns are padded to whole tiles, so every store is in range.
+        let cols = mp_u[pz()].split.w;
+        let row0 = (z * mp_u[pz()].split.x + slice) * mp_u[pz()].split.z + m;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            for (var j = 0u; j < 4u; j = j + 1u) {
+                y[(row0 + i) * cols + n + j] = acc[i][j];
+            }
+        }
+        return;
+    }
+    let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
+    let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        if (m + i < mp_u[pz()].dims.x) {
+            for (var j = 0u; j < 4u; j = j + 1u) {
+                if (n + j < mp_u[pz()].dims.y) {
+                    y[u32(o0 + i32(m + i) * mp_u[pz()].so.x + i32(n + j) * mp_u[pz()].so.y)] = mm_finish(acc[i][j], c0 + i32(m + i) * mp_u[pz()].sc.x + i32(n + j) * mp_u[pz()].sc.y);
+                }
+            }
+        }
+    }
 }
 
 @compute @workgroup_size(256)
@@ -80,8 +109,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var f: GemmFeed;
     f.a0 = mp_u[pz()].base.x + z0 * mp_u[pz()].sa.z + z1 * mp_u[pz()].sa.w;
     f.b0 = mp_u[pz()].base.y + z0 * mp_u[pz()].sb.z + z1 * mp_u[pz()].sb.w;
-    f.m0 = tile_m * BM;
-    f.n0 = tile_n * BN;
+    f.m0 = tile_m * 64u * PM;
+    f.n0 = tile_n * 64u * PN;
     var sa = STAGE_A_ROWS;
     if ((mp_u[pz()].epi.w & 2u) != 0u) {
         sa = STAGE_A_STEPS;
@@ -90,7 +119,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if ((mp_u[pz()].epi.w & 4u) != 0u) {
         sb = STAGE_B_STEPS;
     }
-    // Register block: rows 4tx .. 4tx+3 x columns 4ty .. 4ty+3; lanes run along the columns.
+    // Register blocks: rows 64a + 4tx .. x columns 64b + 4ty .., 4 x 4 each; lanes run along
+    // the columns.
     let tx = lid / 16u;
     let ty = lid % 16u;
     var begin = 0u;
@@ -100,29 +130,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         end = min(end, begin + mp_u[pz()].split.y);
     }
     let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, sb);
-    if (SPLIT) {
-        // Rows and columns are padded to whole tiles, so every store is in range.
-        let cols = mp_u[pz()].split.w;
-        let row0 = (z * mp_u[pz()].split.x + slice) * mp_u[pz()].split.z + f.m0 + 4u * tx;
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            for (var j = 0u; j < 4u; j = j + 1u) {
-                y[(row0 + i) * cols + f.n0 + 4u * ty + j] = acc[i][j];
-            }
-        }
-        return;
-    }
-
-    let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
-    let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        let m = f.m0 + 4u * tx + i;
-        if (m < mp_u[pz()].dims.x) {
-            for (var j = 0u; j < 4u; j = j + 1u) {
-                let n = f.n0 + 4u * ty + j;
-                if (n < mp_u[pz()].dims.y) {
-                    y[u32(o0 + i32(m) * mp_u[pz()].so.x + i32(n) * mp_u[pz()].so.y)] = mm_finish(acc[i][j], c0 + i32(m) * mp_u[pz()].sc.x + i32(n) * mp_u[pz()].sc.y);
-                }
-            }
+    for (var a = 0u; a < PM; a = a + 1u) {
+        for (var b = 0u; b < PN; b = b + 1u) {
+            store_block(gemm_block(acc, a, b), f.m0 + 64u * a + 4u * tx, f.n0 + 64u * b + 4u * ty, z, z0, z1, slice);
         }
     }
 }

@@ -4,16 +4,13 @@
 // in slice order, then the epilogue).
 
 // (The uniform, CHANNELS, MODE, RELU, RESID and out_offset: conv_gemm_params.wgsl; the
-// residual is binding 7.)
+// residual is binding 7; SPLIT: gemm_engine.wgsl.)
 
 // Whether 4 consecutive input channels (NHWC) are one aligned vec4 word.
 override VIN: bool = false;
 // Whether an invocation's 4 outputs along its fast dim (pixels for NCHW, channels for NHWC)
 // are one aligned vec4 word.
 override VOUT: bool = false;
-// conv2d_gemm.wgsl: each workgroup sums one slice of the reduction and stores its tile's
-// partial sums (binding 6, the partial buffer) without the epilogue.
-override SPLIT: bool = false;
 
 // Bindings 1 and 3-7 and how elements are read and written: conv_io.wgsl and conv_gemm_io.wgsl
 // (float32), or conv_io16.wgsl and conv_gemm_io16.wgsl (16-bit types). The packed weight is f32

@@ -1,28 +1,47 @@
 // The GEMM engine every tiled product shares (conv2d_gemm.wgsl: A gathered through the im2col
 // mapping; matmul_gemm.wgsl: A and B addressed through their strides). A workgroup of 256
-// invocations computes a 64 x 64 tile of C = A @ B; each invocation a 4 x 4 register block (16
-// accumulators). The reduction is walked 16 at a time: the workgroup stages a 16 x 64 slice of A
-// and of B in workgroup memory (8 KiB), then every invocation takes 16 steps of one vec4 of A
-// and one of B. So each element loaded from memory feeds 64 multiply-adds, and an invocation
-// holds about 50 values: room for 8 or more waves per SIMD on a GPU. (A wide form, 64
-// invocations of 8 x 8 blocks staging for four each, ran 1.3-2x slower on an NVIDIA H200,
-// 2026-11-28: BENCHMARKS.md.)
+// invocations (16 x 16) computes a tile of C = A @ B of PM x PN parts of 64 x 64 (PM, PN: 1 or
+// 2, so tiles of 64 x 64, 128 x 64, 64 x 128 or 128 x 128); each invocation a register block
+// of PM x PN blocks of 4 x 4, block (a, b) at rows 64a + 4tx .. and columns 64b + 4ty .. of the
+// tile. The reduction is walked 16 at a time: the workgroup stages a 16-step slice of A's rows
+// and of B's columns in workgroup memory (8 KiB a 64 x 64 tile, 16 KiB a 128 x 128 one), then
+// every invocation takes 16 steps of PM vec4 of A and PN of B.
+//
+// Each element loaded from memory feeds 64 multiply-adds at 64 x 64, 128 at 128 x 128; each
+// vec4 read from workgroup memory feeds 8 multiply-adds at 64 x 64 and 16 at 128 x 128 (the
+// ratio that bounds SIMT GEMMs on GPUs whose workgroup memory serves 128 bytes a clock: CUTLASS's
+// SIMT kernels hold 8 x 8 blocks). The 64 x 64 form holds about 50 values an invocation, room
+// for 8 or more waves per SIMD; the 128 x 128 one about 110. (A wide form of 64 invocations of
+// 8 x 8 blocks over a 64 x 64 tile, each staging for four, ran 1.3-2x slower on an NVIDIA H200,
+// 2026-11-28: BENCHMARKS.md. It loaded as much from memory per multiply-add as the 64 x 64 form
+// with a quarter of the invocations.)
 //
 // The kernel that includes this prelude defines how elements are fetched:
 //   struct GemmFeed                 what an invocation keeps to address its loads,
-//   fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32>
-//                                   the 4 values of A it stages at reduction step r0, in the
-//                                   order the staging mode (`sa` below) names,
-//   fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32) -> vec4<f32>
+//   fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32>
+//                                   the 4 values of A it stages at reduction step r0 for the
+//                                   tile's 64-row part p, in the order the staging mode (`sa`
+//                                   below) names,
+//   fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32>
 //                                   the 4 values of B it stages (4 consecutive columns of one
-//                                   reduction step), placed by `sb`.
+//                                   reduction step) for the 64-column part p, placed by `sb`.
 // Out-of-range elements (past the rows, the columns or the reduction) are fetched as 0.
 
-const BM: u32 = 64u;
-const BN: u32 = 64u;
+// The tile's parts: 64-row parts along M, 64-column parts along N (the tile is 64PM x 64PN).
+// naga 30 panics applying override constants (pipeline_constants::process_override, a handle
+// vector's length assertion) when an override is declared after a workgroup array sized by
+// another override, or when an override's initializer names another override: every override
+// of a module that includes this prelude is declared before it (preludes come first), and none
+// is derived from PM or PN.
+override PM: u32 = 1u;
+override PN: u32 = 1u;
+// Split-K (the kernels' SPLIT forms): each workgroup sums one slice of the reduction and stores
+// its tile's partial sums without the epilogue; a second dispatch adds the slices in slice
+// order and applies it.
+override SPLIT: bool = false;
 const BK: u32 = 16u;
 
-// Staging of A: which 4 elements invocation `lid` fetches.
+// Staging of A: which 4 elements invocation `lid` fetches, rows counted within the part.
 // Lanes along the rows: row lid % 64 at steps lid / 64 + 4i.
 const STAGE_A_ROWS: u32 = 0u;
 // Lanes along the reduction: step lid % 16 at rows lid / 16 + 16i.
@@ -34,60 +53,123 @@ const STAGE_A_STEPS4: u32 = 2u;
 const STAGE_B_COLS: u32 = 0u;
 const STAGE_B_STEPS: u32 = 1u;
 
-// The staged slices: ta[r * 16 + i] holds rows 4i .. 4i+3 of reduction step r, tb[r * 16 + j]
-// columns 4j .. 4j+3.
-var<workgroup> ta: array<vec4<f32>, 256>;
-var<workgroup> tb: array<vec4<f32>, 256>;
+// The staged slices: ta[r * 16PM + 16p + i] holds rows 64p + 4i .. 64p + 4i + 3 of reduction
+// step r, tb[r * 16PN + 16p + j] columns 64p + 4j .. 64p + 4j + 3.
+var<workgroup> ta: array<vec4<f32>, 256u * PM>;
+var<workgroup> tb: array<vec4<f32>, 256u * PN>;
 
-// The 4 x 4 block of invocation (tx, ty) over reduction steps [begin, end) (begin a multiple of
-// BK; steps past the reduction fetch as 0, so `end` may pass it): acc[i] holds row 4tx + i at
-// columns 4ty .. 4ty+3 of the tile. `sa` and `sb` are the staging modes (uniform across the
-// workgroup, as are begin and end, so the barriers stay in uniform control flow). The next
-// slice's loads are issued before the current slice's multiply-adds (register double
-// buffering), so their latency hides behind the arithmetic.
-fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: u32, sb: u32) -> mat4x4<f32> {
-    var acc = mat4x4<f32>();
-    var av = vec4<f32>(0.0);
-    var bv = vec4<f32>(0.0);
+// An invocation's accumulators: block (a, b) is `bab`, acc[i] of it row 64a + 4tx + i at
+// columns 64b + 4ty .. 64b + 4ty + 3 of the tile (blocks past PM, PN stay 0).
+struct GemmAcc {
+    b00: mat4x4<f32>,
+    b01: mat4x4<f32>,
+    b10: mat4x4<f32>,
+    b11: mat4x4<f32>,
+}
+
+// Block (a, b) of `acc`.
+fn gemm_block(acc: GemmAcc, a: u32, b: u32) -> mat4x4<f32> {
+    if (a == 0u && b == 0u) {
+        return acc.b00;
+    } else if (a == 0u) {
+        return acc.b01;
+    } else if (b == 0u) {
+        return acc.b10;
+    }
+    return acc.b11;
+}
+
+fn gemm_outer(acc: mat4x4<f32>, a: vec4<f32>, b: vec4<f32>) -> mat4x4<f32> {
+    return mat4x4<f32>(acc[0] + a.x * b, acc[1] + a.y * b, acc[2] + a.z * b, acc[3] + a.w * b);
+}
+
+fn gemm_stage_a(av: vec4<f32>, lid: u32, sa: u32, p: u32) {
+    let row = 16u * PM;
+    if (sa == STAGE_A_STEPS4) {
+        let m = lid / 4u;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            ta[(4u * (lid % 4u) + i) * row + 16u * p + m / 4u][m % 4u] = av[i];
+        }
+    } else if (sa == STAGE_A_STEPS) {
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            let m = lid / 16u + 16u * i;
+            ta[(lid % 16u) * row + 16u * p + m / 4u][m % 4u] = av[i];
+        }
+    } else {
+        let m = lid % 64u;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            ta[(lid / 64u + 4u * i) * row + 16u * p + m / 4u][m % 4u] = av[i];
+        }
+    }
+}
+
+fn gemm_stage_b(bv: vec4<f32>, lid: u32, sb: u32, p: u32) {
+    let row = 16u * PN;
+    if (sb == STAGE_B_STEPS) {
+        tb[(lid % 16u) * row + 16u * p + lid / 16u] = bv;
+    } else {
+        tb[(lid / 16u) * row + 16u * p + lid % 16u] = bv;
+    }
+}
+
+// The register block of invocation (tx, ty) over reduction steps [begin, end) (begin a
+// multiple of BK; steps past the reduction fetch as 0, so `end` may pass it). `sa` and `sb` are
+// the staging modes (uniform across the workgroup, as are begin and end, so the barriers stay
+// in uniform control flow). The next slice's loads are issued before the current slice's
+// multiply-adds (register double buffering), so their latency hides behind the arithmetic.
+fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: u32, sb: u32) -> GemmAcc {
+    var acc: GemmAcc;
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var b0 = vec4<f32>(0.0);
+    var b1 = vec4<f32>(0.0);
     if (begin < end) {
-        av = gemm_fetch_a(f, lid, begin);
-        bv = gemm_fetch_b(f, lid, begin);
+        a0 = gemm_fetch_a(f, lid, begin, 0u);
+        b0 = gemm_fetch_b(f, lid, begin, 0u);
+        if (PM > 1u) {
+            a1 = gemm_fetch_a(f, lid, begin, 1u);
+        }
+        if (PN > 1u) {
+            b1 = gemm_fetch_b(f, lid, begin, 1u);
+        }
     }
     for (var r0 = begin; r0 < end; r0 = r0 + BK) {
         workgroupBarrier();
-        if (sa == STAGE_A_STEPS4) {
-            let m = lid / 4u;
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                ta[(4u * (lid % 4u) + i) * 16u + m / 4u][m % 4u] = av[i];
-            }
-        } else if (sa == STAGE_A_STEPS) {
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                let m = lid / 16u + 16u * i;
-                ta[(lid % 16u) * 16u + m / 4u][m % 4u] = av[i];
-            }
-        } else {
-            let m = lid % 64u;
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                ta[(lid / 64u + 4u * i) * 16u + m / 4u][m % 4u] = av[i];
-            }
+        gemm_stage_a(a0, lid, sa, 0u);
+        gemm_stage_b(b0, lid, sb, 0u);
+        if (PM > 1u) {
+            gemm_stage_a(a1, lid, sa, 1u);
         }
-        if (sb == STAGE_B_STEPS) {
-            tb[(lid % 16u) * 16u + lid / 16u] = bv;
-        } else {
-            tb[lid] = bv;
+        if (PN > 1u) {
+            gemm_stage_b(b1, lid, sb, 1u);
         }
         workgroupBarrier();
         if (r0 + BK < end) {
-            av = gemm_fetch_a(f, lid, r0 + BK);
-            bv = gemm_fetch_b(f, lid, r0 + BK);
+            a0 = gemm_fetch_a(f, lid, r0 + BK, 0u);
+            b0 = gemm_fetch_b(f, lid, r0 + BK, 0u);
+            if (PM > 1u) {
+                a1 = gemm_fetch_a(f, lid, r0 + BK, 1u);
+            }
+            if (PN > 1u) {
+                b1 = gemm_fetch_b(f, lid, r0 + BK, 1u);
+            }
         }
         for (var kk = 0u; kk < BK; kk = kk + 1u) {
-            let a = ta[kk * 16u + tx];
-            let b = tb[kk * 16u + ty];
-            acc[0] = acc[0] + a.x * b;
-            acc[1] = acc[1] + a.y * b;
-            acc[2] = acc[2] + a.z * b;
-            acc[3] = acc[3] + a.w * b;
+            let x0 = ta[kk * 16u * PM + tx];
+            let y0 = tb[kk * 16u * PN + ty];
+            acc.b00 = gemm_outer(acc.b00, x0, y0);
+            if (PN > 1u) {
+                let y1 = tb[kk * 16u * PN + 16u + ty];
+                acc.b01 = gemm_outer(acc.b01, x0, y1);
+                if (PM > 1u) {
+                    let x1 = ta[kk * 16u * PM + 16u + tx];
+                    acc.b10 = gemm_outer(acc.b10, x1, y0);
+                    acc.b11 = gemm_outer(acc.b11, x1, y1);
+                }
+            } else if (PM > 1u) {
+                let x1 = ta[kk * 16u * PM + 16u + tx];
+                acc.b10 = gemm_outer(acc.b10, x1, y0);
+            }
         }
     }
     return acc;

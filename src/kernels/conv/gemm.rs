@@ -1,6 +1,7 @@
 //! The tiled implicit-GEMM convolution (`conv2d_gemm.wgsl`), shaped for GPUs: 64 x 64 output
-//! tiles per workgroup, a 4 x 4 register block per invocation, the reduction staged through
-//! workgroup memory. The weight is packed once per call into [group][r][K/groups rounded up
+//! tiles per workgroup and a 4 x 4 register block per invocation (the wide kernels: 128 x 128
+//! or 128 x 64 tiles of 8 x 8 or 8 x 4 blocks, [`ConvKernel::tile_parts`]), the reduction
+//! staged through workgroup memory. The weight is packed once per call into [group][r][K/groups rounded up
 //! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
 //! kh*kw elements, tiny next to the work); the input is read in place.
 //!
@@ -31,8 +32,9 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 /// input and output windows again as vec4 words, and the residual.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Write, Slot::Read];
 
-/// The output tile of a workgroup: pixels x output channels (`BM`, `BN` of the kernel).
-const TILE: usize = 64;
+/// The output tile of a workgroup is PM x PN parts of this many pixels x output channels
+/// (`ConvKernel::tile_parts`, the engine's PM and PN).
+const PART: usize = 64;
 
 uniform! {
     /// The uniform of `shaders/kernels/conv2d_gemm.wgsl` and `conv2d_coop.wgsl` (`GemmParams` of
@@ -71,11 +73,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let geom = ops.geometry()?;
     // Split-K: the slices, from the largest image range (the partial buffer serves each range
     // in turn), and the partial buffer's rows and words per (group, slice).
+    let (pm, pn) = kernel.tile_parts(kg);
+    let (bm, bn) = (PART * pm, PART * pn);
     let most_pixels = ops.ranges.iter().map(|r| (r.n1 - r.n0) * g.oh * g.ow).max().unwrap_or(0);
-    let (prows, pwords) = (most_pixels.div_ceil(TILE) * TILE, kg.div_ceil(TILE) * (TILE / 4));
+    let (prows, pwords) = (most_pixels.div_ceil(bm) * bm, kg.div_ceil(bn) * (bn / 4));
     let slice_bytes = (groups as u64).saturating_mul(prows as u64).saturating_mul(pwords as u64 * 16);
     let (nslices, chunk) = if kernel.split() {
-        crate::kernels::split::slices((most_pixels.div_ceil(TILE) * kg.div_ceil(TILE) * groups) as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
+        // Counted in 64 x 64 tiles, so a wide kernel's call is cut into the 64 x 64 kernel's
+        // slices (within the binding limit) and gives its bits.
+        let tiles = most_pixels.div_ceil(PART) * kg.div_ceil(PART) * groups;
+        crate::kernels::split::slices(tiles as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
     } else {
         (1, r_len)
     };
@@ -83,9 +90,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let mut plan = Vec::new();
     for r in ops.ranges {
         let pixels = (r.n1 - r.n0) * g.oh * g.ow;
-        let (tm, tn) = (pixels.div_ceil(TILE), kg.div_ceil(TILE));
+        let (tm, tn) = (pixels.div_ceil(bm), kg.div_ceil(bn));
         let total = tm as u64 * tn as u64 * groups as u64 * nslices as u64;
-        let grid = crate::kernels::conv::common::grid(rt, total, &format!("{total} workgroups of 64 x 64 outputs"))?;
+        let grid = crate::kernels::conv::common::grid(rt, total, &format!("{total} workgroups of {bm} x {bn} outputs"))?;
         let (xbase, ybase) = ops.bases(r);
         let (vin, vout) = kernel.vectors(g, o, xs, ys, xbase, ybase, r.n1 - r.n0);
         let params = GemmParams {
@@ -103,10 +110,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             split: [nslices as u32, u32_of(chunk, "reduction steps per slice")?, u32_of(prows, "partial rows")?, u32_of(pwords, "partial row words")?],
         };
         let (channels, bias, relu, resid) = (kernel.channels() as i64, ops.bias.is_some() as i64, o.relu as i64, ops.residual.is_some() as i64);
+        let parts = |mut c: Vec<(&'static str, i64)>| {
+            if (pm, pn) != (1, 1) {
+                c.extend([("PM", pm as i64), ("PN", pn as i64)]);
+            }
+            c
+        };
         if split {
             // The slices' partial sums, then their sum and the epilogue, one invocation per
             // pixel and channel quad.
-            let constants = vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)];
+            let constants = parts(vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)]);
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Slices, grid));
             let invocations = groups as u64 * pixels as u64 * row as u64;
             let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
@@ -116,7 +129,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VOUT", vout as i64)];
             plan.push((r, sum_params, PipelineKey { shader: form.shader("conv2d_gemm_sum", "conv2d_gemm_sum16"), constants: form.constants(constants) }, Step::Sum(vout), sum_grid));
         } else {
-            let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)];
+            let constants = parts(vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)]);
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Whole(vout), grid));
         }
     }

@@ -44,6 +44,13 @@ pub enum ConvKernel {
     GemmNchwSplit,
     /// [`ConvKernel::GemmNhwc`] with the reduction split as [`ConvKernel::GemmNchwSplit`] says.
     GemmNhwcSplit,
+    /// [`ConvKernel::GemmNchwSplit`] on wider tiles: 128 pixels x 128 output channels per
+    /// workgroup (128 x 64 where K/groups <= 64), each invocation a register block of 8 x 8
+    /// (8 x 4) outputs, so each value read from workgroup memory feeds twice the multiply-adds.
+    /// A tuner candidate on GPUs (the same bits as `GemmNchwSplit`).
+    GemmNchwWide,
+    /// [`ConvKernel::GemmNhwcSplit`] on the wider tiles of [`ConvKernel::GemmNchwWide`].
+    GemmNhwcWide,
     /// Depthwise (`conv2d_depthwise.wgsl`, groups == C): 4 pixels of a row per invocation.
     DepthwiseNchw,
     /// Depthwise: 4 channels of a pixel per invocation.
@@ -100,7 +107,7 @@ impl ConvKernel {
     }
 
     /// Every kernel but `Auto`.
-    pub const ALL: [ConvKernel; 16] = [
+    pub const ALL: [ConvKernel; 18] = [
         ConvKernel::Nchw,
         ConvKernel::Nhwc,
         ConvKernel::NchwTiled,
@@ -109,6 +116,8 @@ impl ConvKernel {
         ConvKernel::GemmNhwc,
         ConvKernel::GemmNchwSplit,
         ConvKernel::GemmNhwcSplit,
+        ConvKernel::GemmNchwWide,
+        ConvKernel::GemmNhwcWide,
         ConvKernel::DepthwiseNchw,
         ConvKernel::DepthwiseNhwc,
         ConvKernel::DepthwiseRows,
@@ -121,7 +130,7 @@ impl ConvKernel {
 
     pub(crate) fn family(self) -> Family {
         match self {
-            ConvKernel::GemmNchw | ConvKernel::GemmNhwc | ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit => Family::Gemm,
+            ConvKernel::GemmNchw | ConvKernel::GemmNhwc | ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide => Family::Gemm,
             ConvKernel::DepthwiseNchw | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => Family::Depthwise,
             ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => Family::Direct,
             ConvKernel::Coop => Family::Coop,
@@ -131,12 +140,21 @@ impl ConvKernel {
 
     /// Whether the kernel's lanes (or vectors) run along channels: the NHWC orientation.
     pub(crate) fn channels(self) -> bool {
-        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
+        matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNhwcWide | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
     }
 
     /// Whether the kernel may split its reduction (split-K).
     pub(crate) fn split(self) -> bool {
-        matches!(self, ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit)
+        matches!(self, ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide)
+    }
+
+    /// A GEMM kernel's tile parts for `kg` output channels a group: (PM, PN), its output tile
+    /// 64PM pixels x 64PN channels (`shaders/preludes/gemm_engine.wgsl`).
+    pub(crate) fn tile_parts(self, kg: usize) -> (usize, usize) {
+        match self {
+            ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide => (2, if kg > 64 { 2 } else { 1 }),
+            _ => (1, 1),
+        }
     }
 
     /// Whether the kernel is shaped for a GPU (the tuner's candidates on adapters that are not
@@ -223,8 +241,8 @@ impl ConvKernel {
         match self {
             ConvKernel::Auto | ConvKernel::Coop => (false, false),
             ConvKernel::Nchw | ConvKernel::Nhwc | ConvKernel::NchwTiled | ConvKernel::NhwcTiled | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand => blocked_vectors(self, g, o, xs, ys, xbase, ybase, images),
-            ConvKernel::GemmNchw | ConvKernel::GemmNchwSplit => (false, y_pixels),
-            ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
+            ConvKernel::GemmNchw | ConvKernel::GemmNchwSplit | ConvKernel::GemmNchwWide => (false, y_pixels),
+            ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNhwcWide => (x_channels && cg.is_multiple_of(4), y_channels && kg.is_multiple_of(4)),
             ConvKernel::DepthwiseNchw => (false, y_pixels),
             ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall => (x_channels && g.k == g.c && g.c.is_multiple_of(4), y_channels && g.k.is_multiple_of(4)),
         }

@@ -100,6 +100,28 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
                     if kernel.family() == Family::Gemm {
                         constants.splice(0..0, [("MODE", mode), ("RELU", relu), ("RESID", resid)]);
                     }
+                    if kernel.split() && kernel.tile_parts(128) != (1, 1) {
+                        // The wide kernels: their tiles of each shape, whole (each epilogue)
+                        // and as split-K slices, in f32 and each 16-bit type (their sums are
+                        // the split kernels' below).
+                        for kg in [64, 128] {
+                            let (pm, pn) = kernel.tile_parts(kg);
+                            let parts = [("PM", pm as i64), ("PN", pn as i64)];
+                            let whole = vec![("CHANNELS", channels), ("MODE", mode), ("RELU", relu), ("RESID", resid), ("VIN", vin), ("VOUT", vout)];
+                            let slices = vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin), ("VOUT", 1), ("SPLIT", 1)];
+                            let mut forms = vec![whole];
+                            if (mode, relu, resid, vout) == (0, 0, 0, 1) {
+                                forms.push(slices);
+                            }
+                            for c in forms {
+                                for (name, half) in [("conv2d_gemm", None), ("conv2d_gemm16", Some(crate::dtype::DType::F16)), ("conv2d_gemm16", Some(crate::dtype::DType::BF16))] {
+                                    let half: Vec<(&'static str, i64)> = half.map(|d| ("HALF", d.code() as i64)).into_iter().collect();
+                                    out.push(PipelineSpec { kernel: name, constants: [c.clone(), parts.to_vec(), half].concat() });
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     if kernel.split() {
                         // The slices' pass (no epilogue, stores to the partial buffer), and
                         // the sum with each epilogue.

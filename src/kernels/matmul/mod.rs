@@ -1,5 +1,6 @@
 //! The matrix products on the device: the tiled GEMM (`matmul_gemm.wgsl`, on the GEMM engine
-//! that `conv2d_gemm.wgsl` also runs on: 64 x 64 tiles, 4 x 4 register blocks) and a
+//! that `conv2d_gemm.wgsl` also runs on: 64 x 64 tiles of 4 x 4 register blocks, or the wide
+//! kernel's 128 x 128 tiles of 8 x 8) and a
 //! memory-bound matrix-vector kernel (`matmul_vec.wgsl`, for m == 1 or n == 1). Every operand
 //! is read in place through its strides: transposed, sliced, negative-step and broadcast
 //! (stride-0 batch) views alike, float16 and bfloat16 as packed 32-bit words; no operand is
@@ -36,8 +37,9 @@ use product::{window, Shapes};
 /// vec4 words.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Read];
 
-/// The GEMM kernel's output tile (`BM` = `BN` of the engine).
-const TILE: usize = 64;
+/// The GEMM kernel's output tile is PM x PN parts of this many rows x columns
+/// ([`MatmulKernel::tile_parts`], the engine's PM and PN).
+const PART: usize = 64;
 /// The matrix-vector kernel's workgroup size.
 const VEC_WG: usize = 64;
 /// Rows per team of 8 lanes of the one-lane matrix-vector kernel: 16 for 16-bit types, 8 for
@@ -80,6 +82,11 @@ pub enum MatmulKernel {
     /// or columns and a long k (a classifier's `linear` on a small batch), whose few tiles leave
     /// most of a GPU idle. Elsewhere it runs as `Gemm`.
     GemmSplit,
+    /// [`MatmulKernel::GemmSplit`] on wider tiles: 128 x 128 outputs per workgroup (128 x 64 or
+    /// 64 x 128 where n or m is at most 64), each invocation a register block of 8 x 8 (8 x 4)
+    /// outputs, so each value read from workgroup memory feeds twice the multiply-adds. A tuner
+    /// candidate on GPUs; the same bits as `Gemm`.
+    GemmWide,
     /// The matrix-vector kernel with one invocation per row (m == 1 or n == 1): shaped for CPU
     /// adapters, where an invocation streams its row.
     Vec1,
@@ -120,7 +127,7 @@ pub const CONV_BATCHES: usize = 128;
 
 impl MatmulKernel {
     /// Every kernel but `Auto`.
-    pub const ALL: [MatmulKernel; 7] = [MatmulKernel::Gemm, MatmulKernel::GemmSplit, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked, MatmulKernel::Coop];
+    pub const ALL: [MatmulKernel; 8] = [MatmulKernel::Gemm, MatmulKernel::GemmSplit, MatmulKernel::GemmWide, MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Conv1x1, MatmulKernel::Blocked, MatmulKernel::Coop];
 
     /// The one eligibility check on m and n, for the automatic choice and forced kernels
     /// alike: the matrix-vector kernels need m == 1 or n == 1 (the `Conv1x1` route's and the
@@ -130,6 +137,14 @@ impl MatmulKernel {
             MatmulKernel::Conv1x1 | MatmulKernel::Blocked | MatmulKernel::Coop => Ok(()),
             MatmulKernel::Vec1 | MatmulKernel::Vec16 if m != 1 && n != 1 => Err(Error::unsupported("matmul", format!("the matrix-vector kernel {self:?} needs m == 1 or n == 1, got m = {m}, n = {n}"))),
             _ => Ok(()),
+        }
+    }
+
+    /// The GEMM's tile parts for an m x n output: (PM, PN), its tile 64PM x 64PN.
+    pub(crate) fn tile_parts(self, m: usize, n: usize) -> (usize, usize) {
+        match self {
+            MatmulKernel::GemmWide => (if m > PART { 2 } else { 1 }, if n > PART { 2 } else { 1 }),
+            _ => (1, 1),
         }
     }
 
@@ -144,7 +159,7 @@ impl MatmulKernel {
 }
 
 /// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
-/// GEMM (whole, and split-K's two), and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
+/// GEMM (whole, and split-K's two; on 64 x 64 tiles and each wide shape), and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
 /// under `HALVES`) and with one (`Vec1`, the CPU adapters' default, a candidate everywhere);
 /// every other variation is a uniform. Not the tensor-core kernel (`matmul_coop`): the RADV
 /// compiler the budget test drives (Mesa 22.3) has no cooperative matrices.
@@ -152,6 +167,12 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     vec![
         PipelineSpec { kernel: "matmul_gemm", constants: vec![] },
         PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1)] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("PM", 2), ("PN", 1)] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("PM", 1), ("PN", 2)] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("PM", 2), ("PN", 2)] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1), ("PM", 2), ("PN", 1)] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1), ("PM", 1), ("PN", 2)] },
+        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1), ("PM", 2), ("PN", 2)] },
         PipelineSpec { kernel: "matmul_gemm_sum", constants: vec![] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] },
@@ -224,10 +245,13 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     };
     // Split-K: the slices (from the whole batch's tiles) and a partial buffer every dispatch
     // below reuses in turn: [batch][slice][m rounded up to tiles][n rounded up to tiles] f32.
-    let (prows, pcols) = (m.div_ceil(TILE) * TILE, n.div_ceil(TILE) * TILE);
+    let (pm, pn) = kernel.tile_parts(m, n);
+    let (bm, bn) = (PART * pm, PART * pn);
+    let (prows, pcols) = (m.div_ceil(bm) * bm, n.div_ceil(bn) * bn);
     let slice_bytes = ((b0 * b1) as u64).saturating_mul(prows as u64).saturating_mul(pcols as u64 * 4);
-    let (nslices, chunk) = if kernel == MatmulKernel::GemmSplit {
-        crate::kernels::split::slices((m.div_ceil(TILE) * n.div_ceil(TILE) * b0 * b1) as u64, k, slice_bytes, max)
+    let (nslices, chunk) = if matches!(kernel, MatmulKernel::GemmSplit | MatmulKernel::GemmWide) {
+        // Counted in 64 x 64 tiles: a wide kernel's product is cut as the 64 x 64 kernel's.
+        crate::kernels::split::slices((m.div_ceil(PART) * n.div_ceil(PART) * b0 * b1) as u64, k, slice_bytes, max)
     } else {
         (1, k)
     };
@@ -274,8 +298,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let ws = windows(z0, lo)?;
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
-                let (tile, key) = if kernel == MatmulKernel::Coop { (coop::tile(&rt.report), coop::shader(&rt.report)) } else { (TILE, "matmul_gemm") };
-                let (tm, tn) = (m.div_ceil(tile), n.div_ceil(tile));
+                let ((tile_m, tile_n), key) = if kernel == MatmulKernel::Coop { ((coop::tile(&rt.report), coop::tile(&rt.report)), coop::shader(&rt.report)) } else { ((bm, bn), "matmul_gemm") };
+                let (tm, tn) = (m.div_ceil(tile_m), n.div_ceil(tile_n));
                 let total = tm as u64 * tn as u64 * batches as u64 * nslices as u64;
                 (total, key, [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
             } else {
@@ -314,6 +338,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             bindings.push((bufs[1], words(ws[1].0)));
             // The matrix-vector kernel's pipelines (`gpu_pipelines`): one lane a row, or L with
             // the 16-bit path; the GEMM has none.
+            // The wide GEMM's tile parts.
+            let parts: Vec<(&'static str, i64)> = if (pm, pn) == (1, 1) { vec![] } else { vec![("PM", pm as i64), ("PN", pn as i64)] };
             let constants = match (lanes, p.dtype) {
                 _ if kernel == MatmulKernel::Coop => {
                     // Pitches compiled in, unless that would be one pipeline too many.
@@ -324,7 +350,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                         coop::constants(&rt.report, p, &s, false)
                     }
                 }
-                (0, _) | (2.., DType::F32) => vec![],
+                (0, _) => parts.clone(),
+                (2.., DType::F32) => vec![],
                 (1, _) => vec![("TEAMS", 1)],
                 _ => vec![("HALVES", 1)],
             };
@@ -334,7 +361,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 let whole = (part.buffer(), (0, slice_bytes * nslices as u64));
                 let mut slices = bindings.clone();
                 slices[3] = whole;
-                dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: vec![("SPLIT", 1)] }, params, bindings: slices, grid });
+                dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: [vec![("SPLIT", 1)], parts].concat() }, params, bindings: slices, grid });
                 let invocations = batches as u64 * m as u64 * n as u64;
                 let sum_grid = dispatch::grid(rt, op, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
                 let sum = MatmulParams { work: [params.work[0], params.work[1], params.work[2], u32_of(op, invocations as usize, "partial sums")?], ..params };
