@@ -106,6 +106,8 @@ pub mod advanced {
         pub use crate::dtype::{cast_bits, f16_to_f32_bits, f32_to_bf16_bits, f32_to_f16_bits};
         pub use crate::elementwise::output_layout;
         pub use crate::gpu::pool::window_with;
+        #[cfg(not(target_arch = "wasm32"))]
+        pub use crate::gpu::noop::noop_context;
         pub use crate::kernels::conv::gpu_pipelines as conv_gpu_pipelines;
         pub use crate::kernels::copy::gpu_pipelines as copy_gpu_pipelines;
         pub use crate::kernels::elementwise::gpu_pipelines as elementwise_gpu_pipelines;

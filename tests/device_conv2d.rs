@@ -581,11 +581,13 @@ fn split_k_matches_cpu_and_repeats_bit_for_bit() {
 }
 
 /// The wide GEMM kernels (`GemmNchwWide`, `GemmNhwcWide`: 128 x 128 tiles of 8 x 8 register
-/// blocks, 128 x 64 where K/groups <= 64) against the 64 x 64 split kernels they share their
-/// slices with: the same bits, in f32, float16 and bfloat16, with bias and ReLU and with a
-/// residual (`conv2d_add`), into both output layouts, over partial tiles in both dims, groups, a
-/// stride, a 7x7 stem of 3 channels (inputs not in vec4 words) and reductions cut into slices
-/// or run whole; each f32 output also within the tolerance of the CPU reference.
+/// blocks, 128 x 64 where K/groups <= 64) against the 64 x 64 kernels: the same bits as the
+/// split kernel where the reduction is long enough for a GPU's default to cut it (1152 steps
+/// here: the call shows a sum dispatch), else as the plain kernel (no sum dispatch); in f32,
+/// float16 and bfloat16, with bias and ReLU and with a residual (`conv2d_add`), into both
+/// output layouts, over partial tiles in both dims, groups, a stride and a 7x7 stem of 3
+/// channels (inputs not in vec4 words); each f32 output also within the tolerance of the CPU
+/// reference.
 #[test]
 fn wide_tiles_equal_the_64_tile_kernels_bit_for_bit() {
     use strided_wgpu::advanced::conv2d_add_with;
@@ -594,16 +596,23 @@ fn wide_tiles_equal_the_64_tile_kernels_bit_for_bit() {
     for ctx in contexts() {
         let mut compared = 0;
         // (N, C, H, W, K, kernel size, stride, groups)
-        for (n, c, h, w, k, kh, stride, groups) in [(2, 16, 10, 8, 24, 3, 1, 1), (1, 64, 12, 12, 96, 3, 1, 1), (3, 8, 11, 9, 130, 1, 1, 1), (2, 32, 9, 8, 72, 3, 2, 2), (1, 3, 23, 21, 16, 7, 2, 1)] {
+        for (n, c, h, w, k, kh, stride, groups) in [(2, 16, 10, 8, 24, 3, 1, 1), (1, 64, 12, 12, 96, 3, 1, 1), (3, 8, 11, 9, 130, 1, 1, 1), (2, 32, 9, 8, 72, 3, 2, 2), (1, 3, 23, 21, 16, 7, 2, 1), (1, 128, 8, 8, 72, 3, 1, 1)] {
+            // Cut where a GPU's default would cut it (a few tiles here, so by the reduction).
+            let cut = c / groups * kh * kh >= 1024;
             let xv = vals(&mut rng, n * c * h * w);
             let x = layout(&mut rng, HostTensor::from_vec(xv, &[n, c, h, w]).unwrap());
             let wt = HostTensor::from_vec(vals(&mut rng, k * (c / groups) * kh * kh), &[k, c / groups, kh, kh]).unwrap();
             let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
-            for (wide, twin) in [(ConvKernel::GemmNchwWide, ConvKernel::GemmNchwSplit), (ConvKernel::GemmNhwcWide, ConvKernel::GemmNhwcSplit)] {
+            for (wide, plain, split) in [(ConvKernel::GemmNchwWide, ConvKernel::GemmNchw, ConvKernel::GemmNchwSplit), (ConvKernel::GemmNhwcWide, ConvKernel::GemmNhwc, ConvKernel::GemmNhwcSplit)] {
+                let twin = if cut { split } else { plain };
                 for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
                     let o = Conv2dOptions { stride: (stride, stride), padding: (kh / 2, kh / 2), groups, relu: true, output_format: Some(format), ..Default::default() };
                     let label = format!("{} wide [{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} groups {groups} {wide:?} {format:?}", name(ctx));
                     compared += check(ctx, &x, &wt, Some(&b), &o, wide, &label);
+                    let (dx, dw, db) = (to_device(ctx, &x), to_device(ctx, &wt), to_device(ctx, &b));
+                    let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &dw, Some(&db), &o, wide)).unwrap();
+                    let sums = graph.dispatches().iter().filter(|(_, k)| *k == "conv2d_gemm_sum").count();
+                    assert_eq!(sums, usize::from(cut), "{label}: sum dispatches");
                     for dtype in [DType::F32, DType::F16, DType::BF16] {
                         let t = |v: &HostTensor| to_device(ctx, &v.to(dtype).unwrap());
                         let (dx, dw, db) = (t(&x), t(&wt), t(&b));

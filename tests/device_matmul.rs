@@ -874,11 +874,12 @@ fn split_k_matches_the_reference_and_repeats_bit_for_bit() {
 }
 
 /// The wide GEMM (`GemmWide`: 128 x 128 tiles of 8 x 8 register blocks, 128 x 64 or 64 x 128
-/// where n or m is at most 64) against the 64 x 64 kernel whose slices it shares (`GemmSplit`,
-/// which runs as `Gemm` where it does not split): the same bits, on random products (views,
-/// broadcast batches, `linear` with bias and activation, `addmm` with alpha and beta; f32,
-/// float16 and bfloat16) and on products of several wide tiles with partial ones, split and
-/// whole; each also within the reference's tolerance.
+/// where n or m is at most 64) against the 64 x 64 kernels: where it cuts its reduction (few
+/// tiles, k >= 256: its capture shows a sum dispatch) the bits of `GemmSplit`, elsewhere those
+/// of `Gemm`; on random products (views, broadcast batches, `linear` with bias and activation,
+/// `addmm` with alpha and beta; f32, float16 and bfloat16) and on products of several wide tiles
+/// with partial ones, cut and whole as the rule says; each also within the reference's
+/// tolerance.
 #[test]
 fn wide_tiles_equal_the_64_tile_gemm_bit_for_bit() {
     for ctx in contexts() {
@@ -889,7 +890,9 @@ fn wide_tiles_equal_the_64_tile_gemm_bit_for_bit() {
             let dtype = [DType::F32, DType::F16, DType::BF16][i % 3];
             cases.push((format!("random case {i} {dtype}"), random_case(&mut rng, ctx, dtype)));
         }
-        for (i, (m, n, k, dtype)) in [(300, 200, 96, DType::F32), (130, 40, 700, DType::F32), (40, 150, 333, DType::F16), (129, 129, 17, DType::BF16)].into_iter().enumerate() {
+        let mut cut_expected = Vec::new();
+        for (i, (m, n, k, dtype, cut)) in [(300, 200, 96, DType::F32, false), (130, 40, 700, DType::F32, true), (40, 150, 333, DType::F16, true), (129, 129, 17, DType::BF16, false)].into_iter().enumerate() {
+            cut_expected.push((24 + i, cut));
             let (ha, aa, da) = operand(&mut rng, ctx, &[m, k], dtype);
             let (hw, aw, dw) = operand(&mut rng, ctx, &[n, k], dtype);
             let hb = rand(&mut rng, &[n], dtype);
@@ -898,10 +901,24 @@ fn wide_tiles_equal_the_64_tile_gemm_bit_for_bit() {
             let plan = linear_plan(ha.layout(), hw.layout(), Some(hb.layout()), [Some(dtype); 3]).unwrap().with_activation(Activation::Relu);
             cases.push((format!("linear case {i} [{m}, {k}] x [{n}, {k}]^T {dtype}"), Case { plan, host: vec![ha, hw, hb], abs: vec![aa, aw, ab], dev: vec![da, dw, db] }));
         }
-        for (what, case) in &cases {
+        for (ci, (what, case)) in cases.iter().enumerate() {
             let what = format!("{} {what} m={} n={} k={} batch={:?} op={}", name(ctx), case.plan.m, case.plan.n, case.plan.k, case.plan.batch, case.plan.op);
+            let d = &case.dev;
+            let graph = ctx
+                .capture(&[&d[0]], || {
+                    let out = DeviceTensor::empty(ctx, &case.plan.out_shape, case.plan.dtype, MemoryFormat::Contiguous)?;
+                    let mut bt = ctx.batch();
+                    bt.run_plan_with(&case.plan, &d[0], &d[1], d.get(2), &out, MatmulKernel::GemmWide)?;
+                    bt.submit()?;
+                    Ok::<_, Error>(out)
+                })
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let cut = graph.dispatches().iter().any(|(_, k)| *k == "matmul_gemm_sum");
+            if let Some(&(_, want)) = cut_expected.iter().find(|(i, _)| *i == ci) {
+                assert_eq!(cut, want, "{what}: cut into slices");
+            }
             let wide = run_device(ctx, &mut rng, case, MatmulKernel::GemmWide).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let twin = run_device(ctx, &mut rng, case, MatmulKernel::GemmSplit).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let twin = run_device(ctx, &mut rng, case, if cut { MatmulKernel::GemmSplit } else { MatmulKernel::Gemm }).unwrap_or_else(|e| panic!("{what}: {e}"));
             compare_abs(&what, &case.plan, [&case.host[0], &case.host[1]], case.host.get(2), Some(&case.abs), &wide);
             assert_eq!(bits(&wide), bits(&twin), "{what}: wide and 64 x 64 tiles gave other bits");
         }

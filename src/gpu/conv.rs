@@ -385,7 +385,7 @@ impl GpuContext {
     /// The convolution kernel: `kernel` when forced, else the tuned (or default) one.
     pub(crate) fn conv_choice(&self, class: &ConvClass, out: &Layout, kernel: ConvKernel) -> ConvKernel {
         match kernel {
-            ConvKernel::Auto => self.tuner.get::<Conv>(class).unwrap_or_else(|| conv_default(self.rt.report.device_type, class, out.strides()[1] == 1 && out.shape()[1] > 1)),
+            ConvKernel::Auto => self.tuner.get::<Conv>(class).unwrap_or_else(|| conv_default(&self.rt.report, class, out.strides()[1] == 1 && out.shape()[1] > 1)),
             k => k,
         }
     }
@@ -421,7 +421,7 @@ impl GpuContext {
         if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
             return Ok(Some(ConvKernel::Coop));
         }
-        Ok(class.map(|(class, out)| conv_default(self.rt.report.device_type, &class, cl(&out))))
+        Ok(class.map(|(class, out)| conv_default(&self.rt.report, &class, cl(&out))))
     }
 
     /// The class of a checked convolution and the output layout its kernels write: a 16-bit

@@ -11,6 +11,8 @@ pub mod elementwise;
 pub(crate) mod fuse;
 pub mod graph;
 pub mod matmul;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod noop;
 pub mod reduce;
 pub mod pool;
 pub mod shape;

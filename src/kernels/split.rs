@@ -8,6 +8,25 @@
 /// GPU busy (an NVIDIA H200 has 132, each holding several 256-invocation workgroups).
 pub(crate) const SPLIT_TARGET: u64 = 1024;
 
+/// Whether a GPU's default cuts a convolution of `tiles` output tiles of 64 x 64 (groups
+/// included) over a reduction of `r_len` steps (C/groups * kh * kw): under 256 tiles (a GPU of
+/// 100+ multiprocessors would run a workgroup or two on each) and at least 1024 steps (each
+/// slice still walks hundreds). ResNet-18 at batch 8 on an NVIDIA H200: its 3x3 layers at
+/// 28x28, 14x14 and 7x7 (196, 100 and 56 tiles of 1152-4608 steps) ran at 10, 6.5 and 3.1
+/// TFLOP/s unsplit (BENCHMARKS.md). The default's choice of `GemmNchwSplit` / `GemmNhwcSplit`
+/// (on the class's magnitudes) and the wide kernels' own cut (on the call's sizes) both ask it.
+pub(crate) fn conv_wants_split(tiles: usize, r_len: usize) -> bool {
+    tiles < 256 && r_len >= 1024
+}
+
+/// Whether a GPU's default cuts a matrix product of `tiles` output tiles of 64 x 64 (batch
+/// included) over k: under 128 tiles and k of at least 256. A classifier's `linear` [8, 512] x
+/// [1000, 512]^T (16 tiles) took 0.089 ms of an NVIDIA H200 unsplit (BENCHMARKS.md). The
+/// default's choice of `GemmSplit` and `GemmWide`'s own cut both ask it.
+pub(crate) fn matmul_wants_split(tiles: usize, k: usize) -> bool {
+    tiles < 128 && k >= 256
+}
+
 /// The fewest reduction steps a slice walks (4 of the GEMM engine's 16-step stages).
 const SLICE_MIN: usize = 64;
 

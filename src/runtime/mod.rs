@@ -74,6 +74,12 @@ pub struct AdapterReport {
     /// and one subgroup size of 8 to 64 invocations. `STRIDED_WGPU_COOPERATIVE_MATRIX=0` in the
     /// environment turns it off.
     pub cooperative_matrix: Option<CooperativeMatrix>,
+    /// Whether the defaults of GPUs (adapters that are not CPUs) take the GEMM engine's wide
+    /// tiles (`ConvKernel::GemmNchwWide` / `GemmNhwcWide`, `MatmulKernel::GemmWide`: 128 x 128
+    /// outputs a workgroup) where they would take its 64 x 64 ones: the same bits, but no GPU
+    /// has timed them yet, so off unless `STRIDED_WGPU_GEMM_TILES=wide` is in the environment
+    /// (the tuner compares both either way).
+    pub wide_gemm: bool,
 }
 
 /// The cooperative-matrix configuration of a device's tensor-core kernel
@@ -174,6 +180,7 @@ impl Runtime {
                 .filter(|_| subgroups && device.features().contains(COOPERATIVE_FEATURES) && info.subgroup_min_size == info.subgroup_max_size)
                 .filter(|_| (8..=64).contains(&info.subgroup_min_size) && 4 * info.subgroup_min_size <= limits.max_compute_invocations_per_workgroup)
                 .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size, all_paths: std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "all") }),
+            wide_gemm: std::env::var("STRIDED_WGPU_GEMM_TILES").is_ok_and(|v| v == "wide"),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {

@@ -95,9 +95,9 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// kernel; at a stride above 1, `Nhwc` where both operands move as vec4 words, `Nchw` into
 /// NCHW where its output does, else the direct kernel; otherwise the register-blocked kernel
 /// of the output's orientation, NHWC only where both operands move as vec4 words.
-pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
+pub(crate) fn conv_default(report: &AdapterReport, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
     let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
-    let cpu = device_type == wgpu::DeviceType::Cpu;
+    let cpu = report.device_type == wgpu::DeviceType::Cpu;
     if has(ConvKernel::DepthwiseNchw) {
         return match (channels_last_out, cpu) {
             // The tall kernel reads and writes any strides; on a CPU it wins in both layouts.
@@ -111,14 +111,19 @@ pub(crate) fn conv_default(device_type: wgpu::DeviceType, c: &ConvClass, channel
         };
     }
     if !cpu {
-        // Split-K where the class's output has few 64 x 64 tiles (under 256: a GPU of 100+
-        // multiprocessors would run a workgroup or two on each) and its reduction is long
-        // (C/groups * kh * kw >= 1024 steps: each slice still walks hundreds). ResNet-18 at
-        // batch 8 on an NVIDIA H200: its 3x3 layers at 28x28, 14x14 and 7x7 (196, 100 and 56
-        // tiles of 1152-4608 steps) ran at 10, 6.5 and 3.1 TFLOP/s unsplit (BENCHMARKS.md).
+        // Split-K where the class's output has few 64 x 64 tiles and its reduction is long
+        // (`split::conv_wants_split`).
         let [cg, kg, pixels] = c.log2.map(|l| 1usize << l);
-        let tiles = pixels.div_ceil(64) * kg.div_ceil(64);
-        let split = tiles < 256 && cg * c.window[0] * c.window[1] >= 1024;
+        let split = crate::kernels::split::conv_wants_split(pixels.div_ceil(64) * kg.div_ceil(64), cg * c.window[0] * c.window[1]);
+        // `STRIDED_WGPU_GEMM_TILES=wide` (`AdapterReport::wide_gemm`): the wide tiles instead,
+        // which cut their reduction by the same rule (on the call's own sizes).
+        if report.wide_gemm {
+            match channels_last_out {
+                true if has(ConvKernel::GemmNhwcWide) => return ConvKernel::GemmNhwcWide,
+                false if has(ConvKernel::GemmNchwWide) => return ConvKernel::GemmNchwWide,
+                _ => {}
+            }
+        }
         return match (channels_last_out, split) {
             (true, true) if has(ConvKernel::GemmNhwcSplit) => ConvKernel::GemmNhwcSplit,
             (false, true) if has(ConvKernel::GemmNchwSplit) => ConvKernel::GemmNchwSplit,

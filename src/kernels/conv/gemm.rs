@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, ElementForm, Operands};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::conv::kernel::OP;
+use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -78,10 +78,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let most_pixels = ops.ranges.iter().map(|r| (r.n1 - r.n0) * g.oh * g.ow).max().unwrap_or(0);
     let (prows, pwords) = (most_pixels.div_ceil(bm) * bm, kg.div_ceil(bn) * (bn / 4));
     let slice_bytes = (groups as u64).saturating_mul(prows as u64).saturating_mul(pwords as u64 * 16);
-    let (nslices, chunk) = if kernel.split() {
-        // Counted in 64 x 64 tiles, so a wide kernel's call is cut into the 64 x 64 kernel's
-        // slices (within the binding limit) and gives its bits.
-        let tiles = most_pixels.div_ceil(PART) * kg.div_ceil(PART) * groups;
+    // Counted in 64 x 64 tiles, so a wide kernel's call is cut into the split kernel's slices
+    // (within the binding limit) and gives its bits.
+    let tiles = most_pixels.div_ceil(PART) * kg.div_ceil(PART) * groups;
+    let wide = matches!(kernel, ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide);
+    let (nslices, chunk) = if kernel.split() && (!wide || crate::kernels::split::conv_wants_split(tiles, r_len)) {
         crate::kernels::split::slices(tiles as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
     } else {
         (1, r_len)

@@ -44,12 +44,15 @@ pub enum ConvKernel {
     GemmNchwSplit,
     /// [`ConvKernel::GemmNhwc`] with the reduction split as [`ConvKernel::GemmNchwSplit`] says.
     GemmNhwcSplit,
-    /// [`ConvKernel::GemmNchwSplit`] on wider tiles: 128 pixels x 128 output channels per
-    /// workgroup (128 x 64 where K/groups <= 64), each invocation a register block of 8 x 8
-    /// (8 x 4) outputs, so each value read from workgroup memory feeds twice the multiply-adds.
-    /// A tuner candidate on GPUs (the same bits as `GemmNchwSplit`).
+    /// [`ConvKernel::GemmNchw`] on wider tiles: 128 pixels x 128 output channels per workgroup
+    /// (128 x 64 where K/groups <= 64), each invocation a register block of 8 x 8 (8 x 4)
+    /// outputs, so each value read from workgroup memory feeds twice the multiply-adds. Its
+    /// reduction is cut where a GPU's default would take `GemmNchwSplit` (fewer than 256
+    /// tiles of 64 x 64 and at least 1024 steps), into that kernel's slices: the bits of
+    /// `GemmNchwSplit` there and of `GemmNchw` elsewhere. A tuner candidate on GPUs, and their
+    /// default under `STRIDED_WGPU_GEMM_TILES=wide` ([`AdapterReport::wide_gemm`]).
     GemmNchwWide,
-    /// [`ConvKernel::GemmNhwcSplit`] on the wider tiles of [`ConvKernel::GemmNchwWide`].
+    /// [`ConvKernel::GemmNhwc`] on the wider tiles of [`ConvKernel::GemmNchwWide`], split as it is.
     GemmNhwcWide,
     /// Depthwise (`conv2d_depthwise.wgsl`, groups == C): 4 pixels of a row per invocation.
     DepthwiseNchw,
@@ -143,7 +146,8 @@ impl ConvKernel {
         matches!(self, ConvKernel::Nhwc | ConvKernel::NhwcTiled | ConvKernel::GemmNhwc | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNhwcWide | ConvKernel::DepthwiseNhwc | ConvKernel::DepthwiseRows | ConvKernel::DepthwiseTall | ConvKernel::Direct | ConvKernel::DirectRows | ConvKernel::DirectBand)
     }
 
-    /// Whether the kernel may split its reduction (split-K).
+    /// Whether the kernel may split its reduction (split-K): the split kernels by
+    /// `split::slices` alone, the wide ones where `split::conv_wants_split` says so too.
     pub(crate) fn split(self) -> bool {
         matches!(self, ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide)
     }

@@ -34,16 +34,20 @@ impl MatmulKernel {
         if large && class.kernels.contains(&MatmulKernel::Conv1x1) {
             return MatmulKernel::Conv1x1;
         }
-        // Split-K on GPUs where the output has few 64 x 64 tiles (under 128 with the batch)
-        // and k is long (at least 256): a classifier's `linear` [8, 512] x [1000, 512]^T (16
-        // tiles) took 0.089 ms of an NVIDIA H200 unsplit (BENCHMARKS.md).
+        // Split-K on GPUs where the output has few 64 x 64 tiles and k is long
+        // (`split::matmul_wants_split`).
         let [lm, ln, lk, lb] = class.log2.map(|l| 1usize << l);
-        let few = lm.div_ceil(64) * ln.div_ceil(64) * lb < 128 && lk >= 256;
+        let few = crate::kernels::split::matmul_wants_split(lm.div_ceil(64) * ln.div_ceil(64) * lb, lk);
         // Split-K goes first: one 128 x 128 tensor-core tile walking a long k leaves the GPU
         // as idle as the SIMT kernel's few tiles do (not measured against each other yet).
+        // `STRIDED_WGPU_GEMM_TILES=wide` (`AdapterReport::wide_gemm`): the wide tiles wherever
+        // a GPU would run the SIMT GEMM (they split where `GemmSplit` would, with its bits).
+        let wide = report.wide_gemm && class.kernels.contains(&MatmulKernel::GemmWide);
         match (vector, report.device_type == wgpu::DeviceType::Cpu) {
+            (false, false) if few && wide => MatmulKernel::GemmWide,
             (false, false) if few && class.kernels.contains(&MatmulKernel::GemmSplit) => MatmulKernel::GemmSplit,
             (false, _) if class.kernels.contains(&MatmulKernel::Coop) => MatmulKernel::Coop,
+            (false, false) if wide => MatmulKernel::GemmWide,
             (false, _) => MatmulKernel::Gemm,
             (true, true) => MatmulKernel::Vec1,
             (true, false) => MatmulKernel::Vec16,

@@ -82,10 +82,13 @@ pub enum MatmulKernel {
     /// or columns and a long k (a classifier's `linear` on a small batch), whose few tiles leave
     /// most of a GPU idle. Elsewhere it runs as `Gemm`.
     GemmSplit,
-    /// [`MatmulKernel::GemmSplit`] on wider tiles: 128 x 128 outputs per workgroup (128 x 64 or
-    /// 64 x 128 where n or m is at most 64), each invocation a register block of 8 x 8 (8 x 4)
-    /// outputs, so each value read from workgroup memory feeds twice the multiply-adds. A tuner
-    /// candidate on GPUs; the same bits as `Gemm`.
+    /// [`MatmulKernel::Gemm`] on wider tiles: 128 x 128 outputs per workgroup (128 x 64 or 64 x
+    /// 128 where n or m is at most 64), each invocation a register block of 8 x 8 (8 x 4)
+    /// outputs, so each value read from workgroup memory feeds twice the multiply-adds. Its
+    /// reduction is cut where a GPU's default would take `GemmSplit` (fewer than 128 tiles of
+    /// 64 x 64 and k of at least 256), into that kernel's slices: the bits of `GemmSplit` there
+    /// and of `Gemm` elsewhere. A tuner candidate on GPUs, and their default under
+    /// `STRIDED_WGPU_GEMM_TILES=wide` ([`AdapterReport::wide_gemm`]).
     GemmWide,
     /// The matrix-vector kernel with one invocation per row (m == 1 or n == 1): shaped for CPU
     /// adapters, where an invocation streams its row.
@@ -249,9 +252,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     let (bm, bn) = (PART * pm, PART * pn);
     let (prows, pcols) = (m.div_ceil(bm) * bm, n.div_ceil(bn) * bn);
     let slice_bytes = ((b0 * b1) as u64).saturating_mul(prows as u64).saturating_mul(pcols as u64 * 4);
-    let (nslices, chunk) = if matches!(kernel, MatmulKernel::GemmSplit | MatmulKernel::GemmWide) {
-        // Counted in 64 x 64 tiles: a wide kernel's product is cut as the 64 x 64 kernel's.
-        crate::kernels::split::slices((m.div_ceil(PART) * n.div_ceil(PART) * b0 * b1) as u64, k, slice_bytes, max)
+    // Counted in 64 x 64 tiles: a wide product is cut as `GemmSplit` cuts it, where a GPU's
+    // default would take that kernel (`split::matmul_wants_split`).
+    let tiles = m.div_ceil(PART) * n.div_ceil(PART) * b0 * b1;
+    let cut = match kernel {
+        MatmulKernel::GemmSplit => true,
+        MatmulKernel::GemmWide => crate::kernels::split::matmul_wants_split(tiles, k),
+        _ => false,
+    };
+    let (nslices, chunk) = if cut {
+        crate::kernels::split::slices(tiles as u64, k, slice_bytes, max)
     } else {
         (1, k)
     };
@@ -446,7 +456,7 @@ fn record_conv(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: &Shapes) ->
         let b = Layout::new(vec![n], vec![sc[1]], offs[2] as usize)?;
         let y = Layout::new(vec![1, ch, pix, 1], vec![1, ys0, ys1, 1], offs[3] as usize)?;
         let class = conv_class(&rt.report, &g, &o, &x, &y);
-        let kernel = conv_default(rt.report.device_type, &class, ys0 == 1 && ch > 1);
+        let kernel = conv_default(&rt.report, &class, ys0 == 1 && ch > 1);
         let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
         conv::record(rt, rec, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel, residual: None })?;
     }
