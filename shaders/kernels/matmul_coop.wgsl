@@ -98,7 +98,7 @@ fn finish_frag(c: FragC, sid: u32, lane: u32, lanes: u32, m: u32, n: u32, c0: i3
     for (var e = lane; e < FRAG * FRAG; e = e + lanes) {
         let mi = i32(m + e / FRAG);
         let ni = i32(n + e % FRAG);
-        y[u32(o0 + mi * mp_u[pz()].so.x + ni * mp_u[pz()].so.y)] = mm_finish(scratch[at + e], c0 + mi * mp_u[pz()].sc.x + ni * mp_u[pz()].sc.y);
+        mm_store(u32(o0 + mi * mp_u[pz()].so.x + ni * mp_u[pz()].so.y), mm_finish(scratch[at + e], c0 + mi * mp_u[pz()].sc.x + ni * mp_u[pz()].sc.y));
     }
     workgroupBarrier();
 }

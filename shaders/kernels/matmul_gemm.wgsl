@@ -70,18 +70,25 @@ fn store_block(acc: mat4x4<f32>, m: u32, n: u32, z: u32, z0: i32, z1: i32, slice
         let row0 = (z * mp_u[pz()].split.x + slice) * mp_u[pz()].split.z + m;
         for (var i = 0u; i < 4u; i = i + 1u) {
             for (var j = 0u; j < 4u; j = j + 1u) {
-                y[(row0 + i) * cols + n + j] = acc[i][j];
+                mm_partial((row0 + i) * cols + n + j, acc[i][j]);
             }
         }
         return;
     }
     let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
     let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
+    // A row's 4 outputs are consecutive (unit column stride, all 4 columns in range): one
+    // store of 4 (a 16-bit output's two whole words where the first is even).
+    let row4 = mp_u[pz()].so.y == 1 && n + 3u < mp_u[pz()].dims.y;
     for (var i = 0u; i < 4u; i = i + 1u) {
-        if (m + i < mp_u[pz()].dims.x) {
+        if (row4 && m + i < mp_u[pz()].dims.x) {
+            let ci = c0 + i32(m + i) * mp_u[pz()].sc.x + i32(n) * mp_u[pz()].sc.y;
+            let sc = mp_u[pz()].sc.y;
+            mm_store4(u32(o0 + i32(m + i) * mp_u[pz()].so.x + i32(n)), vec4<f32>(mm_finish(acc[i][0], ci), mm_finish(acc[i][1], ci + sc), mm_finish(acc[i][2], ci + 2 * sc), mm_finish(acc[i][3], ci + 3 * sc)));
+        } else if (m + i < mp_u[pz()].dims.x) {
             for (var j = 0u; j < 4u; j = j + 1u) {
                 if (n + j < mp_u[pz()].dims.y) {
-                    y[u32(o0 + i32(m + i) * mp_u[pz()].so.x + i32(n + j) * mp_u[pz()].so.y)] = mm_finish(acc[i][j], c0 + i32(m + i) * mp_u[pz()].sc.x + i32(n + j) * mp_u[pz()].sc.y);
+                    mm_store(u32(o0 + i32(m + i) * mp_u[pz()].so.x + i32(n + j) * mp_u[pz()].so.y), mm_finish(acc[i][j], c0 + i32(m + i) * mp_u[pz()].sc.x + i32(n + j) * mp_u[pz()].sc.y));
                 }
             }
         }

@@ -22,5 +22,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let z1 = i32(z % mp_u[pz()].work.z);
     let c0 = mp_u[pz()].base.z + z0 * mp_u[pz()].sc.z + z1 * mp_u[pz()].sc.w;
     let o0 = mp_u[pz()].base.w + z0 * mp_u[pz()].so.z + z1 * mp_u[pz()].so.w;
-    y[u32(o0 + i32(m) * mp_u[pz()].so.x + i32(n) * mp_u[pz()].so.y)] = mm_finish(v, c0 + i32(m) * mp_u[pz()].sc.x + i32(n) * mp_u[pz()].sc.y);
+    mm_store(u32(o0 + i32(m) * mp_u[pz()].so.x + i32(n) * mp_u[pz()].so.y), mm_finish(v, c0 + i32(m) * mp_u[pz()].sc.x + i32(n) * mp_u[pz()].sc.y));
 }

@@ -237,7 +237,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for (var i = 0u; i < nr; i = i + 1u) {
                 let r = first + i;
                 if (r < rows) {
-                    y[u32(o0 + i32(r) * os)] = mm_finish(sums[i / 4u][i % 4u], c0 + i32(r) * cs);
+                    mm_store(u32(o0 + i32(r) * os), mm_finish(sums[i / 4u][i % 4u], c0 + i32(r) * cs));
                 }
             }
         }
@@ -328,6 +328,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         acc = part[lid];
     }
     if (row < rows && lane == 0u) {
-        y[u32(o0 + i32(row) * os)] = mm_finish(acc, c0 + i32(row) * cs);
+        mm_store(u32(o0 + i32(row) * os), mm_finish(acc, c0 + i32(row) * cs));
     }
 }

@@ -1,11 +1,11 @@
 // What every matrix-product kernel writes through (matmul_gemm.wgsl, matmul_gemm_sum.wgsl,
 // matmul_vec.wgsl, matmul_coop.wgsl): the addend C (bound as 32-bit words: float32 one per word,
-// 16-bit types two), the f32 output, the decoding of an element of the operands' type, and the
-// epilogue act(alpha * acc + beta * C). Needs the generated `dtypes` prelude and
-// preludes/matmul_params.wgsl first.
+// 16-bit types two), the decoding of an element of the operands' type, and the epilogue act(alpha
+// * acc + beta * C). The output (binding 4) is matmul_out.wgsl's (float32) or
+// matmul_out16.wgsl's (the operands' 16-bit type, written as it is). Needs the generated
+// `dtypes` prelude, cast.wgsl and preludes/matmul_params.wgsl first.
 
 @group(0) @binding(3) var<storage, read> c: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 // Element i of an operand whose word is w (float32: the word; 16-bit types: its half i & 1).
 fn mm_decode(w: u32, i: u32) -> f32 {
@@ -14,7 +14,9 @@ fn mm_decode(w: u32, i: u32) -> f32 {
     }
     let h = (w >> (16u * (i & 1u))) & 0xffffu;
     if (mp_u[pz()].dims.w == DT_F16) {
-        return unpack2x16float(h).x;
+        // cast.wgsl's integer conversion, exact for every value (unpack2x16float may flush
+        // subnormals or quiet NaN on a driver).
+        return bitcast<f32>(f16_to_f32(h));
     }
     return bitcast<f32>(h << 16u);
 }

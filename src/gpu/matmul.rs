@@ -97,9 +97,10 @@ impl Batch<'_> {
     }
 
     /// Records a checked plan into `out` (checked here) or a new contiguous tensor. A 16-bit
-    /// result is computed into an f32 scratch tensor and converted into the destination by a
-    /// recorded copy; an operand sharing the destination's buffer (a disjoint view) is read from
-    /// a copy of that buffer.
+    /// result is written as it is by the SIMT kernels (rounded once from f32), and computed into
+    /// an f32 scratch tensor that a recorded copy converts into the destination by the others
+    /// (tensor cores, the CPU-adapter kernels); an operand sharing the destination's buffer (a
+    /// disjoint view) is read from a copy of that buffer.
     pub(crate) fn run_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
         let op = plan.op;
         let ctx = self.context().clone();
@@ -115,44 +116,25 @@ impl Batch<'_> {
         if out.numel() == 0 {
             return Ok(out);
         }
-        // The f32 destination the kernel writes, as [batch.., m, n].
-        let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
-        let scratch = match plan.dtype {
-            DType::F32 => None,
-            _ => Some(DeviceTensor::empty(&ctx, &full, DType::F32, MemoryFormat::Contiguous)?),
-        };
-        let target = scratch.as_ref().unwrap_or(&out);
-        let target_view: Layout = match &scratch {
-            Some(s) => s.layout().clone(),
-            None => plan.out_view(out.layout())?,
-        };
         let c = c.filter(|_| plan.c.is_some());
-        let shared = |t: &DeviceTensor| scratch.is_none() && out.shares_storage(t);
-        for t in [Some(a), Some(b), c].into_iter().flatten() {
-            if shared(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
-                return Err(Error::unsupported(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
-            }
-        }
         let cl = plan.c.clone();
-        let whole = product(plan, a, b, c, target.buffer(), &target_view);
+        let out_view = plan.out_view(out.layout())?;
+        // The class and the kernel are those of the product into an f32 output: float32 into
+        // the output's own view; 16-bit types into [batch.., m, n] contiguous, the f32 scratch
+        // that the kernels writing f32 only (the tensor cores', the CPU adapters') write before
+        // a recorded copy rounds it into the destination. (Layouts make the class: the output's
+        // buffer stands in for the scratch.)
+        let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
+        let f32_view = Layout::contiguous(&full)?;
+        let half = plan.dtype != DType::F32;
+        let class_view = if half { &f32_view } else { &out_view };
+        let whole = product(plan, a, b, c, out.buffer(), class_view);
         let class = matmul_class(&ctx.rt.report, &whole);
         // 16-bit operands of a product that the f32 CPU-adapter kernels would take (Blocked,
         // Conv1x1: the choice for the product's f32 class): each operand's whole storage is
         // widened to f32 first by a recorded converting copy (so the plan's layouts hold), and
         // the f32 kernel runs; the kernels' packed 16-bit loads serve GPUs and small products.
-        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, target.buffer(), &target_view) } else { None };
-        let widened: Vec<DeviceTensor> = match wide {
-            Some(_) => [Some(a), Some(b), c]
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    let w = DeviceTensor::empty(&ctx, &[t.storage_len()], DType::F32, MemoryFormat::Contiguous)?;
-                    self.copy_(&w, &t.as_strided(&[t.storage_len()], &[1], 0)?)?;
-                    Ok(w)
-                })
-                .collect::<Result<_>>()?,
-            None => Vec::new(),
-        };
+        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, out.buffer(), class_view) } else { None };
         let kernel = match (wide, kernel) {
             (Some(k), _) => k,
             (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
@@ -164,6 +146,33 @@ impl Batch<'_> {
                 }
                 k
             }
+        };
+        // The SIMT kernels write a 16-bit output as they compute it (`matmul_gemm16`, ...:
+        // the bits the scratch and its rounding copy would give); the others need the scratch.
+        let direct = half && wide.is_none() && matches!(kernel, MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16);
+        let scratch = if half && !direct { Some(DeviceTensor::empty(&ctx, &full, DType::F32, MemoryFormat::Contiguous)?) } else { None };
+        let target = scratch.as_ref().unwrap_or(&out);
+        let target_view: Layout = match &scratch {
+            Some(s) => s.layout().clone(),
+            None => out_view,
+        };
+        let shared = |t: &DeviceTensor| scratch.is_none() && out.shares_storage(t);
+        for t in [Some(a), Some(b), c].into_iter().flatten() {
+            if shared(t) && !t.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
+                return Err(Error::unsupported(op, format!("the output shares a buffer with an operand (shape {:?}), which is then read from a copy, but the buffer's usage {:?} lacks COPY_SRC", t.shape(), t.buffer().usage())));
+            }
+        }
+        let widened: Vec<DeviceTensor> = match wide {
+            Some(_) => [Some(a), Some(b), c]
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let w = DeviceTensor::empty(&ctx, &[t.storage_len()], DType::F32, MemoryFormat::Contiguous)?;
+                    self.copy_(&w, &t.as_strided(&[t.storage_len()], &[1], 0)?)?;
+                    Ok(w)
+                })
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
         };
         let rt = ctx.rt.clone();
         let rec = self.parts(op)?;
@@ -193,6 +202,7 @@ impl Batch<'_> {
                 _ => None,
             },
             out: Operand { buffer: target.buffer(), layout: &target_view },
+            out_half: direct,
             alpha: plan.alpha,
             beta: plan.beta,
             activation: plan.activation,
@@ -218,6 +228,7 @@ fn product<'a>(plan: &'a MatmulPlan, a: &'a DeviceTensor, b: &'a DeviceTensor, c
             _ => None,
         },
         out: Operand { buffer: out, layout: out_layout },
+        out_half: false,
         alpha: plan.alpha,
         beta: plan.beta,
         activation: plan.activation,

@@ -33,8 +33,9 @@
 //! `conv_gemm_params` the uniform, specializations and output index they share with the
 //! tensor-core `conv2d_coop`, `conv_gemm_taps` the im2col mapping (pixels, taps) of
 //! `conv2d_gemm` and `conv2d_coop`, `matmul_params` the matrix products'
-//! uniform, `matmul_epilogue` their addend, output and epilogue, `matmul_io` the SIMT kernels'
-//! packed operand loads; `pool` the uniform of the three window kernels,
+//! uniform, `matmul_epilogue` their addend and epilogue, `matmul_out` / `matmul_out16` their
+//! output in float32 or the operands' 16-bit type (`matmul_gemm16`, `matmul_gemm_sum16`,
+//! `matmul_vec16`), `matmul_io` the SIMT kernels' packed operand loads; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`;
 //! `coop_frag16` / `coop_frag8` the tensor-core kernels' fragment types and side (each such
 //! kernel is registered once per fragment size).
@@ -98,6 +99,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("matmul_params", prelude!("matmul_params")),
     ("matmul_epilogue", prelude!("matmul_epilogue")),
     ("matmul_io", prelude!("matmul_io")),
+    ("matmul_out", prelude!("matmul_out")),
+    ("matmul_out16", prelude!("matmul_out16")),
     ("reduce", prelude!("reduce")),
     ("reduce_io", prelude!("reduce_io")),
     ("reduce_vec", prelude!("reduce_vec")),
@@ -173,13 +176,17 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // The f16 convolution on tensor cores, in both fragment sizes.
     ("conv2d_coop", &["conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
     ("conv2d_coop8", &["conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),
-    ("matmul_gemm", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
-    ("matmul_gemm_sum", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_gemm_sum")),
-    ("matmul_vec", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_io"], kernel!("matmul_vec")),
+    ("matmul_gemm", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
+    ("matmul_gemm_sum", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_gemm_sum")),
+    ("matmul_vec", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_vec")),
+    // The same three writing a float16 or bfloat16 output as it is (split-K's slices stay f32).
+    ("matmul_gemm16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
+    ("matmul_gemm_sum16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io"], kernel!("matmul_gemm_sum")),
+    ("matmul_vec16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io"], kernel!("matmul_vec")),
     // Tensor cores: float16 operands through cooperative matrices (adapters with the feature).
-    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue", "coop_frag16"], kernel!("matmul_coop")),
+    ("matmul_coop", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag16"], kernel!("matmul_coop")),
     // The same on 8 x 8 x 8 fragments (adapters that report no 16 x 16 x 16).
-    ("matmul_coop8", &["dtypes", "matmul_params", "matmul_epilogue", "coop_frag8"], kernel!("matmul_coop")),
+    ("matmul_coop8", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag8"], kernel!("matmul_coop")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),

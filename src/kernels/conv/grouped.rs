@@ -67,6 +67,7 @@ fn views(ops: &ConvCall<'_>) -> Option<[Option<Layout>; 4]> {
 fn product<'a>(ops: &ConvCall<'a>, v: &'a [Option<Layout>; 4]) -> Option<Product<'a>> {
     let operand = |buffer, layout: &'a Option<Layout>| layout.as_ref().map(|layout| Operand { buffer, layout });
     Some(Product {
+        out_half: false,
         op: ops.op,
         dtype: DType::F32,
         a: operand(ops.weight.buffer, &v[0])?,

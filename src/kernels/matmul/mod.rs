@@ -180,6 +180,14 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
         PipelineSpec { kernel: "matmul_vec", constants: vec![] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] },
+        // The forms writing a 16-bit output as it is.
+        PipelineSpec { kernel: "matmul_gemm16", constants: vec![] },
+        PipelineSpec { kernel: "matmul_gemm16", constants: vec![("PM", 2), ("PN", 1)] },
+        PipelineSpec { kernel: "matmul_gemm16", constants: vec![("PM", 1), ("PN", 2)] },
+        PipelineSpec { kernel: "matmul_gemm16", constants: vec![("PM", 2), ("PN", 2)] },
+        PipelineSpec { kernel: "matmul_gemm_sum16", constants: vec![] },
+        PipelineSpec { kernel: "matmul_vec16", constants: vec![("HALVES", 1)] },
+        PipelineSpec { kernel: "matmul_vec16", constants: vec![("TEAMS", 1)] },
     ]
 }
 
@@ -191,6 +199,9 @@ pub(crate) fn kernel_eligible(report: &AdapterReport, p: &Product<'_>, kernel: M
 
 fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<()> {
     kernel.eligible(s.m, s.n)?;
+    if p.out_half && !matches!(kernel, MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16) {
+        return Err(Error::unsupported(p.op, format!("{kernel:?} writes an f32 output, not the {:?} one asked for", p.dtype)));
+    }
     match kernel {
         MatmulKernel::Conv1x1 => conv_route(report, p, s),
         MatmulKernel::Blocked => blocked::eligible(report, p, s),
@@ -221,7 +232,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
         1 => (s.batch[0], 1),
         _ => (s.batch[nb - 2], s.batch[nb - 1]),
     };
-    let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, 4];
+    let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, if p.out_half { p.dtype.size() as u64 } else { 4 }];
+    // The kernels that write the output: float32, or the operands' 16-bit type as it is
+    // (split-K's slices write f32 partial sums either way).
+    let (gemm_key, sum_key, vec_key) = if p.out_half { ("matmul_gemm16", "matmul_gemm_sum16", "matmul_vec16") } else { ("matmul_gemm", "matmul_gemm_sum", "matmul_vec") };
     let align = rt.report.min_storage_buffer_offset_alignment as u64;
     let max = rt.report.max_storage_buffer_binding_size;
     let lanes = kernel.lanes();
@@ -308,7 +322,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let ws = windows(z0, lo)?;
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
-                let ((tile_m, tile_n), key) = if kernel == MatmulKernel::Coop { ((coop::tile(&rt.report), coop::tile(&rt.report)), coop::shader(&rt.report)) } else { ((bm, bn), "matmul_gemm") };
+                let ((tile_m, tile_n), key) = if kernel == MatmulKernel::Coop { ((coop::tile(&rt.report), coop::tile(&rt.report)), coop::shader(&rt.report)) } else { ((bm, bn), gemm_key) };
                 let (tm, tn) = (m.div_ceil(tile_m), n.div_ceil(tile_n));
                 let total = tm as u64 * tn as u64 * batches as u64 * nslices as u64;
                 (total, key, [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
@@ -316,7 +330,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 // One lane per row: teams of 8 lanes stream vec_rows rows; more lanes share a row.
                 let per = if lanes == 1 { VEC_WG / 8 * vec_rows(p.dtype) } else { VEC_WG / lanes as usize };
                 let groups = m.div_ceil(per);
-                (groups as u64 * batches as u64, "matmul_vec", [u32_of(op, groups, "row groups")?, 0])
+                (groups as u64 * batches as u64, vec_key, [u32_of(op, groups, "row groups")?, 0])
             };
             let grid = dispatch::grid(rt, op, t, &format!("{t} workgroups"))?;
             let strides: Vec<[i32; 4]> = (0..4).map(|i| -> Result<[i32; 4]> { let v = st(i); Ok([i32_of(op, v[2], "row stride")?, i32_of(op, v[3], "column stride")?, i32_of(op, v[0], "batch stride")?, i32_of(op, v[1], "batch stride")?]) }).collect::<Result<_>>()?;
@@ -371,13 +385,13 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 let whole = (part.buffer(), (0, slice_bytes * nslices as u64));
                 let mut slices = bindings.clone();
                 slices[3] = whole;
-                dispatches.push(Dispatch { key: PipelineKey { shader: key, constants: [vec![("SPLIT", 1)], parts].concat() }, params, bindings: slices, grid });
+                dispatches.push(Dispatch { key: PipelineKey { shader: "matmul_gemm", constants: [vec![("SPLIT", 1)], parts].concat() }, params, bindings: slices, grid });
                 let invocations = batches as u64 * m as u64 * n as u64;
                 let sum_grid = dispatch::grid(rt, op, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
                 let sum = MatmulParams { work: [params.work[0], params.work[1], params.work[2], u32_of(op, invocations as usize, "partial sums")?], ..params };
                 bindings[0] = whole;
                 bindings[4] = (part.buffer(), (0, slice_bytes * nslices as u64));
-                dispatches.push(Dispatch { key: PipelineKey { shader: "matmul_gemm_sum", constants: vec![] }, params: sum, bindings, grid: sum_grid });
+                dispatches.push(Dispatch { key: PipelineKey { shader: sum_key, constants: vec![] }, params: sum, bindings, grid: sum_grid });
             } else {
                 dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
             }

@@ -13,8 +13,8 @@ pub(crate) struct Operand<'a> {
     pub layout: &'a Layout,
 }
 
-/// What `record` multiplies: `act(alpha * (a @ b) + beta * c)` into `out` (f32), all four views
-/// of one batch shape.
+/// What `record` multiplies: `act(alpha * (a @ b) + beta * c)` into `out` (f32, or the operands'
+/// 16-bit type where `out_half`), all four views of one batch shape.
 pub(crate) struct Product<'a> {
     pub op: &'static str,
     pub dtype: DType,
@@ -22,6 +22,9 @@ pub(crate) struct Product<'a> {
     pub b: Operand<'a>,
     pub c: Option<Operand<'a>>,
     pub out: Operand<'a>,
+    /// Whether `out` holds elements of `dtype` (float16 or bfloat16, written as they are by the
+    /// SIMT kernels: `matmul_gemm16`, `matmul_gemm_sum16`, `matmul_vec16`) rather than f32.
+    pub out_half: bool,
     pub alpha: f64,
     pub beta: f64,
     pub activation: Activation,
