@@ -941,8 +941,11 @@ fn sixteen_bit_products_write_their_output_bit_for_bit() {
             for (i, (m, n, k)) in [(70, 90, 40), (8, 300, 512), (1, 77, 64), (33, 1, 100), (130, 131, 20)].into_iter().enumerate() {
                 let kernels: &[MatmulKernel] = if m == 1 || n == 1 { &[MatmulKernel::Vec1, MatmulKernel::Vec16, MatmulKernel::Gemm] } else { &[MatmulKernel::Gemm, MatmulKernel::GemmSplit, MatmulKernel::GemmWide] };
                 let (x, w, b) = (rand(&mut rng, &[m, k], dtype), rand(&mut rng, &[n, k], dtype), rand(&mut rng, &[n], dtype));
-                // The first case: a third of x subnormal in float16 (tiny normals in bfloat16).
-                let x = if i == 0 { HostTensor::from_vec(x.to(DType::F32).unwrap().to_vec::<f32>().unwrap().into_iter().enumerate().map(|(e, v)| if e % 3 == 0 { v * 2f32.powi(-20) } else { v }).collect(), &[m, k]).unwrap().to(dtype).unwrap() } else { x };
+                // Cases 0 and 2 (a GEMM, a matrix-vector product read as vec4 words): a third of
+                // x (case 2: and of w) subnormal in float16 (tiny normals in bfloat16).
+                let tiny = |t: HostTensor| HostTensor::from_vec(t.to(DType::F32).unwrap().to_vec::<f32>().unwrap().into_iter().enumerate().map(|(e, v)| if e % 3 == 0 { v * 2f32.powi(-20) } else { v }).collect(), t.shape()).unwrap().to(dtype).unwrap();
+                let x = if i == 0 || i == 2 { tiny(x) } else { x };
+                let w = if i == 2 { tiny(w) } else { w };
                 let act = [Activation::None, Activation::Relu, Activation::Gelu][i % 3];
                 let plan = linear_plan(x.layout(), w.layout(), Some(b.layout()), [Some(dtype); 3]).unwrap().with_activation(act);
                 let plan32 = linear_plan(x.layout(), w.layout(), Some(b.layout()), [Some(DType::F32); 3]).unwrap().with_activation(act);

@@ -55,7 +55,7 @@ struct Oct {
 }
 
 fn oct_f16(w: vec4<u32>) -> Oct {
-    return Oct(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)), vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+    return Oct(vec4<f32>(f16x2(w.x), f16x2(w.y)), vec4<f32>(f16x2(w.z), f16x2(w.w)));
 }
 
 fn oct_bf16(w: vec4<u32>) -> Oct {

@@ -30,9 +30,8 @@
 // The tile's parts: 64-row parts along M, 64-column parts along N (the tile is 64PM x 64PN).
 // naga 30 panics applying override constants (pipeline_constants::process_override, a handle
 // vector's length assertion) when an override is declared after a workgroup array sized by
-// another override, or when an override's initializer names another override: every override
-// of a module that includes this prelude is declared before it (preludes come first), and none
-// is derived from PM or PN.
+// an override (docs/architecture.md has a reproduction): every override of a module that
+// includes this prelude is declared before the arrays below (preludes come first; SPLIT here).
 override PM: u32 = 1u;
 override PN: u32 = 1u;
 // Split-K (the kernels' SPLIT forms): each workgroup sums one slice of the reduction and stores

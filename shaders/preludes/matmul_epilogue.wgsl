@@ -3,22 +3,29 @@
 // 16-bit types two), the decoding of an element of the operands' type, and the epilogue act(alpha
 // * acc + beta * C). The output (binding 4) is matmul_out.wgsl's (float32) or
 // matmul_out16.wgsl's (the operands' 16-bit type, written as it is). Needs the generated
-// `dtypes` prelude, cast.wgsl and preludes/matmul_params.wgsl first.
+// `dtypes` prelude and preludes/matmul_params.wgsl first.
 
 @group(0) @binding(3) var<storage, read> c: array<u32>;
+
+// The two float16 values of word w as f32, exactly on every driver: unpack2x16float, whose
+// conversion of normal numbers, zeros and infinities is exact on every IEEE unit, with zeros and
+// subnormals (which a driver may flush) taken from their mantissa instead (m * 2^-24, exact).
+// A NaN stays a NaN (a driver may quiet it).
+fn f16x2(w: u32) -> vec2<f32> {
+    let h = vec2<u32>(w & 0xffffu, w >> 16u);
+    let tiny = bitcast<vec2<u32>>(vec2<f32>(h & vec2<u32>(0x3ffu)) * 5.9604644775390625e-8) | ((h & vec2<u32>(0x8000u)) << vec2<u32>(16u));
+    return select(unpack2x16float(w), bitcast<vec2<f32>>(tiny), (h & vec2<u32>(0x7c00u)) == vec2<u32>(0u));
+}
 
 // Element i of an operand whose word is w (float32: the word; 16-bit types: its half i & 1).
 fn mm_decode(w: u32, i: u32) -> f32 {
     if (mp_u[pz()].dims.w == DT_F32) {
         return bitcast<f32>(w);
     }
-    let h = (w >> (16u * (i & 1u))) & 0xffffu;
     if (mp_u[pz()].dims.w == DT_F16) {
-        // cast.wgsl's integer conversion, exact for every value (unpack2x16float may flush
-        // subnormals or quiet NaN on a driver).
-        return bitcast<f32>(f16_to_f32(h));
+        return f16x2(w)[i & 1u];
     }
-    return bitcast<f32>(h << 16u);
+    return bitcast<f32>(((w >> (16u * (i & 1u))) & 0xffffu) << 16u);
 }
 
 fn mm_word(i: u32) -> u32 {

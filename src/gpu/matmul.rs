@@ -148,8 +148,12 @@ impl Batch<'_> {
             }
         };
         // The SIMT kernels write a 16-bit output as they compute it (`matmul_gemm16`, ...:
-        // the bits the scratch and its rounding copy would give); the others need the scratch.
-        let direct = half && wide.is_none() && matches!(kernel, MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16);
+        // the bits the scratch and its rounding copy would give); the others need the scratch,
+        // and so does an output sharing a buffer with an operand (read from a copy of the
+        // output's buffer otherwise, which needs COPY_SRC: the scratch keeps such calls as
+        // they were).
+        let shares = [Some(a), Some(b), c].into_iter().flatten().any(|t| out.shares_storage(t));
+        let direct = half && wide.is_none() && !shares && kernel.writes_half();
         let scratch = if half && !direct { Some(DeviceTensor::empty(&ctx, &full, DType::F32, MemoryFormat::Contiguous)?) } else { None };
         let target = scratch.as_ref().unwrap_or(&out);
         let target_view: Layout = match &scratch {
@@ -294,8 +298,10 @@ impl GpuContext {
         pollster::block_on(self.tune_plan(&plan, a, b, None, Drive::Wait))
     }
 
-    /// Measures the candidates of `plan`'s class into a contiguous f32 scratch output unless
-    /// the class is tuned already.
+    /// Measures the candidates of `plan`'s class into a contiguous scratch output unless the
+    /// class is tuned already: f32, or for a 16-bit product the type itself where the kernel
+    /// writes it as it is (`MatmulKernel::writes_half`), as each runs in a call. (The
+    /// others' 16-bit calls add a rounding copy of the output, not timed here.)
     pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
         self.rt.probe("tune")?;
         let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
@@ -306,13 +312,14 @@ impl GpuContext {
         }
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let p = product(plan, a, b, c, scratch.buffer(), &out);
+        let half = Product { out_half: plan.dtype != DType::F32, ..product(plan, a, b, c, scratch.buffer(), &out) };
         let timer = Timer::new(&self.rt)?;
         let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, rec| {
             rec.hold(scratch.clone());
             for t in [Some(a), Some(b), c].into_iter().flatten() {
                 rec.hold_shared(t.storage());
             }
-            kernels::record(&self.rt, rec, &p, kernel)
+            kernels::record(&self.rt, rec, if kernel.writes_half() { &half } else { &p }, kernel)
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

@@ -176,17 +176,17 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     // The f16 convolution on tensor cores, in both fragment sizes.
     ("conv2d_coop", &["conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
     ("conv2d_coop8", &["conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),
-    ("matmul_gemm", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
-    ("matmul_gemm_sum", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_gemm_sum")),
-    ("matmul_vec", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_vec")),
+    ("matmul_gemm", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
+    ("matmul_gemm_sum", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_gemm_sum")),
+    ("matmul_vec", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_vec")),
     // The same three writing a float16 or bfloat16 output as it is (split-K's slices stay f32).
     ("matmul_gemm16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_gemm_sum16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io"], kernel!("matmul_gemm_sum")),
     ("matmul_vec16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io"], kernel!("matmul_vec")),
     // Tensor cores: float16 operands through cooperative matrices (adapters with the feature).
-    ("matmul_coop", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag16"], kernel!("matmul_coop")),
+    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag16"], kernel!("matmul_coop")),
     // The same on 8 x 8 x 8 fragments (adapters that report no 16 x 16 x 16).
-    ("matmul_coop8", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag8"], kernel!("matmul_coop")),
+    ("matmul_coop8", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag8"], kernel!("matmul_coop")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),

@@ -76,9 +76,11 @@ pub struct AdapterReport {
     pub cooperative_matrix: Option<CooperativeMatrix>,
     /// Whether the defaults of GPUs (adapters that are not CPUs) take the GEMM engine's wide
     /// tiles (`ConvKernel::GemmNchwWide` / `GemmNhwcWide`, `MatmulKernel::GemmWide`: 128 x 128
-    /// outputs a workgroup) where they would take its 64 x 64 ones: the same bits, but no GPU
-    /// has timed them yet, so off unless `STRIDED_WGPU_GEMM_TILES=wide` is in the environment
-    /// (the tuner compares both either way).
+    /// outputs a workgroup) where they would take its 64 x 64 ones (the bits of the 64 x 64
+    /// kernel that cuts the reduction as they do: split where the split rule holds for the
+    /// call's own sizes). No GPU has timed them yet, so off unless
+    /// `STRIDED_WGPU_GEMM_TILES=wide` is in the environment (a GPU's tuner compares both either
+    /// way).
     pub wide_gemm: bool,
 }
 

@@ -47,8 +47,11 @@ bin=.gpu/bin/strided-wgpu
 # bench_b.jsonl.
 # Or (GPU_B_ENV="VAR=value ...") the same build under other environment variables, e.g.
 # GPU_B_ENV=STRIDED_WGPU_COOPERATIVE_MATRIX=0 for a device without the tensor-core feature.
+# Unset, it is STRIDED_WGPU_GEMM_TILES=wide (the GEMM engine's wide tiles as the defaults,
+# which no GPU has timed yet); GPU_B_ENV= (empty) runs no second build.
+GPU_B_ENV="${GPU_B_ENV-STRIDED_WGPU_GEMM_TILES=wide}"
 alt=()
-if [ -x .gpu/bin/strided-wgpu-b ]; then alt=(.gpu/bin/strided-wgpu-b); elif [ -n "${GPU_B_ENV:-}" ]; then alt=(env ${GPU_B_ENV} "$bin"); fi
+if [ -x .gpu/bin/strided-wgpu-b ]; then alt=(.gpu/bin/strided-wgpu-b); elif [ -n "${GPU_B_ENV}" ]; then alt=(env ${GPU_B_ENV} "$bin"); fi
 steps=" ${GPU_STEPS:-calls resnet peers profile parts tests coop} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 want calls && step 120 calls.jsonl $bin bench --only calls --json

@@ -57,7 +57,7 @@ pub struct ConvClass {
 }
 
 /// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
-/// adapter every eligible kernel it runs, elsewhere the GPU-shaped ones only (see
+/// adapter every eligible kernel it runs but the wide GEMM tiles, elsewhere the GPU-shaped ones only (see
 /// [`ConvKernel::gpu_shaped`]). Eligibility is [`ConvKernel::eligible`] and
 /// [`ConvKernel::runs_on`], as for forced kernels.
 pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
@@ -65,7 +65,9 @@ pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOption
     // Not the tensor-core kernel: 16-bit convolutions take it by its own rule
     // (`gpu::conv::coop_applies`); every other one takes the kernel of the f32 shape's class
     // (those of `ConvKernel::reads_half` read its operands as they are, the others f32 copies).
-    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
+    // The wide GEMM tiles only on GPUs (a CPU adapter's tuner would only compile and time them;
+    // forced, they run there too).
+    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && !(cpu && k.wide()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
 }
 
 /// The class of a convolution of `g` from `input` into `out` on the adapter of `report`.
@@ -85,7 +87,8 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// nothing): a deterministic choice per adapter kind and shape class, the kernel the tuner
 /// picked most often for such classes on the adapters measured (BENCHMARKS.md). On GPUs the
 /// GEMM kernel in the output's orientation, split-K where the class has few output tiles and a
-/// long reduction; depthwise, `DepthwiseNchw` into NCHW and the rows kernel channels-last. On
+/// long reduction (the wide tiles instead, in that orientation, under
+/// `STRIDED_WGPU_GEMM_TILES=wide`); depthwise, `DepthwiseNchw` into NCHW and the rows kernel channels-last. On
 /// CPU adapters: depthwise, the tall kernel for 3x3 at unit stride and dilation in either
 /// layout (else the rows kernel channels-last, the NCHW kernel otherwise); 3x3 at unit stride and dilation, the rows form
 /// of the direct kernel into channels-last, and the band form into NCHW unless `Nchw` writes

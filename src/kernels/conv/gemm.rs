@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, ElementForm, Operands};
 use crate::kernels::dispatch::Dispatch;
-use crate::kernels::conv::kernel::{ConvKernel, OP};
+use crate::kernels::conv::kernel::OP;
 use crate::layout::Layout;
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
@@ -81,7 +81,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     // Counted in 64 x 64 tiles, so a wide kernel's call is cut into the split kernel's slices
     // (within the binding limit) and gives its bits.
     let tiles = most_pixels.div_ceil(PART) * kg.div_ceil(PART) * groups;
-    let wide = matches!(kernel, ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide);
+    let wide = kernel.wide();
     let (nslices, chunk) = if kernel.split() && (!wide || crate::kernels::split::conv_wants_split(tiles, r_len)) {
         crate::kernels::split::slices(tiles as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
     } else {

@@ -47,10 +47,12 @@ pub enum ConvKernel {
     /// [`ConvKernel::GemmNchw`] on wider tiles: 128 pixels x 128 output channels per workgroup
     /// (128 x 64 where K/groups <= 64), each invocation a register block of 8 x 8 (8 x 4)
     /// outputs, so each value read from workgroup memory feeds twice the multiply-adds. Its
-    /// reduction is cut where a GPU's default would take `GemmNchwSplit` (fewer than 256
-    /// tiles of 64 x 64 and at least 1024 steps), into that kernel's slices: the bits of
-    /// `GemmNchwSplit` there and of `GemmNchw` elsewhere. A tuner candidate on GPUs, and their
-    /// default under `STRIDED_WGPU_GEMM_TILES=wide` ([`AdapterReport::wide_gemm`]).
+    /// reduction is cut by the rule a GPU's default takes `GemmNchwSplit` by (fewer than 256
+    /// tiles of 64 x 64 and at least 1024 steps, `split::conv_wants_split`) on the call's own
+    /// sizes, into that kernel's slices: the bits of `GemmNchwSplit` there and of `GemmNchw`
+    /// elsewhere. (The default applies the rule to its class's magnitudes: near the rule's
+    /// edges the two can decide differently.) A tuner candidate on GPUs, and their default
+    /// under `STRIDED_WGPU_GEMM_TILES=wide` ([`AdapterReport::wide_gemm`]).
     GemmNchwWide,
     /// [`ConvKernel::GemmNhwc`] on the wider tiles of [`ConvKernel::GemmNchwWide`], split as it is.
     GemmNhwcWide,
@@ -150,6 +152,12 @@ impl ConvKernel {
     /// `split::slices` alone, the wide ones where `split::conv_wants_split` says so too.
     pub(crate) fn split(self) -> bool {
         matches!(self, ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit | ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide)
+    }
+
+    /// Whether the kernel runs the GEMM engine's wide tiles ([`ConvKernel::GemmNchwWide`],
+    /// [`ConvKernel::GemmNhwcWide`]).
+    pub(crate) fn wide(self) -> bool {
+        matches!(self, ConvKernel::GemmNchwWide | ConvKernel::GemmNhwcWide)
     }
 
     /// A GEMM kernel's tile parts for `kg` output channels a group: (PM, PN), its output tile

@@ -14,7 +14,8 @@ impl MatmulKernel {
     /// GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
     /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
     /// that applies (then `Blocked`); all others split-K on GPUs where the output has few tiles
-    /// and k is long, else the tensor-core kernel where it applies, else the GEMM.
+    /// and k is long, else the tensor-core kernel where it applies, else the GEMM (on GPUs under
+    /// `STRIDED_WGPU_GEMM_TILES=wide`, `GemmWide` for both GEMMs).
     pub fn default_for(report: &AdapterReport, class: &MatmulClass) -> MatmulKernel {
         let vector = class.kernels.contains(&MatmulKernel::Vec1);
         // The convolution's CPU kernels run large products 5-17x faster than the GEMM on
@@ -54,18 +55,22 @@ impl MatmulKernel {
         }
     }
 
-    /// The candidates of a product whose kernels see m x n: every eligible kernel (`conv`:
+    /// The candidates of a product whose kernels see m x n: every eligible kernel but, on a CPU
+    /// adapter (`cpu`), the wide GEMM (`conv`:
     /// whether the [`MatmulKernel::Conv1x1`] route applies, [`conv_route`]; `blocked`: whether
     /// the [`MatmulKernel::Blocked`] kernel does, `blocked::eligible`; `coop`: whether the
     /// [`MatmulKernel::Coop`] kernel does, `coop::eligible`, and may be taken unasked,
     /// `coop::automatic`).
-    fn candidates(m: usize, n: usize, conv: bool, blocked: bool, coop: bool) -> Vec<MatmulKernel> {
+    fn candidates(m: usize, n: usize, conv: bool, blocked: bool, coop: bool, cpu: bool) -> Vec<MatmulKernel> {
         Self::ALL
             .into_iter()
             .filter(|&k| match k {
                 MatmulKernel::Conv1x1 => conv,
                 MatmulKernel::Blocked => blocked,
                 MatmulKernel::Coop => coop,
+                // GPU-shaped wide tiles: a CPU adapter's tuner would only compile and time them
+                // (forced, they run there too).
+                MatmulKernel::GemmWide => !cpu,
                 _ => k.eligible(m, n).is_ok(),
             })
             .collect()
@@ -109,7 +114,7 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let nb = s.batch.len();
     MatmulClass {
-        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(report, p)),
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(report, p), report.device_type == wgpu::DeviceType::Cpu),
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),

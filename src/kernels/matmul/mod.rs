@@ -85,9 +85,11 @@ pub enum MatmulKernel {
     /// [`MatmulKernel::Gemm`] on wider tiles: 128 x 128 outputs per workgroup (128 x 64 or 64 x
     /// 128 where n or m is at most 64), each invocation a register block of 8 x 8 (8 x 4)
     /// outputs, so each value read from workgroup memory feeds twice the multiply-adds. Its
-    /// reduction is cut where a GPU's default would take `GemmSplit` (fewer than 128 tiles of
-    /// 64 x 64 and k of at least 256), into that kernel's slices: the bits of `GemmSplit` there
-    /// and of `Gemm` elsewhere. A tuner candidate on GPUs, and their default under
+    /// reduction is cut by the rule a GPU's default takes `GemmSplit` by (fewer than 128 tiles
+    /// of 64 x 64 and k of at least 256, `split::matmul_wants_split`) on the product's own
+    /// sizes, into that kernel's slices: the bits of `GemmSplit` there and of `Gemm` elsewhere.
+    /// (The default applies the rule to its class's magnitudes: near the rule's edges the two
+    /// can decide differently.) A tuner candidate on GPUs, and their default under
     /// `STRIDED_WGPU_GEMM_TILES=wide` ([`AdapterReport::wide_gemm`]).
     GemmWide,
     /// The matrix-vector kernel with one invocation per row (m == 1 or n == 1): shaped for CPU
@@ -151,6 +153,13 @@ impl MatmulKernel {
         }
     }
 
+    /// Whether the kernel writes a float16 or bfloat16 product's output as it is (the SIMT
+    /// kernels: `matmul_gemm16`, `matmul_gemm_sum16`, `matmul_vec16`), rather than an f32 result
+    /// that a recorded copy rounds (the tensor-core and CPU-adapter kernels).
+    pub fn writes_half(self) -> bool {
+        matches!(self, MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16)
+    }
+
     /// The lanes per row of a matrix-vector kernel (0 for the GEMM).
     fn lanes(self) -> u32 {
         match self {
@@ -199,7 +208,7 @@ pub(crate) fn kernel_eligible(report: &AdapterReport, p: &Product<'_>, kernel: M
 
 fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<()> {
     kernel.eligible(s.m, s.n)?;
-    if p.out_half && !matches!(kernel, MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16) {
+    if p.out_half && !kernel.writes_half() {
         return Err(Error::unsupported(p.op, format!("{kernel:?} writes an f32 output, not the {:?} one asked for", p.dtype)));
     }
     match kernel {
@@ -360,8 +369,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let words = |(o, sz): (u64, u64)| (o, (sz / 16 * 16).max(16));
             bindings.push((bufs[0], words(ws[0].0)));
             bindings.push((bufs[1], words(ws[1].0)));
-            // The matrix-vector kernel's pipelines (`gpu_pipelines`): one lane a row, or L with
-            // the 16-bit path; the GEMM has none.
+            // The pipelines' constants (`gpu_pipelines`): the matrix-vector kernel's one lane a
+            // row, or L with the 16-bit path; the GEMM's wide tile parts.
             // The wide GEMM's tile parts.
             let parts: Vec<(&'static str, i64)> = if (pm, pn) == (1, 1) { vec![] } else { vec![("PM", pm as i64), ("PN", pn as i64)] };
             let constants = match (lanes, p.dtype) {
