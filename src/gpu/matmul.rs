@@ -125,9 +125,9 @@ impl Batch<'_> {
         // a recorded copy rounds it into the destination. (Layouts make the class: the output's
         // buffer stands in for the scratch.)
         let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
-        let f32_view = Layout::contiguous(&full)?;
         let half = plan.dtype != DType::F32;
-        let class_view = if half { &f32_view } else { &out_view };
+        let f32_view = if half { Some(Layout::contiguous(&full)?) } else { None };
+        let class_view = f32_view.as_ref().unwrap_or(&out_view);
         let whole = product(plan, a, b, c, out.buffer(), class_view);
         let class = matmul_class(&ctx.rt.report, &whole);
         // 16-bit operands of a product that the f32 CPU-adapter kernels would take (Blocked,

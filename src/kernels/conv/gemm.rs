@@ -81,8 +81,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     // Counted in 64 x 64 tiles, so a wide kernel's call is cut into the split kernel's slices
     // (within the binding limit) and gives its bits.
     let tiles = most_pixels.div_ceil(PART) * kg.div_ceil(PART) * groups;
-    let wide = kernel.wide();
-    let (nslices, chunk) = if kernel.split() && (!wide || crate::kernels::split::conv_wants_split(tiles, r_len)) {
+    let (nslices, chunk) = if kernel.split() && (!kernel.wide() || crate::kernels::split::conv_wants_split(tiles, r_len)) {
         crate::kernels::split::slices(tiles as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
     } else {
         (1, r_len)

@@ -100,7 +100,7 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
                     if kernel.family() == Family::Gemm {
                         constants.splice(0..0, [("MODE", mode), ("RELU", relu), ("RESID", resid)]);
                     }
-                    if kernel.split() && kernel.tile_parts(128) != (1, 1) {
+                    if kernel.wide() {
                         // The wide kernels: their tiles of each shape, whole (each epilogue)
                         // and as split-K slices, in f32 and each 16-bit type (their sums are
                         // the split kernels' below).

@@ -371,7 +371,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             bindings.push((bufs[1], words(ws[1].0)));
             // The pipelines' constants (`gpu_pipelines`): the matrix-vector kernel's one lane a
             // row, or L with the 16-bit path; the GEMM's wide tile parts.
-            // The wide GEMM's tile parts.
             let parts: Vec<(&'static str, i64)> = if (pm, pn) == (1, 1) { vec![] } else { vec![("PM", pm as i64), ("PN", pn as i64)] };
             let constants = match (lanes, p.dtype) {
                 _ if kernel == MatmulKernel::Coop => {
