@@ -14,6 +14,8 @@
 //! `shaders/preludes/plan.wgsl` (two operands) and `iter_offset` in `shaders/preludes/iter.wgsl` (any operand)
 //! are its WGSL twins, and device tests pin them to it.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 use crate::layout::ops::broadcast_error;
 use crate::layout::Layout;
@@ -372,7 +374,14 @@ impl IterPlan {
     /// (2 and up) cut down to size 1 is dropped; dims 0 and 1 stay, since the row and
     /// transpose kernels read their strides. Fails with the piece that no allowed cut can
     /// shrink further.
-    pub(crate) fn pieces(&self, cuts: Cuts, fits: impl Fn(&IterPlan) -> bool) -> std::result::Result<Vec<IterPlan>, IterPlan> {
+    pub(crate) fn pieces(&self, cuts: Cuts, fits: impl Fn(&IterPlan) -> bool) -> std::result::Result<Vec<Cow<'_, IterPlan>>, IterPlan> {
+        // The common case, the whole plan in one piece: borrowed, not copied.
+        if self.numel == 0 {
+            return Ok(Vec::new());
+        }
+        if fits(self) {
+            return Ok(vec![Cow::Borrowed(self)]);
+        }
         let mut out = Vec::new();
         let mut stack = vec![self.clone()];
         while let Some(p) = stack.pop() {
@@ -380,7 +389,7 @@ impl IterPlan {
                 continue;
             }
             if fits(&p) {
-                out.push(p);
+                out.push(Cow::Owned(p));
                 continue;
             }
             let Some((d, g)) = p.next_cut(cuts) else { return Err(p) };
@@ -518,7 +527,7 @@ mod tests {
         let plan = channels_last(&[1, 4, 2, 600]);
         let pieces = plan.pieces(Cuts::ANY, span_fits(1500)).unwrap();
         assert!(pieces.len() <= 8, "{} pieces", pieces.len());
-        let mut all: Vec<_> = pieces.iter().flat_map(pairs).collect();
+        let mut all: Vec<_> = pieces.iter().flat_map(|p| pairs(p)).collect();
         all.sort_unstable();
         assert_eq!(all, pairs(&plan));
     }
@@ -536,7 +545,7 @@ mod tests {
         for p in &pieces {
             assert!(p.sizes()[0].is_multiple_of(4) && p.dst_offset().is_multiple_of(4), "{p:?}");
         }
-        let mut all: Vec<_> = pieces.iter().flat_map(pairs).collect();
+        let mut all: Vec<_> = pieces.iter().flat_map(|p| pairs(p)).collect();
         all.sort_unstable();
         assert_eq!(all, pairs(&plan));
         // Four elements span 3,001: a smaller limit cannot be met, and the piece is returned.
@@ -564,7 +573,7 @@ mod tests {
         let cuts = Cuts { max_rank: 8, ..Cuts::ANY };
         let pieces = plan.pieces(cuts, |p| p.rank() <= 8).unwrap();
         assert_eq!(pieces.len(), 2);
-        let mut all: Vec<_> = pieces.iter().flat_map(pairs).collect();
+        let mut all: Vec<_> = pieces.iter().flat_map(|p| pairs(p)).collect();
         all.sort_unstable();
         assert_eq!(all, pairs(&plan));
     }

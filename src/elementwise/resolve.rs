@@ -265,13 +265,11 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
         return Err(Error::invalid(name, "needs at least one tensor input"));
     }
     // Types.
-    let mut args: Vec<Arg> = inputs
-        .iter()
-        .map(|i| match i {
-            Input::Tensor(t) => Arg::Tensor(t.dtype(), t.rank()),
-            Input::Scalar(s) => Arg::Scalar(*s),
-        })
-        .collect();
+    let mut args: Vec<Arg> = Vec::with_capacity(inputs.len() + 2);
+    args.extend(inputs.iter().map(|i| match i {
+        Input::Tensor(t) => Arg::Tensor(t.dtype(), t.rank()),
+        Input::Scalar(s) => Arg::Scalar(*s),
+    }));
     args.extend(op.promoted_args().into_iter().map(Arg::Scalar));
     // uint8 with int8 computes in int16 (PyTorch), which no tensor here stores: a new result is
     // an error, and an in-place or `out=` one computes in 32 bits and converts at the store
@@ -287,6 +285,7 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     let compute = if op.computes_in_float() && !common.is_float() { DType::F32 } else { common };
     // Shapes and the destination.
     let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+    let layouts: Vec<&Layout> = tensors.iter().map(|t| t.layout()).collect();
     let shape = broadcast_shapes(name, &shapes)?;
     let dest_tensor = match dest {
         Target::New => None,
@@ -300,7 +299,7 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
         None => {
             match op {
                 Op::To(d) => (preserved_layout(tensors[0].layout())?, d),
-                _ => (output_layout(&shape, &shapes_layouts(&tensors), inputs.len() - tensors.len())?, compute),
+                _ => (output_layout(&shape, &layouts, inputs.len() - tensors.len())?, compute),
             }
         }
         Some(d) => {
@@ -374,9 +373,9 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     if int16 {
         check_int16(op, inputs, out_dtype)?;
     }
-    let layouts: Vec<&Layout> = tensors.iter().map(|t| t.layout()).collect();
     let plan = IterPlan::build(name, &out_layout, &layouts)?;
-    let mut types = vec![out_dtype];
+    let mut types = Vec::with_capacity(tensors.len() + 1);
+    types.push(out_dtype);
     types.extend(tensors.iter().map(|t| t.dtype()));
     Ok((Resolved { op, compute, out_dtype, out_layout, types, slots, args: a, plan }, tensors))
 }
@@ -482,8 +481,4 @@ pub(crate) fn typed_overlap(a: &Layout, a_type: DType, b: &Layout, b_type: DType
 /// The bytes [start, end) a view of `dtype` elements reaches, if any.
 fn byte_span(l: &Layout, dtype: DType) -> Option<(usize, usize)> {
     l.span().map(|(lo, hi)| (lo * dtype.size(), (hi + 1) * dtype.size()))
-}
-
-fn shapes_layouts<'a, T: Strided>(tensors: &[&'a T]) -> Vec<&'a Layout> {
-    tensors.iter().map(|t| t.layout()).collect()
 }

@@ -151,7 +151,7 @@ impl GpuContext {
         // the default), so GPUs time pieces of up to 2^24 elements; CPU adapters, which time
         // slowly, pieces of CPU_TUNE_COPY_ELEMENTS.
         let most = if r.device_type == wgpu::DeviceType::Cpu { CPU_TUNE_COPY_ELEMENTS } else { GPU_TUNE_COPY_ELEMENTS };
-        let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= most).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| plan.clone());
+        let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= most).ok().and_then(|v| v.into_iter().next()).unwrap_or(std::borrow::Cow::Borrowed(&plan));
         let Some(((dlo, dhi), (slo, shi))) = piece.spans() else { return Ok(false) };
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
         let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);

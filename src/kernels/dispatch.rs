@@ -45,16 +45,21 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
             let (ubuf, offset) = rec.uniform(abi::bytes(&d.params), |size| rt.buffer(op, size, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST))?;
             let mut windows = Vec::with_capacity(d.bindings.len() + 1);
             windows.push((&ubuf, offset, words(&ubuf, (offset, size))));
-            let (mut reads, mut writes) = (Vec::new(), Vec::new());
+            // Read-only buffers first, then the written ones (`Command::Dispatch::storage`).
+            let mut storage: Vec<wgpu::Buffer> = Vec::with_capacity(d.bindings.len());
+            let mut reads = 0;
             for (j, (buffer, window)) in d.bindings.iter().enumerate() {
                 windows.push((*buffer, window.0, words(buffer, *window)));
                 match slots.get(j + 1) {
-                    Some(Slot::Write) => writes.push((*buffer).clone()),
-                    _ => reads.push((*buffer).clone()),
+                    Some(Slot::Write) => storage.push((*buffer).clone()),
+                    _ => {
+                        storage.insert(reads, (*buffer).clone());
+                        reads += 1;
+                    }
                 }
             }
             let group = rt.bind_group(slots, &bgl, op, &windows);
-            rec.dispatch(Command::Dispatch { op, kernel: d.key.shader, pipeline, group, grid: d.grid, reads, writes });
+            rec.dispatch(Command::Dispatch { op, kernel: d.key.shader, pipeline, group, grid: d.grid, storage, reads });
         }
         Ok(())
     });

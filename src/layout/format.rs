@@ -36,19 +36,26 @@ impl MemoryFormat {
     /// assert_eq!(MemoryFormat::Contiguous.strides(&[2, 0, 3]).unwrap(), vec![3, 3, 1]);
     /// ```
     pub fn strides(self, shape: &[usize]) -> Result<Vec<isize>> {
-        let order = self.dim_order(shape.len()).ok_or_else(|| {
-            Error::invalid("memory_format", format!("{self:?} needs a tensor of rank {}, got shape {shape:?}", self.rank_needed()))
-        })?;
         let clamp = self == MemoryFormat::Contiguous;
         let mut strides = vec![0isize; shape.len()];
         let mut acc: isize = 1;
-        for d in order {
+        let mut place = |d: usize| -> Result<()> {
             strides[d] = acc;
             let n = if clamp { shape[d].max(1) } else { shape[d] };
             acc = isize::try_from(n)
                 .ok()
                 .and_then(|n| acc.checked_mul(n))
                 .ok_or_else(|| Error::overflow("memory_format", format!("the strides of shape {shape:?} in {self:?}")))?;
+            Ok(())
+        };
+        if clamp {
+            // Contiguous: from the last dim, without building the order.
+            (0..shape.len()).rev().try_for_each(&mut place)?;
+        } else {
+            let order = self.dim_order(shape.len()).ok_or_else(|| {
+                Error::invalid("memory_format", format!("{self:?} needs a tensor of rank {}, got shape {shape:?}", self.rank_needed()))
+            })?;
+            order.into_iter().try_for_each(&mut place)?;
         }
         Ok(strides)
     }

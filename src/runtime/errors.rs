@@ -96,13 +96,14 @@ impl Capture {
         self.drain();
         let mut caught = None;
         for guard in [validation, oom, internal] {
-            let mut fut: ScopeFuture = Box::pin(guard.pop());
-            match poll_once(fut.as_mut()) {
+            // Boxed only when it has not settled (WebGPU): on native backends it is ready.
+            let mut fut = guard.pop();
+            match poll_once(Pin::new(&mut fut)) {
                 Poll::Ready(Some(e)) => {
                     caught.get_or_insert(e);
                 }
                 Poll::Ready(None) => {}
-                Poll::Pending => lock(&self.pending).push((op, fut)),
+                Poll::Pending => lock(&self.pending).push((op, Box::pin(fut))),
             }
         }
         if let Some(e) = caught {

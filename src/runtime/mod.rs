@@ -101,10 +101,22 @@ pub struct CooperativeMatrix {
 }
 
 /// A compiled kernel: its registered name and override constants.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PipelineKey {
     pub shader: &'static str,
     pub constants: Vec<(&'static str, i64)>,
+}
+
+/// Hashes the shader's name and the constants' values, not their names (a key is looked up at
+/// every recorded dispatch; equal keys have equal names, so equal hashes).
+impl std::hash::Hash for PipelineKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.shader.hash(h);
+        h.write_usize(self.constants.len());
+        for &(_, v) in &self.constants {
+            h.write_i64(v);
+        }
+    }
 }
 
 /// One binding of a kernel's bind group layout, in binding order.
@@ -348,8 +360,8 @@ impl Runtime {
     /// size in bytes), made once and then reused while the cache keeps it (`bind`). Call
     /// inside `scoped`.
     pub fn bind_group(&self, slots: &'static [Slot], bgl: &wgpu::BindGroupLayout, label: &'static str, windows: &[(&wgpu::Buffer, u64, u64)]) -> wgpu::BindGroup {
-        let key = bind::BindKey { slots: (slots.as_ptr() as usize, slots.len()), windows: windows.iter().map(|&(b, o, s)| (b.clone(), o, s)).collect() };
-        if let Some(g) = lock(&self.bind_groups).get(&key) {
+        let key = (slots.as_ptr() as usize, slots.len());
+        if let Some(g) = lock(&self.bind_groups).get(key, windows) {
             return g;
         }
         let entries: Vec<wgpu::BindGroupEntry> = windows
@@ -358,7 +370,7 @@ impl Runtime {
             .map(|(i, &(buffer, offset, size))| wgpu::BindGroupEntry { binding: i as u32, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: std::num::NonZeroU64::new(size) }) })
             .collect();
         let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(label), layout: bgl, entries: &entries });
-        lock(&self.bind_groups).insert(key, group.clone());
+        lock(&self.bind_groups).insert(key, windows, group.clone());
         group
     }
 

@@ -58,8 +58,9 @@ const CHUNK_SLOTS: u64 = 256;
 pub(crate) enum Command {
     /// A dispatch of `pipeline` with bind group 0 `group` over `grid` workgroups; `op` names the
     /// crate operation that recorded it (for profiles).
-    /// `reads` and `writes` are the storage buffers it binds read-only and writable.
-    Dispatch { op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32), reads: Vec<wgpu::Buffer>, writes: Vec<wgpu::Buffer> },
+    /// `storage` holds the storage buffers it binds, those bound read-only first: the first
+    /// `reads` of them are read, the rest written (one list, one allocation a dispatch).
+    Dispatch { op: &'static str, kernel: &'static str, pipeline: Arc<wgpu::ComputePipeline>, group: wgpu::BindGroup, grid: (u32, u32), storage: Vec<wgpu::Buffer>, reads: usize },
     /// `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
     /// Zeroes `buffer` from `offset` (to its end when `size` is `None`).
@@ -319,7 +320,10 @@ impl Command {
     /// effects are not itemized).
     fn effects(&self) -> Option<(Vec<&wgpu::Buffer>, Vec<&wgpu::Buffer>)> {
         match self {
-            Command::Dispatch { reads, writes, .. } => Some((reads.iter().collect(), writes.iter().collect())),
+            Command::Dispatch { storage, reads, .. } => {
+                let (r, w) = storage.split_at(*reads);
+                Some((r.iter().collect(), w.iter().collect()))
+            }
             Command::Copy { src, dst, .. } => Some((vec![src], vec![dst])),
             Command::Clear { buffer, .. } => Some((vec![], vec![buffer])),
             Command::Graph(_) => None,

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::copy::MAX_DIMS;
 use crate::kernels::dispatch::{self, Dispatch};
-use crate::plan::{Cuts, IterPlan};
+use crate::plan::{Cuts, IterPlan, MAX_OPERANDS};
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
@@ -222,7 +222,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         _ => 0,
     };
     let ty = |k: usize| r.types.get(k).map_or(0, |t| t.code()) as i64;
-    let constants = vec![
+    // Room for the rows kernel's four more (no reallocation when they are added).
+    let mut constants = Vec::with_capacity(20);
+    constants.extend([
         ("WG", wg as i64),
         ("EPT", ept as i64),
         ("OP", r.op.code() as i64),
@@ -239,7 +241,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         ("ALIAS1", alias[0] as i64),
         ("ALIAS2", alias[1] as i64),
         ("ALIAS3", alias[2] as i64),
-    ];
+    ]);
     let rep = &rt.report;
     let align = (rep.min_storage_buffer_offset_alignment as u64).max(16);
     let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
@@ -247,27 +249,29 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
     let size = |k: usize| r.types[k].size() as u64;
     // The bound byte window (start, length) of each binding of a piece: the output's covers
     // the inputs read through it.
-    let windows = |p: &IterPlan| -> Vec<(u64, u64)> {
+    // (Operands past `n_ops` get an empty window.)
+    let windows = |p: &IterPlan| -> [(u64, u64); MAX_OPERANDS] {
         let span = |k: usize| {
             // Empty plans return before any dispatch (see `record`).
             let (lo, hi) = p.span(k).unwrap_or((0, 0));
             (lo as u64 * size(k), (hi as u64 + 1) * size(k))
         };
-        let mut w: Vec<(u64, u64)> = (0..n_ops).map(span).collect();
+        let mut w = [(0u64, 0u64); MAX_OPERANDS];
+        for (k, wk) in w.iter_mut().enumerate().take(n_ops) {
+            *wk = span(k);
+        }
         for k in 1..n_ops {
             if alias[k - 1] {
                 w[0] = (w[0].0.min(w[k].0), w[0].1.max(w[k].1));
             }
         }
-        w.iter()
-            .enumerate()
-            .map(|(k, &(lo, hi))| {
-                let buf = if k == 0 || alias[k - 1] { out } else { inputs[k - 1] };
-                let start = lo / align * align;
-                // Whole 16-byte words: the rows kernel reads and writes vec4 words.
-                (start, hi.div_ceil(16).saturating_mul(16).min(buf.size()) - start)
-            })
-            .collect()
+        for (k, wk) in w.iter_mut().enumerate().take(n_ops) {
+            let buf = if k == 0 || alias[k - 1] { out } else { inputs[k - 1] };
+            let start = wk.0 / align * align;
+            // Whole 16-byte words: the rows kernel reads and writes vec4 words.
+            *wk = (start, wk.1.div_ceil(16).saturating_mul(16).min(buf.size()) - start);
+        }
+        w
     };
     // (chunks per row, invocations, row blocks along dim 1): the general kernel's invocations
     // each take a run of `ept` elements; the rows kernel's workgroups each take a run of
@@ -304,7 +308,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         let len = windows(&p).iter().map(|w| w.1).max().unwrap_or(0);
         Error::Limit { op: OP, what: format!("binding the smallest piece the {shader} kernel can run (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
     })?;
-    let mut constants = constants;
     if quad == 4 {
         // Transposed blocks need whole groups of 4 rows in every invocation of every piece.
         let blocks = columns && ept.is_multiple_of(4) && pieces.iter().all(|p| (1..n_ops).all(|k| row_read(p, k, true) == row_read(plan, k, true)));
@@ -326,9 +329,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
     };
     // Every piece's uniform first (the dispatch loop makes every bind group before it records), so that a failure records nothing.
     let mut dispatches = Vec::with_capacity(pieces.len());
-    for p in pieces {
-        let w = windows(&p);
-        let (chunks, threads, blocks) = cover(&p);
+    let last = pieces.len().saturating_sub(1);
+    let mut key = Some(key);
+    for (i, p) in pieces.iter().enumerate() {
+        let w = windows(p);
+        let (chunks, threads, blocks) = cover(p);
         let groups = threads.div_ceil(wg as u64);
         let gx = groups.min(max_groups);
         let gy = groups.div_ceil(gx.max(1));
@@ -356,7 +361,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         u.args = r.args;
         u.extra[0] = blocks as u32;
         let input = |k: usize| if k < n_ops && !alias[k - 1] { (inputs[k - 1], w[k]) } else { (&spare, (0, 16)) };
-        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(out, w[0]), input(1), input(2), input(3)], grid: (gx as u32, gy as u32) });
+        // The key is moved into the last piece's dispatch, cloned for the others.
+        let key = if i == last { key.take() } else { key.clone() }.expect("the key until the last piece");
+        dispatches.push(Dispatch { key, params: u, bindings: vec![(out, w[0]), input(1), input(2), input(3)], grid: (gx as u32, gy as u32) });
     }
     dispatch::record(rt, rec, OP, SLOTS, &dispatches)
 }
