@@ -44,8 +44,11 @@ impl Hasher for FxHasher {
     fn write_i64(&mut self, i: i64) {
         self.add(i as u64);
     }
+    /// The state rotated, as rustc-hash 2 finishes: the multiply leaves the low bits of the
+    /// hash depending on the low bits of the input alone (a buffer size of whole 256-byte
+    /// slots has eight zero bits there), and hashbrown picks buckets by the low bits.
     fn finish(&self) -> u64 {
-        self.0
+        self.0.rotate_left(26)
     }
 }
 
