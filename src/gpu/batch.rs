@@ -132,11 +132,9 @@ impl Batch<'_> {
         match self.enc.take() {
             Some(Encoder::Owned(mut enc)) => {
                 let rt = self.ctx.rt.clone();
-                rt.probe("finish")?;
                 let rec = std::mem::take(&mut self.rec);
+                let mut keep = submit::encode_recording(&rt, "finish", &mut enc, rec)?;
                 rt.scoped("finish", || {
-                    let (commands, mut keep) = rec.finish(&rt.queue);
-                    rt.counters.add(record::encode(&commands, &mut enc));
                     keep.attach(&enc);
                     Ok(enc.finish())
                 })
@@ -157,9 +155,9 @@ impl Batch<'_> {
         match self.enc.take() {
             Some(Encoder::Owned(enc)) => {
                 let rt = self.ctx.rt.clone();
-                rt.probe("submit")?;
                 let rec = std::mem::take(&mut self.rec);
                 if rt.capturing_here() {
+                    rt.probe("submit")?;
                     // A convolution's tail holds only while nothing was recorded after it.
                     let tail = self.tail.take().filter(|(_, t)| !matches!(t, Tail::Conv(c) if c.end != rec.len()));
                     return fuse::append_captured(&self.ctx, rec, tail).map(|()| Submission::captured());

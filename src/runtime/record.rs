@@ -53,6 +53,10 @@ pub(crate) const SLOT_BYTES: u64 = 256;
 /// Slots of the largest uniform chunk (64 KiB).
 const CHUNK_SLOTS: u64 = 256;
 
+/// An upload of new uniform bytes into a chunk: its buffer, the offset there, the offset in the
+/// uploaded bytes, the length ([`Recorder::take_unwritten`]).
+pub(crate) type UniformCopy = (wgpu::Buffer, u64, u64, u64);
+
 /// One recorded command.
 #[derive(Clone)]
 pub(crate) enum Command {
@@ -213,6 +217,24 @@ impl Recorder {
                 c.written = c.bytes.len();
             }
         }
+    }
+
+    /// The uniforms placed since the last flush, for an upload the caller records instead of
+    /// the queue writes of [`Recorder::flush`]: their bytes end to end, and for each chunk with
+    /// new bytes (its buffer, the offset there, the offset in the bytes, the length; all whole
+    /// slots, so multiples of 4). They count as written from then on.
+    pub fn take_unwritten(&mut self) -> (Vec<u8>, Vec<UniformCopy>) {
+        let mut bytes = Vec::new();
+        let mut copies = Vec::new();
+        for c in &mut self.chunks {
+            if c.written < c.bytes.len() {
+                let len = (c.bytes.len() - c.written) as u64;
+                copies.push((c.buffer.buffer().clone(), c.written as u64, bytes.len() as u64, len));
+                bytes.extend_from_slice(&c.bytes[c.written..]);
+                c.written = c.bytes.len();
+            }
+        }
+        (bytes, copies)
     }
 
     /// Appends another recording's commands and holdings after this one's; its uniforms must

@@ -229,10 +229,33 @@ pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: 
     submit(rt, op, encoder, keep)
 }
 
-/// Submits a recording: encoded into `encoder`, its uniforms written first, as [`submit`].
-pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, rec: Recorder) -> Result<Submission> {
-    let (commands, keep) = rt.scoped(op, || Ok(rec.finish(&rt.queue)))?;
-    submit_commands(rt, op, encoder, &commands, keep)
+/// Submits a recording of the crate's own encoder ([`encode_recording`]), as [`submit`].
+pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, rec: Recorder) -> Result<Submission> {
+    let keep = encode_recording(rt, op, &mut encoder, rec)?;
+    submit(rt, op, encoder, keep)
+}
+
+/// Encodes a recording into the crate's own `encoder` (a batch's, submitted or finished
+/// next): first the device-loss probe, which is also the staging buffer of the recording's
+/// uniforms ([`Runtime::probe_with`]), and their copies into the uniform buffers, then the
+/// commands. One driver buffer for both where a probe and a queue write made two (the probe's
+/// and the queue's staging buffer), and no command buffer of the queue's pending writes ahead
+/// of the batch's. Returns what the recording holds (the staging buffer with it).
+pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mut wgpu::CommandEncoder, mut rec: Recorder) -> Result<Keep> {
+    let (bytes, copies) = rec.take_unwritten();
+    let staging = rt.probe_with(op, &bytes)?;
+    rt.scoped(op, || {
+        let (commands, mut keep) = rec.finish(&rt.queue);
+        if let Some(s) = staging {
+            for (dst, dst_offset, src_offset, size) in &copies {
+                encoder.copy_buffer_to_buffer(&s, *src_offset, dst, *dst_offset, *size);
+            }
+            rt.counters.add(RecordCounts { transfers: copies.len() as u64, ..Default::default() });
+            keep.hold(s);
+        }
+        rt.counters.add(encode(&commands, encoder));
+        Ok(keep)
+    })
 }
 
 /// Maps `range` of `buffer` for reading once `encoder`'s work is done, submits it, and awaits
@@ -282,18 +305,34 @@ impl Runtime {
     /// buffers' release left to the next submission (a submission and wait after 20,000 such
     /// probes took 0.82-0.90 ms against 12-35 us).
     pub fn probe(&self, op: &'static str) -> Result<()> {
+        self.probe_with(op, &[]).map(drop)
+    }
+
+    /// [`Runtime::probe`] with a buffer that holds `bytes` (a whole number of 4-byte words),
+    /// returned unmapped (`COPY_SRC`) for the caller to copy from; `None` for no bytes (the
+    /// probe's buffer is then destroyed).
+    pub fn probe_with(&self, op: &'static str, bytes: &[u8]) -> Result<Option<wgpu::Buffer>> {
         self.errors.check_lost(op)?;
-        let mapped = self.errors.scoped_fresh(&self.device, op, || {
+        debug_assert!(bytes.len().is_multiple_of(4));
+        let staged = self.errors.scoped_fresh(&self.device, op, || {
             let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
-            let b = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu probe"), size: 4, usage, mapped_at_creation: true });
-            let ok = b.slice(..).get_mapped_range().is_ok();
+            let size = (bytes.len() as u64).max(4);
+            let b = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu probe"), size, usage, mapped_at_creation: true });
+            let ok = match b.slice(..).get_mapped_range_mut() {
+                Ok(mut view) => {
+                    view.slice(..bytes.len()).copy_from_slice(bytes);
+                    true
+                }
+                Err(_) => false,
+            };
+            if ok && !bytes.is_empty() {
+                b.unmap();
+                return Ok(Some(Some(b)));
+            }
             b.destroy();
-            Ok(ok)
+            Ok(ok.then_some(None))
         })?;
-        match mapped {
-            true => Ok(()),
-            false => Err(self.errors.lost(op, "the device can no longer create buffers")),
-        }
+        staged.ok_or_else(|| self.errors.lost(op, "the device can no longer create buffers"))
     }
 }
 
