@@ -160,11 +160,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
     // The register blocks: pixels 64a + 4tx .. x channels 64b + 4ty .. of the tile, 4 x 4
     // each. Lanes run along the orientation's fast dim.
-    var tx = lid % 16u;
-    var ty = lid / 16u;
+    let lanes = gemm_lanes(lid);
+    var tx = lanes.x;
+    var ty = lanes.y;
     if (CHANNELS) {
-        tx = lid / 16u;
-        ty = lid % 16u;
+        tx = lanes.y;
+        ty = lanes.x;
     }
 
     // What this invocation stages of A for part p (rows 64p ..): NCHW, one pixel (lid % 64) at

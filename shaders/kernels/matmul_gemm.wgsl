@@ -128,8 +128,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     // Register blocks: rows 64a + 4tx .. x columns 64b + 4ty .., 4 x 4 each; lanes run along
     // the columns.
-    let tx = lid / 16u;
-    let ty = lid % 16u;
+    let lanes = gemm_lanes(lid);
+    let tx = lanes.y;
+    let ty = lanes.x;
     var begin = 0u;
     var end = mp_u[pz()].dims.z;
     if (SPLIT) {

@@ -78,6 +78,23 @@ fn gemm_block(acc: GemmAcc, a: u32, b: u32) -> mat4x4<f32> {
     return acc.b11;
 }
 
+// The register block of invocation `lid` as (fast, slow): `fast` is the block coordinate the
+// kernel's consecutive invocations run along (the fast dim of its output stores). The 64 x 64
+// tile runs 16 consecutive invocations along it (a 32-lane subgroup spans 16 x 2 blocks); the
+// wide tiles 8 x 4 in each 32 invocations (eight of them tiled 2 x 4), as CUTLASS's SIMT warps
+// are laid out: a subgroup's step then reads 8 distinct vec4 of one staged operand and 4 of
+// the other (two 128-byte rows of workgroup memory) where 16 x 2 reads 16 and 2 (three), with
+// 128-byte runs of output stores. A bijection either way; each output's arithmetic is the
+// same, so the bits are too.
+fn gemm_lanes(lid: u32) -> vec2<u32> {
+    if (PM * PN > 1u) {
+        let w = lid / 32u;
+        let l = lid % 32u;
+        return vec2<u32>((w % 2u) * 8u + l % 8u, (w / 2u) * 4u + l / 8u);
+    }
+    return vec2<u32>(lid % 16u, lid / 16u);
+}
+
 fn gemm_outer(acc: mat4x4<f32>, a: vec4<f32>, b: vec4<f32>) -> mat4x4<f32> {
     return mat4x4<f32>(acc[0] + a.x * b, acc[1] + a.y * b, acc[2] + a.z * b, acc[3] + a.w * b);
 }
