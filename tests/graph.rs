@@ -83,9 +83,37 @@ fn a_batch_records_one_pass() {
         }
         b.submit_and_wait().unwrap();
         let c = ctx.record_counts() - before;
-        assert_eq!((c.submits, c.passes, c.dispatches), (1, 1, 10), "{}: {c:?}", name(ctx));
+        // The uniforms' upload (copied from the probe's buffer) is no transfer of the counts.
+        assert_eq!((c.submits, c.passes, c.dispatches, c.transfers), (1, 1, 10, 0), "{}: {c:?}", name(ctx));
         let want: Vec<f32> = vals(4096, 7).iter().map(|v| (0..9).fold(v + 1.0, |a, _| a * 0.5)).collect();
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+    }
+}
+
+#[test]
+fn uniform_uploads_and_batches_past_the_upload_cap() {
+    let _serial = one_at_a_time();
+    // On a GPU (the noop backend posing as one) an eager call counts its dispatch and nothing
+    // else, whatever its uniforms' upload took.
+    let noop = strided_wgpu::advanced::internal::noop_context().unwrap();
+    let (a, b) = (DeviceTensor::from_slice(&noop, &[1f32], &[1]).unwrap(), DeviceTensor::from_slice(&noop, &[2f32], &[1]).unwrap());
+    let before = noop.record_counts();
+    a.add(&b).unwrap();
+    let c = noop.record_counts() - before;
+    assert_eq!((c.submits, c.passes, c.dispatches, c.transfers), (1, 1, 1, 0), "{c:?}");
+    // A batch of more new uniform bytes than one upload takes (4 MiB: 16,384 dispatches) writes
+    // them with queue writes instead; one under the cap and one past it compute the same chain.
+    for ctx in contexts() {
+        for n in [100usize, 16_500] {
+            let one = DeviceTensor::from_slice(ctx, &[1f32], &[1]).unwrap();
+            let mut x = DeviceTensor::from_slice(ctx, &[0f32], &[1]).unwrap();
+            let mut batch = ctx.batch();
+            for _ in 0..n {
+                x = batch.add(&x, &one).unwrap();
+            }
+            batch.submit_and_wait().unwrap();
+            assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), vec![n as f32], "{} n {n}", name(ctx));
+        }
     }
 }
 

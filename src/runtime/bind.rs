@@ -20,9 +20,9 @@ pub(crate) const MAX_GROUPS: usize = 1024;
 /// A bind group's identity: its layout, named by the family's static slots (address and
 /// length: the same slice, so the same layout; `Runtime::bind_group_layout` makes one per
 /// slots), and each binding's buffer and window (offset, size) in binding order.
-pub(crate) struct BindKey {
-    pub slots: (usize, usize),
-    pub windows: Vec<(wgpu::Buffer, u64, u64)>,
+struct BindKey {
+    slots: (usize, usize),
+    windows: Vec<(wgpu::Buffer, u64, u64)>,
 }
 
 /// The hash of a key of `slots` binding `windows`, computed from the borrowed parts (a lookup

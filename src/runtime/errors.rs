@@ -96,7 +96,8 @@ impl Capture {
         self.drain();
         let mut caught = None;
         for guard in [validation, oom, internal] {
-            // Boxed only when it has not settled (WebGPU): on native backends it is ready.
+            // Boxed by the crate only when it has not settled (WebGPU; wgpu boxes its own
+            // future inside): on native backends it is ready.
             let mut fut = guard.pop();
             match poll_once(Pin::new(&mut fut)) {
                 Poll::Ready(Some(e)) => {

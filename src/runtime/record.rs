@@ -10,8 +10,11 @@
 //! (pipelines, bind groups, uniforms, buffers), which costs the host a few calls a dispatch.
 //!
 //! Uniforms go into slots of [`SLOT_BYTES`] in a few pooled buffers ("chunks") whose bytes are
-//! kept on the host and written once ([`Recorder::flush`]) when the recording is encoded or
-//! captured, before its command buffer is submitted (a queue's writes land before the command
+//! kept on the host and written once when the recording is encoded or captured, before its
+//! command buffer runs: a batch of the crate's own encoder copies them from its device-loss
+//! probe's buffer ahead of its commands ([`Recorder::take_unwritten`],
+//! `submit::encode_recording`); captures, batches in the caller's encoder and the timer's
+//! recordings with queue writes ([`Recorder::flush`]: a queue's writes land before the command
 //! buffers submitted after them).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -217,6 +220,11 @@ impl Recorder {
                 c.written = c.bytes.len();
             }
         }
+    }
+
+    /// The bytes of the uniforms placed since the last flush.
+    pub fn unwritten_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.bytes.len() - c.written).sum()
     }
 
     /// The uniforms placed since the last flush, for an upload the caller records instead of

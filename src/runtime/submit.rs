@@ -219,8 +219,8 @@ pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::Command
     Ok(Submission { done: Some(Completion::new(rt.clone(), op, index, signal, Drive::Poll)) })
 }
 
-/// Encodes `commands` into `encoder` (its uniforms written first), and submits it with `keep`
-/// attached, as [`submit`].
+/// Encodes `commands` into `encoder` (their uniforms already written), and submits it with
+/// `keep` attached, as [`submit`].
 pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], keep: Keep) -> Result<Submission> {
     rt.scoped(op, || {
         rt.counters.add(encode(commands, &mut encoder));
@@ -235,14 +235,25 @@ pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, mut encoder:
     submit(rt, op, encoder, keep)
 }
 
+/// The most uniform bytes a recording uploads through its probe buffer (16,384 dispatches'
+/// slots); a recording with more writes them with queue writes (`Recorder::flush`) after a
+/// plain probe, so that no upload asks for a buffer near the device's size limits.
+const UPLOAD_BYTES: usize = 4 << 20;
+
 /// Encodes a recording into the crate's own `encoder` (a batch's, submitted or finished
 /// next): first the device-loss probe, which is also the staging buffer of the recording's
 /// uniforms ([`Runtime::probe_with`]), and their copies into the uniform buffers, then the
 /// commands. One driver buffer for both where a probe and a queue write made two (the probe's
 /// and the queue's staging buffer), and no command buffer of the queue's pending writes ahead
-/// of the batch's. Returns what the recording holds (the staging buffer with it).
+/// of the batch's. The uniform copies are not counted in [`RecordCounts`] (its transfers are
+/// the recorded copies and clears, as [`Graph::counts`](crate::Graph::counts) counts them).
+/// Returns what the recording holds (the staging buffer with it).
 pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mut wgpu::CommandEncoder, mut rec: Recorder) -> Result<Keep> {
-    let (bytes, copies) = rec.take_unwritten();
+    let (bytes, copies) = match rec.unwritten_bytes() <= UPLOAD_BYTES.min(rt.device.limits().max_buffer_size as usize) {
+        true => rec.take_unwritten(),
+        // Left to `finish`'s queue writes.
+        false => (Vec::new(), Vec::new()),
+    };
     let staging = rt.probe_with(op, &bytes)?;
     rt.scoped(op, || {
         let (commands, mut keep) = rec.finish(&rt.queue);
@@ -250,7 +261,6 @@ pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mu
             for (dst, dst_offset, src_offset, size) in &copies {
                 encoder.copy_buffer_to_buffer(&s, *src_offset, dst, *dst_offset, *size);
             }
-            rt.counters.add(RecordCounts { transfers: copies.len() as u64, ..Default::default() });
             keep.hold(s);
         }
         rt.counters.add(encode(&commands, encoder));
@@ -297,8 +307,9 @@ impl Runtime {
     }
 
     /// Learns whether the device is still there: a 4-byte buffer mapped at creation, which a
-    /// lost device cannot make (no submission, no poll). Called by entry points that are not
-    /// recordings. The buffer is `MAP_WRITE`: mapped at creation, it is its own host-visible
+    /// lost device cannot make (no submission, no poll). Called by the crate's entry points
+    /// and completions (a batch of its own encoder probes through [`Runtime::probe_with`],
+    /// whose buffer also carries the batch's uniforms). The buffer is `MAP_WRITE`: mapped at creation, it is its own host-visible
     /// memory. A buffer without `MAP_WRITE` is mapped through a staging buffer that wgpu makes,
     /// zeroes and later copies or frees: two driver buffers a probe instead of one, 2.7-7.6 us
     /// a probe on lavapipe against 1.0-1.5 (20,000 probes of each in one run), and the staging
