@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use strided_wgpu::{DType, DeviceTensor, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
+use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
 
 use crate::resnet_model::{formula_params, max_abs_diff, Description, ModelError, Net};
 
@@ -52,11 +52,16 @@ fn setup(ctx: &GpuContext, d: &Description, format: MemoryFormat, dtype: DType) 
     Ok((net, rgba))
 }
 
+/// The logits as f32 values (a float16 network's widened exactly).
+fn logits_f32(logits: &DeviceTensor) -> Result<Vec<f32>> {
+    logits.download()?.to(DType::F32)?.to_vec::<f32>()
+}
+
 /// One forward pass, waited for: the seconds it took and the logits.
 fn forward(net: &Net<DeviceTensor>, rgba: &DeviceTensor) -> Result<(f64, Vec<f32>)> {
     let t = Instant::now();
     let out = net.forward(rgba).map_err(err)?;
-    let logits = out.logits.download()?.to_vec::<f32>()?;
+    let logits = logits_f32(&out.logits)?;
     Ok((t.elapsed().as_secs_f64(), logits))
 }
 
@@ -74,7 +79,7 @@ fn capture(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor) -> Re
 fn replay(graph: &Graph<crate::resnet_model::Outputs<DeviceTensor>>) -> Result<(f64, Vec<f32>)> {
     let t = Instant::now();
     graph.replay(&[])?;
-    let logits = graph.output().logits.download()?.to_vec::<f32>()?;
+    let logits = logits_f32(&graph.output().logits)?;
     Ok((t.elapsed().as_secs_f64(), logits))
 }
 
@@ -295,4 +300,25 @@ pub fn walkthrough_resnet(ctx: &GpuContext) -> Result<()> {
         return Err(Error::Gpu { op: "walkthrough", message: format!("the ResNet's device logits differ from the CPU reference by {vs_cpu:e}") });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strided_wgpu::Strided;
+
+    /// A float16 network's logits come back as f32 values through the bench's forward and
+    /// replay (they failed as `to_vec::<f32>` of f16 elements before). The noop backend runs
+    /// nothing, so only the shapes and the path are checked, on any machine.
+    #[test]
+    fn a_float16_network_gives_its_logits_as_f32() {
+        let ctx = strided_wgpu::advanced::internal::noop_context().unwrap();
+        let d = Description::parse(include_str!("../../tests/data/resnet_small.json")).unwrap();
+        let (net, rgba) = setup(&ctx, &d, MemoryFormat::ChannelsLast, DType::F16).unwrap();
+        assert_eq!(net.forward(&rgba).unwrap().logits.dtype(), DType::F16);
+        let n = d.batch * d.classes;
+        assert_eq!(forward(&net, &rgba).unwrap().1.len(), n);
+        let graph = capture(&ctx, &net, &rgba).unwrap();
+        assert_eq!(replay(&graph).unwrap().1.len(), n);
+    }
 }
