@@ -329,9 +329,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
     };
     // Every piece's uniform first (the dispatch loop makes every bind group before it records), so that a failure records nothing.
     let mut dispatches = Vec::with_capacity(pieces.len());
-    let last = pieces.len().saturating_sub(1);
-    let mut key = Some(key);
-    for (i, p) in pieces.iter().enumerate() {
+    // The key cloned for every piece but the last, which takes it.
+    for (p, key) in pieces.iter().zip(std::iter::repeat_n(key, pieces.len())) {
         let w = windows(p);
         let (chunks, threads, blocks) = cover(p);
         let groups = threads.div_ceil(wg as u64);
@@ -361,8 +360,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         u.args = r.args;
         u.extra[0] = blocks as u32;
         let input = |k: usize| if k < n_ops && !alias[k - 1] { (inputs[k - 1], w[k]) } else { (&spare, (0, 16)) };
-        // The key is moved into the last piece's dispatch, cloned for the others.
-        let key = if i == last { key.take() } else { key.clone() }.expect("the key until the last piece");
         dispatches.push(Dispatch { key, params: u, bindings: vec![(out, w[0]), input(1), input(2), input(3)], grid: (gx as u32, gy as u32) });
     }
     dispatch::record(rt, rec, OP, SLOTS, &dispatches)
