@@ -8,7 +8,7 @@ mod common;
 use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{Conv2dOptions, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
 use strided_wgpu::advanced::{conv2d_with, ConvKernel};
 use strided_wgpu::advanced::internal::conv2d_cpu;
 
@@ -440,12 +440,18 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
         let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
         let c = 4096;
         let x = DeviceTensor::zeros(&tight, &[1, c, 1, 1], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
-        let w = DeviceTensor::zeros(&tight, &[1, 1, 3, 3], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap().expand(&[c as isize, 1, 3, 3]).unwrap();
+        // One 3x3 filter for every channel, its taps' rows apart (so every kernel packs it).
+        let w = DeviceTensor::zeros(&tight, &[1, 1, 3, 6], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap().narrow(3, 0, 3).unwrap().expand(&[c as isize, 1, 3, 3]).unwrap();
         let o = Conv2dOptions { padding: (1, 1), groups: c, ..Default::default() };
         for kernel in [ConvKernel::DepthwiseRows, ConvKernel::DepthwiseTall, ConvKernel::GemmNchw] {
             let e = conv2d_with(&x, &w, None, &o, kernel).unwrap_err();
             assert!(matches!(&e, Error::Limit { limit: "max_storage_buffer_binding_size", .. }), "{kernel:?}: {e}");
         }
+        // Its taps in one run: the GEMM kernel reads it where it lies, with nothing to pack.
+        let dense = DeviceTensor::from_slice(&tight, &[1.0f32; 9], &[1, 1, 3, 3]).unwrap().expand(&[c as isize, 1, 3, 3]).unwrap();
+        let ones = DeviceTensor::from_slice(&tight, &vec![1.0f32; c], &[1, c, 1, 1]).unwrap();
+        let got = conv2d_with(&ones, &dense, None, &o, ConvKernel::GemmNchw).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        assert!(got.len() == c && got.iter().all(|&v| v == 1.0), "{}: the expanded weight read in place: {:?}", name(ctx), &got[..8]);
     }
 }
 
@@ -629,6 +635,61 @@ fn wide_tiles_equal_the_64_tile_kernels_bit_for_bit() {
             }
         }
         assert!(compared > 5_000, "only {compared} outputs compared");
+    }
+}
+
+/// The GEMM kernels read a float32 weight where it lies when its reduction dims, in the
+/// kernel's order, are one run of unit stride (PyTorch's contiguous weight under the NCHW
+/// kernels, its channels-last weight under the NHWC ones, either for 1x1): a call is then its
+/// kernel's dispatches alone, with no copy (a capture finds no constant work), and gives the bits of the same weight packed (spread
+/// over a wider buffer, which every kernel packs). Over an offset, groups, a K that is no
+/// multiple of 4, a 7x7 stem of 3 channels, a 1x1 kernel, split-K and wide tiles, with bias,
+/// ReLU and a residual; each also against the CPU reference.
+#[test]
+fn weights_read_where_they_lie_equal_packed_weights_bit_for_bit() {
+    use strided_wgpu::advanced::conv2d_add_with;
+    let mut rng = Rng(0x1a7e);
+    for ctx in contexts() {
+        let mut compared = 0;
+        // (N, C, H, W, K, kernel size, stride, groups)
+        for (n, c, h, w, k, kh, stride, groups) in [(2, 16, 9, 8, 20, 3, 1, 1), (1, 64, 8, 8, 64, 1, 1, 1), (1, 3, 21, 19, 16, 7, 2, 1), (2, 32, 9, 8, 24, 3, 2, 2), (1, 128, 6, 6, 36, 3, 1, 1)] {
+            let cg = c / groups;
+            let xv = vals(&mut rng, n * c * h * w);
+            let x = layout(&mut rng, HostTensor::from_vec(xv, &[n, c, h, w]).unwrap());
+            let dense = HostTensor::from_vec(vals(&mut rng, k * cg * kh * kh), &[k, cg, kh, kh]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            let (oh, ow) = ((h + 2 * (kh / 2) - kh) / stride + 1, (w + 2 * (kh / 2) - kh) / stride + 1);
+            // The packed twin: every element of each row of taps followed by a gap.
+            let spread = HostTensor::zeros(&[k, cg, kh, 2 * kh], DType::F32, MemoryFormat::Contiguous).unwrap().narrow(3, 0, kh).unwrap();
+            spread.copy_(&dense).unwrap();
+            for (kernel, channels) in [(ConvKernel::GemmNchw, false), (ConvKernel::GemmNhwc, true), (ConvKernel::GemmNchwSplit, false), (ConvKernel::GemmNhwcSplit, true), (ConvKernel::GemmNchwWide, false), (ConvKernel::GemmNhwcWide, true)] {
+                let format = if channels { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
+                // The kernel's natural weight behind 3 more output channels' worth of elements.
+                let padded = HostTensor::zeros(&[k + 3, cg, kh, kh], DType::F32, format).unwrap().narrow(0, 3, k).unwrap();
+                padded.copy_(&dense).unwrap();
+                let o = Conv2dOptions { stride: (stride, stride), padding: (kh / 2, kh / 2), groups, relu: true, output_format: Some(format), ..Default::default() };
+                let label = format!("[{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} groups {groups} {kernel:?}");
+                compared += check(ctx, &x, &padded, Some(&b), &o, kernel, &label);
+                let (dx, db) = (to_device(ctx, &x), to_device(ctx, &b));
+                let res = to_device(ctx, &HostTensor::from_vec(vals(&mut rng, n * k * oh * ow), &[n, k, oh, ow]).unwrap().contiguous(format).unwrap());
+                let bits = |t: DeviceTensor| t.download().unwrap().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<u32>>();
+                let mut outs = Vec::new();
+                for (weight, in_place) in [(&padded, true), (&spread, false)] {
+                    let dw = to_device(ctx, weight);
+                    let out = conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label}: {e}"));
+                    let added = conv2d_add_with(&dx, &dw, Some(&db), &res, &o, kernel).unwrap_or_else(|e| panic!("{label} add: {e}"));
+                    // What a call records beside its kernel's dispatches: a captured call's
+                    // constant work (none where the weight is read in place).
+                    let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &dw, Some(&db), &o, kernel)).unwrap();
+                    let constants = graph.constant_counts();
+                    assert_eq!(constants.dispatches + constants.transfers == 0, in_place, "{label}: in place {in_place}: the call's work beside its kernel {constants:?}");
+                    assert!(graph.dispatches().iter().all(|(_, k)| k.starts_with("conv2d_gemm")), "{label}: {:?}", graph.dispatches());
+                    outs.push((bits(out), bits(added)));
+                }
+                assert!(outs[0] == outs[1], "{label}: the weight read in place and packed gave other bits");
+            }
+        }
+        assert!(compared > 3_000, "only {compared} outputs compared");
     }
 }
 

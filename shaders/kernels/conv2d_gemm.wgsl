@@ -2,8 +2,10 @@
 // sum_r A[m, r] * B[r, k] per group, where m runs over output pixels (n, oy, ox), k over the
 // group's output channels and r over the reduction (c, ky, kx). A is never built: each element is
 // read from the input through its strides at the tap's position (zero in the padding); B is the
-// weight, packed by the host as [group][r][k] rows of vec4 words (4 output channels each, zero
-// past K/groups).
+// weight, read where it lies when its reduction dims are one unit-stride run in the kernel's
+// order (res.y >= 0: element res.y + (group * K/groups + k) * res.z + r * res.w, staged with
+// lanes along the reduction, so neighbouring lanes read neighbouring elements), else packed by
+// the host as [group][r][k] rows of vec4 words (4 output channels each, zero past K/groups).
 //
 // CHANNELS picks the orientation: false (NCHW), lanes run along pixels and r = (c, ky, kx), so
 // neighbouring lanes read neighbouring pixels of a row-major plane; true (NHWC), lanes run along
@@ -50,6 +52,20 @@ fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
     return wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j];
 }
 
+// Whether B is the weight where it lies (else the packed rows).
+fn weight_in_place() -> bool {
+    return gp_u[pz()].res.y >= 0;
+}
+
+// B[r, k] of the group from the weight where it lies (zero past R and past K/groups).
+fn weight_at(group: u32, r: u32, k: u32) -> f32 {
+    if (r >= gp_u[pz()].red.z || k >= gp_u[pz()].red.y) {
+        return 0.0;
+    }
+    let i = u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w);
+    return wp[i / 4u][i % 4u];
+}
+
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages
 // for each 64-row part p of the tile (pa[p], or pa[4p + i] for the four under CHANNELS without
 // VIN), its group and the tile's first output channel.
@@ -76,6 +92,12 @@ fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
 }
 
 fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
+    if (weight_in_place()) {
+        // Step lid % 16, channels 4 * (lid / 16) .. of the part (STAGE_B_STEPS).
+        let r = r0 + lid % 16u;
+        let k = f.n0 + 64u * p + 4u * (lid / 16u);
+        return vec4<f32>(weight_at(f.group, r, k), weight_at(f.group, r, k + 1u), weight_at(f.group, r, k + 2u), weight_at(f.group, r, k + 3u));
+    }
     return load_b(f.group, r0 + lid / 16u, f.n0 / 4u + 16u * p + lid % 16u);
 }
 
@@ -198,7 +220,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         begin = slice * gp_u[pz()].split.y;
         end = min(end, begin + gp_u[pz()].split.y);
     }
-    let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, STAGE_B_COLS);
+    var sb = STAGE_B_COLS;
+    if (weight_in_place()) {
+        sb = STAGE_B_STEPS;
+    }
+    let acc = gemm_tile(f, lid, tx, ty, begin, end, sa, sb);
     for (var a = 0u; a < PM; a = a + 1u) {
         for (var b = 0u; b < PN; b = b + 1u) {
             store_block(gemm_block(acc, a, b), m0 + 64u * a, n0 + 64u * b, tx, ty, group, slice);

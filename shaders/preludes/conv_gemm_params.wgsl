@@ -23,7 +23,9 @@ struct GemmParams {
     // conv2d_gemm_sum.wgsl, invocations in all: groups x pixels x channel quads).
     work: vec4<u32>,
     // RESID: the residual's element index minus the output's bound-window index of the same
-    // element (the residual has the output's strides); then three unused words.
+    // element (the residual has the output's strides); then, conv2d_gemm.wgsl's weight read
+    // where it lies, its element offset (-1: the packed rows), its stride along the output
+    // channels and along the reduction (unused by conv2d_gemm_sum.wgsl and conv2d_coop.wgsl).
     res: vec4<i32>,
     // SPLIT: slices S of the reduction, reduction steps per slice (a multiple of BK), rows of a
     // (group, slice)'s partial tile block (the pixel tiles x 64), vec4 words per partial row

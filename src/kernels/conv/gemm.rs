@@ -1,15 +1,19 @@
 //! The tiled implicit-GEMM convolution (`conv2d_gemm.wgsl`), shaped for GPUs: 64 x 64 output
 //! tiles per workgroup and a 4 x 4 register block per invocation (the wide kernels: 128 x 128
 //! or 128 x 64 tiles of 8 x 8 or 8 x 4 blocks, [`ConvKernel::tile_parts`]), the reduction
-//! staged through workgroup memory. The weight is packed once per call into [group][r][K/groups rounded up
-//! to 4] rows of vec4 words in the kernel's reduction order (a copy of the weight: K*C/groups*
-//! kh*kw elements, tiny next to the work); the input is read in place.
+//! staged through workgroup memory. The input is read in place. So is a float32 weight whose
+//! reduction dims, in the kernel's order, are one run of unit stride ([`read_in_place`]:
+//! PyTorch's contiguous weight under NCHW, its channels-last weight under NHWC, either for a 1x1
+//! kernel), so a call is one dispatch; any other weight is packed at each call into
+//! [group][r][K/groups rounded up to 4] rows of vec4 words in the kernel's reduction order (a
+//! copy of the weight, K*C/groups*kh*kw elements, recorded ahead of the kernel).
 //!
 //! Float16 and bfloat16 calls run the same kernel text composed with `conv_io16.wgsl` and
 //! `conv_gemm_io16.wgsl` (`conv2d_gemm16`, `conv2d_gemm_sum16`): the input, bias and residual read as they are, the
 //! weight packed into the same f32 rows, the output rounded once and written in its type. The
 //! arithmetic is the f32 kernel's step for step, so the result is the f32 convolution of the
-//! same values rounded to the type, bit for bit.
+//! same values rounded to the type, bit for bit. (Their weight is always packed: the kernel
+//! reads f32 rows.)
 //!
 //! The split-K kernels ([`ConvKernel::GemmNchwSplit`], [`ConvKernel::GemmNhwcSplit`]) cut the
 //! reduction into slices (`kernels/split.rs`) where a call has too few tiles to fill a GPU: each
@@ -63,10 +67,15 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let (cg, kg) = (g.c / groups, g.k / groups);
     let r_len = cg * g.kh * g.kw;
     let row = kg.div_ceil(4);
-    // The packed weight: [groups][r][row] vec4 words, r in the kernel's order.
+    // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view).
+    let w = ops.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
+    // Read where it lies, or packed: [groups][r][row] vec4 words, r in the kernel's order.
+    let in_place = read_in_place(ops, &w, form.half());
     let packed_elems = groups.checked_mul(r_len).and_then(|v| v.checked_mul(row * 4)).ok_or_else(|| Error::overflow(OP, format!("packing weight {:?}", ops.weight.layout.shape())))?;
     let packed_bytes = packed_elems as u64 * 4;
-    check_packed(rt, packed_elems, ops.weight.layout)?;
+    if in_place.is_none() {
+        check_packed(rt, packed_elems, ops.weight.layout)?;
+    }
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
     let bs = ops.bias.map_or(0, |b| b.layout.strides()[0]);
@@ -106,7 +115,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             work: [u32_of(pixels, "output pixels per dispatch")?, tm as u32, tn as u32, u32_of(total as usize, "workgroups")?],
             // The residual (the output's strides): its element index minus the output's
             // window index of the same element.
-            res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / r.esize) as isize - ops.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
+            res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / r.esize) as isize - ops.out.layout.offset() as isize, "residual offset"))?, in_place.map_or(-1, |w| w.base), in_place.map_or(0, |w| w.ks), in_place.map_or(0, |w| w.rs)],
             split: [nslices as u32, u32_of(chunk, "reduction steps per slice")?, u32_of(prows, "partial rows")?, u32_of(pwords, "partial row words")?],
         };
         let (channels, bias, relu, resid) = (kernel.channels() as i64, ops.bias.is_some() as i64, o.relu as i64, ops.residual.is_some() as i64);
@@ -133,21 +142,27 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Whole(vout), grid));
         }
     }
-    // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view),
-    // copied into the packed rows: element (g, k, c, ky, kx) at ((g * R + r) * row) * 4 + k.
-    let w = ops.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
-    let rs = (row * 4) as isize;
-    let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
-    let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
-    let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F32, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, ops, &dst, &w, &packed, DType::F32)?;
+    // The weight's binding: its buffer's whole vec4 words, or the packed rows, into which it
+    // is copied: element (g, k, c, ky, kx) at ((g * R + r) * row) * 4 + k.
+    let packed;
+    let (weight, weight_bytes) = match in_place {
+        Some(_) => (ops.weight.buffer, ops.weight.buffer.size() / 16 * 16),
+        None => {
+            let rs = (row * 4) as isize;
+            let (sc, sy, sx) = if kernel.channels() { (rs, (g.kw * cg) as isize * rs, cg as isize * rs) } else { ((g.kh * g.kw) as isize * rs, g.kw as isize * rs, rs) };
+            let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[r_len as isize * rs, 1, sc, sy, sx], 0, packed_elems)?;
+            packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F32, wgpu::BufferUsages::empty())?;
+            pack(rt, rec, ops, &dst, &w, &packed, DType::F32)?;
+            (&packed, packed_bytes)
+        }
+    };
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
     let partial_bytes = slice_bytes * nslices as u64;
     let partial = if split { Some(rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?) } else { None };
-    let bias = bias_binding(ops.bias, &packed);
-    // Without a residual (never read) a few bytes of the packed weight, bound read-only
+    let bias = bias_binding(ops.bias, weight);
+    // Without a residual (never read) a few bytes of the weight's binding, bound read-only
     // already (the scratch word is bound writable).
-    let res = ops.residual.map_or((&packed, (0, packed_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
+    let res = ops.residual.map_or((weight, (0, weight_bytes.min(16))), |res| (res.buffer, (0, res.buffer.size())));
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
         .into_iter()
         .map(|(r, params, key, step, grid)| {
@@ -159,7 +174,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
                 Step::Slices => (input, [(unused.buffer(), (0, 16)), whole]),
                 Step::Sum(vout) => ([whole, whole], out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, unit)),
             };
-            Dispatch { key, params, bindings: vec![x, (&packed, (0, packed_bytes)), bias, o4, x4, o6, res], grid }
+            Dispatch { key, params, bindings: vec![x, (weight, (0, weight_bytes)), bias, o4, x4, o6, res], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
@@ -177,4 +192,44 @@ enum Step {
     Whole(bool),
     Slices,
     Sum(bool),
+}
+
+/// Where the kernel reads the weight without a packed copy: B[r, k] of group g is element
+/// `base + (g * K/groups + k) * ks + r * rs` of the weight's buffer, bound whole as vec4 words.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct InPlace {
+    pub base: i32,
+    pub ks: i32,
+    pub rs: i32,
+}
+
+/// Whether the weight `w` (viewed [groups, K/groups, C/groups, kh, kw]) is read where it lies:
+/// float32 (the 16-bit forms read f32 rows), its reduction dims in the kernel's order
+/// ((c, ky, kx), or (ky, kx, c) under CHANNELS) one run of unit stride, so that neighbouring
+/// lanes read neighbouring elements (PyTorch's contiguous weight for NCHW, its channels-last
+/// weight for NHWC, and either for 1x1), within the whole vec4 words of a buffer of at least one,
+/// not the output's, its offset and strides within i32. Otherwise it is packed.
+pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, half: bool) -> Option<InPlace> {
+    let buffer = ops.weight.buffer;
+    if half || buffer == ops.out.buffer || buffer.size() < 16 {
+        return None;
+    }
+    let (shape, strides) = (w.shape(), w.strides());
+    let order: [usize; 3] = if ops.kernel.channels() { [3, 4, 2] } else { [2, 3, 4] };
+    // The reduction dims of more than one element, outermost first, each stride the next one's
+    // times its size, the innermost 1.
+    let dims: Vec<(usize, isize)> = order.iter().map(|&d| (shape[d], strides[d])).filter(|&(n, _)| n > 1).collect();
+    if dims.windows(2).any(|p| p[0].1 != p[1].1 * p[1].0 as isize) || dims.last().is_some_and(|d| d.1 != 1) {
+        return None;
+    }
+    let (_, hi) = w.span()?;
+    if hi as u64 >= buffer.size() / 16 * 4 {
+        return None;
+    }
+    let rs = dims.last().map_or(0, |d| d.1);
+    // Output channel g * K/groups + k at (g * K/groups + k) * ks: the stride of the groups
+    // where a group has one output channel (that of a size-1 dim is any), else of the channels
+    // (the groups' is then K/groups times it, a split of one dim).
+    let ks = if shape[1] == 1 { strides[0] } else { strides[1] };
+    Some(InPlace { base: i32::try_from(w.offset()).ok()?, ks: i32::try_from(ks).ok()?, rs: rs as i32 })
 }
