@@ -638,16 +638,18 @@ fn wide_tiles_equal_the_64_tile_kernels_bit_for_bit() {
     }
 }
 
-/// The GEMM kernels read a float32 weight where it lies when its reduction dims, in the
-/// kernel's order, are one run of unit stride (PyTorch's contiguous weight under the NCHW
-/// kernels, its channels-last weight under the NHWC ones, either for 1x1): a call is then its
-/// kernel's dispatches alone, with no copy (a capture finds no constant work), and gives the bits of the same weight packed (spread
-/// over a wider buffer, which every kernel packs). Over an offset, groups, a K that is no
-/// multiple of 4, a 7x7 stem of 3 channels, a 1x1 kernel, split-K and wide tiles, with bias,
-/// ReLU and a residual; each also against the CPU reference.
+/// The GEMM kernels read a weight where it lies when its reduction dims, in the kernel's order,
+/// are one run of unit stride (PyTorch's contiguous weight under the NCHW kernels, its
+/// channels-last weight under the NHWC ones, either for 1x1): a call is then its kernel's
+/// dispatches alone, with no copy (a capture finds no constant work), and gives the bits of the
+/// same weight packed (spread over a wider buffer, which every kernel packs), in float32,
+/// float16 and bfloat16. Over an offset, groups, a K that is no multiple of 4, a 7x7 stem of 3
+/// channels, a 1x1 kernel, split-K and wide tiles, with bias, ReLU and a residual; each f32
+/// call also against the CPU reference.
 #[test]
 fn weights_read_where_they_lie_equal_packed_weights_bit_for_bit() {
     use strided_wgpu::advanced::conv2d_add_with;
+    use strided_wgpu::Elementwise;
     let mut rng = Rng(0x1a7e);
     for ctx in contexts() {
         let mut compared = 0;
@@ -659,34 +661,39 @@ fn weights_read_where_they_lie_equal_packed_weights_bit_for_bit() {
             let dense = HostTensor::from_vec(vals(&mut rng, k * cg * kh * kh), &[k, cg, kh, kh]).unwrap();
             let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
             let (oh, ow) = ((h + 2 * (kh / 2) - kh) / stride + 1, (w + 2 * (kh / 2) - kh) / stride + 1);
-            // The packed twin: every element of each row of taps followed by a gap.
-            let spread = HostTensor::zeros(&[k, cg, kh, 2 * kh], DType::F32, MemoryFormat::Contiguous).unwrap().narrow(3, 0, kh).unwrap();
-            spread.copy_(&dense).unwrap();
+            let resv = HostTensor::from_vec(vals(&mut rng, n * k * oh * ow), &[n, k, oh, ow]).unwrap();
             for (kernel, channels) in [(ConvKernel::GemmNchw, false), (ConvKernel::GemmNhwc, true), (ConvKernel::GemmNchwSplit, false), (ConvKernel::GemmNhwcSplit, true), (ConvKernel::GemmNchwWide, false), (ConvKernel::GemmNhwcWide, true)] {
                 let format = if channels { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous };
-                // The kernel's natural weight behind 3 more output channels' worth of elements.
-                let padded = HostTensor::zeros(&[k + 3, cg, kh, kh], DType::F32, format).unwrap().narrow(0, 3, k).unwrap();
-                padded.copy_(&dense).unwrap();
                 let o = Conv2dOptions { stride: (stride, stride), padding: (kh / 2, kh / 2), groups, relu: true, output_format: Some(format), ..Default::default() };
-                let label = format!("[{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} groups {groups} {kernel:?}");
-                compared += check(ctx, &x, &padded, Some(&b), &o, kernel, &label);
-                let (dx, db) = (to_device(ctx, &x), to_device(ctx, &b));
-                let res = to_device(ctx, &HostTensor::from_vec(vals(&mut rng, n * k * oh * ow), &[n, k, oh, ow]).unwrap().contiguous(format).unwrap());
-                let bits = |t: DeviceTensor| t.download().unwrap().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<u32>>();
-                let mut outs = Vec::new();
-                for (weight, in_place) in [(&padded, true), (&spread, false)] {
-                    let dw = to_device(ctx, weight);
-                    let out = conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label}: {e}"));
-                    let added = conv2d_add_with(&dx, &dw, Some(&db), &res, &o, kernel).unwrap_or_else(|e| panic!("{label} add: {e}"));
-                    // What a call records beside its kernel's dispatches: a captured call's
-                    // constant work (none where the weight is read in place).
-                    let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &dw, Some(&db), &o, kernel)).unwrap();
-                    let constants = graph.constant_counts();
-                    assert_eq!(constants.dispatches + constants.transfers == 0, in_place, "{label}: in place {in_place}: the call's work beside its kernel {constants:?}");
-                    assert!(graph.dispatches().iter().all(|(_, k)| k.starts_with("conv2d_gemm")), "{label}: {:?}", graph.dispatches());
-                    outs.push((bits(out), bits(added)));
+                for dtype in [DType::F32, DType::F16, DType::BF16] {
+                    // The kernel's natural weight behind 3 more output channels' worth of
+                    // elements, and its packed twin: each row of taps followed by a gap.
+                    let padded = HostTensor::zeros(&[k + 3, cg, kh, kh], dtype, format).unwrap().narrow(0, 3, k).unwrap();
+                    let spread = HostTensor::zeros(&[k, cg, kh, 2 * kh], dtype, MemoryFormat::Contiguous).unwrap().narrow(3, 0, kh).unwrap();
+                    padded.copy_(&dense).unwrap();
+                    spread.copy_(&dense).unwrap();
+                    let label = format!("[{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} groups {groups} {kernel:?} {dtype}");
+                    if dtype == DType::F32 {
+                        compared += check(ctx, &x, &padded, Some(&b), &o, kernel, &label);
+                    }
+                    let t = |v: &HostTensor| to_device(ctx, &v.to(dtype).unwrap());
+                    let (dx, db, res) = (t(&x), t(&b), t(&resv.contiguous(format).unwrap()));
+                    let bits = |t: DeviceTensor| common::elementwise::bits(&t.download().unwrap());
+                    let mut outs = Vec::new();
+                    for (weight, in_place) in [(&padded, true), (&spread, false)] {
+                        let dw = to_device(ctx, weight);
+                        let out = conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label}: {e}"));
+                        let added = conv2d_add_with(&dx, &dw, Some(&db), &res, &o, kernel).unwrap_or_else(|e| panic!("{label} add: {e}"));
+                        // What a call records beside its kernel's dispatches: a captured call's
+                        // constant work (none where the weight is read in place).
+                        let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &dw, Some(&db), &o, kernel)).unwrap();
+                        let constants = graph.constant_counts();
+                        assert_eq!(constants.dispatches + constants.transfers == 0, in_place, "{label}: in place {in_place}: the call's work beside its kernel {constants:?}");
+                        assert!(graph.dispatches().iter().all(|(_, k)| k.starts_with("conv2d_gemm")), "{label}: {:?}", graph.dispatches());
+                        outs.push((bits(out), bits(added)));
+                    }
+                    assert!(outs[0] == outs[1], "{label}: the weight read in place and packed gave other bits");
                 }
-                assert!(outs[0] == outs[1], "{label}: the weight read in place and packed gave other bits");
             }
         }
         assert!(compared > 3_000, "only {compared} outputs compared");

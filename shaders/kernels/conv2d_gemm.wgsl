@@ -49,7 +49,7 @@ fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
     if (r >= gp_u[pz()].red.z || j >= gp_u[pz()].red.w) {
         return vec4<f32>(0.0);
     }
-    return wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j];
+    return bitcast<vec4<f32>>(wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j]);
 }
 
 // Whether B is the weight where it lies (else the packed rows).
@@ -62,8 +62,7 @@ fn weight_at(group: u32, r: u32, k: u32) -> f32 {
     if (r >= gp_u[pz()].red.z || k >= gp_u[pz()].red.y) {
         return 0.0;
     }
-    let i = u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w);
-    return wp[i / 4u][i % 4u];
+    return weight_elem(u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w));
 }
 
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages

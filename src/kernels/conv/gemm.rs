@@ -1,19 +1,18 @@
 //! The tiled implicit-GEMM convolution (`conv2d_gemm.wgsl`), shaped for GPUs: 64 x 64 output
 //! tiles per workgroup and a 4 x 4 register block per invocation (the wide kernels: 128 x 128
 //! or 128 x 64 tiles of 8 x 8 or 8 x 4 blocks, [`ConvKernel::tile_parts`]), the reduction
-//! staged through workgroup memory. The input is read in place. So is a float32 weight whose
+//! staged through workgroup memory. The input is read in place. So is a weight whose
 //! reduction dims, in the kernel's order, are one run of unit stride ([`read_in_place`]:
 //! PyTorch's contiguous weight under NCHW, its channels-last weight under NHWC, either for a 1x1
-//! kernel), so a call is one dispatch; any other weight is packed at each call into
+//! kernel), so a call is its kernel's dispatches alone; any other weight is packed at each call into
 //! [group][r][K/groups rounded up to 4] rows of vec4 words in the kernel's reduction order (a
 //! copy of the weight, K*C/groups*kh*kw elements, recorded ahead of the kernel).
 //!
 //! Float16 and bfloat16 calls run the same kernel text composed with `conv_io16.wgsl` and
 //! `conv_gemm_io16.wgsl` (`conv2d_gemm16`, `conv2d_gemm_sum16`): the input, bias and residual read as they are, the
-//! weight packed into the same f32 rows, the output rounded once and written in its type. The
-//! arithmetic is the f32 kernel's step for step, so the result is the f32 convolution of the
-//! same values rounded to the type, bit for bit. (Their weight is always packed: the kernel
-//! reads f32 rows.)
+//! weight too (widened exactly) or packed into the same f32 rows, the output rounded once and
+//! written in its type. The arithmetic is the f32 kernel's step for step, so the result is the
+//! f32 convolution of the same values rounded to the type, bit for bit.
 //!
 //! The split-K kernels ([`ConvKernel::GemmNchwSplit`], [`ConvKernel::GemmNhwcSplit`]) cut the
 //! reduction into slices (`kernels/split.rs`) where a call has too few tiles to fill a GPU: each
@@ -70,7 +69,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     // The weight as [groups, K/groups, C/groups, kh, kw] (a split of dim 0 is always a view).
     let w = ops.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
     // Read where it lies, or packed: [groups][r][row] vec4 words, r in the kernel's order.
-    let in_place = read_in_place(ops, &w, form.half());
+    let in_place = read_in_place(ops, &w, g.dtype.size() as u64);
     let packed_elems = groups.checked_mul(r_len).and_then(|v| v.checked_mul(row * 4)).ok_or_else(|| Error::overflow(OP, format!("packing weight {:?}", ops.weight.layout.shape())))?;
     let packed_bytes = packed_elems as u64 * 4;
     if in_place.is_none() {
@@ -203,15 +202,15 @@ pub(crate) struct InPlace {
     pub rs: i32,
 }
 
-/// Whether the weight `w` (viewed [groups, K/groups, C/groups, kh, kw]) is read where it lies:
-/// float32 (the 16-bit forms read f32 rows), its reduction dims in the kernel's order
-/// ((c, ky, kx), or (ky, kx, c) under CHANNELS) one run of unit stride, so that neighbouring
-/// lanes read neighbouring elements (PyTorch's contiguous weight for NCHW, its channels-last
-/// weight for NHWC, and either for 1x1), within the whole vec4 words of a buffer of at least one,
-/// not the output's, its offset and strides within i32. Otherwise it is packed.
-pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, half: bool) -> Option<InPlace> {
+/// Whether the weight `w` (viewed [groups, K/groups, C/groups, kh, kw], elements of `esize`
+/// bytes) is read where it lies: its reduction dims in the kernel's order ((c, ky, kx), or
+/// (ky, kx, c) under CHANNELS) one run of unit stride, so that neighbouring lanes read
+/// neighbouring elements (PyTorch's contiguous weight for NCHW, its channels-last weight for
+/// NHWC, and either for 1x1), within the whole vec4 words of a buffer of at least one, not the
+/// output's, its offset and strides within i32. Otherwise it is packed.
+pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, esize: u64) -> Option<InPlace> {
     let buffer = ops.weight.buffer;
-    if half || buffer == ops.out.buffer || buffer.size() < 16 {
+    if buffer == ops.out.buffer || buffer.size() < 16 {
         return None;
     }
     let (shape, strides) = (w.shape(), w.strides());
@@ -223,7 +222,7 @@ pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, half: bool) -> Optio
         return None;
     }
     let (_, hi) = w.span()?;
-    if hi as u64 >= buffer.size() / 16 * 4 {
+    if hi as u64 >= buffer.size() / 16 * (16 / esize) {
         return None;
     }
     let rs = dims.last().map_or(0, |d| d.1);
