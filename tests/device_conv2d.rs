@@ -700,6 +700,51 @@ fn weights_read_where_they_lie_equal_packed_weights_bit_for_bit() {
     }
 }
 
+/// The strided depthwise kernels (`DepthwiseNchw`, `DepthwiseNhwc`) read the weight where it
+/// lies, through its strides, in each type (a 16-bit weight with no f32 copy): no call records
+/// work beside its kernel (a capture finds no constant work), and a weight behind an offset in
+/// another layout gives the same bits; each f32 call also against the CPU reference.
+#[test]
+fn depthwise_weights_read_where_they_lie() {
+    use strided_wgpu::Elementwise;
+    let mut rng = Rng(0xd3e9);
+    for ctx in contexts() {
+        let mut compared = 0;
+        // (N, C, H, W, channel multiplier, kernel size, stride)
+        for (n, c, h, w, mult, kh, stride) in [(2, 16, 9, 10, 1, 3, 1), (1, 8, 12, 11, 2, 5, 2), (1, 12, 7, 9, 1, 1, 1)] {
+            let k = c * mult;
+            let xv = vals(&mut rng, n * c * h * w);
+            let x = layout(&mut rng, HostTensor::from_vec(xv, &[n, c, h, w]).unwrap());
+            let dense = HostTensor::from_vec(vals(&mut rng, k * kh * kh), &[k, 1, kh, kh]).unwrap();
+            let b = HostTensor::from_vec(vals(&mut rng, k), &[k]).unwrap();
+            let o = Conv2dOptions { stride: (stride, stride), padding: (kh / 2, kh / 2), groups: c, relu: true, ..Default::default() };
+            for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc] {
+                for dtype in [DType::F32, DType::F16, DType::BF16] {
+                    // Contiguous, and tap-major behind an offset of 4 output channels.
+                    let shifted = HostTensor::zeros(&[kh, kh, 1, k + 4], dtype, MemoryFormat::Contiguous).unwrap().narrow(3, 4, k).unwrap().permute(&[3, 2, 0, 1]).unwrap();
+                    shifted.copy_(&dense).unwrap();
+                    let label = format!("depthwise [{n}, {c}, {h}, {w}] K={k} {kh}x{kh} stride {stride} {kernel:?} {dtype}");
+                    if dtype == DType::F32 {
+                        compared += check(ctx, &x, &shifted, Some(&b), &o, kernel, &label);
+                    }
+                    let t = |v: &HostTensor| to_device(ctx, &v.to(dtype).unwrap());
+                    let (dx, db) = (t(&x), t(&b));
+                    let mut outs = Vec::new();
+                    for weight in [t(&dense), to_device(ctx, &shifted)] {
+                        let out = conv2d_with(&dx, &weight, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label}: {e}"));
+                        let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &weight, Some(&db), &o, kernel)).unwrap();
+                        let constants = graph.constant_counts();
+                        assert_eq!(constants.dispatches + constants.transfers, 0, "{label}: the call's work beside its kernel {constants:?}");
+                        outs.push(common::elementwise::bits(&out.download().unwrap()));
+                    }
+                    assert!(outs[0] == outs[1], "{label}: the weight in two layouts gave other bits");
+                }
+            }
+        }
+        assert!(compared > 2_000, "only {compared} outputs compared");
+    }
+}
+
 /// float16 and bfloat16 convolutions (accumulated in f32, rounded once) in every form: eager,
 /// `conv2d_add` with a residual and ReLU, `conv2d_out` into a channels-last view, and a captured
 /// graph's replay (equal to eager bit for bit); each within one unit in the last place plus the

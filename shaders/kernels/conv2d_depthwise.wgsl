@@ -3,7 +3,8 @@
 // Each invocation computes 4 outputs along the orientation's fast dim and walks the kernel's
 // taps: CHANNELS false (NCHW), 4 consecutive pixels of one row of one channel; CHANNELS true
 // (NHWC), 4 consecutive channels of one pixel (VIN: their inputs are one aligned vec4 word).
-// Input, weight and output are all read through their strides; the weight is tiny and cached.
+// Input, weight and output are all read through their strides, each in its own type; the
+// weight is tiny and cached.
 
 struct DepthwiseParams {
     // Input strides (n, c, h, w), output strides (n, k, oh, ow), in elements.
@@ -31,13 +32,18 @@ override VOUT: bool = false;
 override WG: u32 = 64u;
 
 // Bindings 1 and 3-6 and their loads and stores: conv_io.wgsl, or conv_io16.wgsl for 16-bit
-// operands (conv2d_depthwise16; the host binds an f32 copy of the weight then).
+// operands (conv2d_depthwise16), whose `w_elem` decodes the weight (binding 2) too.
 @group(0) @binding(0) var<uniform> dp_u: array<DepthwiseParams, 1>;
 
 fn pz() -> u32 {
     return uniform_index(dp_u[0].geo.x);
 }
-@group(0) @binding(2) var<storage, read> wt: array<f32>;
+@group(0) @binding(2) var<storage, read> wt: array<u32>;
+
+// Element i of the weight.
+fn weight_at(i: u32) -> f32 {
+    return w_elem(wt[i / WORD_ELEMS], i);
+}
 
 fn bias_at(k: u32) -> f32 {
     if (dp_u[pz()].finish.x != 1u || k >= dp_u[pz()].work.z) {
@@ -75,7 +81,7 @@ fn pixels(n: u32, k: u32, oy: u32, ox0: u32) {
             continue;
         }
         for (var kx = 0; kx < dp_u[pz()].taps.y; kx = kx + 1) {
-            let w = wt[u32(woff + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w)];
+            let w = weight_at(u32(woff + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w));
             for (var j = 0; j < 4; j = j + 1) {
                 let ix = ix0 + j * dp_u[pz()].conv.y + kx * dp_u[pz()].taps.w;
                 if (inside(iy, ix)) {
@@ -121,7 +127,7 @@ fn channels(n: u32, oy: u32, ox: u32, k0: u32) {
             for (var j = 0u; j < 4u; j = j + 1u) {
                 let k = k0 + j;
                 if (k < dp_u[pz()].work.z) {
-                    w[j] = wt[u32(dp_u[pz()].base.z + i32(k) * dp_u[pz()].ws.x + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w)];
+                    w[j] = weight_at(u32(dp_u[pz()].base.z + i32(k) * dp_u[pz()].ws.x + ky * dp_u[pz()].ws.z + kx * dp_u[pz()].ws.w));
                     if (!VIN) {
                         xv[j] = x_at(u32(at + i32(k / dp_u[pz()].work.y) * dp_u[pz()].xs.y));
                     }

@@ -62,7 +62,9 @@ fn weight_at(group: u32, r: u32, k: u32) -> f32 {
     if (r >= gp_u[pz()].red.z || k >= gp_u[pz()].red.y) {
         return 0.0;
     }
-    return weight_elem(u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w));
+    let i = u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w);
+    let w = i / WORD_ELEMS;
+    return w_elem(wp[w / 4u][w % 4u], i);
 }
 
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages

@@ -15,7 +15,7 @@ override VOUT: bool = false;
 // Bindings 1 and 3-7 and how elements are read and written: conv_io.wgsl and conv_gemm_io.wgsl
 // (float32), or conv_io16.wgsl and conv_gemm_io16.wgsl (16-bit types). The weight as words: the
 // packed rows' f32 bits (for both), or the weight's own elements where the kernel reads it in
-// place (`weight_elem` of the io prelude).
+// place (decoded by the io prelude's `w_elem`).
 @group(0) @binding(2) var<storage, read> wp: array<vec4<u32>>;
 
 // The residual at the output's window indices `at` + i * `step` for the lanes `live` marks

@@ -1,17 +1,12 @@
 // What the implicit-GEMM convolution (conv2d_gemm.wgsl, conv2d_gemm_sum.wgsl) reads and writes
 // beyond conv_io.wgsl's operands in its float32 form: the residual (the output's shape and
-// strides), the weight read in place and split-K's partial sums. Its 16-bit twin, conv_gemm_io16.wgsl, defines the same
+// strides) and split-K's partial sums. Its 16-bit twin, conv_gemm_io16.wgsl, defines the same
 // functions.
 
 @group(0) @binding(7) var<storage, read> res: array<f32>;
 
 fn res_elem(i: u32) -> f32 {
     return res[i];
-}
-
-// Element i of the weight read in place (binding 2, conv_gemm.wgsl).
-fn weight_elem(i: u32) -> f32 {
-    return bitcast<f32>(wp[i / 4u][i % 4u]);
 }
 
 // Split-K: partial word w (4 f32 sums), stored by the slices (binding 6) and read by the sum

@@ -1,6 +1,5 @@
 // What the implicit-GEMM convolution reads and writes beyond conv_io16.wgsl in its 16-bit form
-// (conv2d_gemm16, conv2d_gemm_sum16): the residual, bound as u32 words of two elements, the
-// weight read in place, and
+// (conv2d_gemm16, conv2d_gemm_sum16): the residual, bound as u32 words of two elements, and
 // split-K's f32 partial sums through the vec2 words of bindings 5 and 6. The twin of
 // conv_gemm_io.wgsl.
 
@@ -8,11 +7,6 @@
 
 fn res_elem(i: u32) -> f32 {
     return half_at(res[i >> 1u], i);
-}
-
-// Element i of the weight read in place (binding 2, conv_gemm.wgsl: 8 elements a vec4 word).
-fn weight_elem(i: u32) -> f32 {
-    return half_at(wp[i / 8u][(i / 2u) % 4u], i);
 }
 
 // Split-K: partial word w (4 f32 sums), stored by the slices and read by the sum.

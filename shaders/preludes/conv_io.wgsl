@@ -19,6 +19,14 @@ fn x_at(i: u32) -> f32 {
     return x[i];
 }
 
+// A weight read in place, bound as u32 words (binding 2 of the GEMM and depthwise kernels):
+// element i lies in word i / WORD_ELEMS, and `w_elem` gives it from that word.
+const WORD_ELEMS: u32 = 1u;
+
+fn w_elem(word: u32, i: u32) -> f32 {
+    return bitcast<f32>(word);
+}
+
 // Elements i .. i+3 (i a multiple of 4).
 fn x4_at(i: u32) -> vec4<f32> {
     return x4[i / 4u];

@@ -48,6 +48,13 @@ fn x_at(i: u32) -> f32 {
     return half_at(x[i >> 1u], i);
 }
 
+// A weight read in place, bound as u32 words: two elements a word (conv_io.wgsl's twin).
+const WORD_ELEMS: u32 = 2u;
+
+fn w_elem(word: u32, i: u32) -> f32 {
+    return half_at(word, i);
+}
+
 fn x4_at(i: u32) -> vec4<f32> {
     return halves(x4[i / 4u]);
 }

@@ -1,10 +1,12 @@
 //! The depthwise convolutions (`conv2d_depthwise.wgsl` and `conv2d_depthwise_rows.wgsl`,
 //! groups == C): each output channel reads
-//! one input channel, so the kernel is a per-channel stencil bound by memory. Every operand,
-//! the weight included, is read in place through its strides. Float16 and bfloat16 operands
-//! are read and written as they are (`conv2d_depthwise16`, `conv2d_depthwise_rows16`), the
-//! weight through an f32 copy (packed, for the rows kernel): the f32 kernel's arithmetic, step
-//! for step.
+//! one input channel, so the kernel is a per-channel stencil bound by memory. `DepthwiseNchw`
+//! and `DepthwiseNhwc` read every operand, the weight included, in place through its strides;
+//! the rows and tall kernels pack the weight into f32 [tap][K rounded up to 4] rows at each call
+//! (a tap's 4 channels one vec4 load; PyTorch stores a depthwise weight's taps innermost, any
+//! memory format). Float16 and bfloat16 operands are read and written as they are
+//! (`conv2d_depthwise16`, `conv2d_depthwise_rows16`), widened exactly: the f32 kernel's
+//! arithmetic, step for step.
 
 
 use crate::dtype::DType;
@@ -49,16 +51,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let form = ElementForm::of(g, kernel)?;
     let xs = ops.input.layout.strides();
     let ys = ops.out.layout.strides();
-    // A 16-bit weight is read from a dense f32 copy (the kernel reads the weight as f32), made
-    // once everything else is checked.
-    let dense = if form.half() {
-        let dense = Layout::contiguous(ops.weight.layout.shape())?;
-        check_packed(rt, dense.numel(), ops.weight.layout)?;
-        Some(dense)
-    } else {
-        None
-    };
-    let wl = dense.as_ref().unwrap_or(ops.weight.layout);
+    let wl = ops.weight.layout;
     // Weight strides of (k, -, ky, kx); a 2-d weight [K, 1] is a 1x1 kernel.
     let ws = match wl.strides() {
         &[k, c, y, x] => [k, c, y, x],
@@ -89,15 +82,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         plan.push((r, params, PipelineKey { shader: form.shader("conv2d_depthwise", "conv2d_depthwise16"), constants }, vout, grid));
     }
     let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
-    let copy = match &dense {
-        Some(dense) => {
-            let b = packed_buffer(rt, rec, dense.numel(), dense.numel(), DType::F32, wgpu::BufferUsages::empty())?;
-            pack(rt, rec, ops, dense, ops.weight.layout, &b, DType::F32)?;
-            Some(b)
-        }
-        None => None,
-    };
-    let wbuf = copy.as_ref().unwrap_or(ops.weight.buffer);
+    let wbuf = ops.weight.buffer;
     let bias = bias_binding(ops.bias, wbuf);
     let dispatches: Vec<Dispatch<'_, DepthwiseParams>> = plan
         .into_iter()
