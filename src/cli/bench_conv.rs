@@ -1,6 +1,7 @@
 //! The convolution rows of `bench`: each shape with an NCHW and with a channels-last input
-//! (output in the same format), through the kernel the autotuner picks, and the best of the
-//! two; the 1x1 shapes also NCHW converted to NHWC then convolved (conversion included).
+//! (output and weight in the same format, as `torch_cuda_bench.py` stores them), through the
+//! kernel the autotuner picks, and the best of the two; the 1x1 shapes also NCHW converted to
+//! NHWC then convolved (conversion included).
 //! GFLOP/s counts 2 * N * K * (C / groups) * kh * kw * OH * OW per convolution. The depthwise
 //! row, bound by memory, also reports GB/s (input, weight, bias and output bytes) and the
 //! ratio to a contiguous copy kernel moving the same bytes, timed in the same run with the
@@ -130,6 +131,7 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
         let b = typed(filled(ctx, &[s.k], 3)?)?;
         let xl = DeviceTensor::empty(ctx, &s.input, s.dtype, MemoryFormat::ChannelsLast)?;
         xl.copy_(&x)?;
+        let wl = w.contiguous(MemoryFormat::ChannelsLast)?;
         let g = conv2d_shape(x.layout(), w.layout(), Some(b.layout()), [None; 3], &o)?;
         let yn = DeviceTensor::empty(ctx, &g.out_shape(), s.dtype, MemoryFormat::Contiguous)?;
         let yl = DeviceTensor::empty(ctx, &g.out_shape(), s.dtype, MemoryFormat::ChannelsLast)?;
@@ -142,20 +144,20 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
         } else {
             None
         };
-        let mut row = |op: String, convert: bool, xin: &DeviceTensor, y: &DeviceTensor| -> Result<()> {
+        let mut row = |op: String, convert: bool, xin: &DeviceTensor, w: &DeviceTensor, y: &DeviceTensor| -> Result<()> {
             // Recordings never tune: the conversion's class is measured first.
             ctx.tune_copy(&xl, &x)?;
             let work = |bt: &mut strided_wgpu::Batch<'_>, kernel: ConvKernel| {
                 if convert {
                     bt.copy_(&xl, &x)?;
                 }
-                bt.conv2d_out_with(xin, &w, Some(&b), &o, y, kernel)
+                bt.conv2d_out_with(xin, w, Some(&b), &o, y, kernel)
             };
             // Some: no bench output is empty. The default kernel (read before tuning) and the
             // tuned choice, timed alternately, run by run, so that the host's drift falls on
             // both alike: the same warm-up and runs.
-            let default_kernel = ctx.conv2d_default(xin, &w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
-            ctx.tune_conv2d(xin, &w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
+            let default_kernel = ctx.conv2d_default(xin, w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
+            ctx.tune_conv2d(xin, w, Some(&b), &Conv2dOptions { output_format: Some(if y.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast }), ..o })?;
             let (mut default_ms, mut times_ms) = (Vec::new(), Vec::new());
             for run in 0..WARMUP + RUNS {
                 let d = timer.time(|bt| work(bt, default_kernel))?;
@@ -165,14 +167,14 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<ConvRow>> {
                     times_ms.push(t);
                 }
             }
-            let kernel = ctx.conv2d_choice(xin, &w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
+            let kernel = ctx.conv2d_choice(xin, w, Some(&b), &o, y)?.unwrap_or(ConvKernel::Auto);
             out.push(ConvRow { op, shape: s, times_ms, flops: g.flops(s.groups), bytes, copy_ms, kernel, default_kernel, default_ms });
             Ok(())
         };
-        row(format!("{}_nchw", s.name), false, &x, &yn)?;
-        row(format!("{}_nhwc", s.name), false, &xl, &yl)?;
+        row(format!("{}_nchw", s.name), false, &x, &w, &yn)?;
+        row(format!("{}_nhwc", s.name), false, &xl, &wl, &yl)?;
         if s.kernel == 1 {
-            row(format!("{}_nchw_via_nhwc", s.name), true, &xl, &yl)?;
+            row(format!("{}_nchw_via_nhwc", s.name), true, &xl, &wl, &yl)?;
         }
     }
     Ok(out)
