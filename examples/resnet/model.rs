@@ -385,7 +385,7 @@ impl Net<HostTensor> {
 
     /// The same network with its parameters uploaded to `ctx`, each convolution's weight stored
     /// in the activations' memory format (as PyTorch's `model.to(memory_format=...)` stores
-    /// it), where the GPU kernels read a float32 weight without a copy a call.
+    /// it), where the GPU's GEMM kernels read a weight without a copy a call.
     pub fn to_device(&self, ctx: &GpuContext) -> Result<Net<DeviceTensor>> {
         let up = |t: &HostTensor| DeviceTensor::upload(ctx, t);
         let conv = |c: &Conv<HostTensor>| -> Result<Conv<DeviceTensor>> { Ok(Conv { weight: up(&c.weight)?.contiguous(self.format)?, bias: up(&c.bias)?, options: c.options }) };

@@ -5,9 +5,9 @@
 // rounded once to the type (round to nearest even, cast.wgsl: the bits of the f32 result rounded
 // by a copy) and stored as whole words where 4 outputs are one aligned vec2 word (VOUT), else
 // element by element through packed_store.wgsl's atomics (an invocation never writes a
-// neighbour's half). Weights are widened exactly too (the GEMM's read in place, conv_gemm_io16.wgsl)
-// or f32 (packed, or an f32 copy, by the host), so the arithmetic is the f32 kernel's step for
-// step. Needs the `dtypes` prelude, cast.wgsl and packed_store.wgsl.
+// neighbour's half). A weight read in place (the GEMM's, the strided depthwise kernel's) is
+// widened exactly too (`w_elem` below); one packed by the host is f32. So the arithmetic is the
+// f32 kernel's step for step. Needs the `dtypes` prelude, cast.wgsl and packed_store.wgsl.
 
 // DT_F16 or DT_BF16.
 override HALF: u32 = DT_F16;

@@ -4,7 +4,7 @@
 // 2, so tiles of 64 x 64, 128 x 64, 64 x 128 or 128 x 128); each invocation a register block
 // of PM x PN blocks of 4 x 4, block (a, b) at rows 64a + 4tx .. and columns 64b + 4ty .. of the
 // tile. The reduction is walked 16 at a time: the workgroup stages a 16-step slice of A's rows
-// and of B's columns in workgroup memory (8.5 KiB a 64 x 64 tile, 16.5 KiB a 128 x 128 one, rows padded), then
+// and of B's columns in workgroup memory (8.5 KiB a 64 x 64 tile, 16 KiB a 128 x 128 one), then
 // every invocation takes 16 steps of PM vec4 of A and PN of B.
 //
 // Each element loaded from memory feeds 64 multiply-adds at 64 x 64, 128 at 128 x 128; each
@@ -52,16 +52,26 @@ const STAGE_A_STEPS4: u32 = 2u;
 const STAGE_B_COLS: u32 = 0u;
 const STAGE_B_STEPS: u32 = 1u;
 
-// The staged slices: ta[r * (16PM + 1) + 16p + i] holds rows 64p + 4i .. 64p + 4i + 3 of
-// reduction step r, tb[r * (16PN + 1) + 16p + j] columns 64p + 4j .. 64p + 4j + 3. Each step's
-// row is padded by one vec4, so that the stagings with lanes along the reduction (their
-// neighbouring lanes store to neighbouring steps' rows) spread over the banks of workgroup
-// memory: with rows of 16PM vec4 (a multiple of 128 bytes), 8 lanes storing a vec4 each at one
-// column of 8 rows would all hit the same 4 of 32 banks (an 8-way conflict; B staged along the steps, as
-// `linear`'s transposed weight and a convolution weight read where it lies are); with the pad
-// their rows start 4 banks apart. Reads along a row are unaffected.
-var<workgroup> ta: array<vec4<f32>, 16u * (16u * PM + 1u)>;
-var<workgroup> tb: array<vec4<f32>, 16u * (16u * PN + 1u)>;
+// The staged slices: ta[r * row_a() + 16p + i] holds rows 64p + 4i .. 64p + 4i + 3 of reduction step
+// r, tb[r * row_b() + 16p + j] columns 64p + 4j .. 64p + 4j + 3, where a step's row (`row_a`, `row_b`) is
+// 16PM (16PN) vec4, plus one of padding for a 64-wide part. Unpadded, the stagings with lanes along
+// the reduction (8 lanes storing a vec4 each at one column of 8 steps' rows: B of `linear`'s
+// transposed weight and of a convolution weight read in place, A of NHWC convolutions) would
+// hit the same 4 of 32 banks of workgroup memory (rows of a multiple of 128 bytes); padded,
+// their rows start 4 banks apart. The padding costs no instruction (a constant offset per
+// step) and 8.5 KiB a 64 x 64 tile; a 128-wide part stays unpadded, so that a 128 x 128 tile
+// keeps to 16 KiB (WebGPU's default maxComputeWorkgroupStorageSize) and a 128 x 64 one takes
+// 12.25 KiB.
+var<workgroup> ta: array<vec4<f32>, 16u * (16u * PM + 2u - PM)>;
+var<workgroup> tb: array<vec4<f32>, 16u * (16u * PN + 2u - PN)>;
+
+fn row_a() -> u32 {
+    return 16u * PM + 2u - PM;
+}
+
+fn row_b() -> u32 {
+    return 16u * PN + 2u - PN;
+}
 
 // An invocation's accumulators: block (a, b) is `bab`, acc[i] of it row 64a + 4tx + i at
 // columns 64b + 4ty .. 64b + 4ty + 3 of the tile (blocks past PM, PN stay 0).
@@ -106,7 +116,7 @@ fn gemm_outer(acc: mat4x4<f32>, a: vec4<f32>, b: vec4<f32>) -> mat4x4<f32> {
 }
 
 fn gemm_stage_a(av: vec4<f32>, lid: u32, sa: u32, p: u32) {
-    let row = 16u * PM + 1u;
+    let row = row_a();
     if (sa == STAGE_A_STEPS4) {
         let m = lid / 4u;
         for (var i = 0u; i < 4u; i = i + 1u) {
@@ -126,7 +136,7 @@ fn gemm_stage_a(av: vec4<f32>, lid: u32, sa: u32, p: u32) {
 }
 
 fn gemm_stage_b(bv: vec4<f32>, lid: u32, sb: u32, p: u32) {
-    let row = 16u * PN + 1u;
+    let row = row_b();
     if (sb == STAGE_B_STEPS) {
         tb[(lid % 16u) * row + 16u * p + lid / 16u] = bv;
     } else {
@@ -177,19 +187,19 @@ fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: 
             }
         }
         for (var kk = 0u; kk < BK; kk = kk + 1u) {
-            let x0 = ta[kk * (16u * PM + 1u) + tx];
-            let y0 = tb[kk * (16u * PN + 1u) + ty];
+            let x0 = ta[kk * row_a() + tx];
+            let y0 = tb[kk * row_b() + ty];
             acc.b00 = gemm_outer(acc.b00, x0, y0);
             if (PN > 1u) {
-                let y1 = tb[kk * (16u * PN + 1u) + 16u + ty];
+                let y1 = tb[kk * row_b() + 16u + ty];
                 acc.b01 = gemm_outer(acc.b01, x0, y1);
                 if (PM > 1u) {
-                    let x1 = ta[kk * (16u * PM + 1u) + 16u + tx];
+                    let x1 = ta[kk * row_a() + 16u + tx];
                     acc.b10 = gemm_outer(acc.b10, x1, y0);
                     acc.b11 = gemm_outer(acc.b11, x1, y1);
                 }
             } else if (PM > 1u) {
-                let x1 = ta[kk * (16u * PM + 1u) + 16u + tx];
+                let x1 = ta[kk * row_a() + 16u + tx];
                 acc.b10 = gemm_outer(acc.b10, x1, y0);
             }
         }

@@ -62,8 +62,9 @@ impl GpuContext {
     /// Tensors that are not `inputs` and that the captured work never writes are constants of the
     /// graph (weights, say): work that reads only constants and writes only buffers made inside
     /// the capture that no other captured work writes (a convolution packing its weight) runs
-    /// once, at capture, and not at each replay ([`Graph::constant_counts`]). Writing such a tensor outside the graph after
-    /// the capture is not seen by the replays: capture again.
+    /// once, at capture, and not at each replay ([`Graph::constant_counts`]). So after writing
+    /// such a tensor outside the graph, capture again: the replays' kernels that read it where
+    /// it lies would see the new values, the work that ran at capture would not.
     ///
     /// The closure may fail with any error type that a crate [`Error`] converts into (a
     /// model's own error, say); its error is returned as it is, and nothing is captured.

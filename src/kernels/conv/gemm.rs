@@ -221,8 +221,9 @@ pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, esize: u64) -> Optio
     if dims.windows(2).any(|p| p[0].1 != p[1].1 * p[1].0 as isize) || dims.last().is_some_and(|d| d.1 != 1) {
         return None;
     }
+    // Every partial sum of the kernel's index lies between the span's ends.
     let (_, hi) = w.span()?;
-    if hi as u64 >= buffer.size() / 16 * (16 / esize) {
+    if hi as u64 >= buffer.size() / 16 * (16 / esize) || i32::try_from(hi).is_err() {
         return None;
     }
     let rs = dims.last().map_or(0, |d| d.1);
