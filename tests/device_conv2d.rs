@@ -817,14 +817,17 @@ fn tensor_core_convolutions_match_the_reference() {
         let coop = ctx.adapter().cooperative_matrix.is_some();
         // ([N, C, H, W], K, (kh, kw), stride, padding, dilation, groups, channels-last input)
         type Case = ([usize; 4], usize, (usize, usize), (usize, usize), (usize, usize), (usize, usize), usize, bool);
-        let cases: [Case; 6] = [
+        let cases: [Case; 7] = [
             ([2, 16, 10, 9], 24, (3, 3), (1, 1), (1, 1), (1, 1), 1, false),
             ([1, 8, 15, 13], 40, (1, 1), (1, 1), (0, 0), (1, 1), 1, true),
             ([2, 3, 23, 21], 16, (7, 7), (2, 2), (3, 3), (1, 1), 1, true),
             ([1, 12, 11, 11], 36, (3, 3), (2, 1), (1, 2), (2, 1), 3, true),
             ([3, 32, 9, 8], 130, (3, 3), (1, 1), (1, 1), (1, 1), 1, false),
             ([2, 20, 12, 7], 18, (2, 3), (1, 2), (0, 1), (1, 1), 2, false),
+            // R and K whole fragments of 16 (and 8), a contiguous weight under NCHW: read in place.
+            ([2, 32, 9, 8], 32, (3, 3), (1, 1), (1, 1), (1, 1), 1, false),
         ];
+        let mut in_place = 0;
         for (i, (xs, k, (kh, kw), stride, padding, dilation, groups, cl)) in cases.into_iter().enumerate() {
             let h = |s: &[usize], rng: &mut Rng| HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap().to(DType::F16).unwrap();
             let x = h(&xs, &mut rng);
@@ -859,6 +862,16 @@ fn tensor_core_convolutions_match_the_reference() {
                 Ok(got) => {
                     assert!(coop, "{what}: ran without cooperative matrices");
                     near("conv2d", &got.download().unwrap(), &want, false);
+                    // The weight read where it lies (no constant work in a capture) or packed:
+                    // the same bits as its twin spread over a wider buffer, which is packed.
+                    let spread = HostTensor::zeros(&[k, xs[1] / groups, kh, 2 * kw], DType::F16, MemoryFormat::Contiguous).unwrap().narrow(3, 0, kw).unwrap();
+                    spread.copy_(&w).unwrap();
+                    let ds = to_device(ctx, &spread);
+                    let twin = conv2d_with(&dx, &ds, Some(&db), &o, ConvKernel::Coop).unwrap();
+                    assert_eq!(twin.download().unwrap().to_vec::<half::f16>().unwrap(), got.download().unwrap().to_vec::<half::f16>().unwrap(), "{what}: the weight packed and as it lies");
+                    let constants = |dw: &DeviceTensor| ctx.capture(&[&dx], || conv2d_with(&dx, dw, Some(&db), &o, ConvKernel::Coop)).unwrap().constant_counts().dispatches;
+                    assert!(constants(&ds) > 0, "{what}: the spread weight was not packed");
+                    in_place += usize::from(constants(&dw) == 0);
                     near("conv2d_add", &conv2d_add_with(&dx, &dw, Some(&db), &dr, &o, ConvKernel::Coop).unwrap().download().unwrap(), &want_add, true);
                     // The automatic choice (only where the device takes every tensor-core path:
                     // STRIDED_WGPU_COOPERATIVE_MATRIX=all), then the same bits as forced.
@@ -885,6 +898,7 @@ fn tensor_core_convolutions_match_the_reference() {
             let out32 = DeviceTensor::zeros(ctx, want.shape(), DType::F32, MemoryFormat::Contiguous).unwrap();
             assert_ne!(ctx.conv2d_choice(&x32, &w32, None, &o, &out32).unwrap(), Some(ConvKernel::Coop), "{what}: float32 automatic");
         }
+        assert!(!coop || in_place >= 1, "{}: no weight was read in place", name(ctx));
     }
 }
 

@@ -8,9 +8,11 @@
 // where a second column of blocks would only repeat the last fragment) a 16 FRAG x 4 FRAG
 // tile, the four blocks stacked along the pixels. Each step of FRAG reduction indices gathers the tile's A through the im2col
 // mapping (any input strides, zero in the padding and past R) into workgroup memory, where the
-// subgroups load their fragments; B is the weight, packed by the host as [group][Rp][Kp] f16
-// rows (Rp = R and Kp = K/groups rounded up to FRAG, zero in the padding) and loaded straight
-// from storage. The epilogue takes each accumulator through the subgroup's FRAG x FRAG of
+// subgroups load their fragments; B is the weight, loaded straight from storage: where it lies
+// when R and K/groups are whole fragments and its reduction dims, in the kernel's order, one
+// run of unit stride (IN_PLACE: [group][k][r] at res.y + group * res.w + k * res.z + r,
+// fragments loaded column-major), else packed by the host as [group][Rp][Kp] f16 rows (Rp = R
+// and Kp = K/groups rounded up to FRAG, zero in the padding). The epilogue takes each accumulator through the subgroup's FRAG x FRAG of
 // workgroup memory: + bias in f32, rounded once to f16, + the residual in f16, ReLU, stored
 // through the output's strides (the f16 `conv2d`, `add_` and `relu_` steps).
 //
@@ -27,6 +29,9 @@ override WG: u32 = 128u;
 // The tile: 16 FRAG pixels x 4 FRAG channels (the subgroups' blocks in one column), else
 // 8 FRAG x 8 FRAG (two by two).
 override NARROW: bool = false;
+// B is the weight where it lies (an override, not the uniform: the fragment loads need control
+// flow that naga can prove uniform).
+override IN_PLACE: bool = false;
 // Pixels of the tile (BM) and subgroup blocks across it (its channels: COLS x 4 FRAG).
 const BM16: u32 = 16u * FRAG;
 
@@ -119,7 +124,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let q2 = min(n1 + 2u * FRAG, nlast);
     let q3 = min(n1 + 3u * FRAG, nlast);
     let pitch = kp;
-    let wbase = group * rp * kp;
+    // The weight where it lies (its k rows ks apart), or the packed rows.
+    let ks = u32(gp_u[pz()].res.z);
+    var wbase = group * rp * kp;
+    if (IN_PLACE) {
+        wbase = u32(gp_u[pz()].res.y) + group * u32(gp_u[pz()].res.w);
+    }
     var c00 = FragC();
     var c01 = FragC();
     var c02 = FragC();
@@ -149,10 +159,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let a1 = coopLoadT<FragA>(&atile[(sm + FRAG) * FRAG], FRAG);
         let a2 = coopLoadT<FragA>(&atile[(sm + 2u * FRAG) * FRAG], FRAG);
         let a3 = coopLoadT<FragA>(&atile[(sm + 3u * FRAG) * FRAG], FRAG);
-        let b0 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q0], pitch);
-        let b1 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q1], pitch);
-        let b2 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q2], pitch);
-        let b3 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q3], pitch);
+        var b0 = FragB();
+        var b1 = FragB();
+        var b2 = FragB();
+        var b3 = FragB();
+        if (IN_PLACE) {
+            b0 = coopLoad<FragB>(&wh[wbase + q0 * ks + r0], ks);
+            b1 = coopLoad<FragB>(&wh[wbase + q1 * ks + r0], ks);
+            b2 = coopLoad<FragB>(&wh[wbase + q2 * ks + r0], ks);
+            b3 = coopLoad<FragB>(&wh[wbase + q3 * ks + r0], ks);
+        } else {
+            b0 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q0], pitch);
+            b1 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q1], pitch);
+            b2 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q2], pitch);
+            b3 = coopLoadT<FragB>(&wh[wbase + r0 * kp + q3], pitch);
+        }
         c00 = coopMultiplyAdd(a0, b0, c00);
         c01 = coopMultiplyAdd(a0, b1, c01);
         c02 = coopMultiplyAdd(a0, b2, c02);

@@ -3,10 +3,12 @@
 //! where the adapter has only that, f32 accumulation), reading f16 operands and writing the f16
 //! output with bias, residual and ReLU in its epilogue, as the SIMT GEMM and depthwise kernels
 //! do too (`conv2d_gemm16`; the CPU-shaped kernels need conversions to f32 and back,
-//! `Batch::convolve_in_f32`). The weight is packed once
-//! per call into [group][Rp][Kp] f16 rows (R and K/groups rounded up to the fragment side, zero
-//! in the padding); input, output, bias and residual are bound whole and read through their
-//! strides.
+//! `Batch::convolve_in_f32`). The weight is read where it lies when R and K/groups are whole
+//! fragments and its reduction dims, in the kernel's order, one run of unit stride
+//! ([`read_in_place`]: PyTorch's contiguous weight under NCHW, its channels-last one under
+//! NHWC), else packed at each call into [group][Rp][Kp] f16 rows (R and K/groups rounded up to
+//! the fragment side, zero in the padding); input, output, bias and residual are bound whole
+//! and read through their strides.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -56,12 +58,14 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     let (rp, kp) = (r_len.div_ceil(f) * f, kg.div_ceil(f) * f);
     let packed_elems = groups.checked_mul(rp).and_then(|v| v.checked_mul(kp)).ok_or_else(|| Error::overflow(OP, format!("packing weight {:?}", call.weight.layout.shape())))?;
     let packed_bytes = (packed_elems as u64 * 2).next_multiple_of(4);
-    if packed_bytes > report.max_storage_buffer_binding_size {
+    let channels = call.input.layout.strides()[1] == 1;
+    let w = call.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
+    let in_place = read_in_place(report, call, &w, channels, f);
+    if in_place.is_none() && packed_bytes > report.max_storage_buffer_binding_size {
         return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", call.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
     }
     let ops = Operands { call: *call, ranges: &[] };
     let geom = ops.geometry()?;
-    let channels = call.input.layout.strides()[1] == 1;
     let pixels = g.n * g.oh * g.ow;
     // The tile (pixels x channels): 8 x 8 fragments, or, where the group's channels fit one
     // column of subgroup blocks (4 fragments), 16 x 4 (NARROW: no block repeats the last
@@ -83,24 +87,59 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
         base: [offset(call.input.layout, "input offset")?, offset(call.out.layout, "output offset")?, call.bias.map_or(Ok(0), |b| offset(b.layout, "bias offset"))?, i32_of(call.bias.map_or(0, |b| b.layout.strides()[0]), "bias stride")?],
         work: [u32_of(pixels, "output pixels")?, u32_of(tm, "pixel tiles")?, u32_of(tn, "channel tiles")?, u32_of(total as usize, "workgroups")?],
         // The residual has the output's strides: its element index minus the output's.
-        res: [call.residual.map_or(Ok(0), |r| i32_of(r.layout.offset() as isize - call.out.layout.offset() as isize, "residual offset"))?, 0, 0, 0],
+        res: [call.residual.map_or(Ok(0), |r| i32_of(r.layout.offset() as isize - call.out.layout.offset() as isize, "residual offset"))?, in_place.map_or(-1, |p| p[0]), in_place.map_or(0, |p| p[1]), in_place.map_or(0, |p| p[2])],
         split: [1, 0, 0, 0],
     };
-    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report), ("NARROW", narrow as i64)];
+    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report), ("NARROW", narrow as i64), ("IN_PLACE", in_place.is_some() as i64)];
     let shader = coop::shader(report, "conv2d_coop", "conv2d_coop8");
-    // The weight as [groups, K/groups, C/groups, kh, kw], copied into the packed rows:
-    // element (g, k, c, ky, kx) at (g * Rp + r) * Kp + k, r in the kernel's order.
-    let w = call.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
-    let kpi = kp as isize;
-    let (sc, sy, sx) = if channels { (kpi, (g.kw * cg) as isize * kpi, cg as isize * kpi) } else { ((g.kh * g.kw) as isize * kpi, g.kw as isize * kpi, kpi) };
-    let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[(rp * kp) as isize, 1, sc, sy, sx], 0, packed_elems)?;
-    let packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F16, wgpu::BufferUsages::empty())?;
-    pack(rt, rec, &ops, &dst, &w, &packed, DType::F16)?;
+    // The weight where it lies, or copied into the packed rows: element (g, k, c, ky, kx) at
+    // (g * Rp + r) * Kp + k, r in the kernel's order.
     let whole = |b: &wgpu::Buffer| (0, b.size());
-    // Without a bias or residual (never read), the packed weight's window again.
-    let bias = call.bias.map_or((&packed, (0, packed_bytes)), |b| (b.buffer, whole(b.buffer)));
-    let res = call.residual.map_or((&packed, (0, packed_bytes)), |r| (r.buffer, whole(r.buffer)));
-    let bindings = vec![(call.input.buffer, whole(call.input.buffer)), (&packed, (0, packed_bytes)), bias, (call.out.buffer, whole(call.out.buffer)), res];
+    let packed;
+    let weight = match in_place {
+        Some(_) => (call.weight.buffer, whole(call.weight.buffer)),
+        None => {
+            let kpi = kp as isize;
+            let (sc, sy, sx) = if channels { (kpi, (g.kw * cg) as isize * kpi, cg as isize * kpi) } else { ((g.kh * g.kw) as isize * kpi, g.kw as isize * kpi, kpi) };
+            let dst = Layout::as_strided(&[groups, kg, cg, g.kh, g.kw], &[(rp * kp) as isize, 1, sc, sy, sx], 0, packed_elems)?;
+            packed = packed_buffer(rt, rec, packed_elems, groups * kg * r_len, DType::F16, wgpu::BufferUsages::empty())?;
+            pack(rt, rec, &ops, &dst, &w, &packed, DType::F16)?;
+            (&packed, (0, packed_bytes))
+        }
+    };
+    // Without a bias or residual (never read), the weight's binding again.
+    let bias = call.bias.map_or(weight, |b| (b.buffer, whole(b.buffer)));
+    let res = call.residual.map_or(weight, |r| (r.buffer, whole(r.buffer)));
+    let bindings = vec![(call.input.buffer, whole(call.input.buffer)), weight, bias, (call.out.buffer, whole(call.out.buffer)), res];
     dispatch::record(rt, rec, OP, SLOTS, &[Dispatch { key: PipelineKey { shader, constants }, params, bindings, grid }])?;
     Ok(())
+}
+
+/// Where the kernel reads the f16 weight `w` (viewed [groups, K/groups, C/groups, kh, kw])
+/// without a packed copy: R and K/groups whole fragments of side `f`, the reduction dims in
+/// the kernel's order (`channels`: (ky, kx, c), else (c, ky, kx)) one run of unit stride, the
+/// offset and the strides of the output channels and of the groups multiples of `f` (each
+/// fragment's first element aligned as the packed rows' are) and positive, the fragments'
+/// k rows at least `f` apart, within the buffer, which fits one binding and is not the output's.
+/// Gives the offset and those two strides, in f16 elements.
+pub(crate) fn read_in_place(report: &AdapterReport, call: &ConvCall<'_>, w: &Layout, channels: bool, f: usize) -> Option<[i32; 3]> {
+    let buffer = call.weight.buffer;
+    let (shape, strides) = (w.shape(), w.strides());
+    let (groups, kg, r_len) = (shape[0], shape[1], shape[2] * shape[3] * shape[4]);
+    if buffer == call.out.buffer || buffer.size() > report.max_storage_buffer_binding_size || r_len % f != 0 || kg % f != 0 {
+        return None;
+    }
+    crate::kernels::conv::gemm::reduction_stride(w, channels)?;
+    // K/groups >= f > 1, so the channels' stride is their own; the groups' matters past one.
+    let (ks, gs) = (strides[1], if groups > 1 { strides[0] } else { 0 });
+    let fi = f as isize;
+    let base = w.offset() as isize;
+    if ks < fi || ks % fi != 0 || gs < 0 || gs % fi != 0 || base % fi != 0 {
+        return None;
+    }
+    let (_, hi) = w.span()?;
+    if hi as u64 >= buffer.size() / 2 || i32::try_from(hi).is_err() {
+        return None;
+    }
+    Some([base as i32, ks as i32, gs as i32])
 }
