@@ -73,8 +73,10 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
 /// returns the weight and bias of one convolution equal to `batch_norm(conv2d(x, weight,
 /// bias))`: `weight * scale[k]` and `(bias - mean) * scale + bn_bias` with
 /// `scale = bn_weight / sqrt(var + eps)`. `weight` is [K, ...] (f32, f16 or bf16), `bias` \[K\]
-/// or none, the statistics \[K\]. New contiguous tensors of the weight's type: a 16-bit weight
-/// and bias are folded in f32 and rounded once.
+/// or none, the statistics \[K\]. New tensors of the weight's type, the weight dense in its
+/// memory format (a channels-last weight stays channels-last, as PyTorch's elementwise fold
+/// keeps it, and the GPU kernels read it in place; otherwise contiguous): a 16-bit weight and
+/// bias are folded in f32 and rounded once.
 pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: &T, running_var: &T, bn_weight: Option<&T>, bn_bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     const OP: &str = "fold_batch_norm";
     let dtype = weight.dtype();
@@ -90,10 +92,11 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
     let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps)?;
     let mut view = vec![1isize; weight.rank()];
     view[0] = k as isize;
-    let wide = |t: &T| if t.dtype() == DType::F32 { t.contiguous(crate::layout::MemoryFormat::Contiguous) } else { t.to(DType::F32) };
-    let folded = wide(weight)?.mul(&scale.view(&view)?)?.contiguous(crate::layout::MemoryFormat::Contiguous)?;
+    let format = weight.layout().suggest_memory_format();
+    let wide = |t: &T, format| if t.dtype() == DType::F32 { t.contiguous(format) } else { t.to(DType::F32)?.contiguous(format) };
+    let folded = wide(weight, format)?.mul(&scale.view(&view)?)?.contiguous(format)?;
     let b = match bias {
-        Some(b) => wide(b)?.mul(&scale)?.add(&shift)?,
+        Some(b) => wide(b, crate::layout::MemoryFormat::Contiguous)?.mul(&scale)?.add(&shift)?,
         None => shift,
     };
     if dtype == DType::F32 {

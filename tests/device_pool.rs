@@ -374,6 +374,11 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
     for (a, b) in got.iter().zip(&want) {
         assert!(((a - b).abs() as f64) <= 1e-5 * scale, "host: {a} against {b}");
     }
+    // A channels-last weight folds into a channels-last weight of the same values.
+    let (cfw, cfb) = fold_batch_norm(&wt.contiguous(strided_wgpu::MemoryFormat::ChannelsLast).unwrap(), Some(&bias), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
+    assert_eq!(cfw.layout().suggest_memory_format(), strided_wgpu::MemoryFormat::ChannelsLast);
+    assert!(cfw.is_contiguous_for(strided_wgpu::MemoryFormat::ChannelsLast), "{:?}", cfw.strides());
+    assert_eq!((cfw.to_vec::<f32>().unwrap(), cfb.to_vec::<f32>().unwrap()), (fw.to_vec::<f32>().unwrap(), fb.to_vec::<f32>().unwrap()));
     for ctx in contexts() {
         let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
         let (dfw, dfb) = fold_batch_norm(&up(&wt), Some(&up(&bias)), &up(&mean), &up(&var), Some(&up(&g)), Some(&up(&beta)), 1e-5).unwrap();
@@ -393,6 +398,8 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
         let (fw, fb) = fold_batch_norm(&w16, Some(&b16), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
         assert_eq!((fw.dtype(), fb.dtype()), (dtype, dtype));
         assert_eq!((bits(&fw), bits(&fb)), (want_w.clone(), want_b.clone()), "host {dtype}");
+        let (cfw, _) = fold_batch_norm(&w16.contiguous(strided_wgpu::MemoryFormat::ChannelsLast).unwrap(), Some(&b16), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
+        assert!(cfw.is_contiguous_for(strided_wgpu::MemoryFormat::ChannelsLast) && bits(&cfw) == want_w, "host {dtype}: a channels-last weight's fold, strides {:?}", cfw.strides());
         for ctx in contexts() {
             let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
             let (dfw, dfb) = fold_batch_norm(&up(&w16), Some(&up(&b16)), &up(&mean), &up(&var), Some(&up(&g)), Some(&up(&beta)), 1e-5).unwrap();
