@@ -35,6 +35,15 @@ fn check(ctx: &GpuContext, x: &HostTensor, wt: &HostTensor, b: Option<&HostTenso
     g.len()
 }
 
+/// A call of `kernel` captured: the work that runs once, at capture, beside its kernel's
+/// dispatches (dispatches, copies and clears: a weight's packing) and the kernels a replay
+/// dispatches.
+fn captured_call(ctx: &GpuContext, x: &DeviceTensor, w: &DeviceTensor, b: Option<&DeviceTensor>, o: &Conv2dOptions, kernel: ConvKernel) -> (u64, Vec<&'static str>) {
+    let graph = ctx.capture(&[x], || conv2d_with(x, w, b, o, kernel)).unwrap();
+    let constants = graph.constant_counts();
+    (constants.dispatches + constants.transfers, graph.dispatches().into_iter().map(|(_, k)| k).collect())
+}
+
 /// The input in one of four layouts: NCHW, channels-last, flipped, and non-dense.
 fn layout(rng: &mut Rng, x: HostTensor) -> HostTensor {
     match rng.below(4) {
@@ -684,12 +693,11 @@ fn weights_read_where_they_lie_equal_packed_weights_bit_for_bit() {
                         let dw = to_device(ctx, weight);
                         let out = conv2d_with(&dx, &dw, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label}: {e}"));
                         let added = conv2d_add_with(&dx, &dw, Some(&db), &res, &o, kernel).unwrap_or_else(|e| panic!("{label} add: {e}"));
-                        // What a call records beside its kernel's dispatches: a captured call's
-                        // constant work (none where the weight is read in place).
-                        let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &dw, Some(&db), &o, kernel)).unwrap();
-                        let constants = graph.constant_counts();
-                        assert_eq!(constants.dispatches + constants.transfers == 0, in_place, "{label}: in place {in_place}: the call's work beside its kernel {constants:?}");
-                        assert!(graph.dispatches().iter().all(|(_, k)| k.starts_with("conv2d_gemm")), "{label}: {:?}", graph.dispatches());
+                        // What a call records beside its kernel's dispatches (none where the
+                        // weight is read in place).
+                        let (constants, kernels) = captured_call(ctx, &dx, &dw, Some(&db), &o, kernel);
+                        assert_eq!(constants == 0, in_place, "{label}: in place {in_place}: {constants} commands beside its kernel");
+                        assert!(kernels.iter().all(|k| k.starts_with("conv2d_gemm")), "{label}: {kernels:?}");
                         outs.push((bits(out), bits(added)));
                     }
                     assert!(outs[0] == outs[1], "{label}: the weight read in place and packed gave other bits");
@@ -732,9 +740,8 @@ fn depthwise_weights_read_where_they_lie() {
                     let mut outs = Vec::new();
                     for weight in [t(&dense), to_device(ctx, &shifted)] {
                         let out = conv2d_with(&dx, &weight, Some(&db), &o, kernel).unwrap_or_else(|e| panic!("{label}: {e}"));
-                        let graph = ctx.capture(&[&dx], || conv2d_with(&dx, &weight, Some(&db), &o, kernel)).unwrap();
-                        let constants = graph.constant_counts();
-                        assert_eq!(constants.dispatches + constants.transfers, 0, "{label}: the call's work beside its kernel {constants:?}");
+                        let (constants, _) = captured_call(ctx, &dx, &weight, Some(&db), &o, kernel);
+                        assert_eq!(constants, 0, "{label}: commands beside its kernel");
                         outs.push(common::elementwise::bits(&out.download().unwrap()));
                     }
                     assert!(outs[0] == outs[1], "{label}: the weight in two layouts gave other bits");
@@ -869,7 +876,7 @@ fn tensor_core_convolutions_match_the_reference() {
                     let ds = to_device(ctx, &spread);
                     let twin = conv2d_with(&dx, &ds, Some(&db), &o, ConvKernel::Coop).unwrap();
                     assert_eq!(twin.download().unwrap().to_vec::<half::f16>().unwrap(), got.download().unwrap().to_vec::<half::f16>().unwrap(), "{what}: the weight packed and as it lies");
-                    let constants = |dw: &DeviceTensor| ctx.capture(&[&dx], || conv2d_with(&dx, dw, Some(&db), &o, ConvKernel::Coop)).unwrap().constant_counts().dispatches;
+                    let constants = |dw: &DeviceTensor| captured_call(ctx, &dx, dw, Some(&db), &o, ConvKernel::Coop).0;
                     assert!(constants(&ds) > 0, "{what}: the spread weight was not packed");
                     in_place += usize::from(constants(&dw) == 0);
                     near("conv2d_add", &conv2d_add_with(&dx, &dw, Some(&db), &dr, &o, ConvKernel::Coop).unwrap().download().unwrap(), &want_add, true);

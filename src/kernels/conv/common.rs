@@ -290,3 +290,27 @@ pub(crate) fn bias_binding<'a>(bias: Option<View<'a>>, fallback: &'a wgpu::Buffe
         None => (fallback, (0, fallback.size().min(16))),
     }
 }
+
+/// The stride of the reduction index r over the weight `w` (viewed [groups, K/groups,
+/// C/groups, kh, kw]) where its reduction dims, in a kernel's order ((c, ky, kx), or
+/// (ky, kx, c) for `channels`), are one run of unit stride: 1, or 0 where r has one value.
+/// None otherwise.
+pub(crate) fn reduction_stride(w: &Layout, channels: bool) -> Option<isize> {
+    let (shape, strides) = (w.shape(), w.strides());
+    let order: [usize; 3] = if channels { [3, 4, 2] } else { [2, 3, 4] };
+    // The reduction dims of more than one element, outermost first, each stride the next one's
+    // times its size, the innermost 1.
+    let dims: Vec<(usize, isize)> = order.iter().map(|&d| (shape[d], strides[d])).filter(|&(n, _)| n > 1).collect();
+    if dims.windows(2).any(|p| p[0].1 != p[1].1 * p[1].0 as isize) || dims.last().is_some_and(|d| d.1 != 1) {
+        return None;
+    }
+    Some(dims.last().map_or(0, |d| d.1))
+}
+
+/// Whether a kernel can bind the weight's buffer and read the view `w` where it lies: the
+/// buffer is not the output's, and `w`'s highest element lies within the first `elems` elements
+/// the binding reaches and within i32 (so does every partial sum of a kernel's index, which
+/// lie between the span's ends).
+pub(crate) fn weight_reaches(call: &ConvCall<'_>, w: &Layout, elems: u64) -> bool {
+    call.weight.buffer != call.out.buffer && w.span().is_some_and(|(_, hi)| (hi as u64) < elems && i32::try_from(hi).is_ok())
+}

@@ -12,7 +12,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::conv::common::{grid, i32_of, pack, packed_buffer, u32_of, ConvCall, Operands};
+use crate::kernels::conv::common::{grid, i32_of, pack, packed_buffer, reduction_stride, u32_of, weight_reaches, ConvCall, Operands};
 use crate::kernels::conv::gemm::GemmParams;
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::kernels::coop;
@@ -123,22 +123,18 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
 /// k rows at least `f` apart, within the buffer, which fits one binding and is not the output's.
 /// Gives the offset and those two strides, in f16 elements.
 pub(crate) fn read_in_place(report: &AdapterReport, call: &ConvCall<'_>, w: &Layout, channels: bool, f: usize) -> Option<[i32; 3]> {
-    let buffer = call.weight.buffer;
+    let size = call.weight.buffer.size();
     let (shape, strides) = (w.shape(), w.strides());
     let (groups, kg, r_len) = (shape[0], shape[1], shape[2] * shape[3] * shape[4]);
-    if buffer == call.out.buffer || buffer.size() > report.max_storage_buffer_binding_size || r_len % f != 0 || kg % f != 0 {
+    if size > report.max_storage_buffer_binding_size || r_len % f != 0 || kg % f != 0 || !weight_reaches(call, w, size / 2) {
         return None;
     }
-    crate::kernels::conv::gemm::reduction_stride(w, channels)?;
+    reduction_stride(w, channels)?;
     // K/groups >= f > 1, so the channels' stride is their own; the groups' matters past one.
     let (ks, gs) = (strides[1], if groups > 1 { strides[0] } else { 0 });
     let fi = f as isize;
     let base = w.offset() as isize;
     if ks < fi || ks % fi != 0 || gs < 0 || gs % fi != 0 || base % fi != 0 {
-        return None;
-    }
-    let (_, hi) = w.span()?;
-    if hi as u64 >= buffer.size() / 2 || i32::try_from(hi).is_err() {
         return None;
     }
     Some([base as i32, ks as i32, gs as i32])

@@ -24,7 +24,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, ElementForm, Operands};
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, reduction_stride, u32_of, weight_reaches, words_of, ElementForm, Operands};
 use crate::kernels::dispatch::Dispatch;
 use crate::kernels::conv::kernel::OP;
 use crate::layout::Layout;
@@ -209,17 +209,12 @@ pub(crate) struct InPlace {
 /// NHWC, and either for 1x1), within the whole vec4 words of a buffer of at least one, not the
 /// output's, its offset and strides within i32. Otherwise it is packed.
 pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, esize: u64) -> Option<InPlace> {
-    let buffer = ops.weight.buffer;
-    if buffer == ops.out.buffer || buffer.size() < 16 {
+    let size = ops.weight.buffer.size();
+    if size < 16 || !weight_reaches(ops, w, size / 16 * (16 / esize)) {
         return None;
     }
     let (shape, strides) = (w.shape(), w.strides());
     let rs = reduction_stride(w, ops.kernel.channels())?;
-    // Every partial sum of the kernel's index lies between the span's ends.
-    let (_, hi) = w.span()?;
-    if hi as u64 >= buffer.size() / 16 * (16 / esize) || i32::try_from(hi).is_err() {
-        return None;
-    }
     // Output channel g * K/groups + k at (g * K/groups + k) * ks: the stride of the groups
     // where a group has one output channel (that of a size-1 dim is any), else of the channels
     // (the groups' is then K/groups times it, a split of one dim).
@@ -227,18 +222,3 @@ pub(crate) fn read_in_place(ops: &Operands<'_>, w: &Layout, esize: u64) -> Optio
     Some(InPlace { base: i32::try_from(w.offset()).ok()?, ks: i32::try_from(ks).ok()?, rs: rs as i32 })
 }
 
-/// The stride of the reduction index r over the weight `w` (viewed [groups, K/groups,
-/// C/groups, kh, kw]) where its reduction dims, in a kernel's order ((c, ky, kx), or
-/// (ky, kx, c) for `channels`), are one run of unit stride: 1, or 0 where r has one value.
-/// None otherwise.
-pub(crate) fn reduction_stride(w: &Layout, channels: bool) -> Option<isize> {
-    let (shape, strides) = (w.shape(), w.strides());
-    let order: [usize; 3] = if channels { [3, 4, 2] } else { [2, 3, 4] };
-    // The reduction dims of more than one element, outermost first, each stride the next one's
-    // times its size, the innermost 1.
-    let dims: Vec<(usize, isize)> = order.iter().map(|&d| (shape[d], strides[d])).filter(|&(n, _)| n > 1).collect();
-    if dims.windows(2).any(|p| p[0].1 != p[1].1 * p[1].0 as isize) || dims.last().is_some_and(|d| d.1 != 1) {
-        return None;
-    }
-    Some(dims.last().map_or(0, |d| d.1))
-}
