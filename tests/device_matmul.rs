@@ -291,6 +291,36 @@ fn tensor_core_products_match_the_reference() {
                     compare_abs(&what, &plan, [&ha, &hb], None, Some(&abs_ops), &got);
                     let bits = |t: &HostTensor| t.to_vec::<half::f16>().unwrap().iter().map(|h| h.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&run().unwrap()), "{what}: same bits on a second run");
+                    // The same product into a view of a buffer that also holds A's data: an
+                    // output sharing an operand's buffer takes the f32 scratch and its rounding
+                    // copy, the route of devices that do not take every tensor-core path, where
+                    // the others write the float16 output as it is: the same bits either way.
+                    let storage = da.storage_len();
+                    let numel: usize = out_shape.iter().product();
+                    let joint = DeviceTensor::zeros(ctx, &[storage + numel], DType::F16, MemoryFormat::Contiguous).unwrap();
+                    joint.narrow(0, 0, storage).unwrap().copy_(&da.as_strided(&[storage], &[1], 0).unwrap()).unwrap();
+                    let ja = joint.as_strided(da.shape(), da.strides(), da.storage_offset()).unwrap();
+                    let row_major: Vec<isize> = (0..out_shape.len()).map(|d| out_shape[d + 1..].iter().product::<usize>() as isize).collect();
+                    let jout = joint.as_strided(&out_shape, &row_major, storage).unwrap();
+                    let mut bt = ctx.batch();
+                    bt.run_plan_with(&plan, &ja, &db, None, &jout, MatmulKernel::Coop).unwrap();
+                    bt.submit_and_wait().unwrap();
+                    assert_eq!(bits(&got), bits(&jout.download().unwrap()), "{what}: the output sharing A's buffer (the rounded f32 scratch)");
+                    // Its own output: one dispatch where the device takes every tensor-core path
+                    // (`MatmulKernel::writes_half`), else the product into the scratch and a copy.
+                    let graph = ctx
+                        .capture(&[&da, &db], || {
+                            let out = DeviceTensor::empty(ctx, &out_shape, DType::F16, MemoryFormat::Contiguous)?;
+                            let mut bt = ctx.batch();
+                            bt.run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Coop)?;
+                            bt.submit()?;
+                            Ok::<_, Error>(out)
+                        })
+                        .unwrap();
+                    let kernels: Vec<&str> = graph.dispatches().into_iter().map(|(_, k)| k).collect();
+                    let direct = ctx.adapter().cooperative_matrix.is_some_and(|c| c.all_paths);
+                    assert_eq!(kernels.len(), if direct { 1 } else { 2 }, "{what}: {kernels:?}");
+                    assert_eq!(kernels[0].ends_with("_half"), direct, "{what}: {kernels:?}");
                     assert_eq!(ctx.matmul_choice_of(&da, &db).unwrap(), want, "{what}: the default");
                 }
                 Err(Error::Unsupported { detail, .. }) if !coop => {

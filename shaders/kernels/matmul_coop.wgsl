@@ -4,8 +4,10 @@
 // `MatmulKernel::Coop`. A workgroup of four subgroups computes an 8 FRAG x 8 FRAG tile (128 x
 // 128 with FRAG 16), each subgroup a 4 FRAG x 4 FRAG block of 4 x 4 accumulators; every fragment is loaded straight from
 // the operands' storage (A_ROWS: A row-major, its pitch the row stride sa.x, else column-major,
-// its pitch sa.y; B_ROWS likewise with sb.x / sb.y) and stored straight into the f32 output
-// (Y_ROWS: pitch so.x, else so.y), or through the epilogue (EPI, below). A_PITCH, B_PITCH and
+// its pitch sa.y; B_ROWS likewise with sb.x / sb.y) and stored by the output prelude's
+// out_frag: matmul_coop_out.wgsl stores it straight into an f32 output (Y_ROWS: pitch so.x,
+// else so.y) or through the epilogue (EPI, below); matmul_coop_out16.wgsl always through the
+// epilogue, which rounds each element once into the float16 output. A_PITCH, B_PITCH and
 // Y_PITCH, where not 0, are those pitches compiled in: an NVIDIA H200 ran 4096^3 1.5x as fast
 // so as with the pitches read from the uniform, and 0.67x with signed address arithmetic (all
 // of it is unsigned here); staging the fragments through workgroup memory ran 2.4-8x slower
@@ -13,7 +15,7 @@
 // The host's one check (kernels/matmul/coop.rs) guarantees what the loads assume: m, n and k
 // multiples of FRAG, non-negative offsets, positive pitches, pitches, batch strides and offsets
 // of A and B 16-byte aligned, and those of the output too where it is stored directly (without
-// an epilogue). Cooperative-matrix operations need uniform control flow, so
+// an epilogue or a 16-bit output). Cooperative-matrix operations need uniform control flow, so
 // nothing branches: rows and columns of a tile past m or n are the last valid fragment again
 // (clamped), computed from the same inputs in the same order and stored to the same place with
 // the same bits, and a workgroup past the work repeats the last tile likewise. Workgroup id =
@@ -32,7 +34,8 @@ override WG: u32 = 128u;
 
 // EPI: the product has an epilogue (alpha, an addend, an activation: preludes/
 // matmul_epilogue.wgsl's mm_finish); each accumulator then goes through the subgroup's FRAG x FRAG
-// of workgroup memory, and its lanes finish and store the elements through the output's strides.
+// of workgroup memory, and its lanes finish and store the elements through the output's strides
+// (finish_frag). Read by matmul_coop_out.wgsl; a 16-bit output always takes that way.
 override EPI: bool = false;
 
 // A and B as f16 (the other matrix-product kernels bind the same windows as 32-bit words).
@@ -77,28 +80,23 @@ fn y_pitch() -> u32 {
     return u32(select(mp_u[pz()].so.y, mp_u[pz()].so.x, Y_ROWS));
 }
 
-// An accumulator into the output at element `at`. The pitch is a `let`: naga 30 panics
-// ("Expression is not cached") on a coopStore whose pointer or stride is computed in the call.
-fn store_frag(c: FragC, at: u32) {
-    let pitch = y_pitch();
-    if (Y_ROWS) {
-        coopStoreT(c, &y[at], pitch);
-    } else {
-        coopStore(c, &y[at], pitch);
-    }
-}
-
 // An accumulator through the epilogue: stored into the subgroup's scratch, then each lane
-// finishes elements (m + e / FRAG, n + e % FRAG) into the output (element offsets o0 and, for the
-// addend, c0). Every subgroup calls it in step: the barriers are the workgroup's.
+// finishes two neighbours along n at a time, elements (m + e / FRAG, n + e % FRAG) and the next
+// (FRAG is even), into the output (element offsets o0 and, for the addend, c0): mm_store2 stores
+// them as one word of a 16-bit output where they make one. Every subgroup calls it in step: the
+// barriers are the workgroup's.
 fn finish_frag(c: FragC, sid: u32, lane: u32, lanes: u32, m: u32, n: u32, c0: i32, o0: i32) {
     let at = sid * FRAG * FRAG;
     coopStoreT(c, &scratch[at], FRAG);
     workgroupBarrier();
-    for (var e = lane; e < FRAG * FRAG; e = e + lanes) {
+    let so = mp_u[pz()].so.xy;
+    let sc = mp_u[pz()].sc.xy;
+    for (var e = 2u * lane; e < FRAG * FRAG; e = e + 2u * lanes) {
         let mi = i32(m + e / FRAG);
         let ni = i32(n + e % FRAG);
-        mm_store(u32(o0 + mi * mp_u[pz()].so.x + ni * mp_u[pz()].so.y), mm_finish(scratch[at + e], c0 + mi * mp_u[pz()].sc.x + ni * mp_u[pz()].sc.y));
+        let i = o0 + mi * so.x + ni * so.y;
+        let ci = c0 + mi * sc.x + ni * sc.y;
+        mm_store2(u32(i), u32(i + so.y), mm_finish(scratch[at + e], ci), mm_finish(scratch[at + e + 1u], ci + sc.y));
     }
     workgroupBarrier();
 }
@@ -178,41 +176,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         c32 = coopMultiplyAdd(a3, b2, c32);
         c33 = coopMultiplyAdd(a3, b3, c33);
     }
-    if (EPI) {
-        let c0 = mp_u[pz()].base.z + i32(z0) * mp_u[pz()].sc.z + i32(z1) * mp_u[pz()].sc.w;
-        let y0 = mp_u[pz()].base.w + i32(z0) * mp_u[pz()].so.z + i32(z1) * mp_u[pz()].so.w;
-        finish_frag(c00, sid, lane, lanes, r0, q0, c0, y0);
-        finish_frag(c01, sid, lane, lanes, r0, q1, c0, y0);
-        finish_frag(c02, sid, lane, lanes, r0, q2, c0, y0);
-        finish_frag(c03, sid, lane, lanes, r0, q3, c0, y0);
-        finish_frag(c10, sid, lane, lanes, r1, q0, c0, y0);
-        finish_frag(c11, sid, lane, lanes, r1, q1, c0, y0);
-        finish_frag(c12, sid, lane, lanes, r1, q2, c0, y0);
-        finish_frag(c13, sid, lane, lanes, r1, q3, c0, y0);
-        finish_frag(c20, sid, lane, lanes, r2, q0, c0, y0);
-        finish_frag(c21, sid, lane, lanes, r2, q1, c0, y0);
-        finish_frag(c22, sid, lane, lanes, r2, q2, c0, y0);
-        finish_frag(c23, sid, lane, lanes, r2, q3, c0, y0);
-        finish_frag(c30, sid, lane, lanes, r3, q0, c0, y0);
-        finish_frag(c31, sid, lane, lanes, r3, q1, c0, y0);
-        finish_frag(c32, sid, lane, lanes, r3, q2, c0, y0);
-        finish_frag(c33, sid, lane, lanes, r3, q3, c0, y0);
-    } else {
-        store_frag(c00, o0 + r0 * om + q0 * on);
-        store_frag(c01, o0 + r0 * om + q1 * on);
-        store_frag(c02, o0 + r0 * om + q2 * on);
-        store_frag(c03, o0 + r0 * om + q3 * on);
-        store_frag(c10, o0 + r1 * om + q0 * on);
-        store_frag(c11, o0 + r1 * om + q1 * on);
-        store_frag(c12, o0 + r1 * om + q2 * on);
-        store_frag(c13, o0 + r1 * om + q3 * on);
-        store_frag(c20, o0 + r2 * om + q0 * on);
-        store_frag(c21, o0 + r2 * om + q1 * on);
-        store_frag(c22, o0 + r2 * om + q2 * on);
-        store_frag(c23, o0 + r2 * om + q3 * on);
-        store_frag(c30, o0 + r3 * om + q0 * on);
-        store_frag(c31, o0 + r3 * om + q1 * on);
-        store_frag(c32, o0 + r3 * om + q2 * on);
-        store_frag(c33, o0 + r3 * om + q3 * on);
-    }
+    // Each accumulator into the output (the output prelude's out_frag): at element
+    // o0 + r * om + q * on stored straight, or finished from (r, q) with the addend at c0 and
+    // the output at y0.
+    let c0 = mp_u[pz()].base.z + i32(z0) * mp_u[pz()].sc.z + i32(z1) * mp_u[pz()].sc.w;
+    let y0 = mp_u[pz()].base.w + i32(z0) * mp_u[pz()].so.z + i32(z1) * mp_u[pz()].so.w;
+    out_frag(c00, sid, lane, lanes, r0, q0, o0 + r0 * om + q0 * on, c0, y0);
+    out_frag(c01, sid, lane, lanes, r0, q1, o0 + r0 * om + q1 * on, c0, y0);
+    out_frag(c02, sid, lane, lanes, r0, q2, o0 + r0 * om + q2 * on, c0, y0);
+    out_frag(c03, sid, lane, lanes, r0, q3, o0 + r0 * om + q3 * on, c0, y0);
+    out_frag(c10, sid, lane, lanes, r1, q0, o0 + r1 * om + q0 * on, c0, y0);
+    out_frag(c11, sid, lane, lanes, r1, q1, o0 + r1 * om + q1 * on, c0, y0);
+    out_frag(c12, sid, lane, lanes, r1, q2, o0 + r1 * om + q2 * on, c0, y0);
+    out_frag(c13, sid, lane, lanes, r1, q3, o0 + r1 * om + q3 * on, c0, y0);
+    out_frag(c20, sid, lane, lanes, r2, q0, o0 + r2 * om + q0 * on, c0, y0);
+    out_frag(c21, sid, lane, lanes, r2, q1, o0 + r2 * om + q1 * on, c0, y0);
+    out_frag(c22, sid, lane, lanes, r2, q2, o0 + r2 * om + q2 * on, c0, y0);
+    out_frag(c23, sid, lane, lanes, r2, q3, o0 + r2 * om + q3 * on, c0, y0);
+    out_frag(c30, sid, lane, lanes, r3, q0, o0 + r3 * om + q0 * on, c0, y0);
+    out_frag(c31, sid, lane, lanes, r3, q1, o0 + r3 * om + q1 * on, c0, y0);
+    out_frag(c32, sid, lane, lanes, r3, q2, o0 + r3 * om + q2 * on, c0, y0);
+    out_frag(c33, sid, lane, lanes, r3, q3, o0 + r3 * om + q3 * on, c0, y0);
 }

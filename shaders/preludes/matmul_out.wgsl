@@ -17,6 +17,13 @@ fn mm_store4(i: u32, v: vec4<f32>) {
     y[i + 3u] = v.w;
 }
 
+// Output elements i and j set to a and b (two neighbours of the tensor-core kernel's
+// epilogue: j is i plus the output's column stride).
+fn mm_store2(i: u32, j: u32, a: f32, b: f32) {
+    y[i] = a;
+    y[j] = b;
+}
+
 // Split-K: partial sum i of the partial buffer (bound as binding 4) set to v.
 fn mm_partial(i: u32, v: f32) {
     y[i] = v;

@@ -97,10 +97,12 @@ impl Batch<'_> {
     }
 
     /// Records a checked plan into `out` (checked here) or a new contiguous tensor. A 16-bit
-    /// result is written as it is by the SIMT kernels (rounded once from f32), and computed into
-    /// an f32 scratch tensor that a recorded copy converts into the destination by the others
-    /// (tensor cores, the CPU-adapter kernels); an operand sharing the destination's buffer (a
-    /// disjoint view) is read from a copy of that buffer.
+    /// result is written as it is by the kernels that can (`MatmulKernel::writes_half`: rounded
+    /// once from f32), and computed into an f32 scratch tensor that a recorded copy converts
+    /// into the destination by the others (the CPU-adapter kernels, the tensor cores unless the
+    /// device takes every tensor-core path) and wherever the destination shares a buffer with
+    /// an operand (a disjoint view); a float32 destination that does reads that operand from a
+    /// copy of the buffer.
     pub(crate) fn run_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
         let op = plan.op;
         let ctx = self.context().clone();
@@ -148,12 +150,14 @@ impl Batch<'_> {
             }
         };
         // The SIMT kernels write a 16-bit output as they compute it (`matmul_gemm16`, ...:
-        // the bits the scratch and its rounding copy would give); the others need the scratch,
+        // the bits the scratch and its rounding copy would give), and so does the tensor-core
+        // kernel where the device takes every tensor-core path (`MatmulKernel::writes_half`);
+        // the others need the scratch,
         // and so does an output sharing a buffer with an operand (read from a copy of the
         // output's buffer otherwise, which needs COPY_SRC: the scratch keeps such calls as
         // they were).
         let shares = [Some(a), Some(b), c].into_iter().flatten().any(|t| out.shares_storage(t));
-        let direct = half && wide.is_none() && !shares && kernel.writes_half();
+        let direct = half && wide.is_none() && !shares && kernel.writes_half(&ctx.rt.report);
         let scratch = if half && !direct { Some(DeviceTensor::empty(&ctx, &full, DType::F32, MemoryFormat::Contiguous)?) } else { None };
         let target = scratch.as_ref().unwrap_or(&out);
         let target_view: Layout = match &scratch {
@@ -319,7 +323,7 @@ impl GpuContext {
             for t in [Some(a), Some(b), c].into_iter().flatten() {
                 rec.hold_shared(t.storage());
             }
-            kernels::record(&self.rt, rec, if kernel.writes_half() { &half } else { &p }, kernel)
+            kernels::record(&self.rt, rec, if kernel.writes_half(&self.rt.report) { &half } else { &p }, kernel)
         })
         .await?;
         let Some(best) = best else { return Ok(false) };

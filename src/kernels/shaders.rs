@@ -38,7 +38,8 @@
 //! `matmul_vec16`), `matmul_io` the SIMT kernels' packed operand loads; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`;
 //! `coop_frag16` / `coop_frag8` the tensor-core kernels' fragment types and side (each such
-//! kernel is registered once per fragment size).
+//! kernel is registered once per fragment size), `matmul_coop_out` / `matmul_coop_out16` how
+//! `matmul_coop` stores an accumulator into an f32 or a float16 output (`matmul_coop_half`).
 //!
 //! Every uniform struct a kernel declares has a Rust twin that the host writes (`kernels::abi`,
 //! whose test compares the two through naga's reflected layout).
@@ -110,6 +111,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("pool_window", prelude!("pool_window")),
     ("coop_frag16", prelude!("coop_frag16")),
     ("coop_frag8", prelude!("coop_frag8")),
+    ("matmul_coop_out", prelude!("matmul_coop_out")),
+    ("matmul_coop_out16", prelude!("matmul_coop_out16")),
 ];
 
 /// A prelude generated from Rust definitions (it has no file), by name: `dtypes`
@@ -184,9 +187,12 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("matmul_gemm_sum16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io"], kernel!("matmul_gemm_sum")),
     ("matmul_vec16", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "matmul_io"], kernel!("matmul_vec")),
     // Tensor cores: float16 operands through cooperative matrices (adapters with the feature).
-    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag16"], kernel!("matmul_coop")),
+    ("matmul_coop", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag16", "matmul_coop_out"], kernel!("matmul_coop")),
     // The same on 8 x 8 x 8 fragments (adapters that report no 16 x 16 x 16).
-    ("matmul_coop8", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag8"], kernel!("matmul_coop")),
+    ("matmul_coop8", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "coop_frag8", "matmul_coop_out"], kernel!("matmul_coop")),
+    // Both writing the float16 output as it is.
+    ("matmul_coop_half", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "coop_frag16", "matmul_coop_out16"], kernel!("matmul_coop")),
+    ("matmul_coop8_half", &["dtypes", "cast", "matmul_params", "matmul_epilogue", "matmul_out16", "packed_store", "coop_frag8", "matmul_coop_out16"], kernel!("matmul_coop")),
     // The 1x1 convolution's CPU-adapter inner product over a batch of weights (subgroups).
     ("matmul_blocked", &["conv_io", "conv", "shuffled_rows", "matmul_weights", "conv1x1_nchw_step", "conv1x1_block", "conv_relu"], kernel!("matmul_blocked")),
     ("conv2d_depthwise", &["conv_io", "conv_relu"], kernel!("conv2d_depthwise")),

@@ -18,9 +18,23 @@ pub(super) fn tile(report: &AdapterReport) -> usize {
     8 * frag(report)
 }
 
-/// The registered kernel for the device's fragment size (`coop_frag16` or `coop_frag8`).
-pub(super) fn shader(report: &AdapterReport) -> &'static str {
-    crate::kernels::coop::shader(report, "matmul_coop", "matmul_coop8")
+/// The registered kernel for the device's fragment size (`coop_frag16` or `coop_frag8`), writing
+/// an f32 output or (`half`) the float16 one as it is (`matmul_coop_out16`).
+pub(super) fn shader(report: &AdapterReport, half: bool) -> &'static str {
+    match half {
+        false => crate::kernels::coop::shader(report, "matmul_coop", "matmul_coop8"),
+        true => crate::kernels::coop::shader(report, "matmul_coop_half", "matmul_coop8_half"),
+    }
+}
+
+/// Whether the kernel writes a float16 output as it is (`matmul_coop_half`: each element rounded
+/// once as it leaves the accumulator, the bits a rounding copy of its f32 result gives) rather
+/// than an f32 result that a recorded copy rounds: where the device takes every tensor-core path
+/// ([`CooperativeMatrix::all_paths`](crate::runtime::CooperativeMatrix)). It passes the device
+/// tests on Mesa 26's lavapipe (8 x 8 x 8 fragments), but its stores go through workgroup memory
+/// as the epilogue's do, and no GPU has run that yet.
+pub(super) fn writes_half(report: &AdapterReport) -> bool {
+    report.cooperative_matrix.is_some_and(|c| c.all_paths)
 }
 
 /// How an operand's fragments are read or written: row-major (`true`: unit stride along the
@@ -37,8 +51,8 @@ fn orientation(rows: isize, cols: isize) -> Option<bool> {
 /// an adapter whose device runs cooperative matrices ([`AdapterReport::cooperative_matrix`]),
 /// float16 operands, m, n and k multiples of 16 (of the fragment side, 16 or 8), A and B row- or column-major with a positive
 /// pitch, their pitch, (non-negative) batch strides and offset 16-byte aligned, and the same of
-/// the f32 output unless the product has an epilogue (alpha, an addend, an activation: the
-/// output is then written element by element through any strides). An offset that is a
+/// the f32 output unless the product has an epilogue (alpha, an addend, an activation) or a
+/// float16 output (either is then written element by element through any strides). An offset that is a
 /// multiple of 8 elements stays one inside the bound window: the window starts at the lowest
 /// element (all strides non-negative) rounded down to the storage offset alignment, a power of
 /// two, which either divides that element's 16-byte-aligned byte offset or is a multiple of 16.
@@ -65,7 +79,7 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
         }
     } else if !layout_ok(0, 8) || !layout_ok(1, 8) {
         "A and B must each be row- or column-major, their pitch, batch strides and offset multiples of 8 elements"
-    } else if !epilogue(p) && !layout_ok(3, 4) {
+    } else if !epilogue(p) && !p.out_half && !layout_ok(3, 4) {
         "without an epilogue the output must be row- or column-major, its pitch, batch strides and offset multiples of 4 floats"
     } else {
         return Ok(());
@@ -98,11 +112,15 @@ pub(super) const PITCH_SETS: usize = 16;
 /// `pitches`, its pitch (compiled in: 1.5x the speed of pitches read from the uniform on an
 /// NVIDIA H200, at the price of a pipeline per set), `EPI` with an epilogue, and the
 /// workgroup's size (four subgroups of the adapter's fixed size). The output's orientation and
-/// pitch only matter without an epilogue; through the public API the output is then always the
-/// contiguous f32 scratch of a 16-bit result (row-major, pitch n), the other forms untested.
+/// pitch only matter for an f32 output without an epilogue; through the public API that output
+/// is always the contiguous f32 scratch of a 16-bit result (row-major, pitch n), the other forms
+/// untested. A float16 output (`matmul_coop_half`) always takes the epilogue's way.
 pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes, pitches: bool) -> Vec<(&'static str, i64)> {
     let pitch = |i: usize| if pitches { pitch_of(s, i) } else { 0 };
     let wg = crate::kernels::coop::workgroup(report);
+    if p.out_half {
+        return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), wg];
+    }
     if epilogue(p) {
         return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("EPI", 1), wg];
     }

@@ -153,11 +153,17 @@ impl MatmulKernel {
         }
     }
 
-    /// Whether the kernel writes a float16 or bfloat16 product's output as it is (the SIMT
-    /// kernels: `matmul_gemm16`, `matmul_gemm_sum16`, `matmul_vec16`), rather than an f32 result
-    /// that a recorded copy rounds (the tensor-core and CPU-adapter kernels).
-    pub fn writes_half(self) -> bool {
-        matches!(self, MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16)
+    /// Whether the kernel writes a float16 or bfloat16 product's output as it is on the adapter
+    /// of `report` (the SIMT kernels: `matmul_gemm16`, `matmul_gemm_sum16`, `matmul_vec16`; the
+    /// tensor-core kernel where the device takes every tensor-core path, `matmul_coop_half`),
+    /// rather than an f32 result that a recorded copy rounds (the CPU-adapter kernels; the
+    /// tensor-core kernel elsewhere).
+    pub fn writes_half(self, report: &AdapterReport) -> bool {
+        match self {
+            MatmulKernel::Gemm | MatmulKernel::GemmSplit | MatmulKernel::GemmWide | MatmulKernel::Vec1 | MatmulKernel::Vec16 => true,
+            MatmulKernel::Coop => coop::writes_half(report),
+            _ => false,
+        }
     }
 
     /// The lanes per row of a matrix-vector kernel (0 for the GEMM).
@@ -208,7 +214,7 @@ pub(crate) fn kernel_eligible(report: &AdapterReport, p: &Product<'_>, kernel: M
 
 fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<()> {
     kernel.eligible(s.m, s.n)?;
-    if p.out_half && !kernel.writes_half() {
+    if p.out_half && !kernel.writes_half(report) {
         return Err(Error::unsupported(p.op, format!("{kernel:?} writes an f32 output, not the {:?} one asked for", p.dtype)));
     }
     match kernel {
@@ -331,7 +337,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             let ws = windows(z0, lo)?;
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
-                let ((tile_m, tile_n), key) = if kernel == MatmulKernel::Coop { ((coop::tile(&rt.report), coop::tile(&rt.report)), coop::shader(&rt.report)) } else { ((bm, bn), gemm_key) };
+                let ((tile_m, tile_n), key) = if kernel == MatmulKernel::Coop { ((coop::tile(&rt.report), coop::tile(&rt.report)), coop::shader(&rt.report, p.out_half)) } else { ((bm, bn), gemm_key) };
                 let (tm, tn) = (m.div_ceil(tile_m), n.div_ceil(tile_n));
                 let total = tm as u64 * tn as u64 * batches as u64 * nslices as u64;
                 (total, key, [u32_of(op, tm, "tiles along m")?, u32_of(op, tn, "tiles along n")?])
