@@ -500,6 +500,35 @@ fn tuning_measures_the_calls_batch() {
         let empty = DeviceTensor::empty(ctx, &[0, 7, 9, 9], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
         let xe = DeviceTensor::empty(ctx, &[0, 5, 9, 9], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
         assert_eq!(ctx.conv2d_choice(&xe, &wd, Some(&bd), &o, &empty).unwrap(), None);
+        // The weight's layout is part of the class (a kept choice's timings include packing it
+        // or reading it where it lies): the contiguous weight's classes say its reduction dims
+        // run in the NCHW kernels' order; a channels-last weight makes a class of its own.
+        assert!(classes.iter().all(|(c, _)| c.weight_runs == [true, false] && c.groups_log2 == 0), "{}: {classes:?}", name(ctx));
+        let xt = x(&mut rng, &[6, 5, 9, 9]).contiguous(MemoryFormat::ChannelsLast).unwrap();
+        check(ctx, &xt, &wt.contiguous(MemoryFormat::ChannelsLast).unwrap(), Some(&bt), &o, ConvKernel::Auto, "6 images, a channels-last weight, tuned");
+        let runs: Vec<[bool; 2]> = ctx.tuned_conv_choices().into_iter().filter(|(c, _)| c.window == [3, 3, 1, 1, 1, 1] && c.log2 == [2, 2, 8]).map(|(c, _)| c.weight_runs).collect();
+        assert!(runs.contains(&[true, false]) && runs.contains(&[false, true]), "{}: the six images' classes' weight runs {runs:?}", name(ctx));
+    }
+}
+
+/// A GPU's default counts every group's output tiles when it decides on split-K: a 3x3
+/// convolution of 16 groups of 128 channels over a 32 x 32 image has 16 tiles of 64 x 64 a
+/// group, 256 in all, and is not split, where one group of the same size (16 tiles, 1152
+/// reduction steps) is. Asked of an adapter posing as a GPU; nothing runs.
+#[test]
+fn the_split_rule_counts_every_groups_tiles() {
+    for ctx in contexts() {
+        let Some(gpu) = common::gpu::posing_as_gpu(ctx) else { continue };
+        let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+        for (groups, split) in [(1, true), (16, false)] {
+            let x = DeviceTensor::empty(&gpu, &[1, 128 * groups, 32, 32], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
+            let w = DeviceTensor::empty(&gpu, &[64 * groups, 128, 3, 3], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
+            let out = DeviceTensor::empty(&gpu, &[1, 64 * groups, 32, 32], strided_wgpu::DType::F32, MemoryFormat::Contiguous).unwrap();
+            let og = Conv2dOptions { groups, ..o };
+            let k = gpu.conv2d_default(&x, &w, None, &og, &out).unwrap().unwrap();
+            let want = if split { ConvKernel::GemmNchwSplit } else { ConvKernel::GemmNchw };
+            assert_eq!(k, want, "{} groups {groups}", name(&gpu));
+        }
     }
 }
 

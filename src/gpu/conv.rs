@@ -197,7 +197,7 @@ impl Batch<'_> {
             // that reads 16-bit operands runs on them as they are, below.
             if kernel == ConvKernel::Auto {
                 let y = f32_twin(out.layout())?;
-                kernel = ctx.conv_choice(&conv_class(&ctx.rt.report, g, options, &f32_twin(input.layout())?, &y), &y, kernel);
+                kernel = ctx.conv_choice(&conv_class(&ctx.rt.report, g, options, &f32_twin(input.layout())?, &f32_twin(weight.layout())?, &y), &y, kernel);
             }
             if !kernel.reads_half() {
                 return self.convolve_in_f32(op, out, input, weight, bias, residual, options, g, kernel);
@@ -211,7 +211,7 @@ impl Batch<'_> {
         if residual.is_some_and(|r| r.shares_storage(out)) {
             return Err(Error::Overlap { op, detail: "the residual shares the output's buffer".into() });
         }
-        let class = conv_class(&ctx.rt.report, g, options, input.layout(), out.layout());
+        let class = conv_class(&ctx.rt.report, g, options, input.layout(), weight.layout(), out.layout());
         let start = self.recorded();
         let kernel = ctx.conv_choice(&class, out.layout(), kernel);
         // The residual in the kernel's epilogue where it can be; else the convolution without
@@ -432,8 +432,8 @@ impl GpuContext {
         if out.numel() == 0 {
             return Ok(None);
         }
-        let (x, y) = if g.dtype == DType::F32 { (input.layout().clone(), out.layout().clone()) } else { (f32_twin(input.layout())?, f32_twin(out.layout())?) };
-        Ok(Some((conv_class(&self.rt.report, &g, options, &x, &y), y)))
+        let (x, w, y) = if g.dtype == DType::F32 { (input.layout().clone(), weight.layout().clone(), out.layout().clone()) } else { (f32_twin(input.layout())?, f32_twin(weight.layout())?, f32_twin(out.layout())?) };
+        Ok(Some((conv_class(&self.rt.report, &g, options, &x, &w, &y), y)))
     }
 
     /// Measures the convolution kernels (`conv_candidates`) for the shape class of this
@@ -483,7 +483,7 @@ impl GpuContext {
         // about their f32 time, less the conversions the others need); nothing is copied when
         // that class is tuned already.
         let out32 = f32_twin(out)?;
-        if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, &f32_twin(input.layout())?, &out32)).is_some() {
+        if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, &f32_twin(input.layout())?, &f32_twin(weight.layout())?, &out32)).is_some() {
             return Ok(false);
         }
         let wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
@@ -499,7 +499,7 @@ impl GpuContext {
     #[allow(clippy::too_many_arguments)]
     async fn tune_f32_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
         self.rt.probe("tune")?;
-        let class = conv_class(&self.rt.report, g, options, input.layout(), out);
+        let class = conv_class(&self.rt.report, g, options, input.layout(), weight.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<Conv>(&class).is_some() {
             return Ok(false);
         }

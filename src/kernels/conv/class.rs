@@ -54,6 +54,17 @@ pub struct ConvClass {
     /// (`kernels/conv/grouped.rs`), so their kept choices stay apart from ungrouped ones'.
     #[serde(default)]
     pub grouped: bool,
+    /// floor(log2) of the groups: a GPU's default counts each group's output tiles when it
+    /// decides on split-K (`split::conv_wants_split`). 0 in classes kept before it was recorded.
+    #[serde(default)]
+    pub groups_log2: u32,
+    /// Whether the weight's reduction dims are one unit-stride run in the NCHW GEMM kernels'
+    /// order (C, kh, kw: a contiguous weight) and in the NHWC ones' (kh, kw, C: a channels-last
+    /// weight), where those kernels read it in place instead of packing it at each call
+    /// (`gemm::read_in_place`): the timings a kept choice rests on include the packing or not.
+    /// Both false in classes kept before it was recorded.
+    #[serde(default)]
+    pub weight_runs: [bool; 2],
 }
 
 /// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
@@ -70,9 +81,13 @@ pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOption
     ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && !(cpu && k.wide()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok()).collect()
 }
 
-/// The class of a convolution of `g` from `input` into `out` on the adapter of `report`.
-pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, out: &Layout) -> ConvClass {
+/// The class of a convolution of `g` from `input` with `weight` into `out` on the adapter of
+/// `report`.
+pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, weight: &Layout, out: &Layout) -> ConvClass {
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
+    let groups = o.groups.max(1);
+    let grouped_weight = weight.view(&[groups as isize, (g.k / groups) as isize, (g.c / groups) as isize, g.kh as isize, g.kw as isize]).ok();
+    let runs = |channels: bool| grouped_weight.as_ref().is_some_and(|w| crate::kernels::conv::common::reduction_stride(w, channels).is_some());
     let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
     ConvClass {
         kernels,
@@ -80,6 +95,8 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
         window: [g.kh, g.kw, o.stride.0, o.stride.1, o.dilation.0, o.dilation.1],
         depthwise: o.groups == g.c && g.c > 1,
         grouped: o.groups > 1 && o.groups < g.c,
+        groups_log2: log2(groups),
+        weight_runs: [runs(false), runs(true)],
     }
 }
 
@@ -114,10 +131,11 @@ pub(crate) fn conv_default(report: &AdapterReport, c: &ConvClass, channels_last_
         };
     }
     if !cpu {
-        // Split-K where the class's output has few 64 x 64 tiles and its reduction is long
-        // (`split::conv_wants_split`).
+        // Split-K where the class's output has few 64 x 64 tiles (every group's) and its
+        // reduction is long (`split::conv_wants_split`).
         let [cg, kg, pixels] = c.log2.map(|l| 1usize << l);
-        let split = crate::kernels::split::conv_wants_split(pixels.div_ceil(64) * kg.div_ceil(64), cg * c.window[0] * c.window[1]);
+        let tiles = (pixels.div_ceil(64) * kg.div_ceil(64)) << c.groups_log2;
+        let split = crate::kernels::split::conv_wants_split(tiles, cg * c.window[0] * c.window[1]);
         // `STRIDED_WGPU_GEMM_TILES=wide` (`AdapterReport::wide_gemm`): the wide tiles instead,
         // which cut their reduction by the same rule (on the call's own sizes).
         if report.wide_gemm {
