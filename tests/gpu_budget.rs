@@ -130,6 +130,8 @@ mod native {
         spilled_sgprs: i64,
         scratch: i64,
         lds: i64,
+        /// The compiled code's instructions (static code size).
+        instructions: i64,
         waves: Option<i64>,
         /// Subgroup (wave) size the driver compiled for.
         wave_size: u32,
@@ -150,6 +152,7 @@ mod native {
                 "sgprs" => max(&mut self.sgprs),
                 _ if n.contains("scratch") => max(&mut self.scratch),
                 _ if n.contains("lds") => max(&mut self.lds),
+                "instructions" => max(&mut self.instructions),
                 _ if n.contains("per simd") || n.contains("waves") => self.waves = Some(self.waves.map_or(value, |w| w.min(value))),
                 _ => {}
             }
@@ -184,7 +187,7 @@ mod native {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             let waves = self.waves.map_or("?".into(), |w| w.to_string());
             write!(f, "vgprs={} spilled={} waves={waves} wave_size={} ", self.vgprs, self.spilled_vgprs, self.wave_size)?;
-            write!(f, "sgprs={} spilled_sgprs={} scratch={} lds={}", self.sgprs, self.spilled_sgprs, self.scratch, self.lds)
+            write!(f, "sgprs={} spilled_sgprs={} scratch={} lds={} instructions={}", self.sgprs, self.spilled_sgprs, self.scratch, self.lds, self.instructions)
         }
     }
 
@@ -286,6 +289,9 @@ mod native {
                     image_load: BoundsCheckPolicy::Unchecked,
                     binding_array: BoundsCheckPolicy::Unchecked,
                 },
+                // As the runtime creates its modules for GPUs (`Runtime::pipeline`: trusted, no
+                // loop counters; the crate's loops all end).
+                force_loop_bounding: false,
                 zero_initialize_workgroup_memory: if self.native_zero_init {
                     naga::back::spv::ZeroInitializeWorkgroupMemoryMode::Native
                 } else {

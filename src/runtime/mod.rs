@@ -131,6 +131,20 @@ pub(crate) enum Slot {
 }
 
 /// The device features the tensor-core kernel needs beside `SUBGROUP`.
+/// The runtime checks of the crate's shader modules on GPUs: wgpu's own, but for
+/// `force_loop_bounding`, the 64-bit counter naga adds to every loop so that a driver may not
+/// take a loop without end for unreachable code. The crate's loops all end, and the counter
+/// cost the hot loops their tightness: in the convolutions' GEMM engine (unrolled by the
+/// driver) a scalar decrement, compares and a branch between every two of a stage's 16
+/// reduction steps (RADV; BENCHMARKS.md has the instruction counts). CPU adapters keep every
+/// check: their CPU-shaped kernels were tuned with the counters, and lavapipe ran some of them
+/// (the grouped 1x1 convolution on `Nhwc`) slower without.
+const GPU_CHECKS: wgpu::ShaderRuntimeChecks = {
+    let mut c = wgpu::ShaderRuntimeChecks::checked();
+    c.force_loop_bounding = false;
+    c
+};
+
 pub const COOPERATIVE_FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX.union(wgpu::Features::SHADER_F16);
 
 /// The fragment size of the tensor-core kernel on `adapter` (16, else 8), where it offers what
@@ -338,7 +352,12 @@ impl Runtime {
         let pipeline = self.scoped_fresh("pipeline", || {
             let d = &self.device;
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
-            let module = d.create_shader_module(desc);
+            // SAFETY: the crate's own kernels, whose every loop ends (each runs to a bound the
+            // host computes from checked shapes, with a step of at least 1): on GPUs wgpu's
+            // loop counters are left out (`GPU_CHECKS`). Bounds checks and every other check
+            // stay.
+            let checks = if self.report.device_type == wgpu::DeviceType::Cpu { wgpu::ShaderRuntimeChecks::checked() } else { GPU_CHECKS };
+            let module = unsafe { d.create_shader_module_trusted(desc, checks) };
             let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(key.shader), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
             let constants: Vec<(&str, f64)> = key.constants.iter().map(|&(k, v)| (k, v as f64)).collect();
             Ok(d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
