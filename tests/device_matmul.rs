@@ -306,6 +306,23 @@ fn tensor_core_products_match_the_reference() {
                     bt.run_plan_with(&plan, &ja, &db, None, &jout, MatmulKernel::Coop).unwrap();
                     bt.submit_and_wait().unwrap();
                     assert_eq!(bits(&got), bits(&jout.download().unwrap()), "{what}: the output sharing A's buffer (the rounded f32 scratch)");
+                    // Into outputs whose neighbours along n are no whole word (column-major, and
+                    // row-major at an odd offset): stored element by element, the same bits.
+                    let col_major: Vec<isize> = {
+                        let nb = out_shape.len() - 2;
+                        let mut st = row_major.clone();
+                        st[nb] = 1;
+                        st[nb + 1] = m as isize;
+                        st
+                    };
+                    for (strides, offset, how) in [(col_major, 0usize, "column-major"), (row_major.clone(), 1, "at an odd offset")] {
+                        let store = DeviceTensor::zeros(ctx, &[numel + 1], DType::F16, MemoryFormat::Contiguous).unwrap();
+                        let view = store.as_strided(&out_shape, &strides, offset).unwrap();
+                        let mut bt = ctx.batch();
+                        bt.run_plan_with(&plan, &da, &db, None, &view, MatmulKernel::Coop).unwrap();
+                        bt.submit_and_wait().unwrap();
+                        assert_eq!(bits(&got), bits(&view.download().unwrap()), "{what}: an output {how}");
+                    }
                     // Its own output: one dispatch where the device takes every tensor-core path
                     // (`MatmulKernel::writes_half`), else the product into the scratch and a copy.
                     let graph = ctx

@@ -130,7 +130,6 @@ pub(crate) enum Slot {
     Write,
 }
 
-/// The device features the tensor-core kernel needs beside `SUBGROUP`.
 /// The runtime checks of the crate's shader modules on GPUs: wgpu's own, but for
 /// `force_loop_bounding`, the 64-bit counter naga adds to every loop so that a driver may not
 /// take a loop without end for unreachable code. The crate's loops all end, and the counter
@@ -145,6 +144,7 @@ const GPU_CHECKS: wgpu::ShaderRuntimeChecks = {
     c
 };
 
+/// The device features the tensor-core kernel needs beside `SUBGROUP`.
 pub const COOPERATIVE_FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX.union(wgpu::Features::SHADER_F16);
 
 /// The fragment size of the tensor-core kernel on `adapter` (16, else 8), where it offers what
