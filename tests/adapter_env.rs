@@ -1,5 +1,5 @@
 //! Adapter selection errors are typed, never panics; `STRIDED_WGPU_GEMM_TILES=wide` moves a GPU's
-//! defaults onto the wide GEMM tiles. Its own test binary: it sets environment variables,
+//! defaults onto the wide GEMM tiles; `STRIDED_WGPU_LOOP_COUNTERS=1` keeps a GPU's loop counters. Its own test binary: it sets environment variables,
 //! which no other test in this process may race with.
 
 mod common;
@@ -59,6 +59,15 @@ fn adapter_selection_and_caller_owned_devices() {
     std::env::set_var("STRIDED_WGPU_GEMM_TILES", "wide");
     assert_eq!(choices(), (true, Some(ConvKernel::GemmNhwcWide), Some(ConvKernel::GemmNchwWide), depthwise, MatmulKernel::GemmWide, mv));
     std::env::remove_var("STRIDED_WGPU_GEMM_TILES");
+    // wgpu's loop counters: kept on CPU adapters, left out on GPUs unless
+    // `STRIDED_WGPU_LOOP_COUNTERS=1`.
+    for ctx in common::gpu::contexts() {
+        assert_eq!(ctx.adapter().loop_counters, ctx.adapter().device_type == wgpu::DeviceType::Cpu, "{}", ctx.adapter().name);
+    }
+    assert!(!noop_context().unwrap().adapter().loop_counters);
+    std::env::set_var("STRIDED_WGPU_LOOP_COUNTERS", "1");
+    assert!(noop_context().unwrap().adapter().loop_counters);
+    std::env::remove_var("STRIDED_WGPU_LOOP_COUNTERS");
 
     std::env::set_var("WGPU_ADAPTER_NAME", "no-such-adapter-anywhere");
     let e = GpuContext::new().unwrap_err();

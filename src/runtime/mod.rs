@@ -82,6 +82,11 @@ pub struct AdapterReport {
     /// `STRIDED_WGPU_GEMM_TILES=wide` is in the environment (a GPU's tuner compares both either
     /// way).
     pub wide_gemm: bool,
+    /// Whether the crate's shader modules keep wgpu's loop counters (`force_loop_bounding`):
+    /// on CPU adapters, where the CPU-shaped kernels were tuned with them; on GPUs only under
+    /// `STRIDED_WGPU_LOOP_COUNTERS=1`, so that a run can time the kernels both ways
+    /// (`Runtime::pipeline`).
+    pub loop_counters: bool,
 }
 
 /// The cooperative-matrix configuration of a device's tensor-core kernel
@@ -209,6 +214,7 @@ impl Runtime {
                 .filter(|_| (8..=64).contains(&info.subgroup_min_size) && 4 * info.subgroup_min_size <= limits.max_compute_invocations_per_workgroup)
                 .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size, all_paths: std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "all") }),
             wide_gemm: std::env::var("STRIDED_WGPU_GEMM_TILES").is_ok_and(|v| v == "wide"),
+            loop_counters: info.device_type == wgpu::DeviceType::Cpu || std::env::var("STRIDED_WGPU_LOOP_COUNTERS").is_ok_and(|v| v == "1"),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         Runtime {
@@ -354,9 +360,9 @@ impl Runtime {
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
             // SAFETY: the crate's own kernels, whose every loop ends (each runs to a bound the
             // host computes from checked shapes, with a step of at least 1): on GPUs wgpu's
-            // loop counters are left out (`GPU_CHECKS`). Bounds checks and every other check
-            // stay.
-            let checks = if self.report.device_type == wgpu::DeviceType::Cpu { wgpu::ShaderRuntimeChecks::checked() } else { GPU_CHECKS };
+            // loop counters are left out (`GPU_CHECKS`, unless `AdapterReport::loop_counters`).
+            // Bounds checks and every other check stay.
+            let checks = if self.report.loop_counters { wgpu::ShaderRuntimeChecks::checked() } else { GPU_CHECKS };
             let module = unsafe { d.create_shader_module_trusted(desc, checks) };
             let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(key.shader), bind_group_layouts: &[Some(&bgl)], immediate_size: 0 });
             let constants: Vec<(&str, f64)> = key.constants.iter().map(|&(k, v)| (k, v as f64)).collect();
