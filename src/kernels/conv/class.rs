@@ -86,8 +86,13 @@ pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOption
 pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, weight: &Layout, out: &Layout) -> ConvClass {
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let groups = o.groups.max(1);
-    let grouped_weight = weight.view(&[groups as isize, (g.k / groups) as isize, (g.c / groups) as isize, g.kh as isize, g.kw as isize]).ok();
-    let runs = |channels: bool| grouped_weight.as_ref().is_some_and(|w| crate::kernels::conv::common::reduction_stride(w, channels).is_some());
+    // The reduction dims (C/groups, kh, kw): a [K, C/groups, kh, kw] weight's last three (how
+    // its first splits into groups does not matter); else through the grouped view.
+    let dims = match (weight.shape(), weight.strides()) {
+        (&[_, c, kh, kw], &[_, sc, sh, sw]) => Some([(c, sc), (kh, sh), (kw, sw)]),
+        _ => weight.view(&[groups as isize, (g.k / groups) as isize, (g.c / groups) as isize, g.kh as isize, g.kw as isize]).ok().map(|w| [2, 3, 4].map(|d| (w.shape()[d], w.strides()[d]))),
+    };
+    let runs = |channels: bool| dims.is_some_and(|d| crate::kernels::conv::common::reduction_run(d, channels).is_some());
     let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();
     ConvClass {
         kernels,

@@ -297,14 +297,25 @@ pub(crate) fn bias_binding<'a>(bias: Option<View<'a>>, fallback: &'a wgpu::Buffe
 /// None otherwise.
 pub(crate) fn reduction_stride(w: &Layout, channels: bool) -> Option<isize> {
     let (shape, strides) = (w.shape(), w.strides());
-    let order: [usize; 3] = if channels { [3, 4, 2] } else { [2, 3, 4] };
+    let dim = |d: usize| (shape[d], strides[d]);
+    reduction_run([dim(2), dim(3), dim(4)], channels)
+}
+
+/// [`reduction_stride`] of the reduction dims (C/groups, kh, kw) given as (size, stride) each,
+/// in a kernel's order ((c, ky, kx), or (ky, kx, c) for `channels`).
+pub(crate) fn reduction_run([c, ky, kx]: [(usize, isize); 3], channels: bool) -> Option<isize> {
+    let order = if channels { [ky, kx, c] } else { [c, ky, kx] };
     // The reduction dims of more than one element, outermost first, each stride the next one's
     // times its size, the innermost 1.
-    let dims: Vec<(usize, isize)> = order.iter().map(|&d| (shape[d], strides[d])).filter(|&(n, _)| n > 1).collect();
-    if dims.windows(2).any(|p| p[0].1 != p[1].1 * p[1].0 as isize) || dims.last().is_some_and(|d| d.1 != 1) {
-        return None;
+    let mut inner: Option<(usize, isize)> = None;
+    for &(n, st) in order.iter().rev().filter(|&&(n, _)| n > 1) {
+        match inner {
+            None if st != 1 => return None,
+            Some((m, s)) if st != s * m as isize => return None,
+            _ => inner = Some((n, st)),
+        }
     }
-    Some(dims.last().map_or(0, |d| d.1))
+    Some(inner.map_or(0, |_| 1))
 }
 
 /// Whether a kernel can bind the weight's buffer and read the view `w` where it lies: the
