@@ -86,11 +86,12 @@ pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOption
 pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions, input: &Layout, weight: &Layout, out: &Layout) -> ConvClass {
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let groups = o.groups.max(1);
-    // The reduction dims (C/groups, kh, kw): a [K, C/groups, kh, kw] weight's last three (how
-    // its first splits into groups does not matter); else through the grouped view.
+    // The reduction dims (C/groups, kh, kw) of a [K, C/groups, kh, kw] weight (how its first
+    // dim splits into groups does not matter), or of the matrix products' 1x1 route's [K, C].
     let dims = match (weight.shape(), weight.strides()) {
         (&[_, c, kh, kw], &[_, sc, sh, sw]) => Some([(c, sc), (kh, sh), (kw, sw)]),
-        _ => weight.view(&[groups as isize, (g.k / groups) as isize, (g.c / groups) as isize, g.kh as isize, g.kw as isize]).ok().map(|w| [2, 3, 4].map(|d| (w.shape()[d], w.strides()[d]))),
+        (&[_, c], &[_, sc]) => Some([(c, sc), (1, 0), (1, 0)]),
+        _ => None,
     };
     let runs = |channels: bool| dims.is_some_and(|d| crate::kernels::conv::common::reduction_run(d, channels).is_some());
     let kernels = conv_candidates(report, g, o).into_iter().map(|k| (k, k.vectors(g, o, input.strides(), out.strides(), input.offset() as isize, out.offset() as isize, g.n))).collect();

@@ -118,11 +118,14 @@ pub(super) const PITCH_SETS: usize = 16;
 pub(super) fn constants(report: &AdapterReport, p: &Product<'_>, s: &Shapes, pitches: bool) -> Vec<(&'static str, i64)> {
     let pitch = |i: usize| if pitches { pitch_of(s, i) } else { 0 };
     let wg = crate::kernels::coop::workgroup(report);
-    if p.out_half {
-        return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), wg];
-    }
-    if epilogue(p) {
-        return vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("EPI", 1), wg];
+    // Through the epilogue's way (a float16 output always): no output orientation or pitch.
+    if p.out_half || epilogue(p) {
+        let mut c = vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1))];
+        if !p.out_half {
+            c.push(("EPI", 1));
+        }
+        c.push(wg);
+        return c;
     }
     vec![("A_ROWS", rows_of(s, 0) as i64), ("B_ROWS", rows_of(s, 1) as i64), ("Y_ROWS", rows_of(s, 3) as i64), ("A_PITCH", pitch(0)), ("B_PITCH", pitch(1)), ("Y_PITCH", pitch(3)), wg]
 }
