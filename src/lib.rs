@@ -93,6 +93,7 @@ pub mod advanced {
     pub use crate::kernels::copy::{vec4_default, CopyPath};
     pub use crate::kernels::elementwise::ElementwisePath;
     pub use crate::kernels::matmul::MatmulKernel;
+    pub use crate::runtime::deferred::SubmitPolicy;
     pub use crate::runtime::record::RecordCounts;
     pub use crate::runtime::{AdapterReport, CooperativeMatrix};
 

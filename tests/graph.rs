@@ -9,6 +9,7 @@ mod common;
 use common::gpu::{contexts, doomed_device, name};
 use strided_wgpu::advanced::ConvKernel;
 use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, Matmul, MaxPool2dOptions, MemoryFormat, Pool2d, Reduce, Strided};
+use strided_wgpu::advanced::SubmitPolicy;
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn vals(n: usize, seed: u32) -> Vec<f32> {
@@ -363,5 +364,160 @@ fn two_threads_capture_at_once() {
                 w.join().unwrap();
             }
         });
+    }
+}
+
+/// A context of the crate's own on `ctx`'s backend, holding eager calls back.
+fn deferring(ctx: &GpuContext) -> Option<GpuContext> {
+    let c = doomed_device(ctx)?;
+    c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+    Some(c)
+}
+
+#[test]
+fn eager_calls_held_back_submit_in_growing_pieces_to_the_same_bits() {
+    // A context the crate opens holds eager calls back unless told otherwise; one made on the
+    // caller's device submits each.
+    if std::env::var_os("STRIDED_WGPU_SUBMIT").is_none() {
+        let noop = strided_wgpu::advanced::internal::noop_context().unwrap();
+        assert_eq!(noop.submit_policy(), SubmitPolicy::EachCall);
+        for ctx in contexts() {
+            let c = doomed_device(ctx).unwrap();
+            assert_eq!(c.submit_policy(), SubmitPolicy::Deferred, "{}", name(ctx));
+        }
+    }
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        let x0 = DeviceTensor::from_slice(&c, &vals(1000, 51), &[10, 100]).unwrap();
+        let chain = |x0: &DeviceTensor| -> (Vec<u32>, strided_wgpu::advanced::RecordCounts, strided_wgpu::advanced::RecordCounts) {
+            c.flush().unwrap().wait().unwrap();
+            let before = c.record_counts();
+            let mut x = x0.add(1.0).unwrap();
+            for i in 1..40 {
+                x = if i % 2 == 0 { x.mul(x0).unwrap() } else { x.sub(0.25).unwrap() };
+            }
+            let held = c.record_counts() - before;
+            let bits = x.download().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+            (bits, held, c.record_counts() - before)
+        };
+        let (held_bits, held, all) = chain(&x0);
+        // Submitted after calls 1, 3, 7, 15 and 31 (pieces of 1, 2, 4, 8, 16); the last 9 with
+        // the download, in its submission.
+        assert_eq!((held.submits, held.dispatches), (5, 31), "{}: {held:?}", name(ctx));
+        assert_eq!((all.submits, all.dispatches, all.passes), (6, 40, 6), "{}: {all:?}", name(ctx));
+        c.set_submit_policy(SubmitPolicy::EachCall).unwrap();
+        let (each_bits, each, _) = chain(&x0);
+        assert_eq!((each.submits, each.dispatches), (40, 40), "{}: {each:?}", name(ctx));
+        assert_eq!(held_bits, each_bits, "{}: calls held back and calls submitted each differ", name(ctx));
+        // At most 32 calls a piece.
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let one = DeviceTensor::from_slice(&c, &[0f32], &[1]).unwrap();
+        let before = c.record_counts();
+        for _ in 0..200 {
+            one.add_(1.0).unwrap();
+        }
+        let n = c.record_counts() - before;
+        // 1 + 2 + 4 + 8 + 16 = 31 calls, then pieces of 32: 5 more (191 calls), 9 held.
+        assert_eq!((n.submits, n.dispatches), (10, 191), "{}: {n:?}", name(ctx));
+        assert_eq!(one.download().unwrap().to_vec::<f32>().unwrap(), vec![200.0], "{}", name(ctx));
+    }
+}
+
+#[test]
+fn held_back_calls_run_before_what_follows_them() {
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        let want: Vec<f32> = vals(64, 61).iter().map(|v| (v + 1.0) * 2.0).collect();
+        // A batch submitted after held calls: one queue submission, the held calls first.
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        x.add_(1.0).unwrap();
+        x.add_(0.0).unwrap();
+        let before = c.record_counts();
+        let mut b = c.batch();
+        let y = b.mul(&x, 2.0).unwrap();
+        b.submit_and_wait().unwrap();
+        assert_eq!((c.record_counts() - before).submits, 1, "{}", name(ctx));
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        // Inputs dropped while their calls are held: the recording holds them.
+        let z = {
+            let a = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+            let t = a.add(1.0).unwrap();
+            t.mul(2.0).unwrap()
+        };
+        assert_eq!(z.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        // A graph captured after held calls, replayed: it reads what they wrote.
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        x.add_(1.0).unwrap();
+        x.add_(0.0).unwrap();
+        let graph = c.capture(&[], || x.mul(2.0)).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        // A finished batch goes to the caller after the held calls were submitted; the queue
+        // handed out switches the context to a submission a call.
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        x.add_(1.0).unwrap();
+        x.add_(0.0).unwrap();
+        let mut b = c.batch();
+        let y = b.mul(&x, 2.0).unwrap();
+        let buffer = b.finish().unwrap();
+        assert_eq!(c.submit_policy(), SubmitPolicy::Deferred, "{}", name(ctx));
+        c.queue().submit([buffer]);
+        assert_eq!(c.submit_policy(), SubmitPolicy::EachCall, "{}", name(ctx));
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        // Held calls are submitted when the device is handed out, before the caller's work.
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        x.add_(1.0).unwrap();
+        x.mul_(2.0).unwrap();
+        let before = c.record_counts();
+        let device = c.device();
+        assert_eq!((c.record_counts() - before).dispatches, 1, "{}: the held call submitted", name(ctx));
+        let out = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ, mapped_at_creation: false });
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(x.buffer(), 0, &out, 0, 256);
+        c.queue().submit([enc.finish()]);
+        out.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
+        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        let got: Vec<f32> = out.slice(..).get_mapped_range().unwrap().chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(got, want, "{}: the caller's copy saw the held calls' result", name(ctx));
+    }
+}
+
+#[test]
+fn held_back_calls_on_a_lost_device_and_from_two_threads() {
+    for ctx in contexts() {
+        // Two threads' calls held back together, each chain right.
+        let Some(c) = deferring(ctx) else { continue };
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..2u32)
+                .map(|t| {
+                    let c = &c;
+                    s.spawn(move || {
+                        let x = DeviceTensor::from_slice(c, &vals(256, 70 + t), &[256]).unwrap();
+                        let mut y = x.clone();
+                        for _ in 0..20 {
+                            y = y.mul(0.5).unwrap().add(&x).unwrap();
+                        }
+                        let want: Vec<f32> = vals(256, 70 + t).iter().map(|&v| (0..20).fold(v, |a, _| a * 0.5 + v)).collect();
+                        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "thread {t}");
+                    })
+                })
+                .collect();
+            for r in runs {
+                r.join().unwrap();
+            }
+        });
+        // A device lost under held calls: the call that submits them fails with DeviceLost.
+        let device = c.device().clone();
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let x = DeviceTensor::from_slice(&c, &vals(256, 71), &[256]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        let y = x.add(1.0).unwrap();
+        let _z = y.add(1.0).unwrap();
+        device.destroy();
+        let r = y.download();
+        assert!(matches!(r, Err(Error::DeviceLost { .. })), "{}: {r:?}", name(ctx));
+        assert!(matches!(c.flush().and_then(|s| s.wait()), Err(Error::DeviceLost { .. })), "{}", name(ctx));
     }
 }

@@ -61,7 +61,7 @@ fn the_counter_counts_pub_use_trees_and_modules() {
 #[test]
 fn the_documented_paths_resolve() {
     #[allow(unused_imports)]
-    use strided_wgpu::advanced::{conv2d_with, vec4_default, AdapterReport, ConvKernel, CopyPath, ElementwisePath, GpuTimer, MatmulKernel, RecordCounts};
+    use strided_wgpu::advanced::{conv2d_with, vec4_default, AdapterReport, ConvKernel, CopyPath, ElementwisePath, GpuTimer, MatmulKernel, RecordCounts, SubmitPolicy};
     #[allow(unused_imports)]
     use strided_wgpu::layout::{CopyKind, CopyPlan, IterPlan, Overlap, Reshape};
     #[allow(unused_imports)]

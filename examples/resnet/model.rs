@@ -13,7 +13,8 @@
 //! * every convolution carries its batch norm folded into its weight and bias
 //!   ([`fold_batch_norm`], done once when the network is built), with ReLU fused where one
 //!   follows; its output keeps the input's memory format;
-//! * a block's sum is `y.add_(identity)` then `y.relu_()`, in place;
+//! * a block's sum and its ReLU are in its second convolution's epilogue (`conv2d_add` with
+//!   `relu`);
 //! * global average pooling is `mean(dims [2, 3])` (it reads either layout in place), the
 //!   classifier `linear`, then `softmax(1)` and `argmax(1)`.
 

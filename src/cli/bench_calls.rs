@@ -1,9 +1,11 @@
 //! `bench --only calls`: the rows of `tools/peers/torch_cuda_bench.py` (PyTorch on CUDA, the
 //! anchor), timed by its rule so that the two read side by side: wall clock around each whole
-//! call and a wait for the GPU (`device.poll(Wait)`, PyTorch's `torch.cuda.synchronize()`), 3
+//! call and a wait for the GPU (`ctx.flush()?.wait()`, PyTorch's `torch.cuda.synchronize()`: what
+//! eager calls held back submitted, then a polling wait for everything submitted), 3
 //! warm-up calls, then calls until at least `STRIDED_WGPU_BENCH_MIN_S` seconds (default 0.3)
 //! and 5 calls; the median. Each row runs two ways: `eager` (the call as a user writes it:
-//! recorded, submitted, then the device waited for) and `graph` (the same call captured once
+//! recorded, submitted or held back as the context's policy says, then waited for) and `graph`
+//! (the same call captured once
 //! with [`GpuContext::capture`], then each timed call `Graph::replay_and_wait`, the crate's own
 //! wait): their difference is what a call costs beyond its recorded work. Rows F0 and F1 are
 //! the floor under any call on the adapter: raw wgpu, an empty submission and a blocking or a
@@ -40,12 +42,10 @@ fn min_seconds() -> f64 {
     std::env::var("STRIDED_WGPU_BENCH_MIN_S").ok().and_then(|v| v.parse().ok()).filter(|v: &f64| *v > 0.0).unwrap_or(0.3)
 }
 
-/// Waits until the GPU has finished everything submitted so far.
+/// Submits what eager calls held back, and waits until the GPU has finished everything
+/// submitted so far.
 fn sync(ctx: &GpuContext) -> Result<()> {
-    ctx.device()
-        .poll(wgpu::PollType::Wait { submission_index: None, timeout: None })
-        .map(drop)
-        .map_err(|e| strided_wgpu::Error::Gpu { op: "bench calls", message: format!("waiting for the GPU: {e}") })
+    ctx.flush()?.wait()
 }
 
 /// The peer script's rule: 3 warm-ups, then calls until >= `min_s` and >= 5 calls.

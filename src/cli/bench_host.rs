@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, Graph, HostTensor, MemoryFormat, Result};
+use strided_wgpu::advanced::SubmitPolicy;
 
 use crate::cli::resnet::err;
 use strided_wgpu::advanced::internal::noop_context;
@@ -35,7 +36,12 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let mut rows = Vec::new();
     let a = DeviceTensor::from_slice(&ctx, &[1f32], &[1])?;
     let b = DeviceTensor::from_slice(&ctx, &[2f32], &[1])?;
-    rows.push(("add_one_element", time_us(9, 200, 1, || a.add(&b).map(drop))?, "a.add(&b), eager: recorded and submitted".to_string()));
+    // The noop context is made on a device of its own (`from_device`): a submission a call
+    // unless told otherwise.
+    rows.push(("add_one_element", time_us(9, 200, 1, || a.add(&b).map(drop))?, "a.add(&b), eager: recorded and submitted (SubmitPolicy::EachCall)".to_string()));
+    ctx.set_submit_policy(SubmitPolicy::Deferred)?;
+    rows.push(("add_one_element_deferred", time_us(9, 200, 1, || a.add(&b).map(drop))?, "a.add(&b), eager, held back (SubmitPolicy::Deferred: a submission each 32 calls)".to_string()));
+    ctx.set_submit_policy(SubmitPolicy::EachCall)?;
     const CHAIN: usize = 100;
     rows.push((
         "batch_op",
@@ -59,6 +65,14 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(err)?;
     let rgba = DeviceTensor::upload(&ctx, &HostTensor::from_vec(d.image(), &[8, 224, 224, 4])?)?;
     let graph = forward_rows(&ctx, &net, &rgba, ["resnet18_eager", "resnet18_graph_replay"], ["ResNet-18 b8 forward, channels-last", "the same forward captured, replayed"], &mut rows)?;
+    ctx.set_submit_policy(SubmitPolicy::Deferred)?;
+    let before = ctx.record_counts();
+    net.forward(&rgba).map_err(err)?;
+    ctx.flush()?;
+    let c = ctx.record_counts() - before;
+    let us = time_us(7, 3, 1, || net.forward(&rgba).map_err(err).and_then(|_| ctx.flush().map(drop)))?;
+    ctx.set_submit_policy(SubmitPolicy::EachCall)?;
+    rows.push(("resnet18_eager_deferred", us, format!("the forward eager, its calls held back (SubmitPolicy::Deferred: submitted after 1, 2, 4 and 8 calls, the rest by the flush after the forward): {} submits, {} passes, {} dispatches", c.submits, c.passes, c.dispatches)));
     if std::env::var_os("STRIDED_WGPU_DUMP").is_some() {
         let mut h = std::collections::BTreeMap::new();
         for k in graph.dispatches() {
@@ -87,8 +101,10 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
 fn forward_rows(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor, names: [&'static str; 2], notes: [&str; 2], rows: &mut Vec<(&'static str, f64, String)>) -> Result<Graph<Outputs<DeviceTensor>>> {
     let before = ctx.record_counts();
     net.forward(rgba).map_err(err)?;
+    ctx.flush()?;
     let eager = ctx.record_counts() - before;
-    rows.push((names[0], time_us(7, 3, 1, || net.forward(rgba).map(drop).map_err(err))?, format!("{}: {} submits, {} passes, {} dispatches", notes[0], eager.submits, eager.passes, eager.dispatches)));
+    // A whole forward a timed call: its calls, then what they held back submitted.
+    rows.push((names[0], time_us(7, 3, 1, || net.forward(rgba).map_err(err).and_then(|_| ctx.flush().map(drop)))?, format!("{}: {} submits, {} passes, {} dispatches", notes[0], eager.submits, eager.passes, eager.dispatches)));
     let graph = ctx.capture(&[rgba], || net.forward(rgba).map_err(err))?;
     let c = graph.counts();
     rows.push((names[1], time_us(7, 10, 1, || graph.replay(&[]).map(drop))?, format!("{}: {} submit, {} passes, {} dispatches", notes[1], c.submits, c.passes, c.dispatches)));

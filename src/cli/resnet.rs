@@ -4,7 +4,9 @@
 //! * images per second at steady state in NCHW and in channels-last (float32), and in
 //!   channels-last float16 (`"dtype": "f16"`: parameters rounded once after folding, f16
 //!   activations; its convolutions on tensor cores where the device has them and
-//!   `STRIDED_WGPU_COOPERATIVE_MATRIX=all`), eager and as a replayed graph, all timed
+//!   `STRIDED_WGPU_COOPERATIVE_MATRIX=all`), eager (`"mode": "eager"`: the calls held back and
+//!   submitted in pieces, `SubmitPolicy::Deferred`, a context's default; `"eager_each_call"`:
+//!   a submission a call, `SubmitPolicy::EachCall`) and as a replayed graph, all timed
 //!   round-robin (each timed forward after one untimed; wall clock around the forward pass and
 //!   the download of its logits, which waits for the GPU);
 //! * each variant's first inference in a fresh process (`resnet-first nchw|nhwc [graph] [f16]`)
@@ -16,12 +18,16 @@
 use std::time::Instant;
 
 use strided_wgpu::{DType, DeviceTensor, Elementwise, Error, GpuContext, Graph, HostTensor, MemoryFormat, Result};
+use strided_wgpu::advanced::SubmitPolicy;
 
 use crate::resnet_model::{formula_params, max_abs_diff, Description, ModelError, Net};
 
 const BATCH: usize = 8;
 const SIZE: usize = 224;
 const RUNS: usize = 5;
+
+/// The modes of a forward: two eager policies, then the graph.
+const MODES: [(&str, Option<SubmitPolicy>); 3] = [("eager", Some(SubmitPolicy::Deferred)), ("eager_each_call", Some(SubmitPolicy::EachCall)), ("graph", None)];
 
 /// A model error as the crate's (the bench's rows report crate errors).
 pub(crate) fn err(e: ModelError) -> Error {
@@ -114,11 +120,23 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     // with eager bit for bit.
     let mut first = Vec::new();
     let mut eager_counts = Vec::new();
+    let policy = ctx.submit_policy();
     for (n, x) in &nets {
-        let c = ctx.record_counts();
-        first.push(forward(n, x)?.1);
-        eager_counts.push(ctx.record_counts() - c);
+        let mut counts = [Default::default(); 2];
+        for (m, &(_, p)) in MODES[..2].iter().enumerate() {
+            ctx.set_submit_policy(p.expect("an eager mode"))?;
+            let c = ctx.record_counts();
+            let logits = forward(n, x)?.1;
+            counts[m] = ctx.record_counts() - c;
+            if m == 0 {
+                first.push(logits);
+            } else if logits.iter().map(|v| v.to_bits()).ne(first.last().expect("the first mode's logits").iter().map(|v| v.to_bits())) {
+                return Err(Error::Gpu { op: "bench resnet", message: "the logits of a submission a call differ from those of calls held back".into() });
+            }
+        }
+        eager_counts.push(counts);
     }
+    ctx.set_submit_policy(policy)?;
     let graphs = nets.iter().map(|(n, x)| capture(ctx, n, x)).collect::<Result<Vec<_>>>()?;
     for (i, g) in graphs.iter().enumerate() {
         let logits = replay(g)?.1;
@@ -129,29 +147,39 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     let layout_diff = max_abs_diff(&wide(&first[0]), &wide(&first[1]));
     let half_diff = max_abs_diff(&wide(&first[1]), &wide(&first[2]));
-    // Times of (variant, mode): eager 0, graph 1.
-    let mut times = vec![[Vec::new(), Vec::new()]; VARIANTS.len()];
+    // Times of (variant, mode), as MODES.
+    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; VARIANTS.len()];
     for _ in 0..RUNS {
         for (i, (n, x)) in nets.iter().enumerate() {
-            forward(n, x)?;
-            times[i][0].push(forward(n, x)?.0);
+            for (m, &(_, p)) in MODES[..2].iter().enumerate() {
+                ctx.set_submit_policy(p.expect("an eager mode"))?;
+                forward(n, x)?;
+                times[i][m].push(forward(n, x)?.0);
+            }
+            ctx.set_submit_policy(policy)?;
             replay(&graphs[i])?;
-            times[i][1].push(replay(&graphs[i])?.0);
+            times[i][2].push(replay(&graphs[i])?.0);
         }
     }
     let cold = cold()?;
     if !json {
         println!();
         println!("resnet rows; adapter: {} ({:?}, {:?}); ResNet-18, batch {BATCH}, {SIZE}x{SIZE}, formula weights, default settings; wall clock of a forward and its logits' download", a.name, a.backend, a.device_type);
-        println!("{:<14} {:<5} {:<6} {:>10} {:>10} {:>9} {:>10} {:>8} {:>7} {:>10}", "layout", "type", "mode", "images/s", "median ms", "first s", "pipelines", "submits", "passes", "dispatches");
+        println!("{:<14} {:<5} {:<15} {:>10} {:>10} {:>9} {:>10} {:>8} {:>7} {:>10}", "layout", "type", "mode", "images/s", "median ms", "first s", "pipelines", "submits", "passes", "dispatches");
     }
     for (i, &(l, dtype)) in VARIANTS.iter().enumerate() {
         let name = if l == "nhwc" { "channels-last" } else { "NCHW" };
         let op = if dtype == DType::F32 { format!("resnet18_{l}") } else { format!("resnet18_{l}_{dtype}") };
-        for (m, mode) in ["eager", "graph"].iter().enumerate() {
-            let c = &cold[i][m];
+        for (m, &(mode, _)) in MODES.iter().enumerate() {
+            // The first inference in a fresh process: eager (its context's default) and graph.
+            let none = serde_json::Value::Null;
+            let c = match m {
+                0 => &cold[i][0],
+                2 => &cold[i][1],
+                _ => &none,
+            };
             let (first_ms, pipelines) = (c["first_inference_ms"].as_f64(), c["pipelines"].as_u64());
-            let counts = if m == 0 { eager_counts[i] } else { graphs[i].counts() };
+            let counts = if m < 2 { eager_counts[i][m] } else { graphs[i].counts() };
             let ms = median(&mut times[i][m]) * 1e3;
             let ips = BATCH as f64 / ms * 1e3;
             if json {
@@ -161,8 +189,11 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
                         "first_inference_ms": first_ms, "pipelines": pipelines, "submits": counts.submits, "passes": counts.passes, "dispatches": counts.dispatches, "transfers": counts.transfers, "error": c.get("error") })
                 );
             } else {
-                let first = first_ms.map_or_else(|| format!("error: {}", c["error"]), |ms| format!("{:.2}", ms / 1e3));
-                println!("{:<14} {:<5} {:<6} {:>10.2} {:>10.1} {:>9} {:>10} {:>8} {:>7} {:>10}", name, dtype.to_string(), mode, ips, ms, first, pipelines.map_or("-".into(), |p| p.to_string()), counts.submits, counts.passes, counts.dispatches);
+                let first = match c.get("error") {
+                    Some(e) => format!("error: {e}"),
+                    None => first_ms.map_or("-".into(), |ms| format!("{:.2}", ms / 1e3)),
+                };
+                println!("{:<14} {:<5} {:<15} {:>10.2} {:>10.1} {:>9} {:>10} {:>8} {:>7} {:>10}", name, dtype.to_string(), mode, ips, ms, first, pipelines.map_or("-".into(), |p| p.to_string()), counts.submits, counts.passes, counts.dispatches);
             }
         }
     }
@@ -264,6 +295,7 @@ pub fn walkthrough_resnet(ctx: &GpuContext) -> Result<()> {
     // The same forward captured once and replayed: one submit.
     let counts = ctx.record_counts();
     net.forward(&drgba).map_err(err)?;
+    ctx.flush()?;
     let eager = ctx.record_counts() - counts;
     let graph = ctx.capture(&[&drgba], || net.forward(&drgba).map_err(err))?;
     graph.replay(&[])?.wait()?;

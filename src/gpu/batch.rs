@@ -9,9 +9,10 @@ use crate::runtime::record::{self, Recorder};
 use crate::runtime::Runtime;
 use crate::runtime::submit::{self, Submission};
 
-/// The encoder a batch records into.
+/// The encoder a batch records into: the crate's own (made when the batch is submitted or
+/// finished: an eager call held back never makes one), or the caller's.
 enum Encoder<'e> {
-    Owned(wgpu::CommandEncoder),
+    Owned,
     Borrowed(&'e mut wgpu::CommandEncoder),
 }
 
@@ -66,16 +67,18 @@ impl GpuContext {
     pub fn batch(&self) -> Batch<'static> {
         // Buffers of finished work return to the pool before the batch allocates.
         self.rt.reclaim();
-        let enc = self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-        Batch { ctx: self.clone(), enc: Some(Encoder::Owned(enc)), rec: Recorder::default(), tail: None }
+        Batch { ctx: self.clone(), enc: Some(Encoder::Owned), rec: Recorder::default(), tail: None }
     }
 
     /// Starts recording operations into the caller's `encoder` (of this context's device). The
     /// operations run where they are recorded among the caller's passes, when the caller
     /// submits the encoder. End the batch ([`Batch::end`], or drop it) before finishing the
-    /// encoder.
+    /// encoder. Eager calls held back ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first,
+    /// so that they run before the caller's encoder (an error of theirs is returned by the
+    /// next call that submits).
     pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
         self.rt.reclaim();
+        self.rt.submit_held();
         Batch { ctx: self.clone(), enc: Some(Encoder::Borrowed(encoder)), rec: Recorder::default(), tail: None }
     }
 }
@@ -123,15 +126,19 @@ impl Batch<'_> {
 
     /// Finishes the crate's encoder into a command buffer for the caller to submit (with its
     /// own, in one submission). What the batch holds is released when that command buffer's
-    /// work has finished. An error for a batch recording into the caller's encoder, and while
-    /// this thread captures a graph ([`GpuContext::capture`]: submit the batch to capture it).
+    /// work has finished. Eager calls held back ([`crate::advanced::SubmitPolicy::Deferred`]) are
+    /// submitted first, so that they run before it. An error for a batch recording into the
+    /// caller's encoder, and while this thread captures a graph ([`GpuContext::capture`]:
+    /// submit the batch to capture it).
     pub fn finish(mut self) -> Result<wgpu::CommandBuffer> {
         if self.ctx.rt.capturing_here() {
             return Err(Error::invalid("finish", "this thread is capturing a graph: submit the batch to capture its work (a finished command buffer would run outside the graph)"));
         }
         match self.enc.take() {
-            Some(Encoder::Owned(mut enc)) => {
+            Some(Encoder::Owned) => {
                 let rt = self.ctx.rt.clone();
+                rt.flush("finish")?;
+                let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
                 let rec = std::mem::take(&mut self.rec);
                 let mut keep = submit::encode_recording(&rt, "finish", &mut enc, rec)?;
                 rt.scoped("finish", || {
@@ -150,10 +157,11 @@ impl Batch<'_> {
     /// as its copies allow); errors wgpu reports are returned here. The returned
     /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish. While
     /// this thread captures a graph ([`GpuContext::capture`]), the work is appended to the
-    /// graph instead, and the submission is complete at once.
+    /// graph instead, and the submission is complete at once. Eager calls held back
+    /// ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first, in the same queue submission.
     pub fn submit(mut self) -> Result<Submission> {
         match self.enc.take() {
-            Some(Encoder::Owned(enc)) => {
+            Some(Encoder::Owned) => {
                 let rt = self.ctx.rt.clone();
                 let rec = std::mem::take(&mut self.rec);
                 if rt.capturing_here() {
@@ -162,6 +170,7 @@ impl Batch<'_> {
                     let tail = self.tail.take().filter(|(_, t)| !matches!(t, Tail::Conv(c) if c.end != rec.len()));
                     return fuse::append_captured(&self.ctx, rec, tail).map(|()| Submission::captured());
                 }
+                let enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
                 submit::submit_recording(&rt, "submit", enc, rec)
             }
             other => {
@@ -169,6 +178,18 @@ impl Batch<'_> {
                 Err(Error::invalid("submit", "the batch records into the caller's encoder; the caller submits it"))
             }
         }
+    }
+
+    /// An eager call's end: its recording is submitted, or held back with the calls before it
+    /// where the context defers ([`crate::advanced::SubmitPolicy::Deferred`], `runtime/deferred.rs`);
+    /// while this thread captures a graph, appended to the graph as [`Batch::submit`] does.
+    pub(crate) fn submit_eager(mut self) -> Result<()> {
+        let rt = self.ctx.rt.clone();
+        if rt.capturing_here() || !matches!(self.enc, Some(Encoder::Owned)) {
+            return self.submit().map(drop);
+        }
+        self.enc = None;
+        rt.defer("submit", std::mem::take(&mut self.rec))
     }
 
     /// Submits everything recorded and waits for it to finish (native only).

@@ -9,6 +9,8 @@ use crate::kernels::copy::{CopyPath, ShapeClass, Transpose};
 use crate::kernels::matmul::Matmul as MatmulFamily;
 use crate::tune::{admits, Family};
 use crate::runtime::lock::lock;
+use crate::runtime::deferred::SubmitPolicy;
+use crate::runtime::submit::Submission;
 use crate::runtime::{AdapterReport, Runtime};
 use crate::tune::{Tuner, TuningPolicy};
 
@@ -103,7 +105,7 @@ impl GpuContext {
             })
             .await
             .map_err(|e| Error::Adapter(format!("request_device on {:?}: {e}", adapter.get_info().name)))?;
-        let ctx = GpuContext { rt: Arc::new(Runtime::new(device, queue, &adapter.get_info(), coop)), tuner: Arc::new(Tuner::default()) };
+        let ctx = GpuContext { rt: Arc::new(Runtime::new(device, queue, &adapter.get_info(), coop, SubmitPolicy::from_env(SubmitPolicy::Deferred))), tuner: Arc::new(Tuner::default()) };
         ctx.own_handlers();
         Ok(ctx)
     }
@@ -122,8 +124,13 @@ impl GpuContext {
     /// error of the host's work never fails a call of the crate. The tensor-core kernel
     /// (`MatmulKernel::Coop`) is not used on such a device: the device alone does not say which
     /// cooperative-matrix configurations its adapter has.
+    ///
+    /// Each eager call submits its work before it returns ([`SubmitPolicy::EachCall`]), so that
+    /// the host's own submissions after it see its results; [`GpuContext::set_submit_policy`]
+    /// opts in to holding calls back, with [`GpuContext::flush`] before the host's own
+    /// submissions that read the crate's results.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> GpuContext {
-        GpuContext { rt: Arc::new(Runtime::new(device, queue, info, None)), tuner: Arc::new(Tuner::default()) }
+        GpuContext { rt: Arc::new(Runtime::new(device, queue, info, None, SubmitPolicy::from_env(SubmitPolicy::EachCall))), tuner: Arc::new(Tuner::default()) }
     }
 
     /// The adapter and the limits that matter.
@@ -138,12 +145,42 @@ impl GpuContext {
     /// wgpu's experimental `EXPERIMENTAL_COOPERATIVE_MATRIX` feature enabled
     /// ([`AdapterReport::cooperative_matrix`] says so): shaders of your own that use it are
     /// subject to wgpu's experimental-feature caveats.
+    ///
+    /// Handing out the device submits the eager calls held back and switches the context to
+    /// [`SubmitPolicy::EachCall`]: work of the caller's submitted after a call then runs after
+    /// it (set [`SubmitPolicy::Deferred`] again to hold calls back, and [`GpuContext::flush`]
+    /// before your own submissions).
     pub fn device(&self) -> &wgpu::Device {
+        self.rt.hand_out();
         &self.rt.device
     }
-    /// The wgpu queue.
+    /// The wgpu queue. Handing it out submits the eager calls held back and switches the
+    /// context to [`SubmitPolicy::EachCall`], as [`GpuContext::device`] does.
     pub fn queue(&self) -> &wgpu::Queue {
+        self.rt.hand_out();
         &self.rt.queue
+    }
+
+    /// How eager calls reach the GPU: [`SubmitPolicy::Deferred`] for a context the crate opened
+    /// until it hands out its device or queue, [`SubmitPolicy::EachCall`] for one made on the
+    /// caller's device (`STRIDED_WGPU_SUBMIT=each` or `deferred` sets either at creation).
+    pub fn submit_policy(&self) -> SubmitPolicy {
+        self.rt.submit_policy()
+    }
+
+    /// Sets how eager calls reach the GPU; what was held back is submitted first (its errors
+    /// returned here).
+    pub fn set_submit_policy(&self, policy: SubmitPolicy) -> Result<()> {
+        self.rt.set_submit_policy(policy)
+    }
+
+    /// Submits the eager calls held back ([`SubmitPolicy::Deferred`]), and returns a
+    /// submission that finishes when every piece of work the context submitted so far has:
+    /// `ctx.flush()?.wait()` is PyTorch's `torch.cuda.synchronize()`. Never needed for the
+    /// crate's own results (its downloads, waits and batches submit what was held first); call
+    /// it before work of your own reads them, or to start the GPU on calls held back.
+    pub fn flush(&self) -> Result<Submission> {
+        self.rt.flush("flush")
     }
 
     /// When this context measures kernels ([`TuningPolicy::Defaults`] unless set).

@@ -92,7 +92,7 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     let out = DeviceTensor::empty(ctx, &g.out_shape(), g.dtype, g.format)?;
     let mut batch = ctx.batch();
     batch.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, kernel)?;
-    let _ = batch.submit()?;
+    batch.submit_eager()?;
     Ok(out)
 }
 
@@ -117,7 +117,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
     }
     let mut batch = ctx.batch();
     batch.convolve(op, &out, input, weight, bias, None, options, g, kernel)?;
-    let _ = batch.submit()?;
+    batch.submit_eager()?;
     Ok(out)
 }
 

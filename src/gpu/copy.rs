@@ -51,7 +51,7 @@ impl DeviceTensor {
         }
         let mut batch = ctx.batch();
         batch.copy_with(self, src, path)?;
-        let _ = batch.submit()?;
+        batch.submit_eager()?;
         Ok(())
     }
 }

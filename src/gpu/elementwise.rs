@@ -116,7 +116,7 @@ impl DeviceTensor {
         };
         let mut batch = ctx.batch();
         let out = batch.elementwise_with(op, inputs, target, path)?;
-        let _ = batch.submit()?;
+        batch.submit_eager()?;
         Ok(out)
     }
 }

@@ -30,7 +30,7 @@ impl Matmul for DeviceTensor {
         }
         let mut batch = ctx.batch();
         let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
-        let _ = batch.submit()?;
+        batch.submit_eager()?;
         Ok(out)
     }
 }

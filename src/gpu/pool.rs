@@ -18,7 +18,7 @@ impl Pool2d for DeviceTensor {
         let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
         let mut batch = ctx.batch();
         batch.window(g, self, &out, idx.as_ref(), PoolKernel::Auto)?;
-        let _ = batch.submit()?;
+        batch.submit_eager()?;
         Ok((out, idx))
     }
 }
@@ -36,7 +36,7 @@ pub fn window_with(x: &DeviceTensor, g: &Window, kernel: PoolKernel) -> Result<(
     let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
     let mut batch = ctx.batch();
     batch.window(g, x, &out, idx.as_ref(), kernel)?;
-    let _ = batch.submit()?;
+    batch.submit_eager()?;
     Ok((out, idx))
 }
 

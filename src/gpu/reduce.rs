@@ -124,7 +124,7 @@ impl Reduce for DeviceTensor {
     fn reduce(&self, op: ReduceOp, dims: Dims, keepdim: bool, dtype: Option<DType>, out: Option<&Self>, indices: Option<&Self>) -> Result<(Self, Option<Self>)> {
         let mut b = self.context().batch();
         let r = b.reduce(self, op, dims, keepdim, dtype, out, indices)?;
-        b.submit()?;
+        b.submit_eager()?;
         Ok(r)
     }
 
@@ -132,7 +132,7 @@ impl Reduce for DeviceTensor {
     fn scan(&self, op: ScanOp, dim: isize, out: Option<&Self>) -> Result<Self> {
         let mut b = self.context().batch();
         let r = b.scan(self, op, dim, out)?;
-        b.submit()?;
+        b.submit_eager()?;
         Ok(r)
     }
 }

@@ -20,7 +20,7 @@ impl ShapeOps for DeviceTensor {
         for (dst, src) in pieces {
             batch.copy_(dst, src)?;
         }
-        let _ = batch.submit()?;
+        batch.submit_eager()?;
         Ok(())
     }
 }

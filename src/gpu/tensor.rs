@@ -85,7 +85,7 @@ impl DeviceTensor {
         let rec = batch.parts("zeros")?;
         rec.clear_buffer(t.buffer(), 0, None);
         rec.hold(t.storage.clone());
-        batch.submit()?;
+        batch.submit_eager()?;
         Ok(t)
     }
 

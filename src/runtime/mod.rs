@@ -14,6 +14,7 @@
 
 pub mod errors;
 pub(crate) mod bind;
+pub mod deferred;
 pub(crate) mod fxhash;
 pub mod lock;
 pub mod pool;
@@ -184,12 +185,16 @@ pub(crate) struct Runtime {
     /// The graphs being captured, by the thread capturing each (see [`Runtime::capture_begin`]).
     /// Lock order: never take a GL turn (or make a device call) while holding it.
     capture: Mutex<HashMap<std::thread::ThreadId, record::Recorder>>,
+    /// Eager calls held back, and whether they are (`deferred.rs`). Lock order: its lock
+    /// before a GL turn (a submission of held-back calls takes one while holding it).
+    pub(crate) deferral: deferred::Deferral,
 }
 
 impl Runtime {
     /// `coop`: the fragment size of the cooperative-matrix configuration the adapter reported
     /// for the tensor-core kernel ([`cooperative_wanted`]; the device's features say the rest).
-    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo, coop: Option<u32>) -> Runtime {
+    /// `policy`: how eager calls reach the GPU ([`deferred::SubmitPolicy`]).
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo, coop: Option<u32>, policy: deferred::SubmitPolicy) -> Runtime {
         let limits = device.limits();
         // Subgroup kernels, native only: browsers need `enable subgroups;`, which naga does
         // not take yet.
@@ -228,6 +233,7 @@ impl Runtime {
             errors,
             counters: record::Counters::default(),
             capture: Mutex::new(HashMap::new()),
+            deferral: deferred::Deferral::new(policy),
         }
     }
 

@@ -40,6 +40,11 @@ impl Keep {
     pub fn hold_shared<T: Send + Sync + 'static>(&mut self, t: Arc<T>) {
         self.shared.push(t);
     }
+    /// Takes over everything `other` holds.
+    pub fn absorb(&mut self, mut other: Keep) {
+        self.boxed.append(&mut other.boxed);
+        self.shared.append(&mut other.shared);
+    }
     /// Hands everything held to `encoder`: it is dropped when the encoder's command buffer has
     /// finished on the GPU, or with the encoder if that is never submitted.
     pub fn attach(&mut self, encoder: &wgpu::CommandEncoder) {
@@ -243,6 +248,16 @@ impl Recorder {
             }
         }
         (bytes, copies)
+    }
+
+    /// Appends another recording whose uniforms are not written yet (an eager call held back,
+    /// `runtime/deferred.rs`): its uniform chunks join this recording's, and are written with
+    /// them when it is encoded.
+    pub fn append_unwritten(&mut self, mut other: Recorder) {
+        self.fresh.append(&mut other.fresh);
+        self.commands.append(&mut other.commands);
+        self.chunks.append(&mut other.chunks);
+        self.keep.absorb(std::mem::take(&mut other.keep));
     }
 
     /// Appends another recording's commands and holdings after this one's; its uniforms must

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pool::Pooled;
 use crate::runtime::record::{encode, Command, Keep, RecordCounts, Recorder};
 use crate::runtime::lock::lock;
+use crate::runtime::deferred::{Held, SubmitPolicy};
 use crate::runtime::Runtime;
 
 /// A value set once by a wgpu callback, and the waker of whoever awaits it.
@@ -85,13 +86,14 @@ const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
 pub(crate) struct Completion<T> {
     rt: Arc<Runtime>,
     op: &'static str,
-    pub(crate) index: wgpu::SubmissionIndex,
+    /// The submission waited for (`None`: everything submitted).
+    pub(crate) index: Option<wgpu::SubmissionIndex>,
     signal: Signal<T>,
     pub(crate) drive: Drive,
 }
 
 impl<T> Completion<T> {
-    pub fn new(rt: Arc<Runtime>, op: &'static str, index: wgpu::SubmissionIndex, signal: Signal<T>, drive: Drive) -> Completion<T> {
+    pub fn new(rt: Arc<Runtime>, op: &'static str, index: Option<wgpu::SubmissionIndex>, signal: Signal<T>, drive: Drive) -> Completion<T> {
         Completion { rt, op, index, signal, drive }
     }
 }
@@ -146,7 +148,7 @@ impl<T> Future for Completion<T> {
         // says that a submission never ran on a lost device (wgpu still runs its callbacks).
         let waited = {
             let _turn = this.rt.errors.gl_turn();
-            this.rt.device.poll(wgpu::PollType::Wait { submission_index: Some(this.index.clone()), timeout: None })
+            this.rt.device.poll(wgpu::PollType::Wait { submission_index: this.index.clone(), timeout: None })
         };
         if let Err(e) = waited {
             return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
@@ -206,17 +208,55 @@ impl std::fmt::Debug for Submission {
     }
 }
 
-/// Submits `encoder` (with `keep` attached) and returns its completion.
-pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, mut keep: Keep) -> Result<Submission> {
+/// Submits `encoder` (with `keep` attached) and returns its completion; the eager calls held
+/// back (`runtime/deferred.rs`) go first, in the same queue submission.
+pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep) -> Result<Submission> {
+    let mut held = lock(&rt.deferral.held);
+    let sub = submit_after_held(rt, op, &mut held, Some((encoder, keep)))?;
+    Ok(sub.expect("a command buffer was submitted"))
+}
+
+/// Submits, in one queue submission, the held-back calls of `held` (encoded into a command
+/// buffer of their own) and then `work`; `None` when there was neither. The caller holds
+/// `held`'s lock, which keeps the order of the crate's submissions that of its calls.
+pub(crate) fn submit_after_held(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<(wgpu::CommandEncoder, Keep)>) -> Result<Option<Submission>> {
+    let mut buffers = Vec::with_capacity(2);
+    if let Some(rec) = held.take()? {
+        let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu deferred") });
+        let keep = encode_recording(rt, op, &mut enc, rec)?;
+        buffers.push((enc, keep));
+    }
+    buffers.extend(work);
+    if buffers.is_empty() {
+        return Ok(None);
+    }
     let signal = Signal::new();
     let index = rt.scoped(op, || {
-        keep.attach(&encoder);
-        let s = signal.clone();
-        encoder.on_submitted_work_done(move || s.set(()));
+        let last = buffers.len() - 1;
+        let finished = buffers.into_iter().enumerate().map(|(i, (encoder, mut keep))| {
+            keep.attach(&encoder);
+            if i == last {
+                let s = signal.clone();
+                encoder.on_submitted_work_done(move || s.set(()));
+            }
+            encoder.finish()
+        });
+        let finished: Vec<wgpu::CommandBuffer> = finished.collect();
         rt.counters.add(RecordCounts { submits: 1, ..Default::default() });
-        Ok(rt.queue.submit([encoder.finish()]))
+        Ok(rt.queue.submit(finished))
     })?;
-    Ok(Submission { done: Some(Completion::new(rt.clone(), op, index, signal, Drive::Poll)) })
+    Ok(Some(Submission { done: Some(Completion::new(rt.clone(), op, Some(index), signal, Drive::Poll)) }))
+}
+
+/// A completion of everything submitted so far, without a submission of its own.
+pub(crate) fn all_submitted(rt: &Arc<Runtime>, op: &'static str) -> Result<Submission> {
+    let signal = Signal::new();
+    let s = signal.clone();
+    rt.scoped(op, || {
+        rt.queue.on_submitted_work_done(move || s.set(()));
+        Ok(())
+    })?;
+    Ok(Submission { done: Some(Completion::new(rt.clone(), op, None, signal, Drive::Poll)) })
 }
 
 /// Encodes `commands` into `encoder` (their uniforms already written), and submits it with
@@ -392,5 +432,64 @@ impl Drop for MapGuard {
             self.pooled.buffer().unmap();
             Ok(())
         });
+    }
+}
+
+/// Eager calls held back (`runtime/deferred.rs`): the runtime's side.
+impl Runtime {
+    /// The eager calls' policy.
+    pub fn submit_policy(&self) -> SubmitPolicy {
+        self.deferral.policy()
+    }
+
+    /// Sets the eager calls' policy; what was held back is submitted first.
+    pub fn set_submit_policy(self: &Arc<Self>, policy: SubmitPolicy) -> Result<()> {
+        self.deferral.set(policy);
+        self.flush("set_submit_policy").map(drop)
+    }
+
+    /// Holds back `rec`, an eager call's recording, where the policy defers (else submits it).
+    pub fn defer(self: &Arc<Self>, op: &'static str, rec: Recorder) -> Result<()> {
+        // The policy is read under the lock, which `hand_out` takes after switching it off: a
+        // call either joins what it then submits, or submits by itself.
+        let mut held = lock(&self.deferral.held);
+        if self.submit_policy() == SubmitPolicy::EachCall {
+            drop(held);
+            let enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
+            return submit_recording(self, op, enc, rec).map(drop);
+        }
+        if held.hold(rec) {
+            let next = held.next_after();
+            submit_after_held(self, op, &mut held, None)?;
+            held.grow(next);
+        }
+        Ok(())
+    }
+
+    /// Submits what is held back, and returns a submission that finishes when everything
+    /// submitted so far has (nothing held: no command buffer, the same completion).
+    pub fn flush(self: &Arc<Self>, op: &'static str) -> Result<Submission> {
+        let mut held = lock(&self.deferral.held);
+        match submit_after_held(self, op, &mut held, None)? {
+            Some(s) => Ok(s),
+            None => all_submitted(self, op),
+        }
+    }
+
+    /// Submits what is held back before work goes to the caller (a finished or borrowed
+    /// encoder); an error is left for the next call that submits.
+    pub fn submit_held(self: &Arc<Self>) {
+        let mut held = lock(&self.deferral.held);
+        if let Err(e) = submit_after_held(self, "flush", &mut held, None) {
+            held.fail(e);
+        }
+    }
+
+    /// The device or queue goes to the caller: what is held back is submitted, and eager
+    /// calls submit at once from now on. An error is left for the next call that submits.
+    pub fn hand_out(self: &Arc<Self>) {
+        if self.deferral.set(SubmitPolicy::EachCall) == SubmitPolicy::Deferred {
+            self.submit_held();
+        }
     }
 }

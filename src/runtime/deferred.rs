@@ -1,0 +1,139 @@
+//! Eager calls held back and submitted together.
+//!
+//! On a context that defers ([`SubmitPolicy::Deferred`]), an eager call (`x.add(&y)`,
+//! `x.conv2d(..)`, ..) does not submit its recording: the recording joins the runtime's
+//! held-back one, and the held-back calls are encoded into one command buffer (their dispatches
+//! in one compute pass where they hold no copy or clear) and submitted
+//! - ahead of the next submission of the crate's, in the same queue submission (a download, a
+//!   wait, a [`crate::Batch::submit`], a graph replay, a measurement): so every result the crate
+//!   reads back has run;
+//! - when the held-back calls reach their count: 1 after such a submission, then 2, 4, .. up to
+//!   [`MOST_CALLS`], so that the GPU starts on the first call at once and then gets work in
+//!   growing pieces while the host records the rest (the counts are fixed, so the same calls
+//!   always make the same submissions);
+//! - on [`crate::GpuContext::flush`], before a [`crate::Batch::finish`] or
+//!   [`crate::GpuContext::record_into`] hands work to the caller, and when the context hands out
+//!   its device or queue.
+//!
+//! Nothing outside the crate can see the difference: a program reaches the GPU's results only
+//! through the crate's submissions, or through the device and queue, which a context hands out
+//! only after submitting what it held and switching to [`SubmitPolicy::EachCall`] (a context
+//! made on the caller's device, [`crate::GpuContext::from_device`], starts there). A recording
+//! holds its operands as a submitted one does, and the same kernels run with the same uniforms:
+//! the same bits either way.
+//!
+//! An error of held-back work (wgpu's, on the submission that carries it) is returned by the call
+//! that submitted it; one that a submission without a caller met (the device or queue handed
+//! out) is returned by the next call that submits.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{Error, Result};
+use crate::runtime::record::Recorder;
+
+/// The most eager calls held back before they are submitted.
+pub const MOST_CALLS: u32 = 32;
+
+/// How a context's eager calls reach the GPU ([`crate::GpuContext::set_submit_policy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitPolicy {
+    /// Each eager call submits its work before it returns: one queue submission a call. What a
+    /// context made on the caller's device ([`crate::GpuContext::from_device`]) does, and any
+    /// context once it has handed out its device or queue.
+    EachCall,
+    /// Eager calls are held back and submitted together (this file): ahead of the
+    /// crate's next submission (a download, a wait, a batch, a replay), on
+    /// [`crate::GpuContext::flush`], and after 1, 2, 4, .. up to 32 calls. What a context the
+    /// crate opened does until it hands out its device or queue.
+    Deferred,
+}
+
+impl SubmitPolicy {
+    /// The policy `STRIDED_WGPU_SUBMIT` names (`each` or `deferred`), else `default`.
+    pub(crate) fn from_env(default: SubmitPolicy) -> SubmitPolicy {
+        match std::env::var("STRIDED_WGPU_SUBMIT").as_deref() {
+            Ok("each") => SubmitPolicy::EachCall,
+            Ok("deferred") => SubmitPolicy::Deferred,
+            _ => default,
+        }
+    }
+}
+
+/// The held-back calls of a runtime.
+#[derive(Default)]
+pub(crate) struct Held {
+    /// Their recording (uniforms not written yet).
+    rec: Recorder,
+    /// How many calls it holds.
+    calls: u32,
+    /// At how many calls it is submitted (0: 1).
+    next: u32,
+    /// An error a submission without a caller met, for the next call that submits.
+    failed: Option<Error>,
+}
+
+impl Held {
+    /// Takes the held recording (`None` when it holds no command) and an error left for the
+    /// next call; the count starts again at 1.
+    pub(crate) fn take(&mut self) -> Result<Option<Recorder>> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let rec = std::mem::take(&mut self.rec);
+        self.calls = 0;
+        self.next = 1;
+        Ok((rec.len() > 0).then_some(rec))
+    }
+
+    /// Holds back `rec`, one more call; whether the held calls are due for submission. The
+    /// caller submits them ([`Held::take`]), then sets the next count ([`Held::grow`]).
+    pub(crate) fn hold(&mut self, rec: Recorder) -> bool {
+        self.rec.append_unwritten(rec);
+        self.calls += 1;
+        self.calls >= self.next.max(1)
+    }
+
+    /// The count after `due` calls were submitted: twice that, at most [`MOST_CALLS`].
+    pub(crate) fn next_after(&self) -> u32 {
+        (self.next.max(1) * 2).min(MOST_CALLS)
+    }
+
+    /// Sets the count at which the held calls are submitted next.
+    pub(crate) fn grow(&mut self, next: u32) {
+        self.next = next;
+    }
+
+    /// Leaves `e` for the next call that submits.
+    pub(crate) fn fail(&mut self, e: Error) {
+        self.failed = Some(e);
+    }
+}
+
+/// Whether eager calls are held back, and what is held.
+pub(crate) struct Deferral {
+    on: AtomicBool,
+    pub(crate) held: std::sync::Mutex<Held>,
+}
+
+impl Deferral {
+    pub(crate) fn new(policy: SubmitPolicy) -> Deferral {
+        Deferral { on: AtomicBool::new(policy == SubmitPolicy::Deferred), held: Default::default() }
+    }
+
+    /// The policy now.
+    pub(crate) fn policy(&self) -> SubmitPolicy {
+        match self.on.load(Ordering::SeqCst) {
+            true => SubmitPolicy::Deferred,
+            false => SubmitPolicy::EachCall,
+        }
+    }
+
+    /// Sets the policy; returns the one it replaced.
+    pub(crate) fn set(&self, policy: SubmitPolicy) -> SubmitPolicy {
+        match self.on.swap(policy == SubmitPolicy::Deferred, Ordering::SeqCst) {
+            true => SubmitPolicy::Deferred,
+            false => SubmitPolicy::EachCall,
+        }
+    }
+}
+
