@@ -16,32 +16,42 @@
 // workgroup walks one slice of the reduction and stores its tile's partial sums; a second
 // dispatch (conv2d_gemm_sum.wgsl) adds them in slice order and applies the epilogue.
 
-// A[m, r]: the input under tap r of pixel p (zero in the padding, past the pixels and past R).
-fn load_a(p: Pixel, r: u32) -> f32 {
-    if (!p.valid || r >= gp_u[pz()].red.z) {
-        return 0.0;
-    }
-    let t = tap_of(r);
+// Whether tap t (c, ky, kx) of pixel p reads inside the input (else padding, past the pixels or
+// past R), and where: one condition without branches, so that the load below is the only
+// thing its lanes skip (a GPU runs a warp's branches one after the other; a load under a lane
+// mask leaves its register in flight, where selecting its value would wait for it).
+struct Tap {
+    inside: bool,
+    at: u32,
+}
+
+fn tap_at(p: Pixel, r: u32, t: vec3<i32>, c_stride: i32) -> Tap {
     let iy = p.iy + t.y * gp_u[pz()].taps.z;
     let ix = p.ix + t.z * gp_u[pz()].taps.w;
-    if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz()].geo.x || u32(ix) >= gp_u[pz()].geo.y) {
-        return 0.0;
+    var a: Tap;
+    a.inside = p.valid & (r < gp_u[pz()].red.z) & (iy >= 0) & (ix >= 0) & (u32(iy) < gp_u[pz()].geo.x) & (u32(ix) < gp_u[pz()].geo.y);
+    a.at = u32(p.off + t.x * c_stride + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w);
+    return a;
+}
+
+// A[m, r]: the input under tap r of pixel p (zero in the padding, past the pixels and past R).
+fn load_a(p: Pixel, r: u32) -> f32 {
+    let a = tap_at(p, r, tap_of(r), gp_u[pz()].xs.y);
+    var v = 0.0;
+    if (a.inside) {
+        v = x_at(a.at);
     }
-    return x_at(u32(p.off + t.x * gp_u[pz()].xs.y + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w));
+    return v;
 }
 
 // A[m, r .. r+3] as one vec4 word (VIN: 4 channels of one tap, C/groups a multiple of 4).
 fn load_a4(p: Pixel, r: u32) -> vec4<f32> {
-    if (!p.valid || r >= gp_u[pz()].red.z) {
-        return vec4<f32>(0.0);
+    let a = tap_at(p, r, tap_of(r), 1);
+    var v = vec4<f32>(0.0);
+    if (a.inside) {
+        v = x4_at(a.at);
     }
-    let t = tap_of(r);
-    let iy = p.iy + t.y * gp_u[pz()].taps.z;
-    let ix = p.ix + t.z * gp_u[pz()].taps.w;
-    if (iy < 0 || ix < 0 || u32(iy) >= gp_u[pz()].geo.x || u32(ix) >= gp_u[pz()].geo.y) {
-        return vec4<f32>(0.0);
-    }
-    return x4_at(u32(p.off + t.x + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w));
+    return v;
 }
 
 // B[r, 4j .. 4j+3] of the group (zero past R and past the packed row).

@@ -32,6 +32,9 @@ struct GemmParams {
     // (the channel tiles x 16). Partial word ((group * S + s) * rows + m) * words + k / 4 holds
     // slice s's sums of pixel m at channels k .. k+3.
     split: vec4<u32>,
+    // 1 / (C/groups), 1 / kw, 1 / (kh * kw) as f32, the reciprocals `tap_of`
+    // (conv_gemm_taps.wgsl) divides the reduction index through; then 0.
+    inv: vec4<f32>,
 }
 
 // The orientation: lanes along channels and the reduction as (ky, kx, c) (NHWC), else
@@ -43,6 +46,11 @@ override RELU: bool = false;
 // Whether the epilogue adds a residual (the output's shape and strides) before the
 // ReLU: relu(conv + bias + residual), ResNet's block.
 override RESID: bool = false;
+// Whether the reduction index is decomposed by integer division (conv_gemm_taps.wgsl's
+// `tap_of`): the host sets it where R, and the steps of a tile past it, reach 2^20
+// (kernels/conv/common.rs, `long_reduction`); shorter reductions divide through a float
+// reciprocal in a third of the instructions.
+override LONG_R: bool = false;
 
 @group(0) @binding(0) var<uniform> gp_u: array<GemmParams, 1>;
 

@@ -169,6 +169,25 @@ impl ElementForm {
 }
 
 /// `v` as a uniform's i32 (an overflow error of the convolution otherwise).
+/// The implicit-GEMM kernels' `LONG_R` constant, where a reduction of `r_len` steps needs it:
+/// `tap_of` (shaders/preludes/conv_gemm_taps.wgsl) divides indices below 2^20 through a float
+/// reciprocal ([`tap_reciprocals`]), exact there, and reductions whose index (R, and up to a tile's steps past it,
+/// 64 at most) may reach 2^20 divide as integers. Pushed only where set, so that every other
+/// call keeps its pipeline key.
+pub(crate) fn long_reduction(r_len: usize, constants: &mut Vec<(&'static str, i64)>) {
+    if r_len + 64 >= 1 << 20 {
+        constants.push(("LONG_R", 1));
+    }
+}
+
+/// `GemmParams::inv`: 1 / (C/groups), 1 / kw and 1 / (kh * kw), correctly rounded to f32, through
+/// which `tap_of` divides the reduction index (uniform values, so a GPU reads them from its
+/// constant or scalar registers rather than holding them per lane).
+pub(crate) fn tap_reciprocals(g: &crate::conv::Conv2dShape, cg: usize) -> [f32; 4] {
+    let inv = |d: usize| (1.0 / d.max(1) as f64) as f32;
+    [inv(cg), inv(g.kw), inv(g.kh * g.kw), 0.0]
+}
+
 pub(crate) fn i32_of(v: isize, what: &str) -> Result<i32> {
     dispatch::i32_of(OP, v, what)
 }
@@ -324,4 +343,49 @@ pub(crate) fn reduction_run([c, ky, kx]: [(usize, isize); 3], channels: bool) ->
 /// lie between the span's ends).
 pub(crate) fn weight_reaches(call: &ConvCall<'_>, w: &Layout, elems: u64) -> bool {
     call.weight.buffer != call.out.buffer && w.span().is_some_and(|(_, hi)| (hi as u64) < elems && i32::try_from(hi).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The twin of `div_small` in shaders/preludes/conv_gemm_taps.wgsl (f32 as WGSL computes
+    /// it: `u32(f32)` saturates, as `as u32` does).
+    fn div_small(n: u32, d: u32, inv: f32) -> u32 {
+        let q = (n as f32 * inv) as u32;
+        let rem = n as i32 - (q.wrapping_mul(d)) as i32;
+        (q as i32 - (rem < 0) as i32 + (rem >= d as i32) as i32) as u32
+    }
+
+    #[test]
+    fn the_float_division_of_tap_of_is_exact_below_the_long_reduction() {
+        let wgsl = include_str!("../../../shaders/preludes/conv_gemm_taps.wgsl");
+        for line in ["let q = u32(f32(n) * inv);", "let rem = i32(n) - i32(q * d);", "return u32(i32(q) - i32(rem < 0) + i32(rem >= i32(d)));"] {
+            assert!(wgsl.contains(line), "conv_gemm_taps.wgsl's div_small no longer has `{line}`: update its twin here");
+        }
+        // LONG_R from a reduction whose index (R plus up to 64 steps past it) may reach 2^20.
+        let (mut short, mut long) = (Vec::new(), Vec::new());
+        super::long_reduction((1 << 20) - 65, &mut short);
+        super::long_reduction((1 << 20) - 64, &mut long);
+        assert_eq!((short, long), (vec![], vec![("LONG_R", 1)]));
+        // Every index a reduction without it reaches.
+        let top = (1u32 << 20) - 1;
+        // Divisors: the small ones a convolution's kw and kh * kw take, C/groups of every size,
+        // and the largest; each quotient's ends (q * d - 1, q * d, q * d + d - 1), with the
+        // reciprocal a GPU may compute up to 3 ulp off either way.
+        let divisors: Vec<u32> = (1..=300).chain((9..20).map(|k| (1u32 << k) - 1)).chain((9..=20).map(|k| 1 << k)).chain([3 * 512, 9 * 512, 49 * 3, 9 * 2048, 1_000_003, top]).collect();
+        for d in divisors {
+            let exact = 1.0f32 / d as f32;
+            for k in -3i32..=3 {
+                let inv = f32::from_bits((exact.to_bits() as i32 + k) as u32);
+                let mut q = 0u32;
+                while q * d <= top {
+                    for n in [q * d, q * d + d - 1, (q * d).wrapping_sub(1)] {
+                        if n <= top {
+                            assert_eq!(div_small(n, d, inv), n / d, "n {n} d {d} inv {k} ulp off");
+                        }
+                    }
+                    q += 1;
+                }
+            }
+        }
+    }
 }

@@ -89,8 +89,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
         // The residual has the output's strides: its element index minus the output's.
         res: [call.residual.map_or(Ok(0), |r| i32_of(r.layout.offset() as isize - call.out.layout.offset() as isize, "residual offset"))?, in_place.map_or(-1, |p| p[0]), in_place.map_or(0, |p| p[1]), in_place.map_or(0, |p| p[2])],
         split: [1, 0, 0, 0],
+        inv: crate::kernels::conv::common::tap_reciprocals(g, cg),
     };
-    let constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report), ("NARROW", narrow as i64), ("IN_PLACE", in_place.is_some() as i64)];
+    let mut constants = vec![("CHANNELS", channels as i64), ("MODE", call.bias.is_some() as i64), ("RELU", o.relu as i64), ("RESID", call.residual.is_some() as i64), coop::workgroup(report), ("NARROW", narrow as i64), ("IN_PLACE", in_place.is_some() as i64)];
+    crate::kernels::conv::common::long_reduction(r_len, &mut constants);
     let shader = coop::shader(report, "conv2d_coop", "conv2d_coop8");
     // The weight where it lies, or copied into the packed rows: element (g, k, c, ky, kx) at
     // (g * Rp + r) * Kp + k, r in the kernel's order.

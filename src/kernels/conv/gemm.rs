@@ -53,6 +53,7 @@ uniform! {
         pub(super) work: [u32; 4],
         pub(super) res: [i32; 4],
         pub(super) split: [u32; 4],
+        pub(super) inv: [f32; 4],
     }
 }
 
@@ -116,6 +117,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             // window index of the same element.
             res: [ops.residual.map_or(Ok(0), |res| i32_of(res.layout.offset() as isize + (r.y.0 / r.esize) as isize - ops.out.layout.offset() as isize, "residual offset"))?, in_place.map_or(-1, |w| w.base), in_place.map_or(0, |w| w.ks), in_place.map_or(0, |w| w.rs)],
             split: [nslices as u32, u32_of(chunk, "reduction steps per slice")?, u32_of(prows, "partial rows")?, u32_of(pwords, "partial row words")?],
+            inv: crate::kernels::conv::common::tap_reciprocals(g, cg),
         };
         let (channels, bias, relu, resid) = (kernel.channels() as i64, ops.bias.is_some() as i64, o.relu as i64, ops.residual.is_some() as i64);
         let parts = |mut c: Vec<(&'static str, i64)>| {
@@ -127,7 +129,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         if split {
             // The slices' partial sums, then their sum and the epilogue, one invocation per
             // pixel and channel quad.
-            let constants = parts(vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)]);
+            let mut constants = parts(vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)]);
+            crate::kernels::conv::common::long_reduction(r_len, &mut constants);
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Slices, grid));
             let invocations = groups as u64 * pixels as u64 * row as u64;
             let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
@@ -137,7 +140,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VOUT", vout as i64)];
             plan.push((r, sum_params, PipelineKey { shader: form.shader("conv2d_gemm_sum", "conv2d_gemm_sum16"), constants: form.constants(constants) }, Step::Sum(vout), sum_grid));
         } else {
-            let constants = parts(vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)]);
+            let mut constants = parts(vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)]);
+            crate::kernels::conv::common::long_reduction(r_len, &mut constants);
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Whole(vout), grid));
         }
     }
