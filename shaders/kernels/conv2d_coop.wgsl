@@ -29,9 +29,6 @@ override WG: u32 = 128u;
 // The tile: 16 FRAG pixels x 4 FRAG channels (the subgroups' blocks in one column), else
 // 8 FRAG x 8 FRAG (two by two).
 override NARROW: bool = false;
-// B is the weight where it lies (an override, not the uniform: the fragment loads need control
-// flow that naga can prove uniform).
-override IN_PLACE: bool = false;
 // Pixels of the tile (BM) and subgroup blocks across it (its channels: COLS x 4 FRAG).
 const BM16: u32 = 16u * FRAG;
 

@@ -3,7 +3,7 @@
 // group's output channels and r over the reduction (c, ky, kx). A is never built: each element is
 // read from the input through its strides at the tap's position (zero in the padding); B is the
 // weight, read where it lies when its reduction dims are one unit-stride run in the kernel's
-// order (res.y >= 0: element res.y + (group * K/groups + k) * res.z + r * res.w, staged with
+// order (IN_PLACE: element res.y + (group * K/groups + k) * res.z + r * res.w, staged with
 // lanes along the reduction, so neighbouring lanes read neighbouring elements), else packed by
 // the host as [group][r][k] rows of vec4 words (4 output channels each, zero past K/groups).
 //
@@ -62,19 +62,22 @@ fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j]);
 }
 
-// Whether B is the weight where it lies (else the packed rows).
+// Whether B is the weight where it lies (else the packed rows): the override IN_PLACE.
 fn weight_in_place() -> bool {
-    return gp_u[pz()].res.y >= 0;
+    return IN_PLACE;
 }
 
-// B[r, k] of the group from the weight where it lies (zero past R and past K/groups).
+// B[r, k] of the group from the weight where it lies (zero past R and past K/groups), its
+// bounds one condition and its load the only lane-masked instruction, as `load_a`.
 fn weight_at(group: u32, r: u32, k: u32) -> f32 {
-    if (r >= gp_u[pz()].red.z || k >= gp_u[pz()].red.y) {
-        return 0.0;
-    }
+    let inside = (r < gp_u[pz()].red.z) & (k < gp_u[pz()].red.y);
     let i = u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w);
     let w = i / WORD_ELEMS;
-    return w_elem(wp[w / 4u][w % 4u], i);
+    var v = 0.0;
+    if (inside) {
+        v = w_elem(wp[w / 4u][w % 4u], i);
+    }
+    return v;
 }
 
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages

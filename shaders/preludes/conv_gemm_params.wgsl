@@ -51,6 +51,13 @@ override RESID: bool = false;
 // (kernels/conv/common.rs, `long_reduction`); shorter reductions divide through a float
 // reciprocal in a third of the instructions.
 override LONG_R: bool = false;
+// Whether B is the weight where it lies (`res.yzw`: conv2d_gemm.wgsl's lanes along the
+// reduction; conv2d_coop.wgsl's [group][k][r] run), else the host's packed rows. An override,
+// not the uniform: each form then loads straight into the registers the next slice is staged
+// from, where a run-time choice between them made the compiler copy the loaded words at the
+// merge, waiting for the loads (RADV, 2026-11-29), and the tensor-core kernel's fragment loads
+// need control flow that naga can prove uniform.
+override IN_PLACE: bool = false;
 
 @group(0) @binding(0) var<uniform> gp_u: array<GemmParams, 1>;
 

@@ -131,6 +131,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             // pixel and channel quad.
             let mut constants = parts(vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)]);
             crate::kernels::conv::common::long_reduction(r_len, &mut constants);
+            if in_place.is_some() {
+                constants.push(("IN_PLACE", 1));
+            }
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Slices, grid));
             let invocations = groups as u64 * pixels as u64 * row as u64;
             let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
@@ -142,6 +145,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         } else {
             let mut constants = parts(vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)]);
             crate::kernels::conv::common::long_reduction(r_len, &mut constants);
+            if in_place.is_some() {
+                constants.push(("IN_PLACE", 1));
+            }
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Whole(vout), grid));
         }
     }

@@ -161,6 +161,13 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
             }
         }
     }
+    // The GEMM kernels' weight read where it lies (`IN_PLACE`), in every form of theirs above.
+    let in_place: Vec<PipelineSpec> = out
+        .iter()
+        .filter(|p| matches!(p.kernel, "conv2d_gemm" | "conv2d_gemm16"))
+        .map(|p| PipelineSpec { kernel: p.kernel, constants: [p.constants.clone(), vec![("IN_PLACE", 1)]].concat() })
+        .collect();
+    out.extend(in_place);
     out
 }
 
