@@ -1,8 +1,8 @@
 // Batched matrix product on the shared GEMM engine (preludes/gemm_engine.wgsl): C[z] = A[z] @
 // B[z] with A and B addressed directly through their strides (row, column, two batch dims, any
 // sign, 0 for a broadcast batch), so transposed, sliced and broadcast operands are read in
-// place. A is staged with lanes along whichever of its dims has unit stride (flag bit 1: along
-// k), B likewise (bit 2); the output is written through its strides after the epilogue
+// place. A is staged with lanes along whichever of its dims has unit stride (A_STEPS: along
+// k; the host's flag bit 1), B likewise (B_STEPS, bit 2); the output is written through its strides after the epilogue
 // (preludes/matmul_io.wgsl). Workgroup id = (tile along m, tile along n, batch z).
 //
 // SPLIT (split-K, `MatmulKernel::GemmSplit`): workgroup id = (tile along m, tile along n, batch z
@@ -18,24 +18,31 @@ struct GemmFeed {
     n0: u32,
 }
 
+// A[m, r] and B[r, n] (zero past the matrices): the bounds one condition, the load the only
+// lane-masked instruction, so that the slice's loads stay in flight (a value selected or
+// decoded where it is loaded is waited for there).
 fn a_at(f: GemmFeed, m: u32, r: u32) -> f32 {
-    if (m >= mp_u[pz()].dims.x || r >= mp_u[pz()].dims.z) {
-        return 0.0;
+    let inside = (m < mp_u[pz()].dims.x) & (r < mp_u[pz()].dims.z);
+    var v = 0.0;
+    if (inside) {
+        v = load_a(f.a0 + i32(m) * mp_u[pz()].sa.x + i32(r) * mp_u[pz()].sa.y);
     }
-    return load_a(f.a0 + i32(m) * mp_u[pz()].sa.x + i32(r) * mp_u[pz()].sa.y);
+    return v;
 }
 
 fn b_at(f: GemmFeed, r: u32, n: u32) -> f32 {
-    if (r >= mp_u[pz()].dims.z || n >= mp_u[pz()].dims.y) {
-        return 0.0;
+    let inside = (r < mp_u[pz()].dims.z) & (n < mp_u[pz()].dims.y);
+    var v = 0.0;
+    if (inside) {
+        v = load_b(f.b0 + i32(r) * mp_u[pz()].sb.x + i32(n) * mp_u[pz()].sb.y);
     }
-    return load_b(f.b0 + i32(r) * mp_u[pz()].sb.x + i32(n) * mp_u[pz()].sb.y);
+    return v;
 }
 
 fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
     var av = vec4<f32>(0.0);
     let m0 = f.m0 + 64u * p;
-    if ((mp_u[pz()].epi.w & 2u) != 0u) {
+    if (A_STEPS) {
         let r = r0 + lid % 16u;
         for (var i = 0u; i < 4u; i = i + 1u) {
             av[i] = a_at(f, m0 + lid / 16u + 16u * i, r);
@@ -52,7 +59,7 @@ fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
 fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
     var r = r0 + lid / 16u;
     var j = lid % 16u;
-    if ((mp_u[pz()].epi.w & 4u) != 0u) {
+    if (B_STEPS) {
         r = r0 + lid % 16u;
         j = lid / 16u;
     }
@@ -119,11 +126,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     f.m0 = tile_m * 64u * PM;
     f.n0 = tile_n * 64u * PN;
     var sa = STAGE_A_ROWS;
-    if ((mp_u[pz()].epi.w & 2u) != 0u) {
+    if (A_STEPS) {
         sa = STAGE_A_STEPS;
     }
     var sb = STAGE_B_COLS;
-    if ((mp_u[pz()].epi.w & 4u) != 0u) {
+    if (B_STEPS) {
         sb = STAGE_B_STEPS;
     }
     // Register blocks: rows 64a + 4tx .. x columns 64b + 4ty .., 4 x 4 each; lanes run along

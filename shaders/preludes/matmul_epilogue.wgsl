@@ -19,7 +19,7 @@ fn f16x2(w: u32) -> vec2<f32> {
 
 // Element i of an operand whose word is w (float32: the word; 16-bit types: its half i & 1).
 fn mm_decode(w: u32, i: u32) -> f32 {
-    if (mp_u[pz()].dims.w == DT_F32) {
+    if (F32_IN || mp_u[pz()].dims.w == DT_F32) {
         return bitcast<f32>(w);
     }
     if (mp_u[pz()].dims.w == DT_F16) {
@@ -29,7 +29,7 @@ fn mm_decode(w: u32, i: u32) -> f32 {
 }
 
 fn mm_word(i: u32) -> u32 {
-    if (mp_u[pz()].dims.w == DT_F32) {
+    if (F32_IN || mp_u[pz()].dims.w == DT_F32) {
         return i;
     }
     return i >> 1u;

@@ -27,6 +27,14 @@ struct MatmulParams {
     split: vec4<u32>,
 }
 
+// The GEMM kernels' specializations (matmul_gemm.wgsl; declared here, before the engine's
+// workgroup arrays): operands of float32 (the decode below a bitcast, so no load is waited for
+// where it is issued), and A and B staged along k (flag bits 1 and 2, compiled in, so that
+// each staging form loads straight into the registers the next slice is staged from).
+override F32_IN: bool = false;
+override A_STEPS: bool = false;
+override B_STEPS: bool = false;
+
 @group(0) @binding(0) var<uniform> mp_u: array<MatmulParams, 1>;
 
 fn pz() -> u32 {

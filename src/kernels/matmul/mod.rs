@@ -177,33 +177,42 @@ impl MatmulKernel {
 }
 
 /// Every matrix-product pipeline a GPU may pick (the register-budget test compiles them): the
-/// GEMM (whole, and split-K's two; on 64 x 64 tiles and each wide shape), and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
+/// GEMM (whole, and split-K's two; on 64 x 64 tiles and each wide shape; each staging form, and
+/// float32 operands apart), and the matrix-vector kernel with L lanes a row (`Vec16`: float32, and 16-bit types
 /// under `HALVES`) and with one (`Vec1`, the CPU adapters' default, a candidate everywhere);
 /// every other variation is a uniform. Not the tensor-core kernel (`matmul_coop`): the RADV
 /// compiler the budget test drives (Mesa 22.3) has no cooperative matrices.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    vec![
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1)] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("PM", 2), ("PN", 1)] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("PM", 1), ("PN", 2)] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("PM", 2), ("PN", 2)] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1), ("PM", 2), ("PN", 1)] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1), ("PM", 1), ("PN", 2)] },
-        PipelineSpec { kernel: "matmul_gemm", constants: vec![("SPLIT", 1), ("PM", 2), ("PN", 2)] },
+    // The GEMM's tiles (whole, and split-K's slices) in each staging form (`A_STEPS`,
+    // `B_STEPS`), and, writing float32, for float32 operands (`F32_IN`) and 16-bit ones.
+    let tiles: [&[(&'static str, i64)]; 8] = [&[], &[("SPLIT", 1)], &[("PM", 2), ("PN", 1)], &[("PM", 1), ("PN", 2)], &[("PM", 2), ("PN", 2)], &[("SPLIT", 1), ("PM", 2), ("PN", 1)], &[("SPLIT", 1), ("PM", 1), ("PN", 2)], &[("SPLIT", 1), ("PM", 2), ("PN", 2)]];
+    let mut out = Vec::new();
+    for (kernel, inputs) in [("matmul_gemm", &[false, true][..]), ("matmul_gemm16", &[false][..])] {
+        for tile in tiles {
+            // The 16-bit output's split-K sums its slices in float32 (`matmul_gemm_sum16`): its
+            // slices run `matmul_gemm`.
+            if kernel == "matmul_gemm16" && tile.contains(&("SPLIT", 1)) {
+                continue;
+            }
+            for &f32_in in inputs {
+                for (a, b) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let set = [("F32_IN", f32_in), ("A_STEPS", a), ("B_STEPS", b)];
+                    let constants = tile.iter().copied().chain(set.into_iter().filter(|&(_, on)| on).map(|(name, _)| (name, 1))).collect();
+                    out.push(PipelineSpec { kernel, constants });
+                }
+            }
+        }
+    }
+    out.extend([
         PipelineSpec { kernel: "matmul_gemm_sum", constants: vec![] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![("HALVES", 1)] },
         PipelineSpec { kernel: "matmul_vec", constants: vec![("TEAMS", 1)] },
-        // The forms writing a 16-bit output as it is.
-        PipelineSpec { kernel: "matmul_gemm16", constants: vec![] },
-        PipelineSpec { kernel: "matmul_gemm16", constants: vec![("PM", 2), ("PN", 1)] },
-        PipelineSpec { kernel: "matmul_gemm16", constants: vec![("PM", 1), ("PN", 2)] },
-        PipelineSpec { kernel: "matmul_gemm16", constants: vec![("PM", 2), ("PN", 2)] },
         PipelineSpec { kernel: "matmul_gemm_sum16", constants: vec![] },
         PipelineSpec { kernel: "matmul_vec16", constants: vec![("HALVES", 1)] },
         PipelineSpec { kernel: "matmul_vec16", constants: vec![("TEAMS", 1)] },
-    ]
+    ]);
+    out
 }
 
 /// Whether `kernel` (not `Auto`) serves `p`: its one check, as `record` makes it, with the
@@ -377,7 +386,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             bindings.push((bufs[1], words(ws[1].0)));
             // The pipelines' constants (`gpu_pipelines`): the matrix-vector kernel's one lane a
             // row, or L with the 16-bit path; the GEMM's wide tile parts.
-            let parts: Vec<(&'static str, i64)> = if (pm, pn) == (1, 1) { vec![] } else { vec![("PM", pm as i64), ("PN", pn as i64)] };
+            let mut parts: Vec<(&'static str, i64)> = if (pm, pn) == (1, 1) { vec![] } else { vec![("PM", pm as i64), ("PN", pn as i64)] };
+            // The GEMM's specializations (`matmul_params.wgsl`): float32 operands, A and B
+            // staged along k (flag bits 1 and 2). Pushed only where set.
+            let set = [("F32_IN", p.dtype == DType::F32 && !p.out_half), ("A_STEPS", flags & 2 != 0), ("B_STEPS", flags & 4 != 0)];
+            parts.extend(set.into_iter().filter(|&(_, on)| on).map(|(name, _)| (name, 1)));
             let constants = match (lanes, p.dtype) {
                 _ if kernel == MatmulKernel::Coop => {
                     // Pitches compiled in, unless that would be one pipeline too many.
