@@ -137,7 +137,7 @@ impl Batch<'_> {
         match self.enc.take() {
             Some(Encoder::Owned) => {
                 let rt = self.ctx.rt.clone();
-                rt.flush("finish")?;
+                rt.submit_held_now("finish")?;
                 let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
                 let rec = std::mem::take(&mut self.rec);
                 let mut keep = submit::encode_recording(&rt, "finish", &mut enc, rec)?;

@@ -445,7 +445,7 @@ impl Runtime {
     /// Sets the eager calls' policy; what was held back is submitted first.
     pub fn set_submit_policy(self: &Arc<Self>, policy: SubmitPolicy) -> Result<()> {
         self.deferral.set(policy);
-        self.flush("set_submit_policy").map(drop)
+        self.submit_held_now("set_submit_policy")
     }
 
     /// Holds back `rec`, an eager call's recording, where the policy defers (else submits it).
@@ -476,8 +476,14 @@ impl Runtime {
         }
     }
 
-    /// Submits what is held back before work goes to the caller (a finished or borrowed
-    /// encoder); an error is left for the next call that submits.
+    /// Submits what is held back, if anything (no completion made); its error is returned.
+    pub fn submit_held_now(self: &Arc<Self>, op: &'static str) -> Result<()> {
+        let mut held = lock(&self.deferral.held);
+        submit_after_held(self, op, &mut held, None).map(drop)
+    }
+
+    /// Submits what is held back before work goes to the caller (a borrowed encoder, the
+    /// device or queue); an error is left for the next call that submits.
     pub fn submit_held(self: &Arc<Self>) {
         let mut held = lock(&self.deferral.held);
         if let Err(e) = submit_after_held(self, "flush", &mut held, None) {
