@@ -27,48 +27,35 @@ fn pixel_at(m: u32, group: u32) -> Pixel {
 
 // floor(n / d) for d >= 1 and n < 2^20 (`LONG_R` false), `inv` being 1 / d as f32 within 2.5 ulp. A GPU divides
 // integers by a run-time divisor in about 20 instructions (a reciprocal, then corrections);
-// this takes 7. The estimate's error is under (n / d) * 2^-21 < 0.5, so it is within 1 of the
-// quotient, and one step corrects it: exact.
+// this takes about 10. The estimate's error is under (n / d) * 2^-21 < 0.5, so it is within 1 of
+// the quotient, and one step corrects it: exact.
 fn div_small(n: u32, d: u32, inv: f32) -> u32 {
     let q = u32(f32(n) * inv);
     let rem = i32(n) - i32(q * d);
     return u32(i32(q) - i32(rem < 0) + i32(rem >= i32(d)));
 }
 
+// floor(n / d) for a divisor of the reduction index (`inv` its reciprocal): through
+// `div_small`, or as integers under LONG_R.
+fn tap_div(n: u32, d: u32, inv: f32) -> u32 {
+    if (LONG_R) {
+        return n / d;
+    }
+    return div_small(n, d, inv);
+}
+
 // Reduction index r as (c, ky, kx), in the orientation's order.
 fn tap_of(r: u32) -> vec3<i32> {
     let kw = u32(gp_u[pz()].taps.y);
-    let kk = u32(gp_u[pz()].taps.x) * kw;
-    let cg = gp_u[pz()].red.x;
-    let small = !LONG_R;
     if (CHANNELS) {
-        var t: u32;
-        if (small) {
-            t = div_small(r, cg, gp_u[pz()].inv.x);
-        } else {
-            t = r / cg;
-        }
-        let c = r - t * cg;
-        var ky: u32;
-        if (small) {
-            ky = div_small(t, kw, gp_u[pz()].inv.y);
-        } else {
-            ky = t / kw;
-        }
-        return vec3<i32>(i32(c), i32(ky), i32(t - ky * kw));
+        let cg = gp_u[pz()].red.x;
+        let t = tap_div(r, cg, gp_u[pz()].inv.x);
+        let ky = tap_div(t, kw, gp_u[pz()].inv.y);
+        return vec3<i32>(i32(r - t * cg), i32(ky), i32(t - ky * kw));
     }
-    var c: u32;
-    if (small) {
-        c = div_small(r, kk, gp_u[pz()].inv.z);
-    } else {
-        c = r / kk;
-    }
+    let kk = u32(gp_u[pz()].taps.x) * kw;
+    let c = tap_div(r, kk, gp_u[pz()].inv.z);
     let t = r - c * kk;
-    var ky: u32;
-    if (small) {
-        ky = div_small(t, kw, gp_u[pz()].inv.y);
-    } else {
-        ky = t / kw;
-    }
+    let ky = tap_div(t, kw, gp_u[pz()].inv.y);
     return vec3<i32>(i32(c), i32(ky), i32(t - ky * kw));
 }

@@ -170,8 +170,7 @@ impl Batch<'_> {
                     let tail = self.tail.take().filter(|(_, t)| !matches!(t, Tail::Conv(c) if c.end != rec.len()));
                     return fuse::append_captured(&self.ctx, rec, tail).map(|()| Submission::captured());
                 }
-                let enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-                submit::submit_recording(&rt, "submit", enc, rec)
+                submit::submit_recording(&rt, "submit", rec)
             }
             other => {
                 self.enc = other;

@@ -60,16 +60,21 @@ impl SubmitPolicy {
 }
 
 /// The held-back calls of a runtime.
-#[derive(Default)]
 pub(crate) struct Held {
     /// Their recording (uniforms not written yet).
     rec: Recorder,
     /// How many calls it holds.
     calls: u32,
-    /// At how many calls it is submitted (0: 1).
+    /// At how many calls it is submitted.
     next: u32,
     /// An error a submission without a caller met, for the next call that submits.
     failed: Option<Error>,
+}
+
+impl Default for Held {
+    fn default() -> Held {
+        Held { rec: Recorder::default(), calls: 0, next: 1, failed: None }
+    }
 }
 
 impl Held {
@@ -90,12 +95,13 @@ impl Held {
     pub(crate) fn hold(&mut self, rec: Recorder) -> bool {
         self.rec.append_unwritten(rec);
         self.calls += 1;
-        self.calls >= self.next.max(1)
+        self.calls >= self.next
     }
 
-    /// The count after `due` calls were submitted: twice that, at most [`MOST_CALLS`].
+    /// The count after the held calls were submitted when due: twice this one, at most
+    /// [`MOST_CALLS`].
     pub(crate) fn next_after(&self) -> u32 {
-        (self.next.max(1) * 2).min(MOST_CALLS)
+        (self.next * 2).min(MOST_CALLS)
     }
 
     /// Sets the count at which the held calls are submitted next.

@@ -269,8 +269,9 @@ pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: 
     submit(rt, op, encoder, keep)
 }
 
-/// Submits a recording of the crate's own encoder ([`encode_recording`]), as [`submit`].
-pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, rec: Recorder) -> Result<Submission> {
+/// Submits a recording in an encoder of the crate's own ([`encode_recording`]), as [`submit`].
+pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, rec: Recorder) -> Result<Submission> {
+    let mut encoder = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
     let keep = encode_recording(rt, op, &mut encoder, rec)?;
     submit(rt, op, encoder, keep)
 }
@@ -455,8 +456,7 @@ impl Runtime {
         let mut held = lock(&self.deferral.held);
         if self.submit_policy() == SubmitPolicy::EachCall {
             drop(held);
-            let enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-            return submit_recording(self, op, enc, rec).map(drop);
+            return submit_recording(self, op, rec).map(drop);
         }
         if held.hold(rec) {
             let next = held.next_after();
@@ -485,9 +485,8 @@ impl Runtime {
     /// Submits what is held back before work goes to the caller (a borrowed encoder, the
     /// device or queue); an error is left for the next call that submits.
     pub fn submit_held(self: &Arc<Self>) {
-        let mut held = lock(&self.deferral.held);
-        if let Err(e) = submit_after_held(self, "flush", &mut held, None) {
-            held.fail(e);
+        if let Err(e) = self.submit_held_now("flush") {
+            lock(&self.deferral.held).fail(e);
         }
     }
 

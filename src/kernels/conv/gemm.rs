@@ -120,20 +120,22 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             inv: crate::kernels::conv::common::tap_reciprocals(g, cg),
         };
         let (channels, bias, relu, resid) = (kernel.channels() as i64, ops.bias.is_some() as i64, o.relu as i64, ops.residual.is_some() as i64);
+        // The engine's constants: the tile's parts, a long reduction's integer division, the
+        // weight read where it lies (each only where set).
         let parts = |mut c: Vec<(&'static str, i64)>| {
             if (pm, pn) != (1, 1) {
                 c.extend([("PM", pm as i64), ("PN", pn as i64)]);
+            }
+            crate::kernels::conv::common::long_reduction(r_len, &mut c);
+            if in_place.is_some() {
+                c.push(("IN_PLACE", 1));
             }
             c
         };
         if split {
             // The slices' partial sums, then their sum and the epilogue, one invocation per
             // pixel and channel quad.
-            let mut constants = parts(vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)]);
-            crate::kernels::conv::common::long_reduction(r_len, &mut constants);
-            if in_place.is_some() {
-                constants.push(("IN_PLACE", 1));
-            }
+            let constants = parts(vec![("CHANNELS", channels), ("MODE", 0), ("RELU", 0), ("RESID", 0), ("VIN", vin as i64), ("VOUT", 1), ("SPLIT", 1)]);
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Slices, grid));
             let invocations = groups as u64 * pixels as u64 * row as u64;
             let sum_grid = crate::kernels::conv::common::grid(rt, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
@@ -143,11 +145,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             let constants = vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VOUT", vout as i64)];
             plan.push((r, sum_params, PipelineKey { shader: form.shader("conv2d_gemm_sum", "conv2d_gemm_sum16"), constants: form.constants(constants) }, Step::Sum(vout), sum_grid));
         } else {
-            let mut constants = parts(vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)]);
-            crate::kernels::conv::common::long_reduction(r_len, &mut constants);
-            if in_place.is_some() {
-                constants.push(("IN_PLACE", 1));
-            }
+            let constants = parts(vec![("CHANNELS", channels), ("MODE", bias), ("RELU", relu), ("RESID", resid), ("VIN", vin as i64), ("VOUT", vout as i64)]);
             plan.push((r, params, PipelineKey { shader: form.shader("conv2d_gemm", "conv2d_gemm16"), constants: form.constants(constants) }, Step::Whole(vout), grid));
         }
     }
