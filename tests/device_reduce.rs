@@ -305,6 +305,82 @@ fn every_class_on_edge_extents_and_determinism() {
     }
 }
 
+/// A few long rows on GPUs (`ReduceKernel::RowSplits`: several workgroups per output, their
+/// states combined in a second dispatch, two more for two-pass ops and scans): every op and
+/// both scans against the host, with ties, an infinity in one row and a NaN in another, one
+/// output, several runs a row and unaligned heads; the same bits twice. Each adapter runs
+/// them with its own kernels, and posing as a GPU with the split rows.
+#[test]
+fn few_long_rows_split_across_workgroups() {
+    use strided_wgpu::advanced::internal::{reduce_kernel, ReduceKernel, ReduceWork};
+    let posing: Vec<GpuContext> = contexts().iter().filter_map(posing_as_gpu).collect();
+    assert_eq!(posing.len(), contexts().len(), "a device of each adapter's own");
+    // (shape, reduced dims, element offset): 2, 16, 32, 16 and 16 workgroups an output; the
+    // last two with 8 runs an output (each workgroup a share of every run) and 20 (whole runs).
+    let cases: &[(&[usize], &[isize], usize)] = &[(&[3, 5001], &[1], 1), (&[2, 40000], &[1], 3), (&[70001], &[0], 2), (&[8, 2, 64, 66], &[0, 2, 3], 1), (&[20, 2, 32, 64], &[0, 2, 3], 1)];
+    for ctx in contexts().iter().chain(&posing) {
+        let gpu = ctx.adapter().device_type != wgpu::DeviceType::Cpu;
+        let mut rng = Rng(0x5b1);
+        for &(shape, dims, offset) in cases {
+            let n: usize = shape.iter().product();
+            // Multiples of 1/4 in [-1, 1]: ties everywhere, products that neither overflow nor
+            // depend on the order; an infinity in the last output's rows, a NaN in the first's
+            // where there are three or more.
+            let mut v: Vec<f32> = (0..n + offset).map(|_| (rng.below(9) as f32 - 4.0) / 4.0).collect();
+            if shape.len() == 2 {
+                v[offset + n - 7] = f32::INFINITY;
+                if shape[0] >= 3 {
+                    v[offset + 11] = f32::NAN;
+                }
+            }
+            let raw = HostTensor::from_vec(v, &[n + offset]).unwrap();
+            let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+            let x = raw.slice(0, offset as isize, (n + offset) as isize, 1).unwrap().view(&sizes).unwrap();
+            let dev = DeviceTensor::upload(ctx, &raw).unwrap();
+            let d = dev.slice(0, offset as isize, (n + offset) as isize, 1).unwrap().view(&sizes).unwrap();
+            let desc = |what: String| format!("{} {what} of {shape:?} dims {dims:?} offset {offset}", name(ctx));
+            for op in OPS {
+                let dims = if matches!(op, ReduceOp::Argmax | ReduceOp::Argmin | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod) && dims.len() > 1 { &dims[..1] } else { dims };
+                let s = reduce_spec(op, x.layout(), DType::F32, &Dims::List(dims.to_vec()), false, None).unwrap();
+                let plan = ReducePlan::reduction(&s, x.layout(), &Layout::contiguous(&s.out_shape).unwrap()).unwrap();
+                let kernel = reduce_kernel(&plan, ReduceWork::Reduce(op), DType::F32, ctx.adapter().device_type);
+                let what = desc(format!("{op:?} ({kernel:?})"));
+                if gpu && plan.class() == ReduceClass::Rows {
+                    assert_eq!(kernel, ReduceKernel::RowSplits, "{what}");
+                }
+                let want = x.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let a = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let b = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let (a0, b0) = (a.0.download().unwrap(), b.0.download().unwrap());
+                assert_eq!(bits(&a0), bits(&b0), "{what}: two runs differ");
+                let tol = tolerances(&x, op, &Dims::List(dims.to_vec()), false, &want.0);
+                compare(&what, &a0, &want.0, &tol).unwrap();
+                if let (Some(w), Some(g)) = (want.1, a.1) {
+                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
+                }
+            }
+            if shape.len() > 2 {
+                continue;
+            }
+            let dim = shape.len() as isize - 1;
+            for op in [ScanOp::Softmax, ScanOp::LogSoftmax] {
+                let s = strided_wgpu::advanced::internal::scan_spec(op, x.layout(), DType::F32, dim).unwrap();
+                let plan = ReducePlan::scan(&s, x.layout(), &s.out_layout).unwrap();
+                let kernel = reduce_kernel(&plan, ReduceWork::Scan(op), DType::F32, ctx.adapter().device_type);
+                let what = desc(format!("{op:?} ({kernel:?})"));
+                if gpu {
+                    assert_eq!(kernel, ReduceKernel::RowSplits, "{what}");
+                }
+                let want = x.scan(op, dim, None).unwrap();
+                let a = d.scan(op, dim, None).unwrap().download().unwrap();
+                assert_eq!(bits(&a), bits(&d.scan(op, dim, None).unwrap().download().unwrap()), "{what}: two runs differ");
+                let tol: Vec<f64> = values(&want).iter().map(|w| 1e-5 * (if w.is_finite() { w.abs() } else { 0.0 } + 1.0)).collect();
+                compare(&what, &a, &want, &tol).unwrap();
+            }
+        }
+    }
+}
+
 /// Reductions and scans longer than one invocation walks (`CHUNK`, and lavapipe's cap on a
 /// loop's iterations, about 32,000): parts, then their states combined in order.
 #[test]

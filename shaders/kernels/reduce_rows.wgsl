@@ -7,8 +7,9 @@
 // workgroup memory, or through subgroup shuffles then workgroup memory):
 // the same input gives the same bits. Two-pass_ ops run the walk twice (the second time from the
 // workgroup's caches); softmax and log_softmax take the maximum and the sum of exponentials in
-// one walk (K_SOFT), then write the row. Needs `reduce`, `reduce_vec` and
-// `reduce_tree` or `reduce_tree_subgroup`; the uniform's grid_row counts workgroups.
+// one walk (K_SOFT), then write the row. A few long outputs take several workgroups each
+// (SPLIT, below). Needs `reduce`, `reduce_vec` and `reduce_tree` or `reduce_tree_subgroup`;
+// the uniform's grid_row counts workgroups.
 
 const WG: u32 = 64u;
 
@@ -26,8 +27,44 @@ fn row_two_pass() -> bool {
     return two_pass() && !is_scan();
 }
 
-// This invocation's state of pass `pass_` over the output with elements b.
-fn walk(b: vec3<u32>, pass_: u32, c: f32, lid: u32, step: u32) -> vec4<u32> {
+// An invocation's share of an output's elements: runs j0, j0 + js, ..; of each run's whole
+// words, block g of `parts` equal blocks, and of those words lid, lid + step, ..; the runs'
+// unaligned heads and tails (and runs too short for a word) go to block 0.
+struct Share {
+    lid: u32,
+    step: u32,
+    j0: u32,
+    js: u32,
+    g: u32,
+    parts: u32,
+}
+
+// Words lid, lid + step, .. of every run, all blocks: a workgroup's (step WG) or an
+// invocation's (step 1) share of a whole output.
+fn whole(lid: u32, step: u32) -> Share {
+    return Share(lid, step, 0u, 1u, 0u, 1u);
+}
+
+// The first of sh's words among a run's whole words [qa, qe), and the end of its block.
+fn words_of(sh: Share, qa: u32, qe: u32) -> vec2<u32> {
+    let per = (qe - qa + sh.parts - 1u) / sh.parts;
+    let q0 = min(qa + sh.g * per, qe);
+    return vec2<u32>(q0 + sh.lid, min(q0 + per, qe));
+}
+
+// The element of a run's head [e0, a) and tail [w, e1) that invocation sh takes (e1 where
+// none): block 0's invocations one each, at most 6 of them (an invocation walking a whole
+// output, step 1, takes them all in loops of its own).
+fn edge_of(sh: Share, e0: u32, a: u32, w: u32, e1: u32) -> u32 {
+    let h = a - e0;
+    if (sh.g != 0u || sh.lid >= h + e1 - w) {
+        return e1;
+    }
+    return select(w + sh.lid - h, e0 + sh.lid, sh.lid < h);
+}
+
+// This invocation's state of pass `pass_` over its share sh of the output with elements b.
+fn walk(b: vec3<u32>, pass_: u32, c: f32, sh: Share) -> vec4<u32> {
     let k = row_kind(pass_);
     let cv = vec4<f32>(c);
     var acc = acc_new(k);
@@ -35,7 +72,8 @@ fn walk(b: vec3<u32>, pass_: u32, c: f32, lid: u32, step: u32) -> vec4<u32> {
     let runs = red_u[pz()].extent / n0;
     let si = r_strides(0u).z;
     let steps = vec4<u32>(0u, 1u, 2u, 3u) * si;
-    for (var j = 0u; j < runs; j = j + 1u) {
+    let step = sh.step;
+    for (var j = sh.j0; j < runs; j = j + sh.js) {
         var o = vec3<u32>(0u);
         if (j > 0u) {
             o = red_offsets(j * n0);
@@ -47,10 +85,25 @@ fn walk(b: vec3<u32>, pass_: u32, c: f32, lid: u32, step: u32) -> vec4<u32> {
         let a = (e0 + 3u) & ~3u;
         let w = e1 & ~3u;
         if (w > a) {
-            for (var q = (a >> 2u) + lid; q < (w >> 2u); q = q + step) {
+            // Four words loaded together where four remain, then folded in order (PyTorch's
+            // vectorized thread reduction in Reduce.cuh): four loads in flight a lane, the same
+            // fold order (and bits) as one at a time.
+            let qr = words_of(sh, a >> 2u, w >> 2u);
+            var q = qr.x;
+            let qe = qr.y;
+            for (; q + 3u * step < qe; q = q + 4u * step) {
+                let x0 = src4[q];
+                let x1 = src4[q + step];
+                let x2 = src4[q + 2u * step];
+                let x3 = src4[q + 3u * step];
+                acc = fold(k, acc, tx(x0, pass_, cv), vec4<u32>(z0 + (4u * q - e0) * si) + steps);
+                acc = fold(k, acc, tx(x1, pass_, cv), vec4<u32>(z0 + (4u * (q + step) - e0) * si) + steps);
+                acc = fold(k, acc, tx(x2, pass_, cv), vec4<u32>(z0 + (4u * (q + 2u * step) - e0) * si) + steps);
+                acc = fold(k, acc, tx(x3, pass_, cv), vec4<u32>(z0 + (4u * (q + 3u * step) - e0) * si) + steps);
+            }
+            for (; q < qe; q = q + step) {
                 acc = fold(k, acc, tx(src4[q], pass_, cv), vec4<u32>(z0 + (4u * q - e0) * si) + steps);
             }
-            let h = a - e0;
             if (step == 1u) {
                 for (var e = e0; e < a; e = e + 1u) {
                     acc = fold1(k, acc, tx(vec4<f32>(src[e]), pass_, cv).x, z0 + (e - e0) * si);
@@ -58,12 +111,14 @@ fn walk(b: vec3<u32>, pass_: u32, c: f32, lid: u32, step: u32) -> vec4<u32> {
                 for (var e = w; e < e1; e = e + 1u) {
                     acc = fold1(k, acc, tx(vec4<f32>(src[e]), pass_, cv).x, z0 + (e - e0) * si);
                 }
-            } else if (lid < h + e1 - w) {
-                let e = select(w + lid - h, e0 + lid, lid < h);
-                acc = fold1(k, acc, tx(vec4<f32>(src[e]), pass_, cv).x, z0 + (e - e0) * si);
+            } else {
+                let e = edge_of(sh, e0, a, w, e1);
+                if (e < e1) {
+                    acc = fold1(k, acc, tx(vec4<f32>(src[e]), pass_, cv).x, z0 + (e - e0) * si);
+                }
             }
-        } else {
-            for (var e = e0 + lid; e < e1; e = e + step) {
+        } else if (sh.g == 0u) {
+            for (var e = e0 + sh.lid; e < e1; e = e + step) {
                 acc = fold1(k, acc, tx(vec4<f32>(src[e]), pass_, cv).x, z0 + (e - e0) * si);
             }
         }
@@ -83,7 +138,8 @@ fn store4_1(e: u32, v: f32) {
 
 // softmax / log_softmax of the row with elements b (one run) from its maximum m and k, into
 // 16-byte words of out4 (mode 1): the row's words, then its head and tail elements.
-fn write_row4(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
+fn write_row4(b: vec3<u32>, m: f32, s: f32, sh: Share) {
+    let step = sh.step;
     let e0 = b.y;
     let e1 = e0 + red_u[pz()].extent;
     let a = (e0 + 3u) & ~3u;
@@ -91,11 +147,11 @@ fn write_row4(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
     // Output element of input element e: e + d (wrapping), in the same place of its word.
     let d = b.x - e0;
     if (w > a) {
-        for (var q = (a >> 2u) + lid; q < (w >> 2u); q = q + step) {
+        let qr = words_of(sh, a >> 2u, w >> 2u);
+        for (var q = qr.x; q < qr.y; q = q + step) {
             let x = src4[q];
             out4[(4u * q + d) >> 2u] = vec4<u32>(asu(soft(x.x, m, s)), asu(soft(x.y, m, s)), asu(soft(x.z, m, s)), asu(soft(x.w, m, s)));
         }
-        let h = a - e0;
         if (step == 1u) {
             for (var e = e0; e < a; e = e + 1u) {
                 store4_1(e + d, soft(src[e], m, s));
@@ -103,24 +159,27 @@ fn write_row4(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
             for (var e = w; e < e1; e = e + 1u) {
                 store4_1(e + d, soft(src[e], m, s));
             }
-        } else if (lid < h + e1 - w) {
-            let e = select(w + lid - h, e0 + lid, lid < h);
-            store4_1(e + d, soft(src[e], m, s));
+        } else {
+            let e = edge_of(sh, e0, a, w, e1);
+            if (e < e1) {
+                store4_1(e + d, soft(src[e], m, s));
+            }
         }
-    } else {
-        for (var e = e0 + lid; e < e1; e = e + step) {
+    } else if (sh.g == 0u) {
+        for (var e = e0 + sh.lid; e < e1; e = e + step) {
             store4_1(e + d, soft(src[e], m, s));
         }
     }
 }
 
 // softmax / log_softmax of the row with elements b (one run) from its maximum m and k.
-fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
+fn write_row(b: vec3<u32>, m: f32, s: f32, sh: Share) {
     // s: the k of `soft`.
     if (red_u[pz()].mode == 1u) {
-        write_row4(b, m, s, lid, step);
+        write_row4(b, m, s, sh);
         return;
     }
+    let step = sh.step;
     let n = red_u[pz()].extent;
     let so = r_strides(0u).x;
     let e0 = b.y;
@@ -128,7 +187,8 @@ fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
     let a = (e0 + 3u) & ~3u;
     let w = e1 & ~3u;
     if (w > a) {
-        for (var q = (a >> 2u) + lid; q < (w >> 2u); q = q + step) {
+        let qr = words_of(sh, a >> 2u, w >> 2u);
+        for (var q = qr.x; q < qr.y; q = q + step) {
             let x = src4[q];
             let ob = b.x + (4u * q - e0) * so;
             out[ob] = asu(soft(x.x, m, s));
@@ -136,7 +196,6 @@ fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
             out[ob + 2u * so] = asu(soft(x.z, m, s));
             out[ob + 3u * so] = asu(soft(x.w, m, s));
         }
-        let h = a - e0;
         if (step == 1u) {
             for (var e = e0; e < a; e = e + 1u) {
                 out[b.x + (e - e0) * so] = asu(soft(src[e], m, s));
@@ -144,12 +203,14 @@ fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
             for (var e = w; e < e1; e = e + 1u) {
                 out[b.x + (e - e0) * so] = asu(soft(src[e], m, s));
             }
-        } else if (lid < h + e1 - w) {
-            let e = select(w + lid - h, e0 + lid, lid < h);
-            out[b.x + (e - e0) * so] = asu(soft(src[e], m, s));
+        } else {
+            let e = edge_of(sh, e0, a, w, e1);
+            if (e < e1) {
+                out[b.x + (e - e0) * so] = asu(soft(src[e], m, s));
+            }
         }
-    } else {
-        for (var e = e0 + lid; e < e1; e = e + step) {
+    } else if (sh.g == 0u) {
+        for (var e = e0 + sh.lid; e < e1; e = e + step) {
             out[b.x + (e - e0) * so] = asu(soft(src[e], m, s));
         }
     }
@@ -160,6 +221,88 @@ fn write_row(b: vec3<u32>, m: f32, s: f32, lid: u32, step: u32) {
 // per output.
 override PER_THREAD: bool = false;
 
+// SPLIT (GPUs, a few long outputs: ReduceKernel::RowSplits): `parts` workgroups share each
+// output, workgroup g of it taking runs g, g + parts, .. where there are at least `parts`
+// runs, else block g of `parts` equal blocks of every run's words (Share); a stage a dispatch
+// (the uniform's `stage`):
+//   0: each workgroup's pass-0 state into partials[o * parts + g];
+//   1: a workgroup per output combines its part states (invocation i takes parts i, i + WG, ..
+//      in order, then the tree) and finishes it, or (two-pass ops, scans) stores the combined
+//      state in partials[outputs * parts + o];
+//   2: scans write their share of the row from that state; two-pass ops walk pass 1 with it,
+//      each workgroup's state into partials[o * parts + g];
+//   3: two-pass ops combine pass 1's part states and finish.
+// Every order is fixed by `parts` (and the subgroup size, as the tree's): the same bits each run.
+override SPLIT: bool = false;
+
+// Part states (SPLIT): outputs * parts of them, then one combined state per output.
+@group(0) @binding(6) var<storage, read_write> partials: array<vec4<u32>>;
+
+// The part states of output o combined across the workgroup: invocation i folds parts i,
+// i + WG, .. in order, then the tree.
+fn combine_parts(k: u32, o: u32, tl: TreeLane) -> vec4<u32> {
+    let parts = red_u[pz()].parts;
+    var st = collapse(k, acc_new(k));
+    for (var g = tl.lid; g < parts; g = g + WG) {
+        st = comb(k, st, partials[o * parts + g]);
+    }
+    return reduce_tree(k, st, tl);
+}
+
+// Stage `red_u.stage` of SPLIT for workgroup gi of the dispatch.
+fn split_stage(gi: u32, tl: TreeLane) {
+    let lid = tl.lid;
+    let parts = red_u[pz()].parts;
+    let outputs = red_u[pz()].outputs;
+    let stage = red_u[pz()].stage;
+    if (stage == 1u || stage == 3u) {
+        if (gi >= outputs) {
+            return;
+        }
+        let b = out_offsets(gi);
+        let st = combine_parts(select(K_SUM, row_kind(0u), stage == 1u), gi, tl);
+        if (lid == 0u) {
+            if (stage == 3u) {
+                finish(b.x, partials[outputs * parts + gi], st);
+            } else if (row_two_pass() || is_scan()) {
+                partials[outputs * parts + gi] = st;
+            } else {
+                finish(b.x, st, st);
+            }
+        }
+        return;
+    }
+    let o = gi / parts;
+    if (o >= outputs) {
+        return;
+    }
+    let b = out_offsets(o);
+    // An output of at least `parts` runs: workgroup g takes runs g, g + parts, .. whole (a
+    // batch-norm statistic: a run of H * W each); else block g of every run's words.
+    let g = gi % parts;
+    var sh = Share(lid, WG, 0u, 1u, g, parts);
+    if (red_u[pz()].extent / red_u[pz()].sizes[0].x >= parts) {
+        sh = Share(lid, WG, g, parts, 0u, 1u);
+    }
+    if (stage == 0u) {
+        let st = reduce_tree(row_kind(0u), walk(b, 0u, 0.0, sh), tl);
+        if (lid == 0u) {
+            partials[gi] = st;
+        }
+        return;
+    }
+    let st = partials[outputs * parts + o];
+    if (is_scan()) {
+        let ms = soft_ms1(st);
+        write_row(b, ms.x, ms.y, sh);
+        return;
+    }
+    let st2 = reduce_tree(K_SUM, walk(b, 1u, second_c(st), sh), tl);
+    if (lid == 0u) {
+        partials[gi] = st2;
+    }
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
     let lid = tl.lid;
@@ -169,18 +312,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
         let o = (wid.x + wid.y * red_u[pz()].grid_row) * WG + lid;
         if (o < red_u[pz()].outputs) {
             let b = out_offsets(o);
-            let st = walk(b, 0u, 0.0, 0u, 1u);
+            let st = walk(b, 0u, 0.0, whole(0u, 1u));
             var st2 = st;
             if (row_two_pass()) {
-                st2 = walk(b, 1u, second_c(st), 0u, 1u);
+                st2 = walk(b, 1u, second_c(st), whole(0u, 1u));
             }
             if (is_scan()) {
                 let ms = soft_ms1(st);
-                write_row(b, ms.x, ms.y, 0u, 1u);
+                write_row(b, ms.x, ms.y, whole(0u, 1u));
             } else {
                 finish(b.x, st, st2);
             }
         }
+        return;
+    }
+    if (SPLIT) {
+        split_stage(wid.x + wid.y * red_u[pz()].grid_row, tl);
         return;
     }
     let o = wid.x + wid.y * red_u[pz()].grid_row;
@@ -188,14 +335,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
         return;
     }
     let b = out_offsets(o);
-    let st = reduce_tree(row_kind(0u), walk(b, 0u, 0.0, lid, WG), tl);
+    let st = reduce_tree(row_kind(0u), walk(b, 0u, 0.0, whole(lid, WG)), tl);
     var st2 = st;
     if (row_two_pass()) {
-        st2 = reduce_tree(K_SUM, walk(b, 1u, second_c(st), lid, WG), tl);
+        st2 = reduce_tree(K_SUM, walk(b, 1u, second_c(st), whole(lid, WG)), tl);
     }
     if (is_scan()) {
         let ms = soft_ms1(st);
-        write_row(b, ms.x, ms.y, lid, WG);
+        write_row(b, ms.x, ms.y, whole(lid, WG));
         return;
     }
     if (lid == 0u) {

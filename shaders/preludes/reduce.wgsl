@@ -33,7 +33,8 @@ struct Red {
     mode: u32,
     parts: u32,
     chunk: u32,
-    pad0: u32,
+    // The rows kernel's SPLIT stage (reduce_rows.wgsl).
+    stage: u32,
     pad1: u32,
     pad2: u32,
 }

@@ -60,7 +60,8 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     let act = nchw(&[8, 64, 56, 56])?;
     let cases = vec![
         reduction(ctx, "sum_dim-1", square.clone(), ReduceOp::Sum, Dims::from(-1))?,
-        reduction(ctx, "sum_dim0", square, ReduceOp::Sum, Dims::from(0))?,
+        reduction(ctx, "sum_dim0", square.clone(), ReduceOp::Sum, Dims::from(0))?,
+        reduction(ctx, "sum_all", square, ReduceOp::Sum, Dims::All)?,
         reduction(ctx, "mean_hw_nchw", act.clone(), ReduceOp::Mean, Dims::from([2, 3]))?,
         reduction(ctx, "mean_hw_nhwc", filled(ctx, &[8, 64, 56, 56], MemoryFormat::ChannelsLast)?, ReduceOp::Mean, Dims::from([2, 3]))?,
         reduction(ctx, "amax_dim1", act.clone(), ReduceOp::Amax, Dims::from(1))?,

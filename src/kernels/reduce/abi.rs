@@ -30,7 +30,7 @@ uniform! {
         pub(crate) mode: u32,
         pub(crate) parts: u32,
         pub(crate) chunk: u32,
-        pub(crate) pad0: u32,
+        pub(crate) stage: u32,
         pub(crate) pad1: u32,
         pub(crate) pad2: u32,
     }

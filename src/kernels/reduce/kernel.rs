@@ -1,7 +1,7 @@
 //! The rows and columns reduction kernels (`reduce_rows.wgsl`, `reduce_cols.wgsl`): f32
 //! reductions, softmax and log_softmax whose innermost reduced dim (rows: a workgroup per
-//! output) or a kept dim (columns: one invocation, or on GPUs several, per four neighbouring
-//! outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
+//! output, or on GPUs several for a few long outputs) or a kept dim (columns: one invocation,
+//! or on GPUs several, per four neighbouring outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
 //! eligibility check; everything else runs `reduce_general.wgsl`.
 
 use crate::dtype::DType;
@@ -23,14 +23,21 @@ const WG: u64 = 64;
 /// 32,000 (lavapipe).
 const LOOP_CAP: usize = 16_384;
 
-/// Elements of a reduction above which a handful of outputs run the general kernel's parts
-/// (many invocations per output) rather than a workgroup each.
+/// Elements of a reduction above which a handful of outputs run, on CPU adapters and outside
+/// the rows class, the general kernel's parts (many invocations per output) rather than a
+/// workgroup each.
 const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
+
+/// Workgroups [`ReduceKernel::RowSplits`] aims for over a call (a large GPU's fill, as
+/// [`column_splits`]), and the fewest elements one of them walks.
+const SPLIT_FILL: u64 = 1024;
+const SPLIT_LEAST: u64 = 2048;
 
 /// The bindings: the uniform, the output, the input as f32 and as 16-byte words (the same
 /// window), the indices of `max` / `min`, the output as 16-byte words (the rows kernel's scans
-/// where [`words_out`] allows; the output is bound writable once, the other gets a spare).
-const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write, Slot::Write];
+/// where [`words_out`] allows; the output is bound writable once, the other gets a spare), the
+/// part states of [`ReduceKernel::RowSplits`] (else a spare).
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write, Slot::Write, Slot::Write];
 
 /// Whether a rows scan over piece `p` may store its output as 16-byte words: the output
 /// contiguous along the row, every element in the same place of its word as its input element
@@ -52,6 +59,11 @@ pub enum ReduceKernel {
     /// `reduce_rows` with `PER_THREAD`: the same rows, an invocation per output (no workgroup
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
     RowThreads,
+    /// `reduce_rows` with `SPLIT` (GPUs): the same rows, a few long outputs (at most 512, at
+    /// least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
+    /// dispatch combines in a fixed order (two more for two-pass ops, one more for scans):
+    /// a workgroup per output would leave most of a GPU idle (64 outputs: 64 workgroups).
+    RowSplits,
     /// `reduce_cols`: a kept dim contiguous; an invocation per four outputs (CPU adapters).
     Columns,
     /// `reduce_cols` with `SPLIT`: a kept dim contiguous; 2 to 32 invocations per four
@@ -65,33 +77,39 @@ pub enum ReduceKernel {
 
 /// The kernel for `work` over `rp` with types `t` on an adapter of `device_type`: the one
 /// eligibility check. Rows and columns take f32 reductions (f32 or index results), softmax and
-/// log_softmax, whose plan is of their class, within the loop caps; a reduction of more than
+/// log_softmax, whose plan is of their class, within the loop caps. Rows run an invocation per
+/// output where each run fits one invocation's loops and either the adapter is a CPU and there
+/// are at least 64 outputs (barriers cost a CPU adapter more than a workgroup's parallelism
+/// gains) or the rows are at most 64 elements; on GPUs, [`row_splits`] workgroups per output
+/// where that is at least 2; else a workgroup each. Columns of at least 16 reduced elements
+/// split each output's walk on GPUs. Elsewhere a reduction of more than
 /// [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
-/// Rows run an invocation per output where each run fits one invocation's loops and either the
-/// adapter is a CPU and there are at least 64 outputs (barriers cost a CPU adapter more than a
-/// workgroup's parallelism gains) or the rows are at most 64 elements; else a workgroup each.
-/// Columns of at least 16 reduced elements split each output's walk on GPUs.
 pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
     let f32s = t.input == DType::F32 && t.cast == DType::F32 && matches!(t.out, DType::F32 | DType::I32);
-    if !f32s || matches!(work, Work::Scan(ScanOp::Cumsum)) || rp.rrank > MAX_DIMS || (rp.outputs < 16 && rp.extent > FEW_OUTPUTS_EXTENT) {
+    if !f32s || matches!(work, Work::Scan(ScanOp::Cumsum)) || rp.rrank > MAX_DIMS {
         return ReduceKernel::General;
     }
+    let gpu = device_type != wgpu::DeviceType::Cpu;
+    let few = rp.outputs < 16 && rp.extent > FEW_OUTPUTS_EXTENT;
     match rp.class() {
         ReduceClass::Rows => {
             let n0 = rp.plan.sizes()[0];
             let runs = rp.extent / n0;
-            let threads = if device_type == wgpu::DeviceType::Cpu { rp.outputs >= 64 } else { rp.extent <= 64 };
+            let threads = if gpu { rp.extent <= 64 } else { rp.outputs >= 64 };
+            let splits = row_splits(rp.outputs as u64, rp.extent as u64);
             if runs > LOOP_CAP {
                 ReduceKernel::General
             } else if n0 <= LOOP_CAP && threads {
                 ReduceKernel::RowThreads
-            } else if n0 <= WG as usize * LOOP_CAP {
+            } else if gpu && splits >= 2 && n0 as u64 <= splits * WG * LOOP_CAP as u64 {
+                ReduceKernel::RowSplits
+            } else if n0 <= WG as usize * LOOP_CAP && !few {
                 ReduceKernel::Rows
             } else {
                 ReduceKernel::General
             }
         }
-        ReduceClass::Columns if rp.extent <= LOOP_CAP => {
+        ReduceClass::Columns if rp.extent <= LOOP_CAP && !few => {
             if device_type != wgpu::DeviceType::Cpu && rp.extent >= 16 {
                 ReduceKernel::ColumnSplits
             } else {
@@ -106,8 +124,9 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
 /// (computed in `dtype`; indices int32) on an adapter of `device_type`: the same check the
 /// recording uses. Rows and columns take f32 reductions, softmax and log_softmax of their plan
 /// class within the loop caps; rows run an invocation per output on CPU adapters with at least
-/// 64 outputs and on GPUs for rows of at most 64 elements, else a workgroup per output;
-/// columns of at least 16 elements split each output's walk on GPUs.
+/// 64 outputs and on GPUs for rows of at most 64 elements, several workgroups per output on
+/// GPUs for a few long outputs, else a workgroup per output; columns of at least 16 elements
+/// split each output's walk on GPUs.
 pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgpu::DeviceType) -> ReduceKernel {
     let indices = matches!(work, Work::Reduce(op) if matches!(op, crate::reduce::ReduceOp::Argmax | crate::reduce::ReduceOp::Argmin));
     kernel_for(rp, work, Types { input: dtype, cast: dtype, out: if indices { DType::I32 } else { dtype } }, device_type)
@@ -121,6 +140,8 @@ fn pipeline(kernel: ReduceKernel, op: u32, subgroups: bool) -> PipelineKey {
         ReduceKernel::RowThreads => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("PER_THREAD", 1)] },
         ReduceKernel::Rows if subgroups => PipelineKey { shader: "reduce_rows_subgroup", constants: vec![("OPC", op as i64)] },
         ReduceKernel::Rows => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64)] },
+        ReduceKernel::RowSplits if subgroups => PipelineKey { shader: "reduce_rows_subgroup", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
+        ReduceKernel::RowSplits => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
         ReduceKernel::ColumnSplits => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
         _ => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64)] },
     }
@@ -137,13 +158,23 @@ pub fn column_splits(quads: u64, extent: u64) -> u64 {
     want.min(most).clamp(2, 32)
 }
 
+/// Workgroups of [`ReduceKernel::RowSplits`] per output, for `outputs` outputs of `extent`
+/// elements: a power of two, enough for about [`SPLIT_FILL`] workgroups (a large GPU's fill),
+/// each walking at least [`SPLIT_LEAST`] elements (32 a lane), at most 1024. Below 2 the
+/// rows kernel runs a workgroup per output.
+pub fn row_splits(outputs: u64, extent: u64) -> u64 {
+    let want = SPLIT_FILL.div_ceil(outputs.max(1)).next_power_of_two();
+    let most = 1u64 << (extent / SPLIT_LEAST).max(1).ilog2();
+    want.min(most).min(1024)
+}
+
 /// The op codes the rows and columns kernels serve (every reduction, softmax, log_softmax).
 const OPS: [u32; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21];
 
 /// Every rows and columns pipeline, for the register-budget test.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns, ReduceKernel::ColumnSplits];
-    let subgroup_rows = OPS.map(|op| pipeline(ReduceKernel::Rows, op, true));
+    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::RowSplits, ReduceKernel::Columns, ReduceKernel::ColumnSplits];
+    let subgroup_rows = [ReduceKernel::Rows, ReduceKernel::RowSplits].into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op, true)));
     kernels.into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op, false))).chain(subgroup_rows).map(|p| PipelineSpec { kernel: p.shader, constants: p.constants }).collect()
 }
 
@@ -156,6 +187,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let bufs = [b.out, b.input];
     let rows = kernel == ReduceKernel::Rows;
     let threads = kernel == ReduceKernel::RowThreads;
+    let row_split = kernel == ReduceKernel::RowSplits;
+    // RowSplits: workgroups per output.
+    let splits = if row_split { row_splits(rp.outputs as u64, rp.extent as u64) } else { 1 };
     let split = kernel == ReduceKernel::ColumnSplits;
     let rrank = rp.rrank;
     // The bound byte window (start, length) of the output (0) and the input (1).
@@ -193,8 +227,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     // Workgroups of a piece.
     let groups = |p: &IterPlan| -> u64 {
         let outputs = (p.numel() / rp.extent) as u64;
-        if rows {
-            outputs
+        if rows || row_split {
+            outputs * splits
         } else if threads {
             outputs.div_ceil(WG)
         } else if wide(p) {
@@ -220,10 +254,23 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let spare4 = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     let spare_out = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+    // RowSplits: the part states of the piece with the most outputs (pieces run one after
+    // another), then a combined state per output.
+    let most = pieces.iter().map(|p| (p.numel() / rp.extent) as u64).max().unwrap_or(0);
+    let states = rt.buffer(OP, if row_split { most * (splits + 1) * 16 } else { 16 }, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
     let key = pipeline(kernel, op, rep.subgroup_reduce);
     let scan = matches!(work, Work::Scan(_));
-    let mut dispatches = Vec::with_capacity(pieces.len());
+    // RowSplits' stages (reduce_rows.wgsl): pass 0's parts and their combination, then a scan's
+    // writes or a two-pass op's pass 1 and its combination.
+    let two_pass = matches!(work, Work::Reduce(ReduceOp::Var { .. } | ReduceOp::Std { .. } | ReduceOp::Logsumexp));
+    let stages: &[u32] = match (row_split, scan, two_pass) {
+        (false, ..) => &[0],
+        (true, true, _) => &[0, 1, 2],
+        (true, false, true) => &[0, 1, 2, 3],
+        (true, false, false) => &[0, 1],
+    };
+    let mut dispatches = Vec::with_capacity(pieces.len() * stages.len());
     for p in &pieces {
         let w = windows(p);
         let mut u = plan_uniform(p);
@@ -249,18 +296,25 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         } else {
             ((b.out, w[0]), (spare_out.buffer(), (0, 16)))
         };
-        let g = groups(p);
-        let gx = g.min(max_groups).max(1);
-        u.parts = parts(p) as u32;
-        u.grid_row = match kernel {
-            ReduceKernel::Columns => gx * WG,
-            ReduceKernel::ColumnSplits => gx * (WG / parts(p)),
-            _ => gx,
-        } as u32;
-        dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![out, (b.input, w[1]), input4, indices, out4], grid: (gx as u32, g.div_ceil(gx) as u32) });
+        let outputs = u.outputs as u64;
+        u.parts = if row_split { splits } else { parts(p) } as u32;
+        let st = if row_split { (states.buffer(), (0, outputs * (splits + 1) * 16)) } else { (states.buffer(), (0, 16)) };
+        for &stage in stages {
+            // RowSplits' combinations: a workgroup per output.
+            let g = if row_split && stage % 2 == 1 { outputs } else { groups(p) };
+            let gx = g.min(max_groups).max(1);
+            u.stage = stage;
+            u.grid_row = match kernel {
+                ReduceKernel::Columns => gx * WG,
+                ReduceKernel::ColumnSplits => gx * (WG / parts(p)),
+                _ => gx,
+            } as u32;
+            dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![out, (b.input, w[1]), input4, indices, out4, st], grid: (gx as u32, g.div_ceil(gx) as u32) });
+        }
     }
     dispatch::record(rt, rec, OP, SLOTS, &dispatches)?;
     drop(dispatches);
+    rec.hold(states);
     rec.hold(spare);
     rec.hold(spare4);
     rec.hold(spare_out);
