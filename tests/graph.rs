@@ -521,3 +521,46 @@ fn held_back_calls_on_a_lost_device_and_from_two_threads() {
         assert!(matches!(c.flush().and_then(|s| s.wait()), Err(Error::DeviceLost { .. })), "{}", name(ctx));
     }
 }
+
+/// A wgpu callback that the crate's own submission runs (wgpu fires the callbacks of finished
+/// work inside `Queue::submit`) may call the crate: its calls submit at once, after what the
+/// submission carried; nothing deadlocks on the held calls' lock, which the submission holds.
+#[test]
+fn a_callback_fired_inside_the_crates_submission_may_call_the_crate() {
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        let device = c.device().clone();
+        let queue = c.queue().clone();
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        // The first call after a submission is submitted, the second held.
+        x.add_(1.0).unwrap();
+        x.mul_(2.0).unwrap();
+        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        // Everything submitted has finished: wgpu runs this at its next maintenance, which is
+        // the crate's submission of the held call below.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (c2, x2) = (c.clone(), x.clone());
+        queue.on_submitted_work_done(move || {
+            let r = (|| {
+                let y = x2.mul(1.0)?;
+                let _ = c2.device();
+                c2.set_submit_policy(SubmitPolicy::Deferred)?;
+                y.add_(0.0)?;
+                c2.flush()?;
+                Ok::<_, Error>(y)
+            })();
+            tx.send(r).unwrap();
+        });
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let c3 = c.clone();
+        std::thread::spawn(move || done_tx.send(c3.flush().map(drop)).unwrap());
+        let flushed = done_rx.recv_timeout(std::time::Duration::from_secs(60));
+        assert!(matches!(flushed, Ok(Ok(()))), "{}: the flush that ran the callback did not return: {flushed:?}", name(ctx));
+        let y = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the callback ran").unwrap();
+        let want: Vec<f32> = vals(64, 61).iter().map(|v| (v + 1.0) * 2.0).collect();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+    }
+}

@@ -25,8 +25,16 @@
 //! An error of held-back work (wgpu's, on the submission that carries it) is returned by the call
 //! that submitted it; one that a submission without a caller met (the device or queue handed
 //! out) is returned by the next call that submits.
+//!
+//! Every submission of the crate's takes the held calls' lock, so that the held calls go ahead
+//! of it. wgpu runs the callbacks of finished work inside `Queue::submit`, and a callback of
+//! the program's may call the crate: on the thread that holds the lock, [`Deferral::lock`] then
+//! gives nothing, and the nested call submits at once, as under [`SubmitPolicy::EachCall`]
+//! (after the submission that ran it, before any other thread's).
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::MutexGuard;
 
 use crate::error::{Error, Result};
 use crate::runtime::record::Recorder;
@@ -118,12 +126,54 @@ impl Held {
 /// Whether eager calls are held back, and what is held.
 pub(crate) struct Deferral {
     on: AtomicBool,
-    pub(crate) held: std::sync::Mutex<Held>,
+    held: std::sync::Mutex<Held>,
+}
+
+thread_local! {
+    /// The deferrals whose lock this thread holds (their addresses).
+    static LOCKED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The held calls, locked by this thread until dropped.
+pub(crate) struct HeldGuard<'a> {
+    held: MutexGuard<'a, Held>,
+    key: usize,
+}
+
+impl std::ops::Deref for HeldGuard<'_> {
+    type Target = Held;
+    fn deref(&self) -> &Held {
+        &self.held
+    }
+}
+
+impl std::ops::DerefMut for HeldGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Held {
+        &mut self.held
+    }
+}
+
+impl Drop for HeldGuard<'_> {
+    fn drop(&mut self) {
+        LOCKED.with(|l| l.borrow_mut().retain(|&k| k != self.key));
+    }
 }
 
 impl Deferral {
     pub(crate) fn new(policy: SubmitPolicy) -> Deferral {
         Deferral { on: AtomicBool::new(policy == SubmitPolicy::Deferred), held: Default::default() }
+    }
+
+    /// The held calls, locked; `None` where this thread holds them already (a callback that
+    /// wgpu runs inside the crate's own submission, calling the crate: module docs).
+    pub(crate) fn lock(&self) -> Option<HeldGuard<'_>> {
+        let key = self as *const Deferral as usize;
+        if LOCKED.with(|l| l.borrow().contains(&key)) {
+            return None;
+        }
+        let held = crate::runtime::lock::lock(&self.held);
+        LOCKED.with(|l| l.borrow_mut().push(key));
+        Some(HeldGuard { held, key })
     }
 
     /// The policy now.

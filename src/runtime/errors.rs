@@ -177,6 +177,16 @@ impl Capture {
     }
 }
 
+/// Runs `f` outside any call's scopes as far as the crate's calls can tell (wgpu's scopes stay
+/// pushed, and catch what `f` causes): a `Queue::submit`, whose callbacks of finished work may
+/// call the crate, whose calls then push scopes of their own and get their own errors.
+pub(crate) fn outside_scopes<T>(f: impl FnOnce() -> T) -> T {
+    let outer = OPEN_SCOPE.with(|c| c.replace(0));
+    let out = f();
+    OPEN_SCOPE.with(|c| c.set(outer));
+    out
+}
+
 /// A wgpu error with its detail: the `description` of validation and internal errors (the
 /// top-level text alone says only "Validation Error"), else the source chain.
 pub(crate) fn describe(e: &wgpu::Error) -> String {

@@ -211,8 +211,11 @@ impl std::fmt::Debug for Submission {
 /// Submits `encoder` (with `keep` attached) and returns its completion; the eager calls held
 /// back (`runtime/deferred.rs`) go first, in the same queue submission.
 pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep) -> Result<Submission> {
-    let mut held = lock(&rt.deferral.held);
-    let sub = submit_after_held(rt, op, &mut held, Some((encoder, keep)))?;
+    // Inside a callback that this thread's submission runs, nothing is held to go first.
+    let sub = match rt.deferral.lock() {
+        Some(mut held) => submit_after_held(rt, op, &mut held, Some((encoder, keep)))?,
+        None => submit_after_held(rt, op, &mut Held::default(), Some((encoder, keep)))?,
+    };
     Ok(sub.expect("a command buffer was submitted"))
 }
 
@@ -243,7 +246,7 @@ pub(crate) fn submit_after_held(rt: &Arc<Runtime>, op: &'static str, held: &mut 
         });
         let finished: Vec<wgpu::CommandBuffer> = finished.collect();
         rt.counters.add(RecordCounts { submits: 1, ..Default::default() });
-        Ok(rt.queue.submit(finished))
+        Ok(crate::runtime::errors::outside_scopes(|| rt.queue.submit(finished)))
     })?;
     Ok(Some(Submission { done: Some(Completion::new(rt.clone(), op, Some(index), signal, Drive::Poll)) }))
 }
@@ -453,11 +456,9 @@ impl Runtime {
     pub fn defer(self: &Arc<Self>, op: &'static str, rec: Recorder) -> Result<()> {
         // The policy is read under the lock, which `hand_out` takes after switching it off: a
         // call either joins what it then submits, or submits by itself.
-        let mut held = lock(&self.deferral.held);
-        if self.submit_policy() == SubmitPolicy::EachCall {
-            drop(held);
+        let Some(mut held) = self.deferral.lock().filter(|_| self.submit_policy() == SubmitPolicy::Deferred) else {
             return submit_recording(self, op, rec).map(drop);
-        }
+        };
         if held.hold(rec) {
             let next = held.next_after();
             submit_after_held(self, op, &mut held, None)?;
@@ -469,7 +470,9 @@ impl Runtime {
     /// Submits what is held back, and returns a submission that finishes when everything
     /// submitted so far has (nothing held: no command buffer, the same completion).
     pub fn flush(self: &Arc<Self>, op: &'static str) -> Result<Submission> {
-        let mut held = lock(&self.deferral.held);
+        let Some(mut held) = self.deferral.lock() else {
+            return all_submitted(self, op);
+        };
         match submit_after_held(self, op, &mut held, None)? {
             Some(s) => Ok(s),
             None => all_submitted(self, op),
@@ -478,15 +481,19 @@ impl Runtime {
 
     /// Submits what is held back, if anything (no completion made); its error is returned.
     pub fn submit_held_now(self: &Arc<Self>, op: &'static str) -> Result<()> {
-        let mut held = lock(&self.deferral.held);
-        submit_after_held(self, op, &mut held, None).map(drop)
+        match self.deferral.lock() {
+            Some(mut held) => submit_after_held(self, op, &mut held, None).map(drop),
+            None => Ok(()),
+        }
     }
 
     /// Submits what is held back before work goes to the caller (a borrowed encoder, the
     /// device or queue); an error is left for the next call that submits.
     pub fn submit_held(self: &Arc<Self>) {
         if let Err(e) = self.submit_held_now("flush") {
-            lock(&self.deferral.held).fail(e);
+            if let Some(mut held) = self.deferral.lock() {
+                held.fail(e);
+            }
         }
     }
 
