@@ -618,11 +618,13 @@ fn rows_and_columns_kernels_on_their_edges() {
         }
         let expected: &[ReduceKernel] = match cpu {
             wgpu::DeviceType::Cpu => &[ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns],
-            _ => &[ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::Columns, ReduceKernel::ColumnSplits],
+            _ => &[ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::RowTeams, ReduceKernel::Columns, ReduceKernel::ColumnSplits],
         };
         for k in expected {
             assert!(seen.contains(k), "{}: no case ran {k:?}", name(ctx));
         }
-        assert!(cpu != wgpu::DeviceType::Cpu || !seen.contains(&ReduceKernel::ColumnSplits), "{}: a CPU adapter ran the split columns", name(ctx));
+        for k in [ReduceKernel::ColumnSplits, ReduceKernel::RowTeams] {
+            assert!(cpu != wgpu::DeviceType::Cpu || !seen.contains(&k), "{}: a CPU adapter ran {k:?}", name(ctx));
+        }
     }
 }

@@ -8,7 +8,7 @@
 // the same input gives the same bits. Two-pass_ ops run the walk twice (the second time from the
 // workgroup's caches); softmax and log_softmax take the maximum and the sum of exponentials in
 // one walk (K_SOFT), then write the row. A few long outputs take several workgroups each
-// (SPLIT, below). Needs `reduce`, `reduce_vec` and `reduce_tree` or `reduce_tree_subgroup`;
+// (SPLIT, below), short rows a team of invocations each (TEAMS, below). Needs `reduce`, `reduce_vec` and `reduce_tree` or `reduce_tree_subgroup`;
 // the uniform's grid_row counts workgroups.
 
 const WG: u32 = 64u;
@@ -303,9 +303,67 @@ fn split_stage(gi: u32, tl: TreeLane) {
     }
 }
 
+// TEAMS (GPUs, rows of 65 to 512 elements: ReduceKernel::RowTeams): a team of `parts`
+// invocations (8, 16 or 32: at least the 6 head and tail elements a run may have) per output,
+// WG / parts outputs a workgroup, where a workgroup per output would leave most of its
+// invocations without a word (a 128-element row is 32 words) and run a 64-wide tree a row.
+override TEAMS: bool = false;
+
+// Each team's states combined in the fixed tree of reduce_tree.wgsl over its `team`
+// invocations (invocation i with i + s, s = team / 2, .., 1), in workgroup memory, so that the
+// order (and the bits) is the same on every adapter. Every invocation of the workgroup reaches
+// every barrier.
+fn team_tree(k: u32, st: vec4<u32>, lid: u32, team: u32) -> vec4<u32> {
+    let i = lid & (team - 1u);
+    tree[lid] = st;
+    workgroupBarrier();
+    for (var s = team / 2u; s > 0u; s = s >> 1u) {
+        if (i < s) {
+            tree[lid] = comb(k, tree[lid], tree[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    let r = tree[lid - i];
+    workgroupBarrier();
+    return r;
+}
+
+// TEAMS for workgroup gi of the dispatch: a team past the outputs walks no run, and leaves
+// after the last barrier.
+fn team_main(gi: u32, lid: u32) {
+    let team = red_u[pz()].parts;
+    let o = gi * (WG / team) + lid / team;
+    let valid = o < red_u[pz()].outputs;
+    var b = vec3<u32>(0u);
+    if (valid) {
+        b = out_offsets(o);
+    }
+    let sh = Share(lid & (team - 1u), team, select(0xffffffffu, 0u, valid), 1u, 0u, 1u);
+    let st = team_tree(row_kind(0u), walk(b, 0u, 0.0, sh), lid, team);
+    var st2 = st;
+    if (row_two_pass()) {
+        st2 = team_tree(K_SUM, walk(b, 1u, second_c(st), sh), lid, team);
+    }
+    if (!valid) {
+        return;
+    }
+    if (is_scan()) {
+        let ms = soft_ms1(st);
+        write_row(b, ms.x, ms.y, sh);
+        return;
+    }
+    if (sh.lid == 0u) {
+        finish(b.x, st, st2);
+    }
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, tl: TreeLane) {
     let lid = tl.lid;
+    if (TEAMS) {
+        team_main(wid.x + wid.y * red_u[pz()].grid_row, lid);
+        return;
+    }
     if (PER_THREAD) {
         // No early return on the invocation's own index: WGSL's uniformity analysis (Tint)
         // would then treat the workgroup path's barriers below as non-uniform.

@@ -33,6 +33,9 @@ const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
 const SPLIT_FILL: u64 = 1024;
 const SPLIT_LEAST: u64 = 2048;
 
+/// The longest rows [`ReduceKernel::RowTeams`] takes: 128 words, four a lane of a team of 32.
+const TEAM_ROWS: usize = 512;
+
 /// The bindings: the uniform, the output, the input as f32 and as 16-byte words (the same
 /// window), the indices of `max` / `min`, the output as 16-byte words (the rows kernel's scans
 /// where [`words_out`] allows; the output is bound writable once, the other gets a spare), the
@@ -64,6 +67,10 @@ pub enum ReduceKernel {
     /// dispatch combines in a fixed order (two more for two-pass ops, one more for scans):
     /// a workgroup per output would leave most of a GPU idle (64 outputs: 64 workgroups).
     RowSplits,
+    /// `reduce_rows` with `TEAMS` (GPUs): the same rows of 65 to 512 elements, a team of
+    /// [`row_team`] invocations per output and several outputs a workgroup, where a workgroup
+    /// per output would leave most of its invocations without a word.
+    RowTeams,
     /// `reduce_cols`: a kept dim contiguous; an invocation per four outputs (CPU adapters).
     Columns,
     /// `reduce_cols` with `SPLIT`: a kept dim contiguous; 2 to 32 invocations per four
@@ -81,7 +88,8 @@ pub enum ReduceKernel {
 /// output where each run fits one invocation's loops and either the adapter is a CPU and there
 /// are at least 64 outputs (barriers cost a CPU adapter more than a workgroup's parallelism
 /// gains) or the rows are at most 64 elements; on GPUs, [`row_splits`] workgroups per output
-/// where that is at least 2; else a workgroup each. Columns of at least 16 reduced elements
+/// where that is at least 2, and a team of [`row_team`] invocations per output for rows of at
+/// most 512 elements; else a workgroup each. Columns of at least 16 reduced elements
 /// split each output's walk on GPUs. Elsewhere a reduction of more than
 /// [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
 pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
@@ -103,6 +111,8 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::RowThreads
             } else if gpu && splits >= 2 && n0 as u64 <= splits * WG * LOOP_CAP as u64 {
                 ReduceKernel::RowSplits
+            } else if gpu && rp.extent <= TEAM_ROWS && !few {
+                ReduceKernel::RowTeams
             } else if n0 <= WG as usize * LOOP_CAP && !few {
                 ReduceKernel::Rows
             } else {
@@ -125,7 +135,8 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
 /// recording uses. Rows and columns take f32 reductions, softmax and log_softmax of their plan
 /// class within the loop caps; rows run an invocation per output on CPU adapters with at least
 /// 64 outputs and on GPUs for rows of at most 64 elements, several workgroups per output on
-/// GPUs for a few long outputs, else a workgroup per output; columns of at least 16 elements
+/// GPUs for a few long outputs, a team of invocations per output on GPUs for rows of at most
+/// 512 elements, else a workgroup per output; columns of at least 16 elements
 /// split each output's walk on GPUs.
 pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgpu::DeviceType) -> ReduceKernel {
     let indices = matches!(work, Work::Reduce(op) if matches!(op, crate::reduce::ReduceOp::Argmax | crate::reduce::ReduceOp::Argmin));
@@ -142,6 +153,7 @@ fn pipeline(kernel: ReduceKernel, op: u32, subgroups: bool) -> PipelineKey {
         ReduceKernel::Rows => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64)] },
         ReduceKernel::RowSplits if subgroups => PipelineKey { shader: "reduce_rows_subgroup", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
         ReduceKernel::RowSplits => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
+        ReduceKernel::RowTeams => PipelineKey { shader: "reduce_rows", constants: vec![("OPC", op as i64), ("TEAMS", 1)] },
         ReduceKernel::ColumnSplits => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64), ("SPLIT", 1)] },
         _ => PipelineKey { shader: "reduce_cols", constants: vec![("OPC", op as i64)] },
     }
@@ -168,12 +180,18 @@ pub fn row_splits(outputs: u64, extent: u64) -> u64 {
     want.min(most).min(1024)
 }
 
+/// Invocations of [`ReduceKernel::RowTeams`] per output of `extent` elements: a power of two
+/// near a quarter of its 16-byte words (four a lane, the walk's loads in flight), 8 to 32.
+pub fn row_team(extent: u64) -> u64 {
+    extent.div_ceil(16).next_power_of_two().clamp(8, 32)
+}
+
 /// The op codes the rows and columns kernels serve (every reduction, softmax, log_softmax).
 const OPS: [u32; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20, 21];
 
 /// Every rows and columns pipeline, for the register-budget test.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::RowSplits, ReduceKernel::Columns, ReduceKernel::ColumnSplits];
+    let kernels = [ReduceKernel::Rows, ReduceKernel::RowThreads, ReduceKernel::RowSplits, ReduceKernel::RowTeams, ReduceKernel::Columns, ReduceKernel::ColumnSplits];
     let subgroup_rows = [ReduceKernel::Rows, ReduceKernel::RowSplits].into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op, true)));
     kernels.into_iter().flat_map(|k| OPS.map(|op| pipeline(k, op, false))).chain(subgroup_rows).map(|p| PipelineSpec { kernel: p.shader, constants: p.constants }).collect()
 }
@@ -190,6 +208,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let row_split = kernel == ReduceKernel::RowSplits;
     // RowSplits: workgroups per output.
     let splits = if row_split { row_splits(rp.outputs as u64, rp.extent as u64) } else { 1 };
+    let teams = kernel == ReduceKernel::RowTeams;
+    // RowTeams: invocations per output.
+    let team = row_team(rp.extent as u64);
     let split = kernel == ReduceKernel::ColumnSplits;
     let rrank = rp.rrank;
     // The bound byte window (start, length) of the output (0) and the input (1).
@@ -229,6 +250,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         let outputs = (p.numel() / rp.extent) as u64;
         if rows || row_split {
             outputs * splits
+        } else if teams {
+            outputs.div_ceil(WG / team)
         } else if threads {
             outputs.div_ceil(WG)
         } else if wide(p) {
@@ -287,8 +310,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         let indices = indices_binding(b.indices.filter(|_| !scan), rp, p, align, &mut u, spare.buffer());
         let words = w[1].1 / 16 * 16;
         let input4 = if words > 0 { (b.input, (w[1].0, words)) } else { (spare4.buffer(), (0, 16)) };
-        let out_words = scan && (rows || threads) && words_out(p, [u.offsets[0], u.offsets[1]], w[0], b.out.size());
-        if rows || threads {
+        let row_kernel = rows || threads || teams || row_split;
+        let out_words = scan && row_kernel && words_out(p, [u.offsets[0], u.offsets[1]], w[0], b.out.size());
+        if row_kernel {
             u.mode = out_words as u32;
         }
         let (out, out4) = if out_words {
@@ -297,7 +321,13 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
             ((b.out, w[0]), (spare_out.buffer(), (0, 16)))
         };
         let outputs = u.outputs as u64;
-        u.parts = if row_split { splits } else { parts(p) } as u32;
+        u.parts = if row_split {
+            splits
+        } else if teams {
+            team
+        } else {
+            parts(p)
+        } as u32;
         let st = if row_split { (states.buffer(), (0, outputs * (splits + 1) * 16)) } else { (states.buffer(), (0, 16)) };
         for &stage in stages {
             // RowSplits' combinations: a workgroup per output.
