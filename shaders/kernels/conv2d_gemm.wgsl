@@ -34,32 +34,35 @@ fn tap_at(p: Pixel, r: u32, t: vec3<i32>, c_stride: i32) -> Tap {
     return a;
 }
 
-// A[m, r]: the input under tap r of pixel p (zero in the padding, past the pixels and past R).
-fn load_a(p: Pixel, r: u32) -> f32 {
+// A[m, r] as loaded (x_raw: its word and half): the input under tap r of pixel p (a 0 word in
+// the padding, past the pixels and past R).
+fn load_a(p: Pixel, r: u32) -> vec2<u32> {
     let a = tap_at(p, r, tap_of(r), gp_u[pz()].xs.y);
-    var v = 0.0;
+    var v = vec2<u32>(0u);
     if (a.inside) {
-        v = x_at(a.at);
+        v = x_raw(a.at);
     }
     return v;
 }
 
-// A[m, r .. r+3] as one vec4 word (VIN: 4 channels of one tap, C/groups a multiple of 4).
-fn load_a4(p: Pixel, r: u32) -> vec4<f32> {
+// A[m, r .. r+3] as loaded, one vec4 word of the input (VIN: 4 channels of one tap, C/groups a
+// multiple of 4), laid out by the io prelude's x4_raw.
+fn load_a4(p: Pixel, r: u32) -> GemmRaw {
     let a = tap_at(p, r, tap_of(r), 1);
-    var v = vec4<f32>(0.0);
+    var v = vec4<u32>(0u);
     if (a.inside) {
-        v = x4_at(a.at);
+        v = x4_raw(a.at);
     }
-    return v;
+    return GemmRaw(v.x, v.y, v.z, v.w, 0u);
 }
 
-// B[r, 4j .. 4j+3] of the group (zero past R and past the packed row).
-fn load_b(group: u32, r: u32, j: u32) -> vec4<f32> {
-    if (r >= gp_u[pz()].red.z || j >= gp_u[pz()].red.w) {
-        return vec4<f32>(0.0);
+// B[r, 4j .. 4j+3] of the group, float32 words (zero past R and past the packed row).
+fn load_b(group: u32, r: u32, j: u32) -> GemmRaw {
+    var v = vec4<u32>(0u);
+    if (r < gp_u[pz()].red.z && j < gp_u[pz()].red.w) {
+        v = wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j];
     }
-    return bitcast<vec4<f32>>(wp[(group * gp_u[pz()].red.z + r) * gp_u[pz()].red.w + j]);
+    return GemmRaw(v.x, v.y, v.z, v.w, 0u);
 }
 
 // Whether B is the weight where it lies (else the packed rows): the override IN_PLACE.
@@ -67,17 +70,44 @@ fn weight_in_place() -> bool {
     return IN_PLACE;
 }
 
-// B[r, k] of the group from the weight where it lies (zero past R and past K/groups), its
-// bounds one condition and its load the only lane-masked instruction, as `load_a`.
-fn weight_at(group: u32, r: u32, k: u32) -> f32 {
+// B[r, k] of the group from the weight where it lies, as loaded (its word and half; a 0 word
+// past R and past K/groups), its bounds one condition and its load the only lane-masked
+// instruction, as `load_a`.
+fn weight_at(group: u32, r: u32, k: u32) -> vec2<u32> {
     let inside = (r < gp_u[pz()].red.z) & (k < gp_u[pz()].red.y);
     let i = u32(gp_u[pz()].res.y + i32(group * gp_u[pz()].red.y + k) * gp_u[pz()].res.z + i32(r) * gp_u[pz()].res.w);
     let w = i / WORD_ELEMS;
-    var v = 0.0;
+    var v = vec2<u32>(0u, i % WORD_ELEMS);
     if (inside) {
-        v = w_elem(wp[w / 4u][w % 4u], i);
+        v.x = wp[w / 4u][w % 4u];
     }
     return v;
+}
+
+// Four values as loaded (word and half each) as one GemmRaw.
+fn raw4(v0: vec2<u32>, v1: vec2<u32>, v2: vec2<u32>, v3: vec2<u32>) -> GemmRaw {
+    return GemmRaw(v0.x, v1.x, v2.x, v3.x, v0.y | (v1.y << 2u) | (v2.y << 4u) | (v3.y << 6u));
+}
+
+// Four values each picked from its word by the io prelude's decode_word.
+fn decode4(r: GemmRaw) -> vec4<f32> {
+    return vec4<f32>(decode_word(r.w0, gemm_sel(r, 0u)), decode_word(r.w1, gemm_sel(r, 1u)), decode_word(r.w2, gemm_sel(r, 2u)), decode_word(r.w3, gemm_sel(r, 3u)));
+}
+
+// The engine's decodes: A's vec4 words (VIN) by the io prelude's decode_x4, its elements one
+// by one; B's packed rows as float32 words, the weight in place element by element.
+fn gemm_decode_a(r: GemmRaw) -> vec4<f32> {
+    if (CHANNELS && VIN) {
+        return decode_x4(vec4<u32>(r.w0, r.w1, r.w2, r.w3));
+    }
+    return decode4(r);
+}
+
+fn gemm_decode_b(r: GemmRaw) -> vec4<f32> {
+    if (weight_in_place()) {
+        return decode4(r);
+    }
+    return bitcast<vec4<f32>>(vec4<u32>(r.w0, r.w1, r.w2, r.w3));
 }
 
 // What an invocation keeps to fetch its elements (the engine's GemmFeed): the pixels it stages
@@ -89,28 +119,24 @@ struct GemmFeed {
     n0: u32,
 }
 
-fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
-    var av = vec4<f32>(0.0);
+fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> GemmRaw {
     if (CHANNELS && VIN) {
-        av = load_a4(f.pa[p], r0 + 4u * (lid % 4u));
-    } else if (CHANNELS) {
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = load_a(f.pa[4u * p + i], r0 + lid % 16u);
-        }
-    } else {
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = load_a(f.pa[p], r0 + lid / 64u + 4u * i);
-        }
+        return load_a4(f.pa[p], r0 + 4u * (lid % 4u));
     }
-    return av;
+    if (CHANNELS) {
+        let r = r0 + lid % 16u;
+        return raw4(load_a(f.pa[4u * p], r), load_a(f.pa[4u * p + 1u], r), load_a(f.pa[4u * p + 2u], r), load_a(f.pa[4u * p + 3u], r));
+    }
+    let r = r0 + lid / 64u;
+    return raw4(load_a(f.pa[p], r), load_a(f.pa[p], r + 4u), load_a(f.pa[p], r + 8u), load_a(f.pa[p], r + 12u));
 }
 
-fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
+fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> GemmRaw {
     if (weight_in_place()) {
         // Step lid % 16, channels 4 * (lid / 16) .. of the part (STAGE_B_STEPS).
         let r = r0 + lid % 16u;
         let k = f.n0 + 64u * p + 4u * (lid / 16u);
-        return vec4<f32>(weight_at(f.group, r, k), weight_at(f.group, r, k + 1u), weight_at(f.group, r, k + 2u), weight_at(f.group, r, k + 3u));
+        return raw4(weight_at(f.group, r, k), weight_at(f.group, r, k + 1u), weight_at(f.group, r, k + 2u), weight_at(f.group, r, k + 3u));
     }
     return load_b(f.group, r0 + lid / 16u, f.n0 / 4u + 16u * p + lid % 16u);
 }

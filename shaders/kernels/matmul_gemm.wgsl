@@ -18,45 +18,57 @@ struct GemmFeed {
     n0: u32,
 }
 
-// A[m, r] and B[r, n] (zero past the matrices): the bounds one condition, the load the only
-// lane-masked instruction, so that the slice's loads stay in flight (a value selected or
-// decoded where it is loaded is waited for there).
-fn a_at(f: GemmFeed, m: u32, r: u32) -> f32 {
+// A[m, r] and B[r, n] as loaded: the word that holds the element and which half (a 0 word
+// past the matrices). The bounds are one condition and the load the only lane-masked
+// instruction, and the value is decoded only when staged (gemm_decode), so that the slice's
+// loads stay in flight (a value selected or decoded where it is loaded is waited for there).
+fn a_at(f: GemmFeed, m: u32, r: u32) -> vec2<u32> {
     let inside = (m < mp_u[pz()].dims.x) & (r < mp_u[pz()].dims.z);
-    var v = 0.0;
+    let i = u32(f.a0 + i32(m) * mp_u[pz()].sa.x + i32(r) * mp_u[pz()].sa.y);
+    var v = vec2<u32>(0u, i & 1u);
     if (inside) {
-        v = load_a(f.a0 + i32(m) * mp_u[pz()].sa.x + i32(r) * mp_u[pz()].sa.y);
+        v.x = a[mm_word(i)];
     }
     return v;
 }
 
-fn b_at(f: GemmFeed, r: u32, n: u32) -> f32 {
+fn b_at(f: GemmFeed, r: u32, n: u32) -> vec2<u32> {
     let inside = (r < mp_u[pz()].dims.z) & (n < mp_u[pz()].dims.y);
-    var v = 0.0;
+    let i = u32(f.b0 + i32(r) * mp_u[pz()].sb.x + i32(n) * mp_u[pz()].sb.y);
+    var v = vec2<u32>(0u, i & 1u);
     if (inside) {
-        v = load_b(f.b0 + i32(r) * mp_u[pz()].sb.x + i32(n) * mp_u[pz()].sb.y);
+        v.x = b[mm_word(i)];
     }
     return v;
 }
 
-fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
-    var av = vec4<f32>(0.0);
+// Four values as loaded (word and half each) as one GemmRaw.
+fn raw4(v0: vec2<u32>, v1: vec2<u32>, v2: vec2<u32>, v3: vec2<u32>) -> GemmRaw {
+    return GemmRaw(v0.x, v1.x, v2.x, v3.x, v0.y | (v1.y << 2u) | (v2.y << 4u) | (v3.y << 6u));
+}
+
+// The engine's decodes: each value from its word as the operands' type says.
+fn gemm_decode_a(r: GemmRaw) -> vec4<f32> {
+    return vec4<f32>(mm_decode(r.w0, gemm_sel(r, 0u)), mm_decode(r.w1, gemm_sel(r, 1u)), mm_decode(r.w2, gemm_sel(r, 2u)), mm_decode(r.w3, gemm_sel(r, 3u)));
+}
+
+fn gemm_decode_b(r: GemmRaw) -> vec4<f32> {
+    return gemm_decode_a(r);
+}
+
+fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> GemmRaw {
     let m0 = f.m0 + 64u * p;
     if (A_STEPS) {
         let r = r0 + lid % 16u;
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = a_at(f, m0 + lid / 16u + 16u * i, r);
-        }
-    } else {
-        let m = m0 + lid % 64u;
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            av[i] = a_at(f, m, r0 + lid / 64u + 4u * i);
-        }
+        let m = m0 + lid / 16u;
+        return raw4(a_at(f, m, r), a_at(f, m + 16u, r), a_at(f, m + 32u, r), a_at(f, m + 48u, r));
     }
-    return av;
+    let m = m0 + lid % 64u;
+    let r = r0 + lid / 64u;
+    return raw4(a_at(f, m, r), a_at(f, m, r + 4u), a_at(f, m, r + 8u), a_at(f, m, r + 12u));
 }
 
-fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
+fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> GemmRaw {
     var r = r0 + lid / 16u;
     var j = lid % 16u;
     if (B_STEPS) {
@@ -64,7 +76,7 @@ fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32> {
         j = lid / 16u;
     }
     let n = f.n0 + 64u * p + 4u * j;
-    return vec4<f32>(b_at(f, r, n), b_at(f, r, n + 1u), b_at(f, r, n + 2u), b_at(f, r, n + 3u));
+    return raw4(b_at(f, r, n), b_at(f, r, n + 1u), b_at(f, r, n + 2u), b_at(f, r, n + 3u));
 }
 
 // Stores the 4 x 4 block `acc` at rows m .. m+3 and columns n .. n+3 of batch z (z0, z1): the

@@ -18,3 +18,23 @@ fn partial_store(w: u32, v: vec4<f32>) {
 fn partial_at(w: u32) -> vec4<f32> {
     return x4[w];
 }
+
+// The GEMM's fetches as loaded (gemm_engine.wgsl's GemmRaw, decoded by conv2d_gemm.wgsl's
+// gemm_decode_a / _b): float32 words, decoded by a bitcast (the halves, the 16-bit twin's, go
+// unused).
+
+fn x_raw(i: u32) -> vec2<u32> {
+    return vec2<u32>(bitcast<u32>(x[i]), 0u);
+}
+
+fn x4_raw(i: u32) -> vec4<u32> {
+    return bitcast<vec4<u32>>(x4[i / 4u]);
+}
+
+fn decode_word(w: u32, s: u32) -> f32 {
+    return bitcast<f32>(w);
+}
+
+fn decode_x4(w: vec4<u32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>(w);
+}

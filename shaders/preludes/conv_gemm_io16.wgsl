@@ -19,3 +19,23 @@ fn partial_store(w: u32, v: vec4<f32>) {
 fn partial_at(w: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(vec4<u32>(x4[2u * w], x4[2u * w + 1u]));
 }
+
+// The GEMM's fetches as loaded (gemm_engine.wgsl's GemmRaw, decoded by conv2d_gemm.wgsl's
+// gemm_decode_a / _b): the words that hold the 16-bit elements and which half; an x4 word's 4
+// elements as its two words (then two zeros), decoded together.
+
+fn x_raw(i: u32) -> vec2<u32> {
+    return vec2<u32>(x[i >> 1u], i & 1u);
+}
+
+fn x4_raw(i: u32) -> vec4<u32> {
+    return vec4<u32>(x4[i / 4u], 0u, 0u);
+}
+
+fn decode_word(w: u32, s: u32) -> f32 {
+    return half_at(w, s);
+}
+
+fn decode_x4(w: vec4<u32>) -> vec4<f32> {
+    return halves(w.xy);
+}

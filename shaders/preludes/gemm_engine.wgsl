@@ -18,14 +18,17 @@
 //
 // The kernel that includes this prelude defines how elements are fetched:
 //   struct GemmFeed                 what an invocation keeps to address its loads,
-//   fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32>
+//   fn gemm_fetch_a(f: GemmFeed, lid: u32, r0: u32, p: u32) -> GemmRaw
 //                                   the 4 values of A it stages at reduction step r0 for the
 //                                   tile's 64-row part p, in the order the staging mode (`sa`
-//                                   below) names,
-//   fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> vec4<f32>
+//                                   below) names, as loaded,
+//   fn gemm_fetch_b(f: GemmFeed, lid: u32, r0: u32, p: u32) -> GemmRaw
 //                                   the 4 values of B it stages (4 consecutive columns of one
-//                                   reduction step) for the 64-column part p, placed by `sb`.
-// Out-of-range elements (past the rows, the columns or the reduction) are fetched as 0.
+//                                   reduction step) for the 64-column part p, placed by `sb`,
+//   fn gemm_decode_a(r: GemmRaw) -> vec4<f32>, fn gemm_decode_b(r: GemmRaw) -> vec4<f32>
+//                                   the 4 values of what a fetch of A (B) loaded.
+// Out-of-range elements (past the rows, the columns or the reduction) are fetched as 0 words
+// (which decode to 0).
 
 // The tile's parts: 64-row parts along M, 64-column parts along N (the tile is 64PM x 64PN).
 // naga 30 panics applying override constants (pipeline_constants::process_override, a handle
@@ -71,6 +74,27 @@ fn row_a() -> u32 {
 
 fn row_b() -> u32 {
     return 16u * PN + 2u - PN;
+}
+
+// Four values as loaded, decoded only when staged: w0 .. w3 the 32-bit words that hold them
+// (as the kernel's fetch lays them out), sel two bits a value (value i at bits 2i) for the
+// kernel's decode (16-bit operands: which half of its word). A fetch is not decoded where it
+// is issued: the next slice's loads stay in flight across the current slice's multiply-adds
+// (a 16-bit value picked out of its word where the load lands made the compiler wait for it
+// there, before the multiply-adds). Four scalars, not a vec4: a vector held across the loop
+// takes four consecutive registers, into which four separately loaded words would be copied,
+// which waits for the loads.
+struct GemmRaw {
+    w0: u32,
+    w1: u32,
+    w2: u32,
+    w3: u32,
+    sel: u32,
+}
+
+// Value i's two bits of r.sel.
+fn gemm_sel(r: GemmRaw, i: u32) -> u32 {
+    return (r.sel >> (2u * i)) & 3u;
 }
 
 // An invocation's accumulators: block (a, b) is `bab`, acc[i] of it row 64a + 4tx + i at
@@ -151,10 +175,10 @@ fn gemm_stage_b(bv: vec4<f32>, lid: u32, sb: u32, p: u32) {
 // multiply-adds (register double buffering), so their latency hides behind the arithmetic.
 fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: u32, sb: u32) -> GemmAcc {
     var acc: GemmAcc;
-    var a0 = vec4<f32>(0.0);
-    var a1 = vec4<f32>(0.0);
-    var b0 = vec4<f32>(0.0);
-    var b1 = vec4<f32>(0.0);
+    var a0: GemmRaw;
+    var a1: GemmRaw;
+    var b0: GemmRaw;
+    var b1: GemmRaw;
     if (begin < end) {
         a0 = gemm_fetch_a(f, lid, begin, 0u);
         b0 = gemm_fetch_b(f, lid, begin, 0u);
@@ -167,13 +191,13 @@ fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: 
     }
     for (var r0 = begin; r0 < end; r0 = r0 + BK) {
         workgroupBarrier();
-        gemm_stage_a(a0, lid, sa, 0u);
-        gemm_stage_b(b0, lid, sb, 0u);
+        gemm_stage_a(gemm_decode_a(a0), lid, sa, 0u);
+        gemm_stage_b(gemm_decode_b(b0), lid, sb, 0u);
         if (PM > 1u) {
-            gemm_stage_a(a1, lid, sa, 1u);
+            gemm_stage_a(gemm_decode_a(a1), lid, sa, 1u);
         }
         if (PN > 1u) {
-            gemm_stage_b(b1, lid, sb, 1u);
+            gemm_stage_b(gemm_decode_b(b1), lid, sb, 1u);
         }
         workgroupBarrier();
         if (r0 + BK < end) {
