@@ -211,7 +211,8 @@ impl std::fmt::Debug for Submission {
 /// Submits `encoder` (with `keep` attached) and returns its completion; the eager calls held
 /// back (`runtime/deferred.rs`) go first, in the same queue submission.
 pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep) -> Result<Submission> {
-    // Inside a callback that this thread's submission runs, nothing is held to go first.
+    // Inside a callback that this thread's submission runs, nothing is held to go first (the
+    // outer submission took it), and an error left for the next call stays for the outer one.
     let sub = match rt.deferral.lock() {
         Some(mut held) => submit_after_held(rt, op, &mut held, Some((encoder, keep)))?,
         None => submit_after_held(rt, op, &mut Held::default(), Some((encoder, keep)))?,

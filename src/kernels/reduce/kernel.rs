@@ -62,8 +62,8 @@ pub enum ReduceKernel {
     /// `reduce_rows` with `PER_THREAD`: the same rows, an invocation per output (no workgroup
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
     RowThreads,
-    /// `reduce_rows` with `SPLIT` (GPUs): the same rows, a few long outputs (at most 512, at
-    /// least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
+    /// `reduce_rows` with `SPLIT` (GPUs): the same rows, a few long outputs (fewer than 1024,
+    /// at least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
     /// dispatch combines in a fixed order (two more for two-pass ops, one more for scans):
     /// a workgroup per output would leave most of a GPU idle (64 outputs: 64 workgroups).
     RowSplits,
@@ -109,7 +109,7 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::General
             } else if n0 <= LOOP_CAP && threads {
                 ReduceKernel::RowThreads
-            } else if gpu && splits >= 2 && n0 as u64 <= splits * WG * LOOP_CAP as u64 {
+            } else if gpu && splits >= 2 && n0 as u64 <= (if runs as u64 >= splits { 1 } else { splits }) * WG * LOOP_CAP as u64 {
                 ReduceKernel::RowSplits
             } else if gpu && rp.extent <= TEAM_ROWS && !few {
                 ReduceKernel::RowTeams
