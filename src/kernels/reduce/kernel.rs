@@ -62,8 +62,9 @@ pub enum ReduceKernel {
     /// `reduce_rows` with `PER_THREAD`: the same rows, an invocation per output (no workgroup
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
     RowThreads,
-    /// `reduce_rows` with `SPLIT` (GPUs): the same rows, a few long outputs (fewer than 1024,
-    /// at least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
+    /// `reduce_rows` with `SPLIT` (GPUs; CPU adapters for fewer than 16 outputs of more than
+    /// 65,536 elements in several runs each): the same rows, a few long outputs (fewer than
+    /// 1024, at least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
     /// dispatch combines in a fixed order (two more for two-pass ops, one more for scans):
     /// a workgroup per output would leave most of a GPU idle (64 outputs: 64 workgroups).
     RowSplits,
@@ -89,7 +90,11 @@ pub enum ReduceKernel {
 /// are at least 64 outputs (barriers cost a CPU adapter more than a workgroup's parallelism
 /// gains) or the rows are at most 64 elements; on GPUs, [`row_splits`] workgroups per output
 /// where that is at least 2, and a team of [`row_team`] invocations per output for rows of at
-/// most 512 elements; else a workgroup each. Columns of at least 16 reduced elements
+/// most 512 elements; else a workgroup each. CPU adapters split too where fewer than 16 outputs
+/// of more than [`FEW_OUTPUTS_EXTENT`] elements have several runs each (a per-channel
+/// statistic of NCHW: `var` over (0, 2, 3) of [64, 8, 56, 56] 13.7-14.1 -> 5.3-5.8 ms on
+/// lavapipe; one run an output kept the general kernel, `amax` of [8, 300000] being 6.3-7.3
+/// ms split against 5.4-5.5). Columns of at least 16 reduced elements
 /// split each output's walk on GPUs. Elsewhere a reduction of more than
 /// [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
 pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
@@ -109,7 +114,7 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::General
             } else if n0 <= LOOP_CAP && threads {
                 ReduceKernel::RowThreads
-            } else if gpu && splits >= 2 && n0 as u64 <= (if runs as u64 >= splits { 1 } else { splits }) * WG * LOOP_CAP as u64 {
+            } else if (gpu || (few && runs > 1)) && splits >= 2 && n0 as u64 <= (if runs as u64 >= splits { 1 } else { splits }) * WG * LOOP_CAP as u64 {
                 ReduceKernel::RowSplits
             } else if gpu && rp.extent <= TEAM_ROWS && !few {
                 ReduceKernel::RowTeams
