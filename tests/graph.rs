@@ -564,3 +564,42 @@ fn a_callback_fired_inside_the_crates_submission_may_call_the_crate() {
         assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
     }
 }
+
+#[test]
+fn a_callback_fired_during_a_capture_makes_an_eager_call_not_a_captured_one() {
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        let queue = c.queue().clone();
+        let device = c.device().clone();
+        let x = DeviceTensor::from_slice(&c, &vals(64, 71), &[64]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        let input = DeviceTensor::from_slice(&c, &vals(64, 72), &[64]).unwrap();
+        x.add_(0.5).unwrap();
+        c.flush().unwrap();
+        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        // Everything submitted has finished: wgpu runs this at its next maintenance, which is
+        // a poll of the crate's inside the capture below (a batch returns finished work's
+        // buffers to the pool before it allocates).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let x2 = x.clone();
+        queue.on_submitted_work_done(move || tx.send(x2.add_(1.0).map(drop)).unwrap());
+        let mut fired_inside = None;
+        let graph = c
+            .capture(&[&input], || {
+                let y = input.mul(2.0)?;
+                fired_inside = rx.try_recv().ok();
+                Ok::<_, Error>(y)
+            })
+            .unwrap();
+        fired_inside.unwrap_or_else(|| panic!("{}: the callback did not run inside the capture", name(ctx))).unwrap();
+        // The callback's call ran eagerly, once: its result is there to read now, and replays
+        // do not repeat it (a captured in-place add would run at each replay, and not before).
+        let want: Vec<f32> = vals(64, 71).iter().map(|v| v + 0.5 + 1.0).collect();
+        assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        assert_eq!(graph.counts().dispatches, 1, "{}: {:?}", name(ctx), graph.dispatches());
+        graph.replay_and_wait(&[&input]).unwrap();
+        assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        let want: Vec<f32> = vals(64, 72).iter().map(|v| v * 2.0).collect();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+    }
+}

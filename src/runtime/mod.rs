@@ -256,6 +256,23 @@ impl Runtime {
         lock(&self.capture).remove(&std::thread::current().id())
     }
 
+    /// Runs `f`, a wgpu call that may run callbacks of finished work (a poll, a submission),
+    /// with this thread's capture set aside: a program's callback that calls the crate (a
+    /// readback's `map_async` that starts the next step) makes an eager call, not one recorded
+    /// into the graph this thread is capturing. The capture is back when `f` returns.
+    pub(crate) fn outside_capture<T>(&self, f: impl FnOnce() -> T) -> T {
+        let id = std::thread::current().id();
+        let set_aside = {
+            let mut c = lock(&self.capture);
+            if c.is_empty() { None } else { c.remove(&id) }
+        };
+        let out = f();
+        if let Some(r) = set_aside {
+            lock(&self.capture).insert(id, r);
+        }
+        out
+    }
+
     /// Whether this thread is capturing a graph on this runtime.
     pub fn capturing_here(&self) -> bool {
         let c = lock(&self.capture);

@@ -119,7 +119,7 @@ impl<T> Future for Completion<T> {
         if this.drive == Drive::Poll {
             let polled = {
                 let _turn = this.rt.errors.gl_turn();
-                this.rt.device.poll(wgpu::PollType::Poll)
+                this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Poll))
             };
             if let Err(e) = polled {
                 return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("polling the device failed ({e})"))));
@@ -136,7 +136,7 @@ impl<T> Future for Completion<T> {
             while !this.signal.is_set() && start.elapsed() < SPIN {
                 let polled = {
                     let _turn = this.rt.errors.gl_turn();
-                    this.rt.device.poll(wgpu::PollType::Poll)
+                    this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Poll))
                 };
                 if let Err(e) = polled {
                     return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("polling the device failed ({e})"))));
@@ -148,7 +148,7 @@ impl<T> Future for Completion<T> {
         // says that a submission never ran on a lost device (wgpu still runs its callbacks).
         let waited = {
             let _turn = this.rt.errors.gl_turn();
-            this.rt.device.poll(wgpu::PollType::Wait { submission_index: this.index.clone(), timeout: None })
+            this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Wait { submission_index: this.index.clone(), timeout: None }))
         };
         if let Err(e) = waited {
             return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
@@ -247,7 +247,7 @@ pub(crate) fn submit_after_held(rt: &Arc<Runtime>, op: &'static str, held: &mut 
         });
         let finished: Vec<wgpu::CommandBuffer> = finished.collect();
         rt.counters.add(RecordCounts { submits: 1, ..Default::default() });
-        Ok(crate::runtime::errors::outside_scopes(|| rt.queue.submit(finished)))
+        Ok(rt.outside_capture(|| crate::runtime::errors::outside_scopes(|| rt.queue.submit(finished))))
     })?;
     Ok(Some(Submission { done: Some(Completion::new(rt.clone(), op, Some(index), signal, Drive::Poll)) }))
 }
@@ -347,7 +347,7 @@ impl Runtime {
     pub fn reclaim(&self) {
         if cfg!(not(target_arch = "wasm32")) {
             let _turn = self.errors.gl_turn();
-            let _ = self.device.poll(wgpu::PollType::Poll);
+            let _ = self.outside_capture(|| self.device.poll(wgpu::PollType::Poll));
         }
     }
 
