@@ -118,7 +118,7 @@ pub mod advanced {
         pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};
         pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
         pub use crate::kernels::reduce::abi::Work as ReduceWork;
-        pub use crate::kernels::reduce::kernel::{reduce_kernel, ReduceKernel};
+        pub use crate::kernels::reduce::kernel::{column_blocks, column_splits, reduce_kernel, ReduceKernel};
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
         pub use crate::matmul::{addmm_plan, linear_plan, matmul_plan, matmul_cpu, MatmulPlan};

@@ -386,6 +386,82 @@ fn few_long_rows_split_across_workgroups() {
     }
 }
 
+/// A few long columns on GPUs (`ReduceKernel::ColumnSplits` with blocks: several workgroups
+/// per four outputs along the reduction, their states combined in a second dispatch, two more
+/// for two-pass ops): every op against the host, with ties, an infinity and a NaN in some
+/// columns; a channels-last per-channel statistic, a column count that is not a whole number
+/// of quads (and an unaligned view), two kept dims, and columns longer than one workgroup's
+/// walkers may walk (more than 16,384 steps: the general kernel's before); the same bits twice. Each adapter runs them posing as a GPU
+/// (CPU adapters keep their kernels: also run, as a reference of their own).
+#[test]
+fn few_long_columns_split_across_workgroups() {
+    use strided_wgpu::advanced::internal::{column_blocks, column_splits, reduce_kernel, ReduceKernel, ReduceWork};
+    let posing: Vec<GpuContext> = contexts().iter().filter_map(posing_as_gpu).collect();
+    assert_eq!(posing.len(), contexts().len(), "a device of each adapter's own");
+    // (shape, format, reduced dims, element offset).
+    let cases: &[(&[usize], MemoryFormat, &[isize], usize)] = &[
+        (&[4096, 8], MemoryFormat::Contiguous, &[0], 0),
+        (&[5000, 3], MemoryFormat::Contiguous, &[0], 1),
+        (&[3, 3000, 8], MemoryFormat::Contiguous, &[1], 0),
+        (&[4, 12, 40, 40], MemoryFormat::ChannelsLast, &[0, 2, 3], 0),
+        (&[70_000, 4], MemoryFormat::Contiguous, &[0], 0),
+    ];
+    for ctx in contexts().iter().chain(&posing) {
+        let gpu = ctx.adapter().device_type != wgpu::DeviceType::Cpu;
+        let mut rng = Rng(0xc01);
+        for &(shape, format, dims, offset) in cases {
+            let n: usize = shape.iter().product();
+            // Multiples of 1/4 in [-1, 1]: ties everywhere; an infinity in the last column, a
+            // NaN in the first.
+            let mut v: Vec<f32> = (0..n + offset).map(|_| (rng.below(9) as f32 - 4.0) / 4.0).collect();
+            let inner = *shape.last().unwrap();
+            v[offset + n - 1 - inner] = f32::INFINITY;
+            v[offset + 5 * inner] = f32::NAN;
+            let raw = HostTensor::from_vec(v, &[n + offset]).unwrap();
+            let view = |t: &HostTensor| -> HostTensor {
+                let t = t.slice(0, offset as isize, (n + offset) as isize, 1).unwrap();
+                match format {
+                    MemoryFormat::ChannelsLast => t.view(&[shape[0] as isize, shape[2] as isize, shape[3] as isize, shape[1] as isize]).unwrap().permute(&[0, 3, 1, 2]).unwrap(),
+                    _ => t.view(&shape.iter().map(|&s| s as isize).collect::<Vec<_>>()).unwrap(),
+                }
+            };
+            let x = view(&raw);
+            let dev = DeviceTensor::upload(ctx, &raw).unwrap();
+            let d = {
+                let t = dev.slice(0, offset as isize, (n + offset) as isize, 1).unwrap();
+                match format {
+                    MemoryFormat::ChannelsLast => t.view(&[shape[0] as isize, shape[2] as isize, shape[3] as isize, shape[1] as isize]).unwrap().permute(&[0, 3, 1, 2]).unwrap(),
+                    _ => t.view(&shape.iter().map(|&s| s as isize).collect::<Vec<_>>()).unwrap(),
+                }
+            };
+            let desc = |what: String| format!("{} {what} of {shape:?} {format:?} dims {dims:?} offset {offset}", name(ctx));
+            for op in OPS {
+                let dims = if matches!(op, ReduceOp::Argmax | ReduceOp::Argmin | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod) && dims.len() > 1 { &dims[..1] } else { dims };
+                let s = reduce_spec(op, x.layout(), DType::F32, &Dims::List(dims.to_vec()), false, None).unwrap();
+                let plan = ReducePlan::reduction(&s, x.layout(), &Layout::contiguous(&s.out_shape).unwrap()).unwrap();
+                let kernel = reduce_kernel(&plan, ReduceWork::Reduce(op), DType::F32, ctx.adapter().device_type);
+                let what = desc(format!("{op:?} ({kernel:?})"));
+                if gpu && plan.class() == ReduceClass::Columns {
+                    assert_eq!(kernel, ReduceKernel::ColumnSplits, "{what}");
+                    let quads = (plan.outputs as u64).div_ceil(4);
+                    let parts = column_splits(quads, plan.extent as u64);
+                    assert!(column_blocks(quads, parts, plan.extent as u64, true) > 1, "{what}: one block");
+                }
+                let want = x.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let a = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let b = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
+                let (a0, b0) = (a.0.download().unwrap(), b.0.download().unwrap());
+                assert_eq!(bits(&a0), bits(&b0), "{what}: two runs differ");
+                let tol = tolerances(&x, op, &Dims::List(dims.to_vec()), false, &want.0);
+                compare(&what, &a0, &want.0, &tol).unwrap();
+                if let (Some(w), Some(g)) = (want.1, a.1) {
+                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
+                }
+            }
+        }
+    }
+}
+
 /// Reductions and scans longer than one invocation walks (`CHUNK`, and lavapipe's cap on a
 /// loop's iterations, about 32,000): parts, then their states combined in order.
 #[test]

@@ -6,7 +6,16 @@
 // four outputs walks all of their elements (or, `parts` 4, sixteen: wide_main). SPLIT 1
 // (GPUs, whose thousands of lanes a few hundred outputs would leave idle): `parts` invocations (a power of two, 2 to 32) share four
 // outputs, invocation s walking the reduced elements s, s + parts, ...; their states meet in a
-// fixed tree in workgroup memory. A fixed order either way: the same input gives the same bits.
+// fixed tree in workgroup memory. Where the outputs are too few to fill a GPU so, `blocks`
+// workgroups (the uniform's; a power of two) share them too, walker s of block g walking
+// elements g * parts + s, + blocks * parts, ...; a stage a dispatch (the uniform's `stage`):
+//   0: each workgroup's pass-0 states of its quads into partials[(quad * blocks + g) * 4 + lane];
+//   1: min(blocks, WG) invocations a quad combine its blocks' states (invocation j folds
+//      blocks j, j + n, .. in order, then a tree) and finish the outputs, or (two-pass ops)
+//      store the combined states in partials[(quads * blocks + quad) * 4 + lane];
+//   2: two-pass ops walk pass 1 with those, each workgroup's states as in stage 0;
+//   3: two-pass ops combine pass 1's states and finish.
+// (Scans keep one block.) A fixed order either way: the same input gives the same bits.
 // Two-pass_ ops walk twice; softmax and log_softmax then write. Needs `reduce` and
 // `reduce_vec`; the uniform's grid_row counts invocations (SPLIT 0) or quads (SPLIT 1) per row
 // of the dispatch grid.
@@ -145,9 +154,16 @@ fn split_tree(k: u32, acc: Acc, lid: u32, qpw: u32) {
     for (var l = 0u; l < 4u; l = l + 1u) {
         lanes[lid * 4u + l] = lane(k, acc, l);
     }
+    quad_tree(k, lid, qpw, red_u[pz()].parts);
+}
+
+// The lane states in `lanes` ([(s * qpw + quad) * 4 + lane]) of the `n` sharers s of each of
+// the workgroup's qpw quads combined in a fixed tree (s with s + h, h = n / 2, ..., 1), into
+// those of s = 0.
+fn quad_tree(k: u32, lid: u32, qpw: u32, n: u32) {
     workgroupBarrier();
     let sy = lid / qpw;
-    for (var h = red_u[pz()].parts / 2u; h > 0u; h = h >> 1u) {
+    for (var h = n / 2u; h > 0u; h = h >> 1u) {
         if (sy < h) {
             for (var l = 0u; l < 4u; l = l + 1u) {
                 let i = lid * 4u + l;
@@ -158,26 +174,118 @@ fn split_tree(k: u32, acc: Acc, lid: u32, qpw: u32) {
     }
 }
 
-// SPLIT 1: `parts` invocations per four outputs (no early return: every invocation reaches
-// the barriers).
-fn split_main(wid: vec3<u32>, lid: u32) {
-    let parts = red_u[pz()].parts;
-    let qpw = WG / parts;
-    let qx = lid % qpw;
-    let sy = lid / qpw;
-    let t = wid.x * qpw + qx + wid.y * red_u[pz()].grid_row;
+// The quad of invocation t's outputs: its elements, valid outputs and whether its four input
+// elements are one aligned word at every step (`live`: t is a quad).
+struct Quad {
+    b: vec3<u32>,
+    valid: u32,
+    whole: bool,
+    live: bool,
+}
+
+fn quad_at(t: u32) -> Quad {
     let d = red_u[pz()].rrank;
     let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
     let quads = (k0 + 3u) / 4u;
-    let live = t < quads * (red_u[pz()].outputs / k0);
-    var b = vec3<u32>(0u);
-    var valid = 1u;
-    var whole = false;
-    if (live) {
-        let q = t % quads;
-        b = out_offsets((t / quads) * k0 + 4u * q);
-        valid = min(4u, k0 - 4u * q);
-        whole = valid == 4u && red_u[pz()].mode == 1u && (b.y & 3u) == 0u;
+    var q = Quad(vec3<u32>(0u), 1u, false, t < quads * (red_u[pz()].outputs / k0));
+    if (q.live) {
+        q.b = out_offsets((t / quads) * k0 + 4u * (t % quads));
+        q.valid = min(4u, k0 - 4u * (t % quads));
+        q.whole = q.valid == 4u && red_u[pz()].mode == 1u && (q.b.y & 3u) == 0u;
+    }
+    return q;
+}
+
+// Quads of the dispatch (SPLIT).
+fn quad_count() -> u32 {
+    let d = red_u[pz()].rrank;
+    let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
+    return (k0 + 3u) / 4u * (red_u[pz()].outputs / k0);
+}
+
+// SPLIT 1, stages 1 and 3 (blocks > 1): min(blocks, WG) invocations of workgroup wg share each
+// of its quads (n of them), invocation j folding blocks j, j + n, .. in order, then a tree; then the
+// quads' outputs are finished, or pass 0's combined states kept for pass 1 (no early return
+// before the tree: every invocation reaches its barriers).
+fn combine_blocks(wg: u32, lid: u32) {
+    let stage = red_u[pz()].stage;
+    let blocks = red_u[pz()].blocks;
+    let n = min(blocks, WG);
+    let qpw = WG / n;
+    let qx = lid % qpw;
+    let q = wg * qpw + qx;
+    let live = q < quad_count();
+    let k = kind(stage / 2u);
+    for (var l = 0u; l < 4u; l = l + 1u) {
+        var st = collapse(k, acc_new(k));
+        if (live) {
+            for (var g = lid / qpw; g < blocks; g = g + n) {
+                st = comb(k, st, partials[(q * blocks + g) * 4u + l]);
+            }
+        }
+        lanes[lid * 4u + l] = st;
+    }
+    quad_tree(k, lid, qpw, n);
+    if (!live || lid >= qpw) {
+        return;
+    }
+    let c = qx * 4u;
+    let kept = (quad_count() * blocks + q) * 4u;
+    if (stage == 1u && two_pass()) {
+        for (var l = 0u; l < 4u; l = l + 1u) {
+            partials[kept + l] = lanes[c + l];
+        }
+        return;
+    }
+    let qd = quad_at(q);
+    var s = QuadStates(lanes[c], lanes[c + 1u], lanes[c + 2u], lanes[c + 3u], lanes[c], lanes[c + 1u], lanes[c + 2u], lanes[c + 3u]);
+    if (stage == 3u) {
+        s = QuadStates(partials[kept], partials[kept + 1u], partials[kept + 2u], partials[kept + 3u], lanes[c], lanes[c + 1u], lanes[c + 2u], lanes[c + 3u]);
+    }
+    write_quad(qd.b, qd.whole, qd.valid, r_strides(red_u[pz()].rrank).x, s, 0u, 1u, true);
+}
+
+// SPLIT 1: `parts` invocations per four outputs (no early return: every invocation reaches
+// the barriers); with `blocks` > 1, workgroups of a stage as the header says.
+fn split_main(wid: vec3<u32>, lid: u32) {
+    let parts = red_u[pz()].parts;
+    let blocks = red_u[pz()].blocks;
+    let qpw = WG / parts;
+    let qx = lid % qpw;
+    let sy = lid / qpw;
+    // The workgroup's index in the dispatch (grid_row: quads a row of the grid).
+    let wg = wid.x + wid.y * (red_u[pz()].grid_row / qpw);
+    let stage = red_u[pz()].stage;
+    if (stage == 1u || stage == 3u) {
+        combine_blocks(wid.x + wid.y * (red_u[pz()].grid_row / (WG / min(blocks, WG))), lid);
+        return;
+    }
+    let t = (wg / blocks) * qpw + qx;
+    let qd = quad_at(t);
+    let live = qd.live;
+    let b = qd.b;
+    let valid = qd.valid;
+    let whole = qd.whole;
+    if (blocks > 1u) {
+        let pass_ = stage / 2u;
+        let k = kind(pass_);
+        var c = vec4<f32>(0.0);
+        let kept = (quad_count() * blocks + t) * 4u;
+        if (pass_ == 1u && live) {
+            c = vec4<f32>(second_c(partials[kept]), second_c(partials[kept + 1u]), second_c(partials[kept + 2u]), second_c(partials[kept + 3u]));
+        }
+        var acc = acc_new(k);
+        if (live) {
+            acc = walk(b, pass_, c, whole, valid, (wg % blocks) * parts + sy, blocks * parts);
+        }
+        split_tree(k, acc, lid, qpw);
+        if (live && sy == 0u) {
+            let at = (t * blocks + wg % blocks) * 4u;
+            for (var l = 0u; l < 4u; l = l + 1u) {
+                partials[at + l] = lanes[qx * 4u + l];
+            }
+        }
+        return;
     }
     let k = kind(0u);
     var acc = acc_new(k);
@@ -208,7 +316,7 @@ fn split_main(wid: vec3<u32>, lid: u32) {
         t3 = lanes[qx * 4u + 3u];
     }
     if (live) {
-        write_quad(b, whole, valid, r_strides(d).x, QuadStates(s0, s1, s2, s3, t0, t1, t2, t3), sy, parts, sy == 0u);
+        write_quad(b, whole, valid, r_strides(red_u[pz()].rrank).x, QuadStates(s0, s1, s2, s3, t0, t1, t2, t3), sy, parts, sy == 0u);
     }
 }
 

@@ -169,7 +169,9 @@ fn combine(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
         return select(a, b, arg_better_i(y, b.y, x, a.y, op == R_ARGMAX || op == R_MAX));
     }
     if (op == R_SUM || op == R_MEAN || op == R_NORM1 || op == R_NORM2 || op == R_CUMSUM) {
-        let s = kadd(kadd(vec2<f32>(asf(a.x), asf(a.y)), asf(b.x)), asf(b.y));
+        // The running sums add as IEEE does (a part's infinity stays one: its compensation,
+        // NaN then, is not added to the sum); the compensations add with that addition's error.
+        let s = kadd(vec2<f32>(asf(a.x), asf(a.y) + asf(b.y)), asf(b.x));
         return vec4<u32>(asu(s.x), asu(s.y), 0u, 0u);
     }
     if (op == R_PROD) {

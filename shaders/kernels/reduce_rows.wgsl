@@ -235,9 +235,6 @@ override PER_THREAD: bool = false;
 // Every order is fixed by `parts` (and the subgroup size, as the tree's): the same bits each run.
 override SPLIT: bool = false;
 
-// Part states (SPLIT): outputs * parts of them, then one combined state per output.
-@group(0) @binding(6) var<storage, read_write> partials: array<vec4<u32>>;
-
 // The part states of output o combined across the workgroup: invocation i folds parts i,
 // i + WG, .. in order, then the tree.
 fn combine_parts(k: u32, o: u32, tl: TreeLane) -> vec4<u32> {

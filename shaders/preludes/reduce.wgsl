@@ -33,9 +33,10 @@ struct Red {
     mode: u32,
     parts: u32,
     chunk: u32,
-    // The rows kernel's SPLIT stage (reduce_rows.wgsl).
+    // The SPLIT stage of the rows and columns kernels (reduce_rows.wgsl, reduce_cols.wgsl).
     stage: u32,
-    pad1: u32,
+    // The columns kernel's SPLIT: workgroups per four outputs along the reduction.
+    blocks: u32,
     pad2: u32,
 }
 

@@ -17,6 +17,9 @@
 // The whole 16-byte words of `src`'s window.
 @group(0) @binding(3) var<storage, read> src4: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> indices: array<u32>;
+// Part states of the split kernels (reduce_rows.wgsl and reduce_cols.wgsl with SPLIT): the
+// states of an output's (a quad's lanes') parts, then its combined state.
+@group(0) @binding(6) var<storage, read_write> partials: array<vec4<u32>>;
 
 const K_SUM: u32 = 0u;
 const K_MAX: u32 = 1u;

@@ -68,6 +68,7 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
         scan(ctx, "softmax_dim-1", logits.clone(), ScanOp::Softmax, -1)?,
         scan(ctx, "softmax_attention", nchw(&[8, 12, 128, 128])?, ScanOp::Softmax, -1)?,
         reduction(ctx, "var_batchnorm", act, ReduceOp::Var { correction: 0.0 }, Dims::from([0, 2, 3]))?,
+        reduction(ctx, "var_batchnorm_nhwc", filled(ctx, &[8, 64, 56, 56], MemoryFormat::ChannelsLast)?, ReduceOp::Var { correction: 0.0 }, Dims::from([0, 2, 3]))?,
         reduction(ctx, "argmax_dim-1", logits, ReduceOp::Argmax, Dims::from(-1))?,
     ];
     measure(ctx, &timer, cases, warm)

@@ -31,7 +31,7 @@ uniform! {
         pub(crate) parts: u32,
         pub(crate) chunk: u32,
         pub(crate) stage: u32,
-        pub(crate) pad1: u32,
+        pub(crate) blocks: u32,
         pub(crate) pad2: u32,
     }
 }

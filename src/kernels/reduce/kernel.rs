@@ -33,6 +33,11 @@ const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
 const SPLIT_FILL: u64 = 1024;
 const SPLIT_LEAST: u64 = 2048;
 
+/// The fewest reduced steps a walker of a [`ReduceKernel::ColumnSplits`] block walks (four
+/// loads in flight, four times), and the most blocks a quad.
+const COLUMN_LEAST: u64 = 16;
+const MOST_BLOCKS: u64 = 1024;
+
 /// The longest rows [`ReduceKernel::RowTeams`] takes: 128 words, four a lane of a team of 32.
 const TEAM_ROWS: usize = 512;
 
@@ -77,7 +82,9 @@ pub enum ReduceKernel {
     /// `reduce_cols` with `SPLIT`: a kept dim contiguous; 2 to 32 invocations per four
     /// outputs, each walking every `parts`-th reduced element, their states combined in a
     /// fixed tree in workgroup memory (`column_splits` picks how many): what GPUs run, whose lanes a few
-    /// hundred outputs would otherwise leave idle.
+    /// hundred outputs would otherwise leave idle. Reductions of few quads or long columns
+    /// take [`column_blocks`] workgroups a quad, whose states a second dispatch combines in a
+    /// fixed order (two more for two-pass ops).
     ColumnSplits,
     /// `reduce_general`: anything (any type, op, layout and length).
     General,
@@ -95,8 +102,9 @@ pub enum ReduceKernel {
 /// statistic of NCHW: `var` over (0, 2, 3) of [64, 8, 56, 56] 13.7-14.1 -> 5.3-5.8 ms on
 /// lavapipe; one run an output kept the general kernel, `amax` of [8, 300000] being 6.3-7.3
 /// ms split against 5.4-5.5). Columns of at least 16 reduced elements
-/// split each output's walk on GPUs. Elsewhere a reduction of more than
-/// [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
+/// split each output's walk on GPUs: reductions of any length (in [`column_blocks`]
+/// workgroups a quad where needed), scans within the loop cap. Elsewhere a reduction of more
+/// than [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
 pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
     let f32s = t.input == DType::F32 && t.cast == DType::F32 && matches!(t.out, DType::F32 | DType::I32);
     if !f32s || matches!(work, Work::Scan(ScanOp::Cumsum)) || rp.rrank > MAX_DIMS {
@@ -124,8 +132,11 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::General
             }
         }
+        // GPUs split reductions of any length (blocks of workgroups where the quads are few
+        // or the walks long: `column_blocks`); scans within one workgroup.
+        ReduceClass::Columns if gpu && rp.extent >= 16 && matches!(work, Work::Reduce(_)) && rp.extent as u64 <= 2 * MOST_BLOCKS * LOOP_CAP as u64 => ReduceKernel::ColumnSplits,
         ReduceClass::Columns if rp.extent <= LOOP_CAP && !few => {
-            if device_type != wgpu::DeviceType::Cpu && rp.extent >= 16 {
+            if gpu && rp.extent >= 16 {
                 ReduceKernel::ColumnSplits
             } else {
                 ReduceKernel::Columns
@@ -173,6 +184,23 @@ pub fn column_splits(quads: u64, extent: u64) -> u64 {
     let want = (WG * 1024 / quads.max(1)).next_power_of_two();
     let most = 1u64 << (extent / 8).max(2).ilog2();
     want.min(most).clamp(2, 32)
+}
+
+/// Workgroups of [`ReduceKernel::ColumnSplits`] per four outputs along the reduction, for
+/// `quads` groups of four outputs of `extent` reduced elements, `parts` invocations each in a
+/// workgroup ([`column_splits`]): a power of two, enough for about [`SPLIT_FILL`] workgroups
+/// where the quads are few (channels-last per-channel statistics: 16 quads), each walker
+/// walking at least [`COLUMN_LEAST`] steps, and enough that none walks more than the loop cap;
+/// at most [`MOST_BLOCKS`]. Scans (`reduction` false) keep one: their writes walk again.
+pub fn column_blocks(quads: u64, parts: u64, extent: u64, reduction: bool) -> u64 {
+    if !reduction {
+        return 1;
+    }
+    let groups = quads.div_ceil(WG / parts).max(1);
+    let want = SPLIT_FILL.div_ceil(groups).next_power_of_two();
+    let most = 1u64 << (extent / (parts * COLUMN_LEAST)).max(1).ilog2();
+    let least = extent.div_ceil(parts * LOOP_CAP as u64).next_power_of_two();
+    want.min(most).max(least).min(MOST_BLOCKS)
 }
 
 /// Workgroups of [`ReduceKernel::RowSplits`] per output, for `outputs` outputs of `extent`
@@ -250,6 +278,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
             && quads(p) >= 4 * 4 * WG
     };
     let parts = |p: &IterPlan| if split { column_splits(quads(p), rp.extent as u64) } else if wide(p) { 4 } else { 1 };
+    // ColumnSplits: workgroups a quad along the reduction (stages as in reduce_cols.wgsl).
+    let scan = matches!(work, Work::Scan(_));
+    let blocks = |p: &IterPlan| if split { column_blocks(quads(p), parts(p), rp.extent as u64, !scan) } else { 1 };
     // Workgroups of a piece.
     let groups = |p: &IterPlan| -> u64 {
         let outputs = (p.numel() / rp.extent) as u64;
@@ -262,7 +293,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         } else if wide(p) {
             (quads(p) / 4).div_ceil(WG)
         } else {
-            quads(p).div_ceil(WG / parts(p))
+            quads(p).div_ceil(WG / parts(p)) * blocks(p)
         }
     };
     let fits = |p: &IterPlan| {
@@ -272,6 +303,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
             && windows(p).iter().all(|&(_, len)| len <= max_bind)
             && p.numel() <= u32::MAX as usize
             && g.div_ceil(gx) <= max_groups
+            && (!split || quads(p) * (blocks(p) + 1) * 64 <= max_bind)
             && (0..3).all(|k| p.strides_of(k).iter().all(|&x| i32::try_from(x).is_ok()))
     };
     let cuts = Cuts { keep: rrank, grain0: 1, max_rank: MAX_DIMS };
@@ -284,21 +316,27 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let spare_out = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
     // RowSplits: the part states of the piece with the most outputs (pieces run one after
     // another), then a combined state per output.
+    // ColumnSplits with blocks: each quad's lane states of each block, then its combined ones.
     let most = pieces.iter().map(|p| (p.numel() / rp.extent) as u64).max().unwrap_or(0);
-    let states = rt.buffer(OP, if row_split { most * (splits + 1) * 16 } else { 16 }, wgpu::BufferUsages::STORAGE)?;
+    let column_states = |p: &IterPlan| if blocks(p) > 1 { quads(p) * (blocks(p) + 1) * 64 } else { 0 };
+    let most_column = pieces.iter().map(|p| column_states(p)).max().unwrap_or(0);
+    let states = rt.buffer(OP, if row_split { most * (splits + 1) * 16 } else { most_column.max(16) }, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
     let key = pipeline(kernel, op, rep.subgroup_reduce);
-    let scan = matches!(work, Work::Scan(_));
     // RowSplits' stages (reduce_rows.wgsl): pass 0's parts and their combination, then a scan's
     // writes or a two-pass op's pass 1 and its combination.
     let two_pass = matches!(work, Work::Reduce(ReduceOp::Var { .. } | ReduceOp::Std { .. } | ReduceOp::Logsumexp));
-    let stages: &[u32] = match (row_split, scan, two_pass) {
-        (false, ..) => &[0],
-        (true, true, _) => &[0, 1, 2],
-        (true, false, true) => &[0, 1, 2, 3],
-        (true, false, false) => &[0, 1],
+    // ColumnSplits with blocks: pass 0's blocks and their combination, then a two-pass op's
+    // pass 1 and its combination.
+    let stages = |p: &IterPlan| -> &[u32] {
+        match (row_split || blocks(p) > 1, scan, two_pass) {
+            (false, ..) => &[0],
+            (true, true, _) => &[0, 1, 2],
+            (true, false, true) => &[0, 1, 2, 3],
+            (true, false, false) => &[0, 1],
+        }
     };
-    let mut dispatches = Vec::with_capacity(pieces.len() * stages.len());
+    let mut dispatches = Vec::with_capacity(pieces.len() * 4);
     for p in &pieces {
         let w = windows(p);
         let mut u = plan_uniform(p);
@@ -333,15 +371,27 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         } else {
             parts(p)
         } as u32;
-        let st = if row_split { (states.buffer(), (0, outputs * (splits + 1) * 16)) } else { (states.buffer(), (0, 16)) };
-        for &stage in stages {
-            // RowSplits' combinations: a workgroup per output.
-            let g = if row_split && stage % 2 == 1 { outputs } else { groups(p) };
+        u.blocks = blocks(p) as u32;
+        let st = if row_split {
+            (states.buffer(), (0, outputs * (splits + 1) * 16))
+        } else {
+            (states.buffer(), (0, column_states(p).max(16)))
+        };
+        for &stage in stages(p) {
+            // The split kernels' combinations: a workgroup per output (rows), min(blocks, WG)
+            // invocations a quad (columns).
+            let combine = stage % 2 == 1;
+            let sharers = if combine { blocks(p).min(WG) } else { parts(p) };
+            let g = match combine {
+                true if row_split => outputs,
+                true => quads(p).div_ceil(WG / sharers),
+                false => groups(p),
+            };
             let gx = g.min(max_groups).max(1);
             u.stage = stage;
             u.grid_row = match kernel {
                 ReduceKernel::Columns => gx * WG,
-                ReduceKernel::ColumnSplits => gx * (WG / parts(p)),
+                ReduceKernel::ColumnSplits => gx * (WG / sharers),
                 _ => gx,
             } as u32;
             dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![out, (b.input, w[1]), input4, indices, out4, st], grid: (gx as u32, g.div_ceil(gx) as u32) });
@@ -354,4 +404,36 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     rec.hold(spare4);
     rec.hold(spare_out);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{column_blocks, column_splits, LOOP_CAP, MOST_BLOCKS, SPLIT_FILL, WG};
+
+    /// Blocks of the columns' split: the channels-last statistics of [8, 64, 56, 56] (per
+    /// channel: 16 quads of 25,088 elements; per image and channel: 128 quads of 3136) and
+    /// `sum(dim=0)` of [4096, 4096] get enough workgroups to fill a large GPU; many quads keep
+    /// one block; every walker stays within the loop cap and walks at least 16 steps where the
+    /// fill wants blocks; scans keep one block.
+    #[test]
+    fn column_blocks_fill_a_gpu_within_the_loop_cap() {
+        for (quads, extent, want) in [(16u64, 25_088u64, 32u64), (128, 3136, 4), (1024, 4096, 2), (4096, 64, 1), (1, 70_000, 128)] {
+            let parts = column_splits(quads, extent);
+            assert_eq!(column_blocks(quads, parts, extent, true), want, "{quads} quads of {extent}");
+            assert_eq!(column_blocks(quads, parts, extent, false), 1);
+        }
+        for quads in [1u64, 3, 16, 100, 1024, 5000, 1 << 20] {
+            for extent in [16u64, 100, 4096, 16_385, 100_000, 1 << 22, 2 * MOST_BLOCKS * LOOP_CAP as u64] {
+                let parts = column_splits(quads, extent);
+                let blocks = column_blocks(quads, parts, extent, true);
+                assert!(blocks.is_power_of_two() && blocks <= MOST_BLOCKS, "{quads} quads of {extent}: {blocks}");
+                let steps = extent.div_ceil(parts * blocks);
+                assert!(steps <= LOOP_CAP as u64, "{quads} quads of {extent}: {steps} steps");
+                let groups = quads.div_ceil(WG / parts);
+                if blocks > 1 && extent.div_ceil(parts * LOOP_CAP as u64) < blocks {
+                    assert!(groups * blocks <= 2 * SPLIT_FILL && extent / (parts * blocks) >= 16, "{quads} quads of {extent}: {blocks} blocks of {groups}");
+                }
+            }
+        }
+    }
 }
