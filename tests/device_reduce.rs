@@ -506,6 +506,53 @@ fn long_reductions_and_scans_run_in_parts() {
     }
 }
 
+/// Infinities, NaN and overflow in any part of a long reduction, where the kernels sum in parts
+/// and combine the parts' states (the general kernel's chunks on CPU adapters, the split rows
+/// and columns on GPUs): each output holds its own pattern (an infinity in the first or the last
+/// part, both signs, a NaN in the first or the last part, none), as columns of [40000, 8] and
+/// as rows of [8, 70000]; every reduction, and softmax, log_softmax and cumsum along the rows.
+/// Each adapter runs them with its own kernels and posing as a GPU.
+#[test]
+fn specials_in_any_part_of_a_long_reduction() {
+    let posing: Vec<GpuContext> = contexts().iter().filter_map(posing_as_gpu).collect();
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    // (output, position as a fraction of the reduction, value).
+    let patterns: &[(usize, f64, f32)] = &[(0, 0.999, inf), (1, 0.999, -inf), (2, 0.001, inf), (2, 0.999, -inf), (3, 0.998, nan), (4, 0.001, inf), (5, 0.001, nan), (5, 0.999, -inf), (7, 0.002, -inf)];
+    for (outputs, extent, columns) in [(8usize, 40_000usize, true), (8, 70_000, false)] {
+        let mut rng = Rng(0x5e7);
+        let mut v: Vec<f32> = (0..outputs * extent).map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0).collect();
+        for &(o, at, x) in patterns {
+            let r = (at * extent as f64) as usize;
+            v[if columns { r * outputs + o } else { o * extent + r }] = x;
+        }
+        let shape = if columns { [extent as isize, outputs as isize] } else { [outputs as isize, extent as isize] };
+        let dim: isize = if columns { 0 } else { 1 };
+        let x = HostTensor::from_vec(v, &[outputs * extent]).unwrap().view(&shape).unwrap();
+        for ctx in contexts().iter().chain(&posing) {
+            let d = DeviceTensor::upload(ctx, &x).unwrap();
+            for op in OPS {
+                let want = x.reduce(op, Dims::from(dim), false, None, None, None).unwrap();
+                let got = d.reduce(op, Dims::from(dim), false, None, None, None).unwrap();
+                let tol = tolerances(&x, op, &Dims::from(dim), false, &want.0);
+                let what = format!("{} {op:?} over dim {dim} of {shape:?}", name(ctx));
+                compare(&what, &got.0.download().unwrap(), &want.0, &tol).unwrap();
+                if let (Some(w), Some(g)) = (want.1, got.1) {
+                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
+                }
+            }
+            if columns {
+                continue;
+            }
+            for op in [ScanOp::Softmax, ScanOp::LogSoftmax, ScanOp::Cumsum] {
+                let want = x.scan(op, 1, None).unwrap();
+                let scale = extent as f64;
+                let tol: Vec<f64> = values(&want).iter().map(|w| 1e-5 * (if w.is_finite() { w.abs() } else { 0.0 } + 1.0) + if op == ScanOp::Cumsum { 4e-6 * scale } else { 0.0 }).collect();
+                compare(&format!("{} {op:?} of {shape:?}", name(ctx)), &d.scan(op, 1, None).unwrap().download().unwrap(), &want, &tol).unwrap();
+            }
+        }
+    }
+}
+
 /// softmax and log_softmax rows through the one-pass state (running maximum, rescaled sum):
 /// rows that start with -inf before finite values, that hold only -inf, +inf, a NaN, a maximum
 /// rising from -1e30 to 1e30 across words, ties; as many rows as the per-invocation kernel

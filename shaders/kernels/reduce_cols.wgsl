@@ -17,8 +17,9 @@
 //   3: two-pass ops combine pass 1's states and finish.
 // (Scans keep one block.) A fixed order either way: the same input gives the same bits.
 // Two-pass_ ops walk twice; softmax and log_softmax then write. Needs `reduce` and
-// `reduce_vec`; the uniform's grid_row counts invocations (SPLIT 0) or quads (SPLIT 1) per row
-// of the dispatch grid.
+// `reduce_vec`; the uniform's grid_row counts invocations (SPLIT 0) per row of the dispatch
+// grid, or (SPLIT 1) its workgroups times the quads a workgroup holds (WG / parts in walks, WG
+// / min(blocks, WG) in combinations).
 
 override SPLIT: u32 = 0u;
 
@@ -253,7 +254,7 @@ fn split_main(wid: vec3<u32>, lid: u32) {
     let qpw = WG / parts;
     let qx = lid % qpw;
     let sy = lid / qpw;
-    // The workgroup's index in the dispatch (grid_row: quads a row of the grid).
+    // The workgroup's index in the dispatch (grid_row: a row's workgroups times qpw).
     let wg = wid.x + wid.y * (red_u[pz()].grid_row / qpw);
     let stage = red_u[pz()].stage;
     if (stage == 1u || stage == 3u) {

@@ -57,9 +57,11 @@ impl GpuContext {
     /// Inside the closure nothing may wait for the GPU: a download, a wait or a measurement is
     /// an error (the captured work has not run), and under [`crate::TuningPolicy::OnFirstCall`]
     /// a capture runs each untuned class's default kernel instead of measuring. Other threads'
-    /// calls are not captured, nor are calls made by a wgpu callback that runs meanwhile (a
-    /// readback's `map_async` that the crate's polls fire): those run as eager calls. A thread's
-    /// captures do not nest; threads may capture at once.
+    /// calls are not captured, nor are calls made by a wgpu callback that the crate's own polls
+    /// and submissions run meanwhile (a readback's `map_async`): those run as eager calls (a
+    /// callback run by the program's own `device.poll` inside the closure is the program's
+    /// call, and is captured). A thread's captures do not nest (a callback the crate runs
+    /// during one may capture a graph of its own); threads may capture at once.
     ///
     /// Tensors that are not `inputs` and that the captured work never writes are constants of the
     /// graph (weights, say): work that reads only constants and writes only buffers made inside

@@ -261,16 +261,30 @@ impl Runtime {
     /// readback's `map_async` that starts the next step) makes an eager call, not one recorded
     /// into the graph this thread is capturing. The capture is back when `f` returns.
     pub(crate) fn outside_capture<T>(&self, f: impl FnOnce() -> T) -> T {
+        // Put back on every way out of `f`, a panic included (a callback's panic caught
+        // inside the capture's closure leaves the capture going).
+        struct SetAside<'a> {
+            rt: &'a Runtime,
+            id: std::thread::ThreadId,
+            rec: Option<record::Recorder>,
+        }
+        impl Drop for SetAside<'_> {
+            fn drop(&mut self) {
+                if let Some(r) = self.rec.take() {
+                    // Whatever a callback left under this thread's id is dropped after the lock
+                    // is released (a recording's last reference to a bind group may go).
+                    let replaced = lock(&self.rt.capture).insert(self.id, r);
+                    drop(replaced);
+                }
+            }
+        }
         let id = std::thread::current().id();
-        let set_aside = {
+        let rec = {
             let mut c = lock(&self.capture);
             if c.is_empty() { None } else { c.remove(&id) }
         };
-        let out = f();
-        if let Some(r) = set_aside {
-            lock(&self.capture).insert(id, r);
-        }
-        out
+        let _back = SetAside { rt: self, id, rec };
+        f()
     }
 
     /// Whether this thread is capturing a graph on this runtime.

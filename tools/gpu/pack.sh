@@ -12,7 +12,7 @@ cargo build --release --bin strided-wgpu --example coop_probe
 cp target/release/strided-wgpu target/release/examples/coop_probe .gpu/bin/
 # The device suites, built with the release profile; their data files are read from the
 # checkout (compiled-in CARGO_MANIFEST_DIR, which run.sh links to the checkout there).
-tests=(graph device_conv2d device_matmul conformance embedding)
+tests=(graph device_reduce device_conv2d device_matmul conformance embedding)
 cargo test --release --no-run --message-format=json $(printf -- '--test %s ' "${tests[@]}") 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:

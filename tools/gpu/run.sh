@@ -67,7 +67,7 @@ want parts && for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
   step 90 bench.jsonl $bin bench --only "$part" --json
   [ ${#alt[@]} -gt 0 ] && step 90 bench_b.jsonl "${alt[@]}" bench --only "$part" --json
 done
-want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul conformance embedding}; do
+want tests && for t in ${GPU_TESTS:-graph device_reduce device_conv2d device_matmul conformance embedding}; do
   [ -x ".gpu/bin/$t" ] || continue
   echo "=== $t" >> "$OUT/tests.log"
   step 120 tests.log ".gpu/bin/$t"

@@ -44,7 +44,8 @@ const TEAM_ROWS: usize = 512;
 /// The bindings: the uniform, the output, the input as f32 and as 16-byte words (the same
 /// window), the indices of `max` / `min`, the output as 16-byte words (the rows kernel's scans
 /// where [`words_out`] allows; the output is bound writable once, the other gets a spare), the
-/// part states of [`ReduceKernel::RowSplits`] (else a spare).
+/// part states of [`ReduceKernel::RowSplits`] and of [`ReduceKernel::ColumnSplits`] with
+/// blocks (else a spare).
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write, Slot::Write, Slot::Write];
 
 /// Whether a rows scan over piece `p` may store its output as 16-byte words: the output
@@ -102,8 +103,9 @@ pub enum ReduceKernel {
 /// statistic of NCHW: `var` over (0, 2, 3) of [64, 8, 56, 56] 13.7-14.1 -> 5.3-5.8 ms on
 /// lavapipe; one run an output kept the general kernel, `amax` of [8, 300000] being 6.3-7.3
 /// ms split against 5.4-5.5). Columns of at least 16 reduced elements
-/// split each output's walk on GPUs: reductions of any length (in [`column_blocks`]
-/// workgroups a quad where needed), scans within the loop cap. Elsewhere a reduction of more
+/// split each output's walk on GPUs: reductions of up to 33,554,432 elements (2 x
+/// [`MOST_BLOCKS`] x the loop cap; in [`column_blocks`] workgroups a quad where needed), scans
+/// within the loop cap. Elsewhere a reduction of more
 /// than [`FEW_OUTPUTS_EXTENT`] elements into fewer than 16 outputs runs the general kernel's parts.
 pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::DeviceType) -> ReduceKernel {
     let f32s = t.input == DType::F32 && t.cast == DType::F32 && matches!(t.out, DType::F32 | DType::I32);
@@ -132,8 +134,9 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::General
             }
         }
-        // GPUs split reductions of any length (blocks of workgroups where the quads are few
-        // or the walks long: `column_blocks`); scans within one workgroup.
+        // GPUs split reductions of up to 2 x MOST_BLOCKS x LOOP_CAP elements (blocks of
+        // workgroups where the quads are few or the walks long: `column_blocks`); scans
+        // within one workgroup.
         ReduceClass::Columns if gpu && rp.extent >= 16 && matches!(work, Work::Reduce(_)) && rp.extent as u64 <= 2 * MOST_BLOCKS * LOOP_CAP as u64 => ReduceKernel::ColumnSplits,
         ReduceClass::Columns if rp.extent <= LOOP_CAP && !few => {
             if gpu && rp.extent >= 16 {
@@ -303,7 +306,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
             && windows(p).iter().all(|&(_, len)| len <= max_bind)
             && p.numel() <= u32::MAX as usize
             && g.div_ceil(gx) <= max_groups
-            && (!split || quads(p) * (blocks(p) + 1) * 64 <= max_bind)
+            && (blocks(p) == 1 || quads(p) * (blocks(p) + 1) * 64 <= max_bind)
             && (0..3).all(|k| p.strides_of(k).iter().all(|&x| i32::try_from(x).is_ok()))
     };
     let cuts = Cuts { keep: rrank, grain0: 1, max_rank: MAX_DIMS };
