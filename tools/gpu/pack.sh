@@ -24,6 +24,9 @@ for l in sys.stdin:
 # one constant changed), timed beside the first by run.sh.
 if [ -n "${GPU_PACK_B:-}" ]; then cp "$GPU_PACK_B" .gpu/bin/strided-wgpu-b; fi
 strip .gpu/bin/* 2>/dev/null || true
+# Gzipped (run.sh unpacks them): eight stripped binaries are about 63 MiB, and the working tree
+# that travels with them may hold 64 MiB in all; gzip makes them about 25.
+tar -C .gpu -czf .gpu/bin.tgz bin && rm -rf .gpu/bin
 echo "$PWD" > .gpu/built_at
 # The Vulkan loader and EGL, as the device tool's README says to bring them.
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'

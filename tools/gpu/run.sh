@@ -31,6 +31,8 @@ step() {
   echo "### $* : rc=$rc, $((SECONDS - t0)) s" >> "$OUT/env.txt"
 }
 for f in .gpu/deb/*.deb; do dpkg -x "$f" /; done
+# The binaries travel gzipped (pack.sh).
+[ -f .gpu/bin.tgz ] && tar -C .gpu -xzf .gpu/bin.tgz
 ldconfig
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
