@@ -238,6 +238,34 @@ mod tests {
         }
     }
 
+    /// The blocks' sums and ReLUs written as torchvision does (in place after the second
+    /// convolution, `Residual::InPlace`) give the fused forward's logits bit for bit: on the
+    /// host, and on each adapter in both layouts, eagerly and captured (where a graph folds
+    /// them back into the convolution, and where the convolution's kernel takes no residual).
+    #[test]
+    fn in_place_residuals_give_the_fused_forwards_bits() {
+        use model::Residual;
+        let d = Description::parse(SMALL).unwrap();
+        let p = model::formula_params(&d).unwrap();
+        let rgba = HostTensor::from_vec(d.image(), &[d.batch, d.size, d.size, 4]).unwrap();
+        let bits = |t: &HostTensor| t.to_vec::<f32>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let host = Net::build(&d, &p, MemoryFormat::Contiguous).unwrap();
+        assert_eq!(bits(&host.forward_with(&rgba, Residual::InPlace).unwrap().logits), bits(&host.forward(&rgba).unwrap().logits), "host");
+        for ctx in contexts() {
+            for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                let what = format!("{:?} {format:?}", ctx.adapter().backend);
+                let net = Net::build(&d, &p, format).unwrap().to_device(&ctx).unwrap();
+                let x = DeviceTensor::upload(&ctx, &rgba).unwrap();
+                let fused = bits(&net.forward(&x).unwrap().logits.download().unwrap());
+                let eager = bits(&net.forward_with(&x, Residual::InPlace).unwrap().logits.download().unwrap());
+                assert_eq!(eager, fused, "{what}: eager");
+                let g = ctx.capture(&[&x], || net.forward_with(&x, Residual::InPlace)).unwrap();
+                g.replay_and_wait(&[]).unwrap();
+                assert_eq!(bits(&g.output().logits.download().unwrap()), fused, "{what}: graph");
+            }
+        }
+    }
+
     /// The network in float16 and bfloat16 (`--dtype`): on the host and on each adapter, in both
     /// layouts, eager and replayed, PyTorch's top-1 and its float64 logits within 5e-4 (f16) or
     /// 4e-3 (bf16): about 5x what the host reached on these weights (5.3e-5 and 8.6e-4); and the

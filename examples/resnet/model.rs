@@ -266,7 +266,7 @@ pub fn check_params(d: &Description, params: &Params) -> Result<()> {
 
 /// The tensor operations the network needs, plus allocation (the one thing the two tensor
 /// types do differently).
-pub trait Tensor: ShapeOps + Conv2d + Reduce + Matmul {
+pub trait Tensor: ShapeOps + Conv2d + Reduce + Matmul + Elementwise {
     /// A new uninitialized tensor of `dtype` beside `self`.
     fn alloc(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self>;
 }
@@ -403,9 +403,31 @@ impl Net<HostTensor> {
     }
 }
 
+/// Where a block's sum and ReLU are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residual {
+    /// In its second convolution's epilogue (`conv2d_add` with `relu`).
+    Fused,
+    /// After it, as torchvision's `BasicBlock` writes them: `out += identity` and
+    /// `relu_(out)` in place (two more dispatches a block eagerly; a captured graph folds
+    /// them into the convolution).
+    InPlace,
+}
+
 impl<T: Tensor> Net<T> {
     /// The forward pass on an RGBA8 batch `[N, S, S, 4]` (u8, contiguous).
     pub fn forward(&self, rgba: &T) -> Result<Outputs<T>> {
+        self.forward_with(rgba, Residual::Fused)
+    }
+
+    /// The number of blocks.
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// [`Net::forward`] with the blocks' sums and ReLUs computed as `residual` says (the same
+    /// values either way, bit for bit: the epilogue adds and clamps as the separate ops do).
+    pub fn forward_with(&self, rgba: &T, residual: Residual) -> Result<Outputs<T>> {
         let s = rgba.shape();
         if s.len() != 4 || s[3] != 4 || rgba.dtype() != DType::U8 {
             return Err(ModelError::Description(format!("the input must be a u8 [N, H, W, 4] RGBA batch, got {} {s:?}", rgba.dtype())));
@@ -424,7 +446,16 @@ impl<T: Tensor> Net<T> {
                 None => x.clone(),
             };
             let c2 = &b.conv2;
-            x = conv(&x, &b.conv1)?.conv2d_add(&c2.weight, Some(&c2.bias), &identity, &Conv2dOptions { relu: true, ..c2.options })?;
+            let h = conv(&x, &b.conv1)?;
+            x = match residual {
+                Residual::Fused => h.conv2d_add(&c2.weight, Some(&c2.bias), &identity, &Conv2dOptions { relu: true, ..c2.options })?,
+                Residual::InPlace => {
+                    let y = h.conv2d(&c2.weight, Some(&c2.bias), &Conv2dOptions { relu: false, ..c2.options })?;
+                    y.add_(&identity)?;
+                    y.relu_()?;
+                    y
+                }
+            };
         }
         let features = x.mean(vec![2isize, 3], false)?;
         let logits = features.linear(&self.fc_weight, Some(&self.fc_bias))?;

@@ -10,7 +10,7 @@ use strided_wgpu::advanced::SubmitPolicy;
 
 use crate::cli::resnet::err;
 use strided_wgpu::advanced::internal::noop_context;
-use crate::resnet_model::{formula_params, Description, Net, Outputs};
+use crate::resnet_model::{formula_params, Description, Net, Outputs, Residual};
 
 /// Median microseconds of `f` over `rounds` rounds of `per` calls each (after one warming
 /// round), divided by `ops` per call.
@@ -64,7 +64,7 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let params = formula_params(&d).map_err(err)?;
     let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(err)?;
     let rgba = DeviceTensor::upload(&ctx, &HostTensor::from_vec(d.image(), &[8, 224, 224, 4])?)?;
-    let graph = forward_rows(&ctx, &net, &rgba, ["resnet18_eager", "resnet18_graph_replay"], ["ResNet-18 b8 forward, channels-last", "the same forward captured, replayed"], &mut rows)?;
+    let graph = forward_rows(&ctx, &net, &rgba, Residual::Fused, ["resnet18_eager", "resnet18_graph_replay"], ["ResNet-18 b8 forward, channels-last", "the same forward captured, replayed"], &mut rows)?;
     ctx.set_submit_policy(SubmitPolicy::Deferred)?;
     let before = ctx.record_counts();
     net.forward(&rgba).map_err(err)?;
@@ -83,7 +83,11 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     // The same in float16 (what the GPU kernels read as they are: fewer dispatches than the
     // f32 forward wherever a kernel converts nothing).
     let half = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.with_dtype(DType::F16)).and_then(|n| n.to_device(&ctx)).map_err(err)?;
-    forward_rows(&ctx, &half, &rgba, ["resnet18_f16_eager", "resnet18_f16_graph_replay"], ["the forward in float16, channels-last", "the float16 forward captured, replayed"], &mut rows)?;
+    forward_rows(&ctx, &half, &rgba, Residual::Fused, ["resnet18_f16_eager", "resnet18_f16_graph_replay"], ["the forward in float16, channels-last", "the float16 forward captured, replayed"], &mut rows)?;
+    // The blocks' sums and ReLUs as torchvision's code writes them (in place, after the
+    // convolution): two more dispatches a block eagerly, folded back into the convolutions
+    // when captured (issue 53: a graph with fewer dispatches than the eager forward).
+    forward_rows(&ctx, &net, &rgba, Residual::InPlace, ["resnet18_unfused_eager", "resnet18_unfused_graph_replay"], ["the forward with each block's `out += identity; relu_(out)` in place, as torchvision's BasicBlock", "the same captured (the adds and ReLUs folded into the convolutions), replayed"], &mut rows)?;
     rows.push((
         "resnet18_graph_encode",
         time_us(7, 10, 1, || {
@@ -98,14 +102,15 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
 
 /// A network's forward as two rows (`names`: eager, then captured and replayed), each note
 /// (`notes`) followed by the forward's counts; returns the graph.
-fn forward_rows(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor, names: [&'static str; 2], notes: [&str; 2], rows: &mut Vec<(&'static str, f64, String)>) -> Result<Graph<Outputs<DeviceTensor>>> {
+#[allow(clippy::too_many_arguments)]
+fn forward_rows(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor, residual: Residual, names: [&'static str; 2], notes: [&str; 2], rows: &mut Vec<(&'static str, f64, String)>) -> Result<Graph<Outputs<DeviceTensor>>> {
     let before = ctx.record_counts();
-    net.forward(rgba).map_err(err)?;
+    net.forward_with(rgba, residual).map_err(err)?;
     ctx.flush()?;
     let eager = ctx.record_counts() - before;
     // A whole forward a timed call: its calls, then what they held back submitted.
-    rows.push((names[0], time_us(7, 3, 1, || net.forward(rgba).map_err(err).and_then(|_| ctx.flush().map(drop)))?, format!("{}: {} submits, {} passes, {} dispatches", notes[0], eager.submits, eager.passes, eager.dispatches)));
-    let graph = ctx.capture(&[rgba], || net.forward(rgba).map_err(err))?;
+    rows.push((names[0], time_us(7, 3, 1, || net.forward_with(rgba, residual).map_err(err).and_then(|_| ctx.flush().map(drop)))?, format!("{}: {} submits, {} passes, {} dispatches", notes[0], eager.submits, eager.passes, eager.dispatches)));
+    let graph = ctx.capture(&[rgba], || net.forward_with(rgba, residual).map_err(err))?;
     let c = graph.counts();
     rows.push((names[1], time_us(7, 10, 1, || graph.replay(&[]).map(drop))?, format!("{}: {} submit, {} passes, {} dispatches", notes[1], c.submits, c.passes, c.dispatches)));
     Ok(graph)

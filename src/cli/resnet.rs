@@ -353,4 +353,30 @@ mod tests {
         let graph = capture(&ctx, &net, &rgba).unwrap();
         assert_eq!(replay(&graph).unwrap().1.len(), n);
     }
+
+    /// The blocks' sums and ReLUs written as torchvision does (in place after the
+    /// convolution: `Residual::InPlace`) cost two dispatches a block eagerly, and a captured
+    /// graph folds them back into the convolutions: the graph has the fused forward's
+    /// dispatches, fewer than the eager forward's (issue 53). On the noop backend posing as a
+    /// GPU, whose GEMM convolutions take a residual in their epilogue; nothing runs.
+    #[test]
+    fn a_captured_graph_folds_the_blocks_in_place_sums_and_relus() {
+        use crate::resnet_model::Residual;
+        let ctx = strided_wgpu::advanced::internal::noop_context().unwrap();
+        let d = Description::parse(include_str!("../../tests/data/resnet_small.json")).unwrap();
+        let (net, rgba) = setup(&ctx, &d, MemoryFormat::ChannelsLast, DType::F32).unwrap();
+        let blocks = net.blocks() as u64;
+        let eager = |residual| {
+            let before = ctx.record_counts();
+            net.forward_with(&rgba, residual).unwrap();
+            ctx.flush().unwrap();
+            (ctx.record_counts() - before).dispatches
+        };
+        let (fused, unfused) = (eager(Residual::Fused), eager(Residual::InPlace));
+        assert!(blocks > 0);
+        assert_eq!(unfused, fused + 2 * blocks, "eager: {fused} fused, {unfused} unfused dispatches, {blocks} blocks");
+        let graph = |residual| ctx.capture(&[&rgba], || net.forward_with(&rgba, residual)).unwrap().counts().dispatches;
+        assert_eq!(graph(Residual::InPlace), graph(Residual::Fused));
+        assert!(graph(Residual::InPlace) < unfused);
+    }
 }
