@@ -240,8 +240,10 @@ mod tests {
 
     /// The blocks' sums and ReLUs written as torchvision does (in place after the second
     /// convolution, `Residual::InPlace`) give the fused forward's logits bit for bit: on the
-    /// host, and on each adapter in both layouts, eagerly and captured (where a graph folds
-    /// them back into the convolution, and where the convolution's kernel takes no residual).
+    /// host, and on each adapter in both layouts, eagerly and captured (the CPU adapters'
+    /// convolutions take no residual, so their graphs keep the adds and ReLUs), and on Vulkan
+    /// posing as a GPU, whose graph folds them into its GEMM convolutions (as many dispatches
+    /// as the hand-fused graph).
     #[test]
     fn in_place_residuals_give_the_fused_forwards_bits() {
         use model::Residual;
@@ -251,9 +253,15 @@ mod tests {
         let bits = |t: &HostTensor| t.to_vec::<f32>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let host = Net::build(&d, &p, MemoryFormat::Contiguous).unwrap();
         assert_eq!(bits(&host.forward_with(&rgba, Residual::InPlace).unwrap().logits), bits(&host.forward(&rgba).unwrap().logits), "host");
-        for ctx in contexts() {
-            for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
-                let what = format!("{:?} {format:?}", ctx.adapter().backend);
+        // Each adapter with its own kernels (CPU adapters' convolutions take no residual: the
+        // graph keeps the add and the ReLU), and Vulkan's posing as a GPU, whose GEMM
+        // convolutions fold them (channels-last: the GPUs' layout).
+        let ctxs = contexts();
+        let posing = ctxs.first().map(|c| posing_as_gpu(c).expect("a device of the adapter's own"));
+        let runs = ctxs.into_iter().flat_map(|c| [(c.clone(), MemoryFormat::Contiguous), (c, MemoryFormat::ChannelsLast)]).chain(posing.map(|c| (c, MemoryFormat::ChannelsLast)));
+        for (ctx, format) in runs {
+            {
+                let what = format!("{} ({:?}) {format:?}", ctx.adapter().name, ctx.adapter().backend);
                 let net = Net::build(&d, &p, format).unwrap().to_device(&ctx).unwrap();
                 let x = DeviceTensor::upload(&ctx, &rgba).unwrap();
                 let fused = bits(&net.forward(&x).unwrap().logits.download().unwrap());
@@ -262,8 +270,34 @@ mod tests {
                 let g = ctx.capture(&[&x], || net.forward_with(&x, Residual::InPlace)).unwrap();
                 g.replay_and_wait(&[]).unwrap();
                 assert_eq!(bits(&g.output().logits.download().unwrap()), fused, "{what}: graph");
+                if ctx.adapter().device_type != wgpu::DeviceType::Cpu {
+                    // Folded: the captured forward has the hand-fused one's dispatches.
+                    let hand = ctx.capture(&[&x], || net.forward(&x)).unwrap();
+                    assert_eq!(g.counts().dispatches, hand.counts().dispatches, "{what}: the graph did not fold the adds and ReLUs");
+                }
             }
         }
+    }
+
+    /// `ctx`'s adapter on a device of its own that the crate takes for a discrete GPU (so the
+    /// GPUs' default kernels run on it).
+    fn posing_as_gpu(ctx: &GpuContext) -> Option<GpuContext> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let a = ctx.adapter();
+        let adapter = pollster::block_on(instance.enumerate_adapters(a.backend.into())).into_iter().find(|x| x.get_info().name == a.name)?;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("resnet example test"),
+            required_features: wgpu::Features::empty(),
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::default(),
+            trace: wgpu::Trace::Off,
+        }))
+        .ok()?;
+        let mut info = adapter.get_info();
+        info.device_type = wgpu::DeviceType::DiscreteGpu;
+        info.name = format!("{} posing as a GPU", info.name);
+        Some(GpuContext::from_device(device, queue, &info))
     }
 
     /// The network in float16 and bfloat16 (`--dtype`): on the host and on each adapter, in both

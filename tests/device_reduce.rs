@@ -506,7 +506,7 @@ fn long_reductions_and_scans_run_in_parts() {
     }
 }
 
-/// Infinities, NaN and overflow in any part of a long reduction, where the kernels sum in parts
+/// Infinities and NaN in the first or the last part of a long reduction, where the kernels sum in parts
 /// and combine the parts' states (the general kernel's chunks on CPU adapters, the split rows
 /// and columns on GPUs): each output holds its own pattern (an infinity in the first or the last
 /// part, both signs, a NaN in the first or the last part, none), as columns of [40000, 8] and
@@ -515,6 +515,7 @@ fn long_reductions_and_scans_run_in_parts() {
 #[test]
 fn specials_in_any_part_of_a_long_reduction() {
     let posing: Vec<GpuContext> = contexts().iter().filter_map(posing_as_gpu).collect();
+    assert_eq!(posing.len(), contexts().len(), "a device of each adapter's own");
     let (inf, nan) = (f32::INFINITY, f32::NAN);
     // (output, position as a fraction of the reduction, value).
     let patterns: &[(usize, f64, f32)] = &[(0, 0.999, inf), (1, 0.999, -inf), (2, 0.001, inf), (2, 0.999, -inf), (3, 0.998, nan), (4, 0.001, inf), (5, 0.001, nan), (5, 0.999, -inf), (7, 0.002, -inf)];

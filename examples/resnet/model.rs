@@ -410,7 +410,7 @@ pub enum Residual {
     Fused,
     /// After it, as torchvision's `BasicBlock` writes them: `out += identity` and
     /// `relu_(out)` in place (two more dispatches a block eagerly; a captured graph folds
-    /// them into the convolution).
+    /// them into the convolution where its kernel takes a residual: the GPUs' GEMM kernels).
     InPlace,
 }
 
@@ -440,7 +440,8 @@ impl<T: Tensor> Net<T> {
         let conv = |x: &T, c: &Conv<T>| x.conv2d(&c.weight, Some(&c.bias), &c.options);
         let mut x = conv(&input, &self.stem)?.max_pool2d(&MaxPool2dOptions { stride: Some((2, 2)), padding: (1, 1), ..MaxPool2dOptions::new((3, 3)) })?;
         for b in &self.blocks {
-            // relu(conv2(conv1(x)) + identity): the residual and the ReLU in conv2's epilogue.
+            // relu(conv2(conv1(x)) + identity): the residual and the ReLU in conv2's epilogue
+            // (`Residual::Fused`), or after it in place.
             let identity = match &b.downsample {
                 Some(d) => conv(&x, d)?,
                 None => x.clone(),

@@ -12,7 +12,7 @@ cargo build --release --bin strided-wgpu --example coop_probe
 cp target/release/strided-wgpu target/release/examples/coop_probe .gpu/bin/
 # The device suites, built with the release profile; their data files are read from the
 # checkout (compiled-in CARGO_MANIFEST_DIR, which run.sh links to the checkout there).
-tests=(graph device_reduce device_conv2d device_matmul conformance embedding)
+tests=(graph device_conv2d device_matmul device_reduce conformance embedding)
 cargo test --release --no-run --message-format=json $(printf -- '--test %s ' "${tests[@]}") 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -26,7 +26,8 @@ if [ -n "${GPU_PACK_B:-}" ]; then cp "$GPU_PACK_B" .gpu/bin/strided-wgpu-b; fi
 strip .gpu/bin/* 2>/dev/null || true
 # Gzipped (run.sh unpacks them): eight stripped binaries are about 63 MiB, and the working tree
 # that travels with them may hold 64 MiB in all; gzip makes them about 25.
-tar -C .gpu -czf .gpu/bin.tgz bin && rm -rf .gpu/bin
+tar -C .gpu -czf .gpu/bin.tgz bin
+rm -rf .gpu/bin
 echo "$PWD" > .gpu/built_at
 # The Vulkan loader and EGL, as the device tool's README says to bring them.
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'

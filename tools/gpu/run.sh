@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, in the checkout the device tool copied there, with `.gpu/` (made by
-# tools/gpu/pack.sh) carried: the Vulkan loader unpacked, then in one go, within
+# tools/gpu/pack.sh) carried: the Vulkan loader and the binaries unpacked, then in one go, within
 # GPU_RUN_BUDGET seconds (default 330; a step that would pass it is cut short and says so):
 #   1. the crate's `bench --only calls` (the peer script's rows by its rule) and `--only resnet`,
 #   2. the PyTorch peers (torch_cuda_bench.py, torch_resnet_variants.py),
@@ -30,10 +30,12 @@ step() {
   local rc=$?
   echo "### $* : rc=$rc, $((SECONDS - t0)) s" >> "$OUT/env.txt"
 }
-for f in .gpu/deb/*.deb; do dpkg -x "$f" /; done
-# The binaries travel gzipped (pack.sh).
-[ -f .gpu/bin.tgz ] && tar -C .gpu -xzf .gpu/bin.tgz
-ldconfig
+# The loader into the system (GPU_LOADER=0 leaves the system as it is: a rehearsal on a
+# machine that has one).
+if [ "${GPU_LOADER:-1}" = 1 ]; then
+  for f in .gpu/deb/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
@@ -43,6 +45,10 @@ if [ "$built_at" != "$PWD" ] && [ ! -e "$built_at" ]; then mkdir -p "$(dirname "
 export WGPU_BACKEND=vulkan STRIDED_WGPU_REQUIRE_ADAPTER=1 XDG_RUNTIME_DIR="$(mktemp -d)" PYTHONUNBUFFERED=1
 export STRIDED_WGPU_BENCH_MIN_S="${STRIDED_WGPU_BENCH_MIN_S:-0.2}"
 { date -u; git log --oneline -1 2>/dev/null || true; nvidia-smi -L 2>&1; nproc; } > "$OUT/env.txt"
+# The binaries travel gzipped (pack.sh).
+if [ -f .gpu/bin.tgz ]; then
+  tar -C .gpu -xzf .gpu/bin.tgz || echo "!!! unpacking .gpu/bin.tgz failed" >> "$OUT/env.txt"
+fi
 bin=.gpu/bin/strided-wgpu
 # A second build of the main program (`.gpu/bin/strided-wgpu-b`, optional: pack.sh copies the
 # binary GPU_PACK_B names) is timed beside the first, in turns, into calls_b.jsonl and
@@ -69,7 +75,7 @@ want parts && for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
   step 90 bench.jsonl $bin bench --only "$part" --json
   [ ${#alt[@]} -gt 0 ] && step 90 bench_b.jsonl "${alt[@]}" bench --only "$part" --json
 done
-want tests && for t in ${GPU_TESTS:-graph device_reduce device_conv2d device_matmul conformance embedding}; do
+want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul device_reduce conformance embedding}; do
   [ -x ".gpu/bin/$t" ] || continue
   echo "=== $t" >> "$OUT/tests.log"
   step 120 tests.log ".gpu/bin/$t"
