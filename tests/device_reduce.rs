@@ -9,7 +9,7 @@
 mod common;
 
 use common::elementwise::{bits, value};
-use common::gpu::{contexts, limited, name, posing_as_gpu};
+use common::gpu::{contexts, limited, limited_as, name, posing_as_gpu};
 use common::rng::Rng;
 use strided_wgpu::advanced::internal::{reduce_spec, ReduceClass, ReducePlan};
 use strided_wgpu::{DeviceTensor, Dims, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, Strided};
@@ -503,6 +503,41 @@ fn long_reductions_and_scans_run_in_parts() {
         let di = DeviceTensor::upload(ctx, &i).unwrap();
         assert_eq!(di.cumsum(0).unwrap().download().unwrap().to_vec::<i32>().unwrap(), i.cumsum(0).unwrap().to_vec::<i32>().unwrap());
         assert_eq!(di.sum(0, false).unwrap().download().unwrap().to_vec::<i32>().unwrap(), i.sum(0, false).unwrap().to_vec::<i32>().unwrap());
+    }
+}
+
+/// Split columns in pieces: on a device posing as a GPU whose storage bindings hold 1 MiB, the
+/// columns of [3, 20000, 8] over dim 1 (640,000 bytes a piece, 1,920,000 in all) run as three
+/// pieces, each its blocks and their combination over the one states buffer; against the host,
+/// the same bits as on a device with whole bindings.
+#[test]
+fn split_columns_in_pieces() {
+    use strided_wgpu::advanced::internal::{reduce_kernel, ReduceKernel, ReduceWork};
+    let mut rng = Rng(0x91ec);
+    let v: Vec<f32> = (0..3 * 20_000 * 8).map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0).collect();
+    let x = HostTensor::from_vec(v, &[3, 20_000, 8]).unwrap();
+    for ctx in contexts() {
+        let small = limited_as(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 1 << 20, ..l }, Some(wgpu::DeviceType::DiscreteGpu));
+        let whole = posing_as_gpu(ctx).expect("a device of the adapter's own");
+        for op in [ReduceOp::Sum, ReduceOp::Var { correction: 1.0 }, ReduceOp::Argmax, ReduceOp::Max, ReduceOp::Logsumexp] {
+            let s = reduce_spec(op, x.layout(), DType::F32, &Dims::from(1), false, None).unwrap();
+            let plan = ReducePlan::reduction(&s, x.layout(), &Layout::contiguous(&s.out_shape).unwrap()).unwrap();
+            assert_eq!(reduce_kernel(&plan, ReduceWork::Reduce(op), DType::F32, wgpu::DeviceType::DiscreteGpu), ReduceKernel::ColumnSplits);
+            let want = x.reduce(op, Dims::from(1), false, None, None, None).unwrap();
+            let tol = tolerances(&x, op, &Dims::from(1), false, &want.0);
+            let mut got = Vec::new();
+            for c in [&small, &whole] {
+                let r = DeviceTensor::upload(c, &x).unwrap().reduce(op, Dims::from(1), false, None, None, None).unwrap();
+                let what = format!("{} {op:?}", name(c));
+                let values = r.0.download().unwrap();
+                compare(&what, &values, &want.0, &tol).unwrap();
+                if let (Some(w), Some(g)) = (&want.1, r.1) {
+                    compare(&format!("{what} indices"), &g.download().unwrap(), w, &[]).unwrap();
+                }
+                got.push(bits(&values));
+            }
+            assert_eq!(got[0], got[1], "{} {op:?}: pieces and whole bindings differ", name(ctx));
+        }
     }
 }
 

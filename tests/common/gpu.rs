@@ -115,6 +115,13 @@ pub fn spin<F: std::future::Future>(f: F) -> F::Output {
 
 /// A device on the same adapter as `ctx` with lowered limits (a context of its own).
 pub fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> GpuContext {
+    limited_as(ctx, limits, None)
+}
+
+/// [`limited`], its adapter taken for a device of `device_type` where given (as
+/// [`posing_as_gpu`]).
+#[allow(dead_code)]
+pub fn limited_as(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits, device_type: Option<wgpu::DeviceType>) -> GpuContext {
     let adapter = same_adapter(ctx).expect("the adapter again");
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: None,
@@ -125,7 +132,12 @@ pub fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limi
         trace: wgpu::Trace::Off,
     }))
     .unwrap();
-    GpuContext::from_device(device, queue, &adapter.get_info())
+    let mut info = adapter.get_info();
+    if let Some(t) = device_type {
+        info.device_type = t;
+        info.name = format!("{} posing as {t:?}", info.name);
+    }
+    GpuContext::from_device(device, queue, &info)
 }
 
 /// A fresh context of the crate's own on `ctx`'s backend, for a test that destroys its device.
