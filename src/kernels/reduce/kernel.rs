@@ -28,6 +28,11 @@ const LOOP_CAP: usize = 16_384;
 /// workgroup each.
 const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
 
+/// The fewest elements of one output in one run that CPU adapters split across workgroups
+/// (lavapipe, calls with their download: `sum` of 16M elements 35-37 -> 29-32 ms, `mean` of
+/// 9.6M 21-28 -> 14, `amax` of 3M 6.6-6.8 -> 5.2-6.0; of 1M 2.3-2.5 -> 2.7-4.7, slower).
+const CPU_SPLIT_ONE: usize = 1 << 21;
+
 /// Workgroups [`ReduceKernel::RowSplits`] aims for over a call (a large GPU's fill, as
 /// [`column_splits`]), and the fewest elements one of them walks.
 const SPLIT_FILL: u64 = 1024;
@@ -69,7 +74,7 @@ pub enum ReduceKernel {
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
     RowThreads,
     /// `reduce_rows` with `SPLIT` (GPUs; CPU adapters for fewer than 16 outputs of more than
-    /// 65,536 elements in several runs each): the same rows, a few long outputs (fewer than
+    /// 65,536 elements in several runs each, and one output of one run of at least 2^21): the same rows, a few long outputs (fewer than
     /// 1024, at least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
     /// dispatch combines in a fixed order (two more for two-pass ops, one more for scans):
     /// a workgroup per output would leave most of a GPU idle (64 outputs: 64 workgroups).
@@ -101,8 +106,9 @@ pub enum ReduceKernel {
 /// most 512 elements; else a workgroup each. CPU adapters split too where fewer than 16 outputs
 /// of more than [`FEW_OUTPUTS_EXTENT`] elements have several runs each (a per-channel
 /// statistic of NCHW: `var` over (0, 2, 3) of [64, 8, 56, 56] 13.7-14.1 -> 5.3-5.8 ms on
-/// lavapipe; one run an output kept the general kernel, `amax` of [8, 300000] being 6.3-7.3
-/// ms split against 5.4-5.5). Columns of at least 16 reduced elements
+/// lavapipe), and reductions into a single output of one run of at least [`CPU_SPLIT_ONE`]
+/// elements (a whole-tensor `sum`; scans not measured so); fewer elements in one run an output keep the general kernel (`amax` of
+/// [8, 300000] took 6.3-7.3 ms split against 5.4-5.5). Columns of at least 16 reduced elements
 /// split each output's walk on GPUs: reductions of up to 33,554,432 elements (2 x
 /// [`MOST_BLOCKS`] x the loop cap; in [`column_blocks`] workgroups a quad where needed), scans
 /// within the loop cap. Elsewhere a reduction of more
@@ -124,7 +130,7 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
                 ReduceKernel::General
             } else if n0 <= LOOP_CAP && threads {
                 ReduceKernel::RowThreads
-            } else if (gpu || (few && runs > 1)) && splits >= 2 && n0 as u64 <= (if runs as u64 >= splits { 1 } else { splits }) * WG * LOOP_CAP as u64 {
+            } else if (gpu || (few && (runs > 1 || (rp.outputs == 1 && rp.extent >= CPU_SPLIT_ONE && matches!(work, Work::Reduce(_)))))) && splits >= 2 && n0 as u64 <= (if runs as u64 >= splits { 1 } else { splits }) * WG * LOOP_CAP as u64 {
                 ReduceKernel::RowSplits
             } else if gpu && rp.extent <= TEAM_ROWS && !few {
                 ReduceKernel::RowTeams
