@@ -309,7 +309,10 @@ fn every_class_on_edge_extents_and_determinism() {
 /// states combined in a second dispatch, two more for two-pass ops and scans): every op and
 /// both scans against the host, with ties, an infinity in one row and a NaN in another, one
 /// output, several runs a row and unaligned heads; the same bits twice. Each adapter runs
-/// them with its own kernels, and posing as a GPU with the split rows.
+/// them with its own kernels (asserting the CPU adapters' split cases), and posing as a GPU
+/// with the split rows. The last case, one output of 2,200,001 elements in one run (split on
+/// CPU adapters too), runs four ops (a sum, a two-pass op, an index, a maximum), no scans and
+/// no infinity or NaN.
 #[test]
 fn few_long_rows_split_across_workgroups() {
     use strided_wgpu::advanced::internal::{reduce_kernel, ReduceKernel, ReduceWork};

@@ -1,7 +1,8 @@
 //! The rows and columns reduction kernels (`reduce_rows.wgsl`, `reduce_cols.wgsl`): f32
 //! reductions, softmax and log_softmax whose innermost reduced dim (rows: a workgroup per
-//! output, or on GPUs several for a few long outputs) or a kept dim (columns: one invocation,
-//! or on GPUs several, per four neighbouring outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
+//! output, or several for a few long outputs: on GPUs, and on CPU adapters as
+//! [`kernel_for`] says) or a kept dim (columns: one invocation, or on GPUs several invocations
+//! and workgroups, per four neighbouring outputs) is contiguous in the input, loading whole 16-byte words where they are aligned. [`kernel_for`] is the one
 //! eligibility check; everything else runs `reduce_general.wgsl`.
 
 use crate::dtype::DType;
@@ -29,7 +30,7 @@ const LOOP_CAP: usize = 16_384;
 const FEW_OUTPUTS_EXTENT: usize = 1 << 16;
 
 /// The fewest elements of one output in one run that CPU adapters split across workgroups
-/// (lavapipe, calls with their download: `sum` of 16M elements 35-37 -> 29-32 ms, `mean` of
+/// (lavapipe, calls with their download: `sum` of 16M elements 35-37 -> 28.5-31.8 ms, `mean` of
 /// 9.6M 21-28 -> 14, `amax` of 3M 6.6-6.8 -> 5.2-6.0; of 1M 2.3-2.5 -> 2.7-4.7, slower).
 const CPU_SPLIT_ONE: usize = 1 << 21;
 
@@ -74,13 +75,14 @@ pub enum ReduceKernel {
     /// memory or barrier: what the CPU adapters run fastest, and short rows on GPUs).
     RowThreads,
     /// `reduce_rows` with `SPLIT` (GPUs; CPU adapters for fewer than 16 outputs of more than
-    /// 65,536 elements in several runs each, and one output of one run of at least 2^21): the same rows, a few long outputs (fewer than
-    /// 1024, at least 4096 elements each) of [`row_splits`] workgroups each, whose states a second
+    /// 65,536 elements in several runs each, and reductions into one output of one run of at
+    /// least 2^21): the same rows, a few long outputs (fewer than
+    /// 1024, at least 4096 elements each) of `row_splits` workgroups each, whose states a second
     /// dispatch combines in a fixed order (two more for two-pass ops, one more for scans):
     /// a workgroup per output would leave most of a GPU idle (64 outputs: 64 workgroups).
     RowSplits,
     /// `reduce_rows` with `TEAMS` (GPUs): the same rows of 65 to 512 elements, a team of
-    /// [`row_team`] invocations per output and several outputs a workgroup, where a workgroup
+    /// `row_team` invocations per output and several outputs a workgroup, where a workgroup
     /// per output would leave most of its invocations without a word.
     RowTeams,
     /// `reduce_cols`: a kept dim contiguous; an invocation per four outputs (CPU adapters).
@@ -107,7 +109,8 @@ pub enum ReduceKernel {
 /// of more than [`FEW_OUTPUTS_EXTENT`] elements have several runs each (a per-channel
 /// statistic of NCHW: `var` over (0, 2, 3) of [64, 8, 56, 56] 13.7-14.1 -> 5.3-5.8 ms on
 /// lavapipe), and reductions into a single output of one run of at least [`CPU_SPLIT_ONE`]
-/// elements (a whole-tensor `sum`; scans not measured so); fewer elements in one run an output keep the general kernel (`amax` of
+/// elements (a whole-tensor `sum`; scans not measured so); other outputs of one run each
+/// (several of them, or fewer elements, or scans) keep the general kernel (`amax` of
 /// [8, 300000] took 6.3-7.3 ms split against 5.4-5.5). Columns of at least 16 reduced elements
 /// split each output's walk on GPUs: reductions of up to 33,554,432 elements (2 x
 /// [`MOST_BLOCKS`] x the loop cap; in [`column_blocks`] workgroups a quad where needed), scans
@@ -159,10 +162,10 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
 /// (computed in `dtype`; indices int32) on an adapter of `device_type`: the same check the
 /// recording uses. Rows and columns take f32 reductions, softmax and log_softmax of their plan
 /// class within the loop caps; rows run an invocation per output on CPU adapters with at least
-/// 64 outputs and on GPUs for rows of at most 64 elements, several workgroups per output on
-/// GPUs for a few long outputs, a team of invocations per output on GPUs for rows of at most
+/// 64 outputs and on GPUs for rows of at most 64 elements, several workgroups per output for
+/// a few long outputs (on GPUs; on CPU adapters as `kernel_for` says), a team of invocations per output on GPUs for rows of at most
 /// 512 elements, else a workgroup per output; columns of at least 16 elements
-/// split each output's walk on GPUs.
+/// split each output's walk on GPUs (reductions also across workgroups).
 pub fn reduce_kernel(rp: &ReducePlan, work: Work, dtype: DType, device_type: wgpu::DeviceType) -> ReduceKernel {
     let indices = matches!(work, Work::Reduce(op) if matches!(op, crate::reduce::ReduceOp::Argmax | crate::reduce::ReduceOp::Argmin));
     kernel_for(rp, work, Types { input: dtype, cast: dtype, out: if indices { DType::I32 } else { dtype } }, device_type)
@@ -197,10 +200,10 @@ pub fn column_splits(quads: u64, extent: u64) -> u64 {
 
 /// Workgroups of [`ReduceKernel::ColumnSplits`] per four outputs along the reduction, for
 /// `quads` groups of four outputs of `extent` reduced elements, `parts` invocations each in a
-/// workgroup ([`column_splits`]): a power of two, enough for about [`SPLIT_FILL`] workgroups
+/// workgroup ([`column_splits`]): a power of two, enough for about `SPLIT_FILL` workgroups
 /// where the quads are few (channels-last per-channel statistics: 16 quads), each walker
-/// walking at least [`COLUMN_LEAST`] steps, and enough that none walks more than the loop cap;
-/// at most [`MOST_BLOCKS`]. Scans (`reduction` false) keep one: their writes walk again.
+/// walking at least `COLUMN_LEAST` steps, and enough that none walks more than the loop cap;
+/// at most `MOST_BLOCKS`. Scans (`reduction` false) keep one: their writes walk again.
 pub fn column_blocks(quads: u64, parts: u64, extent: u64, reduction: bool) -> u64 {
     if !reduction {
         return 1;
