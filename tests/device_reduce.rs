@@ -159,6 +159,21 @@ fn compare(what: &str, got: &HostTensor, want: &HostTensor, tol: &[f64]) -> Resu
     Ok(())
 }
 
+/// `op` over `dims` of the device tensor `d` against the host's `x`: run twice, the same bits
+/// both times, within the tolerances, and the indices exactly where the op gives them.
+fn check_reduction(what: &str, x: &HostTensor, d: &DeviceTensor, op: ReduceOp, dims: &Dims) {
+    let want = x.reduce(op, dims.clone(), false, None, None, None).unwrap();
+    let a = d.reduce(op, dims.clone(), false, None, None, None).unwrap();
+    let b = d.reduce(op, dims.clone(), false, None, None, None).unwrap();
+    let (a0, b0) = (a.0.download().unwrap(), b.0.download().unwrap());
+    assert_eq!(bits(&a0), bits(&b0), "{what}: two runs differ");
+    let tol = tolerances(x, op, dims, false, &want.0);
+    compare(what, &a0, &want.0, &tol).unwrap();
+    if let (Some(w), Some(g)) = (want.1, a.1) {
+        compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
+    }
+}
+
 /// Per-output tolerances of a reduction, from the sums of |x| and x^2 that each output reads
 /// (f32 accumulation in any order meets 4e-6 of them; exp and log within 1e-5).
 fn tolerances(x: &HostTensor, op: ReduceOp, dims: &Dims, keepdim: bool, out: &HostTensor) -> Vec<f64> {
@@ -360,16 +375,7 @@ fn few_long_rows_split_across_workgroups() {
                 if plan.class() == ReduceClass::Rows && (gpu || cpu_split) {
                     assert_eq!(kernel, ReduceKernel::RowSplits, "{what}");
                 }
-                let want = x.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
-                let a = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
-                let b = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
-                let (a0, b0) = (a.0.download().unwrap(), b.0.download().unwrap());
-                assert_eq!(bits(&a0), bits(&b0), "{what}: two runs differ");
-                let tol = tolerances(&x, op, &Dims::List(dims.to_vec()), false, &want.0);
-                compare(&what, &a0, &want.0, &tol).unwrap();
-                if let (Some(w), Some(g)) = (want.1, a.1) {
-                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
-                }
+                check_reduction(&what, &x, &d, op, &Dims::List(dims.to_vec()));
             }
             if shape.len() > 2 || n > 1 << 20 {
                 continue;
@@ -454,16 +460,7 @@ fn few_long_columns_split_across_workgroups() {
                     let parts = column_splits(quads, plan.extent as u64);
                     assert!(column_blocks(quads, parts, plan.extent as u64, true) > 1, "{what}: one block");
                 }
-                let want = x.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
-                let a = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
-                let b = d.reduce(op, Dims::List(dims.to_vec()), false, None, None, None).unwrap();
-                let (a0, b0) = (a.0.download().unwrap(), b.0.download().unwrap());
-                assert_eq!(bits(&a0), bits(&b0), "{what}: two runs differ");
-                let tol = tolerances(&x, op, &Dims::List(dims.to_vec()), false, &want.0);
-                compare(&what, &a0, &want.0, &tol).unwrap();
-                if let (Some(w), Some(g)) = (want.1, a.1) {
-                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
-                }
+                check_reduction(&what, &x, &d, op, &Dims::List(dims.to_vec()));
             }
         }
     }
@@ -574,14 +571,7 @@ fn specials_in_any_part_of_a_long_reduction() {
         for ctx in contexts().iter().chain(&posing) {
             let d = DeviceTensor::upload(ctx, &x).unwrap();
             for op in OPS {
-                let want = x.reduce(op, Dims::from(dim), false, None, None, None).unwrap();
-                let got = d.reduce(op, Dims::from(dim), false, None, None, None).unwrap();
-                let tol = tolerances(&x, op, &Dims::from(dim), false, &want.0);
-                let what = format!("{} {op:?} over dim {dim} of {shape:?}", name(ctx));
-                compare(&what, &got.0.download().unwrap(), &want.0, &tol).unwrap();
-                if let (Some(w), Some(g)) = (want.1, got.1) {
-                    compare(&format!("{what} indices"), &g.download().unwrap(), &w, &[]).unwrap();
-                }
+                check_reduction(&format!("{} {op:?} over dim {dim} of {shape:?}", name(ctx)), &x, &d, op, &Dims::from(dim));
             }
             if columns {
                 continue;

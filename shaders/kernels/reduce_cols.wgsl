@@ -188,7 +188,7 @@ fn quad_at(t: u32) -> Quad {
     let d = red_u[pz()].rrank;
     let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
     let quads = (k0 + 3u) / 4u;
-    var q = Quad(vec3<u32>(0u), 1u, false, t < quads * (red_u[pz()].outputs / k0));
+    var q = Quad(vec3<u32>(0u), 1u, false, t < quad_count());
     if (q.live) {
         q.b = out_offsets((t / quads) * k0 + 4u * (t % quads));
         q.valid = min(4u, k0 - 4u * (t % quads));
@@ -197,7 +197,7 @@ fn quad_at(t: u32) -> Quad {
     return q;
 }
 
-// Quads of the dispatch (SPLIT).
+// Quads of the dispatch.
 fn quad_count() -> u32 {
     let d = red_u[pz()].rrank;
     let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
@@ -375,16 +375,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         wide_main(t);
         return;
     }
-    let d = red_u[pz()].rrank;
-    let k0 = red_u[pz()].sizes[d >> 2u][d & 3u];
-    let quads = (k0 + 3u) / 4u;
-    if (t >= quads * (red_u[pz()].outputs / k0)) {
+    let qd = quad_at(t);
+    if (!qd.live) {
         return;
     }
-    let q = t % quads;
-    let b = out_offsets((t / quads) * k0 + 4u * q);
-    let valid = min(4u, k0 - 4u * q);
-    let whole = valid == 4u && red_u[pz()].mode == 1u && (b.y & 3u) == 0u;
+    let b = qd.b;
+    let valid = qd.valid;
+    let whole = qd.whole;
     let k = kind(0u);
     let acc = walk(b, 0u, vec4<f32>(0.0), whole, valid, 0u, 1u);
     var acc2 = acc;
@@ -393,5 +390,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
         acc2 = walk(b, 1u, c, whole, valid, 0u, 1u);
     }
     let states = QuadStates(lane(k, acc, 0u), lane(k, acc, 1u), lane(k, acc, 2u), lane(k, acc, 3u), lane(K_SUM, acc2, 0u), lane(K_SUM, acc2, 1u), lane(K_SUM, acc2, 2u), lane(K_SUM, acc2, 3u));
-    write_quad(b, whole, valid, r_strides(d).x, states, 0u, 1u, true);
+    write_quad(b, whole, valid, r_strides(red_u[pz()].rrank).x, states, 0u, 1u, true);
 }
