@@ -118,15 +118,20 @@ impl HostTensor {
         if T::DTYPE != self.dtype() {
             return Err(Error::DType { op: "to_vec", got: T::DTYPE.to_string(), expected: self.dtype().to_string() });
         }
-        let mut v = vec![T::zeroed(); self.numel()];
-        if v.is_empty() {
+        if self.numel() == 0 {
             // An empty view may carry an offset past the storage's end (PyTorch keeps it).
-            return Ok(v);
+            return Ok(Vec::new());
         }
+        // The contiguous copy first: a view too large for host memory (an expanded one, say)
+        // is an error there, not an abort here.
         let out = self.contiguous(MemoryFormat::Contiguous)?;
+        let n = out.numel();
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| Error::HostMemory { op: "to_vec", what: format!("the elements of a view of shape {:?}", self.shape()), bytes: n.saturating_mul(T::DTYPE.size()) })?;
+        v.resize(n, T::zeroed());
         let bytes = out.read();
         let start = out.layout.offset() * T::DTYPE.size();
-        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&bytes[start..start + out.numel() * T::DTYPE.size()]);
+        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&bytes[start..start + n * T::DTYPE.size()]);
         Ok(v)
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use common::gpu::{contexts, name, own_device, spin};
-use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, Strided, TuningPolicy};
 use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::ops::{conv1x1, conv2d, Conv1x1Options};
 use strided_wgpu::advanced::CopyPath;
@@ -273,6 +273,49 @@ fn caller_buffers_are_checked_and_never_pooled() {
         let i0 = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I32, Layout::contiguous(&[4]).unwrap()).unwrap();
         i0.copy_(&f0).unwrap();
         assert_eq!(i0.download().unwrap().to_vec::<i32>().unwrap(), vec![1, -2, 1_000_000_000, 0], "{}", name(ctx));
+    }
+}
+
+/// A reduction or scan into a view of its input's buffer that the input does not reach reads
+/// a copy of the input (one dispatch cannot bind a buffer for reading and writing): the host's
+/// answers, on every adapter. Views of one buffer as types of different sizes overlap by
+/// their bytes: an i32 `out` over an i8 input's bytes is an error, and the buffer keeps them.
+#[test]
+fn reductions_and_scans_into_the_inputs_buffer() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let vals: Vec<f32> = (0..40).map(|i| (i * 7 % 11) as f32 * 0.5 - 2.0).collect();
+        let m = DeviceTensor::from_slice(ctx, &vals, &[4, 10]).unwrap();
+        let h = HostTensor::from_vec(vals.clone(), &[4, 10]).unwrap();
+        // Columns 0..8 summed into column 9; softmax of rows 0..2 into rows 2..4.
+        m.narrow(1, 0, 8).unwrap().sum_out(1, false, &m.select(1, 9).unwrap()).unwrap();
+        h.narrow(1, 0, 8).unwrap().sum_out(1, false, &h.select(1, 9).unwrap()).unwrap();
+        m.narrow(0, 0, 2).unwrap().softmax_out(1, &m.narrow(0, 2, 2).unwrap()).unwrap();
+        h.narrow(0, 0, 2).unwrap().softmax_out(1, &h.narrow(0, 2, 2).unwrap()).unwrap();
+        let (got, want) = (m.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{}: element {i}: {g} against {w}", name(ctx));
+        }
+        let d = ctx.device();
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buf = d.create_buffer(&wgpu::BufferDescriptor { label: Some("caller's"), size: 128, usage, mapped_at_creation: false });
+        let bytes = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I8, Layout::contiguous(&[128]).unwrap()).unwrap();
+        bytes.copy_(&DeviceTensor::from_slice(ctx, &(0..128).map(|i| (i % 7) as i8).collect::<Vec<_>>(), &[128]).unwrap()).unwrap();
+        // i8 [4, 16] at bytes 64..128; i32 [4] at bytes 64..80 (elements 16..20): the bytes overlap.
+        let x = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I8, Layout::new(vec![4, 16], vec![16, 1], 64).unwrap()).unwrap();
+        let out = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I32, Layout::new(vec![4], vec![1], 16).unwrap()).unwrap();
+        let before = bytes.download().unwrap().to_vec::<i8>().unwrap();
+        let e = x.sum_out(1, false, &out).unwrap_err();
+        assert!(matches!(e, Error::Overlap { .. }), "{}: {e}", name(ctx));
+        let part = x.narrow(0, 0, 2).unwrap().narrow(1, 0, 8).unwrap();
+        let e = part.cumsum_out(1, &DeviceTensor::from_buffer(ctx, buf.clone(), DType::I32, Layout::new(vec![2, 8], vec![8, 1], 16).unwrap()).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::Overlap { .. }), "{}: {e}", name(ctx));
+        assert_eq!(bytes.download().unwrap().to_vec::<i8>().unwrap(), before, "{}", name(ctx));
+        // i32 [4] at bytes 0..16, before the input: disjoint, and the sums land there.
+        let out = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I32, Layout::contiguous(&[4]).unwrap()).unwrap();
+        x.sum_out(1, false, &out).unwrap();
+        let want: Vec<i32> = (0..4).map(|r| (0..16).map(|c| ((64 + r * 16 + c) % 7) as i32).sum()).collect();
+        assert_eq!(out.download().unwrap().to_vec::<i32>().unwrap(), want, "{}", name(ctx));
     }
 }
 

@@ -603,3 +603,94 @@ fn a_callback_fired_during_a_capture_makes_an_eager_call_not_a_captured_one() {
         assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
     }
 }
+
+/// A tensor made in the capture, filled with one weight, read by replayed work, then filled
+/// with another and read again: the second fill runs at each replay after the first read (it
+/// ran once at capture before, so every replay's first read saw the second weight).
+#[test]
+fn a_scratch_tensor_refilled_between_reads_replays_as_eager() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(64, 81), &[8, 8]).unwrap();
+        let w1 = DeviceTensor::from_slice(ctx, &vals(64, 82), &[8, 8]).unwrap();
+        let w2 = DeviceTensor::from_slice(ctx, &vals(64, 83), &[8, 8]).unwrap();
+        let graph = ctx
+            .capture(&[&x], || {
+                let scratch = DeviceTensor::empty(ctx, &[8, 8], DType::F32, MemoryFormat::Contiguous)?;
+                scratch.copy_(&w1.transpose(0, 1)?)?;
+                let y1 = x.add(&scratch)?;
+                scratch.copy_(&w2.transpose(0, 1)?)?;
+                let y2 = x.mul(&scratch)?;
+                Ok::<_, Error>((y1, y2))
+            })
+            .unwrap();
+        let new = DeviceTensor::from_slice(ctx, &vals(64, 84), &[8, 8]).unwrap();
+        graph.replay_and_wait(&[&new]).unwrap();
+        let want1 = new.add(&w1.transpose(0, 1).unwrap()).unwrap();
+        let want2 = new.mul(&w2.transpose(0, 1).unwrap()).unwrap();
+        assert_eq!(bits(&graph.output().0), bits(&want1), "{}: the first read", name(ctx));
+        assert_eq!(bits(&graph.output().1), bits(&want2), "{}: the second read", name(ctx));
+    }
+}
+
+/// A replay given the graph's own inputs swapped (or a view of one input's buffer for another)
+/// runs on the inputs as given: each source is read before any input is written.
+#[test]
+fn a_replay_given_the_graphs_inputs_swapped() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let (va, vb) = (vals(32, 91), vals(32, 92));
+        let a = DeviceTensor::from_slice(ctx, &va, &[32]).unwrap();
+        let b = DeviceTensor::from_slice(ctx, &vb, &[32]).unwrap();
+        let graph = ctx.capture(&[&a, &b], || a.mul(2.0)?.sub(&b)).unwrap();
+        graph.replay_and_wait(&[&b, &a]).unwrap();
+        let want: Vec<f32> = vb.iter().zip(&va).map(|(&x, &y)| x * 2.0 - y).collect();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}: swapped", name(ctx));
+        assert_eq!(a.download().unwrap().to_vec::<f32>().unwrap(), vb, "{}: a holds b's values", name(ctx));
+        // Now a holds vb and b holds va; give (b, b): both inputs become va.
+        graph.replay_and_wait(&[&b, &b]).unwrap();
+        let want: Vec<f32> = va.iter().map(|&x| x * 2.0 - x).collect();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}: (b, b)", name(ctx));
+        // In a batch: an input copy that fails (into an expanded input, which reaches an
+        // element 32 times) after another was recorded leaves nothing recorded.
+        let one = DeviceTensor::from_slice(ctx, &[1f32], &[1]).unwrap();
+        let e = one.expand(&[32]).unwrap();
+        let graph = ctx.capture(&[&a, &e], || a.mul(2.0)?.sub(&e)).unwrap();
+        let mut batch = ctx.batch();
+        let r = batch.replay(&graph, &[&b, &a]);
+        assert!(matches!(r, Err(Error::Overlap { op: "copy_", .. })), "{}: {r:?}", name(ctx));
+        let before = ctx.record_counts();
+        batch.submit_and_wait().unwrap();
+        let n = ctx.record_counts() - before;
+        assert_eq!((n.dispatches, n.transfers), (0, 0), "{}: {n:?}", name(ctx));
+        assert_eq!(a.download().unwrap().to_vec::<f32>().unwrap(), va, "{}: a untouched (it holds b's values, which b held)", name(ctx));
+    }
+}
+
+/// An error that a submission without a caller met (held calls that fail when a borrowed
+/// encoder's batch submits them first) is the next call's, which then does nothing: a retry
+/// runs once.
+#[test]
+fn a_call_that_gets_an_earlier_error_does_nothing() {
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        let device = c.device().clone();
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor { label: Some("destroyed"), size: 64, usage, mapped_at_creation: false });
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let f = DeviceTensor::from_buffer(&c, buffer.clone(), DType::F32, strided_wgpu::Layout::contiguous(&[16]).unwrap()).unwrap();
+        let y = DeviceTensor::from_slice(&c, &[5f32], &[1]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        // The first call after a submission goes at once; the second is held.
+        f.add_(1.0).unwrap();
+        f.add_(1.0).unwrap();
+        buffer.destroy();
+        // Submitting the held call fails, with no caller to tell.
+        drop(c.record_into(&mut enc));
+        let r = y.add_(1.0);
+        assert!(r.is_err(), "{}: the earlier error is the next call's", name(ctx));
+        y.add_(1.0).unwrap();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vec![6.0], "{}: the failed call ran", name(ctx));
+    }
+}

@@ -41,7 +41,7 @@ fn contiguity_skips_size_one_dims() {
 fn select_moves_the_offset() {
     let s = l(&[1, 2, 3, 4]).select(3, 2).unwrap();
     assert_eq!((s.shape(), s.strides(), s.offset()), (&[1usize, 2, 3][..], &[24isize, 12, 4][..], 2));
-    assert_eq!(s.storage_indices(), vec![2, 6, 10, 14, 18, 22]);
+    assert_eq!(s.storage_indices().unwrap(), vec![2, 6, 10, 14, 18, 22]);
     assert_eq!(l(&[3]).select(0, -1).unwrap().offset(), 2);
     assert!(matches!(l(&[3]).select(0, 3), Err(Error::InvalidArgument { op: "select", .. })));
     assert!(matches!(l(&[]).select(0, 0), Err(Error::DimOutOfRange { .. })));
@@ -107,11 +107,12 @@ fn diagonal_unfold_as_strided() {
     assert!(Layout::as_strided(&[2, 2], &[1, 2], 0, 4).is_ok());
     let e = Layout::as_strided(&[2, 2], &[1, 2], 1, 4).unwrap_err();
     assert!(matches!(e, Error::OutOfBounds { hi: 4, storage_len: 4, .. }), "{e}");
-    // Empty windows every element of a dim of usize::MAX elements (the tensor is empty): the
-    // window count does not fit, an error rather than a wrap (found by no_op_panics).
-    let huge = Layout::new(vec![usize::MAX, 0], vec![0, 1], 0).unwrap();
+    // Empty windows every element of a dim of isize::MAX elements (the tensor is empty): the
+    // window count (isize::MAX + 1) does not fit, an error rather than a wrap (found by
+    // no_op_panics, with a dim of usize::MAX elements, which is now an error itself).
+    let huge = Layout::new(vec![isize::MAX as usize, 0], vec![0, 1], 0).unwrap();
     let e = huge.unfold(0, 0, 1).unwrap_err();
-    assert!(matches!(e, Error::Overflow { op: "unfold", .. }), "{e}");
+    assert!(matches!(e, Error::Overflow { .. }), "{e}");
 }
 
 #[test]
@@ -361,4 +362,43 @@ fn a_host_result_larger_than_memory_is_a_typed_error() {
         Err(Error::HostMemory { .. }) => {}
         other => panic!("expected HostMemory, got {:?}", other.map(|t| t.shape().to_vec())),
     }
+}
+
+/// Sizes are PyTorch's int64: a size above `isize::MAX` is an overflow error even where the
+/// layout is empty, and every index a layout reaches fits an `isize` (so that the 32-bit
+/// targets' bounds checks cannot wrap). Strides of a one-element result are not multiplied.
+/// An overflowing broadcast is an overflow, not a shape mismatch. A huge view's `to_vec` is an
+/// error, not an abort.
+#[test]
+fn huge_sizes_are_errors_not_wraps() {
+    for shape in [vec![0, 1usize << 63], vec![0, usize::MAX]] {
+        let e = Layout::new(shape.clone(), vec![1, 1], 0).unwrap_err();
+        assert!(matches!(e, Error::Overflow { .. }), "{shape:?}: {e}");
+    }
+    assert!(Layout::new(vec![0, isize::MAX as usize], vec![1, 1], 0).is_ok());
+    let x = HostTensor::from_vec(vec![0f32; 8], &[8]).unwrap();
+    assert!(x.as_strided(&[0, 1usize << 63], &[1, 1], 0).is_err());
+    // x[0:4:isize::MAX] of a [4, 4]: one row.
+    let s = Layout::contiguous(&[4, 4]).unwrap().slice(0, 0, 4, isize::MAX).unwrap();
+    assert_eq!(s.shape(), &[1, 4]);
+    assert_eq!(s.storage_indices().unwrap(), vec![0, 1, 2, 3]);
+    let e = Layout::contiguous(&[1]).unwrap().broadcast_to(&[1 << 40, 1 << 40]).unwrap_err();
+    assert!(matches!(e, Error::Overflow { .. }), "{e}");
+    let one = HostTensor::from_vec(vec![1f32], &[1]).unwrap();
+    let huge = one.expand(&[1 << 62]).unwrap();
+    assert!(matches!(huge.to_vec::<f32>(), Err(Error::Overflow { .. } | Error::HostMemory { .. })));
+    assert!(matches!(huge.layout().storage_indices(), Err(Error::HostMemory { .. })));
+}
+
+/// A view copied onto itself does nothing, even one that reaches an element twice (PyTorch's
+/// `copy_` returns before its overlap checks when source and destination are the same data).
+#[test]
+fn a_view_copied_onto_itself_does_nothing() {
+    let row = HostTensor::from_vec(vec![1f32, 2., 3., 4.], &[4]).unwrap();
+    let e = row.expand(&[3, 4]).unwrap();
+    e.copy_(&e).unwrap();
+    e.copy_(&e.clone()).unwrap();
+    assert_eq!(row.to_vec::<f32>().unwrap(), vec![1., 2., 3., 4.]);
+    // Another view of the same elements is still an overlap.
+    assert!(matches!(e.copy_(&row.expand(&[3, 4]).unwrap().transpose(0, 1).unwrap().transpose(0, 1).unwrap().flip(1).unwrap()), Err(Error::Overlap { .. })));
 }

@@ -244,3 +244,29 @@ fn views_with_steps_and_broadcasts_against_loops() {
         .unwrap();
     assert_eq!(cl.softmax(1).unwrap().strides(), cl.strides());
 }
+
+/// Sums start from +0.0, as PyTorch's do: a sum or mean of negative zeros and an empty sum or
+/// norm are +0.0 (Rust's `Iterator::sum` of floats starts from -0.0). A 0-d input takes dim 0
+/// (or -1) once in a list of dims.
+#[test]
+fn sums_start_from_positive_zero_and_scalar_dims_once() {
+    let z = t(vec![-0.0, -0.0], &[2]);
+    let empty = HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let cases = [
+        ("sum", z.sum(0, false)),
+        ("mean", z.mean(0, false)),
+        ("norm 1", z.norm(1.0, 0, false)),
+        ("empty sum", empty.sum(Dims::All, false)),
+        ("empty norm 2", empty.norm(2.0, Dims::All, false)),
+        ("empty norm 1", empty.norm(1.0, Dims::All, false)),
+    ];
+    for (what, r) in cases {
+        assert_eq!(r.unwrap().to_vec::<f32>().unwrap()[0].to_bits(), 0, "{what}");
+    }
+    let s = t(vec![2.0], &[]);
+    assert_eq!(s.sum([0], false).unwrap().to_vec::<f32>().unwrap(), vec![2.0]);
+    for dims in [[0isize, -1], [0, 0]] {
+        assert!(matches!(s.sum(dims, false), Err(Error::InvalidArgument { op: "sum", .. })), "{dims:?}");
+        assert!(matches!(s.amax(dims, false), Err(Error::InvalidArgument { op: "amax", .. })), "{dims:?}");
+    }
+}

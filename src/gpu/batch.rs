@@ -104,6 +104,13 @@ impl Batch<'_> {
         self.rec.len()
     }
 
+    /// Drops the commands recorded after the first `mark` (a call that failed part way through
+    /// leaves the batch as it was; what they hold stays held until the batch's work is done).
+    pub(crate) fn cut_back(&mut self, mark: usize) {
+        self.tail = None;
+        drop(self.rec.split_off(mark));
+    }
+
     /// The recording and its fusion tail, taken out of the batch (which then holds nothing).
     pub(crate) fn take_recording(mut self) -> (Recorder, Option<(usize, Tail)>) {
         (std::mem::take(&mut self.rec), self.tail.take())

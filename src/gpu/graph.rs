@@ -25,7 +25,8 @@ use crate::strided::Strided;
 /// The graph holds every buffer its work uses; each replay holds the graph's buffers until the
 /// GPU has finished it, so dropping the graph after a replay is safe. Outputs are overwritten
 /// by each replay: read them (e.g. [`DeviceTensor::download`]) after a replay and before the
-/// next one, or record the replay and the reads in one [`Batch`].
+/// next one, or record the replay and the reads in one [`Batch`]. (An output computed from
+/// constants alone is written once, at capture: see [`GpuContext::capture`].)
 ///
 /// ```
 /// use strided_wgpu::{DeviceTensor, Elementwise, GpuContext};
@@ -172,9 +173,10 @@ impl<T> Graph<T> {
     }
 
     /// Replays the graph in one submission: first copies `inputs` (none, or one per input
-    /// given at capture, of its shape and dtype, any layout) into the graph's inputs, then runs
-    /// the captured work. Errors: inputs of another count, shape, dtype or context, a device
-    /// lost ([`Error::DeviceLost`]), and a replay while this thread captures a graph.
+    /// given at capture, of its shape and dtype, any layout; the graph's own inputs in any
+    /// order among them, each read before any input is written) into the graph's inputs, then
+    /// runs the captured work. Errors: inputs of another count, shape, dtype or context, a
+    /// device lost ([`Error::DeviceLost`]), and a replay while this thread captures a graph.
     pub fn replay(&self, inputs: &[&DeviceTensor]) -> Result<Submission> {
         if self.ctx.rt.capturing_here() {
             return Err(Error::invalid("replay", "this thread is capturing a graph: replays do not nest in captures"));
@@ -193,7 +195,7 @@ impl<T> Graph<T> {
 
 impl Batch<'_> {
     /// Records a replay of `graph` ([`Graph::replay`]: `inputs` copied into the graph's inputs
-    /// first) into this batch, after what it already holds.
+    /// first) into this batch, after what it already holds. On an error nothing is recorded.
     pub fn replay<T>(&mut self, graph: &Graph<T>, inputs: &[&DeviceTensor]) -> Result<()> {
         const OP: &str = "replay";
         if !graph.ctx.same_device(self.context()) {
@@ -209,14 +211,41 @@ impl Batch<'_> {
                     return Err(Error::invalid(OP, format!("input {i} has shape {:?} and dtype {}, the graph was captured with shape {:?} and dtype {}", src.shape(), src.dtype(), dst.shape(), dst.dtype())));
                 }
             }
-            for (dst, src) in graph.inputs.iter().zip(inputs) {
-                if !dst.shares_storage(src) || dst.layout() != src.layout() {
-                    self.copy_(dst, src)?;
-                }
+            // The copies are recorded one after another, so a source that shares a buffer with
+            // another input of the graph (the inputs given swapped, say) is copied aside first,
+            // before any input is written; and should a copy fail, the batch is cut back to
+            // what it held before.
+            let mark = self.recorded();
+            let copies = self.copy_inputs(graph, inputs);
+            if copies.is_err() {
+                self.cut_back(mark);
             }
+            copies?;
         }
         let rec = self.parts(OP)?;
         rec.replay(&graph.commands, graph.held.clone());
         Ok(())
+    }
+
+    /// The input copies of [`Batch::replay`] (`inputs` checked against the graph's).
+    fn copy_inputs<T>(&mut self, graph: &Graph<T>, inputs: &[&DeviceTensor]) -> Result<()> {
+        let mut sources = Vec::with_capacity(inputs.len());
+        for (i, &src) in inputs.iter().enumerate() {
+            let aliased = graph.inputs.iter().enumerate().any(|(j, dst)| j != i && dst.shares_storage(src));
+            sources.push(if aliased { self.copy_aside(src)? } else { src.clone() });
+        }
+        for (dst, src) in graph.inputs.iter().zip(&sources) {
+            if !dst.shares_storage(src) || dst.layout() != src.layout() {
+                self.copy_(dst, src)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A recorded copy of `src` into a new contiguous tensor.
+    fn copy_aside(&mut self, src: &DeviceTensor) -> Result<DeviceTensor> {
+        let t = DeviceTensor::empty(self.context(), src.shape(), src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
+        self.copy_(&t, src)?;
+        Ok(t)
     }
 }

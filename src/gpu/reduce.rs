@@ -3,7 +3,7 @@
 
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{read_copy, Batch};
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::reduce::{self, Buffers, Types, Work};
 use crate::layout::{Layout, MemoryFormat};
@@ -41,7 +41,10 @@ impl Batch<'_> {
             rec.hold_shared(i.storage());
         }
         let t = Types { input: x.dtype(), cast: s.cast_to, out: s.out_dtype };
-        let b = Buffers { out: values.buffer(), input: x.buffer(), indices: idx.as_ref().map(|i| (i.buffer(), i.storage_offset())) };
+        // An `out` in the input's buffer (disjoint from the input, as checked): one buffer is
+        // not bound for reading and writing in one dispatch, so the kernel reads a copy.
+        let copy = if values.buffer() == x.buffer() { Some(read_copy(rt, rec, name, x.buffer())?) } else { None };
+        let b = Buffers { out: values.buffer(), input: copy.as_ref().unwrap_or(x.buffer()), indices: idx.as_ref().map(|i| (i.buffer(), i.storage_offset())) };
         rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Reduce(op), t, &b))?;
         match (out, indices, idx) {
             (Some(o), Some(oi), Some(i)) => {
@@ -63,7 +66,7 @@ impl Batch<'_> {
         let ctx = self.context().clone();
         let dst = match out {
             Some(o) => {
-                check_out(name, "out", x.shape(), s.out_dtype, o.layout(), o.dtype(), x.layout(), o.shares_storage(x))?;
+                check_out(name, "out", x.shape(), s.out_dtype, o.layout(), o.dtype(), x.layout(), x.dtype(), o.shares_storage(x))?;
                 o.clone()
             }
             None => alloc(&ctx, s.out_dtype, &s.out_layout)?,
@@ -74,7 +77,8 @@ impl Batch<'_> {
         rec.hold_shared(dst.storage());
         rec.hold_shared(x.storage());
         let t = Types { input: x.dtype(), cast: x.dtype(), out: s.out_dtype };
-        let b = Buffers { out: dst.buffer(), input: x.buffer(), indices: None };
+        let copy = if dst.buffer() == x.buffer() { Some(read_copy(rt, rec, name, x.buffer())?) } else { None };
+        let b = Buffers { out: dst.buffer(), input: copy.as_ref().unwrap_or(x.buffer()), indices: None };
         rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Scan(op), t, &b))?;
         Ok(dst)
     }

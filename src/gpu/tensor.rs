@@ -84,7 +84,7 @@ impl DeviceTensor {
         let mut batch = ctx.batch();
         let rec = batch.parts("zeros")?;
         rec.clear_buffer(t.buffer(), 0, None);
-        rec.hold(t.storage.clone());
+        rec.hold_shared(t.storage());
         batch.submit_eager()?;
         Ok(t)
     }
@@ -214,7 +214,7 @@ impl DeviceTensor {
         if n as u64 > max {
             return Err(Error::Limit { op: "download", what: format!("staging a view of shape {:?} ({} {})", self.shape(), self.numel(), self.dtype()), limit: "max_buffer_size", requested: n as u64, max });
         }
-        let mut bytes = vec![0u8; n];
+        let mut bytes = HostTensor::zeroed("download", || format!("a view of shape {:?}", self.shape()), n)?;
         self.download_bytes(&mut bytes, drive).await?;
         HostTensor::from_bytes(self.dtype(), bytes, Layout::contiguous(self.shape())?)
     }

@@ -9,10 +9,14 @@
 //! checks them, and every operation builds its result through it.
 //!
 //! 1. `shape.len() == strides.len()`: the rank. Rank 0 is a scalar with one element.
-//! 2. The element count (the product of the shape) fits in `usize` and in `i64`.
+//! 2. The element count (the product of the shape) fits in `usize` and in `i64`, and so does
+//!    every size, empty layouts included (PyTorch's sizes are `int64_t`): each is at most
+//!    `isize::MAX`.
 //! 3. Strides and the offset count elements, not bytes. Strides are signed: a negative stride
 //!    walks a dim backwards (a zero-copy flip); a zero stride repeats one element (broadcast).
-//! 4. For a non-empty layout, every element it reaches has an index in `[0, i64::MAX]`:
+//! 4. For a non-empty layout, every element it reaches has an index in `[0, isize::MAX]`
+//!    (`i64::MAX` on 64-bit targets, `2^31 - 1` on wasm32, so that an index is an `isize` and a
+//!    `usize` there):
 //!    `offset + Σ min(0, (size_d - 1) * stride_d) >= 0` and the matching maximum fits, with no
 //!    intermediate overflow. An empty layout reaches nothing, so its strides and offset are
 //!    metadata only (PyTorch keeps them, and so do we).
@@ -60,18 +64,18 @@ impl Layout {
             ));
         }
         let numel = checked_numel("layout", &shape)?;
-        if i64::try_from(numel).is_err() || isize::try_from(offset).is_err() {
-            return Err(Error::overflow("layout", format!("element count of {shape:?} or offset {offset}")));
+        if i64::try_from(numel).is_err() || isize::try_from(offset).is_err() || shape.iter().any(|&n| isize::try_from(n).is_err()) {
+            return Err(Error::overflow("layout", format!("element count or a size of {shape:?}, or offset {offset} (each at most {})", isize::MAX)));
         }
         let layout = Layout { shape, strides, offset };
         if numel > 0 {
             let (lo, hi) = layout.span_i128();
-            if lo < 0 || hi > i64::MAX as i128 {
+            if lo < 0 || hi > isize::MAX as i128 {
                 return Err(Error::invalid(
                     "layout",
                     format!(
                         "shape {:?}, strides {:?} and offset {} reach elements [{lo}, {hi}]; every element index must lie in [0, {}]",
-                        layout.shape, layout.strides, layout.offset, i64::MAX
+                        layout.shape, layout.strides, layout.offset, isize::MAX
                     ),
                 ));
             }
@@ -188,11 +192,14 @@ impl Layout {
     }
 
     /// Storage indices of every element in logical row-major order: a plain, obviously
-    /// correct walk used by the CPU reference checks and the tests.
-    pub fn storage_indices(&self) -> Vec<usize> {
-        let mut out = Vec::with_capacity(self.numel());
+    /// correct walk used by the CPU reference checks and the tests. More indices than host
+    /// memory holds (an expanded view, say) are [`Error::HostMemory`].
+    pub fn storage_indices(&self) -> Result<Vec<usize>> {
+        let n = self.numel();
+        let mut out = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| Error::HostMemory { op: "storage_indices", what: format!("the indices of a view of shape {:?}", self.shape), bytes: n.saturating_mul(std::mem::size_of::<usize>()) })?;
         self.for_each_index(|i| out.push(i));
-        out
+        Ok(out)
     }
 }
 

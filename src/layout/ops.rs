@@ -46,7 +46,7 @@ impl Layout {
     /// use strided_wgpu::Layout;
     /// let l = Layout::contiguous(&[5]).unwrap();
     /// let r = l.slice(0, 4, -6, -2).unwrap(); // x[4::-2] = elements 4, 2, 0
-    /// assert_eq!(r.storage_indices(), vec![4, 2, 0]);
+    /// assert_eq!(r.storage_indices().unwrap(), vec![4, 2, 0]);
     /// ```
     pub fn slice(&self, dim: isize, start: isize, end: isize, step: isize) -> Result<Layout> {
         const OP: &str = "slice";
@@ -66,8 +66,14 @@ impl Layout {
         } else {
             return Err(Error::invalid(OP, format!("step must be non-zero (dim {d} of shape {:?})", self.shape)));
         };
+        // A dim of at most one element never uses its stride (PyTorch's `x[0:4:sys.maxsize]`
+        // has one row): its stride stays the dim's own where the product does not fit.
         let stride = self.strides[d] as i128 * step;
-        let stride = isize::try_from(stride).map_err(|_| Error::overflow(OP, format!("stride {} * step {step}", self.strides[d])))?;
+        let stride = match isize::try_from(stride) {
+            Ok(s) => s,
+            Err(_) if len <= 1 => self.strides[d],
+            Err(_) => return Err(Error::overflow(OP, format!("stride {} * step {step}", self.strides[d]))),
+        };
         let mut shape = self.shape.clone();
         shape[d] = len as usize;
         let mut strides = self.strides.clone();
@@ -198,7 +204,10 @@ impl Layout {
             .iter()
             .map(|&n| isize::try_from(n).map_err(|_| Error::overflow("broadcast_to", format!("size {n}"))))
             .collect::<Result<_>>()?;
-        self.expand(&sizes).map_err(|_| broadcast_error("broadcast_to", &self.shape, shape))
+        self.expand(&sizes).map_err(|e| match e {
+            Error::Overflow { .. } => e,
+            _ => broadcast_error("broadcast_to", &self.shape, shape),
+        })
     }
 
     /// `torch.diagonal(offset, dim1, dim2)`: removes both dims and appends their diagonal.

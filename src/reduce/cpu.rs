@@ -94,7 +94,9 @@ fn arg_best(xs: &[f64], max: bool) -> usize {
 /// One float reduction of `xs`: (value, index).
 fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
     let n = xs.len() as f64;
-    let sum = |f: fn(f64) -> f64| xs.iter().map(|&x| f(x)).sum::<f64>();
+    // From +0.0, as PyTorch's sums start (`Iterator::sum` starts from -0.0: a sum of -0.0s
+    // and an empty sum would be -0.0).
+    let sum = |f: fn(f64) -> f64| xs.iter().fold(0.0, |a, &x| a + f(x));
     match op {
         ReduceOp::Sum => (sum(|x| x), 0),
         ReduceOp::Mean => (sum(|x| x) / n, 0),
@@ -111,7 +113,7 @@ fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
         }
         ReduceOp::Var { correction } | ReduceOp::Std { correction } => {
             let mean = sum(|x| x) / n;
-            let m2: f64 = xs.iter().map(|&x| (x - mean) * (x - mean)).sum();
+            let m2: f64 = xs.iter().fold(0.0, |a, &x| a + (x - mean) * (x - mean));
             let var = m2 / (n - correction).max(0.0);
             (if matches!(op, ReduceOp::Std { .. }) { var.sqrt() } else { var }, 0)
         }
@@ -122,7 +124,7 @@ fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
             let m = xs.iter().copied().fold(f64::NEG_INFINITY, max_total);
             // PyTorch's rule: an infinite maximum is replaced by 0 (no inf - inf).
             let m = if m.is_infinite() { 0.0 } else { m };
-            ((xs.iter().map(|&x| (x - m).exp()).sum::<f64>()).ln() + m, 0)
+            (xs.iter().fold(0.0, |a, &x| a + (x - m).exp()).ln() + m, 0)
         }
     }
 }
@@ -232,7 +234,7 @@ impl Reduce for HostTensor {
     fn scan(&self, op: ScanOp, dim: isize, out: Option<&Self>) -> Result<Self> {
         let s = scan_spec(op, self.layout(), self.dtype(), dim)?;
         if let Some(o) = out {
-            check_out(op.name(), "out", self.shape(), s.out_dtype, o.layout(), o.dtype(), self.layout(), o.shares_storage(self))?;
+            check_out(op.name(), "out", self.shape(), s.out_dtype, o.layout(), o.dtype(), self.layout(), self.dtype(), o.shares_storage(self))?;
         }
         let r = scan_cpu(self, op, s.dim, s.out_dtype)?;
         let dst = match out {

@@ -3,6 +3,7 @@
 
 use crate::dtype::DType;
 use crate::elementwise::output_layout;
+use crate::elementwise::resolve::typed_overlap;
 use crate::error::{Error, Result};
 use crate::layout::{wrap_dim, Layout, Overlap};
 use crate::strided::Strided;
@@ -177,9 +178,14 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     let mut reduced = vec![false; rank];
     match dims {
         Dims::List(list) if !list.is_empty() => {
+            // A 0-d input takes dims 0 and -1, each once (PyTorch: "dim 0 appears multiple times").
+            let mut scalar_dim = false;
             for &d in list {
                 let w = wrap_dim(name, d, rank, true)?;
                 if rank == 0 {
+                    if std::mem::replace(&mut scalar_dim, true) {
+                        return Err(Error::invalid(name, format!("dim 0 appears more than once in the list of dims {list:?} (a 0-d input)")));
+                    }
                     continue;
                 }
                 if reduced[w] {
@@ -268,17 +274,18 @@ pub fn scan_spec(op: ScanOp, layout: &Layout, dtype: DType, dim: isize) -> Resul
 }
 
 /// An `out=` of a result of `shape` and `dtype` (`what`: "out" or "indices"): the same shape
-/// and type, no element reached twice, no overlap with the input (`shares`: whether they share
-/// storage).
+/// and type, no element reached twice, no overlap with the input of `in_dtype` (`shares`:
+/// whether they share storage; the bytes compared where the types' sizes differ, as two
+/// views of one device buffer may be).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn check_out(op: &'static str, what: &str, shape: &[usize], dtype: DType, out: &Layout, out_dtype: DType, input: &Layout, shares: bool) -> Result<()> {
+pub(crate) fn check_out(op: &'static str, what: &str, shape: &[usize], dtype: DType, out: &Layout, out_dtype: DType, input: &Layout, in_dtype: DType, shares: bool) -> Result<()> {
     if out.shape() != shape || out_dtype != dtype {
         return Err(Error::invalid(op, format!("{what} must be {dtype} of shape {shape:?}, got {out_dtype} of shape {:?}", out.shape())));
     }
     if out.has_internal_overlap() {
         return Err(Error::Overlap { op, detail: format!("{what} (shape {:?}, strides {:?}) reaches an element twice", out.shape(), out.strides()) });
     }
-    if shares && out.overlap(input) != Overlap::Disjoint {
+    if shares && typed_overlap(out, out_dtype, input, in_dtype) != Overlap::Disjoint {
         return Err(Error::Overlap { op, detail: format!("{what} (shape {:?}, strides {:?}) overlaps the input (shape {:?}, strides {:?})", out.shape(), out.strides(), input.shape(), input.strides()) });
     }
     Ok(())
@@ -296,11 +303,11 @@ pub(crate) fn check_targets<T: Strided>(name: &'static str, s: &ReduceSpec, x: &
         _ => return Err(Error::invalid(name, if both { "max/min into given tensors needs both values and indices" } else { "this op writes no indices" })),
     }
     if let Some(o) = out {
-        check_out(name, "out", &s.out_shape, s.out_dtype, o.layout(), o.dtype(), x.layout(), shares(o, x))?;
+        check_out(name, "out", &s.out_shape, s.out_dtype, o.layout(), o.dtype(), x.layout(), x.dtype(), shares(o, x))?;
     }
     if let (Some(o), Some(i)) = (out, indices) {
-        check_out(name, "indices", &s.out_shape, DType::I32, i.layout(), i.dtype(), x.layout(), shares(i, x))?;
-        if shares(i, o) && i.layout().overlap(o.layout()) != Overlap::Disjoint {
+        check_out(name, "indices", &s.out_shape, DType::I32, i.layout(), i.dtype(), x.layout(), x.dtype(), shares(i, x))?;
+        if shares(i, o) && typed_overlap(i.layout(), i.dtype(), o.layout(), o.dtype()) != Overlap::Disjoint {
             return Err(Error::Overlap { op: name, detail: format!("values (strides {:?}) and indices (strides {:?}) overlap", o.strides(), i.strides()) });
         }
     }

@@ -36,7 +36,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::runtime::record::Recorder;
 
 /// The most eager calls held back before they are submitted.
@@ -86,16 +86,17 @@ impl Default for Held {
 }
 
 impl Held {
-    /// Takes the held recording (`None` when it holds no command) and an error left for the
-    /// next call; the count starts again at 1.
-    pub(crate) fn take(&mut self) -> Result<Option<Recorder>> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
+    /// Takes the held recording (`None` when it holds no command); the count starts again at 1.
+    pub(crate) fn take(&mut self) -> Option<Recorder> {
         let rec = std::mem::take(&mut self.rec);
         self.calls = 0;
         self.next = 1;
-        Ok((rec.len() > 0).then_some(rec))
+        (rec.len() > 0).then_some(rec)
+    }
+
+    /// Takes the error left for the next call that submits, if any.
+    pub(crate) fn take_failure(&mut self) -> Option<Error> {
+        self.failed.take()
     }
 
     /// Holds back `rec`, one more call; whether the held calls are due for submission. The

@@ -381,11 +381,14 @@ impl Command {
 /// when it writes only `fresh` buffers (made during the capture, so that no state persists
 /// across replays in them: a kernel that reads what it writes reads there what an earlier
 /// constant command wrote, or what an eager call would find in a new buffer), none that a
-/// command run at every replay writes; and when every buffer it binds read-only is either a
-/// fresh buffer an earlier constant command wrote, or one that is not an input and that no
-/// command run at every replay writes. A convolution's weight packing (a clear and a copy into a scratch buffer,
-/// from a weight the graph never writes) is such work; an in-place update of a tensor made
-/// before the capture is not.
+/// command run at every replay writes or that one recorded before it reads (all constant
+/// commands run before the first replay, so a write after such a read would change what the
+/// read sees: a scratch tensor filled with one weight, read, then filled with another); and
+/// when every buffer it binds read-only is either a fresh buffer an earlier constant command
+/// wrote, or one that is not an input and that no command run at every replay writes. A
+/// convolution's weight packing (a clear and a copy into a scratch buffer, from a weight the
+/// graph never writes) is such work; an in-place update of a tensor made before the capture
+/// is not.
 // A buffer's `Hash` and `Eq` are those of its id, which never changes.
 #[allow(clippy::mutable_key_type)]
 pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], fresh: &[wgpu::Buffer]) -> (Vec<Command>, Vec<Command>) {
@@ -405,17 +408,21 @@ pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], 
         }
         let mut changed = false;
         let mut written: HashSet<&wgpu::Buffer> = HashSet::new();
+        // Buffers that the commands run at every replay recorded so far read.
+        let mut read_before: HashSet<&wgpu::Buffer> = HashSet::new();
         for (i, (r, w)) in effects.iter().enumerate() {
             if !constant[i] {
+                read_before.extend(r.iter().copied());
                 continue;
             }
             let read_ok = |b: &&wgpu::Buffer| !varying.contains(b) && (!fresh.contains(b) || written.contains(b));
-            let ok = r.iter().all(read_ok) && w.iter().all(|b| fresh.contains(b) && !varying.contains(b));
+            let ok = r.iter().all(read_ok) && w.iter().all(|b| fresh.contains(b) && !varying.contains(b) && !read_before.contains(b));
             if ok {
                 written.extend(w.iter().copied());
             } else {
                 constant[i] = false;
                 changed = true;
+                read_before.extend(r.iter().copied());
             }
         }
         if !changed {

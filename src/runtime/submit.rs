@@ -222,10 +222,24 @@ pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::Command
 
 /// Submits, in one queue submission, the held-back calls of `held` (encoded into a command
 /// buffer of their own) and then `work`; `None` when there was neither. The caller holds
-/// `held`'s lock, which keeps the order of the crate's submissions that of its calls.
+/// `held`'s lock, which keeps the order of the crate's submissions that of its calls. An
+/// error left by a submission without a caller ([`Held::fail`]) is this call's: its `work`
+/// is dropped unsubmitted (a failed call does nothing), and the held calls, which returned
+/// without an error, are submitted all the same.
 pub(crate) fn submit_after_held(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<(wgpu::CommandEncoder, Keep)>) -> Result<Option<Submission>> {
+    let Some(stale) = held.take_failure() else {
+        return submit_held_then(rt, op, held, work);
+    };
+    drop(work);
+    if let Err(e) = submit_held_then(rt, op, held, None) {
+        held.fail(e);
+    }
+    Err(stale)
+}
+
+fn submit_held_then(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<(wgpu::CommandEncoder, Keep)>) -> Result<Option<Submission>> {
     let mut buffers = Vec::with_capacity(2);
-    if let Some(rec) = held.take()? {
+    if let Some(rec) = held.take() {
         let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu deferred") });
         let keep = encode_recording(rt, op, &mut enc, rec)?;
         buffers.push((enc, keep));
@@ -460,6 +474,11 @@ impl Runtime {
         let Some(mut held) = self.deferral.lock().filter(|_| self.submit_policy() == SubmitPolicy::Deferred) else {
             return submit_recording(self, op, rec).map(drop);
         };
+        // An error left by a submission without a caller is this call's, which then does
+        // nothing (a retry does not run it twice).
+        if let Some(e) = held.take_failure() {
+            return Err(e);
+        }
         if held.hold(rec) {
             let next = held.next_after();
             submit_after_held(self, op, &mut held, None)?;
