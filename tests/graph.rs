@@ -694,3 +694,49 @@ fn a_call_that_gets_an_earlier_error_does_nothing() {
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vec![6.0], "{}: the failed call ran", name(ctx));
     }
 }
+
+/// A callback that a poll of the crate's runs (a batch returns finished work's buffers to the
+/// pool first) calls the crate while another thread flushes: on GL the poll holds the
+/// runtime's GL turn, and the flush took the held calls' lock before it waited for that turn,
+/// so each waited on the other. The lock now comes after the turn.
+#[test]
+fn a_callback_in_a_poll_calls_the_crate_while_another_thread_flushes() {
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        let device = c.device().clone();
+        let queue = c.queue().clone();
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let x = DeviceTensor::from_slice(&c, &vals(64, 101), &[64]).unwrap();
+        let y = DeviceTensor::from_slice(&c, &vals(64, 102), &[64]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let x2 = x.clone();
+        // Runs at the next maintenance: the poll of the batch below.
+        queue.on_submitted_work_done(move || {
+            go_tx.send(()).unwrap();
+            // Let the other thread reach its flush.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            tx.send(x2.add_(1.0)).unwrap();
+        });
+        let (y2, c2) = (y.clone(), c.clone());
+        let other = std::thread::spawn(move || {
+            go_rx.recv().unwrap();
+            c2.flush()?;
+            y2.add_(2.0)
+        });
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let c3 = c.clone();
+        std::thread::spawn(move || {
+            drop(c3.batch());
+            done_tx.send(()).unwrap();
+        });
+        let polled = done_rx.recv_timeout(std::time::Duration::from_secs(60));
+        assert!(polled.is_ok(), "{}: the poll whose callback called the crate did not return", name(ctx));
+        rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the callback ran").unwrap();
+        other.join().unwrap().unwrap();
+        assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), vals(64, 101).iter().map(|v| v + 1.0).collect::<Vec<_>>(), "{}", name(ctx));
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vals(64, 102).iter().map(|v| v + 2.0).collect::<Vec<_>>(), "{}", name(ctx));
+    }
+}

@@ -31,12 +31,18 @@
 //! the program's may call the crate: on the thread that holds the lock, [`Deferral::lock`] then
 //! gives nothing, and the nested call submits at once, as under [`SubmitPolicy::EachCall`]
 //! (after the submission that ran it, before any other thread's).
+//!
+//! On GL the lock is taken after the runtime's GL turn, never the other way round: a poll
+//! holds the turn while it runs callbacks, and a callback's call to the crate takes the lock,
+//! so a thread that held the lock while it waited for the turn (to submit the held calls)
+//! would wait on that callback forever.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
 use crate::error::Error;
+use crate::runtime::errors::GlTurn;
 use crate::runtime::record::Recorder;
 
 /// The most eager calls held back before they are submitted.
@@ -135,10 +141,12 @@ thread_local! {
     static LOCKED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The held calls, locked by this thread until dropped.
+/// The held calls, locked by this thread until dropped, and the runtime's GL turn taken
+/// before them (GL only; released after them).
 pub(crate) struct HeldGuard<'a> {
     held: MutexGuard<'a, Held>,
     key: usize,
+    _turn: Option<GlTurn<'a>>,
 }
 
 impl std::ops::Deref for HeldGuard<'_> {
@@ -165,16 +173,18 @@ impl Deferral {
         Deferral { on: AtomicBool::new(policy == SubmitPolicy::Deferred), held: Default::default() }
     }
 
-    /// The held calls, locked; `None` where this thread holds them already (a callback that
-    /// wgpu runs inside the crate's own submission, calling the crate: module docs).
-    pub(crate) fn lock(&self) -> Option<HeldGuard<'_>> {
+    /// The held calls, locked after `turn` (the runtime's GL turn, taken by the caller:
+    /// [`Runtime::lock_held`](crate::runtime::Runtime::lock_held)); `None` where this thread
+    /// holds them already (a callback that wgpu runs inside the crate's own submission,
+    /// calling the crate: module docs).
+    pub(crate) fn lock<'a>(&'a self, turn: Option<GlTurn<'a>>) -> Option<HeldGuard<'a>> {
         let key = self as *const Deferral as usize;
         if LOCKED.with(|l| l.borrow().contains(&key)) {
             return None;
         }
         let held = crate::runtime::lock::lock(&self.held);
         LOCKED.with(|l| l.borrow_mut().push(key));
-        Some(HeldGuard { held, key })
+        Some(HeldGuard { held, key, _turn: turn })
     }
 
     /// The policy now.

@@ -185,8 +185,9 @@ pub(crate) struct Runtime {
     /// The graphs being captured, by the thread capturing each (see [`Runtime::capture_begin`]).
     /// Lock order: never take a GL turn (or make a device call) while holding it.
     capture: Mutex<HashMap<std::thread::ThreadId, record::Recorder>>,
-    /// Eager calls held back, and whether they are (`deferred.rs`). Lock order: its lock
-    /// before a GL turn (a submission of held-back calls takes one while holding it).
+    /// Eager calls held back, and whether they are (`deferred.rs`). Lock order: a GL turn
+    /// before its lock (`Runtime::lock_held`; a poll holds the turn while it runs callbacks,
+    /// which may call the crate and take the lock).
     pub(crate) deferral: deferred::Deferral,
 }
 

@@ -213,7 +213,7 @@ impl std::fmt::Debug for Submission {
 pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep) -> Result<Submission> {
     // Inside a callback that this thread's submission runs, nothing is held to go first (the
     // outer submission took it), and an error left for the next call stays for the outer one.
-    let sub = match rt.deferral.lock() {
+    let sub = match rt.lock_held() {
         Some(mut held) => submit_after_held(rt, op, &mut held, Some((encoder, keep)))?,
         None => submit_after_held(rt, op, &mut Held::default(), Some((encoder, keep)))?,
     };
@@ -456,6 +456,11 @@ impl Drop for MapGuard {
 
 /// Eager calls held back (`runtime/deferred.rs`): the runtime's side.
 impl Runtime {
+    /// The held calls' lock, taken after the GL turn (GL only): `Deferral::lock`.
+    pub(crate) fn lock_held(&self) -> Option<crate::runtime::deferred::HeldGuard<'_>> {
+        self.deferral.lock(self.errors.gl_turn())
+    }
+
     /// The eager calls' policy.
     pub fn submit_policy(&self) -> SubmitPolicy {
         self.deferral.policy()
@@ -471,7 +476,7 @@ impl Runtime {
     pub fn defer(self: &Arc<Self>, op: &'static str, rec: Recorder) -> Result<()> {
         // The policy is read under the lock, which `hand_out` takes after switching it off: a
         // call either joins what it then submits, or submits by itself.
-        let Some(mut held) = self.deferral.lock().filter(|_| self.submit_policy() == SubmitPolicy::Deferred) else {
+        let Some(mut held) = self.lock_held().filter(|_| self.submit_policy() == SubmitPolicy::Deferred) else {
             return submit_recording(self, op, rec).map(drop);
         };
         // An error left by a submission without a caller is this call's, which then does
@@ -490,7 +495,7 @@ impl Runtime {
     /// Submits what is held back, and returns a submission that finishes when everything
     /// submitted so far has (nothing held: no command buffer, the same completion).
     pub fn flush(self: &Arc<Self>, op: &'static str) -> Result<Submission> {
-        let Some(mut held) = self.deferral.lock() else {
+        let Some(mut held) = self.lock_held() else {
             return all_submitted(self, op);
         };
         match submit_after_held(self, op, &mut held, None)? {
@@ -501,7 +506,7 @@ impl Runtime {
 
     /// Submits what is held back, if anything (no completion made); its error is returned.
     pub fn submit_held_now(self: &Arc<Self>, op: &'static str) -> Result<()> {
-        match self.deferral.lock() {
+        match self.lock_held() {
             Some(mut held) => submit_after_held(self, op, &mut held, None).map(drop),
             None => Ok(()),
         }
@@ -511,7 +516,7 @@ impl Runtime {
     /// device or queue); an error is left for the next call that submits.
     pub fn submit_held(self: &Arc<Self>) {
         if let Err(e) = self.submit_held_now("flush") {
-            if let Some(mut held) = self.deferral.lock() {
+            if let Some(mut held) = self.lock_held() {
                 held.fail(e);
             }
         }
