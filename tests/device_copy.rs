@@ -1005,3 +1005,28 @@ fn layout_conversion_defaults_on_gpus() {
     }
 }
 
+
+/// A copy between two disjoint views of one buffer reads a copy of the buffer, which a buffer
+/// copy may then read (CPU adapters take that path for dense copies, GPUs for copies of part
+/// of a 16-byte word): the CPU's result, automatic and forced, and the batch's other work
+/// still runs.
+#[test]
+fn copies_between_disjoint_views_of_one_buffer() {
+    for ctx in contexts() {
+        for n in [3usize, 4, 7, 64] {
+            for path in [CopyPath::Auto, CopyPath::BufferCopy] {
+                let vals: Vec<f32> = (0..2 * n + 1).map(|i| i as f32 + 0.5).collect();
+                let x = DeviceTensor::from_slice(ctx, &vals, &[2 * n + 1]).unwrap();
+                let h = HostTensor::from_vec(vals.clone(), &[2 * n + 1]).unwrap();
+                let other = DeviceTensor::from_slice(ctx, &[1f32, 2.0], &[2]).unwrap();
+                let mut b = ctx.batch();
+                b.copy_with(&x.narrow(0, 0, n).unwrap(), &x.narrow(0, n as isize + 1, n).unwrap(), path).unwrap();
+                let doubled = b.mul(&other, 2.0).unwrap();
+                b.submit_and_wait().unwrap_or_else(|e| panic!("{}: n {n}, {path:?}: {e}", name(ctx)));
+                h.narrow(0, 0, n).unwrap().copy_(&h.narrow(0, n as isize + 1, n).unwrap()).unwrap();
+                assert_eq!(x.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap(), "{}: n {n}, {path:?}", name(ctx));
+                assert_eq!(doubled.download().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0], "{}", name(ctx));
+            }
+        }
+    }
+}

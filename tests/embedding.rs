@@ -13,6 +13,8 @@ use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Error, GpuContext, HostTe
 use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::ops::{conv1x1, conv2d, Conv1x1Options};
 use strided_wgpu::advanced::CopyPath;
+use strided_wgpu::advanced::MatmulKernel;
+use strided_wgpu::advanced::internal::addmm_plan;
 
 /// The tests of this file run one at a time. Each makes devices of its own, and several destroy
 /// theirs; run side by side on NVIDIA's Vulkan driver (580.159, an H200) they hung in 3 of 5
@@ -395,6 +397,28 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
         let u = DeviceTensor::from_buffer(&mine, buf, DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap();
         assert!(t.shares_storage(&u));
         assert!(matches!(t.narrow(0, 0, 32).unwrap().copy_(&u.narrow(0, 16, 32).unwrap()), Err(Error::Overlap { .. })));
+        // A product with an addend into a STORAGE-only output: the addend reaches the output
+        // through a kernel (the CPU adapters' blocked kernel copied it there with a buffer copy).
+        let (m, k, n) = (128, 256, 128);
+        let a = DeviceTensor::from_slice(&mine, &(0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect::<Vec<_>>(), &[m, k]).unwrap();
+        let w = DeviceTensor::from_slice(&mine, &(0..k * n).map(|i| ((i * 5) % 11) as f32 - 5.0).collect::<Vec<_>>(), &[k, n]).unwrap();
+        let c = DeviceTensor::from_slice(&mine, &(0..m * n).map(|i| (i % 9) as f32).collect::<Vec<_>>(), &[m, n]).unwrap();
+        let obuf = device.create_buffer(&wgpu::BufferDescriptor { label: Some("storage only out"), size: (m * n * 4) as u64, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
+        let out = DeviceTensor::from_buffer(&mine, obuf, DType::F32, Layout::contiguous(&[m, n]).unwrap()).unwrap();
+        let plan = addmm_plan(c.layout(), a.layout(), w.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
+        let pooled = DeviceTensor::empty(&mine, &[m, n], DType::F32, MemoryFormat::Contiguous).unwrap();
+        for kernel in [MatmulKernel::Auto, MatmulKernel::Blocked] {
+            let mut b = mine.batch();
+            match b.run_plan_with(&plan, &a, &w, Some(&c), &out, kernel) {
+                // The blocked kernel is the CPU adapters' (with subgroups).
+                Err(Error::Unsupported { .. }) if kernel == MatmulKernel::Blocked => continue,
+                r => r.unwrap(),
+            }
+            b.run_plan_with(&plan, &a, &w, Some(&c), &pooled, kernel).unwrap();
+            b.submit_and_wait().unwrap_or_else(|e| panic!("{}: {kernel:?}: {e}", name(ctx)));
+            assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), pooled.download().unwrap().to_vec::<f32>().unwrap(), "{}: {kernel:?}", name(ctx));
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "{}: an error reached the host's handler", name(ctx));
     }
 }
 

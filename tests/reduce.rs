@@ -238,11 +238,21 @@ fn views_with_steps_and_broadcasts_against_loops() {
             .unwrap(),
         vec![2.0 / 3.0]
     );
-    // softmax keeps the input's memory order.
+    // softmax, log_softmax and cumsum return contiguous tensors whatever the input's memory
+    // order, as PyTorch's (`_softmax`'s LEGACY_CONTIGUOUS_MEMORY_FORMAT), so that a `view`
+    // after them works as there.
     let cl = t((0..24).map(|i| i as f32 / 8.0).collect(), &[1, 2, 3, 4])
         .contiguous(MemoryFormat::ChannelsLast)
         .unwrap();
-    assert_eq!(cl.softmax(1).unwrap().strides(), cl.strides());
+    let plain = cl.contiguous(MemoryFormat::Contiguous).unwrap();
+    for (y, want) in [(cl.softmax(1), plain.softmax(1)), (cl.log_softmax(1), plain.log_softmax(1)), (cl.cumsum(1), plain.cumsum(1))] {
+        let y = y.unwrap();
+        assert_eq!(y.strides(), &[24, 12, 4, 1]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), want.unwrap().to_vec::<f32>().unwrap());
+        assert!(y.view(&[24]).is_ok());
+    }
+    let tr = t((0..6).map(|i| i as f32).collect(), &[3, 2]).transpose(0, 1).unwrap();
+    assert_eq!(tr.softmax(1).unwrap().strides(), &[3, 1]);
 }
 
 /// Sums start from +0.0, as PyTorch's do: a sum or mean of negative zeros and an empty sum or

@@ -228,15 +228,17 @@ impl Drop for Batch<'_> {
 
 /// A recorded copy of the whole of `src`, for an operand that shares its op's output buffer:
 /// one buffer cannot be bound for reading and writing in one dispatch, so the op reads the
-/// copy (the handle returned). The recording holds the copy from its creation, so no error
-/// path returns it to the pool while the recorded copy still writes it. A buffer without
-/// `COPY_SRC` cannot be copied: [`Error::Unsupported`].
+/// copy (the handle returned). The copy may itself be the source of a buffer copy (`copy_`
+/// between disjoint views of one buffer takes that path where the plan is dense). The
+/// recording holds the copy from its creation, so no error path returns it to the pool while
+/// the recorded copy still writes it. A buffer without `COPY_SRC` cannot be copied:
+/// [`Error::Unsupported`].
 pub(crate) fn read_copy(rt: &Runtime, rec: &mut Recorder, op: &'static str, src: &wgpu::Buffer) -> Result<wgpu::Buffer> {
     if !src.usage().contains(wgpu::BufferUsages::COPY_SRC) {
         return Err(Error::unsupported(op, format!("an operand that shares the output's buffer is read from a copy of it, but the buffer's usage {:?} lacks COPY_SRC", src.usage())));
     }
     let size = src.size();
-    let tmp = rt.scoped(op, || rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?;
+    let tmp = rt.scoped(op, || rt.buffer(op, size, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC))?;
     rec.copy_buffer_to_buffer(src, 0, tmp.buffer(), 0, size);
     let handle = tmp.buffer().clone();
     rec.hold(tmp);

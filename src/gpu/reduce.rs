@@ -57,7 +57,7 @@ impl Batch<'_> {
     }
 
     /// Records `op` along `dim` of `x` (softmax, log_softmax, cumsum; see [`Reduce::scan`]):
-    /// a new tensor in `x`'s memory order, or `out`.
+    /// a new contiguous tensor, or `out`.
     pub fn scan(&mut self, x: &DeviceTensor, op: ScanOp, dim: isize, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
         let name = op.name();
         let all: Vec<&DeviceTensor> = [Some(x), out].into_iter().flatten().collect();

@@ -40,8 +40,9 @@ use crate::strided::Strided;
 /// `min_dim`; `argmax` of a row holding NaN is its first NaN; ties give the first index;
 /// `amax` orders -0.0 below +0.0. An empty reduction gives 0 (`sum`, `norm`), 1 (`prod`), NaN
 /// (`mean`, `var`, `std`), -inf (`logsumexp`), and is an error for `amax`, `amin`, `argmax`,
-/// `argmin`, `max_dim`, `min_dim` and the inf-norm. Results are new contiguous tensors;
-/// `softmax`, `log_softmax` and `cumsum` keep the input's memory order.
+/// `argmin`, `max_dim`, `min_dim` and the inf-norm. Results are new contiguous tensors,
+/// `softmax`, `log_softmax` and `cumsum` included (as PyTorch's, whatever the input's memory
+/// order).
 ///
 /// ```
 /// use strided_wgpu::{Dims, DType, HostTensor, Reduce, Strided};

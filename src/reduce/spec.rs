@@ -2,7 +2,6 @@
 //! the types and the empty-reduction rules (host values; no tensor).
 
 use crate::dtype::DType;
-use crate::elementwise::output_layout;
 use crate::elementwise::resolve::typed_overlap;
 use crate::error::{Error, Result};
 use crate::layout::{wrap_dim, Layout, Overlap};
@@ -255,7 +254,9 @@ pub struct ScanSpec {
     pub dim: usize,
     /// The result's type.
     pub out_dtype: DType,
-    /// The new result's layout: the input's shape in its memory order.
+    /// The new result's layout: the input's shape, contiguous (PyTorch's `_softmax`,
+    /// `_log_softmax` and cumulative ops allocate their output so, whatever the input's
+    /// strides).
     pub out_layout: Layout,
 }
 
@@ -269,7 +270,7 @@ pub fn scan_spec(op: ScanOp, layout: &Layout, dtype: DType, dim: isize) -> Resul
         _ if dtype.is_float() => dtype,
         _ => return Err(Error::DType { op: name, got: dtype.to_string(), expected: "a float type".into() }),
     };
-    let out_layout = output_layout(layout.shape(), &[layout], 0)?;
+    let out_layout = Layout::contiguous(layout.shape())?;
     Ok(ScanSpec { op, dim, out_dtype, out_layout })
 }
 

@@ -203,7 +203,8 @@ fn pack(
 ) -> Result<()> {
     let report = &rt.report;
     let plan = CopyPlan::new(dst, src)?;
-    let buffer_copy = from.usage().contains(wgpu::BufferUsages::COPY_SRC);
+    // A buffer copy needs both usages (a caller's output may be STORAGE alone).
+    let buffer_copy = from.usage().contains(wgpu::BufferUsages::COPY_SRC) && packed.usage().contains(wgpu::BufferUsages::COPY_DST);
     let Some(path) = copy::auto_path(report, &plan, DType::F32, DType::F32, buffer_copy, |c| {
         copy::transpose_default(report, c)
     }) else {
