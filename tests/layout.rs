@@ -382,6 +382,12 @@ fn huge_sizes_are_errors_not_wraps() {
     let s = Layout::contiguous(&[4, 4]).unwrap().slice(0, 0, 4, isize::MAX).unwrap();
     assert_eq!(s.shape(), &[1, 4]);
     assert_eq!(s.storage_indices().unwrap(), vec![0, 1, 2, 3]);
+    // One window, a one-element diagonal: the stride products that overflow are not used
+    // (with two or more, the layout's own span would not fit).
+    let big = Layout::new(vec![4, 2], vec![isize::MAX / 8, isize::MAX / 2], 0).unwrap();
+    assert_eq!(big.unfold(0, 4, usize::MAX).unwrap().shape(), &[1, 2, 4]);
+    let d = Layout::new(vec![1, 1], vec![isize::MAX, isize::MAX], 0).unwrap().diagonal(0, 0, 1).unwrap();
+    assert_eq!(d.shape(), &[1]);
     let e = Layout::contiguous(&[1]).unwrap().broadcast_to(&[1 << 40, 1 << 40]).unwrap_err();
     assert!(matches!(e, Error::Overflow { .. }), "{e}");
     let one = HostTensor::from_vec(vec![1f32], &[1]).unwrap();

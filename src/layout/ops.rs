@@ -225,7 +225,12 @@ impl Layout {
             (_, true) => o * self.strides[b] as i128,
             (_, false) => -o * self.strides[a] as i128,
         };
-        let diag_stride = self.strides[a].checked_add(self.strides[b]).ok_or_else(|| Error::overflow(OP, "the diagonal's stride"))?;
+        // A diagonal of at most one element never uses its stride (as `slice`'s).
+        let diag_stride = match self.strides[a].checked_add(self.strides[b]) {
+            Some(s) => s,
+            None if len <= 1 => self.strides[a],
+            None => return Err(Error::overflow(OP, "the diagonal's stride")),
+        };
         let mut shape = self.shape.clone();
         let mut strides = self.strides.clone();
         for d in [a.max(b), a.min(b)] {
@@ -268,10 +273,12 @@ impl Layout {
             shape[d] = ((self.shape[d] - size) / step)
                 .checked_add(1)
                 .ok_or_else(|| Error::overflow(OP, format!("the window count of dim {d} of size {} (window {size}, step {step})", self.shape[d])))?;
-            strides[d] = isize::try_from(step)
-                .ok()
-                .and_then(|s| s.checked_mul(self.strides[d]))
-                .ok_or_else(|| Error::overflow(OP, format!("step {step} * stride {}", self.strides[d])))?;
+            // One window never uses the windows' stride (as `slice`'s).
+            strides[d] = match isize::try_from(step).ok().and_then(|s| s.checked_mul(self.strides[d])) {
+                Some(s) => s,
+                None if shape[d] <= 1 => self.strides[d],
+                None => return Err(Error::overflow(OP, format!("step {step} * stride {}", self.strides[d]))),
+            };
         }
         shape.push(size);
         strides.push(inner);
