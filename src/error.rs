@@ -34,7 +34,7 @@ pub enum Error {
     /// [`Error::InvalidArgument`] is a request that is wrong everywhere: a forced kernel that
     /// is not eligible for the shape or the operands' alignment, an adapter that lacks a
     /// feature the work needs (subgroups, timestamp queries), an element type the op does not
-    /// implement (convolution in f16, an integer result PyTorch would widen to int16 or
+    /// implement (a convolution of integers, an integer result PyTorch would widen to int16 or
     /// int64), a buffer whose usage flags rule the work out. The same call may succeed with
     /// the automatic choice, on another adapter, or in PyTorch.
     #[error("{op}: not supported: {detail}")]
@@ -179,8 +179,9 @@ pub enum Error {
         /// What reported the loss.
         detail: String,
     },
-    /// Tuning choices that could not be saved or loaded (an unreadable file, another
-    /// adapter's or crate version's choices, a malformed entry).
+    /// Tuning choices that could not be saved or loaded (an unreadable or unwritable file, a
+    /// file that is not a tuning file, a choice that is not one of its class's candidates;
+    /// another adapter's or crate version's sections are skipped, not an error).
     #[error("{op}: {detail}")]
     Tuning {
         /// The operation.

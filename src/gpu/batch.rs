@@ -35,7 +35,8 @@ enum Encoder<'e> {
 /// [`Elementwise`](crate::Elementwise) in its three forms; `batch.copy_(&dst, &src)` records
 /// `dst.copy_(&src)`, `batch.conv2d(&x, &w, bias, &opts)` and `batch.conv2d_out(.., &out)`
 /// the [`Conv2d`](crate::Conv2d) methods, `batch.matmul(&a, &b)`, `mm`, `bmm`, `linear`,
-/// `addmm` and their `_out` forms the [`Matmul`](crate::Matmul) methods. The elementwise methods are generated from the same
+/// `addmm`, `addmm_act`, `matmul_out`, `linear_out` and `addmm_out` the
+/// [`Matmul`](crate::Matmul) methods of those names. The elementwise methods are generated from the same
 /// list of ops as the trait's, so the two cannot drift apart. This form was chosen over a
 /// receiver such as `batch.on(&x).add(&y)` because it needs no adapter type, reads as
 /// PyTorch's own function forms, and is the form `copy_` already had.

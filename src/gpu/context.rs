@@ -198,7 +198,7 @@ impl GpuContext {
 
     /// Sets when this context (and every clone of it) measures kernels: by default
     /// ([`TuningPolicy::Defaults`]) only at `tune_*` calls; with [`TuningPolicy::OnFirstCall`]
-    /// also at the first blocking `copy_` / `conv2d` of a shape class.
+    /// also at the first blocking `copy_`, `conv2d` or matrix product of a shape class.
     pub fn set_tuning_policy(&self, policy: TuningPolicy) {
         self.tuner.set_policy(policy)
     }

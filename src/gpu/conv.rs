@@ -31,7 +31,7 @@ use crate::strided::Strided;
 /// error and nothing is dispatched. The kernel is the one kept for the call's shape class (by
 /// [`crate::GpuContext::tune_conv2d`] or a loaded tuning file), else the adapter's default;
 /// under [`crate::TuningPolicy::OnFirstCall`] the first call of a class measures the candidates
-/// first. The convolution is submitted, not waited for. The same as the method form
+/// first. The convolution is submitted (or held back under `SubmitPolicy::Deferred`), never waited for. The same as the method form
 /// [`Conv2d::conv2d`] (`x.conv2d(&w, bias, &options)`).
 pub fn conv2d(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
     conv2d_with(input, weight, bias, options, ConvKernel::Auto)
@@ -57,7 +57,7 @@ pub fn conv1x1_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&D
 
 impl Conv2d for DeviceTensor {
     /// [`conv2d`]: the device kernels (the kept or default kernel of the call's shape class);
-    /// submitted, not waited for.
+    /// submitted (or held back under `SubmitPolicy::Deferred`), never waited for.
     fn conv2d(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
         conv2d(self, weight, bias, options)
     }
@@ -70,7 +70,7 @@ impl Conv2d for DeviceTensor {
     }
 
     /// [`conv2d_add_with`] with the call's kernel: fused into the GEMM kernels' epilogue, else
-    /// three recorded ops; submitted, not waited for.
+    /// three recorded ops; submitted (or held back under `SubmitPolicy::Deferred`), never waited for.
     fn conv2d_add(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions) -> Result<DeviceTensor> {
         conv2d_add_with(self, weight, bias, residual, options, ConvKernel::Auto)
     }

@@ -33,7 +33,7 @@ impl DeviceTensor {
     /// `Tensor.copy_(src)` on the device: `src` broadcast to this view's shape, converted to
     /// this view's type (every pair of types converts, bit for bit as the CPU reference does:
     /// [`crate::dtype::cast_bits`]). The same checks as [`crate::HostTensor::copy_`]; on error nothing is dispatched. The
-    /// copy is submitted, not waited for. A batched transpose runs the kernel kept for its shape
+    /// copy is submitted (or held back under `SubmitPolicy::Deferred`), never waited for. A batched transpose runs the kernel kept for its shape
     /// class, else the adapter's default; it measures the candidates first only under
     /// [`crate::TuningPolicy::OnFirstCall`] (native backends; on the web, call
     /// [`GpuContext::tune_copy_async`]).

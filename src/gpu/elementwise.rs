@@ -101,7 +101,8 @@ impl Batch<'_> {
 }
 
 impl Elementwise for DeviceTensor {
-    /// Records the op into a batch of its own and submits it (not waiting for it).
+    /// Records the op into a batch of its own and submits it (or holds it back under
+    /// `SubmitPolicy::Deferred`), never waiting for it.
     fn run(op: Op, inputs: &[Input<'_, DeviceTensor>], target: Target<'_, DeviceTensor>) -> Result<DeviceTensor> {
         DeviceTensor::run_with(op, inputs, target, ElementwisePath::Auto)
     }

@@ -66,8 +66,8 @@ impl GpuContext {
     ///
     /// Tensors that are not `inputs` and that the captured work never writes are constants of the
     /// graph (weights, say): work that reads only constants and writes only buffers made inside
-    /// the capture that no other captured work writes (a convolution packing its weight) runs
-    /// once, at capture, and not at each replay ([`Graph::constant_counts`]). So after writing
+    /// the capture that no replayed work writes, nor reads before it (a convolution packing its
+    /// weight) runs once, at capture, and not at each replay ([`Graph::constant_counts`]). So after writing
     /// such a tensor outside the graph, capture again: the replays' kernels that read it where
     /// it lies would see the new values, the work that ran at capture would not.
     ///

@@ -19,7 +19,7 @@ use crate::strided::Strided;
 
 impl Matmul for DeviceTensor {
     /// Runs the device kernels (the matrix-vector kernel for m == 1 or n == 1, else the tiled
-    /// GEMM; operands read in place); submitted, not waited for. Checked before anything is
+    /// GEMM; operands read in place); submitted (or held back under `SubmitPolicy::Deferred`), never waited for. Checked before anything is
     /// recorded.
     fn run_plan(plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
         let ctx = a.context();
@@ -35,8 +35,10 @@ impl Matmul for DeviceTensor {
     }
 }
 
-/// The matrix products, recorded: the [`Matmul`] methods with the left operand (for `addmm`,
-/// the input) as the first argument. Recording never measures.
+/// The matrix products, recorded: `matmul`, `matmul_out`, `mm`, `bmm`, `linear`, `linear_out`,
+/// `addmm`, `addmm_act` and `addmm_out`, as the [`Matmul`] methods of those names with the left
+/// operand (for `addmm`, the input) as the first argument (`mm` / `bmm` into a given tensor:
+/// `matmul_out`). Recording never measures.
 impl Batch<'_> {
     /// Records `a.matmul(b)` ([`Matmul::matmul`]); returns the new tensor.
     pub fn matmul(&mut self, a: &DeviceTensor, b: &DeviceTensor) -> Result<DeviceTensor> {

@@ -124,7 +124,8 @@ fn alloc(ctx: &crate::GpuContext, dtype: DType, layout: &Layout) -> Result<Devic
 }
 
 impl Reduce for DeviceTensor {
-    /// Records the reduction into a batch of its own and submits it (not waiting for it).
+    /// Records the reduction into a batch of its own and submits it (or holds it back under
+    /// `SubmitPolicy::Deferred`), never waiting for it.
     fn reduce(&self, op: ReduceOp, dims: Dims, keepdim: bool, dtype: Option<DType>, out: Option<&Self>, indices: Option<&Self>) -> Result<(Self, Option<Self>)> {
         let mut b = self.context().batch();
         let r = b.reduce(self, op, dims, keepdim, dtype, out, indices)?;
@@ -132,7 +133,8 @@ impl Reduce for DeviceTensor {
         Ok(r)
     }
 
-    /// Records the op into a batch of its own and submits it (not waiting for it).
+    /// Records the op into a batch of its own and submits it (or holds it back under
+    /// `SubmitPolicy::Deferred`), never waiting for it.
     fn scan(&self, op: ScanOp, dim: isize, out: Option<&Self>) -> Result<Self> {
         let mut b = self.context().batch();
         let r = b.scan(self, op, dim, out)?;

@@ -13,7 +13,8 @@ impl ShapeOps for DeviceTensor {
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<DeviceTensor> {
         DeviceTensor::upload(self.context(), &crate::shape::cpu::scalar(value, dtype)?)
     }
-    /// Every copy in one batch, submitted once (not waited for).
+    /// Every copy in one batch, submitted once (or held back under `SubmitPolicy::Deferred`),
+    /// never waited for.
     fn copy_pieces(pieces: &[(DeviceTensor, DeviceTensor)]) -> Result<()> {
         let Some((first, _)) = pieces.first() else { return Ok(()) };
         let mut batch = first.context().batch();

@@ -69,8 +69,8 @@ pub trait Reduce: Strided + Clone {
     #[allow(clippy::too_many_arguments)]
     fn reduce(&self, op: ReduceOp, dims: Dims, keepdim: bool, dtype: Option<DType>, out: Option<&Self>, indices: Option<&Self>) -> Result<(Self, Option<Self>)>;
 
-    /// Runs `op` along `dim` (softmax, log_softmax, cumsum): a new tensor in the input's
-    /// memory order, or written into `out`.
+    /// Runs `op` along `dim` (softmax, log_softmax, cumsum): a new contiguous tensor (as
+    /// PyTorch's, whatever the input's memory order), or written into `out`.
     fn scan(&self, op: ScanOp, dim: isize, out: Option<&Self>) -> Result<Self>;
 
     /// `x.sum(dim, keepdim)`.
@@ -184,8 +184,8 @@ pub trait Reduce: Strided + Clone {
     fn logsumexp_out(&self, dims: impl Into<Dims>, keepdim: bool, out: &Self) -> Result<()> {
         self.reduce(ReduceOp::Logsumexp, dims.into(), keepdim, None, Some(out), None).map(drop)
     }
-    /// `x.softmax(dim)`: `exp(x - max) / sum(exp(x - max))` along `dim`, in the input's
-    /// memory order.
+    /// `x.softmax(dim)`: `exp(x - max) / sum(exp(x - max))` along `dim`, a new contiguous
+    /// tensor.
     fn softmax(&self, dim: isize) -> Result<Self> {
         self.scan(ScanOp::Softmax, dim, None)
     }
