@@ -10,8 +10,11 @@
 //!   target's low bits kept (two's complement wrap-around, as PyTorch: u8 242 -> i8 -14).
 //! * int to float: to f32 rounding to nearest even, then (f16, bf16) narrowed from that f32,
 //!   rounding to nearest even again (PyTorch also converts through float).
-//! * float to int: truncation toward zero; NaN gives 0 and values outside the target's range
-//!   saturate to its nearest bound (f32 300.7 -> u8 255, -1.5 -> u8 0, -inf -> i32 i32::MIN).
+//! * float to u8: as PyTorch's, through int64: truncation toward zero, then the low 8 bits
+//!   (f32 300.7 -> 44, -1.5 -> 255, 256.0 -> 0); NaN and magnitudes of at least 2^63 give 0
+//!   (int64's undefined cases, as x86's conversion gives them).
+//! * float to i8, i32, u32: truncation toward zero; NaN gives 0 and values outside the
+//!   target's range saturate to its nearest bound (f32 128.0 -> i8 127, -inf -> i32 i32::MIN).
 //!   This is Rust's `as` from f32. PyTorch leaves these cases undefined (they depend on its
 //!   CPU or GPU kernel); this crate chooses saturation so that every adapter agrees.
 
@@ -111,8 +114,9 @@ pub fn f32_bits_to_float(dtype: DType, bits: u32) -> u32 {
 /// Converts one element's bits from type `from` to type `to`, as a copy does: the bits are the
 /// element's little-endian bytes, zero-extended to 32 bits (an i8 -1 is 0xff), and so is the
 /// result. Same type: the bits untouched (NaN payloads kept). See the
-/// module docs of `dtype` for each pair; float to int saturates out-of-range values and
-/// maps NaN to 0 (Rust's `as`), where PyTorch leaves the result undefined.
+/// module docs of `dtype` for each pair; float to u8 wraps through int64 as PyTorch's does,
+/// float to the other integer types saturates out-of-range values and maps NaN to 0 (Rust's
+/// `as`), where PyTorch leaves the result undefined.
 pub fn cast_bits(from: DType, to: DType, bits: u32) -> u32 {
     if from == to {
         return bits;
@@ -151,13 +155,15 @@ fn int_to_f32_bits(dtype: DType, bits: u32) -> u32 {
     }
 }
 
-/// f32 bits as an integer type's bits: truncated toward zero, NaN to 0, out-of-range values
-/// saturated to the type's bounds (Rust's `as`).
+/// f32 bits as an integer type's bits: truncated toward zero, NaN to 0; u8 the low bits of
+/// the int64 (PyTorch's `(uint8_t)(int64_t)x`), 0 where that is undefined (|x| >= 2^63); the
+/// other types' out-of-range values saturated to their bounds (Rust's `as`).
 fn f32_bits_to_int(dtype: DType, bits: u32) -> u32 {
     let x = f32::from_bits(bits);
     match dtype {
         DType::I32 => x as i32 as u32,
-        DType::U8 => x as u8 as u32,
+        DType::U8 if x.is_nan() || x.abs() >= 9_223_372_036_854_775_808.0 => 0,
+        DType::U8 => x as i64 as u8 as u32,
         DType::I8 => x as i8 as u8 as u32,
         _ => x as u32,
     }
@@ -334,12 +340,14 @@ mod tests {
             check(F32, to, &[(0, 0), (0x8000_0000, 0), (1, 0), (0x8000_0001, 0), (f(-0.9), 0), (f(0.999), 0), (f(-0.5), 0)]);
             check(F16, to, &[(0x0001, 0), (0x8001, 0), (0x8000, 0)]);
         }
-        check(F32, U8, &[(f(300.7), 255), (f(-1.5), 0), (f(255.5), 255), (f(256.0), 255), (f(254.9), 254), (f(1e30), 255), (0x7f80_0000, 255), (0xff80_0000, 0)]);
+        // u8 through int64, as PyTorch's: the low 8 bits of the truncation.
+        check(F32, U8, &[(f(300.7), 44), (f(-1.5), 255), (f(-2.7), 254), (f(255.5), 255), (f(256.0), 0), (f(254.9), 254), (f(-256.5), 0), (f(4_294_967_296.0), 0), (f(1e30), 0), (0x7f80_0000, 0), (0xff80_0000, 0)]);
+        check(F32, U8, &[(f(2_147_483_520.0), 0x80), (f(-16_777_215.0), 1), (f(9.2e18), 0), (f(-9.3e18), 0)]);
         check(F32, I8, &[(f(127.9), 127), (f(128.0), 127), (f(-128.9), 0x80), (f(-129.0), 0x80), (f(-2.7), 0xfe), (0x7f80_0000, 127), (0xff80_0000, 0x80)]);
         check(F32, I32, &[(f(1e10), 0x7fff_ffff), (0xff80_0000, 0x8000_0000), (0x7f80_0000, 0x7fff_ffff), (f(2_147_483_520.0), 2_147_483_520), (f(2_147_483_648.0), 0x7fff_ffff)]);
         check(F32, I32, &[(f(-2_147_483_648.0), 0x8000_0000), (f(-2_147_483_904.0), 0x8000_0000), (f(-2.7), (-2i32) as u32), (f(16_777_217.0), 16_777_216), (f(-1e10), 0x8000_0000)]);
         check(F32, U32, &[(0x7f80_0000, 0xffff_ffff), (f(4_294_967_040.0), 4_294_967_040), (f(4_294_967_296.0), 0xffff_ffff), (f(-1.0), 0), (0xff80_0000, 0), (f(2.5), 2)]);
-        check(F16, U8, &[(0x7bff, 255), (0x5bf8, 255), (0x5bf0, 254), (0xfc00, 0), (0x7c00, 255)]);
+        check(F16, U8, &[(0x7bff, 224), (0x5bf8, 255), (0x5bf0, 254), (0xfc00, 0), (0x7c00, 0), (0xbe00, 255)]);
         check(F16, I8, &[(0xfc00, 0x80), (0xd808, 0x80), (0xd800, 0x80), (0xd7f8, 0x81)]);
         check(F16, I32, &[(0x7bff, 65_504), (0xfbff, (-65_504i32) as u32), (0x7c00, 0x7fff_ffff), (0x3e00, 1)]);
         check(BF16, U32, &[(0x7f7f, 0xffff_ffff), (0x4f80, 0xffff_ffff), (0x4f7f, 0xff00_0000)]);

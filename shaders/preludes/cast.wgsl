@@ -150,8 +150,9 @@ fn i32_to_f32_bits(v: u32) -> u32 {
     return 0x80000000u | u32_to_f32_bits(0u - v); // the magnitude of i32 min is 2^31, as u32
 }
 
-// f32 bits as an integer type's bits: NaN to 0, truncated toward zero, out-of-range values
-// saturated to the type's bounds (Rust's `as`).
+// f32 bits as an integer type's bits: NaN to 0, truncated toward zero; u8 the low bits of the
+// int64 (PyTorch's `(uint8_t)(int64_t)x`; 0 past 2^63), the other types' out-of-range values
+// saturated to their bounds (Rust's `as`).
 fn f32_to_int(t: u32, x: u32) -> u32 {
     if ((x & 0x7fffffffu) > 0x7f800000u) {
         return 0u;
@@ -182,6 +183,14 @@ fn f32_to_int(t: u32, x: u32) -> u32 {
         mag = man >> (150u - exp);
     } else if (exp < 159u) {
         mag = man << (exp - 150u);
+    }
+    if (t == DT_U8) {
+        // From 2^32 the truncation is a multiple of 512 (0 in the low bits) up to 2^63, and
+        // past it int64 is undefined (x86 gives 0): 0 either way.
+        if (mag == 0xffffffffu) {
+            return 0u;
+        }
+        return select(mag, 0u - mag, (x & 0x80000000u) != 0u) & 0xffu;
     }
     if ((x & 0x80000000u) != 0u) {
         return (0u - min(mag, neg_max)) & mask;

@@ -115,6 +115,10 @@ fn apply_f32(op: Op, v: &[u32; 3], a: &Args) -> u32 {
         Op::Round => x.round_ties_even().to_bits(),
         Op::Trunc => x.trunc().to_bits(),
         Op::Clamp { .. } => {
+            // Both bounds given and either NaN: NaN whatever x (PyTorch's `clamp`).
+            if a[3] == 3 && (is_nan(a[1]) || is_nan(a[2])) {
+                return 0x7fc0_0000;
+            }
             let mut r = x;
             if is_nan(v[0]) {
                 return v[0];

@@ -213,9 +213,11 @@ impl Op {
         matches!(self, Op::Gelu | Op::GeluTanh | Op::Silu)
     }
 
-    /// Whether the op's float result is exactly determined (bit for bit on every adapter):
-    /// conversions, sign and rounding ops, clamps, comparisons, and add/sub/mul without a
-    /// multiplier. Other float results are within the tolerances of `tests/data/README.md`.
+    /// Whether the op's float result is exactly determined (bit for bit on every adapter, but
+    /// for subnormal results and operands of arithmetic on adapters that flush them to zero, as
+    /// lavapipe does): conversions, sign and rounding ops, clamps, comparisons, and add/sub/mul
+    /// without a multiplier. Other float results are within the tolerances of
+    /// `tests/data/README.md`.
     pub fn is_exact(self) -> bool {
         match self {
             Op::Add { alpha } | Op::Sub { alpha } => alpha == Scalar::Int(1) || alpha == Scalar::Float(1.0),
