@@ -375,6 +375,20 @@ mod tests {
         let mut p = formula.clone();
         p.remove("layer3.0.downsample.0.weight");
         param_error(weights::load(&weights::save(&p).unwrap(), &d), "layer3.0.downsample.0.weight");
+        // A tensor the network does not have (a deeper network's file) is an error, as
+        // PyTorch's strict `load_state_dict`; the batch norms' counters are not.
+        let mut p = formula.clone();
+        p.insert("layer1.2.conv1.weight".into(), HostTensor::from_vec(vec![0f32; 4], &[4]).unwrap());
+        param_error(weights::load(&weights::save(&p).unwrap(), &d), "layer1.2.conv1.weight");
+        let mut p = formula.clone();
+        p.insert("layer1.0.bn1.num_batches_tracked".into(), HostTensor::from_vec(vec![0f32], &[1]).unwrap());
+        assert!(weights::load(&weights::save(&p).unwrap(), &d).is_ok());
+        // Counts that do not fit: an error, not an overflow or an allocation the host refuses.
+        for (field, value) in [("batch", serde_json::json!(4611686018427387904u64)), ("classes", serde_json::json!(100_000_000_000u64)), ("blocks", serde_json::json!([1, 1, 1u64 << 40]))] {
+            let mut v: serde_json::Value = serde_json::from_str(SMALL).unwrap();
+            v[field] = value;
+            assert!(matches!(Description::parse(&v.to_string()), Err(ModelError::Description(_))), "{field}");
+        }
         let f64_file = {
             let data: Vec<u8> = vec![0u8; 10 * 8];
             let view = safetensors::tensor::TensorView::new(safetensors::tensor::Dtype::F64, vec![10], &data).unwrap();

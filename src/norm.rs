@@ -85,8 +85,8 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
     }
     let k = weight.shape()[0];
     if let Some(b) = bias {
-        if b.shape() != [k] {
-            return Err(Error::invalid(OP, format!("bias of shape {:?}: expected [{k}]", b.shape())));
+        if b.shape() != [k] || !b.dtype().is_float() {
+            return Err(Error::invalid(OP, format!("bias of shape {:?} and type {}: expected a float [{k}]", b.shape(), b.dtype())));
         }
     }
     let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps)?;
@@ -95,8 +95,16 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
     let format = weight.layout().suggest_memory_format();
     let wide = |t: &T, format| if t.dtype() == DType::F32 { t.contiguous(format) } else { t.to(DType::F32)?.contiguous(format) };
     let folded = wide(weight, format)?.mul(&scale.view(&view)?)?.contiguous(format)?;
+    // (bias - mean) * scale + bn_bias, as the docs and PyTorch's `fuse_conv_bn_weights`
+    // (bias * scale - mean * scale lost the bias's digits where it is close to the mean).
     let b = match bias {
-        Some(b) => wide(b, crate::layout::MemoryFormat::Contiguous)?.mul(&scale)?.add(&shift)?,
+        Some(b) => {
+            let centred = wide(b, crate::layout::MemoryFormat::Contiguous)?.sub(running_mean)?.mul(&scale)?;
+            match bn_bias {
+                Some(bb) => centred.add(bb)?,
+                None => centred,
+            }
+        }
         None => shift,
     };
     if dtype == DType::F32 {

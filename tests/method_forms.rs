@@ -426,3 +426,49 @@ fn unsupported_is_its_own_error() {
         assert!(matches!(e, Error::Unsupported { .. }), "{}: {e}", name(ctx));
     }
 }
+
+/// PyTorch rules that the reviews found unmet, on the host and every adapter:
+/// - a channels-last weight makes conv2d's output channels-last, as PyTorch's
+///   `_determine_backend_memory_format` (a channels-last model on NCHW images);
+/// - bilinear interpolation to an unchanged size copies, whatever the factor
+///   (`compute_source_index_and_lambda`);
+/// - `linear` with a 2-d input, a 1-d weight and a bias is refused (PyTorch's `addmm` needs a
+///   matrix);
+/// - adaptive pooling to an output the host cannot hold is an error, and one whose bin bounds
+///   would wrap the device's 32-bit arithmetic a typed error there (it read wrong elements);
+/// - `fold_batch_norm`'s bias keeps the digits of a bias close to the running mean.
+#[test]
+fn rules_the_reviews_found() {
+    use strided_wgpu::ops::{fold_batch_norm, InterpolateMode, InterpolateOptions};
+    use strided_wgpu::{Matmul, Pool2d, ShapeOps};
+    let x = host((0..2 * 8 * 6 * 6).map(|i| (i % 13) as f32 - 6.0).collect(), &[2, 8, 6, 6]);
+    let w = host((0..4 * 8 * 9).map(|i| (i % 7) as f32 * 0.25 - 0.75).collect(), &[4, 8, 3, 3]).contiguous(MemoryFormat::ChannelsLast).unwrap();
+    let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+    let y = x.conv2d(&w, None, &o).unwrap();
+    assert!(y.is_contiguous_for(MemoryFormat::ChannelsLast) && !y.is_contiguous(), "{:?}", y.strides());
+    let small = host(vec![0.0, 1.0, 2.0, 3.0], &[1, 1, 2, 2]);
+    let same = InterpolateOptions::scale((1.4, 1.4), InterpolateMode::Bilinear { align_corners: false });
+    assert_eq!(small.interpolate(&same).unwrap().to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 3.0]);
+    let (a, v, b) = (host(vec![1.0; 12], &[3, 4]), host(vec![1.0; 4], &[4]), host(vec![1.0], &[]));
+    assert!(matches!(a.linear(&v, Some(&b)), Err(Error::InvalidArgument { op: "linear", .. })));
+    assert_eq!(a.linear(&v, None).unwrap().to_vec::<f32>().unwrap(), vec![4.0; 3]);
+    assert!(matches!(small.adaptive_avg_pool2d((1 << 31, 1 << 31)), Err(Error::Overflow { .. })));
+    // (bias - mean) * scale + bn_bias: 0.001 * 10 = 0.01 (bias * scale - mean * scale gave
+    // 0.0100098, a 2e-3 error).
+    let one = |v: f32| host(vec![v], &[1]);
+    let (_, folded) = fold_batch_norm(&host(vec![1.0; 9], &[1, 1, 3, 3]), Some(&one(100.001)), &one(100.0), &one(0.01 - 1e-5), Some(&one(1.0)), Some(&one(0.0)), 1e-5).unwrap();
+    let got = folded.to_vec::<f32>().unwrap()[0];
+    let want = ((100.001f32 as f64) - 100.0) * 10.0;
+    assert!((got as f64 - want).abs() < 1e-6, "{got} against {want}");
+    for ctx in contexts() {
+        let (dx, dw) = (to_device(ctx, &x), to_device(ctx, &w));
+        let dy = dx.conv2d(&dw, None, &o).unwrap();
+        assert_eq!(dy.strides(), y.strides(), "{}", name(ctx));
+        assert_eq!(to_device(ctx, &small).interpolate(&same).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 3.0], "{}", name(ctx));
+        // 50,000 bins of 100,000 inputs: (o + 1) * 100,000 passes 2^32 from o = 42,950.
+        let long = DeviceTensor::from_slice(ctx, &vec![1f32; 100_000], &[1, 1, 1, 100_000]).unwrap();
+        let r = long.adaptive_avg_pool2d((1, 50_000));
+        assert!(matches!(r, Err(Error::Limit { .. })), "{}: {:?}", name(ctx), r.err());
+        assert_eq!(long.adaptive_avg_pool2d((1, 20_000)).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1.0; 20_000], "{}", name(ctx));
+    }
+}

@@ -134,8 +134,18 @@ impl Description {
             return Err(ModelError::Description(format!("widths {:?} and blocks {:?} must be non-empty lists of one length", d.widths, d.blocks)));
         }
         // The input's bytes must be countable and fit one host allocation comfortably.
-        if d.size.checked_mul(d.size).and_then(|p| p.checked_mul(d.batch * 4)).is_none_or(|b| b > 1 << 31) {
+        if d.size.checked_mul(d.size).and_then(|p| p.checked_mul(d.batch)).and_then(|p| p.checked_mul(4)).is_none_or(|b| b > 1 << 31) {
             return Err(ModelError::Description(format!("a batch of {} images of {}x{} is too large", d.batch, d.size, d.size)));
+        }
+        // So must the parameters and the logits (counted without overflow; the blocks first,
+        // which the count walks).
+        if d.blocks.iter().try_fold(0usize, |a, &b| a.checked_add(b)).is_none_or(|n| n > 10_000) {
+            return Err(ModelError::Description(format!("blocks {:?}: at most 10,000 in all", d.blocks)));
+        }
+        let elements = |shape: &[usize]| shape.iter().try_fold(1usize, |a, &n| a.checked_mul(n));
+        let params = d.parameters().iter().try_fold(0usize, |a, (_, s)| elements(s).and_then(|e| a.checked_add(e)));
+        if params.is_none_or(|p| p > 1 << 31) || d.batch.checked_mul(d.classes).is_none_or(|n| n > 1 << 31) {
+            return Err(ModelError::Description(format!("widths {:?}, {} classes and batch {}: too many parameters or logits", d.widths, d.classes, d.batch)));
         }
         let n = d.batch * d.classes;
         let d = Description { logits: numbers(&v, "logits", n)?, probs: numbers(&v, "probs", n)?, ..d };

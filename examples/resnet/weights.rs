@@ -8,7 +8,9 @@ use crate::model::{Description, ModelError, Params, Result};
 
 /// Reads every parameter of `d` from safetensors bytes: each must be F32 of its shape. A file
 /// the format rejects (truncated, offsets or sizes that do not add up, a bad header) is
-/// [`ModelError::Weights`]; a tensor missing or of another type or shape is
+/// [`ModelError::Weights`]; a tensor missing or of another type or shape, or one the network
+/// does not have (PyTorch's strict `load_state_dict`: ResNet-34's file for ResNet-18, say;
+/// the batch norms' `num_batches_tracked` counters, which inference does not use, excepted), is
 /// [`ModelError::Parameter`] naming it. Nothing is returned unless every parameter is good.
 pub fn load(bytes: &[u8], d: &Description) -> Result<Params> {
     let file = SafeTensors::deserialize(bytes).map_err(|e| ModelError::Weights(format!("not a valid safetensors file ({} bytes): {e}", bytes.len())))?;
@@ -21,6 +23,11 @@ pub fn load(bytes: &[u8], d: &Description) -> Result<Params> {
         // Little-endian f32, at any alignment.
         let data: Vec<f32> = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         params.insert(name, HostTensor::from_vec(data, &shape)?);
+    }
+    let mut extra: Vec<&str> = file.names().into_iter().map(|n| &n[..]).filter(|n| !params.contains_key(*n) && !n.ends_with(".num_batches_tracked")).collect();
+    extra.sort_unstable();
+    if let Some(name) = extra.first() {
+        return Err(ModelError::Parameter { name: name.to_string(), detail: format!("not a parameter of this network ({} such tensors in the file)", extra.len()) });
     }
     Ok(params)
 }

@@ -81,7 +81,8 @@ fn finish_frag(c: FragC, sid: u32, lane: u32, lanes: u32, m0: u32, k0: u32, grou
                 h = f16(f32(h) + f32(rh[u32(o + gp_u[pz()].res.x)]));
             }
             if (RELU) {
-                h = select(h, f16(0.0), h < f16(0.0));
+                // `<=`: a result rounded to -0.0 gives +0.0, as every other path's ReLU.
+                h = select(h, f16(0.0), h <= f16(0.0));
             }
             yh[u32(o)] = h;
         }

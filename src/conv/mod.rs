@@ -3,8 +3,9 @@
 //!
 //! `input` is logically [N, C, H, W] in any strides, `weight` [K, C/groups, kh, kw] (a 1x1
 //! weight may also be \[K, C/groups\]), `bias` \[K\]. The output is [N, K, OH, OW] with
-//! OH = (H + 2*ph - dh*(kh-1) - 1) / sh + 1 (OW likewise), in the input's memory format
-//! (channels_last in, channels_last out) unless the options name one: PyTorch's
+//! OH = (H + 2*ph - dh*(kh-1) - 1) / sh + 1 (OW likewise), channels_last where the input or
+//! the weight is (a channels-last model on NCHW images too), else contiguous, unless the
+//! options name a format: PyTorch's
 //! `torch.nn.functional.conv2d`. The reference reads every operand through its strides and
 //! accumulates in f64: a plain loop that is obviously correct, which every device result is
 //! compared with.
@@ -32,7 +33,8 @@ pub struct Conv2dOptions {
     /// Apply ReLU to the output, as `Op::Relu` and PyTorch's relu: x where x > 0, NaN stays
     /// NaN, 0 elsewhere.
     pub relu: bool,
-    /// The output's memory format; `None` follows the input (channels_last in, channels_last out).
+    /// The output's memory format; `None`: channels_last where the input or the weight is
+    /// channels_last (PyTorch's rule), else contiguous.
     pub output_format: Option<MemoryFormat>,
 }
 
@@ -158,8 +160,10 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     };
     let oh = out(h, o.padding.0, o.dilation.0, kh, o.stride.0, "height")?;
     let ow = out(w, o.padding.1, o.dilation.1, kw, o.stride.1, "width")?;
-    // PyTorch's rule: the output follows the input's suggested memory format.
-    let format = o.output_format.unwrap_or(input.suggest_memory_format());
+    // PyTorch's rule (`_determine_backend_memory_format`): channels-last where the input or
+    // the weight suggests it (a channels-last model on NCHW images), else contiguous.
+    let channels_last = [input, weight].iter().any(|l| l.suggest_memory_format() == MemoryFormat::ChannelsLast);
+    let format = o.output_format.unwrap_or(if channels_last { MemoryFormat::ChannelsLast } else { MemoryFormat::Contiguous });
     if format == MemoryFormat::ChannelsLast3d {
         return Err(bad(format!("output_format {format:?} does not apply to a 4-d output")));
     }
@@ -200,8 +204,9 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
 /// ```
 pub trait Conv2d: Sized {
     /// `F.conv2d(self, weight, bias, ...)`: `self` is [N, C, H, W] and `weight`
-    /// [K, C/groups, kh, kw] in any strides, `bias` `[K]`; returns a new [N, K, OH, OW] tensor in
-    /// the input's memory format unless `options` names one.
+    /// [K, C/groups, kh, kw] in any strides, `bias` `[K]`; returns a new [N, K, OH, OW] tensor,
+    /// channels_last where the input or the weight is (else contiguous), unless `options`
+    /// names a format.
     fn conv2d(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions) -> Result<Self>;
 
     /// [`conv2d`](Conv2d::conv2d) into `out`: a view of the operands' type and shape [N, K, OH, OW] in any

@@ -27,7 +27,7 @@ use crate::strided::Strided;
 /// and rounded once). `input` is logically [N, C, H, W] in any
 /// strides; `weight` \[K, C/groups, kh, kw\] in any strides; `bias` \[K\]. Stride, zero padding,
 /// dilation, groups (depthwise included) and a fused ReLU come from `options`. The output is a
-/// new tensor in the input's memory format unless `options` names one. Bad input is a typed
+/// new tensor, channels-last where the input or the weight is (else contiguous), unless `options` names a format. Bad input is a typed
 /// error and nothing is dispatched. The kernel is the one kept for the call's shape class (by
 /// [`crate::GpuContext::tune_conv2d`] or a loaded tuning file), else the adapter's default;
 /// under [`crate::TuningPolicy::OnFirstCall`] the first call of a class measures the candidates
@@ -126,7 +126,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
 /// not tuned yet, the adapter's default (see [`crate::GpuContext::tune_conv2d`]).
 impl Batch<'_> {
     /// Records `input.conv2d(weight, bias, options)` ([`Conv2d::conv2d`]); returns the new
-    /// [N, K, OH, OW] tensor, in the input's memory format unless `options` names one.
+    /// [N, K, OH, OW] tensor, channels-last where the input or the weight is (else contiguous), unless `options` names a format.
     pub fn conv2d(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias].into_iter().flatten().collect();

@@ -210,6 +210,10 @@ pub fn linear_plan(x: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [
     if weight.rank() > 2 || weight.rank() == 0 {
         return Err(Error::invalid(op, format!("weight must be [out, in] or [in], got shape {:?}", weight.shape())));
     }
+    // A 2-d input with a bias is PyTorch's `addmm(bias, x, weight.t())`, which needs a matrix.
+    if x.rank() == 2 && weight.rank() == 1 && bias.is_some() {
+        return Err(Error::invalid(op, format!("a 2-d input {:?} with a bias needs a 2-d weight [out, in], got shape {:?} (PyTorch: addmm's \"mat2 must be a matrix\")", x.shape(), weight.shape())));
+    }
     let wt = if weight.rank() == 2 { weight.transpose(0, 1)? } else { weight.clone() };
     let mut p = plan(op, x, &wt, [ds[0], ds[1]])?;
     if let Some(bias) = bias {

@@ -3,7 +3,7 @@
 
 use crate::dtype::DType;
 use crate::elementwise::Elementwise;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::host::HostTensor;
 use crate::pool::{Pool2d, Window, WindowMode};
 use crate::strided::Strided;
@@ -26,7 +26,14 @@ impl Pool2d for HostTensor {
         let (oh, ow) = g.out;
         let x: Vec<f64> = self.to(DType::F32)?.to_vec::<f32>()?.into_iter().map(f64::from).collect();
         let planes = n * c;
-        let mut out = vec![0f32; planes * oh * ow];
+        // An adaptive pooling's output size is the caller's: more than host memory holds is an
+        // error, not an abort.
+        let len = planes * oh * ow;
+        let alloc = |n: usize| -> Result<()> {
+            Vec::<u32>::new().try_reserve_exact(n).map_err(|_| Error::HostMemory { op: g.op, what: format!("an output of {n} elements"), bytes: n.saturating_mul(4) })
+        };
+        alloc(len)?;
+        let mut out = vec![0f32; len];
         let mut idx = vec![0i32; if g.indices { out.len() } else { 0 }];
         for p in 0..planes {
             let plane = &x[p * h * w..(p + 1) * h * w];

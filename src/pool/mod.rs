@@ -237,6 +237,10 @@ pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, 
     if (input[2] == 0 || input[3] == 0) && input[0] * input[1] > 0 {
         return Err(Error::invalid(op, format!("input {input:?} has an empty spatial dim")));
     }
+    // The output size is the caller's: its bytes must be countable.
+    if [input[0], input[1], out.0, out.1].iter().try_fold(dtype.size(), |a, &n| a.checked_mul(n)).is_none_or(|b| isize::try_from(b).is_err()) {
+        return Err(Error::overflow(op, format!("an output of [{}, {}, {}, {}] in {dtype}", input[0], input[1], out.0, out.1)));
+    }
     let mode = if max { WindowMode::AdaptiveMax } else { WindowMode::AdaptiveAvg };
     Ok(Window { op, mode, input, out, kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices, format: x.suggest_memory_format() })
 }

@@ -491,8 +491,13 @@ pub(crate) fn resize(x: &crate::layout::Layout, dtype: DType, options: &Interpol
         }
         // PyTorch's area_pixel_compute_scale: (in - 1) / (out - 1) aligned, else 1 / factor
         // when given, else in / out; in f32 as its CPU kernel.
+        // An axis whose size does not change is copied (PyTorch's
+        // `compute_source_index_and_lambda`), whatever the factor: a scale of 1 makes the taps
+        // the identity.
         let sc = |i: usize, o: usize, f: Option<f64>| -> f32 {
-            if align_corners {
+            if i == o {
+                1.0
+            } else if align_corners {
                 if o > 1 { (i as f32 - 1.0) / (o as f32 - 1.0) } else { 0.0 }
             } else {
                 f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32)
