@@ -449,6 +449,10 @@ fn rules_the_reviews_found() {
     let small = host(vec![0.0, 1.0, 2.0, 3.0], &[1, 1, 2, 2]);
     let same = InterpolateOptions::scale((1.4, 1.4), InterpolateMode::Bilinear { align_corners: false });
     assert_eq!(small.interpolate(&same).unwrap().to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 3.0]);
+    // The copy reads no neighbour: an infinity does not reach the other pixels.
+    let inf = host(vec![1.0, 2.0, f32::INFINITY, 4.0], &[1, 1, 2, 2]);
+    let copied = inf.interpolate(&same).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!((copied[0], copied[1], copied[3]), (1.0, 2.0, 4.0), "{copied:?}");
     let (a, v, b) = (host(vec![1.0; 12], &[3, 4]), host(vec![1.0; 4], &[4]), host(vec![1.0], &[]));
     assert!(matches!(a.linear(&v, Some(&b)), Err(Error::InvalidArgument { op: "linear", .. })));
     assert_eq!(a.linear(&v, None).unwrap().to_vec::<f32>().unwrap(), vec![4.0; 3]);
@@ -465,10 +469,15 @@ fn rules_the_reviews_found() {
         let dy = dx.conv2d(&dw, None, &o).unwrap();
         assert_eq!(dy.strides(), y.strides(), "{}", name(ctx));
         assert_eq!(to_device(ctx, &small).interpolate(&same).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 3.0], "{}", name(ctx));
+        let d = to_device(ctx, &inf).interpolate(&same).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(d.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), copied.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{}", name(ctx));
         // 50,000 bins of 100,000 inputs: (o + 1) * 100,000 passes 2^32 from o = 42,950.
         let long = DeviceTensor::from_slice(ctx, &vec![1f32; 100_000], &[1, 1, 1, 100_000]).unwrap();
-        let r = long.adaptive_avg_pool2d((1, 50_000));
-        assert!(matches!(r, Err(Error::Limit { .. })), "{}: {:?}", name(ctx), r.err());
+        // (30,000 bins: past i32 from o = 21,475, within u32.)
+        for bins in [50_000, 30_000] {
+            let r = long.adaptive_avg_pool2d((1, bins));
+            assert!(matches!(r, Err(Error::Limit { .. })), "{}: {bins}: {:?}", name(ctx), r.err());
+        }
         assert_eq!(long.adaptive_avg_pool2d((1, 20_000)).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1.0; 20_000], "{}", name(ctx));
     }
 }

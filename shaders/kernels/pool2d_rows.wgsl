@@ -107,7 +107,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // false).
         let real = max(p_u[pz()].scale.x * (f32(oh) + 0.5) - 0.5, 0.0);
         let h0 = min(i32(real), H - 1);
-        let h1 = select(h0, h0 + 1, h0 < H - 1);
+        // A row scale of 1 (an unchanged height): the same row twice, as the host's taps.
+        let h1 = select(h0, h0 + 1, h0 < H - 1 && p_u[pz()].scale.x != 1.0);
         let l1 = real - f32(h0);
         let wt = vec2<f32>(1.0 - l1, l1);
         let r0 = base + h0 * p_u[pz()].xs.z;

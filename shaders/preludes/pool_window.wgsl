@@ -51,7 +51,8 @@ fn taps(scale: f32, o: u32, size: u32) -> vec4<f32> {
     }
     let i0 = min(u32(real), size - 1u);
     var i1 = i0;
-    if (i0 < size - 1u) {
+    // A scale of 1 (an unchanged size): the same index twice, as the host's taps.
+    if (i0 < size - 1u && scale != 1.0) {
         i1 = i0 + 1u;
     }
     let l1 = real - f32(i0);

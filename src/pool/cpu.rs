@@ -13,7 +13,9 @@ use crate::strided::Strided;
 pub(crate) fn bilinear_taps(scale: f32, align_corners: bool, o: usize, size: usize) -> (usize, usize, f32, f32) {
     let real = if align_corners { scale * o as f32 } else { (scale * (o as f32 + 0.5) - 0.5).max(0.0) };
     let i0 = (real as usize).min(size - 1);
-    let i1 = if i0 < size - 1 { i0 + 1 } else { i0 };
+    // A scale of 1 (an unchanged size): the same index twice, as PyTorch's copy, so that a
+    // non-finite neighbour does not meet a weight of 0.
+    let i1 = if i0 < size - 1 && scale != 1.0 { i0 + 1 } else { i0 };
     let l1 = real - i0 as f32;
     (i0, i1, 1.0 - l1, l1)
 }

@@ -238,12 +238,12 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
     // The window's indices reach H * W and the plane offsets n * sn + c * sc: within i32.
     i32_of(op, (hi + 1) as isize, "input extent")?;
     // An adaptive bin's bounds, (o * size) / outs and ((o + 1) * size + outs - 1) / outs, are
-    // formed in u32 (`pool_window.wgsl`): they must not wrap.
+    // formed in i32 (`span` of `pool_window.wgsl`): they must not wrap.
     if matches!(g.mode, WindowMode::AdaptiveAvg | WindowMode::AdaptiveMax) {
         for (outs, size, what) in [(g.out.0, g.input[2], "OH * H"), (g.out.1, g.input[3], "OW * W")] {
             let reach = (outs as u64) * (size as u64) + outs as u64;
-            if reach > u32::MAX as u64 {
-                return Err(Error::Limit { op, what: format!("an adaptive pooling's bin bounds ({what} + the output size, {outs} outputs of {size} inputs)"), limit: "u32 arithmetic in the kernel", requested: reach, max: u32::MAX as u64 });
+            if reach > i32::MAX as u64 {
+                return Err(Error::Limit { op, what: format!("an adaptive pooling's bin bounds ({what} + the output size, {outs} outputs of {size} inputs)"), limit: "i32 arithmetic in the kernel", requested: reach, max: i32::MAX as u64 });
             }
         }
     }
