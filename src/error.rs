@@ -233,3 +233,12 @@ impl Error {
         Error::Overflow { op, what: what.to_string() }
     }
 }
+
+/// An empty vector with room for `n` elements of host memory, for `what` of `op`: an
+/// allocation the allocator refuses is [`Error::HostMemory`], not an abort (the one fallible
+/// allocation of the crate's host results).
+pub(crate) fn reserved<T>(op: &'static str, what: impl FnOnce() -> String, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::HostMemory { op, what: what(), bytes: n.saturating_mul(std::mem::size_of::<T>()) })?;
+    Ok(v)
+}

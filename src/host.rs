@@ -92,8 +92,7 @@ impl HostTensor {
     /// `bytes` zeroed bytes of host memory for `what` of `op`: an allocation the allocator
     /// refuses is [`Error::HostMemory`], not an abort.
     pub(crate) fn zeroed(op: &'static str, what: impl FnOnce() -> String, bytes: usize) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(bytes).map_err(|_| Error::HostMemory { op, what: what(), bytes })?;
+        let mut v = crate::error::reserved(op, what, bytes)?;
         v.resize(bytes, 0);
         Ok(v)
     }
@@ -126,8 +125,7 @@ impl HostTensor {
         // is an error there, not an abort here.
         let out = self.contiguous(MemoryFormat::Contiguous)?;
         let n = out.numel();
-        let mut v = Vec::new();
-        v.try_reserve_exact(n).map_err(|_| Error::HostMemory { op: "to_vec", what: format!("the elements of a view of shape {:?}", self.shape()), bytes: n.saturating_mul(T::DTYPE.size()) })?;
+        let mut v = crate::error::reserved("to_vec", || format!("the elements of a view of shape {:?}", self.shape()), n)?;
         v.resize(n, T::zeroed());
         let bytes = out.read();
         let start = out.layout.offset() * T::DTYPE.size();

@@ -195,9 +195,7 @@ impl Layout {
     /// correct walk used by the CPU reference checks and the tests. More indices than host
     /// memory holds (an expanded view, say) are [`Error::HostMemory`].
     pub fn storage_indices(&self) -> Result<Vec<usize>> {
-        let n = self.numel();
-        let mut out = Vec::new();
-        out.try_reserve_exact(n).map_err(|_| Error::HostMemory { op: "storage_indices", what: format!("the indices of a view of shape {:?}", self.shape), bytes: n.saturating_mul(std::mem::size_of::<usize>()) })?;
+        let mut out = crate::error::reserved("storage_indices", || format!("the indices of a view of shape {:?}", self.shape), self.numel())?;
         self.for_each_index(|i| out.push(i));
         Ok(out)
     }

@@ -3,7 +3,7 @@
 
 use crate::dtype::DType;
 use crate::elementwise::Elementwise;
-use crate::error::{Error, Result};
+use crate::error::{reserved, Result};
 use crate::host::HostTensor;
 use crate::pool::{Pool2d, Window, WindowMode};
 use crate::strided::Strided;
@@ -31,12 +31,11 @@ impl Pool2d for HostTensor {
         // An adaptive pooling's output size is the caller's: more than host memory holds is an
         // error, not an abort.
         let len = planes * oh * ow;
-        let alloc = |n: usize| -> Result<()> {
-            Vec::<u32>::new().try_reserve_exact(n).map_err(|_| Error::HostMemory { op: g.op, what: format!("an output of {n} elements"), bytes: n.saturating_mul(4) })
-        };
-        alloc(len)?;
-        let mut out = vec![0f32; len];
-        let mut idx = vec![0i32; if g.indices { out.len() } else { 0 }];
+        let mut out = reserved(g.op, || format!("an output of {len} elements"), len)?;
+        out.resize(len, 0f32);
+        let nidx = if g.indices { len } else { 0 };
+        let mut idx = reserved(g.op, || format!("the indices of {len} outputs"), nidx)?;
+        idx.resize(nidx, 0i32);
         for p in 0..planes {
             let plane = &x[p * h * w..(p + 1) * h * w];
             for y in 0..oh {
