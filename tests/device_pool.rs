@@ -637,3 +637,28 @@ fn huge_and_negative_shape_arguments_are_typed_errors() {
         }
     }
 }
+
+/// Max-pooling indices are int32 `h * W + w` of a plane: a plane of more than 2^31 elements
+/// (here an expanded view, which costs no memory) is a `Limit` error naming the op on the host
+/// and every adapter, before anything is allocated; the host's indices wrapped.
+#[test]
+fn indices_past_int32_are_limit_errors() {
+    fn checks<T: Pool2d + ShapeOps>(one: &T) -> Vec<(&'static str, Result<(), Error>)> {
+        let plane = one.expand(&[1, 1, 65536, 32769]).unwrap();
+        vec![
+            ("max_pool2d", plane.max_pool2d_with_indices(&MaxPool2dOptions::new((2, 2))).map(drop)),
+            ("adaptive_max_pool2d", plane.adaptive_max_pool2d_with_indices((1, 1)).map(drop)),
+        ]
+    }
+    let one = HostTensor::from_vec(vec![1f32], &[1, 1, 1, 1]).unwrap();
+    let mut all = vec![("host".to_string(), checks(&one))];
+    for ctx in contexts() {
+        all.push((name(ctx), checks(&DeviceTensor::upload(ctx, &one).unwrap())));
+    }
+    for (target, list) in all {
+        for (op, r) in list {
+            let ok = matches!(&r, Err(e @ Error::Limit { limit: "int32 indices", requested, .. }) if e.op() == op && *requested == 65536 * 32769 - 1);
+            assert!(ok, "{target} {op}: want an int32-indices Limit error, got {r:?}");
+        }
+    }
+}

@@ -189,6 +189,16 @@ fn input4(op: &'static str, x: &Layout, dtype: DType) -> Result<[usize; 4]> {
     Ok([s[0], s[1], s[2], s[3]])
 }
 
+/// Indices are int32 `h * W + w` of a plane: a plane of more than 2^31 elements has positions they
+/// cannot hold (an error of `op`, not a wrap).
+fn indexable(op: &'static str, input: [usize; 4], indices: bool) -> Result<()> {
+    let plane = (input[2] as u64).saturating_mul(input[3] as u64);
+    if indices && plane > i32::MAX as u64 + 1 {
+        return Err(Error::Limit { op, what: format!("the int32 indices h * W + w of a {} x {} plane", input[2], input[3]), limit: "int32 indices", requested: plane - 1, max: i32::MAX as u64 });
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), stride: Option<(usize, usize)>, padding: (usize, usize), dilation: (usize, usize), ceil: bool, mode: WindowMode, indices: bool) -> Result<Window> {
     let input = input4(op, x, dtype)?;
@@ -203,6 +213,7 @@ fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), 
     if input[1] == 0 || input[2] == 0 || input[3] == 0 {
         return Err(Error::invalid(op, format!("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {input:?}")));
     }
+    indexable(op, input, indices)?;
     let oh = pooled(op, input[2], kernel.0, padding.0, stride.0, dilation.0, ceil)?;
     let ow = pooled(op, input[3], kernel.1, padding.1, stride.1, dilation.1, ceil)?;
     let (Some(oh), Some(ow)) = (oh, ow) else {
@@ -241,6 +252,7 @@ pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, 
     if [input[0], input[1], out.0, out.1].iter().try_fold(dtype.size(), |a, &n| a.checked_mul(n)).is_none_or(|b| isize::try_from(b).is_err()) {
         return Err(Error::overflow(op, format!("an output of [{}, {}, {}, {}] in {dtype}", input[0], input[1], out.0, out.1)));
     }
+    indexable(op, input, indices)?;
     let mode = if max { WindowMode::AdaptiveMax } else { WindowMode::AdaptiveAvg };
     Ok(Window { op, mode, input, out, kernel: (1, 1), stride: (1, 1), padding: (0, 0), dilation: (1, 1), indices, format: x.suggest_memory_format() })
 }
@@ -248,8 +260,9 @@ pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, 
 /// Pooling on host and device tensors, PyTorch's `torch.nn.functional` semantics. The input
 /// is [N, C, H, W] in any strides, float32, float16 or bfloat16; the output keeps the input's
 /// type and memory format. Indices (PyTorch's int64) are int32 here, each maximum's position
-/// `h * W + w` in its (n, c) plane. Bad input (padding over half the kernel, an output size
-/// below 1, a zero kernel, stride or dilation) is a typed error and nothing is written.
+/// `h * W + w` in its (n, c) plane (a plane of more than 2^31 elements is `Error::Limit`). Bad
+/// input (padding over half the kernel, an output size below 1, a zero kernel, stride or
+/// dilation) is a typed error and nothing is written.
 ///
 /// ```
 /// use strided_wgpu::{HostTensor, MaxPool2dOptions, Pool2d};
