@@ -35,6 +35,14 @@ const RUNS: usize = 4;
 /// shape class (seconds on a software adapter, where each pipeline compiles on the CPU), so by
 /// default no call measures unless the caller asks: as PyTorch's `cudnn.benchmark`, which is
 /// off unless set.
+///
+/// As with `cudnn.benchmark`, a measured choice can change bits: a class's candidates may sum
+/// in different orders (split-K against one pass, another weight order), and which one wins
+/// depends on timing. So a context that measured (or loaded a tuning file) can give other
+/// float bits than an untuned one, or than another process. Within a context a class's kernel,
+/// once kept, never changes (a later measurement or file keeps it); before that, a recording
+/// of the class runs the adapter's default kernel, which the first measuring call may replace.
+/// Under [`TuningPolicy::Defaults`] with no tuning file, the same input gives the same bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TuningPolicy {
     /// No call measures by itself: a shape class runs the choice kept for it (from
@@ -65,11 +73,13 @@ pub(crate) trait Family {
     fn candidates(class: &Self::Class) -> Vec<Self::Choice>;
 }
 
-/// Whether `choice` (a tuning file's text) is one of the candidates of `class` in family `F`.
-pub(crate) fn admits<F: Family>(class: &str, choice: &str) -> std::result::Result<bool, String> {
+/// `class` and `choice` (a tuning file's text) as the tuner keys them (a file's spacing or field
+/// order may differ: the keys are the types' own JSON), where `choice` is one of the candidates
+/// of `class` in family `F`; `None` where it is not.
+pub(crate) fn admits<F: Family>(class: &str, choice: &str) -> std::result::Result<Option<(String, String)>, String> {
     let class: F::Class = serde_json::from_str(class).map_err(|e| e.to_string())?;
     let choice: F::Choice = serde_json::from_str(choice).map_err(|e| e.to_string())?;
-    Ok(F::candidates(&class).contains(&choice))
+    Ok(F::candidates(&class).contains(&choice).then(|| (json(&class), json(&choice))))
 }
 
 /// Choices by family, then by class, each as JSON text, and the policy of when to measure.
@@ -114,9 +124,11 @@ impl Tuner {
         serde_json::from_str(g.get(F::NAME)?.get(&json(class))?).ok()
     }
 
-    /// Keeps `choice` for `class` of family `F`.
-    pub fn set<F: Family>(&self, class: &F::Class, choice: &F::Choice) {
-        lock(&self.choices).entry(F::NAME.to_string()).or_default().insert(json(class), json(choice));
+    /// Keeps `choice` for `class` of family `F` unless the class has one: a class's kernel,
+    /// once kept, never changes (two threads that measured one class at once, the second keeps
+    /// the first's choice, which its call then runs).
+    pub fn keep<F: Family>(&self, class: &F::Class, choice: &F::Choice) {
+        lock(&self.choices).entry(F::NAME.to_string()).or_default().entry(json(class)).or_insert_with(|| json(choice));
     }
 
     /// Every (class, choice) kept for family `F`.
@@ -194,22 +206,27 @@ impl Tuner {
         serde_json::to_string_pretty(&sections).map_err(|e| Error::Tuning { op: "save_tuning", detail: e.to_string() })
     }
 
-    /// Takes this adapter's choices from a tuning file's text; returns how many it took.
-    /// `check(family, class, choice)` vets each choice (the kernels know what theirs may hold);
+    /// Takes this adapter's choices from a tuning file's text for the classes without one;
+    /// returns how many it took. `check(family, class, choice)` vets each choice (the kernels
+    /// know what theirs may hold) and returns the (class, choice) keys as the tuner writes them;
     /// when one fails, the error names it and nothing is taken.
-    pub fn load_json(&self, r: &AdapterReport, text: &str, check: impl Fn(&str, &str, &str) -> std::result::Result<(), String>) -> Result<usize> {
+    pub fn load_json(&self, r: &AdapterReport, text: &str, check: impl Fn(&str, &str, &str) -> std::result::Result<(String, String), String>) -> Result<usize> {
         let sections: Vec<Section> = serde_json::from_str(text).map_err(|e| Error::Tuning { op: "load_tuning", detail: format!("not a tuning file: {e}") })?;
         let Some(mine) = sections.into_iter().find(|s| Self::matches(s, r)) else { return Ok(0) };
+        let mut vetted: Vec<(String, String, String)> = Vec::new();
         for (family, classes) in &mine.choices {
             for (class, choice) in classes {
-                check(family, class, choice).map_err(|why| Error::Tuning { op: "load_tuning", detail: format!("family {family}, class {class}: choice {choice}: {why}") })?;
+                let (class, choice) = check(family, class, choice).map_err(|why| Error::Tuning { op: "load_tuning", detail: format!("family {family}, class {class}: choice {choice}: {why}") })?;
+                vetted.push((family.clone(), class, choice));
             }
         }
         let mut g = lock(&self.choices);
         let mut n = 0;
-        for (family, classes) in mine.choices {
-            n += classes.len();
-            g.entry(family).or_default().extend(classes);
+        for (family, class, choice) in vetted {
+            if let std::collections::btree_map::Entry::Vacant(v) = g.entry(family).or_default().entry(class) {
+                v.insert(choice);
+                n += 1;
+            }
         }
         Ok(n)
     }

@@ -1096,3 +1096,29 @@ fn sixteen_bit_convolutions_equal_their_f32_copies_bit_for_bit() {
         }
     }
 }
+
+/// A first call that measures (`OnFirstCall`) into an output whose batch dim is innermost
+/// ([N, K, OH, OW] permuted from [K, OH, OW, N]) times its candidates into a scratch dense
+/// within an image: it took an image's span of that output (the whole of it) per image, 256
+/// times the output's 1 MiB, past the device's 4 MiB buffers, and the call failed.
+#[test]
+fn a_measuring_call_into_a_batch_innermost_output() {
+    use strided_wgpu::Conv2d;
+    for ctx in contexts() {
+        let small = limited(ctx, |l| wgpu::Limits { max_buffer_size: 4 << 20, max_storage_buffer_binding_size: 4 << 20, ..l });
+        small.set_tuning_policy(TuningPolicy::OnFirstCall);
+        let (n, c, k) = (256, 4, 16);
+        let mut rng = Rng(7);
+        let h = HostTensor::from_vec(vals(&mut rng, n * c * 64), &[n, c, 8, 8]).unwrap();
+        let w = HostTensor::from_vec(vals(&mut rng, k * c), &[k, c, 1, 1]).unwrap();
+        let out = DeviceTensor::empty(&small, &[k, 8, 8, n], DType::F32, MemoryFormat::Contiguous).unwrap().permute(&[3, 0, 1, 2]).unwrap();
+        let x = DeviceTensor::upload(&small, &h).unwrap();
+        x.conv2d_out(&DeviceTensor::upload(&small, &w).unwrap(), None, &Conv2dOptions::default(), &out).unwrap_or_else(|e| panic!("{}: {e}", name(ctx)));
+        assert_eq!(small.tuned_conv_choices().len(), 1, "{}: the call did not measure", name(ctx));
+        let want = conv2d_cpu(&h, &w, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
+        let got = out.download().unwrap().to_vec::<f32>().unwrap();
+        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+            assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{}: {i}: {g} vs {e}", name(ctx));
+        }
+    }
+}

@@ -209,6 +209,22 @@ fn recordings_never_tune_and_tuning_persists() {
         let y = DeviceTensor::from_slice(&loaded, &(0..3 * 40 * 24).map(|i| i as f32).collect::<Vec<_>>(), &[3, 40, 24]).unwrap();
         let out2 = DeviceTensor::empty(&loaded, &[3, 24, 40], DType::F32, MemoryFormat::Contiguous).unwrap();
         assert!(!loaded.tune_copy(&out2, &y.transpose(1, 2).unwrap()).unwrap(), "{}: a loaded class was measured again", name(ctx));
+        // A class with a choice keeps it: the file again takes nothing.
+        assert_eq!(loaded.load_tuning(&path).unwrap(), 0, "{}", name(ctx));
+        // A hand-edited file (class keys pretty-printed) keys its classes as the tuner does:
+        // they were counted as taken and never matched a call.
+        let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let classes = file[0]["choices"]["copy.transpose"].as_object_mut().unwrap();
+        let pretty: serde_json::Map<String, serde_json::Value> = classes.iter().map(|(k, v)| (serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(k).unwrap()).unwrap(), v.clone())).collect();
+        assert!(pretty.keys().all(|k| k.contains('\n')));
+        *classes = pretty;
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let edited = GpuContext::from_device(device, queue, &info);
+        assert_eq!(edited.load_tuning_json(&file.to_string()).unwrap(), 1);
+        assert_eq!(edited.tuned_choices(), fresh.tuned_choices());
+        let z = DeviceTensor::from_slice(&edited, &(0..3 * 40 * 24).map(|i| i as f32).collect::<Vec<_>>(), &[3, 40, 24]).unwrap();
+        let out3 = DeviceTensor::empty(&edited, &[3, 24, 40], DType::F32, MemoryFormat::Contiguous).unwrap();
+        assert!(!edited.tune_copy(&out3, &z.transpose(1, 2).unwrap()).unwrap(), "{}: an edited file's class did not match its calls", name(ctx));
         // Another adapter's or crate version's section is not taken; garbage is a typed error.
         let text = std::fs::read_to_string(&path).unwrap().replace(&info.name, "another adapter");
         assert_eq!(loaded.load_tuning_json(&text).unwrap(), 0);
@@ -689,5 +705,50 @@ fn a_buffer_of_another_device_is_refused_by_from_buffer() {
         theirs.destroy();
         let e = DeviceTensor::from_buffer(&other, theirs, DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap_err();
         assert!(matches!(e, Error::Device { op: "from_buffer", .. }), "{}: {e}", name(ctx));
+    }
+}
+
+/// A caller's buffer smaller than one vec4 word (4, 8 or 12 bytes) feeds every kernel that
+/// reads its input as words too: those bind the window's whole words, and a window without
+/// one bound 16 bytes past the buffer's end (a wgpu validation error in `mm` and `conv2d`).
+/// Results equal the host's, for float32 and float16, with and without copy usages.
+#[test]
+fn caller_buffers_smaller_than_a_word_feed_every_kernel() {
+    use strided_wgpu::{Conv2d, Elementwise, Matmul, MaxPool2dOptions, Pool2d};
+    let _serial = one_at_a_time();
+    let storage = wgpu::BufferUsages::STORAGE;
+    for ctx in contexts() {
+        for usage in [storage, storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST] {
+            for (dtype, size) in [(DType::F32, 4usize), (DType::F16, 2)] {
+                for bytes in [4usize, 8, 12] {
+                    let n = bytes / size;
+                    let h = HostTensor::from_vec((0..n).map(|i| i as f32 - 1.5).collect::<Vec<_>>(), &[1, n]).unwrap().to(dtype).unwrap();
+                    let buf = ctx.device().create_buffer(&wgpu::BufferDescriptor { label: Some("small"), size: bytes as u64, usage, mapped_at_creation: false });
+                    let f = DeviceTensor::from_buffer(ctx, buf, dtype, Layout::contiguous(&[1, n]).unwrap()).unwrap();
+                    f.copy_(&DeviceTensor::upload(ctx, &h).unwrap()).unwrap();
+                    let w = HostTensor::from_vec(vec![2f32], &[1, 1, 1, 1]).unwrap().to(dtype).unwrap();
+                    let image = [1, 1, 1, n as isize];
+                    let what = format!("{}: {dtype} in {bytes} bytes, {usage:?}", name(ctx));
+                    let pairs: Vec<(&str, HostTensor, Result<DeviceTensor, Error>)> = vec![
+                        ("mm", h.mm(&h.transpose(0, 1).unwrap()).unwrap(), f.mm(&f.transpose(0, 1).unwrap())),
+                        ("matmul of a row", h.transpose(0, 1).unwrap().matmul(&h).unwrap(), f.transpose(0, 1).unwrap().matmul(&f)),
+                        ("conv2d", h.view(&image).unwrap().conv2d(&w, None, &Conv2dOptions::default()).unwrap(), f.view(&image).unwrap().conv2d(&DeviceTensor::upload(ctx, &w).unwrap(), None, &Conv2dOptions::default())),
+                        ("max_pool2d", h.view(&image).unwrap().max_pool2d(&MaxPool2dOptions::new((1, 1))).unwrap(), f.view(&image).unwrap().max_pool2d(&MaxPool2dOptions::new((1, 1)))),
+                        ("sum", h.sum([-1], true).unwrap(), f.sum([-1], true)),
+                        ("softmax", h.softmax(-1).unwrap(), f.softmax(-1)),
+                        ("relu", h.relu().unwrap(), f.relu()),
+                        ("to f32", h.to(DType::F32).unwrap(), f.to(DType::F32)),
+                    ];
+                    for (op, want, got) in pairs {
+                        let got = got.unwrap_or_else(|e| panic!("{what}: {op}: {e}")).download().unwrap();
+                        let (g, e) = (got.to(DType::F32).unwrap().to_vec::<f32>().unwrap(), want.to(DType::F32).unwrap().to_vec::<f32>().unwrap());
+                        assert_eq!(got.shape(), want.shape(), "{what}: {op}");
+                        for (a, b) in g.iter().zip(&e) {
+                            assert!((a - b).abs() <= 1e-3 * b.abs().max(1.0), "{what}: {op}: {g:?} vs {e:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

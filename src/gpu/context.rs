@@ -223,14 +223,14 @@ impl GpuContext {
         // A choice must be one of the kernels the tuner would have compared for its class: any
         // other would fail (or not apply) at every use, with nothing to fall back on.
         self.tuner.load_json(&self.rt.report, text, |family, class, choice| {
-            let ok = match family {
+            let keys = match family {
                 Transpose::NAME => admits::<Transpose>(class, choice)?,
                 Conv::NAME => admits::<Conv>(class, choice)?,
                 MatmulFamily::NAME => admits::<MatmulFamily>(class, choice)?,
-                // Families of other versions: kept, and never read by this one.
-                _ => true,
+                // Families of other versions: kept as written, and never read by this one.
+                _ => Some((class.to_string(), choice.to_string())),
             };
-            if ok { Ok(()) } else { Err("not one of the kernels the tuner compares for this class".into()) }
+            keys.ok_or_else(|| "not one of the kernels the tuner compares for this class".into())
         })
     }
     /// Saves the tuning choices to `path`, keeping the other adapters' sections in it.

@@ -505,11 +505,20 @@ impl GpuContext {
         }
         let nt = tune_images(g);
         let first = input.layout().narrow(0, 0, nt)?;
-        // A scratch output with the strides of `out` within an image, images one after another.
+        // A scratch output dense within an image in the order of `out`'s strides (NCHW or
+        // channels-last as `out`; an image's span of `out` itself may be the whole output,
+        // where its batch dim is not outermost), images one after another.
         let os = out.strides();
-        let span = (1..4).map(|d| (out.shape()[d].max(1) - 1) * os[d].unsigned_abs()).sum::<usize>() + 1;
-        let min_offset: isize = (1..4).map(|d| if os[d] < 0 { -(os[d]) * (out.shape()[d].max(1) as isize - 1) } else { 0 }).sum();
-        let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &[span as isize, os[1], os[2], os[3]], min_offset as usize, nt * span)?;
+        let mut order = [1usize, 2, 3];
+        order.sort_by_key(|&d| std::cmp::Reverse(os[d].unsigned_abs()));
+        let mut strides = [0isize; 4];
+        let mut span = 1usize;
+        for &d in order.iter().rev() {
+            strides[d] = span as isize;
+            span *= out.shape()[d];
+        }
+        strides[0] = span as isize;
+        let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &strides, 0, nt * span)?;
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let g1 = Conv2dShape { n: nt, ..g.clone() };
         let timer = Timer::new(&self.rt)?;
@@ -524,7 +533,7 @@ impl GpuContext {
         })
         .await?;
         let Some(best) = best else { return Ok(false) };
-        self.tuner.set::<Conv>(&class, &best);
+        self.tuner.keep::<Conv>(&class, &best);
         Ok(true)
     }
 }

@@ -173,7 +173,7 @@ impl GpuContext {
         .await?;
         // Nothing measured (no candidate could be timed): keep no choice, the default runs.
         let Some(best) = best else { return Ok(false) };
-        self.tuner.set::<Transpose>(&class, &best);
+        self.tuner.keep::<Transpose>(&class, &best);
         Ok(true)
     }
 }

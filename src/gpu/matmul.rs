@@ -329,7 +329,7 @@ impl GpuContext {
         })
         .await?;
         let Some(best) = best else { return Ok(false) };
-        self.tuner.set::<MatmulFamily>(&class, &best);
+        self.tuner.keep::<MatmulFamily>(&class, &best);
         Ok(true)
     }
 }

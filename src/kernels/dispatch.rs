@@ -76,6 +76,20 @@ fn words(b: &wgpu::Buffer, (offset, size): (u64, u64)) -> u64 {
     (size.div_ceil(4) * 4).min(b.size().saturating_sub(offset)).max(size)
 }
 
+/// The read-only binding of a kernel's word view of `window` of `buffer` (words of `unit`
+/// bytes: a vec4 of 32-bit values, or a vec2 holding four 16-bit elements; the kernels move
+/// only words that lie inside the window): its whole words, at least one. A window without a
+/// whole word (fewer than `unit` bytes, at the end of a caller's small buffer) binds the
+/// runtime's spare words instead, which the kernel never reads: a word from the window's
+/// start would reach past the buffer's end, a wgpu validation error.
+pub(crate) fn read_words<'a>(rt: &'a Runtime, buffer: &'a wgpu::Buffer, (offset, size): (u64, u64), unit: u64) -> (&'a wgpu::Buffer, (u64, u64)) {
+    let bound = (size / unit * unit).max(unit);
+    match offset.checked_add(bound) {
+        Some(end) if end <= buffer.size() => (buffer, (offset, bound)),
+        _ => (rt.spare_words(), (0, 16)),
+    }
+}
+
 /// A grid of `groups` workgroups within the per-dimension limit: (x, y) with x * y >= groups,
 /// or an [`Error::Limit`] of `op` naming `what` when even the square of the limit is too few.
 pub(crate) fn grid(rt: &Runtime, op: &'static str, groups: u64, what: &str) -> Result<(u32, u32)> {

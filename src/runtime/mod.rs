@@ -189,6 +189,9 @@ pub(crate) struct Runtime {
     /// before its lock (`Runtime::lock_held`; a poll holds the turn while it runs callbacks,
     /// which may call the crate and take the lock).
     pub(crate) deferral: deferred::Deferral,
+    /// 16 bytes of storage nothing writes, bound read-only where a kernel's word binding has
+    /// no whole word to bind ([`crate::kernels::dispatch::read_words`]).
+    spare_words: wgpu::Buffer,
 }
 
 impl Runtime {
@@ -223,6 +226,7 @@ impl Runtime {
             loop_counters: info.device_type == wgpu::DeviceType::Cpu || std::env::var("STRIDED_WGPU_LOOP_COUNTERS").is_ok_and(|v| v == "1"),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
+        let spare_words = device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu spare words"), size: 16, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
         Runtime {
             device,
             queue,
@@ -235,7 +239,13 @@ impl Runtime {
             counters: record::Counters::default(),
             capture: Mutex::new(HashMap::new()),
             deferral: deferred::Deferral::new(policy),
+            spare_words,
         }
+    }
+
+    /// The spare 16 bytes ([`Runtime::spare_words`] field): bound read-only, never read.
+    pub fn spare_words(&self) -> &wgpu::Buffer {
+        &self.spare_words
     }
 
     /// Starts capturing on this thread: until [`Runtime::capture_end`], every recording this

@@ -15,8 +15,8 @@ use crate::conv::Conv2dShape;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, words, Images, Operands};
-use crate::kernels::dispatch::Dispatch;
+use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, Images, Operands};
+use crate::kernels::dispatch::{read_words, Dispatch};
 use crate::kernels::conv::kernel::{blocked_vectors as vectors, ConvKernel, BLOCK, OP};
 use crate::layout::Layout;
 use crate::runtime::record::Recorder;
@@ -239,7 +239,7 @@ pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>
             Dispatch {
                 key,
                 params,
-                bindings: vec![(ops.input.buffer, r.x), (&blocks, ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, (ops.input.buffer, words(r.x)), o6],
+                bindings: vec![(ops.input.buffer, r.x), (&blocks, ((wi * BLOCK * 4) as u64, (BLOCK * 4) as u64)), bias, o4, read_words(rt, ops.input.buffer, r.x, 16), o6],
                 grid,
             }
         })

@@ -215,13 +215,11 @@ pub(crate) fn finish(mode: u32, relu: bool) -> [u32; 4] {
     [mode, relu as u32, 0, 0]
 }
 
-/// A window as whole vec4 words (every vec4 the kernels move lies inside it).
-pub(crate) fn words(window: (u64, u64)) -> (u64, u64) {
-    words_of(window, 16)
-}
-
-/// A window as whole words of `unit` bytes (16: vec4 of f32; 8: the GEMM's 16-bit form, 4
-/// elements as a vec2 of u32).
+/// An output window as whole words of `unit` bytes (16: vec4 of f32; 8: the GEMM's 16-bit
+/// form, 4 elements as a vec2 of u32), bound where the kernel writes words (which lie inside
+/// the window: such an output holds at least one). Read windows: [`read_words`].
+///
+/// [`read_words`]: crate::kernels::dispatch::read_words
 pub(crate) fn words_of((offset, size): (u64, u64), unit: u64) -> (u64, u64) {
     (offset, (size / unit * unit).max(16))
 }

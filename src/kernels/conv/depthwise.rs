@@ -12,8 +12,8 @@
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, words_of, ElementForm, Operands};
-use crate::kernels::dispatch::Dispatch;
+use crate::kernels::conv::common::{bias_binding, finish, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, u32_of, ElementForm, Operands};
+use crate::kernels::dispatch::{read_words, Dispatch};
 use crate::kernels::conv::kernel::{ConvKernel, OP};
 use crate::layout::Layout;
 use crate::runtime::record::Recorder;
@@ -88,7 +88,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, (ops.input.buffer, words_of(r.x, form.unit)), o6], grid }
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, read_words(rt, ops.input.buffer, r.x, form.unit), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
@@ -181,7 +181,7 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
             let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
-            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (&packed, (0, packed_elems as u64 * 4)), bias, o4, (ops.input.buffer, words_of(r.x, form.unit)), o6], grid }
+            Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (&packed, (0, packed_elems as u64 * 4)), bias, o4, read_words(rt, ops.input.buffer, r.x, form.unit), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;

@@ -24,8 +24,8 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
-use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, reduction_stride, u32_of, weight_reaches, words_of, ElementForm, Operands};
-use crate::kernels::dispatch::Dispatch;
+use crate::kernels::conv::common::{bias_binding, check_packed, dispatch, pack, packed_buffer, i32_of, out_bindings_of, reduction_stride, u32_of, weight_reaches, ElementForm, Operands};
+use crate::kernels::dispatch::{read_words, Dispatch};
 use crate::kernels::conv::kernel::OP;
 use crate::layout::Layout;
 use crate::runtime::record::Recorder;
@@ -173,7 +173,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     let dispatches: Vec<Dispatch<'_, GemmParams>> = plan
         .into_iter()
         .map(|(r, params, key, step, grid)| {
-            let input = [(ops.input.buffer, r.x), (ops.input.buffer, words_of(r.x, unit))];
+            let input = [(ops.input.buffer, r.x), read_words(rt, ops.input.buffer, r.x, unit)];
             // Only split steps use the partial buffer (then it exists).
             let whole = partial.as_ref().map_or((unused.buffer(), (0, 16)), |p| (p.buffer(), (0, partial_bytes)));
             let ([x, x4], [o4, o6]) = match step {

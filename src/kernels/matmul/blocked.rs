@@ -421,10 +421,10 @@ pub(super) fn record(
                 params,
                 bindings: vec![
                     (o.x.0, xw),
-                    if in_place { (o.w.0, words(ww)) } else { (packed.buffer(), (0, total as u64 * 4)) },
+                    if in_place { dispatch::read_words(rt, o.w.0, ww, 16) } else { (packed.buffer(), (0, total as u64 * 4)) },
                     bias,
                     y1,
-                    (o.x.0, words(xw)),
+                    dispatch::read_words(rt, o.x.0, xw, 16),
                     y4,
                 ],
                 grid,

@@ -381,9 +381,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             // Without an addend (never read), binding 3 repeats A's window.
             let mut bindings: Vec<_> = (0..4).map(|i| if i == 2 && p.c.is_none() { (bufs[0], ws[0].0) } else { (bufs[i], ws[i].0) }).collect();
             // A and B again as whole vec4 words (at least one).
-            let words = |(o, sz): (u64, u64)| (o, (sz / 16 * 16).max(16));
-            bindings.push((bufs[0], words(ws[0].0)));
-            bindings.push((bufs[1], words(ws[1].0)));
+            bindings.push(dispatch::read_words(rt, bufs[0], ws[0].0, 16));
+            bindings.push(dispatch::read_words(rt, bufs[1], ws[1].0, 16));
             // The pipelines' constants (`gpu_pipelines`): the matrix-vector kernel's one lane a
             // row, or L with the 16-bit path; the GEMM's wide tile parts.
             let mut parts: Vec<(&'static str, i64)> = if (pm, pn) == (1, 1) { vec![] } else { vec![("PM", pm as i64), ("PN", pn as i64)] };
