@@ -488,6 +488,26 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                 assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), hb.permute(&perm).unwrap().to_vec::<f32>().unwrap(), "{perm:?} {path:?}");
             }
         }
+        // Flipped sources (negative strides) of a batched transpose: the 4-byte vec4 kernel
+        // stepped its source rows by a logically shifted negative stride, a word index 2^30
+        // off. Mesa's software adapters form byte addresses in 32 bits, where the error
+        // vanishes (x16 wraps it away); an adapter addressing in 64 bits or clamping the
+        // index reads wrong elements.
+        let mut flipped_vec4 = 0;
+        for path in TRANSPOSE_PATHS {
+            for dim in [0isize, 1, 2] {
+                let src = b.transpose(1, 2).unwrap().flip(dim).unwrap();
+                let out = DeviceTensor::zeros(ctx, &[3, 12, 20], DType::F32, MemoryFormat::Contiguous).unwrap();
+                match out.copy_with(&src, path) {
+                    Ok(()) => flipped_vec4 += matches!(path, CopyPath::TransposeVec4 { .. }) as usize,
+                    Err(Error::Unsupported { .. }) => continue,
+                    Err(e) => panic!("{}: flip {dim} via {path:?}: {e}", name(ctx)),
+                }
+                let want = hb.transpose(1, 2).unwrap().flip(dim).unwrap().to_vec::<f32>().unwrap();
+                assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), want, "{}: flip {dim} via {path:?}", name(ctx));
+            }
+        }
+        assert!(flipped_vec4 > 0, "{}: no flipped source ran through the vec4 transpose", name(ctx));
     }
 }
 

@@ -88,7 +88,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             let s = (blk.src + sr * blk.src_row + sc) >> 2u;
-            let q = blk.src_row >> 2u;
+            // The source row stride may be negative (a flipped view): shift it arithmetically.
+            let q = bitcast<u32>(bitcast<i32>(blk.src_row) >> 2u);
             let a = src[s];
             let b = src[s + q];
             let c = src[s + 2u * q];
