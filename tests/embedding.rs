@@ -752,3 +752,37 @@ fn caller_buffers_smaller_than_a_word_feed_every_kernel() {
         }
     }
 }
+
+/// A download that fails at its submission (its tensor wraps a buffer the caller destroyed):
+/// - the calls held back before it still run: they went in the same queue submission, which
+///   wgpu drops whole when one command buffer fails, so their outputs kept stale bytes after
+///   returning without an error;
+/// - its staging buffer does not return to the pool mapped: the mapping wgpu starts after a
+///   failed submission was left pending, and later downloads of its size class failed.
+#[test]
+fn a_failed_download_loses_no_held_work_and_leaves_the_pool_sound() {
+    use strided_wgpu::Elementwise;
+    use strided_wgpu::advanced::SubmitPolicy;
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let seen = count_host_errors(&device);
+        let mine = GpuContext::from_device(device.clone(), queue, &info);
+        let buf = device.create_buffer(&wgpu::BufferDescriptor { label: Some("destroyed"), size: 64, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+        let gone = DeviceTensor::from_buffer(&mine, buf.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap();
+        buf.destroy();
+        mine.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let x = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[64]).unwrap();
+        // The first call after a submission goes at once; the second is held.
+        let y1 = x.add(1.0).unwrap();
+        let y2 = x.add(1000.0).unwrap();
+        assert!(gone.download().is_err(), "{}: a download of a destroyed buffer", name(ctx));
+        assert_eq!(y2.download().unwrap().to_vec::<f32>().unwrap(), (0..64).map(|i| i as f32 + 1000.0).collect::<Vec<_>>(), "{}: the held call", name(ctx));
+        assert_eq!(y1.download().unwrap().to_vec::<f32>().unwrap(), (0..64).map(|i| i as f32 + 1.0).collect::<Vec<_>>(), "{}", name(ctx));
+        for round in 0..3 {
+            let z = DeviceTensor::from_slice(&mine, &[round as f32; 16], &[16]).unwrap();
+            assert_eq!(z.download().unwrap().to_vec::<f32>().unwrap(), vec![round as f32; 16], "{}: download {round} after the failed one", name(ctx));
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "{}: an error reached the host's handler", name(ctx));
+    }
+}

@@ -253,8 +253,9 @@ impl GpuContext {
         self.load_tuning_json(&text)
     }
 
-    /// Caps the idle bytes the buffer pool keeps (512 MiB by default); idle buffers beyond the
-    /// cap are destroyed now and whenever one returns.
+    /// Caps the idle bytes the buffer pool keeps (512 MiB by default). Where the idle bytes
+    /// are over the new cap, every idle buffer is destroyed now; later, a buffer that returns
+    /// to a pool it would take over the cap is destroyed.
     pub fn set_pool_limit(&self, bytes: u64) {
         let (excess, gl) = {
             let mut pool = lock(&self.rt.pool);

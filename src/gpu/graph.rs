@@ -172,7 +172,8 @@ impl<T> Graph<T> {
         Ok(self.dispatches().into_iter().zip(times).map(|((op, kernel), ms)| (op, kernel, ms)).collect())
     }
 
-    /// Replays the graph in one submission: first copies `inputs` (none, or one per input
+    /// Replays the graph in one submission (after one of the eager calls held back, if any):
+    /// first copies `inputs` (none, or one per input
     /// given at capture, of its shape and dtype, any layout; the graph's own inputs in any
     /// order among them, each read before any input is written) into the graph's inputs, then
     /// runs the captured work. Errors: inputs of another count, shape, dtype or context, a

@@ -6,8 +6,9 @@ use crate::gpu::context::GpuContext;
 use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 
-/// Reusable timestamp resources for one context. Each measurement is its own submission:
-/// never call it inside a recording.
+/// Measures recorded work on one context's GPU (by timestamp queries where the adapter has
+/// them, else by wall clock). Each measurement is its own submission, with query resources of
+/// its own: never call it inside a recording.
 pub struct GpuTimer {
     ctx: GpuContext,
     timer: Timer,

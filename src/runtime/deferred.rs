@@ -4,9 +4,11 @@
 //! `x.conv2d(..)`, ..) does not submit its recording: the recording joins the runtime's
 //! held-back one, and the held-back calls are encoded into one command buffer (their dispatches
 //! in one compute pass where they hold no copy or clear) and submitted
-//! - ahead of the next submission of the crate's, in the same queue submission (a download, a
-//!   wait, a [`crate::Batch::submit`], a graph replay, a measurement): so every result the crate
-//!   reads back has run;
+//! - just ahead of the next submission of the crate's (a download, a wait, a
+//!   [`crate::Batch::submit`], a graph replay, a measurement), in a queue submission of their
+//!   own: so every result the crate reads back has run, and a submission that fails (wgpu drops
+//!   a submission whole when one of its command buffers fails validation: a caller's buffer
+//!   destroyed, say) drops none of the held calls, which returned without an error;
 //! - when the held-back calls reach their count: 1 after such a submission, then 2, 4, .. up to
 //!   [`MOST_CALLS`], so that the GPU starts on the first call at once and then gets work in
 //!   growing pieces while the host records the rest (the counts are fixed, so the same calls
@@ -81,13 +83,14 @@ pub(crate) struct Held {
     calls: u32,
     /// At how many calls it is submitted.
     next: u32,
-    /// An error a submission without a caller met, for the next call that submits.
-    failed: Option<Error>,
+    /// Errors submissions without a caller met, oldest first, each for a next call that
+    /// submits.
+    failed: std::collections::VecDeque<Error>,
 }
 
 impl Default for Held {
     fn default() -> Held {
-        Held { rec: Recorder::default(), calls: 0, next: 1, failed: None }
+        Held { rec: Recorder::default(), calls: 0, next: 1, failed: Default::default() }
     }
 }
 
@@ -100,9 +103,9 @@ impl Held {
         (rec.len() > 0).then_some(rec)
     }
 
-    /// Takes the error left for the next call that submits, if any.
+    /// Takes the oldest error left for the next call that submits, if any.
     pub(crate) fn take_failure(&mut self) -> Option<Error> {
-        self.failed.take()
+        self.failed.pop_front()
     }
 
     /// Holds back `rec`, one more call; whether the held calls are due for submission. The
@@ -124,9 +127,15 @@ impl Held {
         self.next = next;
     }
 
-    /// Leaves `e` for the next call that submits.
+    /// Leaves `e` for a next call that submits, after those left before it.
     pub(crate) fn fail(&mut self, e: Error) {
-        self.failed = Some(e);
+        self.failed.push_back(e);
+    }
+
+    /// Leaves `e` (taken by a submission that found no caller to return it to) for the next
+    /// call that submits, before the others.
+    pub(crate) fn put_back(&mut self, e: Error) {
+        self.failed.push_front(e);
     }
 }
 

@@ -87,12 +87,12 @@ impl Capture {
     pub fn scoped_fresh<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_lost(op)?;
         let _turn = self.gl_turn();
-        let outer = OPEN_SCOPE.with(|c| c.replace(self as *const Capture as usize));
+        let open = OpenScope::set(self as *const Capture as usize);
         let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let out = f();
-        OPEN_SCOPE.with(|c| c.set(outer));
+        drop(open);
         self.drain();
         let mut caught = None;
         for guard in [validation, oom, internal] {
@@ -181,10 +181,25 @@ impl Capture {
 /// pushed, and catch what `f` causes): a `Queue::submit`, whose callbacks of finished work may
 /// call the crate, whose calls then push scopes of their own and get their own errors.
 pub(crate) fn outside_scopes<T>(f: impl FnOnce() -> T) -> T {
-    let outer = OPEN_SCOPE.with(|c| c.replace(0));
-    let out = f();
-    OPEN_SCOPE.with(|c| c.set(outer));
-    out
+    let _open = OpenScope::set(0);
+    f()
+}
+
+/// This thread's open scope set to another's until dropped, also when the code between
+/// unwinds (a caught panic of wgpu's left it set, and every later call on the thread took
+/// itself for a nested one and pushed no scopes: its errors went uncaught).
+struct OpenScope(usize);
+
+impl OpenScope {
+    fn set(scope: usize) -> OpenScope {
+        OpenScope(OPEN_SCOPE.with(|c| c.replace(scope)))
+    }
+}
+
+impl Drop for OpenScope {
+    fn drop(&mut self) {
+        OPEN_SCOPE.with(|c| c.set(self.0));
+    }
 }
 
 /// A wgpu error with its detail: the `description` of validation and internal errors (the

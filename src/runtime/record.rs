@@ -120,10 +120,17 @@ impl Counters {
     }
 }
 
+/// The counts since `o` (`after - before`); each saturates at 0 (an earlier count minus a later
+/// one is not an overflow panic).
 impl std::ops::Sub for RecordCounts {
     type Output = RecordCounts;
     fn sub(self, o: RecordCounts) -> RecordCounts {
-        RecordCounts { submits: self.submits - o.submits, passes: self.passes - o.passes, dispatches: self.dispatches - o.dispatches, transfers: self.transfers - o.transfers }
+        RecordCounts {
+            submits: self.submits.saturating_sub(o.submits),
+            passes: self.passes.saturating_sub(o.passes),
+            dispatches: self.dispatches.saturating_sub(o.dispatches),
+            transfers: self.transfers.saturating_sub(o.transfers),
+        }
     }
 }
 

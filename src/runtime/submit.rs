@@ -220,8 +220,10 @@ pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::Command
     Ok(sub.expect("a command buffer was submitted"))
 }
 
-/// Submits, in one queue submission, the held-back calls of `held` (encoded into a command
-/// buffer of their own) and then `work`; `None` when there was neither. The caller holds
+/// Submits the held-back calls of `held` (encoded into a command buffer of their own) and then
+/// `work`, each in a queue submission of its own: wgpu drops a whole submission when one of its
+/// command buffers fails validation (`work` binding a caller's destroyed buffer, say), and the
+/// held calls returned without an error. `None` when there was neither. The caller holds
 /// `held`'s lock, which keeps the order of the crate's submissions that of its calls. An
 /// error left by a submission without a caller ([`Held::fail`]) is this call's: its `work`
 /// is dropped unsubmitted (a failed call does nothing), and the held calls, which returned
@@ -238,32 +240,34 @@ pub(crate) fn submit_after_held(rt: &Arc<Runtime>, op: &'static str, held: &mut 
 }
 
 fn submit_held_then(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<(wgpu::CommandEncoder, Keep)>) -> Result<Option<Submission>> {
-    let mut buffers = Vec::with_capacity(2);
-    if let Some(rec) = held.take() {
-        let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu deferred") });
-        let keep = encode_recording(rt, op, &mut enc, rec)?;
-        buffers.push((enc, keep));
+    let held_work = match held.take() {
+        Some(rec) => {
+            let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu deferred") });
+            let keep = encode_recording(rt, op, &mut enc, rec)?;
+            Some((enc, keep))
+        }
+        None => None,
+    };
+    match (held_work, work) {
+        // The held calls' failure is this call's, whose work then does nothing.
+        (Some(h), Some(w)) => submit_one(rt, op, h).and_then(|_| submit_one(rt, op, w)).map(Some),
+        (Some(one), None) | (None, Some(one)) => submit_one(rt, op, one).map(Some),
+        (None, None) => Ok(None),
     }
-    buffers.extend(work);
-    if buffers.is_empty() {
-        return Ok(None);
-    }
+}
+
+/// Submits `encoder` with `keep` attached, one queue submission.
+fn submit_one(rt: &Arc<Runtime>, op: &'static str, (encoder, mut keep): (wgpu::CommandEncoder, Keep)) -> Result<Submission> {
     let signal = Signal::new();
     let index = rt.scoped(op, || {
-        let last = buffers.len() - 1;
-        let finished = buffers.into_iter().enumerate().map(|(i, (encoder, mut keep))| {
-            keep.attach(&encoder);
-            if i == last {
-                let s = signal.clone();
-                encoder.on_submitted_work_done(move || s.set(()));
-            }
-            encoder.finish()
-        });
-        let finished: Vec<wgpu::CommandBuffer> = finished.collect();
+        keep.attach(&encoder);
+        let s = signal.clone();
+        encoder.on_submitted_work_done(move || s.set(()));
+        let finished = encoder.finish();
         rt.counters.add(RecordCounts { submits: 1, ..Default::default() });
-        Ok(rt.outside_capture(|| crate::runtime::errors::outside_scopes(|| rt.queue.submit(finished))))
+        Ok(rt.outside_capture(|| crate::runtime::errors::outside_scopes(|| rt.queue.submit([finished]))))
     })?;
-    Ok(Some(Submission { done: Some(Completion::new(rt.clone(), op, Some(index), signal, Drive::Poll)) }))
+    Ok(Submission { done: Some(Completion::new(rt.clone(), op, Some(index), signal, Drive::Poll)) })
 }
 
 /// A completion of everything submitted so far, without a submission of its own.
@@ -337,9 +341,11 @@ pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder:
         encoder.map_buffer_on_submit(buffer.buffer(), wgpu::MapMode::Read, range, move |r| s.set(r));
         Ok(())
     })?;
-    let sub = submit(rt, op, encoder, keep)?;
-    // Submitted: the mapping is under way, and the guard unmaps it however this ends.
+    // The mapping is under way once submitted, and also after a failed submission (wgpu starts
+    // an encoder's mappings either way): armed first, the guard unmaps it however this ends,
+    // and no buffer returns to the pool mapped.
     buffer.arm();
+    let sub = submit(rt, op, encoder, keep)?;
     let mut done = sub.done.expect("a submitted encoder has a completion");
     done.drive = drive;
     let index = done.index.clone();
@@ -515,9 +521,11 @@ impl Runtime {
     /// Submits what is held back before work goes to the caller (a borrowed encoder, the
     /// device or queue); an error is left for the next call that submits.
     pub fn submit_held(self: &Arc<Self>) {
+        // Its error is the oldest one left (taken by this submission, or met by it when none
+        // was left): first for the next call.
         if let Err(e) = self.submit_held_now("flush") {
             if let Some(mut held) = self.lock_held() {
-                held.fail(e);
+                held.put_back(e);
             }
         }
     }
