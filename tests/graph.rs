@@ -743,3 +743,38 @@ fn a_callback_in_a_poll_calls_the_crate_while_another_thread_flushes() {
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vals(64, 102).iter().map(|v| v + 2.0).collect::<Vec<_>>(), "{}", name(ctx));
     }
 }
+
+/// A ReLU in place on a view of another type over a convolution's output (two wrappers of one
+/// caller buffer, float32 and float16) is not the convolution's ReLU: it stays its own
+/// dispatch, and a replay equals the eager calls (the fold compared storage and layout, not
+/// the type, and replays applied the ReLU to the float32 sums).
+#[test]
+fn a_relu_of_another_types_view_does_not_fold_into_the_convolution() {
+    use strided_wgpu::Layout;
+    for ctx in contexts() {
+        let Some((device, queue, info)) = common::gpu::own_device(ctx) else { continue };
+        let mine = GpuContext::from_device(device.clone(), queue, &info);
+        let shape = [2usize, 8, 10, 10];
+        let buf = device.create_buffer(&wgpu::BufferDescriptor { label: Some("two types"), size: 1600 * 4, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let y32 = DeviceTensor::from_buffer(&mine, buf.clone(), DType::F32, Layout::contiguous(&shape).unwrap()).unwrap();
+        let y16 = DeviceTensor::from_buffer(&mine, buf, DType::F16, Layout::contiguous(&shape).unwrap()).unwrap();
+        let x = DeviceTensor::from_slice(&mine, &vals(1600, 31), &shape).unwrap();
+        let w = DeviceTensor::from_slice(&mine, &vals(8 * 8 * 9, 32), &[8, 8, 3, 3]).unwrap();
+        let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+        let f = |x: &DeviceTensor| -> strided_wgpu::Result<DeviceTensor> {
+            let mut b = mine.batch();
+            b.conv2d_out_with(x, &w, None, &o, &y32, ConvKernel::Auto)?;
+            b.submit()?;
+            y16.relu_()?;
+            Ok(y32.clone())
+        };
+        let conv_only = mine.capture(&[&x], || -> strided_wgpu::Result<DeviceTensor> { let mut b = mine.batch(); b.conv2d_out_with(&x, &w, None, &o, &y32, ConvKernel::Auto)?; b.submit()?; strided_wgpu::Result::Ok(y32.clone()) }).unwrap();
+        let graph = mine.capture(&[&x], || f(&x)).unwrap();
+        assert_eq!(graph.counts().dispatches, conv_only.counts().dispatches + 1, "{}: {:?}", name(ctx), graph.dispatches());
+        let new = DeviceTensor::from_slice(&mine, &vals(1600, 33), &shape).unwrap();
+        graph.replay_and_wait(&[&new]).unwrap();
+        let replayed = bits(&y32);
+        f(&new).unwrap();
+        assert_eq!(replayed, bits(&y32), "{}: a replay and the eager calls", name(ctx));
+    }
+}

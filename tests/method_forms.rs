@@ -481,3 +481,44 @@ fn rules_the_reviews_found() {
         assert_eq!(long.adaptive_avg_pool2d((1, 20_000)).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1.0; 20_000], "{}", name(ctx));
     }
 }
+
+/// gelu, gelu_tanh and silu take float inputs only, as PyTorch's kernels do (integer inputs
+/// were mapped to float32 before the check, which never fired). An op's argument (alpha, a
+/// clamp bound) past float32's range is an error for a float computation, as PyTorch's
+/// `checked_convert`; an operand scalar past it is infinity, in PyTorch too.
+#[test]
+fn float_only_ops_and_arguments_past_float32() {
+    fn checks<T: Elementwise + Strided>(ints: &T, x: &T) -> Vec<(String, bool)> {
+        let is = |r: &Result<T, Error>, op: &str, dtype: bool| match r {
+            Err(e @ Error::DType { .. }) => dtype && e.op().contains(op),
+            Err(e @ Error::InvalidArgument { .. }) => !dtype && e.op() == op && e.to_string().contains("1e300"),
+            _ => false,
+        };
+        vec![
+            ("gelu of int32".into(), is(&ints.gelu(), "gelu", true)),
+            ("gelu_tanh of int32".into(), is(&ints.gelu_tanh(), "gelu", true)),
+            ("silu of int32".into(), is(&ints.silu(), "silu", true)),
+            ("sigmoid of int32 is float32".into(), ints.sigmoid().is_ok_and(|y| y.dtype() == DType::F32)),
+            ("clamp max 1e300".into(), is(&x.clamp(None, Some(Scalar::Float(1e300))), "clamp", false)),
+            ("clamp min -1e300".into(), is(&x.clamp(Some(Scalar::Float(-1e300)), None), "clamp", false)),
+            ("add alpha 1e300".into(), is(&x.add_scaled(x, 1e300), "add", false)),
+            ("addcmul value 1e300".into(), is(&x.addcmul(x, x, 1e300), "addcmul", false)),
+            ("clamp max inf".into(), x.clamp(None, Some(Scalar::Float(f64::INFINITY))).is_ok()),
+            ("add 1e300".into(), x.add(1e300).is_ok()),
+        ]
+    }
+    let ints = HostTensor::from_vec(vec![1i32, -2, 3], &[3]).unwrap();
+    let x = host(vec![1.0, -2.0, 3.0], &[3]);
+    let mut all = vec![("host".to_string(), checks(&ints, &x))];
+    assert_eq!(f32s(&x.add(1e300).unwrap()), vec![f32::INFINITY; 3]);
+    for ctx in contexts() {
+        let (di, dx) = (DeviceTensor::upload(ctx, &ints).unwrap(), to_device(ctx, &x));
+        assert_eq!(dx.add(1e300).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![f32::INFINITY; 3], "{}", name(ctx));
+        all.push((name(ctx), checks(&di, &dx)));
+    }
+    for (target, list) in all {
+        for (what, ok) in list {
+            assert!(ok, "{target}: {what}");
+        }
+    }
+}

@@ -136,6 +136,18 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
     })
 }
 
+/// An op's argument (alpha, value, a clamp bound) as [`scalar_bits`], where a finite float
+/// past float32's range is an error too: PyTorch converts arguments with `checked_convert`
+/// (an operand scalar, `x + 1e300`, becomes infinity there as here).
+fn argument_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> Result<u32> {
+    if let Scalar::Float(x) = value {
+        if compute.is_float() && x.is_finite() && (x > f32::MAX as f64 || x < f32::MIN as f64) {
+            return Err(Error::invalid(op, format!("{what} {x:?} cannot be converted to float32 without overflow")));
+        }
+    }
+    scalar_bits(op, what, value, compute)
+}
+
 /// The layout of an out-of-place result of `shape` computed from `inputs` (`scalars` more
 /// inputs are Python scalars): PyTorch's TensorIterator rule. When every operand has the
 /// result's shape and all are contiguous, or all channels-last, or all dense with the same
@@ -274,7 +286,9 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     // uint8 with int8 computes in int16 (PyTorch), which no tensor here stores: a new result is
     // an error, and an in-place or `out=` one computes in 32 bits and converts at the store
     // (checked below to equal int16 arithmetic).
-    let (common, int16) = match common_type(name, &args, op.computes_in_float())? {
+    // A float-only op's integer operands stay integer here, for the check below (mapped to
+    // float32 first, they passed it).
+    let (common, int16) = match common_type(name, &args, op.computes_in_float() && !op.float_only())? {
         Common::Stored(d) => (d, false),
         Common::Int16 if matches!(dest, Target::New) => return Err(int16_result(name)),
         Common::Int16 => (DType::I32, true),
@@ -353,18 +367,18 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     }
     let mut a: Args = [0; 4];
     match op {
-        Op::Add { alpha } | Op::Sub { alpha } => a[0] = scalar_bits(name, "alpha", alpha, compute)?,
-        Op::Addcmul { value } => a[0] = scalar_bits(name, "value", value, compute)?,
+        Op::Add { alpha } | Op::Sub { alpha } => a[0] = argument_bits(name, "alpha", alpha, compute)?,
+        Op::Addcmul { value } => a[0] = argument_bits(name, "value", value, compute)?,
         Op::Clamp { min, max } => {
             if min.is_none() && max.is_none() {
                 return Err(Error::invalid(name, "at least one of min and max must be given"));
             }
             if let Some(m) = min {
-                a[1] = scalar_bits(name, "min", m, compute)?;
+                a[1] = argument_bits(name, "min", m, compute)?;
                 a[3] |= 1;
             }
             if let Some(m) = max {
-                a[2] = scalar_bits(name, "max", m, compute)?;
+                a[2] = argument_bits(name, "max", m, compute)?;
                 a[3] |= 2;
             }
         }

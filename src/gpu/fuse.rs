@@ -58,7 +58,7 @@ impl ConvTail {
     /// The call with `next` (a ReLU or an add into its output) folded in, if it folds
     /// (`max_binding`: the adapter's largest storage binding, which a fused residual must fit).
     fn fold(&self, next: &Tail, max_binding: u64) -> Option<ConvTail> {
-        let same = |t: &DeviceTensor| t.shares_storage(&self.out) && t.layout() == self.out.layout();
+        let same = |t: &DeviceTensor| t.shares_storage(&self.out) && t.layout() == self.out.layout() && t.dtype() == self.out.dtype();
         let mut call = self.clone();
         match next {
             Tail::Relu(t) if same(t) && !self.options.relu => call.options.relu = true,
