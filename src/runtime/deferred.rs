@@ -67,9 +67,9 @@ pub enum SubmitPolicy {
 impl SubmitPolicy {
     /// The policy `STRIDED_WGPU_SUBMIT` names (`each` or `deferred`), else `default`.
     pub(crate) fn from_env(default: SubmitPolicy) -> SubmitPolicy {
-        match std::env::var("STRIDED_WGPU_SUBMIT").as_deref() {
-            Ok("each") => SubmitPolicy::EachCall,
-            Ok("deferred") => SubmitPolicy::Deferred,
+        match crate::runtime::env::switch("STRIDED_WGPU_SUBMIT", &["each", "deferred"]) {
+            Some("each") => SubmitPolicy::EachCall,
+            Some("deferred") => SubmitPolicy::Deferred,
             _ => default,
         }
     }

@@ -15,6 +15,7 @@
 pub mod errors;
 pub(crate) mod bind;
 pub mod deferred;
+pub(crate) mod env;
 pub(crate) mod fxhash;
 pub mod lock;
 pub mod pool;
@@ -153,6 +154,10 @@ const GPU_CHECKS: wgpu::ShaderRuntimeChecks = {
 /// The device features the tensor-core kernel needs beside `SUBGROUP`.
 pub const COOPERATIVE_FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX.union(wgpu::Features::SHADER_F16);
 
+/// The values of `STRIDED_WGPU_COOPERATIVE_MATRIX`: tensor cores off, on where the automatic
+/// choice takes them (the default), or on every path that has them.
+const COOPERATIVE_SWITCH: &[&str] = &["0", "1", "all"];
+
 /// The fragment size of the tensor-core kernel on `adapter` (16, else 8), where it offers what
 /// the kernel needs (its features, the 16 x 16 x 16 or 8 x 8 x 8 f16 x f16 + f32 configuration,
 /// one subgroup size, a native backend) and the environment does not turn it off
@@ -164,7 +169,7 @@ pub fn cooperative_wanted(adapter: &wgpu::Adapter) -> Option<u32> {
             (p.m_size, p.n_size, p.k_size) == (size, size, size) && p.ab_type == wgpu::CooperativeScalarType::F16 && p.cr_type == wgpu::CooperativeScalarType::F32
         })
     };
-    let off = std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "0");
+    let off = env::switch("STRIDED_WGPU_COOPERATIVE_MATRIX", COOPERATIVE_SWITCH) == Some("0");
     let usable = !off && info.backend != wgpu::Backend::BrowserWebGpu && adapter.features().contains(COOPERATIVE_FEATURES | wgpu::Features::SUBGROUP) && info.subgroup_min_size == info.subgroup_max_size;
     [16, 8].into_iter().find(|&size| usable && has(size))
 }
@@ -221,9 +226,9 @@ impl Runtime {
             cooperative_matrix: coop
                 .filter(|_| subgroups && device.features().contains(COOPERATIVE_FEATURES) && info.subgroup_min_size == info.subgroup_max_size)
                 .filter(|_| (8..=64).contains(&info.subgroup_min_size) && 4 * info.subgroup_min_size <= limits.max_compute_invocations_per_workgroup)
-                .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size, all_paths: std::env::var("STRIDED_WGPU_COOPERATIVE_MATRIX").is_ok_and(|v| v == "all") }),
-            wide_gemm: std::env::var("STRIDED_WGPU_GEMM_TILES").is_ok_and(|v| v == "wide"),
-            loop_counters: info.device_type == wgpu::DeviceType::Cpu || std::env::var("STRIDED_WGPU_LOOP_COUNTERS").is_ok_and(|v| v == "1"),
+                .map(|size| CooperativeMatrix { size, subgroup_size: info.subgroup_min_size, all_paths: env::switch("STRIDED_WGPU_COOPERATIVE_MATRIX", COOPERATIVE_SWITCH) == Some("all") }),
+            wide_gemm: env::switch("STRIDED_WGPU_GEMM_TILES", &["default", "wide"]) == Some("wide"),
+            loop_counters: info.device_type == wgpu::DeviceType::Cpu || env::on("STRIDED_WGPU_LOOP_COUNTERS"),
         };
         let errors = errors::Capture::new(info.backend == wgpu::Backend::Gl);
         let spare_words = device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu spare words"), size: 16, usage: wgpu::BufferUsages::STORAGE, mapped_at_creation: false });
@@ -510,7 +515,7 @@ struct PipelineLog(#[cfg(not(target_arch = "wasm32"))] Option<std::time::Instant
 impl PipelineLog {
     #[cfg(not(target_arch = "wasm32"))]
     fn start() -> Self {
-        Self(std::env::var_os("STRIDED_WGPU_LOG_PIPELINES").is_some().then(std::time::Instant::now))
+        Self(env::on("STRIDED_WGPU_LOG_PIPELINES").then(std::time::Instant::now))
     }
 
     #[cfg(target_arch = "wasm32")]
