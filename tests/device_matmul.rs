@@ -1033,3 +1033,19 @@ fn sixteen_bit_products_write_their_output_bit_for_bit() {
         }
     }
 }
+
+/// A 16-bit product whose f32 twin a CPU adapter runs on its f32 kernels (widened) while the
+/// f32 output would pass one binding: the 16-bit kernels run it (the widened call bound its
+/// f32 scratch past the device's 1 MiB bindings and returned `Unsupported`).
+#[test]
+fn a_half_product_whose_f32_output_would_pass_a_binding() {
+    for ctx in contexts() {
+        let small = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 1 << 20, ..l });
+        let (m, k, n) = (600, 64, 600);
+        let a = HostTensor::from_vec((0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect::<Vec<_>>(), &[m, k]).unwrap().to(DType::F16).unwrap();
+        let b = HostTensor::from_vec((0..k * n).map(|i| ((i * 5) % 11) as f32 - 5.0).collect::<Vec<_>>(), &[k, n]).unwrap().to(DType::F16).unwrap();
+        let got = DeviceTensor::upload(&small, &a).unwrap().mm(&DeviceTensor::upload(&small, &b).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", name(ctx)));
+        // Small integers: every sum is exact in f32 and in f16.
+        assert_eq!(got.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap(), a.mm(&b).unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap(), "{}", name(ctx));
+    }
+}

@@ -262,8 +262,11 @@ impl GpuContext {
     }
 
     /// Where a 16-bit product runs widened to f32 on a CPU adapter: the f32 class's choice when
-    /// that is one of the f32 CPU-adapter kernels (`Blocked`, `Conv1x1`) and every operand's
-    /// storage fits one binding as f32; else `None`.
+    /// that is one of the f32 CPU-adapter kernels (`Blocked`, `Conv1x1`) and the buffers the
+    /// widened call binds (each operand's storage and the output as f32, in the pool's buffer
+    /// sizes, which those kernels check) each fit one binding; else `None` (the 16-bit
+    /// kernels, which bind the output as it is: the f32 scratch past one binding made the
+    /// widened call an error).
     fn widened_choice(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &wgpu::Buffer, out_view: &Layout) -> Option<MatmulKernel> {
         let report = &self.rt.report;
         if plan.dtype == DType::F32 || report.device_type != wgpu::DeviceType::Cpu {
@@ -272,7 +275,9 @@ impl GpuContext {
         let mut p32 = plan.clone();
         p32.dtype = DType::F32;
         let k32 = self.matmul_choice(&matmul_class(report, &product(&p32, a, b, c, out, out_view)));
-        let fits = [Some(a), Some(b), c].into_iter().flatten().all(|t| t.storage_len() as u64 * 4 <= report.max_storage_buffer_binding_size);
+        let binds = |elems: usize| (elems as u64).checked_mul(4).and_then(|b| crate::runtime::pool::pooled_size(b, report.max_buffer_size)).is_some_and(|b| b <= report.max_storage_buffer_binding_size);
+        let out_elems = plan.batch.iter().product::<usize>() * plan.m * plan.n;
+        let fits = [Some(a), Some(b), c].into_iter().flatten().all(|t| binds(t.storage_len())) && binds(out_elems);
         (matches!(k32, MatmulKernel::Blocked | MatmulKernel::Conv1x1) && fits).then_some(k32)
     }
 

@@ -24,6 +24,14 @@ pub(crate) fn size_class(size: u64) -> Option<u64> {
     (0..=4u64).map(|q| base.checked_add(q * quarter)).find_map(|c| c.filter(|&c| c >= size))
 }
 
+/// The size of the buffer the pool hands out for `size` bytes on a device whose largest buffer
+/// is `max`: its size class, or, where that is above `max`, the size itself rounded up to 4
+/// bytes. `None` when it would overflow.
+pub(crate) fn pooled_size(size: u64, max: u64) -> Option<u64> {
+    let class = size_class(size)?;
+    if class > max { size.max(4).checked_next_multiple_of(4) } else { Some(class) }
+}
+
 /// Idle buffers by (size class, usage), and the bytes they hold.
 pub(crate) struct BufferPool {
     free: crate::runtime::fxhash::FxHashMap<(u64, wgpu::BufferUsages), Vec<wgpu::Buffer>>,
@@ -102,8 +110,7 @@ impl Pooled {
     /// A class above `max` (the device's `max_buffer_size`) gives way to the size itself,
     /// rounded up to 4 bytes.
     pub(crate) fn get(device: &wgpu::Device, pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64) -> Option<Pooled> {
-        let class = size_class(size)?;
-        let class = if class > max { size.max(4).checked_next_multiple_of(4)? } else { class };
+        let class = pooled_size(size, max)?;
         let idle = lock(pool).take(class, usage);
         let buffer = idle.unwrap_or_else(|| device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false }));
         Some(Pooled { buffer, pool: pool.clone() })
