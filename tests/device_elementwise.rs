@@ -1486,3 +1486,24 @@ fn tanh_near_zero_and_clamp_with_a_nan_bound() {
         }
     }
 }
+
+/// The rows kernels write 2- and 1-byte outputs as u32 words (`elementwise_rows_*_narrow`), 4-byte
+/// ones as vec4 words: a store to a component of a vec4 word may access the whole word (WGSL's
+/// memory model), and invocations writing the quads of one word would race. In place (the
+/// input read through the output's binding) and into a new tensor, equal to the host.
+#[test]
+fn rows_kernels_store_narrow_outputs_as_whole_words() {
+    for ctx in contexts() {
+        for (dtype, kernel) in [(DType::F16, "elementwise_rows_runs_narrow"), (DType::U8, "elementwise_rows_runs_narrow"), (DType::F32, "elementwise_rows_runs")] {
+            let h = HostTensor::from_vec((0..4096).map(|i| (i % 97) as f32 - 48.0).collect::<Vec<_>>(), &[4096]).unwrap().to(dtype).unwrap();
+            let x = DeviceTensor::upload(ctx, &h).unwrap();
+            let graph = ctx.capture(&[&x], || DeviceTensor::run_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&x), Input::Tensor(&x)], Target::New, ROWS_AUTO)).unwrap();
+            assert!(graph.dispatches().iter().any(|(_, k)| *k == kernel), "{} {dtype}: {:?}", name(ctx), graph.dispatches());
+            graph.replay_and_wait(&[]).unwrap();
+            let want = h.add(&h).unwrap();
+            assert_eq!(bits(&graph.output().download().unwrap()), bits(&want), "{} {dtype}", name(ctx));
+            DeviceTensor::run_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&x), Input::Tensor(&x)], Target::InPlace, RUNS).unwrap();
+            assert_eq!(bits(&x.download().unwrap()), bits(&want), "{} {dtype} in place", name(ctx));
+        }
+    }
+}

@@ -5,7 +5,9 @@
 // Elementwise ops on rows: plan dim 0 is contiguous in the output; its size, the output's
 // offset and its other strides are multiples of 4. Each invocation computes EPT quads (4
 // consecutive elements of dim 0, WG quads apart; or, with COLUMNS, QPR quads of each of EPT
-// rows) and writes the output's quad whole, so no store needs atomics. An input is contiguous
+// rows) and writes the output's quad whole, so no store needs atomics (the output's binding
+// and stores: elementwise_rows_out4 for 4-byte elements, a vec4 word a quad;
+// elementwise_rows_out_narrow for 2- and 1-byte ones, u32 words). An input is contiguous
 // along dim 0 with its offset and other strides multiples of 4 (its quad is one piece of a
 // vec4 word: 16 bytes of 4-byte elements, half a word of 2-byte ones, a quarter of 1-byte
 // ones), broadcast (stride 0: one element per row), gathered (any other stride: four
@@ -25,7 +27,6 @@ override TRANS: u32 = 0u;
 // Quads of a row per invocation and row in quad-column mode.
 override QPR: u32 = 4u;
 
-@group(0) @binding(1) var<storage, read_write> out: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> in1: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> in2: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> in3: array<vec4<u32>>;
@@ -38,7 +39,7 @@ fn component(v: vec4<u32>, c: u32) -> u32 {
 // vec4 word w of operand k's binding.
 fn quad_word(k: u32, w: u32) -> vec4<u32> {
     if (aliased(k)) {
-        return out[w];
+        return out_word(w);
     }
     switch k {
         case 1u: {
@@ -80,40 +81,6 @@ fn load_one(k: u32, e: u32, t: u32) -> u32 {
         return (w >> ((e & 1u) * 16u)) & 0xffffu;
     }
     return (w >> ((e & 3u) * 8u)) & 0xffu;
-}
-
-fn store_quad(e: u32, v: vec4<u32>) {
-    let b = dt_bytes(OUT_T);
-    if (b == 4u) {
-        out[e >> 2u] = v;
-        return;
-    }
-    if (b == 2u) {
-        let p = vec2<u32>(v.x | (v.y << 16u), v.z | (v.w << 16u));
-        if ((e & 4u) != 0u) {
-            out[e >> 3u].z = p.x;
-            out[e >> 3u].w = p.y;
-        } else {
-            out[e >> 3u].x = p.x;
-            out[e >> 3u].y = p.y;
-        }
-        return;
-    }
-    let w = v.x | (v.y << 8u) | (v.z << 16u) | (v.w << 24u);
-    switch (e >> 2u) & 3u {
-        case 0u: {
-            out[e >> 4u].x = w;
-        }
-        case 1u: {
-            out[e >> 4u].y = w;
-        }
-        case 2u: {
-            out[e >> 4u].z = w;
-        }
-        default: {
-            out[e >> 4u].w = w;
-        }
-    }
 }
 
 // Slot j's 4 values (reading plan operand k at element e, or its scalar) in the

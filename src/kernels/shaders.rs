@@ -74,6 +74,8 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("elementwise_out_packed", prelude!("elementwise_out_packed")),
     ("elementwise_out_words", prelude!("elementwise_out_words")),
     ("elementwise_rows", prelude!("elementwise_rows")),
+    ("elementwise_rows_out4", prelude!("elementwise_rows_out4")),
+    ("elementwise_rows_out_narrow", prelude!("elementwise_rows_out_narrow")),
     ("transpose", prelude!("transpose")),
     ("conv", prelude!("conv")),
     ("conv_weights", prelude!("conv_weights")),
@@ -138,8 +140,10 @@ pub const PRELUDE: &str = prelude!("plan");
 const EW_PACKED_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_packed", "packed_store"];
 const EW_WORDS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_out_words"];
 
-/// The preludes of the rows kernels (one per traversal).
-const EW_ROWS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_rows"];
+/// The preludes of the rows kernels (one per traversal) in their two output forms: 4-byte
+/// elements as vec4 words, 2- and 1-byte ones as u32 words.
+const EW_ROWS_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_rows_out4", "elementwise_rows"];
+const EW_ROWS_NARROW_PRELUDES: &[&str] = &["iter", "dtypes", "ops", "cast", "elementwise_ops", "elementwise_slots", "elementwise_rows_out_narrow", "elementwise_rows"];
 
 /// Every kernel: its name, the preludes it is compiled with (in order), and the text of its file
 /// under `shaders/kernels/`.
@@ -170,6 +174,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("elementwise_rows_runs", EW_ROWS_PRELUDES, kernel!("elementwise_rows_runs")),
     ("elementwise_rows_columns", EW_ROWS_PRELUDES, kernel!("elementwise_rows_columns")),
     ("elementwise_rows_blocks", EW_ROWS_PRELUDES, kernel!("elementwise_rows_blocks")),
+    ("elementwise_rows_runs_narrow", EW_ROWS_NARROW_PRELUDES, kernel!("elementwise_rows_runs")),
+    ("elementwise_rows_columns_narrow", EW_ROWS_NARROW_PRELUDES, kernel!("elementwise_rows_columns")),
+    ("elementwise_rows_blocks_narrow", EW_ROWS_NARROW_PRELUDES, kernel!("elementwise_rows_blocks")),
     // One GEMM engine (the tile loop) under the convolution and the matrix products.
     ("conv2d_gemm", &["conv_io", "conv_gemm_io", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
     ("conv2d_gemm_sum", &["conv_io", "conv_gemm_io", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),

@@ -314,7 +314,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
         let mask = |read: RowRead| (1..n_ops).filter(|&k| row_read(plan, k, blocks) == read).map(|k| 1i64 << k).sum();
         let trans = mask(RowRead::Transposed);
         constants.extend([("QPR", QPR as i64), ("BCAST", mask(RowRead::Broadcast)), ("GATHER", mask(RowRead::Gathered)), ("TRANS", trans)]);
-        shader = rows_kernel(columns, trans != 0);
+        shader = rows_kernel(columns, trans != 0, r.out_dtype.size() < 4);
     }
     let key = PipelineKey { shader, constants };
     // Unused and aliased input bindings get a buffer that is not the output's.
@@ -366,12 +366,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
 }
 
 /// The rows kernel of a traversal: runs along rows, quad columns through rows, or quad columns
-/// with transposed 4 x 4 blocks (one file each, so that each pipeline compiles one traversal).
-fn rows_kernel(columns: bool, blocks: bool) -> &'static str {
-    match (columns, blocks) {
-        (false, _) => "elementwise_rows_runs",
-        (true, false) => "elementwise_rows_columns",
-        (true, true) => "elementwise_rows_blocks",
+/// with transposed 4 x 4 blocks (one file each, so that each pipeline compiles one traversal),
+/// writing 4-byte elements as vec4 words, or (`narrow`) 2- and 1-byte ones as u32 words.
+fn rows_kernel(columns: bool, blocks: bool, narrow: bool) -> &'static str {
+    match (columns, blocks, narrow) {
+        (false, _, false) => "elementwise_rows_runs",
+        (true, false, false) => "elementwise_rows_columns",
+        (true, true, false) => "elementwise_rows_blocks",
+        (false, _, true) => "elementwise_rows_runs_narrow",
+        (true, false, true) => "elementwise_rows_columns_narrow",
+        (true, true, true) => "elementwise_rows_blocks_narrow",
     }
 }
 
@@ -438,7 +442,7 @@ pub fn gpu_pipelines() -> Vec<crate::kernels::shaders::PipelineSpec> {
                         continue;
                     }
                     constants.extend([("BCAST", bcast), ("GATHER", gather), ("QPR", QPR as i64)]);
-                    kernel = rows_kernel(columns == 1, false);
+                    kernel = rows_kernel(columns == 1, false, output.size() < 4);
                 }
                 out.push(crate::kernels::shaders::PipelineSpec { kernel, constants });
             }
