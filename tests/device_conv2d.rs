@@ -1067,15 +1067,24 @@ fn sixteen_bit_convolutions_equal_their_f32_copies_bit_for_bit() {
                             }
                         }
                     }
+                    // Into a context of its own again: one that kept a choice for the class keeps it.
+                    assert_eq!(own.load_tuning_json(&file.to_string()).unwrap(), 0, "{what}: the tuned context's class");
+                    let own = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).unwrap();
+                    let (ox, ow, ob) = (to_device(&own, &x), to_device(&own, &w), to_device(&own, &b));
+                    let out = DeviceTensor::zeros(&own, want.shape(), dtype, want.layout().suggest_memory_format()).unwrap();
                     assert_eq!(own.load_tuning_json(&file.to_string()).unwrap(), 1, "{what}: the tuning file");
                     assert_eq!(own.conv2d_choice(&ox, &ow, Some(&ob), &o, &out).unwrap(), Some(kernel), "{what}: the kept choice");
+                    // (Counted as encoded: the context holds eager calls back, so each is flushed.)
+                    own.flush().unwrap().wait().unwrap();
                     let before = own.record_counts();
                     ox.conv2d_out(&ow, Some(&ob), &o, &out).unwrap();
+                    own.flush().unwrap().wait().unwrap();
                     let automatic = own.record_counts() - before;
                     same_bits("automatic", &out, &got);
                     // As the forced kernel records it: no conversions.
                     let before = own.record_counts();
                     conv2d_with(&ox, &ow, Some(&ob), &o, kernel).unwrap();
+                    own.flush().unwrap().wait().unwrap();
                     assert_eq!(automatic.dispatches, (own.record_counts() - before).dispatches, "{what}: the automatic call's dispatches");
                 }
                 // Within one rounding of the reference (plus the accumulation bound, and the
