@@ -684,6 +684,21 @@ fn short_contiguous_rows_match_cpu() {
         let e = out.copy_with(&x, CopyPath::Vec4Rows { wg: 64, rows: 2 }).unwrap_err();
         assert!(matches!(e, Error::Unsupported { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
         assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
+        // A slice `::2` of 4-byte elements is not the forced kernel's (its last source word
+        // reaches one element past the view: past a caller's buffer that ends there); of
+        // 2-byte ones it is.
+        let src = DeviceTensor::from_slice(ctx, &(0..64u32).collect::<Vec<_>>(), &[64]).unwrap().as_strided(&[32], &[2], 0).unwrap();
+        let out = DeviceTensor::from_slice(ctx, &[7u32; 32], &[32]).unwrap();
+        let e = out.copy_with(&src, CopyPath::Vec4Rows { wg: 64, rows: 1 }).unwrap_err();
+        assert!(matches!(e, Error::Unsupported { op: "copy_", .. }), "{e}");
+        assert!(out.download().unwrap().to_vec::<u32>().unwrap().iter().all(|&v| v == 7));
+        out.copy_(&src).unwrap();
+        assert_eq!(out.download().unwrap().to_vec::<u32>().unwrap(), (0..32).map(|i| 2 * i).collect::<Vec<u32>>());
+        let halves = HostTensor::from_vec((0..64).map(|i| i as f32).collect::<Vec<_>>(), &[64]).unwrap().materialize(MemoryFormat::Contiguous, DType::F16).unwrap();
+        let src16 = DeviceTensor::upload(ctx, &halves).unwrap().as_strided(&[32], &[2], 0).unwrap();
+        let out16 = DeviceTensor::zeros(ctx, &[32], DType::F16, MemoryFormat::Contiguous).unwrap();
+        out16.copy_with(&src16, CopyPath::Vec4Rows { wg: 64, rows: 1 }).unwrap();
+        assert!(whole(&out16.download().unwrap()) == whole(&halves.as_strided(&[32], &[2], 0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap()), "{}", name(ctx));
     }
 }
 

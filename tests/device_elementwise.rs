@@ -1507,3 +1507,25 @@ fn rows_kernels_store_narrow_outputs_as_whole_words() {
         }
     }
 }
+
+/// A forced kernel shape whose workgroup passes the adapter's limits is a `Limit` error naming
+/// it, for elementwise ops and copies, and the destination is left alone (pipeline creation
+/// failed inside wgpu, a `Gpu` error).
+#[test]
+fn forced_workgroups_past_the_adapter_are_limit_errors() {
+    use strided_wgpu::advanced::CopyPath;
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &[1f32; 64], &[64]).unwrap();
+        let out = DeviceTensor::from_slice(ctx, &[7f32; 64], &[64]).unwrap();
+        let huge = 1 << 20;
+        for path in [ElementwisePath::Gather { wg: huge, ept: 1 }, ElementwisePath::Rows { wg: huge, ept: 1 }] {
+            let e = DeviceTensor::run_with(Op::Neg, &[Input::Tensor(&x)], Target::Out(&out), path).unwrap_err();
+            assert!(matches!(&e, Error::Limit { limit: "max_compute_invocations_per_workgroup", requested, .. } if *requested == huge as u64), "{}: {path:?}: {e}", name(ctx));
+        }
+        for path in [CopyPath::Gather { wg: huge, ept: 1 }, CopyPath::Vec4 { wg: huge, wpt: 1 }] {
+            let e = out.copy_with(&x, path).unwrap_err();
+            assert!(matches!(&e, Error::Limit { op: "copy_", limit: "max_compute_invocations_per_workgroup", .. }), "{}: {path:?}: {e}", name(ctx));
+        }
+        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), vec![7.0; 64], "{}", name(ctx));
+    }
+}

@@ -51,6 +51,8 @@ pub struct AdapterReport {
     pub max_compute_workgroups_per_dimension: u32,
     /// Invocations per workgroup.
     pub max_compute_invocations_per_workgroup: u32,
+    /// A workgroup's size along x.
+    pub max_compute_workgroup_size_x: u32,
     /// Whether GPU timestamps can be written inside command encoders
     /// (`TIMESTAMP_QUERY_INSIDE_ENCODERS`).
     pub timestamps: bool,
@@ -199,6 +201,19 @@ pub(crate) struct Runtime {
     spare_words: wgpu::Buffer,
 }
 
+impl AdapterReport {
+    /// `wg` invocations as a forced kernel's one-dimensional workgroup, or an
+    /// [`Error::Limit`] of `op` naming `what` (a workgroup past the adapter's limits fails
+    /// pipeline creation, a wgpu error, where the adapter's limits say why).
+    pub(crate) fn check_workgroup(&self, op: &'static str, what: &str, wg: u32) -> Result<()> {
+        let max = self.max_compute_invocations_per_workgroup.min(self.max_compute_workgroup_size_x);
+        if wg > max {
+            return Err(Error::Limit { op, what: format!("{what}'s workgroup of {wg} invocations"), limit: "max_compute_invocations_per_workgroup", requested: wg as u64, max: max as u64 });
+        }
+        Ok(())
+    }
+}
+
 impl Runtime {
     /// `coop`: the fragment size of the cooperative-matrix configuration the adapter reported
     /// for the tensor-core kernel ([`cooperative_wanted`]; the device's features say the rest).
@@ -218,6 +233,7 @@ impl Runtime {
             min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_size_x: limits.max_compute_workgroup_size_x,
             timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
             pass_timestamps: device.features().contains(wgpu::Features::TIMESTAMP_QUERY),
             shuffled_weights: info.device_type == wgpu::DeviceType::Cpu && subgroups && info.subgroup_min_size >= 8,

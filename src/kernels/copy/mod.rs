@@ -142,6 +142,9 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
     let (de, se) = (dst.size(), src.size());
     let same_type = dst == src;
     path.check_counts()?;
+    if let Some(wg) = path.workgroup() {
+        r.check_workgroup(OP, &format!("{path:?}"), wg)?;
+    }
     if plan.numel() == 0 && path != CopyPath::Auto {
         return Ok(Prepared::Nothing);
     }

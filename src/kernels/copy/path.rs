@@ -113,6 +113,11 @@ impl CopyPath {
         }
     }
 
+    /// The path's workgroup size (`None`: Auto and buffer copies).
+    pub(crate) fn workgroup(self) -> Option<u32> {
+        self.counts().into_iter().find(|&(name, _)| name == "wg").map(|(_, v)| v)
+    }
+
     /// An error naming the first count that is zero, or the Vec4 workgroup's words when they
     /// overflow u32 (a forced path; a loaded tuning file holds only the tuner's candidates).
     pub(crate) fn check_counts(self) -> Result<()> {
@@ -192,10 +197,13 @@ pub(super) fn column_rows(r: &AdapterReport, plan: &CopyPlan, unit: u64) -> u32 
 
 /// The word plan and `STEP` constant of `copy_rows_vec4.wgsl` for a plan of `esize`-byte
 /// elements of one type: rows of whole 16-byte words contiguous in both operands (step 1), or
-/// taking every other source element (step 2, a slice `::2`).
+/// taking every other source element (step 2, a slice `::2`) of 2- and 1-byte elements. Not of
+/// 4-byte ones (`strided_rows.wgsl` moves those): a row's last source word reaches one
+/// element past the view's last, which the padding to 4 bytes covers for narrower elements
+/// only (a caller's buffer ending at the view read a clamped word in its place).
 pub(crate) fn vec4_rows_plan(plan: &CopyPlan, esize: usize) -> Option<(CopyPlan, u32)> {
     let unit = 16 / esize;
-    plan.in_words(unit, 1).map(|w| (w, 1)).or_else(|| plan.in_words(unit, 2).map(|w| (w, 2)))
+    plan.in_words(unit, 1).map(|w| (w, 1)).or_else(|| if esize < 4 { plan.in_words(unit, 2).map(|w| (w, 2)) } else { None })
 }
 
 /// The `STEP` constant of `strided_rows.wgsl` for a plan of `esize`-byte elements, when that
