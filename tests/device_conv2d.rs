@@ -1131,3 +1131,25 @@ fn a_measuring_call_into_a_batch_innermost_output() {
         }
     }
 }
+
+/// A convolution's class holds the output's orientation: the default kernel follows it, so a
+/// choice measured into NCHW outputs is not taken for channels-last ones (with no vec4 path,
+/// C = K = 6 and 7 output columns, both shared one class, and the second tuning measured
+/// nothing).
+#[test]
+fn tuned_classes_keep_the_outputs_orientation_apart() {
+    use strided_wgpu::MemoryFormat;
+    for ctx in contexts() {
+        let own = limited(ctx, |l| l);
+        let mut rng = Rng(41);
+        let x = DeviceTensor::from_slice(&own, &vals(&mut rng, 2 * 6 * 7 * 7), &[2, 6, 7, 7]).unwrap();
+        let w = DeviceTensor::from_slice(&own, &vals(&mut rng, 6 * 6 * 9), &[6, 6, 3, 3]).unwrap();
+        let nchw = Conv2dOptions { padding: (1, 1), output_format: Some(MemoryFormat::Contiguous), ..Default::default() };
+        let cl = Conv2dOptions { output_format: Some(MemoryFormat::ChannelsLast), ..nchw };
+        assert!(own.tune_conv2d(&x, &w, None, &nchw).unwrap(), "{}", name(ctx));
+        assert!(own.tune_conv2d(&x, &w, None, &cl).unwrap(), "{}: the channels-last class was the NCHW one", name(ctx));
+        let classes = own.tuned_conv_choices();
+        assert_eq!(classes.len(), 2, "{}", name(ctx));
+        assert_eq!(classes.iter().filter(|(c, _)| c.channels_last_out).count(), 1, "{}", name(ctx));
+    }
+}

@@ -197,7 +197,7 @@ impl Batch<'_> {
             // that reads 16-bit operands runs on them as they are, below.
             if kernel == ConvKernel::Auto {
                 let y = f32_twin(out.layout())?;
-                kernel = ctx.conv_choice(&conv_class(&ctx.rt.report, g, options, &f32_twin(input.layout())?, &f32_twin(weight.layout())?, &y), &y, kernel);
+                kernel = ctx.conv_choice(&conv_class(&ctx.rt.report, g, options, &f32_twin(input.layout())?, &f32_twin(weight.layout())?, &y), kernel);
             }
             if !kernel.reads_half() {
                 return self.convolve_in_f32(op, out, input, weight, bias, residual, options, g, kernel);
@@ -213,7 +213,7 @@ impl Batch<'_> {
         }
         let class = conv_class(&ctx.rt.report, g, options, input.layout(), weight.layout(), out.layout());
         let start = self.recorded();
-        let kernel = ctx.conv_choice(&class, out.layout(), kernel);
+        let kernel = ctx.conv_choice(&class, kernel);
         // The residual in the kernel's epilogue where it can be; else the convolution without
         // its ReLU, then the add and the ReLU (the same f32 steps, the same bits).
         let fused = residual.filter(|r| kernel.fuses_residual() && r.layout().strides() == out.layout().strides() && r.buffer().size() <= ctx.rt.report.max_storage_buffer_binding_size);
@@ -383,9 +383,9 @@ fn view_via<'a>(t: &'a DeviceTensor, copy: &'a Option<wgpu::Buffer>) -> View<'a>
 /// class, and the measurements that keep one.
 impl GpuContext {
     /// The convolution kernel: `kernel` when forced, else the tuned (or default) one.
-    pub(crate) fn conv_choice(&self, class: &ConvClass, out: &Layout, kernel: ConvKernel) -> ConvKernel {
+    pub(crate) fn conv_choice(&self, class: &ConvClass, kernel: ConvKernel) -> ConvKernel {
         match kernel {
-            ConvKernel::Auto => self.tuner.get::<Conv>(class).unwrap_or_else(|| conv_default(&self.rt.report, class, out.strides()[1] == 1 && out.shape()[1] > 1)),
+            ConvKernel::Auto => self.tuner.get::<Conv>(class).unwrap_or_else(|| conv_default(&self.rt.report, class)),
             k => k,
         }
     }
@@ -401,7 +401,7 @@ impl GpuContext {
         if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
             return Ok(Some(ConvKernel::Coop));
         }
-        Ok(class.map(|(class, out)| self.conv_choice(&class, &out, ConvKernel::Auto)))
+        Ok(class.map(|(class, _)| self.conv_choice(&class, ConvKernel::Auto)))
     }
 
     /// Whether the automatic choice runs this (checked) convolution on [`ConvKernel::Coop`]:
@@ -416,12 +416,11 @@ impl GpuContext {
     /// gives while the call's class has no kept choice (measured or loaded). The same checks;
     /// `None` for an empty output.
     pub fn conv2d_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
-        let cl = |o: &Layout| o.strides()[1] == 1 && o.shape()[1] > 1;
         let class = self.conv2d_class("conv2d_default", out, input, weight, bias, options)?;
         if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
             return Ok(Some(ConvKernel::Coop));
         }
-        Ok(class.map(|(class, out)| conv_default(&self.rt.report, &class, cl(&out))))
+        Ok(class.map(|(class, _)| conv_default(&self.rt.report, &class)))
     }
 
     /// The class of a checked convolution and the output layout its kernels write: a 16-bit

@@ -160,9 +160,16 @@ fn stamp(enc: &mut wgpu::CommandEncoder, queries: &wgpu::QuerySet, index: u32, i
     let _ = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("timer"), timestamp_writes: Some(wgpu::ComputePassTimestampWrites { query_set: queries, beginning_of_pass_write_index, end_of_pass_write_index }) });
 }
 
-/// Submits `enc` and resolves to the milliseconds until its work finished, by the wall clock.
+/// Submits `enc` and resolves to the milliseconds until its work finished, by the wall clock:
+/// from when everything submitted before (eager calls held back included) has finished, so
+/// that the measurement is `enc`'s work alone.
 #[cfg(not(target_arch = "wasm32"))]
 async fn wall_clock(rt: &Arc<Runtime>, enc: wgpu::CommandEncoder, keep: Keep, drive: Drive) -> Result<f64> {
+    let mut before = rt.flush("timer")?;
+    if let Some(done) = &mut before.done {
+        done.drive = drive;
+    }
+    before.finished().await?;
     let t0 = std::time::Instant::now();
     let mut sub = crate::runtime::submit::submit(rt, "timer", enc, keep)?;
     if let Some(done) = &mut sub.done {

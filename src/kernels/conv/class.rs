@@ -65,6 +65,11 @@ pub struct ConvClass {
     /// Both false in classes kept before it was recorded.
     #[serde(default)]
     pub weight_runs: [bool; 2],
+    /// Whether the output is channels-last (channel stride 1, more than one channel): the
+    /// default kernel follows the output's orientation, so a choice kept for one orientation
+    /// is not another's. False in classes kept before it was recorded.
+    #[serde(default)]
+    pub channels_last_out: bool,
 }
 
 /// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
@@ -103,6 +108,7 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
         grouped: o.groups > 1 && o.groups < g.c,
         groups_log2: log2(groups),
         weight_runs: [runs(false), runs(true)],
+        channels_last_out: out.strides()[1] == 1 && out.shape()[1] > 1,
     }
 }
 
@@ -121,7 +127,8 @@ pub(crate) fn conv_class(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOpti
 /// kernel; at a stride above 1, `Nhwc` where both operands move as vec4 words, `Nchw` into
 /// NCHW where its output does, else the direct kernel; otherwise the register-blocked kernel
 /// of the output's orientation, NHWC only where both operands move as vec4 words.
-pub(crate) fn conv_default(report: &AdapterReport, c: &ConvClass, channels_last_out: bool) -> ConvKernel {
+pub(crate) fn conv_default(report: &AdapterReport, c: &ConvClass) -> ConvKernel {
+    let channels_last_out = c.channels_last_out;
     let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
     let cpu = report.device_type == wgpu::DeviceType::Cpu;
     if has(ConvKernel::DepthwiseNchw) {

@@ -496,7 +496,7 @@ fn record_conv(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: &Shapes) ->
         let b = Layout::new(vec![n], vec![sc[1]], offs[2] as usize)?;
         let y = Layout::new(vec![1, ch, pix, 1], vec![1, ys0, ys1, 1], offs[3] as usize)?;
         let class = conv_class(&rt.report, &g, &o, &x, &w, &y);
-        let kernel = conv_default(&rt.report, &class, ys0 == 1 && ch > 1);
+        let kernel = conv_default(&rt.report, &class);
         let bias = p.c.map(|c| View { buffer: c.buffer, layout: &b });
         conv::record(rt, rec, &ConvCall { op: p.op, out: View { buffer: p.out.buffer, layout: &y }, input: View { buffer: xb, layout: &x }, weight: View { buffer: wb, layout: &w }, bias, options: &o, g: &g, kernel, residual: None })?;
     }
