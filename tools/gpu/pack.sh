@@ -13,13 +13,16 @@ cp target/release/strided-wgpu target/release/examples/coop_probe .gpu/bin/
 # The device suites, built with the release profile; their data files are read from the
 # checkout (compiled-in CARGO_MANIFEST_DIR, which run.sh links to the checkout there).
 tests=(graph device_conv2d device_matmul device_reduce conformance embedding)
-cargo test --release --no-run --message-format=json $(printf -- '--test %s ' "${tests[@]}") 2>/dev/null \
+cargo test --release --no-run --message-format=json $(printf -- '--test %s ' "${tests[@]}") 2>.gpu/build.log \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
   | while read -r name exe; do cp "$exe" ".gpu/bin/$name"; done
+for t in "${tests[@]}"; do
+  [ -x ".gpu/bin/$t" ] || { echo "pack: no test binary $t (cargo's messages: .gpu/build.log)"; tail -20 .gpu/build.log; exit 1; }
+done
 # GPU_PACK_B=<path>: a second build of the main program (another revision, or the same with
 # one constant changed), timed beside the first by run.sh.
 if [ -n "${GPU_PACK_B:-}" ]; then cp "$GPU_PACK_B" .gpu/bin/strided-wgpu-b; fi
@@ -29,6 +32,8 @@ strip .gpu/bin/* 2>/dev/null || true
 tar -C .gpu -czf .gpu/bin.tgz bin
 rm -rf .gpu/bin
 echo "$PWD" > .gpu/built_at
+# What was built (the device gets the working tree, not .git): run.sh copies it into env.txt.
+{ git rev-parse HEAD; echo "uncommitted files: $(git status --short | wc -l)"; date -u; } > .gpu/rev
 # The Vulkan loader and EGL, as the device tool's README says to bring them.
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 mkdir -p /tmp/amd64/partial

@@ -10,8 +10,9 @@
 #   5. the cooperative-matrix probe (examples/coop_probe.rs, into bench.jsonl) and PyTorch's
 #      f16 and f32 mm beside it (tools/gpu/torch_mm_half.py, into torch.jsonl).
 # GPU_STEPS names the steps to run (default: calls resnet peers profile parts tests coop).
-# Results in $OUT (at most 8 files): env.txt, calls.jsonl, bench.jsonl, torch.jsonl,
-# torch_resnet.txt, tests.log, and for a second build calls_b.jsonl, bench_b.jsonl.
+# Results in $OUT (at most 8 files, the device tool's limit, which these reach: a new output
+# goes into one of them): env.txt, calls.jsonl, bench.jsonl, torch.jsonl, torch_resnet.txt,
+# tests.log, and for a second build calls_b.jsonl, bench_b.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/gpu-out}"
@@ -23,10 +24,11 @@ step() {
   local cap=$1 file=$2
   shift 2
   local left=$((end - SECONDS))
-  if [ "$left" -lt 5 ]; then echo "!!! skipped (budget spent): $*" >> "$OUT/$file"; return; fi
+  if [ "$left" -lt 5 ]; then echo "!!! skipped (budget spent): $*" | tee -a "$OUT/$file" >> "$OUT/env.txt"; return; fi
   [ "$cap" -gt "$left" ] && cap=$left
   local t0=$SECONDS
-  timeout "$cap" "$@" >> "$OUT/$file" 2>&1
+  # Killed 10 s after the cap where SIGTERM does not end it (a process stuck in a GPU wait).
+  timeout -k 10 "$cap" "$@" >> "$OUT/$file" 2>&1
   local rc=$?
   echo "### $* : rc=$rc, $((SECONDS - t0)) s" >> "$OUT/env.txt"
 }
@@ -44,12 +46,15 @@ built_at="$(cat .gpu/built_at)"
 if [ "$built_at" != "$PWD" ] && [ ! -e "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -s "$PWD" "$built_at"; fi
 export WGPU_BACKEND=vulkan STRIDED_WGPU_REQUIRE_ADAPTER=1 XDG_RUNTIME_DIR="$(mktemp -d)" PYTHONUNBUFFERED=1
 export STRIDED_WGPU_BENCH_MIN_S="${STRIDED_WGPU_BENCH_MIN_S:-0.2}"
-{ date -u; git log --oneline -1 2>/dev/null || true; nvidia-smi -L 2>&1; nproc; } > "$OUT/env.txt"
+{ date -u; echo "built from:"; cat .gpu/rev 2>/dev/null || echo "!!! no .gpu/rev"; nvidia-smi -L 2>&1; nproc
+  echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} GPU_STEPS=${GPU_STEPS:-} GPU_B_ENV=${GPU_B_ENV-(default)} GPU_RUN_BUDGET=${GPU_RUN_BUDGET:-330}"
+  ldconfig -p | grep -E 'libvulkan|libEGL|GLX_nvidia|GLdispatch' || echo "!!! no Vulkan loader in ldconfig"; } > "$OUT/env.txt"
 # The binaries travel gzipped (pack.sh).
 if [ -f .gpu/bin.tgz ]; then
   tar -C .gpu -xzf .gpu/bin.tgz || echo "!!! unpacking .gpu/bin.tgz failed" >> "$OUT/env.txt"
 fi
 bin=.gpu/bin/strided-wgpu
+if [ ! -x "$bin" ]; then echo "!!! no $bin: was .gpu carried (run with carry [\".gpu\"])?" | tee -a "$OUT/env.txt"; exit 1; fi
 # A second build of the main program (`.gpu/bin/strided-wgpu-b`, optional: pack.sh copies the
 # binary GPU_PACK_B names) is timed beside the first, in turns, into calls_b.jsonl and
 # bench_b.jsonl.
@@ -71,12 +76,14 @@ if want peers && [ -f .gpu/peers/torch_cuda_bench.py ]; then
   step 60 torch_resnet.txt python3 .gpu/peers/torch_resnet_variants.py
 fi
 want profile && step 40 bench.jsonl $bin bench --only resnet --profile --json
+# The second build times only GPU_B_PARTS (default conv matmul: the parts the default
+# GPU_B_ENV, the GEMM's wide tiles, changes).
 want parts && for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
   step 90 bench.jsonl $bin bench --only "$part" --json
-  [ ${#alt[@]} -gt 0 ] && step 90 bench_b.jsonl "${alt[@]}" bench --only "$part" --json
+  if [ ${#alt[@]} -gt 0 ] && [[ " ${GPU_B_PARTS:-conv matmul} " == *" $part "* ]]; then step 90 bench_b.jsonl "${alt[@]}" bench --only "$part" --json; fi
 done
 want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul device_reduce conformance embedding}; do
-  [ -x ".gpu/bin/$t" ] || continue
+  [ -x ".gpu/bin/$t" ] || { echo "!!! missing test binary $t" | tee -a "$OUT/tests.log" >> "$OUT/env.txt"; continue; }
   echo "=== $t" >> "$OUT/tests.log"
   step 120 tests.log ".gpu/bin/$t"
 done
@@ -86,4 +93,6 @@ if want coop && [ -x .gpu/bin/coop_probe ]; then
   step 60 bench.jsonl .gpu/bin/coop_probe
   [ -f .gpu/peers/torch_mm_half.py ] && step 60 torch.jsonl python3 .gpu/peers/torch_mm_half.py
 fi
+# The tool returns the output's tail: every step's exit status and time.
 ls -la "$OUT"
+cat "$OUT/env.txt"
