@@ -42,7 +42,8 @@ const RUNS: usize = 4;
 /// float bits than an untuned one, or than another process. Within a context a class's kernel,
 /// once kept, never changes (a later measurement or file keeps it); before that, a recording
 /// of the class runs the adapter's default kernel, which the first measuring call may replace.
-/// Under [`TuningPolicy::Defaults`] with no tuning file, the same input gives the same bits.
+/// Under [`TuningPolicy::Defaults`], with no tuning file loaded and no `tune_*` call, the same
+/// input gives the same bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TuningPolicy {
     /// No call measures by itself: a shape class runs the choice kept for it (from

@@ -786,3 +786,39 @@ fn a_failed_download_loses_no_held_work_and_leaves_the_pool_sound() {
         assert_eq!(seen.load(Ordering::SeqCst), 0, "{}: an error reached the host's handler", name(ctx));
     }
 }
+
+/// A float16 convolution writing 4 channels of one pixel (8 bytes) into a caller's buffer of
+/// exactly that size, channels-last: the kernels that store 4 channels as one 8-byte word bound
+/// 16 bytes (past the buffer: a wgpu validation error). Every kernel that takes it, equal to
+/// the host.
+#[test]
+fn a_half_convolution_into_a_caller_buffer_of_one_word() {
+    use strided_wgpu::advanced::ConvKernel;
+    use strided_wgpu::Elementwise;
+    let _serial = one_at_a_time();
+    let cl = MemoryFormat::ChannelsLast;
+    let x = HostTensor::from_vec(vec![1.0f32, -2.0, 3.0, -4.0], &[1, 4, 1, 1]).unwrap().materialize(cl, DType::F16).unwrap();
+    for (groups, wshape) in [(4usize, [4usize, 1, 1, 1]), (1, [4, 4, 1, 1])] {
+        let w = HostTensor::from_vec((0..wshape.iter().product::<usize>()).map(|i| (i % 5) as f32 - 2.0).collect::<Vec<_>>(), &wshape).unwrap().materialize(cl, DType::F16).unwrap();
+        let o = Conv2dOptions { groups, ..Default::default() };
+        let want = strided_wgpu::advanced::internal::conv2d_cpu(&x, &w, None, &o).unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        for ctx in contexts() {
+            let (dx, dw) = (DeviceTensor::upload(ctx, &x).unwrap().contiguous(cl).unwrap(), DeviceTensor::upload(ctx, &w).unwrap().contiguous(cl).unwrap());
+            let mut ran = 0;
+            for kernel in ConvKernel::ALL {
+                let buf = ctx.device().create_buffer(&wgpu::BufferDescriptor { label: Some("one word"), size: 8, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+                let out = DeviceTensor::from_buffer(ctx, buf, DType::F16, Layout::with_format(&[1, 4, 1, 1], cl).unwrap()).unwrap();
+                let mut b = ctx.batch();
+                match b.conv2d_out_with(&dx, &dw, None, &o, &out, kernel) {
+                    Ok(()) => ran += 1,
+                    Err(Error::Unsupported { .. }) => continue,
+                    Err(e) => panic!("{}: groups {groups} {kernel:?}: {e}", name(ctx)),
+                }
+                b.submit_and_wait().unwrap_or_else(|e| panic!("{}: groups {groups} {kernel:?}: {e}", name(ctx)));
+                let got = out.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+                assert_eq!(got, want, "{}: groups {groups} {kernel:?}", name(ctx));
+            }
+            assert!(ran >= 2, "{}: groups {groups}: {ran} kernels ran", name(ctx));
+        }
+    }
+}

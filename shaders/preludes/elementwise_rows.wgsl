@@ -57,6 +57,9 @@ fn quad_word(k: u32, w: u32) -> vec4<u32> {
 // The 4 elements (of type t) of operand k from element e on (e a multiple of 4), as
 // zero-extended bits.
 fn load_quad(k: u32, e: u32, t: u32) -> vec4<u32> {
+    if (aliased(k)) {
+        return out_quad(e, t);
+    }
     let b = dt_bytes(t);
     if (b == 4u) {
         return quad_word(k, e >> 2u);

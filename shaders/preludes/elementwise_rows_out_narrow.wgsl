@@ -12,6 +12,23 @@ fn out_word(w: u32) -> vec4<u32> {
     return vec4<u32>(out[i], out[i + 1u], out[i + 2u], out[i + 3u]);
 }
 
+// The quad of elements e..e+3 (e a multiple of 4) of type t of an operand read through the
+// output's binding, as zero-extended bits: only the u32 words the quad lies in (the words
+// around them are other invocations' to write).
+fn out_quad(e: u32, t: u32) -> vec4<u32> {
+    let b = dt_bytes(t);
+    if (b == 4u) {
+        return vec4<u32>(out[e], out[e + 1u], out[e + 2u], out[e + 3u]);
+    }
+    if (b == 2u) {
+        let lo = out[e >> 1u];
+        let hi = out[(e >> 1u) + 1u];
+        return vec4<u32>(lo & 0xffffu, lo >> 16u, hi & 0xffffu, hi >> 16u);
+    }
+    let w = out[e >> 2u];
+    return (vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu);
+}
+
 // The quad of elements e..e+3 (e a multiple of 4), as zero-extended bits.
 fn store_quad(e: u32, v: vec4<u32>) {
     if (dt_bytes(OUT_T) == 2u) {

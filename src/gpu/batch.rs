@@ -166,7 +166,8 @@ impl Batch<'_> {
     /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish. While
     /// this thread captures a graph ([`GpuContext::capture`]), the work is appended to the
     /// graph instead, and the submission is complete at once. Eager calls held back
-    /// ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first, in the same queue submission.
+    /// ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first, in a queue submission of
+    /// their own just before.
     pub fn submit(mut self) -> Result<Submission> {
         match self.enc.take() {
             Some(Encoder::Owned) => {

@@ -218,7 +218,10 @@ impl GpuContext {
         self.tuner.to_json(&self.rt.report, existing)
     }
     /// Takes this adapter's choices from a tuning file's text (other adapters' sections, and
-    /// those of other driver or crate versions, are ignored); returns how many it took.
+    /// those of other driver or crate versions, are ignored) for the shape classes that have
+    /// no choice yet; returns how many it took. A class's kernel, once kept (measured or
+    /// loaded), never changes in a context, so that its calls keep their bits: load a file
+    /// into a fresh context to replace choices.
     pub fn load_tuning_json(&self, text: &str) -> Result<usize> {
         // A choice must be one of the kernels the tuner would have compared for its class: any
         // other would fail (or not apply) at every use, with nothing to fall back on.
@@ -245,7 +248,8 @@ impl GpuContext {
         };
         std::fs::write(path, self.tuning_json(&existing)?).map_err(io)
     }
-    /// Loads this adapter's tuning choices from `path`; returns how many it took.
+    /// Loads this adapter's tuning choices from `path` for the classes without one (as
+    /// [`GpuContext::load_tuning_json`]); returns how many it took.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn load_tuning(&self, path: impl AsRef<std::path::Path>) -> Result<usize> {
         let path = path.as_ref();

@@ -507,16 +507,23 @@ impl GpuContext {
         // A scratch output dense within an image in the order of `out`'s strides (NCHW or
         // channels-last as `out`; an image's span of `out` itself may be the whole output,
         // where its batch dim is not outermost), images one after another.
+        // `out`'s own strides where it is dense within an image already (ties of size-1 dims
+        // and the vector paths kept as the call has them).
         let os = out.strides();
-        let mut order = [1usize, 2, 3];
-        order.sort_by_key(|&d| std::cmp::Reverse(os[d].unsigned_abs()));
-        let mut strides = [0isize; 4];
-        let mut span = 1usize;
-        for &d in order.iter().rev() {
-            strides[d] = span as isize;
-            span *= out.shape()[d];
+        let per_image = out.shape()[1..].iter().product::<usize>();
+        let reach = (1..4).map(|d| (out.shape()[d].max(1) - 1) * os[d].unsigned_abs()).sum::<usize>() + 1;
+        let mut strides = [per_image as isize, os[1], os[2], os[3]];
+        let mut span = per_image;
+        if reach != per_image || os[1..].iter().any(|&s| s < 0) {
+            let mut order = [1usize, 2, 3];
+            order.sort_by_key(|&d| std::cmp::Reverse(os[d].unsigned_abs()));
+            span = 1;
+            for &d in order.iter().rev() {
+                strides[d] = span as isize;
+                span *= out.shape()[d];
+            }
+            strides[0] = span as isize;
         }
-        strides[0] = span as isize;
         let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &strides, 0, nt * span)?;
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let g1 = Conv2dShape { n: nt, ..g.clone() };

@@ -206,9 +206,10 @@ impl AdapterReport {
     /// [`Error::Limit`] of `op` naming `what` (a workgroup past the adapter's limits fails
     /// pipeline creation, a wgpu error, where the adapter's limits say why).
     pub(crate) fn check_workgroup(&self, op: &'static str, what: &str, wg: u32) -> Result<()> {
-        let max = self.max_compute_invocations_per_workgroup.min(self.max_compute_workgroup_size_x);
-        if wg > max {
-            return Err(Error::Limit { op, what: format!("{what}'s workgroup of {wg} invocations"), limit: "max_compute_invocations_per_workgroup", requested: wg as u64, max: max as u64 });
+        for (limit, max) in [("max_compute_invocations_per_workgroup", self.max_compute_invocations_per_workgroup), ("max_compute_workgroup_size_x", self.max_compute_workgroup_size_x)] {
+            if wg > max {
+                return Err(Error::Limit { op, what: format!("{what}'s workgroup of {wg} invocations"), limit, requested: wg as u64, max: max as u64 });
+            }
         }
         Ok(())
     }

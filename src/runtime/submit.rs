@@ -209,7 +209,7 @@ impl std::fmt::Debug for Submission {
 }
 
 /// Submits `encoder` (with `keep` attached) and returns its completion; the eager calls held
-/// back (`runtime/deferred.rs`) go first, in the same queue submission.
+/// back (`runtime/deferred.rs`) go first, in a queue submission of their own just before.
 pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep) -> Result<Submission> {
     // Inside a callback that this thread's submission runs, nothing is held to go first (the
     // outer submission took it), and an error left for the next call stays for the outer one.
@@ -522,9 +522,9 @@ impl Runtime {
     /// device or queue); an error is left for the next call that submits.
     pub fn submit_held(self: &Arc<Self>) {
         // Its error is the oldest one left (taken by this submission, or met by it when none
-        // was left): first for the next call.
-        if let Err(e) = self.submit_held_now("flush") {
-            if let Some(mut held) = self.lock_held() {
+        // was left): first for the next call, put back under the same hold of the lock.
+        if let Some(mut held) = self.lock_held() {
+            if let Err(e) = submit_after_held(self, "flush", &mut held, None) {
                 held.put_back(e);
             }
         }

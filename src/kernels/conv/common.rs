@@ -221,7 +221,7 @@ pub(crate) fn finish(mode: u32, relu: bool) -> [u32; 4] {
 ///
 /// [`read_words`]: crate::kernels::dispatch::read_words
 pub(crate) fn words_of((offset, size): (u64, u64), unit: u64) -> (u64, u64) {
-    (offset, (size / unit * unit).max(16))
+    (offset, (size / unit * unit).max(unit))
 }
 
 /// Records a family's dispatches through the one dispatch loop (the convolution's slots: the
