@@ -1153,3 +1153,49 @@ fn tuned_classes_keep_the_outputs_orientation_apart() {
         assert_eq!(classes.iter().filter(|(c, _)| c.channels_last_out).count(), 1, "{}", name(ctx));
     }
 }
+
+/// Flipped weights (read in place by the GEMM kernels at a negative output-channel stride) and
+/// flipped outputs, through every kernel that takes them, within the data README's tolerance of
+/// the host.
+#[test]
+fn flipped_weights_and_outputs_match_cpu() {
+    use strided_wgpu::Conv2d;
+    let mut rng = Rng(57);
+    let x = HostTensor::from_vec(vals(&mut rng, 2 * 8 * 9 * 10), &[2, 8, 9, 10]).unwrap();
+    let w = HostTensor::from_vec(vals(&mut rng, 12 * 8 * 9), &[12, 8, 3, 3]).unwrap();
+    let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+    let close = |what: &str, got: &[f32], want: &[f32], scale: &[f32]| {
+        for i in 0..got.len() {
+            assert!((got[i] - want[i]).abs() <= 1e-5 * scale[i] + 1e-6, "{what}: output {i}: {} vs {}", got[i], want[i]);
+        }
+    };
+    for ctx in contexts() {
+        let dx = to_device(ctx, &x);
+        let mut ran = 0;
+        for dim in [0isize, 1, 3] {
+            let wf = w.flip(dim).unwrap();
+            let want = conv2d_cpu(&x, &wf, None, &o).unwrap().to_vec::<f32>().unwrap();
+            let scale = conv2d_cpu(&abs(&x), &abs(&wf), None, &o).unwrap().to_vec::<f32>().unwrap();
+            for kernel in ConvKernel::ALL {
+                match conv2d_with(&dx, &to_device(ctx, &wf), None, &o, kernel) {
+                    Ok(y) => {
+                        ran += 1;
+                        close(&format!("{} weight flip {dim} {kernel:?}", name(ctx)), &y.download().unwrap().to_vec::<f32>().unwrap(), &want, &scale);
+                    }
+                    Err(Error::Unsupported { .. }) => {}
+                    Err(e) => panic!("{} weight flip {dim} {kernel:?}: {e}", name(ctx)),
+                }
+            }
+        }
+        assert!(ran >= 6, "{}: {ran} kernels took a flipped weight", name(ctx));
+        // Into an output flipped along its channels and its rows.
+        let want = conv2d_cpu(&x, &w, None, &o).unwrap();
+        let scale = conv2d_cpu(&abs(&x), &abs(&w), None, &o).unwrap().to_vec::<f32>().unwrap();
+        for dim in [1isize, 2] {
+            let out = DeviceTensor::zeros(ctx, want.shape(), DType::F32, MemoryFormat::Contiguous).unwrap();
+            dx.conv2d_out(&to_device(ctx, &w), None, &o, &out.flip(dim).unwrap()).unwrap_or_else(|e| panic!("{} out flip {dim}: {e}", name(ctx)));
+            let got = out.flip(dim).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            close(&format!("{} out flip {dim}", name(ctx)), &got, &want.to_vec::<f32>().unwrap(), &scale);
+        }
+    }
+}

@@ -1065,3 +1065,32 @@ fn copies_between_disjoint_views_of_one_buffer() {
         }
     }
 }
+
+/// Flipped sources (negative strides) of batched transposes of 2- and 1-byte elements through
+/// every transpose path, bit for bit with the host: the vec4 kernel's packed paths step source
+/// rows by their signed stride before they shift (the 4-byte path shifted the stride).
+#[test]
+fn flipped_narrow_transposes_match_cpu() {
+    for ctx in contexts() {
+        for dtype in [DType::F16, DType::U8] {
+            let n = 3 * 32 * 48;
+            let bytes = indexed(dtype, n);
+            let h = HostTensor::from_bytes(dtype, bytes.clone(), Layout::contiguous(&[3, 32, 48]).unwrap()).unwrap();
+            let d = DeviceTensor::upload(ctx, &h).unwrap();
+            let mut vec4 = 0;
+            for path in TRANSPOSE_PATHS {
+                for dim in [0isize, 1, 2] {
+                    let out = DeviceTensor::zeros(ctx, &[3, 48, 32], dtype, MemoryFormat::Contiguous).unwrap();
+                    match out.copy_with(&d.transpose(1, 2).unwrap().flip(dim).unwrap(), path) {
+                        Ok(()) => vec4 += matches!(path, CopyPath::TransposeVec4 { .. }) as usize,
+                        Err(Error::Unsupported { .. }) => continue,
+                        Err(e) => panic!("{}: {dtype} flip {dim} via {path:?}: {e}", name(ctx)),
+                    }
+                    let want = whole(&h.transpose(1, 2).unwrap().flip(dim).unwrap().contiguous(MemoryFormat::Contiguous).unwrap());
+                    assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} flip {dim} via {path:?}", name(ctx));
+                }
+            }
+            assert!(vec4 > 0, "{}: {dtype}: no flipped source ran through the vec4 transpose", name(ctx));
+        }
+    }
+}

@@ -662,3 +662,23 @@ fn indices_past_int32_are_limit_errors() {
         }
     }
 }
+
+/// Pooling of flipped inputs (negative strides, which reach the rows kernels directly): equal
+/// to the host's pooling of the same views.
+#[test]
+fn pooling_of_flipped_inputs_matches_the_host() {
+    let h = HostTensor::from_vec((0..2 * 4 * 8 * 16).map(|i| ((i * 37) % 101) as f32 * 0.25 - 12.0).collect::<Vec<_>>(), &[2, 4, 8, 16]).unwrap();
+    let max = MaxPool2dOptions { padding: (1, 1), stride: Some((2, 2)), ..MaxPool2dOptions::new((3, 3)) };
+    let avg = AvgPool2dOptions::new((2, 2));
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap();
+        for dim in [0isize, 1, 2, 3] {
+            let (hv, dv) = (h.flip(dim).unwrap(), d.flip(dim).unwrap());
+            assert_eq!(dv.max_pool2d(&max).unwrap().download().unwrap().to_vec::<f32>().unwrap(), hv.max_pool2d(&max).unwrap().to_vec::<f32>().unwrap(), "{}: max, flip {dim}", name(ctx));
+            let (got, want) = (dv.avg_pool2d(&avg).unwrap().download().unwrap().to_vec::<f32>().unwrap(), hv.avg_pool2d(&avg).unwrap().to_vec::<f32>().unwrap());
+            for (g, e) in got.iter().zip(&want) {
+                assert!((g - e).abs() <= 1e-5 * e.abs().max(1.0), "{}: avg, flip {dim}: {g} vs {e}", name(ctx));
+            }
+        }
+    }
+}
