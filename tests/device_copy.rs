@@ -313,10 +313,10 @@ fn bad_input_is_a_typed_error_and_leaves_the_destination_alone() {
         // A request over the adapter's limits.
         let e = DeviceTensor::empty(ctx, &[1 << 30, 4], DType::F32, MemoryFormat::Contiguous).unwrap_err();
         assert!(matches!(e, Error::Limit { limit: "max_buffer_size", .. }), "{e}");
-        // A wgpu validation error (a workgroup over the adapter's limit) comes back as an
-        // error of the call, not a panic, and the context stays usable.
+        // A workgroup over the adapter's limit is a Limit error before anything is recorded
+        // (it was a wgpu validation error of the pipeline), and the context stays usable.
         let e = x.copy_with(&x.flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap(), CopyPath::Gather { wg: 1 << 16, ept: 1 }).unwrap_err();
-        assert!(matches!(e, Error::Gpu { .. }), "{e}");
+        assert!(matches!(e, Error::Limit { limit: "max_compute_invocations_per_workgroup" | "max_compute_workgroup_size_x", .. }), "{e}");
         untouched(&x, &data);
         // Zero or overflowing kernel parameters: a typed error, nothing dispatched.
         let flipped = x.flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
@@ -616,8 +616,10 @@ fn strided_rows_match_cpu() {
 #[test]
 fn stepped_rows_match_cpu() {
     // Slices ::2 along the innermost dim (with every other row, as x[..., ::2, ::2]), which
-    // copy_rows_vec4.wgsl moves as pairs of source vec4 words: 4-, 2- and 1-byte elements,
-    // storage offsets whole words apart and not, and every forced shape. The last destination
+    // copy_rows_vec4.wgsl moves as pairs of source vec4 words: 2- and 1-byte elements (4-byte
+    // ones, which strided_rows.wgsl moves, it refuses forced: its last source word would reach
+    // one element past the view), storage offsets whole words apart and not, and every forced
+    // shape. The last destination
     // word of each row takes its last element from the second of its source words, so a
     // binding that stopped at the first word would read zeros there.
     for ctx in contexts() {
@@ -638,11 +640,12 @@ fn stepped_rows_match_cpu() {
                     let shape: Vec<isize> = hv.shape().iter().map(|&x| x as isize).collect();
                     let out = device_from_bytes(ctx, dtype, &fill).view(&shape).unwrap();
                     let r = out.copy_with(&dv, path);
-                    if aligned || path == CopyPath::Auto {
+                    if (aligned && dtype.size() < 4) || path == CopyPath::Auto {
                         r.unwrap_or_else(|e| panic!("{}: {dtype} offset {off} via {path:?}: {e}", name(ctx)));
                         assert!(whole(&out.download().unwrap()) == want, "{}: {dtype} offset {off} rows ::{row_step} via {path:?}, plan {plan:?}", name(ctx));
                     } else {
-                        // The forced kernel refuses rows that are not whole words.
+                        // The forced kernel refuses rows that are not whole words, and 4-byte
+                        // elements.
                         let e = r.expect_err("a forced vec4-rows copy of rows that are not whole words");
                         assert!(matches!(e, Error::Unsupported { op: "copy_", .. }) && e.to_string().contains("vec4 rows"), "{e}");
                         assert!(whole(&out.download().unwrap()) == fill, "{}: the refused copy wrote", name(ctx));

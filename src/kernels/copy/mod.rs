@@ -174,7 +174,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
             let (words, step) = if same_type { vec4_rows_plan(plan, de) } else { None }.ok_or_else(|| {
                 Error::unsupported(
                     OP,
-                    format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous or stepped by 2 in the source; plan {plan:?}, rows {rows}"),
+                    format!("the vec4 rows kernel needs rows of one type, 16-byte aligned, contiguous in the destination and contiguous in the source, or stepped by 2 there for 2- and 1-byte elements; plan {plan:?}, rows {rows}"),
                 )
             })?;
             let units = Units { src_run: step as usize, ..Units::of(16, 16) };

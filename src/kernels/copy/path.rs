@@ -81,7 +81,8 @@ pub enum CopyPath {
         rows: u32,
     },
     /// `copy_rows_vec4.wgsl`: rows of whole 16-byte aligned vec4 words, contiguous in the
-    /// destination and contiguous or stepped by 2 elements (a slice `::2`) in the source, with
+    /// destination and contiguous in the source, or stepped by 2 elements there (a slice `::2`)
+    /// for 2- and 1-byte elements, with
     /// the workgroup size and rows per invocation. The automatic choice for contiguous rows
     /// under `SHORT_ROW_WORDS` words, where `Vec4`'s runs of `wg * wpt` words would leave most
     /// invocations idle, and for slices `::2` of 2- and 1-byte elements.
