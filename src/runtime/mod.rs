@@ -203,12 +203,13 @@ pub(crate) struct Runtime {
 
 impl AdapterReport {
     /// `wg` invocations as a forced kernel's one-dimensional workgroup, or an
-    /// [`Error::Limit`] of `op` naming `what` (a workgroup past the adapter's limits fails
+    /// [`Error::Limit`] of `op` naming `what()` (formatted only then: this runs at every
+    /// call; a workgroup past the adapter's limits fails
     /// pipeline creation, a wgpu error, where the adapter's limits say why).
-    pub(crate) fn check_workgroup(&self, op: &'static str, what: &str, wg: u32) -> Result<()> {
+    pub(crate) fn check_workgroup(&self, op: &'static str, what: impl FnOnce() -> String, wg: u32) -> Result<()> {
         for (limit, max) in [("max_compute_invocations_per_workgroup", self.max_compute_invocations_per_workgroup), ("max_compute_workgroup_size_x", self.max_compute_workgroup_size_x)] {
             if wg > max {
-                return Err(Error::Limit { op, what: format!("{what}'s workgroup of {wg} invocations"), limit, requested: wg as u64, max: max as u64 });
+                return Err(Error::Limit { op, what: format!("{}'s workgroup of {wg} invocations", what()), limit, requested: wg as u64, max: max as u64 });
             }
         }
         Ok(())

@@ -143,7 +143,7 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
     let same_type = dst == src;
     path.check_counts()?;
     if let Some(wg) = path.workgroup() {
-        r.check_workgroup(OP, &format!("{path:?}"), wg)?;
+        r.check_workgroup(OP, || format!("{path:?}"), wg)?;
     }
     if plan.numel() == 0 && path != CopyPath::Auto {
         return Ok(Prepared::Nothing);

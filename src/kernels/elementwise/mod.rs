@@ -213,7 +213,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
     if wg == 0 || ept == 0 {
         return Err(Error::invalid(OP, format!("workgroup size and elements per invocation must be positive, got {path:?}")));
     }
-    rt.report.check_workgroup(OP, &format!("{path:?}"), wg)?;
+    rt.report.check_workgroup(OP, || format!("{path:?}"), wg)?;
     let n_ops = plan.operands();
     // Whether input k (0-based) is the output's buffer (at most three inputs).
     let alias: [bool; 3] = std::array::from_fn(|k| k + 1 < n_ops && inputs[k] == out);
