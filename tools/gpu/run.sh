@@ -42,7 +42,7 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nv
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
 # The test binaries read tests/data through the path they were built at.
-built_at="$(cat .gpu/built_at)"
+built_at="$(cat .gpu/built_at 2>/dev/null || echo "$PWD")"
 if [ "$built_at" != "$PWD" ] && [ ! -e "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -s "$PWD" "$built_at"; fi
 export WGPU_BACKEND=vulkan STRIDED_WGPU_REQUIRE_ADAPTER=1 XDG_RUNTIME_DIR="$(mktemp -d)" PYTHONUNBUFFERED=1
 export STRIDED_WGPU_BENCH_MIN_S="${STRIDED_WGPU_BENCH_MIN_S:-0.2}"
