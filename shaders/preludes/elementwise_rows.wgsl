@@ -61,15 +61,20 @@ fn load_quad(k: u32, e: u32, t: u32) -> vec4<u32> {
         return out_quad(e, t);
     }
     let b = dt_bytes(t);
+    return quad_in(quad_word(k, (e * b) >> 4u), e, b);
+}
+
+// The 4 elements of b bytes from element e on (e a multiple of 4) within v, the vec4 word
+// that holds them, as zero-extended bits.
+fn quad_in(v: vec4<u32>, e: u32, b: u32) -> vec4<u32> {
     if (b == 4u) {
-        return quad_word(k, e >> 2u);
+        return v;
     }
     if (b == 2u) {
-        let v = quad_word(k, e >> 3u);
         let p = select(v.xy, v.zw, (e & 4u) != 0u);
         return vec4<u32>(p.x & 0xffffu, p.x >> 16u, p.y & 0xffffu, p.y >> 16u);
     }
-    let w = component(quad_word(k, e >> 4u), (e >> 2u) & 3u);
+    let w = component(v, (e >> 2u) & 3u);
     return (vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu);
 }
 

@@ -12,16 +12,7 @@ fn out_word(w: u32) -> vec4<u32> {
 // output's binding, as zero-extended bits.
 fn out_quad(e: u32, t: u32) -> vec4<u32> {
     let b = dt_bytes(t);
-    if (b == 4u) {
-        return out[e >> 2u];
-    }
-    if (b == 2u) {
-        let v = out[e >> 3u];
-        let p = select(v.xy, v.zw, (e & 4u) != 0u);
-        return vec4<u32>(p.x & 0xffffu, p.x >> 16u, p.y & 0xffffu, p.y >> 16u);
-    }
-    let w = component(out[e >> 4u], (e >> 2u) & 3u);
-    return (vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu);
+    return quad_in(out[(e * b) >> 4u], e, b);
 }
 
 // The quad of elements e..e+3 (e a multiple of 4), as bits.

@@ -18,6 +18,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::conv::blocked::ConvParams;
+use crate::kernels::conv::common::out_bindings;
 use crate::kernels::copy;
 use crate::kernels::dispatch::{self, i32_of, u32_of, Dispatch};
 use crate::layout::Layout;
@@ -383,17 +384,12 @@ pub(super) fn record(
         pack(rt, rec, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
     }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
-    let words = |(off, size): (u64, u64)| (off, (size / 16 * 16).max(16));
     // The bias binding: the addend where the kernel reads it (a bias per output).
     let bias = match p.c {
         Some(c) if bias_read.is_some() => (c.buffer, (0, c.buffer.size())),
         _ => (packed.buffer(), (0, 16)),
     };
-    let (y1, y4) = if vout {
-        ((scratch.buffer(), (0, 16)), (p.out.buffer, words(yw)))
-    } else {
-        ((p.out.buffer, yw), (scratch.buffer(), (0, 16)))
-    };
+    let [y1, y4] = out_bindings(p.out.buffer, yw, scratch.buffer(), vout);
     let dispatches: Vec<Dispatch<'_, ConvParams>> = params
         .into_iter()
         .enumerate()
