@@ -64,15 +64,22 @@ pub trait Strided: Sized + sealed::Sealed {
         resolve(self, self.layout().flatten(start_dim, end_dim)?)
     }
     /// `x.to(memory_format=format)`: the logical shape stays (NCHW stays NCHW), only the
-    /// strides and the storage order change. Returns this same view when it already is in
-    /// `format`, else a copy (a batched transpose) into new storage.
+    /// strides and the storage order change. PyTorch's rule (`to_will_alias`): this same view
+    /// when its suggested memory format ([`Layout::suggest_memory_format`]) is `format` (a
+    /// transposed matrix asked for `Contiguous` stays the transposed view), else a copy (a
+    /// batched transpose) into new storage dense in `format` (a contiguous [N, C, 1, 1] asked
+    /// for `ChannelsLast` is copied, to strides [C, 1, C, C]). [`Strided::contiguous`] is the
+    /// other rule: a copy unless the view already is dense in `format`.
     ///
     /// Channels-last formats need 4-d (`ChannelsLast`) or 5-d (`ChannelsLast3d`) tensors.
     fn to_memory_format(&self, format: MemoryFormat) -> Result<Self> {
         if format.dim_order(self.rank()).is_none() {
             return Err(Error::invalid("to_memory_format", format!("{format:?} does not apply to shape {:?}", self.shape())));
         }
-        self.contiguous(format)
+        if self.layout().suggest_memory_format() == format {
+            return Ok(self.with_layout(self.layout().clone(), Token(())));
+        }
+        self.materialize(format, self.dtype())
     }
     /// `torch.as_strided`: another view of this tensor's storage, checked against it.
     fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Self> {

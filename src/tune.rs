@@ -87,6 +87,9 @@ pub(crate) fn admits<F: Family>(class: &str, choice: &str) -> std::result::Resul
 #[derive(Default)]
 pub(crate) struct Tuner {
     choices: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    /// The (family, class) keys of `choices` that are defaults a capture ran and kept
+    /// ([`Tuner::keep_default`]): neither measured nor loaded, so neither listed nor saved.
+    defaults: Mutex<std::collections::BTreeSet<(String, String)>>,
     on_first_call: AtomicBool,
 }
 
@@ -132,10 +135,25 @@ impl Tuner {
         lock(&self.choices).entry(F::NAME.to_string()).or_default().entry(json(class)).or_insert_with(|| json(choice));
     }
 
-    /// Every (class, choice) kept for family `F`.
+    /// Keeps `choice`, a default that a captured graph runs, as the choice of `class` when it
+    /// has none: a later first call then neither measures nor keeps another kernel, whose bits
+    /// the graph's replays would not give. Not listed by [`Tuner::entries`] nor saved.
+    pub fn keep_default<F: Family>(&self, class: &F::Class, choice: &F::Choice) {
+        let key = json(class);
+        let mut g = lock(&self.choices);
+        let family = g.entry(F::NAME.to_string()).or_default();
+        if !family.contains_key(&key) {
+            family.insert(key.clone(), json(choice));
+            lock(&self.defaults).insert((F::NAME.to_string(), key));
+        }
+    }
+
+    /// Every (class, choice) measured or loaded for family `F` (not the defaults a capture
+    /// kept).
     pub fn entries<F: Family>(&self) -> Vec<(F::Class, F::Choice)> {
         let g = lock(&self.choices);
-        g.get(F::NAME).into_iter().flatten().filter_map(|(c, k)| Some((serde_json::from_str(c).ok()?, serde_json::from_str(k).ok()?))).collect()
+        let defaults = lock(&self.defaults);
+        g.get(F::NAME).into_iter().flatten().filter(|(c, _)| !defaults.contains(&(F::NAME.to_string(), (*c).clone()))).filter_map(|(c, k)| Some((serde_json::from_str(c).ok()?, serde_json::from_str(k).ok()?))).collect()
     }
 
     /// Times every candidate that `record` accepts and returns the fastest (`None` when none
@@ -186,7 +204,16 @@ impl Tuner {
             driver: r.driver.clone(),
             backend: format!("{:?}", r.backend),
             crate_version: env!("CARGO_PKG_VERSION").to_string(),
-            choices: lock(&self.choices).clone(),
+            choices: {
+                let mut choices = lock(&self.choices).clone();
+                for (family, class) in lock(&self.defaults).iter() {
+                    if let Some(f) = choices.get_mut(family) {
+                        f.remove(class);
+                    }
+                }
+                choices.retain(|_, f| !f.is_empty());
+                choices
+            },
         }
     }
 

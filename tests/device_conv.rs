@@ -244,3 +244,53 @@ fn bad_convolution_input_is_a_typed_error() {
         assert_eq!(conv1x1(&z, &w, None, &o).unwrap().shape(), &[0, 6, 3, 3]);
     }
 }
+
+/// PyTorch's empty-input rules: an empty batch is an empty result; an empty image that
+/// padding gives an output size (the depthwise kernels then clamped rows to -1 and read before
+/// the input), zero input channels (the direct kernels divided by a zero tile and panicked)
+/// and fewer filters than groups (K = 0) are `InvalidArgument` on the host and every adapter,
+/// through the automatic choice and every forced kernel.
+#[test]
+fn empty_images_channels_and_filters_are_typed_errors() {
+    use strided_wgpu::advanced::{conv2d_with, ConvKernel};
+    use strided_wgpu::{Conv2d, Conv2dOptions};
+    let pad = |p: (usize, usize), groups: usize| Conv2dOptions { padding: p, groups, ..Conv2dOptions::default() };
+    // (input, weight, options)
+    let cases: [([usize; 4], [usize; 4], Conv2dOptions); 5] = [
+        ([1, 4, 0, 6], [4, 1, 3, 3], pad((2, 1), 4)),
+        ([2, 4, 5, 0], [8, 4, 1, 1], pad((0, 1), 1)),
+        ([1, 0, 5, 5], [4, 0, 3, 3], pad((0, 0), 1)),
+        ([1, 4, 5, 5], [0, 4, 3, 3], pad((1, 1), 1)),
+        ([1, 4, 5, 5], [2, 1, 3, 3], pad((1, 1), 4)),
+    ];
+    let host = |s: &[usize]| HostTensor::zeros(s, DType::F32, MemoryFormat::Contiguous).unwrap();
+    for (x, w, o) in &cases {
+        let r = host(x).conv2d(&host(w), None, o).map(drop);
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "host {x:?} {w:?}: {r:?}");
+    }
+    let empty_batch = host(&[0, 4, 5, 5]).conv2d(&host(&[6, 4, 3, 3]), None, &pad((1, 1), 1)).unwrap();
+    assert_eq!(empty_batch.shape(), &[0, 6, 5, 5]);
+    // No channels in an empty batch: PyTorch's empty result.
+    assert_eq!(host(&[0, 0, 5, 5]).conv2d(&host(&[4, 0, 3, 3]), None, &pad((0, 0), 1)).unwrap().shape(), &[0, 4, 3, 3]);
+    for ctx in contexts() {
+        let dev = |s: &[usize]| DeviceTensor::zeros(ctx, s, DType::F32, MemoryFormat::Contiguous).unwrap();
+        for (x, w, o) in &cases {
+            let (x, w) = (dev(x), dev(w));
+            let r = x.conv2d(&w, None, o).map(drop);
+            assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{} {:?} {:?}: {r:?}", name(ctx), x.shape(), w.shape());
+            for kernel in ConvKernel::ALL {
+                let r = conv2d_with(&x, &w, None, o, kernel).map(drop);
+                assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{} {kernel:?} {:?} {:?}: {r:?}", name(ctx), x.shape(), w.shape());
+            }
+        }
+        assert_eq!(dev(&[0, 4, 5, 5]).conv2d(&dev(&[6, 4, 3, 3]), None, &pad((1, 1), 1)).unwrap().shape(), &[0, 6, 5, 5]);
+        let (x, w) = (dev(&[0, 0, 5, 5]), dev(&[4, 0, 3, 3]));
+        assert_eq!(x.conv2d(&w, None, &pad((0, 0), 1)).unwrap().shape(), &[0, 4, 3, 3], "{}", name(ctx));
+        for kernel in ConvKernel::ALL {
+            match conv2d_with(&x, &w, None, &pad((0, 0), 1), kernel) {
+                Ok(y) => assert_eq!(y.shape(), &[0, 4, 3, 3], "{} {kernel:?}", name(ctx)),
+                Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{} {kernel:?}: {e}", name(ctx)),
+            }
+        }
+    }
+}

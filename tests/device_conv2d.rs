@@ -532,6 +532,26 @@ fn the_split_rule_counts_every_groups_tiles() {
     }
 }
 
+/// A GPU's default for a single input channel (groups == C == 1, a grayscale stem) is the GEMM,
+/// not a depthwise kernel (which read the input again for each of its 64 output channels); a
+/// depthwise class of 4 channels keeps its depthwise kernel. Asked of an adapter posing as a
+/// GPU; nothing runs.
+#[test]
+fn a_gpus_single_channel_stem_is_no_depthwise_class() {
+    for ctx in contexts() {
+        let Some(gpu) = common::gpu::posing_as_gpu(ctx) else { continue };
+        let f32 = strided_wgpu::DType::F32;
+        for (c, k, groups, depthwise) in [(1, 64, 1, false), (4, 8, 4, true)] {
+            let o = Conv2dOptions { stride: (2, 2), padding: (3, 3), groups, ..Default::default() };
+            let x = DeviceTensor::empty(&gpu, &[8, c, 32, 32], f32, MemoryFormat::Contiguous).unwrap();
+            let w = DeviceTensor::empty(&gpu, &[k, c / groups, 7, 7], f32, MemoryFormat::Contiguous).unwrap();
+            let out = DeviceTensor::empty(&gpu, &[8, k, 16, 16], f32, MemoryFormat::Contiguous).unwrap();
+            let got = gpu.conv2d_default(&x, &w, None, &o, &out).unwrap().unwrap();
+            assert_eq!(format!("{got:?}").starts_with("Depthwise"), depthwise, "{} C = {c}, groups {groups}: {got:?}", name(&gpu));
+        }
+    }
+}
+
 /// `conv2d_add`: fused into the GEMM kernels' epilogue (the residual of the output's strides)
 /// and recorded as three ops elsewhere (other kernels, or a residual of other strides); each
 /// equal bit for bit to the device's own conv2d, add_ and relu_, and to the CPU reference

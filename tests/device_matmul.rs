@@ -1049,3 +1049,63 @@ fn a_half_product_whose_f32_output_would_pass_a_binding() {
         assert_eq!(got.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap(), a.mm(&b).unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap(), "{}", name(ctx));
     }
 }
+
+/// Products over k = 0 of empty operands at the end of their storage (their offset is any an
+/// empty view may have): zeros for `mm`, `beta * input` for `addmm`, the bias for `linear`, on
+/// every kernel that takes the call (they bound a window past the buffer: a validation error),
+/// in float32 and float16, as on the host and in PyTorch.
+#[test]
+fn products_over_an_empty_k_from_views_at_the_end_of_their_storage() {
+    for ctx in contexts() {
+        for dtype in [DType::F32, DType::F16] {
+            let up = |h: &HostTensor| DeviceTensor::upload(ctx, &h.to(dtype).unwrap()).unwrap();
+            let store_a = up(&HostTensor::from_vec(vec![1f32; 3 * 64], &[3, 64]).unwrap());
+            let store_b = up(&HostTensor::from_vec(vec![1f32; 3 * 5], &[3, 5]).unwrap());
+            // [3, 0] at element 192 of 192; [0, 5] at element 15 of 15; a weight [5, 0] at 320.
+            for (at_a, at_b) in [(192, 15), (1 << 62, 1 << 40)] {
+            let a = store_a.as_strided(&[3, 0], &[64, 1], at_a).unwrap();
+            let b = store_b.as_strided(&[0, 5], &[5, 1], at_b).unwrap();
+            let w = up(&HostTensor::from_vec(vec![1f32; 5 * 64], &[5, 64]).unwrap()).as_strided(&[5, 0], &[64, 1], 320).unwrap();
+            let c = up(&HostTensor::from_vec((0..15).map(|i| i as f32).collect(), &[3, 5]).unwrap());
+            let bias = up(&HostTensor::from_vec(vec![1.5f32, -2.0, 0.25, 4.0, -0.5], &[5]).unwrap());
+            let mm = matmul_plan(a.layout(), b.layout(), [dtype; 2]).unwrap();
+            let addmm = addmm_plan(c.layout(), a.layout(), b.layout(), 0.5, 1.0, [dtype; 3]).unwrap();
+            let linear = linear_plan(a.layout(), w.layout(), Some(bias.layout()), [Some(dtype); 3]).unwrap();
+            let cases: [(&str, _, &DeviceTensor, Option<&DeviceTensor>, Vec<f32>); 3] = [
+                ("mm", mm, &b, None, vec![0.0; 15]),
+                ("addmm", addmm, &b, Some(&c), (0..15).map(|i| i as f32 * 0.5).collect()),
+                ("linear", linear, &w, Some(&bias), [1.5f32, -2.0, 0.25, 4.0, -0.5].repeat(3)),
+            ];
+            for (op, plan, other, extra, want) in cases {
+                for kernel in [MatmulKernel::Auto].into_iter().chain(MatmulKernel::ALL) {
+                    let out = DeviceTensor::empty(ctx, &[3, 5], dtype, MemoryFormat::Contiguous).unwrap();
+                    let mut batch = ctx.batch();
+                    match batch.run_plan_with(&plan, &a, other, extra, &out, kernel) {
+                        Ok(()) => batch.submit_and_wait().unwrap(),
+                        Err(Error::Unsupported { .. }) if kernel != MatmulKernel::Auto => continue,
+                        Err(e) => panic!("{} {op} {dtype} {kernel:?}: {e}", name(ctx)),
+                    }
+                    let got = out.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+                    assert_eq!(got, want, "{} {op} {dtype} {kernel:?} offsets {at_a} {at_b}", name(ctx));
+                }
+            }
+            }
+        }
+        // The stand-in operands are held by the recording: with no pool to keep them, and
+        // in a graph whose context's pool is trimmed before each replay (they were dropped,
+        // and the submission bound destroyed buffers).
+        let own = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).unwrap();
+        own.set_pool_limit(0);
+        let a = DeviceTensor::zeros(&own, &[3, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let b = DeviceTensor::zeros(&own, &[0, 5], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let mut batch = own.batch();
+        let y = batch.mm(&a, &b).unwrap();
+        batch.submit_and_wait().unwrap();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vec![0.0; 15], "{}", name(ctx));
+        let c = DeviceTensor::from_slice(&own, &[1.5f32; 15], &[3, 5]).unwrap();
+        let graph = own.capture(&[&c], || c.addmm(&a, &b, 2.0, 1.0)).unwrap();
+        own.trim_pool();
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), vec![3.0; 15], "{}", name(ctx));
+    }
+}

@@ -682,3 +682,205 @@ fn pooling_of_flipped_inputs_matches_the_host() {
         }
     }
 }
+
+/// Max pooling gives, of equal maxima (+0.0 and -0.0), the first in row-major order and, of
+/// NaNs, the last: PyTorch's scan (`val > max || isnan(val)`) and the host's. Every kernel
+/// gives the host's bits: the rows kernel (NCHW words), the vec kernel's unrolled 3-column
+/// windows (channels-last, with and without indices; without, they combined columns by value
+/// only and gave the leftmost column's zero or NaN) and the general kernel.
+#[test]
+fn max_pooling_orders_zeros_and_nans_as_the_row_major_scan() {
+    use strided_wgpu::advanced::internal::{max_pool2d_window, window_with, PoolKernel};
+    let shape = [2usize, 4, 8, 16];
+    let mut rng = Rng(0x9004);
+    let values: Vec<f32> = (0..shape.iter().product())
+        .map(|_| match rng.below(16) {
+            0..=5 => -1.0,
+            6..=9 => -0.0,
+            10..=13 => 0.0,
+            _ => f32::from_bits(((rng.below(2) as u32) << 31) | 0x7fc0_0000 | rng.below(1 << 22) as u32),
+        })
+        .collect();
+    let host = HostTensor::from_vec(values, &shape).unwrap();
+    let options = [((3, 3), (2, 2), (1, 1)), ((3, 3), (2, 2), (0, 1)), ((3, 3), (1, 2), (1, 0)), ((2, 2), (2, 2), (0, 0)), ((3, 3), (1, 1), (1, 1))];
+    for ctx in contexts() {
+        for layout in [0, 1] {
+            let h = if layout == 1 { host.contiguous(MemoryFormat::ChannelsLast).unwrap() } else { host.clone() };
+            let d = mirror(ctx, &h, layout);
+            for (kernel, stride, padding) in options {
+                let o = MaxPool2dOptions { kernel, stride: Some(stride), padding, dilation: (1, 1), ceil_mode: false };
+                let what = format!("{} layout {layout} {o:?}", name(ctx));
+                let want = h.max_pool2d(&o).unwrap();
+                assert_eq!(bits(&d.max_pool2d(&o).unwrap().download().unwrap()), bits(&want), "{what}");
+                let (wv, wi) = h.max_pool2d_with_indices(&o).unwrap();
+                assert_eq!(bits(&wv), bits(&want), "{what}: the host with and without indices");
+                let (gv, gi) = d.max_pool2d_with_indices(&o).unwrap();
+                assert_eq!((bits(&gv.download().unwrap()), bits(&gi.download().unwrap())), (bits(&wv), bits(&wi)), "{what}: with indices");
+                let g = max_pool2d_window(h.layout(), DType::F32, &o, false).unwrap();
+                for kernel in [PoolKernel::General, PoolKernel::Vec4] {
+                    if let Ok((v, _)) = window_with(&d, &g, kernel) {
+                        assert_eq!(bits(&v.download().unwrap()), bits(&want), "{what}: {kernel:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sizes the kernels' i32 arithmetic cannot hold are typed errors, not wrapped results: an
+/// average's divisor (a window of 46342 x 46342 taps; an override of 3e9), a row count past
+/// 2^31 (an expanded view), and the int32 index a max pooling's last window starts from when
+/// it has no tap inside the input (r0 * W + c0 past 2^31; the host wrapped it). The host, which
+/// computes in i64 and f64, gives PyTorch's values for the divisors.
+#[test]
+fn window_arithmetic_past_i32_is_an_error_not_a_wrap() {
+    let one = HostTensor::from_vec(vec![1f32], &[1, 1, 1, 1]).unwrap();
+    let wide = AvgPool2dOptions { padding: (23171, 23171), ..AvgPool2dOptions::new((46342, 46342)) };
+    let over = AvgPool2dOptions { divisor_override: Some(3_000_000_000), ..AvgPool2dOptions::new((1, 1)) };
+    let tall = AvgPool2dOptions::new((1 << 30, 1));
+    let gap = MaxPool2dOptions { kernel: (2, 1), stride: None, padding: (1, 0), dilation: (65537, 1), ceil_mode: false };
+    let host = one.avg_pool2d(&wide).unwrap().to_vec::<f32>().unwrap()[0];
+    assert_eq!(host, (1.0f64 / (46342.0 * 46342.0)) as f32);
+    assert_eq!(one.avg_pool2d(&over).unwrap().to_vec::<f32>().unwrap(), vec![(1.0f64 / 3e9) as f32]);
+    let plane = one.expand(&[1, 1, 65536, 32768]).unwrap();
+    let index = |r: Result<(HostTensor, HostTensor), Error>| r.map(drop);
+    assert!(matches!(index(plane.max_pool2d_with_indices(&gap)), Err(Error::Limit { limit: "int32 indices", .. })), "host");
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &one).unwrap();
+        for (what, r) in [("divisor", d.avg_pool2d(&wide)), ("override", d.avg_pool2d(&over)), ("rows", d.expand(&[1, 1, 1 << 31, 1]).unwrap().avg_pool2d(&tall))] {
+            match r.map(|t| t.download().unwrap().to_vec::<f32>().unwrap()) {
+                Err(Error::Overflow { op: "avg_pool2d", .. }) => {}
+                other => panic!("{} {what}: want an avg_pool2d overflow error, got {other:?}", name(ctx)),
+            }
+        }
+        let r = d.expand(&[1, 1, 1 << 31, 1]).unwrap().max_pool2d(&MaxPool2dOptions::new((1 << 30, 1))).map(drop);
+        assert!(matches!(r, Err(Error::Overflow { op: "max_pool2d", .. })), "{}: rows past i32 in max pooling: {r:?}", name(ctx));
+        let r = d.expand(&[1, 1, 65536, 32768]).unwrap().max_pool2d_with_indices(&gap).map(drop);
+        assert!(matches!(r, Err(Error::Limit { limit: "int32 indices", .. })), "{}: {r:?}", name(ctx));
+    }
+}
+
+/// A window handed to the doc-hidden `Pool2d::window` or `window_with` (its fields are public)
+/// must be one the constructors build for that input: one built for a larger input read outside
+/// the view (the host panicked on a slice), and a zero dilation never ended (the host looped
+/// forever; the GPU would lose the device). Both are `InvalidArgument` now, before anything is
+/// allocated; a window the constructors build still runs.
+#[test]
+fn hand_built_windows_are_checked_against_their_input() {
+    use strided_wgpu::advanced::internal::{max_pool2d_window, window_with, PoolKernel, WindowMode};
+    let h = HostTensor::from_vec((0..16).map(|i| i as f32).collect::<Vec<_>>(), &[1, 1, 4, 4]).unwrap();
+    let big = HostTensor::zeros(&[1, 1, 64, 64], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let fine = max_pool2d_window(h.layout(), DType::F32, &MaxPool2dOptions::new((2, 2)), false).unwrap();
+    let larger = max_pool2d_window(big.layout(), DType::F32, &MaxPool2dOptions::new((2, 2)), false).unwrap();
+    let mut relabeled = larger.clone();
+    relabeled.input = [1, 1, 4, 4];
+    let mut undilated = fine.clone();
+    undilated.dilation = (0, 1);
+    let mut avg_indices = fine.clone();
+    avg_indices.mode = WindowMode::Avg { count_include_pad: true, divisor: None };
+    avg_indices.indices = true;
+    let mut nan_scale = fine.clone();
+    nan_scale.mode = WindowMode::Bilinear { scale: (f32::NAN, 1.0), align_corners: false };
+    let bad = [("larger", larger), ("relabeled", relabeled), ("undilated", undilated), ("avg indices", avg_indices), ("nan scale", nan_scale)];
+    for (what, g) in &bad {
+        assert!(matches!(Pool2d::window(&h, g), Err(Error::InvalidArgument { .. })), "host {what}");
+    }
+    assert_eq!(Pool2d::window(&h, &fine).unwrap().0.to_vec::<f32>().unwrap(), vec![5.0, 7.0, 13.0, 15.0]);
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap();
+        for (what, g) in &bad {
+            assert!(matches!(Pool2d::window(&d, g), Err(Error::InvalidArgument { .. })), "{} {what}", name(ctx));
+            for kernel in [PoolKernel::General, PoolKernel::Vec4] {
+                assert!(matches!(window_with(&d, g, kernel), Err(Error::InvalidArgument { .. })), "{} {what} {kernel:?}", name(ctx));
+            }
+        }
+        assert_eq!(Pool2d::window(&d, &fine).unwrap().0.download().unwrap().to_vec::<f32>().unwrap(), vec![5.0, 7.0, 13.0, 15.0]);
+    }
+}
+
+/// A max pooling whose padding is 2^61 elements finds its first tap in closed form (the host's
+/// loop took 2^61 steps); adaptive pooling of an empty spatial dim is PyTorch's error also when
+/// the batch is empty, and so is adaptive max pooling of no channels (average pooling of no
+/// channels is an empty result).
+#[test]
+fn huge_paddings_end_and_adaptive_pooling_needs_nonempty_dims() {
+    let one = HostTensor::from_vec(vec![2f32], &[1, 1, 1, 1]).unwrap();
+    let o = MaxPool2dOptions { kernel: (1 << 62, 1), stride: Some((1, 1)), padding: (1 << 61, 0), dilation: (1, 1), ceil_mode: false };
+    let (done, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(one.max_pool2d_with_indices(&o).map(|(v, i)| (v.shape().to_vec(), i.to_vec::<i32>().unwrap()))).unwrap());
+    let r = got.recv_timeout(std::time::Duration::from_secs(60)).expect("the host's max pooling ended");
+    // PyTorch: 2 rows, each window from 2^61 (and 2^61 - 1) rows before the image over row 0.
+    assert_eq!(r.unwrap(), (vec![1, 1, 2, 1], vec![0, 0]));
+    for shape in [[0usize, 3, 0, 4], [1, 0, 4, 4], [0, 0, 2, 2], [2, 3, 4, 0]] {
+        let h = HostTensor::zeros(&shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+        let no_channels = shape[1] == 0 && shape[2] > 0 && shape[3] > 0;
+        let check = |what: String, r: Result<Vec<usize>, Error>, ok: bool| match r {
+            Ok(s) if ok => assert_eq!(s, vec![shape[0], shape[1], 2, 2], "{what} {shape:?}"),
+            r => assert!(!ok && matches!(&r, Err(Error::InvalidArgument { detail, .. }) if detail.contains("non-zero size for non-batch dimensions")), "{what} {shape:?}: {r:?}"),
+        };
+        check("host avg".into(), h.adaptive_avg_pool2d((2, 2)).map(|t| t.shape().to_vec()), no_channels);
+        check("host max".into(), h.adaptive_max_pool2d((2, 2)).map(|t| t.shape().to_vec()), false);
+        for ctx in contexts() {
+            let d = DeviceTensor::zeros(ctx, &shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+            check(format!("{} avg", name(ctx)), d.adaptive_avg_pool2d((2, 2)).map(|t| t.shape().to_vec()), no_channels);
+            check(format!("{} max", name(ctx)), d.adaptive_max_pool2d_with_indices((2, 2)).map(|t| t.0.shape().to_vec()), false);
+        }
+    }
+}
+
+/// A constant pad's value converts to the tensor's type as PyTorch's `fill_` does
+/// (`checked_convert`): past the type's range is `InvalidArgument` (it saturated or wrapped:
+/// uint32 3e9 gave 2^31 - 1, int8 200 gave -56, float16 1e5 infinity), an integer type takes
+/// it truncated, a float type any infinity or NaN; on the host and every adapter alike.
+#[test]
+fn constant_pad_values_convert_as_pytorch_fill() {
+    fn padded<T: ShapeOps>(x: &T, v: f64) -> Result<T, Error> {
+        x.pad(&[1, 1], PadMode::Constant(v))
+    }
+    let ok: [(DType, f64, f64); 7] = [(DType::U32, 3e9, 3e9), (DType::I32, 2.7, 2.0), (DType::I32, -2.7, -2.0), (DType::U8, 255.0, 255.0), (DType::I8, -128.0, -128.0), (DType::F32, f64::INFINITY, f64::INFINITY), (DType::F16, 65504.0, 65504.0)];
+    let bad: [(DType, f64); 8] = [(DType::I8, 200.0), (DType::U8, 300.0), (DType::U8, -1.0), (DType::I32, f64::NAN), (DType::I32, f64::INFINITY), (DType::F32, 1e39), (DType::F16, 1e5), (DType::U32, -1.0)];
+    for (dtype, v, want) in ok {
+        let h = HostTensor::zeros(&[2], dtype, MemoryFormat::Contiguous).unwrap();
+        let got = padded(&h, v).unwrap();
+        let b = bits(&got);
+        assert_eq!((value(dtype, b[0]), value(dtype, b[3]), value(dtype, b[1])), (want, want, 0.0), "host {dtype} {v}");
+        for ctx in contexts() {
+            let d = padded(&DeviceTensor::upload(ctx, &h).unwrap(), v).unwrap().download().unwrap();
+            assert_eq!(bits(&d), bits(&got), "{} {dtype} {v}", name(ctx));
+        }
+    }
+    for (dtype, v) in bad {
+        let h = HostTensor::zeros(&[2], dtype, MemoryFormat::Contiguous).unwrap();
+        assert!(matches!(padded(&h, v), Err(Error::InvalidArgument { op: "pad", .. })), "host {dtype} {v}");
+        for ctx in contexts() {
+            let r = padded(&DeviceTensor::upload(ctx, &h).unwrap(), v).map(drop);
+            assert!(matches!(r, Err(Error::InvalidArgument { op: "pad", .. })), "{} {dtype} {v}: {r:?}", name(ctx));
+        }
+    }
+}
+
+/// `stack` along an existing dim is PyTorch's cat along it seen with the new dim split off, so
+/// channels-last inputs give a channels-last-ordered result (it was contiguous); along a new
+/// last dim, a cat of the inputs unsqueezed there. Values as the unsqueezed cat's, on the host
+/// and every adapter; empty 1-D inputs still stack.
+#[test]
+fn stack_keeps_the_layout_cat_gives() {
+    let mut rng = Rng(0x9005);
+    let a = tensor(&mut rng, &[2, 3, 4, 5], DType::F32, 1, false);
+    let b = tensor(&mut rng, &[2, 3, 4, 5], DType::F32, 1, false);
+    // PyTorch 2.x: torch.stack of two channels-last [2, 3, 4, 5] tensors.
+    for (dim, strides) in [(0isize, vec![120isize, 60, 1, 15, 3]), (1, vec![120, 3, 1, 30, 6]), (4, vec![120, 40, 10, 2, 1])] {
+        let s = stack(&[&a, &b], dim).unwrap();
+        assert_eq!(s.strides(), &strides[..], "host dim {dim}");
+        let want = cat(&[&a.unsqueeze(dim).unwrap(), &b.unsqueeze(dim).unwrap()], dim).unwrap();
+        assert_eq!(bits(&s), bits(&want), "host dim {dim}");
+        for ctx in contexts() {
+            let (da, db) = (mirror(ctx, &a, 1), mirror(ctx, &b, 1));
+            let d = stack(&[&da, &db], dim).unwrap();
+            assert_eq!(d.strides(), &strides[..], "{} dim {dim}", name(ctx));
+            assert_eq!(bits(&d.download().unwrap()), bits(&want), "{} dim {dim}", name(ctx));
+        }
+    }
+    let e = HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(stack(&[&e, &e, &e], 0).unwrap().shape(), &[3, 0]);
+}

@@ -789,3 +789,61 @@ fn rows_and_columns_kernels_on_their_edges() {
         }
     }
 }
+
+/// A reduction into an `out` in the input's buffer reads a copy of the buffer, recorded first;
+/// when the kernel then refuses the call (9 reduced dims that cannot merge: `Unsupported`), the
+/// batch is cut back to what it held (the copy stayed recorded, though the docs say a failed
+/// call records nothing), and the batch's other work still runs. The host computes the sum.
+#[test]
+fn a_reduction_that_fails_after_its_copy_records_nothing() {
+    // [2; 9] with strides 4^8 .. 1: no two dims merge; the output is the last element.
+    let strides: Vec<isize> = (0..9).rev().map(|i| 4isize.pow(i)).collect();
+    let len = (4usize.pow(9) - 1) / 3 + 2;
+    let h = HostTensor::from_vec((0..len).map(|i| (i % 7) as f32).collect::<Vec<_>>(), &[len]).unwrap();
+    let hx = h.as_strided(&[2; 9], &strides, 0).unwrap();
+    let want: f32 = hx.contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap().iter().sum();
+    assert_eq!(hx.sum(Dims::All, false).unwrap().to_vec::<f32>().unwrap(), vec![want]);
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap();
+        let x = d.as_strided(&[2; 9], &strides, 0).unwrap();
+        let out = d.as_strided(&[], &[], len - 1).unwrap();
+        let other = DeviceTensor::from_slice(ctx, &[1.0f32, 2.0], &[2]).unwrap();
+        let before = ctx.record_counts();
+        let mut b = ctx.batch();
+        let kept = b.sum(&other, 0, false).unwrap();
+        let r = b.reduce(&x, ReduceOp::Sum, Dims::All, false, None, Some(&out), None);
+        assert!(matches!(r, Err(Error::Unsupported { op: "sum", .. })), "{}: {:?}", name(ctx), r.map(drop));
+        b.submit_and_wait().unwrap();
+        let c = ctx.record_counts() - before;
+        assert_eq!(c.transfers, 0, "{}: the copy of the failed call was recorded: {c:?}", name(ctx));
+        assert_eq!(kept.download().unwrap().to_vec::<f32>().unwrap(), vec![3.0], "{}", name(ctx));
+        assert_eq!(d.download().unwrap().to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap(), "{}: the buffer untouched", name(ctx));
+    }
+}
+
+/// Index results are int32 (PyTorch's int64): a reduction over more than 2^31 elements is a
+/// `Limit` error naming the op (an expanded view, no memory), where the index 2^31 wrapped to
+/// -2^31 on the device and the host; `var` and `std` over nothing are NaN whatever the
+/// correction (a negative one gave 0 on the host).
+#[test]
+fn indices_past_int32_and_empty_variances() {
+    let h = HostTensor::from_vec(vec![0f32, 0.0, 1.0], &[3, 1]).unwrap();
+    let big = h.expand(&[3, 1 << 30]).unwrap();
+    let limit = |r: Result<HostTensor, Error>| matches!(r, Err(Error::Limit { limit: "int32 indices", .. }));
+    assert!(limit(big.argmax(None, false)), "host argmax");
+    let e = HostTensor::zeros(&[2, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    for c in [-1.0, 0.0, 1.0, 2.5] {
+        assert!(e.var(1, c, false).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "var, correction {c}");
+        assert!(e.std(1, c, true).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "std, correction {c}");
+    }
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap().expand(&[3, 1 << 30]).unwrap();
+        assert!(matches!(d.argmax(None, false), Err(Error::Limit { limit: "int32 indices", .. })), "{}", name(ctx));
+        assert!(matches!(d.argmin(None, true), Err(Error::Limit { limit: "int32 indices", .. })), "{}", name(ctx));
+        let de = DeviceTensor::upload(ctx, &e).unwrap();
+        for c in [-1.0, 1.0] {
+            let v = de.var(1, c, false).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            assert!(v.len() == 2 && v.iter().all(|v| v.is_nan()), "{} var correction {c}: {v:?}", name(ctx));
+        }
+    }
+}

@@ -307,6 +307,8 @@ fn wrong_replays_and_waiting_captures_are_typed_errors() {
         // Waiting inside a capture: the work has not run.
         let r = ctx.capture(&[&x], || x.add(1.0)?.download());
         assert!(matches!(r, Err(Error::InvalidArgument { op: "download", .. })), "{}: download in a capture: {:?}", name(ctx), r.err());
+        let r = ctx.capture(&[&x], || x.add(1.0)?.transpose(0, 3)?.download());
+        assert!(matches!(r, Err(Error::InvalidArgument { op: "download", .. })), "{}: download of a transposed view in a capture: {:?}", name(ctx), r.err());
         let r = ctx.capture(&[], || graph.replay(&[]));
         assert!(matches!(r, Err(Error::InvalidArgument { op: "replay", .. })), "{}: replay in a capture: {:?}", name(ctx), r.err());
         let r = ctx.capture(&[], || ctx.capture(&[], || Ok(())));
@@ -776,5 +778,128 @@ fn a_relu_of_another_types_view_does_not_fold_into_the_convolution() {
         let replayed = bits(&y32);
         f(&new).unwrap();
         assert_eq!(replayed, bits(&y32), "{}: a replay and the eager calls", name(ctx));
+    }
+}
+
+/// What a capture refuses besides downloads and replays (their work would run outside the
+/// graph, or wait for work that has not run), each an `InvalidArgument` that leaves the
+/// context working: a batch recording into the caller's encoder (its ops ran once when the
+/// caller submitted, outside the graph; the capture's run-once work then ran before them); a
+/// wait for a batch submitted in the capture (it returned `Ok` though nothing ran); a flush;
+/// and a replay recorded into a batch (`Graph::replay` was refused, `Batch::replay` not).
+#[test]
+fn a_capture_refuses_work_outside_the_graph_and_waits() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let p = params(ctx);
+        let x = image(ctx, 41);
+        let graph = ctx.capture(&[&x], || forward(&p, &x)).unwrap();
+        let w = DeviceTensor::from_slice(ctx, &[1f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let r = ctx.capture(&[&w], || {
+            let mut b = ctx.record_into(&mut enc);
+            let t = b.mul(&w, 2.0)?;
+            b.end();
+            w.add(&t)
+        });
+        assert!(matches!(&r, Err(Error::InvalidArgument { op: "mul", .. })), "{}: record_into in a capture: {:?}", name(ctx), r.err());
+        drop(enc);
+        let r = ctx.capture(&[&w], || {
+            let mut b = ctx.batch();
+            let y = b.add(&w, 1.0)?;
+            b.submit_and_wait()?;
+            Ok(y)
+        });
+        assert!(matches!(&r, Err(Error::InvalidArgument { op: "wait", .. })), "{}: a wait in a capture: {:?}", name(ctx), r.err());
+        let r = ctx.capture(&[&w], || ctx.flush().map(drop));
+        assert!(matches!(&r, Err(Error::InvalidArgument { op: "flush", .. })), "{}: a flush in a capture: {:?}", name(ctx), r.err());
+        let r = ctx.capture(&[&x], || {
+            let mut b = ctx.batch();
+            b.replay(&graph, &[])?;
+            b.submit().map(drop)
+        });
+        assert!(matches!(&r, Err(Error::InvalidArgument { op: "replay", .. })), "{}: a batch's replay in a capture: {:?}", name(ctx), r.err());
+        // Outside a capture all of it works.
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let mut b = ctx.record_into(&mut enc);
+        let t = b.mul(&w, 2.0).unwrap();
+        b.end();
+        ctx.queue().submit([enc.finish()]);
+        assert_eq!(t.download().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0, 8.0], "{}", name(ctx));
+        let mut b = ctx.batch();
+        b.replay(&graph, &[]).unwrap();
+        b.submit_and_wait().unwrap();
+        ctx.flush().unwrap().wait().unwrap();
+    }
+}
+
+/// Under `TuningPolicy::OnFirstCall` a capture measures nothing and runs each untuned class's
+/// default; it now keeps that default as the class's choice, so the first eager call after it
+/// does not measure and keep another kernel (it did): replays and eager calls give the same
+/// bits. The kept defaults are neither listed as tuned choices nor saved. A profile of a graph
+/// counts its passes and dispatches in `record_counts`.
+#[test]
+fn a_capture_keeps_the_defaults_it_ran_and_a_profile_is_counted() {
+    use strided_wgpu::TuningPolicy;
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let c = pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).unwrap();
+        c.set_tuning_policy(TuningPolicy::OnFirstCall);
+        let p = params(&c);
+        let x = DeviceTensor::from_slice(&c, &vals(2 * 12 * 12 * 3, 51), &[2, 12, 12, 3]).unwrap();
+        let graph = c.capture(&[&x], || forward(&p, &x)).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        let (eager, _) = forward(&p, &x).unwrap();
+        assert_eq!(bits(&graph.output().0), bits(&eager), "{}", name(ctx));
+        let after = (c.tuned_conv_choices().len(), c.tuned_matmul_choices().len(), c.tuned_choices().len());
+        assert_eq!(after, (0, 0, 0), "{}: the eager calls measured classes the capture had run", name(ctx));
+        let saved = c.tuning_json("").unwrap();
+        assert!(!saved.contains("Gemm") && !saved.contains("Direct") && !saved.contains("Blocked"), "{}: kept defaults saved: {saved}", name(ctx));
+        if c.adapter().pass_timestamps {
+            let before = c.record_counts();
+            let times = graph.profile().unwrap();
+            let d = c.record_counts() - before;
+            assert_eq!((d.submits, d.passes, d.dispatches), (1, times.len() as u64, times.len() as u64), "{}: {d:?}", name(ctx));
+        }
+    }
+}
+
+/// A graph's run-once work (here a transpose of a weight, folded at capture) runs again before
+/// a replay where the crate wrote a constant it read since: after an eager `mul_` of the
+/// weight, and after another graph's replay that updates it, replays equal the eager calls
+/// bit for bit (they read the stale transpose). A caller's buffer is never a constant: a
+/// transpose of it runs at every replay, and sees the caller's `write_buffer`s (it ran once).
+#[test]
+fn replays_follow_writes_to_their_constants() {
+    use strided_wgpu::Layout;
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, 61), &[6, 8]).unwrap();
+        let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, 62), &[5, 8]).unwrap();
+        let forward = || x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?);
+        let graph = ctx.capture(&[&x], forward).unwrap();
+        assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}", name(ctx));
+        v.mul_(2.0).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: after an eager write to the weight", name(ctx));
+        // Another graph updates the weight at each replay.
+        let update = ctx.capture(&[], || v.add_(0.5)).unwrap();
+        update.replay_and_wait(&[]).unwrap();
+        let mut b = ctx.batch();
+        b.replay(&update, &[]).unwrap();
+        b.replay(&graph, &[]).unwrap();
+        b.submit_and_wait().unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: after another graph's writes", name(ctx));
+        // A caller's buffer: its transpose replays, and follows the caller's writes.
+        let buf = ctx.device().create_buffer(&wgpu::BufferDescriptor { label: None, size: 5 * 8 * 4, usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+        ctx.queue().write_buffer(&buf, 0, bytemuck::cast_slice(&vals(5 * 8, 63)));
+        let f = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[5, 8]).unwrap()).unwrap();
+        let graph = ctx.capture(&[], || f.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?.mul(2.0)).unwrap();
+        ctx.queue().write_buffer(&buf, 0, bytemuck::cast_slice(&vals(5 * 8, 64)));
+        graph.replay_and_wait(&[]).unwrap();
+        let want = f.transpose(0, 1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().mul(2.0).unwrap();
+        assert_eq!(bits(graph.output()), bits(&want), "{}: a caller's buffer", name(ctx));
     }
 }

@@ -408,3 +408,47 @@ fn a_view_copied_onto_itself_does_nothing() {
     // Another view of the same elements is still an overlap.
     assert!(matches!(e.copy_(&row.expand(&[3, 4]).unwrap().transpose(0, 1).unwrap().transpose(0, 1).unwrap().flip(1).unwrap()), Err(Error::Overlap { .. })));
 }
+
+/// An empty shape has strides whatever its other sizes (PyTorch's `torch.zeros(2**32, 0,
+/// 2**32)`): only a stride a dim takes must fit isize, not the product past the outermost dim
+/// (a false overflow error); a non-empty shape past isize is still an error. An empty view at
+/// an offset of 2^62 elements (any offset is in bounds for no element) reads as empty: the
+/// host's reductions multiplied the offset into bytes and panicked on the overflow.
+#[test]
+fn empty_shapes_have_strides_and_empty_views_any_offset() {
+    use strided_wgpu::Reduce;
+    let shape = [1usize << 32, 0, 1 << 32];
+    assert_eq!(Layout::contiguous(&shape).unwrap().strides(), &[1isize << 32, 1 << 32, 1]);
+    assert!(HostTensor::zeros(&shape, DType::F32, MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap().is_empty());
+    assert!(matches!(Layout::contiguous(&[1 << 62, 4]), Err(Error::Overflow { .. })));
+    let x = HostTensor::from_vec(vec![1f32; 4], &[4]).unwrap();
+    let far = x.as_strided(&[0], &[1], 1 << 62).unwrap();
+    assert_eq!(far.sum(-1, false).unwrap().to_vec::<f32>().unwrap(), vec![0.0]);
+    assert!(far.amax(-1, false).is_err(), "max of nothing is PyTorch's error");
+    assert!(far.contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap().is_empty());
+    assert!(far.add(&far).unwrap().to_vec::<f32>().unwrap().is_empty());
+}
+
+/// `to_memory_format` is PyTorch's `x.to(memory_format=)`: an alias exactly when the view's
+/// suggested format is the one asked for, else a copy dense in it. A contiguous [2, 3, 1, 1]
+/// suggests contiguous, so asked for channels-last it is copied to strides [3, 1, 3, 3] (it was
+/// returned as it was); a transposed matrix asked for contiguous stays the transposed view (it
+/// was copied); `contiguous(format)` keeps its own rule.
+#[test]
+fn to_memory_format_aliases_as_pytorch_to() {
+    let x = HostTensor::from_vec((0..6).map(|i| i as f32).collect::<Vec<_>>(), &[2, 3, 1, 1]).unwrap();
+    let cl = x.to_memory_format(MemoryFormat::ChannelsLast).unwrap();
+    assert_eq!(cl.strides(), &[3, 1, 3, 3]);
+    assert_eq!(cl.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+    assert_eq!(x.contiguous(MemoryFormat::ChannelsLast).unwrap().strides(), &[3, 1, 1, 1]);
+    let m = HostTensor::from_vec((0..6).map(|i| i as f32).collect::<Vec<_>>(), &[2, 3]).unwrap();
+    let t = m.transpose(0, 1).unwrap();
+    let same = t.to_memory_format(MemoryFormat::Contiguous).unwrap();
+    assert_eq!(same.strides(), &[1, 3]);
+    assert_eq!(same.layout(), t.layout());
+    assert_eq!(t.contiguous(MemoryFormat::Contiguous).unwrap().strides(), &[2, 1]);
+    // A channels-last tensor asked for channels-last is itself; asked for contiguous, a copy.
+    let big = HostTensor::zeros(&[2, 3, 4, 5], DType::F32, MemoryFormat::ChannelsLast).unwrap();
+    assert_eq!(big.to_memory_format(MemoryFormat::ChannelsLast).unwrap().strides(), big.strides());
+    assert_eq!(big.to_memory_format(MemoryFormat::Contiguous).unwrap().strides(), &[60, 20, 5, 1]);
+}

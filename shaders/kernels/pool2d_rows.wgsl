@@ -19,9 +19,24 @@ fn word(row: i32, k: i32) -> vec4<f32> {
     return bitcast<vec4<f32>>(src4[u32(row + clamp(k, 0, i32(p_u[pz()].geo.w) - 1))]);
 }
 
-// The larger of a and b, a NaN in either (b's when both).
-fn mx(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
-    return select(a, b, (b > a) | nan4(b));
+// The maxima of 4 window columns and the window rows (0..2; 3 none) they come from.
+struct Col {
+    v: vec4<f32>,
+    r: vec4<i32>,
+}
+
+// Two window columns' maxima, a's column left of b's, combined as the row-major scan of
+// pool2d.wgsl: the larger value, of equal ones the one in the earlier row (a's in the same
+// row), of NaNs the one in the later row (b's in the same row). Which of +0.0 and -0.0, and
+// which NaN's payload, a window gives depends on that order.
+fn mx(a: Col, b: Col) -> Col {
+    let m = (b.v > a.v) | ((b.v == a.v) & (b.r < a.r)) | (nan4(b.v) & (!nan4(a.v) | (b.r >= a.r)));
+    return Col(select(a.v, b.v, m), select(a.r, b.r, m));
+}
+
+// Lanes (x, y, z, w) of a window's columns from the lanes (i, j) of a and (k, l) of b.
+fn lanes(a: Col, b: Col, i: u32, j: u32, k: u32, l: u32) -> Col {
+    return Col(vec4<f32>(a.v[i], a.v[j], b.v[k], b.v[l]), vec4<i32>(a.r[i], a.r[j], b.r[k], b.r[l]));
 }
 
 // Max pooling's window rows of one output row: each row's first word (rows outside the image
@@ -31,15 +46,19 @@ struct Rows3 {
     ok: vec3<bool>,
 }
 
-// The maxima over the window rows of input word k (4 columns); -inf outside the row.
-fn column_max(w: Rows3, k: i32) -> vec4<f32> {
+// The maxima over the window rows of input word k (4 columns), the first of equal ones and
+// the last NaN, and their rows; -inf outside the row.
+fn column_max(w: Rows3, k: i32) -> Col {
     var best = vec4<f32>(bitcast<f32>(0xff800000u));
+    var row = vec4<i32>(3);
     let inside = k >= 0 && k < i32(p_u[pz()].geo.w);
     for (var i = 0; i < 3; i = i + 1) {
         let v = word(w.at[i], k);
-        best = select(best, v, vec4<bool>(inside && w.ok[i]) & ((v > best) | nan4(v)));
+        let m = vec4<bool>(inside && w.ok[i]) & ((v > best) | nan4(v));
+        best = select(best, v, m);
+        row = select(row, vec4<i32>(i), m);
     }
-    return best;
+    return Col(best, row);
 }
 
 // Bilinear's row blend of input word k (clamped to the row).
@@ -78,12 +97,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var j = j0; j < j1; j = j + 1u) {
             let b = column_max(w, 2 * i32(j) + 1);
             let next = column_max(w, 2 * i32(j) + 2);
-            let even = vec4<f32>(a.x, a.z, b.x, b.z);
-            let odd = vec4<f32>(a.y, a.w, b.y, b.w);
-            let before = vec4<f32>(prev.w, a.y, a.w, b.y);
-            let after = vec4<f32>(a.z, b.x, b.z, next.x);
-            let m = mx(mx(select(even, before, pw1), select(odd, even, pw1)), select(after, odd, pw1));
-            dst4[out + j] = bitcast<vec4<u32>>(m);
+            // The window's columns left to right: (before, even, odd) with pw = 1, else
+            // (even, odd, after).
+            let even = lanes(a, b, 0u, 2u, 0u, 2u);
+            let odd = lanes(a, b, 1u, 3u, 1u, 3u);
+            var m: Col;
+            if (pw1) {
+                m = mx(mx(Col(vec4<f32>(prev.v.w, a.v.y, a.v.w, b.v.y), vec4<i32>(prev.r.w, a.r.y, a.r.w, b.r.y)), even), odd);
+            } else {
+                m = mx(mx(even, odd), Col(vec4<f32>(a.v.z, b.v.x, b.v.z, next.v.x), vec4<i32>(a.r.z, b.r.x, b.r.z, next.r.x)));
+            }
+            dst4[out + j] = bitcast<vec4<u32>>(m.v);
             prev = b;
             a = next;
         }

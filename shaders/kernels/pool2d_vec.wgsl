@@ -14,7 +14,7 @@
 // DT are override constants as in pool2d.wgsl (lavapipe runs every branch under masks), and
 // so are the specializations the host picks: TAPS3 (max pooling over at most 3 x 3 taps,
 // unrolled: no loop bounds, no column reuse branch, both of which lavapipe runs masked for
-// every output), INDICES (none computed), WORDS (a tap's 4 channels as one 16-byte load, an
+// every output), INDICES (none stored), WORDS (a tap's 4 channels as one 16-byte load, an
 // output's as one store) and X2 (bilinear x2 along W in pairs of outputs).
 
 // 1: the output is channels-last; 0: NCHW.
@@ -25,7 +25,7 @@ override TAPS3: u32 = 0u;
 // each (the host checks strides and offsets): loaded and stored as words through src4 and
 // dst4, one access where lavapipe otherwise makes 4 (dst is then a spare, as is dst4 otherwise).
 override WORDS: u32 = 0u;
-// 0: TAPS3 max pooling that writes no indices, and so computes none.
+// 0: TAPS3 max pooling that writes no indices (it still orders the taps by them).
 override INDICES: u32 = 1u;
 // 1: bilinear x2 upsampling along W (column scale 1/2, align_corners false; the host checks),
 // in runs of whole pairs of outputs, which load one new input column a pair.
@@ -98,19 +98,15 @@ fn column3(w: Rows3, cs: vec4<i32>, q: i32, tap: bool) -> Out {
         let v = load4(w.at[i] + qc, cs);
         let m = vec4<bool>(inside && w.ok[i]) & ((v > best) | nan4(v));
         best = select(best, v, m);
-        if (INDICES != 0u) {
-            at = select(at, vec4<i32>(w.r[i] * W + q), m);
-        }
+        at = select(at, vec4<i32>(w.r[i] * W + q), m);
     }
     return Out(best, at);
 }
 
 // Two columns' maxima combined as the row-major scan would: the larger value, of equal ones
-// the smaller index, of NaNs the larger index.
+// the smaller index, of NaNs the larger index. Also without INDICES: which of +0.0 and -0.0,
+// and which NaN's payload, a window gives depends on that order (PyTorch's and the host's).
 fn combine(a: Out, b: Out) -> Out {
-    if (INDICES == 0u) {
-        return Out(select(a.v, b.v, (b.v > a.v) | nan4(b.v)), a.at);
-    }
     let m = (b.v > a.v) | ((b.v == a.v) & (b.at < a.at)) | (nan4(b.v) & (!nan4(a.v) | (b.at > a.at)));
     return Out(select(a.v, b.v, m), select(a.at, b.at, m));
 }

@@ -127,6 +127,10 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     if o.groups == 0 || c % o.groups != 0 || k % o.groups != 0 {
         return Err(bad(format!("groups = {} must be >= 1 and divide C = {c} (input {:?}) and K = {k} (weight {:?})", o.groups, input.shape(), weight.shape())));
     }
+    // PyTorch's `check_shape_forward`: at least `groups` filters (K = 0 divides by any).
+    if k < o.groups {
+        return Err(bad(format!("Given groups={}, expected weight to be at least {} at dimension 0, but got weight of size {:?} instead", o.groups, o.groups, weight.shape())));
+    }
     if cg != c / o.groups {
         return Err(bad(format!("weight shape {:?} has {cg} input channels per group, but input {:?} with groups = {} has {}", weight.shape(), input.shape(), o.groups, c / o.groups)));
     }
@@ -160,6 +164,16 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     };
     let oh = out(h, o.padding.0, o.dilation.0, kh, o.stride.0, "height")?;
     let ow = out(w, o.padding.1, o.dilation.1, kw, o.stride.1, "width")?;
+    // PyTorch's `_select_conv_backend`: of empty inputs only an empty batch is served (an
+    // empty image with padding has an output size, but no pixel to read); a zero-channel
+    // input passes there, and its empty result then takes the output's shape only when the
+    // batch is empty too.
+    if c == 0 && n > 0 {
+        return Err(bad(format!("a zero-channel input {:?} (its weight {:?} is empty): PyTorch's empty-input path fails on it", input.shape(), weight.shape())));
+    }
+    if n > 0 && (h == 0 || w == 0) {
+        return Err(bad(format!("Only zero batch or zero channel inputs are supported, but got input shape: {:?}", input.shape())));
+    }
     // PyTorch's rule (`_determine_backend_memory_format`): channels-last where the input or
     // the weight suggests it (a channels-last model on NCHW images), else contiguous.
     let channels_last = [input, weight].iter().any(|l| l.suggest_memory_format() == MemoryFormat::ChannelsLast);

@@ -24,7 +24,8 @@ enum Encoder<'e> {
 /// [`GpuContext::record_into`] records into the caller's encoder, among the caller's own
 /// passes; the caller submits it. Either way every tensor the batch reads or writes, and every
 /// temporary, is held until that command buffer has finished on the GPU, so dropping a tensor
-/// after recording it is safe.
+/// after recording it is safe. An owned batch dropped without [`Batch::submit`] or
+/// [`Batch::finish`] discards what it recorded (the tensors it returned are never written).
 ///
 /// Every op a tensor method runs (the elementwise ops, `copy_` and the convolution; not the
 /// view materializations `contiguous`, `reshape` and `to_memory_format`, which are `copy_`
@@ -95,6 +96,9 @@ impl Batch<'_> {
     pub(crate) fn parts(&mut self, op: &'static str) -> Result<&mut Recorder> {
         self.tail = None;
         match &self.enc {
+            // What it records would run once, when the caller submits the encoder, outside the
+            // graph (and before the capture's run-once work had it written fresh buffers).
+            Some(Encoder::Borrowed(_)) if self.ctx.rt.capturing_here() => Err(Error::invalid(op, "this thread is capturing a graph: a batch recording into the caller's encoder (record_into) would run outside it; record into ctx.batch() and submit it")),
             Some(_) => Ok(&mut self.rec),
             None => Err(Error::invalid(op, "the batch was already ended")),
         }
@@ -103,6 +107,18 @@ impl Batch<'_> {
     /// Commands recorded so far.
     pub(crate) fn recorded(&self) -> usize {
         self.rec.len()
+    }
+
+    /// Runs `f`, a call that may record several commands (a copy of a shared buffer, then a
+    /// kernel that may still fail), whole or not at all: should it fail part way, the batch is
+    /// cut back to what it held before.
+    pub(crate) fn whole<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let mark = self.recorded();
+        let r = f(self);
+        if r.is_err() {
+            self.cut_back(mark);
+        }
+        r
     }
 
     /// Drops the commands recorded after the first `mark` (a call that failed part way through
@@ -165,7 +181,7 @@ impl Batch<'_> {
     /// as its copies allow); errors wgpu reports are returned here. The returned
     /// [`Submission`] can be awaited (or, on native, waited on) for the work to finish. While
     /// this thread captures a graph ([`GpuContext::capture`]), the work is appended to the
-    /// graph instead, and the submission is complete at once. Eager calls held back
+    /// graph instead, and waiting for the submission is an error (nothing ran). Eager calls held back
     /// ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first, in a queue submission of
     /// their own just before.
     pub fn submit(mut self) -> Result<Submission> {
@@ -214,7 +230,7 @@ impl Batch<'_> {
             // next call of the crate.
             let _ = rt.scoped("end", || {
                 let (commands, mut keep) = rec.finish(&rt.queue);
-                rt.counters.add(record::encode(&commands, e));
+                rt.counters.add(record::encode(&commands, e, &rt.watch));
                 keep.attach(e);
                 Ok(())
             });

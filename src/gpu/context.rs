@@ -179,7 +179,10 @@ impl GpuContext {
     /// `ctx.flush()?.wait()` is PyTorch's `torch.cuda.synchronize()`. Never needed for the
     /// crate's own results (its downloads, waits and batches submit what was held first); call
     /// it before work of your own reads them, or to start the GPU on calls held back.
+    /// An error while this thread captures a graph (as `torch.cuda.synchronize()` is inside a
+    /// CUDA graph capture).
     pub fn flush(&self) -> Result<Submission> {
+        self.rt.check_not_capturing("flush")?;
         self.rt.flush("flush")
     }
 
@@ -194,6 +197,22 @@ impl GpuContext {
     #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn tunes_on_call(&self) -> bool {
         self.tuner.policy() == TuningPolicy::OnFirstCall && !self.rt.capturing_here()
+    }
+
+    /// The kept choice of family `F` for `class`, else `default`'s. While this thread captures
+    /// a graph under [`TuningPolicy::OnFirstCall`], the default is kept as the class's choice
+    /// (`Tuner::keep_default`: not listed by the `tuned_*` methods, nor saved): the first eager
+    /// call after the capture would otherwise measure and might keep another kernel, whose
+    /// bits the graph's replays would not give.
+    pub(crate) fn choice<F: crate::tune::Family>(&self, class: &F::Class, default: impl FnOnce() -> F::Choice) -> F::Choice {
+        if let Some(kept) = self.tuner.get::<F>(class) {
+            return kept;
+        }
+        let choice = default();
+        if self.tuner.policy() == TuningPolicy::OnFirstCall && self.rt.capturing_here() {
+            self.tuner.keep_default::<F>(class, &choice);
+        }
+        choice
     }
 
     /// Sets when this context (and every clone of it) measures kernels: by default

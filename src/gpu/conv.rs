@@ -177,6 +177,11 @@ impl Batch<'_> {
     /// kernels through f32 copies (`convolve_in_f32`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn convolve(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
+        self.whole(|b| b.record_convolution(op, out, input, weight, bias, residual, options, g, kernel))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_convolution(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out), residual].into_iter().flatten().collect();
         self.check_context(op, &operands)?;
@@ -385,7 +390,7 @@ impl GpuContext {
     /// The convolution kernel: `kernel` when forced, else the tuned (or default) one.
     pub(crate) fn conv_choice(&self, class: &ConvClass, kernel: ConvKernel) -> ConvKernel {
         match kernel {
-            ConvKernel::Auto => self.tuner.get::<Conv>(class).unwrap_or_else(|| conv_default(&self.rt.report, class)),
+            ConvKernel::Auto => self.choice::<Conv>(class, || conv_default(&self.rt.report, class)),
             k => k,
         }
     }

@@ -65,6 +65,10 @@ impl Batch<'_> {
     /// Records `dst.copy_(src)` through a forced kernel path. Bad input, and a forced path that
     /// does not apply, are errors and nothing is recorded.
     pub fn copy_with(&mut self, dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Result<()> {
+        self.whole(|b| b.record_copy(dst, src, path))
+    }
+
+    fn record_copy(&mut self, dst: &DeviceTensor, src: &DeviceTensor, path: CopyPath) -> Result<()> {
         const OP: &str = "copy_";
         self.check_context(OP, &[dst, src])?;
         let same = dst.shares_storage(src);
@@ -106,7 +110,7 @@ impl GpuContext {
             return Some(path);
         }
         let r = &self.rt.report;
-        copy::auto_path(r, plan, dst, src, buffer_copy, |c| self.tuner.get::<Transpose>(c).unwrap_or_else(|| copy::transpose_default(r, c)))
+        copy::auto_path(r, plan, dst, src, buffer_copy, |c| self.choice::<Transpose>(c, || copy::transpose_default(r, c)))
     }
 
     /// The kernel path `dst.copy_(src)` takes by default, with no kept choice for its class

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::context::GpuContext;
 use crate::gpu::tensor::DeviceTensor;
-use crate::runtime::record::{self, Command, Keep, RecordCounts};
+use crate::runtime::record::{self, Command, Constants, Keep, RecordCounts};
 use crate::runtime::submit::{self, Submission};
 use crate::strided::Strided;
 
@@ -47,6 +47,8 @@ pub struct Graph<T> {
     inputs: Vec<DeviceTensor>,
     output: T,
     constants: RecordCounts,
+    /// The run-once work and the constants it read from outside the capture (`None` without).
+    once: Option<Arc<Constants>>,
 }
 
 impl GpuContext {
@@ -67,9 +69,12 @@ impl GpuContext {
     /// Tensors that are not `inputs` and that the captured work never writes are constants of the
     /// graph (weights, say): work that reads only constants and writes only buffers made inside
     /// the capture that no replayed work writes, nor reads before it (a convolution packing its
-    /// weight) runs once, at capture, and not at each replay ([`Graph::constant_counts`]). So after writing
-    /// such a tensor outside the graph, capture again: the replays' kernels that read it where
-    /// it lies would see the new values, the work that ran at capture would not.
+    /// weight) runs once, at capture, and not at each replay ([`Graph::constant_counts`]); it
+    /// runs again before a replay where the crate wrote such a tensor since (an eager `mul_` of
+    /// a weight, another graph's replay), so replays read what the eager calls would. A
+    /// caller's buffer ([`DeviceTensor::from_buffer`]) is never such a constant (its writes are
+    /// the caller's own), nor is an input; a tensor's buffer written by the caller's own wgpu
+    /// commands is not seen: capture again after such a write.
     ///
     /// The closure may fail with any error type that a crate [`Error`] converts into (a
     /// model's own error, say); its error is returned as it is, and nothing is captured.
@@ -101,18 +106,25 @@ impl GpuContext {
         for t in inputs {
             held.hold_shared(t.storage());
         }
-        // The work that computes constants (weight packing) runs once, now.
-        let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).collect();
+        // The work that computes constants (weight packing) runs once, now, and again before a
+        // replay where a constant it read was written since (`runtime/watch.rs`). The caller's
+        // buffers are no constants: their writes are the caller's, unseen by the crate.
+        let foreign: Vec<wgpu::Buffer> = held.shared().filter_map(DeviceTensor::foreign_buffer).cloned().collect();
+        let buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buffer()).chain(&foreign).collect();
         let (once, every) = record::split_constants(commands, &buffers, &fresh);
         let held = Arc::new(held);
         let constants = record::count(&once);
-        if !once.is_empty() {
+        let once = (!once.is_empty()).then(|| {
+            let external = record::external_reads(&once, &fresh);
+            self.rt.watch.constants(once.into(), external)
+        });
+        if let Some(k) = &once {
             let enc = self.rt.scoped(OP, || Ok(self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
             let mut keep = Keep::default();
             keep.hold(held.clone());
-            submit::submit_commands(&self.rt, OP, enc, &once, keep)?;
+            submit::submit_commands(&self.rt, OP, enc, &k.once, keep)?;
         }
-        Ok(Graph { ctx: self.clone(), commands: every.into(), held, inputs: inputs.iter().map(|&t| t.clone()).collect(), output, constants })
+        Ok(Graph { ctx: self.clone(), commands: every.into(), held, inputs: inputs.iter().map(|&t| t.clone()).collect(), output, constants, once })
     }
 
     /// Submits, compute passes, dispatches and copies this context has encoded so far (every
@@ -133,8 +145,9 @@ impl<T> Graph<T> {
         &self.inputs
     }
 
-    /// What one replay encodes: one submit, its compute passes (one, plus one after each copy
-    /// or clear the captured work holds), dispatches and copies (the input copies of
+    /// What one replay encodes: one submit, its compute passes (a pass for each run of
+    /// dispatches between copies and clears: one where there are none), dispatches and copies
+    /// (the input copies of
     /// [`Graph::replay`] not included).
     pub fn counts(&self) -> RecordCounts {
         RecordCounts { submits: 1, ..record::count(&self.commands) }
@@ -168,6 +181,16 @@ impl<T> Graph<T> {
 
     async fn profile_with(&self, drive: crate::runtime::submit::Drive) -> Result<Vec<(&'static str, &'static str, f64)>> {
         let timer = crate::runtime::timing::Timer::new(&self.ctx.rt)?;
+        // The run-once work first where a constant was written since it ran (untimed), the
+        // calls held back before (their writes counted).
+        self.ctx.rt.submit_held_now("profile")?;
+        if let Some(k) = self.once.as_ref().filter(|k| k.rerun()) {
+            let rt = &self.ctx.rt;
+            let enc = rt.scoped("profile", || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
+            let mut keep = Keep::default();
+            keep.hold(self.held.clone());
+            submit::submit_commands(rt, "profile", enc, &k.once, keep)?;
+        }
         let times = timer.profile(drive, &self.commands, self.held.clone()).await?;
         Ok(self.dispatches().into_iter().zip(times).map(|((op, kernel), ms)| (op, kernel, ms)).collect())
     }
@@ -179,9 +202,6 @@ impl<T> Graph<T> {
     /// runs the captured work. Errors: inputs of another count, shape, dtype or context, a
     /// device lost ([`Error::DeviceLost`]), and a replay while this thread captures a graph.
     pub fn replay(&self, inputs: &[&DeviceTensor]) -> Result<Submission> {
-        if self.ctx.rt.capturing_here() {
-            return Err(Error::invalid("replay", "this thread is capturing a graph: replays do not nest in captures"));
-        }
         let mut batch = self.ctx.batch();
         batch.replay(self, inputs)?;
         batch.submit()
@@ -197,8 +217,14 @@ impl<T> Graph<T> {
 impl Batch<'_> {
     /// Records a replay of `graph` ([`Graph::replay`]: `inputs` copied into the graph's inputs
     /// first) into this batch, after what it already holds. On an error nothing is recorded.
+    /// An error too while this thread captures a graph: replays do not nest in captures (a
+    /// nested graph's work would all run at every replay of the outer one, its run-once work
+    /// included).
     pub fn replay<T>(&mut self, graph: &Graph<T>, inputs: &[&DeviceTensor]) -> Result<()> {
         const OP: &str = "replay";
+        if self.context().rt.capturing_here() {
+            return Err(Error::invalid(OP, "this thread is capturing a graph: replays do not nest in captures"));
+        }
         if !graph.ctx.same_device(self.context()) {
             return Err(Error::Device { op: OP, detail: "the graph was captured on another GpuContext than the batch".into() });
         }
@@ -224,7 +250,7 @@ impl Batch<'_> {
             copies?;
         }
         let rec = self.parts(OP)?;
-        rec.replay(&graph.commands, graph.held.clone());
+        rec.replay(&graph.commands, graph.once.as_ref(), graph.held.clone());
         Ok(())
     }
 

@@ -106,6 +106,10 @@ impl Batch<'_> {
     /// an operand (a disjoint view); a float32 destination that does reads that operand from a
     /// copy of the buffer.
     pub(crate) fn run_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
+        self.whole(|batch| batch.record_plan(plan, a, b, c, out, kernel))
+    }
+
+    fn record_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
         let op = plan.op;
         let ctx = self.context().clone();
         let operands: Vec<&DeviceTensor> = [Some(a), Some(b), c, out].into_iter().flatten().collect();
@@ -120,6 +124,18 @@ impl Batch<'_> {
         if out.numel() == 0 {
             return Ok(out);
         }
+        // k = 0: the kernels read nothing of A and B, but bind a window at each one's offset,
+        // which an empty view may have anywhere (past its buffer, past u64 bytes): fresh empty
+        // operands at offset 0 stand in. The result is beta * input, the bias, or zeros.
+        let empty_k;
+        let (plan, a, b) = if plan.k == 0 {
+            let fresh = |l: &Layout| DeviceTensor::empty(&ctx, l.shape(), plan.dtype, MemoryFormat::Contiguous);
+            let p = MatmulPlan { a: Layout::contiguous(plan.a.shape())?, b: Layout::contiguous(plan.b.shape())?, ..plan.clone() };
+            empty_k = (fresh(&plan.a)?, fresh(&plan.b)?, p);
+            (&empty_k.2, &empty_k.0, &empty_k.1)
+        } else {
+            (plan, a, b)
+        };
         let c = c.filter(|_| plan.c.is_some());
         let cl = plan.c.clone();
         let out_view = plan.out_view(out.layout())?;
@@ -186,7 +202,8 @@ impl Batch<'_> {
         };
         let rt = ctx.rt.clone();
         let rec = self.parts(op)?;
-        for t in operands.iter().copied().chain(&widened) {
+        // The stand-ins of a k = 0 product too: they are bound.
+        for t in operands.iter().copied().chain(&widened).chain([a, b]) {
             rec.hold_shared(t.storage());
         }
         if let Some(s) = &scratch {
@@ -249,7 +266,7 @@ impl GpuContext {
     /// The matrix-product kernel of `class`: the kept choice (measured or loaded), else the
     /// adapter's default ([`MatmulKernel::default_for`]); never measures.
     pub(crate) fn matmul_choice(&self, class: &MatmulClass) -> MatmulKernel {
-        self.tuner.get::<MatmulFamily>(class).unwrap_or_else(|| MatmulKernel::default_for(&self.rt.report, class))
+        self.choice::<MatmulFamily>(class, || MatmulKernel::default_for(&self.rt.report, class))
     }
 
     /// The kernel `a.matmul(b)` runs now: the kept choice of its shape class, or the adapter's

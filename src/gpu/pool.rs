@@ -5,7 +5,6 @@ use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::pool::{self, PoolKernel};
-use crate::error::Error;
 use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
 use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
 use crate::strided::Strided;
@@ -14,6 +13,7 @@ impl Pool2d for DeviceTensor {
     /// Records the window kernel into a new output (and indices) and submits it, not waiting.
     fn window(&self, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
         let ctx = self.context();
+        g.check(self.layout(), self.dtype())?;
         let out = DeviceTensor::empty(ctx, &g.out_shape(), self.dtype(), g.format)?;
         let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
         let mut batch = ctx.batch();
@@ -29,9 +29,7 @@ impl Pool2d for DeviceTensor {
 /// [`Error::Unsupported`] ([`crate::kernels::pool::classify`]'s check).
 pub fn window_with(x: &DeviceTensor, g: &Window, kernel: PoolKernel) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
     let ctx = x.context();
-    if x.shape() != g.input {
-        return Err(Error::invalid(g.op, format!("a window built for {:?} applied to an input of shape {:?}", g.input, x.shape())));
-    }
+    g.check(x.layout(), x.dtype())?;
     let out = DeviceTensor::empty(ctx, &g.out_shape(), x.dtype(), g.format)?;
     let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
     let mut batch = ctx.batch();
@@ -94,6 +92,7 @@ impl Batch<'_> {
     pub(crate) fn window(&mut self, g: &Window, x: &DeviceTensor, out: &DeviceTensor, idx: Option<&DeviceTensor>, kernel: PoolKernel) -> Result<()> {
         let operands: Vec<&DeviceTensor> = [Some(x), Some(out), idx].into_iter().flatten().collect();
         self.check_context(g.op, &operands)?;
+        g.check(x.layout(), x.dtype())?;
         let kernel = pool::classify(g, x.dtype(), out.layout(), kernel)?;
         let ctx = self.context().clone();
         let rec = self.parts(g.op)?;

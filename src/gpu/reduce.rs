@@ -17,6 +17,11 @@ impl Batch<'_> {
     /// when given. Bad input is an error, and nothing is recorded.
     #[allow(clippy::too_many_arguments)]
     pub fn reduce(&mut self, x: &DeviceTensor, op: ReduceOp, dims: Dims, keepdim: bool, dtype: Option<DType>, out: Option<&DeviceTensor>, indices: Option<&DeviceTensor>) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
+        self.whole(|b| b.record_reduce(x, op, dims, keepdim, dtype, out, indices))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_reduce(&mut self, x: &DeviceTensor, op: ReduceOp, dims: Dims, keepdim: bool, dtype: Option<DType>, out: Option<&DeviceTensor>, indices: Option<&DeviceTensor>) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
         let name = op.name();
         let all: Vec<&DeviceTensor> = [Some(x), out, indices].into_iter().flatten().collect();
         self.check_context(name, &all)?;
@@ -59,6 +64,10 @@ impl Batch<'_> {
     /// Records `op` along `dim` of `x` (softmax, log_softmax, cumsum; see [`Reduce::scan`]):
     /// a new contiguous tensor, or `out`.
     pub fn scan(&mut self, x: &DeviceTensor, op: ScanOp, dim: isize, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
+        self.whole(|b| b.record_scan(x, op, dim, out))
+    }
+
+    fn record_scan(&mut self, x: &DeviceTensor, op: ScanOp, dim: isize, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
         let name = op.name();
         let all: Vec<&DeviceTensor> = [Some(x), out].into_iter().flatten().collect();
         self.check_context(name, &all)?;

@@ -192,6 +192,15 @@ impl DeviceTensor {
             Backing::Foreign(b) => b,
         }
     }
+    /// The caller's buffer behind a storage that a recording holds (`storage`), if it is one
+    /// ([`DeviceTensor::from_buffer`]): the crate cannot see the caller's writes to it.
+    pub(crate) fn foreign_buffer(held: &(dyn std::any::Any + Send + Sync)) -> Option<&wgpu::Buffer> {
+        match held.downcast_ref::<Backing>()? {
+            Backing::Foreign(b) => Some(b),
+            Backing::Pooled(_) => None,
+        }
+    }
+
     /// The buffer, for recordings to hold until their work is done.
     pub(crate) fn storage(&self) -> Arc<impl Send + Sync + 'static> {
         self.storage.buffer.clone()
@@ -203,7 +212,11 @@ impl DeviceTensor {
         pollster::block_on(self.download_with(Drive::Wait))
     }
 
-    /// [`DeviceTensor::download`] as a future that never blocks the thread.
+    /// [`DeviceTensor::download`] as a future that never blocks the thread. Like every Rust
+    /// future it does nothing until first polled: the copy is recorded then, and reads the
+    /// tensor as it is at that point in the context's work (after a graph replay submitted
+    /// between the call and the first poll, say); poll it (or `join` it) before submitting
+    /// work that overwrites the tensor.
     pub async fn download_async(&self) -> Result<HostTensor> {
         self.download_with(Drive::Poll).await
     }
@@ -246,6 +259,9 @@ impl DeviceTensor {
         let ctx = self.context();
         let rt = &ctx.rt;
         rt.probe(OP)?;
+        // First: a view that is not dense is copied through a batch into the caller's encoder,
+        // which a capture refuses under another name.
+        rt.check_not_capturing(OP)?;
         if out.is_empty() {
             return Ok(());
         }

@@ -38,14 +38,13 @@ impl MemoryFormat {
     pub fn strides(self, shape: &[usize]) -> Result<Vec<isize>> {
         let clamp = self == MemoryFormat::Contiguous;
         let mut strides = vec![0isize; shape.len()];
-        let mut acc: isize = 1;
+        // The next dim's stride; `None` once it left isize, an error only when a dim takes it (the
+        // product past the outermost dim is no stride: [2^32, 0, 2^32] has strides).
+        let mut acc: Option<isize> = Some(1);
         let mut place = |d: usize| -> Result<()> {
-            strides[d] = acc;
+            strides[d] = acc.ok_or_else(|| Error::overflow("memory_format", format!("the strides of shape {shape:?} in {self:?}")))?;
             let n = if clamp { shape[d].max(1) } else { shape[d] };
-            acc = isize::try_from(n)
-                .ok()
-                .and_then(|n| acc.checked_mul(n))
-                .ok_or_else(|| Error::overflow("memory_format", format!("the strides of shape {shape:?} in {self:?}")))?;
+            acc = isize::try_from(n).ok().and_then(|n| acc?.checked_mul(n));
             Ok(())
         };
         if clamp {

@@ -24,6 +24,7 @@ impl Pool2d for HostTensor {
     /// The CPU reference: reads the input through its strides, accumulates in f64, rounds once
     /// to f32 and then (float16, bfloat16) to the input's type.
     fn window(&self, g: &Window) -> Result<(HostTensor, Option<HostTensor>)> {
+        g.check(self.layout(), self.dtype())?;
         let [n, c, h, w] = g.input;
         let (oh, ow) = g.out;
         let x: Vec<f64> = self.to(DType::F32)?.to_vec::<f32>()?.into_iter().map(f64::from).collect();

@@ -151,16 +151,77 @@ impl Window {
                     }
                     _ => {
                         let end = (start + (k - 1) * d + 1).min(size);
-                        let mut first = start;
-                        while first < 0 {
-                            first += d;
-                        }
-                        (first, end, d, 0)
+                        (first_tap(start, d), end, d, 0)
                     }
                 }
             }
         }
     }
+}
+
+impl Window {
+    /// Checks that this window is what the constructors ([`max_pool2d_window`],
+    /// [`avg_pool2d_window`], [`adaptive_window`], bilinear `interpolate`) build for an input
+    /// `x` of `dtype`: its fields are public (`advanced::internal`), and a window of another
+    /// input's shape, or a zero dilation, would read outside the input or never end.
+    pub(crate) fn check(&self, x: &Layout, dtype: DType) -> Result<()> {
+        let op = self.op;
+        if x.shape() != self.input {
+            return Err(Error::invalid(op, format!("a window built for {:?} applied to an input of shape {:?}", self.input, x.shape())));
+        }
+        if self.format == MemoryFormat::ChannelsLast3d {
+            return Err(Error::invalid(op, format!("a window's output format {:?} (contiguous or channels-last for a 4-d output)", self.format)));
+        }
+        let unlike = || Error::invalid(op, format!("a window ({self:?}) that no pooling of an input of shape {:?} in {dtype} builds", self.input));
+        let ok = match self.mode {
+            WindowMode::Max | WindowMode::Avg { .. } => {
+                let (divisor, dilation) = match self.mode {
+                    WindowMode::Avg { divisor, .. } => (divisor, (1, 1)),
+                    _ => (None, self.dilation),
+                };
+                if divisor == Some(0) {
+                    return Err(Error::invalid(op, "divisor_override must be at least 1"));
+                }
+                if self.indices && self.mode != WindowMode::Max {
+                    return Err(Error::invalid(op, "indices of an average pooling"));
+                }
+                let build = |ceil| windowed(op, x, dtype, self.kernel, Some(self.stride), self.padding, dilation, ceil, self.mode, self.indices).map(|g| Window { format: self.format, ..g });
+                // Either rounding of the output size (`ceil_mode` is not kept); the error of
+                // the plain one when neither builds.
+                match (build(false), build(true)) {
+                    (Err(e), Err(_)) => return Err(e),
+                    (a, b) => [a, b].into_iter().any(|g| g.is_ok_and(|g| g == *self)),
+                }
+            }
+            WindowMode::AdaptiveMax | WindowMode::AdaptiveAvg => {
+                let max = self.mode == WindowMode::AdaptiveMax;
+                Window { format: self.format, ..adaptive_window(op, x, dtype, self.out, max, self.indices)? } == *self
+            }
+            WindowMode::Bilinear { scale, .. } => {
+                input4(op, x, dtype)?;
+                let plain = Window { mode: WindowMode::AdaptiveAvg, ..self.clone() };
+                let inert = plain.kernel == (1, 1) && plain.stride == (1, 1) && plain.padding == (0, 0) && plain.dilation == (1, 1) && !plain.indices;
+                let sized = self.input[2] > 0 && self.input[3] > 0 && self.out.0 > 0 && self.out.1 > 0;
+                inert && sized && [scale.0, scale.1].iter().all(|s| s.is_finite() && *s >= 0.0)
+            }
+        };
+        if !ok {
+            return Err(unlike());
+        }
+        Ok(())
+    }
+}
+
+/// A window's first row (or column) at or past 0: its start `s` advanced by whole dilations `d`,
+/// as PyTorch's kernels start their index (inside the image or not); `first_tap` of
+/// `pool_window.wgsl`, in closed form (a loop of `-s / d` steps could run 2^61 times).
+fn first_tap(s: i64, d: i64) -> i64 {
+    if s >= 0 {
+        return s;
+    }
+    // In i128 (-s + d - 1 can pass i64); the result is below s + d, within i64.
+    let (s, d) = (s as i128, d as i128);
+    (s + (-s + d - 1) / d * d) as i64
 }
 
 /// PyTorch's `pooling_output_shape`: the output size of one axis (`None` below 1), or an
@@ -219,7 +280,18 @@ fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), 
     let (Some(oh), Some(ow)) = (oh, ow) else {
         return Err(Error::invalid(op, format!("input {input:?} with kernel {kernel:?}, stride {stride:?}, padding {padding:?}, dilation {dilation:?} gives an output size below 1")));
     };
-    Ok(Window { op, mode, input, out: (oh, ow), kernel, stride, padding, dilation, indices, format: x.suggest_memory_format() })
+    let g = Window { op, mode, input, out: (oh, ow), kernel, stride, padding, dilation, indices, format: x.suggest_memory_format() };
+    if indices && input[0] > 0 {
+        // A window with no tap inside the input keeps the index its scan starts from, r0 * W +
+        // c0 with r0 or c0 possibly past the input (PyTorch's): the last window's is the
+        // largest, and must be an int32 too.
+        let (r0, c0) = (g.span(0, oh - 1).0, g.span(1, ow - 1).0);
+        let last = (r0 as i128) * input[3] as i128 + c0 as i128;
+        if last > i32::MAX as i128 {
+            return Err(Error::Limit { op, what: format!("the int32 index r0 * W + c0 = {last} of the last window of a {} x {} plane (its first tap at ({r0}, {c0}))", input[2], input[3]), limit: "int32 indices", requested: last as u64, max: i32::MAX as u64 });
+        }
+    }
+    Ok(g)
 }
 
 /// The geometry of `F.max_pool2d` on `x`, checked.
@@ -245,8 +317,10 @@ pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, 
     if out.0 == 0 || out.1 == 0 {
         return Err(Error::invalid(op, format!("output size {out:?} must be at least 1")));
     }
-    if (input[2] == 0 || input[3] == 0) && input[0] * input[1] > 0 {
-        return Err(Error::invalid(op, format!("input {input:?} has an empty spatial dim")));
+    // PyTorch's checks: adaptive max pooling's every dim but the batch non-empty, adaptive
+    // average pooling's H and W.
+    if (max && input[1] == 0) || input[2] == 0 || input[3] == 0 {
+        return Err(Error::invalid(op, format!("Expected input to have non-zero size for non-batch dimensions, but input has sizes {input:?}")));
     }
     // The output size is the caller's: its bytes must be countable.
     if [input[0], input[1], out.0, out.1].iter().try_fold(dtype.size(), |a, &n| a.checked_mul(n)).is_none_or(|b| isize::try_from(b).is_err()) {

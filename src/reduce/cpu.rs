@@ -111,6 +111,9 @@ fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
             let i = arg_best(xs, false);
             (xs[i], i)
         }
+        // PyTorch fills NaN where nothing is reduced, whatever the correction (a negative one
+        // divided 0 by a positive count here).
+        ReduceOp::Var { .. } | ReduceOp::Std { .. } if xs.is_empty() => (f64::NAN, 0),
         ReduceOp::Var { correction } | ReduceOp::Std { correction } => {
             let mean = sum(|x| x) / n;
             let m2: f64 = xs.iter().fold(0.0, |a, &x| a + (x - mean) * (x - mean));

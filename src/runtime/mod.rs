@@ -22,6 +22,7 @@ pub mod pool;
 pub mod record;
 pub mod submit;
 pub mod timing;
+pub(crate) mod watch;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -189,6 +190,8 @@ pub(crate) struct Runtime {
     pub errors: errors::Capture,
     /// Submits, passes and dispatches encoded so far (`GpuContext::record_counts`).
     pub counters: record::Counters,
+    /// The write counts of live graphs' constants (`runtime/watch.rs`).
+    pub(crate) watch: Arc<watch::Watch>,
     /// The graphs being captured, by the thread capturing each (see [`Runtime::capture_begin`]).
     /// Lock order: never take a GL turn (or make a device call) while holding it.
     capture: Mutex<HashMap<std::thread::ThreadId, record::Recorder>>,
@@ -260,6 +263,7 @@ impl Runtime {
             pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
             errors,
             counters: record::Counters::default(),
+            watch: Arc::default(),
             capture: Mutex::new(HashMap::new()),
             deferral: deferred::Deferral::new(policy),
             spare_words,

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::runtime::pool::Pooled;
+pub(crate) use crate::runtime::watch::{Constants, Watch};
 
 /// Everything a recording holds until the GPU has finished with it: values boxed, and shared
 /// ones (a tensor's storage, held by every op that binds it) as they are, without a box each.
@@ -39,6 +40,10 @@ impl Keep {
     /// Holds the shared `t` until the recording's work is done (no allocation but the list's).
     pub fn hold_shared<T: Send + Sync + 'static>(&mut self, t: Arc<T>) {
         self.shared.push(t);
+    }
+    /// The shared things held (tensors' storages among them).
+    pub fn shared(&self) -> impl Iterator<Item = &(dyn std::any::Any + Send + Sync)> {
+        self.shared.iter().map(|a| &**a)
     }
     /// Takes over everything `other` holds.
     pub fn absorb(&mut self, mut other: Keep) {
@@ -77,8 +82,9 @@ pub(crate) enum Command {
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
     /// Zeroes `buffer` from `offset` (to its end when `size` is `None`).
     Clear { buffer: wgpu::Buffer, offset: u64, size: Option<u64> },
-    /// A captured graph's commands, replayed in place (shared, not copied).
-    Graph(Arc<[Command]>),
+    /// A captured graph's commands, replayed in place (shared, not copied), and its run-once
+    /// work with the constants it read (run again first where one was written since).
+    Graph(Arc<[Command]>, Option<Arc<Constants>>),
 }
 
 /// What a recording cost the GPU: counted when it is encoded.
@@ -171,6 +177,11 @@ impl Recorder {
         self.keep.hold_shared(t)
     }
 
+    /// Whether the recording replays a graph that has run-once work ([`Constants`]).
+    pub fn replays_constants(&self) -> bool {
+        self.commands.iter().any(|c| matches!(c, Command::Graph(_, Some(_))))
+    }
+
     /// The commands recorded so far.
     pub fn len(&self) -> usize {
         self.commands.len()
@@ -193,9 +204,10 @@ impl Recorder {
         self.commands.push(Command::Copy { src: src.clone(), src_offset, dst: dst.clone(), dst_offset, size });
     }
 
-    /// Records a replay of a captured graph's `commands`; `held` keeps what they use.
-    pub fn replay<T: Send + Sync + 'static>(&mut self, commands: &Arc<[Command]>, held: T) {
-        self.commands.push(Command::Graph(commands.clone()));
+    /// Records a replay of a captured graph's `commands` (after its run-once work again where
+    /// one of its `constants` was written since that ran); `held` keeps what they use.
+    pub fn replay<T: Send + Sync + 'static>(&mut self, commands: &Arc<[Command]>, constants: Option<&Arc<Constants>>, held: T) {
+        self.commands.push(Command::Graph(commands.clone(), constants.cloned()));
         self.keep.hold(held);
     }
 
@@ -276,7 +288,8 @@ impl Recorder {
         for c in other.chunks.drain(..) {
             self.keep.hold(c.buffer);
         }
-        self.keep.hold(other.keep);
+        // Absorbed, not boxed: a capture finds the caller's buffers among what it holds.
+        self.keep.absorb(other.keep);
     }
 
     /// Ends the recording: its uniforms flushed, its commands, and everything it holds
@@ -291,17 +304,19 @@ impl Recorder {
 }
 
 /// Encodes `commands` into `enc`: consecutive dispatches in one compute pass, a copy or a clear
-/// between passes. Returns what it encoded.
-pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder) -> RecordCounts {
+/// between passes; a graph's run-once work first where one of its constants was written since
+/// it ran (`watch` counts the writes, in the order they are encoded). Returns what it encoded.
+pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder, watch: &Watch) -> RecordCounts {
     let mut counts = RecordCounts::default();
     let mut pass: Option<wgpu::ComputePass<'static>> = None;
-    encode_into(commands, enc, &mut pass, &mut counts);
+    encode_into(commands, enc, &mut pass, &mut counts, watch);
     drop(pass);
     counts
 }
 
-fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts) {
+fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch) {
     for c in commands {
+        watch.note(c);
         match c {
             Command::Dispatch { pipeline, group, grid, .. } => {
                 let p = pass.get_or_insert_with(|| {
@@ -323,7 +338,12 @@ fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut 
                 enc.clear_buffer(buffer, *offset, *size);
                 counts.transfers += 1;
             }
-            Command::Graph(commands) => encode_into(commands, enc, pass, counts),
+            Command::Graph(commands, constants) => {
+                if let Some(k) = constants.as_ref().filter(|k| k.rerun()) {
+                    encode_into(&k.once, enc, pass, counts, watch);
+                }
+                encode_into(commands, enc, pass, counts, watch)
+            }
         }
     }
 }
@@ -332,7 +352,7 @@ fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut 
 fn each(commands: &[Command], f: &mut impl FnMut(&Command)) {
     for c in commands {
         match c {
-            Command::Graph(inner) => each(inner, f),
+            Command::Graph(inner, _) => each(inner, f),
             other => f(other),
         }
     }
@@ -378,7 +398,7 @@ impl Command {
             }
             Command::Copy { src, dst, .. } => Some((vec![src], vec![dst])),
             Command::Clear { buffer, .. } => Some((vec![], vec![buffer])),
-            Command::Graph(_) => None,
+            Command::Graph(..) => None,
         }
     }
 }
@@ -441,6 +461,23 @@ pub(crate) fn split_constants(commands: Vec<Command>, inputs: &[&wgpu::Buffer], 
         if k { once.push(c) } else { every.push(c) }
     }
     (once, every)
+}
+
+/// The buffers that `once` (a graph's run-once work, `split_constants`) reads and that were
+/// not made during the capture (`fresh`): the graph's constants from outside it, whose writes
+/// the runtime counts ([`Watch`]).
+#[allow(clippy::mutable_key_type)]
+pub(crate) fn external_reads(once: &[Command], fresh: &[wgpu::Buffer]) -> Vec<wgpu::Buffer> {
+    let fresh: std::collections::HashSet<&wgpu::Buffer> = fresh.iter().collect();
+    let mut out: Vec<wgpu::Buffer> = Vec::new();
+    for (reads, _) in once.iter().filter_map(Command::effects) {
+        for b in reads {
+            if !fresh.contains(b) && !out.contains(b) {
+                out.push(b.clone());
+            }
+        }
+    }
+    out
 }
 
 /// `commands` with captured graphs' commands inlined, in order.

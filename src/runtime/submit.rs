@@ -170,21 +170,26 @@ impl<T> Future for Completion<T> {
 /// finished on the GPU. Dropping it does not cancel the work.
 ///
 /// A batch submitted while its thread captures a graph submits nothing: its work joins the
-/// graph, and its submission is complete at once.
+/// graph, and waiting for its submission is an error.
 pub struct Submission {
     pub(crate) done: Option<Completion<()>>,
 }
 
 impl Submission {
-    /// The submission of work appended to a graph being captured: nothing to wait for.
+    /// The submission of work appended to a graph being captured: nothing ran, and waiting
+    /// for it is an error.
     pub(crate) fn captured() -> Submission {
         Submission { done: None }
     }
 
     /// Resolves when the work has finished on the GPU, with the errors wgpu reported for it
-    /// (on WebGPU, also those of earlier calls whose scopes were still open).
+    /// (on WebGPU, also those of earlier calls whose scopes were still open). For a batch
+    /// submitted while its thread captured a graph, [`Error::InvalidArgument`]: its work joined
+    /// the graph and has not run (as a synchronization inside a CUDA graph capture fails).
     pub async fn finished(self) -> Result<()> {
-        let Some(done) = self.done else { return Ok(()) };
+        let Some(done) = self.done else {
+            return Err(Error::invalid("wait", "the batch was submitted while its thread captured a graph: its work joined the graph and has not run; wait for a replay instead, outside the capture"));
+        };
         let rt = done.rt.clone();
         rt.errors.settle().await?;
         done.await
@@ -285,7 +290,7 @@ pub(crate) fn all_submitted(rt: &Arc<Runtime>, op: &'static str) -> Result<Submi
 /// `keep` attached, as [`submit`].
 pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], keep: Keep) -> Result<Submission> {
     rt.scoped(op, || {
-        rt.counters.add(encode(commands, &mut encoder));
+        rt.counters.add(encode(commands, &mut encoder, &rt.watch));
         Ok(())
     })?;
     submit(rt, op, encoder, keep)
@@ -293,6 +298,12 @@ pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: 
 
 /// Submits a recording in an encoder of the crate's own ([`encode_recording`]), as [`submit`].
 pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, rec: Recorder) -> Result<Submission> {
+    // A replay decides whether its graph's run-once work runs again as it is encoded, from the
+    // writes encoded before it (`runtime/watch.rs`): the eager calls held back go first, so
+    // that their writes are among those.
+    if rec.replays_constants() {
+        rt.submit_held_now(op)?;
+    }
     let mut encoder = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
     let keep = encode_recording(rt, op, &mut encoder, rec)?;
     submit(rt, op, encoder, keep)
@@ -326,7 +337,7 @@ pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mu
             }
             keep.hold(s);
         }
-        rt.counters.add(encode(&commands, encoder));
+        rt.counters.add(encode(&commands, encoder, &rt.watch));
         Ok(keep)
     })
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::runtime::record::{self, encode, Command, Keep, Recorder};
+use crate::runtime::record::{self, encode, Command, Keep, RecordCounts, Recorder};
 use crate::runtime::submit::{submit_and_map, Drive};
 use crate::runtime::submit::MapGuard;
 use crate::runtime::Runtime;
@@ -37,7 +37,7 @@ impl Timer {
             record(&mut rec)?;
             rt.scoped("timer", || {
                 let (commands, held) = rec.finish(&rt.queue);
-                rt.counters.add(encode(&commands, enc));
+                rt.counters.add(encode(&commands, enc, &rt.watch));
                 keep.hold(held);
                 Ok(())
             })?;
@@ -119,20 +119,23 @@ impl Timer {
             for c in &flat {
                 match c {
                     Command::Dispatch { pipeline, group, grid, .. } => {
+                        rt.watch.note(c);
                         let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(2 * i), end_of_pass_write_index: Some(2 * i + 1) };
                         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: Some(writes) });
                         pass.set_pipeline(pipeline);
                         pass.set_bind_group(0, group, &[]);
                         pass.dispatch_workgroups(grid.0, grid.1, 1);
                         i += 1;
+                        rt.counters.add(RecordCounts { passes: 1, dispatches: 1, ..RecordCounts::default() });
                     }
                     other => {
-                        encode(std::slice::from_ref(other), &mut enc);
+                        rt.counters.add(encode(std::slice::from_ref(other), &mut enc, &rt.watch));
                     }
                 }
             }
             enc.resolve_query_set(&queries, 0..2 * n as u32, resolve.buffer(), 0);
             enc.copy_buffer_to_buffer(resolve.buffer(), 0, read.buffer(), 0, bytes);
+            rt.counters.add(RecordCounts { transfers: 1, ..RecordCounts::default() });
             Ok(())
         })?;
         let mut keep = Keep::default();

@@ -143,6 +143,14 @@ pub fn stack<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     let mut shape = first.shape().to_vec();
     shape.insert(d, tensors.len());
     result_fits(OP, &shape, dtype, || format!("the stack along a new dim {d} of {} tensors of shape {:?}", tensors.len(), first.shape()))?;
+    // PyTorch's: a cat along `d` seen with the new dim split off (a view always can), so the
+    // result has the layout cat gives the inputs (channels-last stays channels-last); a new
+    // last dim, which a view cannot split off, is a cat of the inputs unsqueezed there.
+    if d < first.rank() {
+        let joined = cat(tensors, d as isize)?;
+        let sizes: Vec<isize> = shape.iter().map(|&n| n as isize).collect();
+        return joined.view(&sizes);
+    }
     let views = tensors.iter().map(|t| t.unsqueeze(d as isize)).collect::<Result<Vec<T>>>()?;
     let refs: Vec<&T> = views.iter().collect();
     cat(&refs, d as isize)

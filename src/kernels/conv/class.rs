@@ -131,7 +131,10 @@ pub(crate) fn conv_default(report: &AdapterReport, c: &ConvClass) -> ConvKernel 
     let channels_last_out = c.channels_last_out;
     let has = |k: ConvKernel| c.kernels.iter().any(|(kk, _)| *kk == k);
     let cpu = report.device_type == wgpu::DeviceType::Cpu;
-    if has(ConvKernel::DepthwiseNchw) {
+    // A single input channel (groups == C == 1: a grayscale stem) is no depthwise class
+    // (`ConvClass::depthwise`): on GPUs the GEMM serves it, where the depthwise kernels would
+    // read the input again for each output channel (CPU adapters keep theirs, as measured).
+    if has(ConvKernel::DepthwiseNchw) && (cpu || c.depthwise) {
         return match (channels_last_out, cpu) {
             // The tall kernel reads and writes any strides; on a CPU it wins in both layouts.
             (_, true) if has(ConvKernel::DepthwiseTall) => ConvKernel::DepthwiseTall,

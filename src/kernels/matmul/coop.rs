@@ -93,8 +93,14 @@ pub(super) fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes) -> R
 /// (`EPI`) passed the device test on Mesa 26's lavapipe (8 x 8 x 8 fragments) and its SPIR-V is
 /// checked in every specialization (tests/shaders.rs), but no GPU has run it yet: until one
 /// has, it is not offered unasked.
+///
+/// Nor where a float16 result goes through an f32 scratch (the device does not take every
+/// path) of which one matrix would pass a binding: the call would fail, where the SIMT
+/// kernels write the float16 result as they go.
 pub(super) fn automatic(report: &AdapterReport, p: &Product<'_>) -> bool {
-    !epilogue(p) || report.cooperative_matrix.is_some_and(|c| c.all_paths)
+    let s = Shapes::of(p);
+    let scratch_fits = writes_half(report) || s.m as u64 * s.n as u64 * 4 <= report.max_storage_buffer_binding_size;
+    (!epilogue(p) || report.cooperative_matrix.is_some_and(|c| c.all_paths)) && scratch_fits
 }
 
 /// Whether the product goes through the epilogue (alpha, an addend, an activation): then the

@@ -1,10 +1,16 @@
-//! The matrix products on the device: the tiled GEMM (`matmul_gemm.wgsl`, on the GEMM engine
-//! that `conv2d_gemm.wgsl` also runs on: 64 x 64 tiles of 4 x 4 register blocks, or the wide
-//! kernel's 128 x 128 tiles of 8 x 8) and a
-//! memory-bound matrix-vector kernel (`matmul_vec.wgsl`, for m == 1 or n == 1). Every operand
-//! is read in place through its strides: transposed, sliced, negative-step and broadcast
-//! (stride-0 batch) views alike, float16 and bfloat16 as packed 32-bit words; no operand is
-//! copied. The output is f32, written through its strides (the caller converts a 16-bit result).
+//! The matrix products on the device ([`MatmulKernel`]): the tiled GEMM (`matmul_gemm.wgsl`,
+//! on the GEMM engine that `conv2d_gemm.wgsl` also runs on: 64 x 64 tiles of 4 x 4 register
+//! blocks, or the wide kernel's 128 x 128 tiles of 8 x 8, either with split-K), memory-bound
+//! matrix-vector kernels (`matmul_vec.wgsl`, for m == 1 or n == 1), the CPU adapters' blocked
+//! kernel and 1x1-convolution route, and the tensor cores (`matmul_coop.wgsl`). The GEMM and
+//! matrix-vector kernels read every operand in place through its strides: transposed, sliced,
+//! negative-step and broadcast (stride-0 batch) views alike, float16 and bfloat16 as packed
+//! 32-bit words (the blocked kernel packs W; the caller widens 16-bit operands for the CPU
+//! adapters' kernels, and reads an operand that shares the output's buffer from a copy). The
+//! output is written through its strides: f32, or a 16-bit type rounded once from f32 by the
+//! kernels that write one as they go ([`MatmulKernel::writes_half`]; the caller converts an
+//! f32 scratch for the others). The kernels index a window in i32: one of more than 2^31
+//! elements is an [`Error::Limit`].
 //!
 //! Batch dims that merge in every operand are merged, a batch whose right operand is broadcast
 //! (stride 0) folds into the rows where A and the output allow, two batch dims go to the
@@ -113,13 +119,16 @@ pub enum MatmulKernel {
     /// grouped 1x1 convolutions on CPU adapters (one product over the images and groups).
     Blocked,
     /// The tensor-core product (`matmul_coop.wgsl`): float16 operands on cooperative matrices
-    /// (16 x 16 x 16, f32 accumulation), 128 x 128 tiles, fragments loaded straight from the
+    /// (16 x 16 x 16 fragments, f32 accumulation, 128 x 128 tiles; 8 x 8 x 8 and 64 x 64 where
+    /// the device offers only those, as Mesa 26's lavapipe), fragments loaded straight from the
     /// operands' storage, the epilogue (alpha, addend, activation) as the other kernels'.
     /// Devices that run cooperative matrices ([`AdapterReport::cooperative_matrix`]), m, n and k
-    /// multiples of 16, A and B row- or column-major with 16-byte-aligned pitch, batch strides
-    /// and offset (the output too where there is no epilogue). The default wherever it applies
-    /// to a product without an epilogue; with one, only when forced (that path has not run on a
-    /// GPU yet).
+    /// multiples of the fragment side, A and B row- or column-major with 16-byte-aligned pitch,
+    /// batch strides and offset (the output too where there is no epilogue). The automatic
+    /// choice where it applies (after the CPU adapters' large-product kernels and split-K for
+    /// few tiles) to a product without an epilogue whose f32 scratch (where the device does not
+    /// take every path) fits a binding; with an epilogue, only when forced unless the device
+    /// takes every tensor-core path (that path has not run on a GPU yet).
     Coop,
 }
 
@@ -327,12 +336,20 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 })
                 .collect()
         };
-        let fits = |z0: usize, z1: usize| -> Result<bool> { Ok(windows(z0, z1)?.iter().all(|(w, _)| w.1 <= max)) };
+        // A window within one binding, and of at most 2^31 elements: the kernels index it in
+        // i32 (a binding past 8 GiB exists on Metal).
+        let fits = |z0: usize, z1: usize| -> Result<bool> { Ok(windows(z0, z1)?.iter().zip(es).all(|((w, _), e)| w.1 <= max && w.1 / e <= i32::MAX as u64)) };
         let mut z0 = 0;
         while z0 < b0 {
             if !fits(z0, z0 + 1)? {
-                let need = windows(z0, z0 + 1)?.iter().map(|(w, _)| w.1).max().unwrap_or(0);
-                return Err(Error::Limit { op, what: format!("binding the operands of one batch of {b1} products of [{um}, {k}] x [{k}, {un}]"), limit: "max_storage_buffer_binding_size", requested: need, max });
+                let ws = windows(z0, z0 + 1)?;
+                let need = ws.iter().map(|(w, _)| w.1).max().unwrap_or(0);
+                let what = format!("binding the operands of one batch of {b1} products of [{um}, {k}] x [{k}, {un}]");
+                if need > max {
+                    return Err(Error::Limit { op, what, limit: "max_storage_buffer_binding_size", requested: need, max });
+                }
+                let elements = ws.iter().zip(es).map(|((w, _), e)| w.1 / e).max().unwrap_or(0);
+                return Err(Error::Limit { op, what, limit: "elements a kernel indexes in i32", requested: elements, max: i32::MAX as u64 });
             }
             let (mut lo, mut hi) = (z0 + 1, b0);
             while lo < hi {

@@ -1,7 +1,8 @@
 //! The window family: max, average and adaptive pooling and bilinear resampling of
-//! [N, C, H, W] inputs read in place through their strides, by two kernels ([`PoolKernel`]):
+//! [N, C, H, W] inputs read in place through their strides, by three kernels ([`PoolKernel`]):
 //! `pool2d_vec.wgsl`, four channels of a run of output pixels per invocation (the window's
-//! bookkeeping paid once per 4 outputs), where [`classify`] admits it, else the general
+//! bookkeeping paid once per 4 outputs), where [`classify`] admits it (within its calls,
+//! `pool2d_rows.wgsl` takes aligned float32 NCHW rows a 16-byte word at a time), else the general
 //! `pool2d.wgsl`, consecutive 32-bit words of the dense output per invocation. One pipeline
 //! per mode and element type (for the vec kernel also output layout, 16-byte words and max
 //! pooling's unrolled 3 x 3 windows, where the call allows them): override constants, as
@@ -237,6 +238,23 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
     };
     // The window's indices reach H * W and the plane offsets n * sn + c * sc: within i32.
     i32_of(op, (hi + 1) as isize, "input extent")?;
+    // The kernels take image, channel, row and column numbers, a window's bounds and an
+    // average's divisor as i32 (`pool_window.wgsl`): a size past i32 (an expanded view has
+    // any), an axis whose window arithmetic (a start o * s - p plus an extent (k - 1) * d + 1,
+    // each within size + 2p + s) could pass it, or a divisor past it is an overflow error, not
+    // a wrap.
+    let within = |v: u128, what: String| if v > i32::MAX as u128 { Err(Error::overflow(op, format!("{what} = {v} in the kernel's i32 arithmetic"))) } else { Ok(()) };
+    for (v, what) in [(g.input[0], "N"), (g.input[1], "C"), (g.input[2], "H"), (g.input[3], "W"), (g.out.0, "OH"), (g.out.1, "OW")] {
+        within(v as u128, format!("{what} of {:?}", g.input))?;
+    }
+    for axis in (0..2).filter(|_| matches!(g.mode, WindowMode::Max | WindowMode::Avg { .. })) {
+        let pick = |t: (usize, usize)| if axis == 0 { t.0 } else { t.1 } as u128;
+        let reach = 2 * (pick((g.input[2], g.input[3])) + 2 * pick(g.padding) + pick(g.stride)) + 2;
+        within(reach, format!("the window arithmetic along {} (kernel {:?}, stride {:?}, padding {:?}, dilation {:?})", ["H", "W"][axis], g.kernel, g.stride, g.padding, g.dilation))?;
+    }
+    if let WindowMode::Avg { divisor, .. } = g.mode {
+        within(divisor.map_or(g.kernel.0 as u128 * g.kernel.1 as u128, |d| d as u128), format!("the divisor of a {:?} window (override {divisor:?})", g.kernel))?;
+    }
     // An adaptive bin's bounds, (o * size) / outs and ((o + 1) * size + outs - 1) / outs, are
     // formed in i32 (`span` of `pool_window.wgsl`): they must not wrap.
     if matches!(g.mode, WindowMode::AdaptiveAvg | WindowMode::AdaptiveMax) {

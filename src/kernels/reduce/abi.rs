@@ -45,6 +45,16 @@ pub enum Work {
     Scan(ScanOp),
 }
 
+impl Work {
+    /// The op's name, for errors.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Work::Reduce(op) => op.name(),
+            Work::Scan(op) => op.name(),
+        }
+    }
+}
+
 /// The op code of `reduce.wgsl` (its `R_*` constants) and the correction of var / std.
 pub(crate) fn code(w: Work) -> (u32, f32) {
     match w {

@@ -15,7 +15,6 @@ use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
-const OP: &str = "reduce";
 
 /// Invocations per workgroup of both kernels.
 const WG: u64 = 64;
@@ -54,13 +53,18 @@ const TEAM_ROWS: usize = 512;
 /// blocks (else a spare).
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slot::Write, Slot::Write, Slot::Write];
 
-/// Whether a rows scan over piece `p` may store its output as 16-byte words: the output
-/// contiguous along the row, every element in the same place of its word as its input element
-/// (strides and window-relative offsets equal modulo 4; the input's words are 16-byte aligned
-/// in its window), and the output's window rounded up to whole words within its buffer.
-fn words_out(p: &IterPlan, offsets: [u32; 2], out_window: (u64, u64), out_size: u64) -> bool {
+/// Whether a rows scan over piece `p` (rows of `extent`) may store its output as 16-byte
+/// words: the output contiguous along the row, every element in the same place of its word as
+/// its input element (strides and window-relative offsets equal modulo 4; the input's words
+/// are 16-byte aligned in its window), the output's window rounded up to whole words within
+/// its buffer, and every row whole words (its start aligned, its extent a multiple of 4): an
+/// element stored alone into a component of a word that another invocation's row shares is a
+/// data race in WGSL's memory model (a component store may access the whole vector; Metal may
+/// read, modify and write it), so rows with such edges store elements through `out`.
+fn words_out(p: &IterPlan, extent: usize, offsets: [u32; 2], out_window: (u64, u64), out_size: u64) -> bool {
     let (so, si) = (p.strides_of(0), p.strides_of(1));
-    so[0] == 1 && si[0] == 1 && (0..p.rank()).all(|d| (so[d] - si[d]).rem_euclid(4) == 0) && offsets[0] % 4 == offsets[1] % 4 && out_window.0 + out_window.1.next_multiple_of(16) <= out_size
+    let whole_rows = extent.is_multiple_of(4) && offsets[0].is_multiple_of(4) && (1..p.rank()).all(|d| so[d].rem_euclid(4) == 0);
+    so[0] == 1 && si[0] == 1 && whole_rows && (0..p.rank()).all(|d| (so[d] - si[d]).rem_euclid(4) == 0) && offsets[0] % 4 == offsets[1] % 4 && out_window.0 + out_window.1.next_multiple_of(16) <= out_size
 }
 
 /// The kernel a reduction or op along a dim runs (more may come: match with a wildcard arm).
@@ -321,18 +325,18 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let cuts = Cuts { keep: rrank, grain0: 1, max_rank: MAX_DIMS };
     let pieces = rp.plan.pieces(cuts, fits).map_err(|p| {
         let len = windows(&p).iter().map(|w| w.1).max().unwrap_or(0);
-        Error::Limit { op: OP, what: format!("binding the input of one output's reduction (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
+        Error::Limit { op: work.name(), what: format!("binding the input of one output's reduction (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
     })?;
-    let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
-    let spare4 = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
-    let spare_out = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+    let spare = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
+    let spare4 = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
+    let spare_out = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
     // RowSplits: the part states of the piece with the most outputs (pieces run one after
     // another), then a combined state per output.
     // ColumnSplits with blocks: each quad's lane states of each block, then its combined ones.
     let most = pieces.iter().map(|p| (p.numel() / rp.extent) as u64).max().unwrap_or(0);
     let column_states = |p: &IterPlan| if blocks(p) > 1 { quads(p) * (blocks(p) + 1) * 64 } else { 0 };
     let most_column = pieces.iter().map(|p| column_states(p)).max().unwrap_or(0);
-    let states = rt.buffer(OP, if row_split { most * (splits + 1) * 16 } else { most_column.max(16) }, wgpu::BufferUsages::STORAGE)?;
+    let states = rt.buffer(work.name(), if row_split { most * (splits + 1) * 16 } else { most_column.max(16) }, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
     let key = pipeline(kernel, op, rep.subgroup_reduce);
     // RowSplits' stages (reduce_rows.wgsl): pass 0's parts and their combination, then a scan's
@@ -366,7 +370,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         let words = w[1].1 / 16 * 16;
         let input4 = if words > 0 { (b.input, (w[1].0, words)) } else { (spare4.buffer(), (0, 16)) };
         let row_kernel = rows || threads || teams || row_split;
-        let out_words = scan && row_kernel && words_out(p, [u.offsets[0], u.offsets[1]], w[0], b.out.size());
+        let out_words = scan && row_kernel && words_out(p, rp.extent, [u.offsets[0], u.offsets[1]], w[0], b.out.size());
         if row_kernel {
             u.mode = out_words as u32;
         }
@@ -409,7 +413,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
             dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![out, (b.input, w[1]), input4, indices, out4, st], grid: (gx as u32, g.div_ceil(gx) as u32) });
         }
     }
-    dispatch::record(rt, rec, OP, SLOTS, &dispatches)?;
+    dispatch::record(rt, rec, work.name(), SLOTS, &dispatches)?;
     drop(dispatches);
     rec.hold(states);
     rec.hold(spare);

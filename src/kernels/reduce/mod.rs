@@ -24,7 +24,6 @@ use crate::reduce::ReducePlan;
 use crate::runtime::record::Recorder;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
-const OP: &str = "reduce";
 
 /// Invocations per workgroup.
 const WG: u64 = 64;
@@ -48,7 +47,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         return Ok(());
     }
     if rp.rrank > MAX_DIMS {
-        return Err(Error::unsupported(OP, format!("a reduction over {} dims that cannot be merged (at most {MAX_DIMS}); plan {:?}", rp.rrank, rp.plan)));
+        return Err(Error::unsupported(work.name(), format!("a reduction over {} dims that cannot be merged (at most {MAX_DIMS}); plan {:?}", rp.rrank, rp.plan)));
     }
     let kernel = kernel::kernel_for(rp, work, t, rt.report.device_type);
     if kernel != ReduceKernel::General {
@@ -98,14 +97,14 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let cuts = Cuts { keep: rp.rrank, grain0: 1, max_rank: MAX_DIMS };
     let pieces = rp.plan.pieces(cuts, fits).map_err(|p| {
         let len = windows(&p).iter().map(|w| w.1).max().unwrap_or(0);
-        Error::Limit { op: OP, what: format!("binding the input of one output's reduction (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
+        Error::Limit { op: work.name(), what: format!("binding the input of one output's reduction (plan {p:?})"), limit: "max_storage_buffer_binding_size", requested: len, max: max_bind }
     })?;
     // Bindings a call does not use get buffers of their own (a buffer bound writable may not
     // be bound twice in a dispatch). Pieces run one after another, so they share the states.
     let most = pieces.iter().map(|p| (p.numel() / extent) as u64).max().unwrap_or(0);
-    let states = rt.buffer(OP, state_bytes(most), wgpu::BufferUsages::STORAGE)?;
-    let spare = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
-    let spare_in = rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE)?;
+    let states = rt.buffer(work.name(), state_bytes(most), wgpu::BufferUsages::STORAGE)?;
+    let spare = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
+    let spare_in = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
     let (op, correction) = code(work);
     let key = PipelineKey { shader: "reduce_general", constants: specialize(op, t) };
     let modes: &[u32] = match (parts > 1, scan) {
@@ -144,7 +143,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
             dispatches.push(Dispatch { key: key.clone(), params: u, bindings: vec![(b.out, w[0]), input, indices, st], grid: (gx as u32, gy as u32) });
         }
     }
-    dispatch::record(rt, rec, OP, SLOTS, &dispatches)?;
+    dispatch::record(rt, rec, work.name(), SLOTS, &dispatches)?;
     drop(dispatches);
     rec.hold(spare);
     rec.hold(spare_in);
