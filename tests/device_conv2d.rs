@@ -955,6 +955,28 @@ fn tensor_core_convolutions_match_the_reference() {
             assert_ne!(ctx.conv2d_choice(&x32, &w32, None, &o, &out32).unwrap(), Some(ConvKernel::Coop), "{what}: float32 automatic");
         }
         assert!(!coop || in_place >= 1, "{}: no weight was read in place", name(ctx));
+        // Rounded once to nearest even on the bits (WGSL's f16(v) may round either way, and a
+        // driver may flush subnormals): a 1x1 convolution of ones whose sums are exact in f32:
+        // 1 + 3 * 2^-12 (between two halves, nearer the upper one), 2^-17 (a subnormal half),
+        // 70016 (past the largest half: infinity) and their negatives; the host's bits.
+        if coop {
+            let row = |k: usize| -> Vec<f32> {
+                let v: Vec<f32> = match k % 4 {
+                    0 => [1.0, 3.0 / 4096.0].into_iter().chain([0.0; 6]).collect(),
+                    1 => vec![1.0 / 1048576.0; 8],
+                    _ => vec![8752.0; 8],
+                };
+                if k % 8 >= 4 { v.iter().map(|x| -x).collect() } else { v }
+            };
+            let w = HostTensor::from_vec((0..8).flat_map(row).collect(), &[8, 8, 1, 1]).unwrap().to(DType::F16).unwrap();
+            let x = HostTensor::from_vec(vec![1f32; 8 * 16], &[1, 8, 4, 4]).unwrap().to(DType::F16).unwrap();
+            let o = Conv2dOptions::default();
+            let want = x.conv2d(&w, None, &o).unwrap().to_vec::<half::f16>().unwrap();
+            assert_eq!((want[0].to_f32(), want[16].to_f32(), want[32].is_infinite()), (1.0009765625, 1.0 / 131072.0, true), "the host's rounding");
+            let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, &w), None, &o, ConvKernel::Coop).unwrap().download().unwrap().to_vec::<half::f16>().unwrap();
+            let bits = |v: &[half::f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{}: the tensor cores' rounding", name(ctx));
+        }
     }
 }
 

@@ -58,6 +58,14 @@ fn load_ah(p: Pixel, r: u32) -> f16 {
     return xh[u32(p.off + t.x * gp_u[pz()].xs.y + iy * gp_u[pz()].xs.z + ix * gp_u[pz()].xs.w)];
 }
 
+// v rounded to float16 on its bits (cast.wgsl's f32_to_f16: to nearest, ties to even, with
+// dtype.rs's subnormals and overflow), as every other path rounds: WGSL's f16(v) may round an
+// inexact value either way. The half then converts exactly (naga takes no bitcast from u32 to
+// vec2<f16>: it types the result f32).
+fn to_half(v: f32) -> f16 {
+    return f16(unpack2x16float(f32_to_f16(bitcast<u32>(v))).x);
+}
+
 // Accumulator c (pixels m0 .., channels k0 .. of the group) through the epilogue. Every subgroup
 // calls it in step: the barriers are the workgroup's.
 fn finish_frag(c: FragC, sid: u32, lane: u32, lanes: u32, m0: u32, k0: u32, group: u32) {
@@ -74,11 +82,11 @@ fn finish_frag(c: FragC, sid: u32, lane: u32, lanes: u32, m0: u32, k0: u32, grou
                 v = v + f32(bh[u32(gp_u[pz()].base.z + i32(kk) * gp_u[pz()].base.w)]);
             }
             let o = out_offset(m) + i32(kk) * gp_u[pz()].ys.y;
-            var h = f16(v);
+            var h = to_half(v);
             if (RESID) {
                 // f32 holds the sum of two f16 values closely enough that one rounding gives
                 // the f16 sum.
-                h = f16(f32(h) + f32(rh[u32(o + gp_u[pz()].res.x)]));
+                h = to_half(f32(h) + f32(rh[u32(o + gp_u[pz()].res.x)]));
             }
             if (RELU) {
                 // `<=`: a result rounded to -0.0 gives +0.0, as every other path's ReLU.

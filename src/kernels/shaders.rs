@@ -184,8 +184,8 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_gemm16", &["dtypes", "cast", "conv_io16", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm", "conv_gemm_taps", "gemm_engine"], kernel!("conv2d_gemm")),
     ("conv2d_gemm_sum16", &["dtypes", "cast", "conv_io16", "conv_gemm_io16", "packed_store", "conv_relu", "conv_gemm_params", "conv_gemm"], kernel!("conv2d_gemm_sum")),
     // The f16 convolution on tensor cores, in both fragment sizes.
-    ("conv2d_coop", &["conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
-    ("conv2d_coop8", &["conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),
+    ("conv2d_coop", &["dtypes", "cast", "conv_gemm_params", "conv_gemm_taps", "coop_frag16"], kernel!("conv2d_coop")),
+    ("conv2d_coop8", &["dtypes", "cast", "conv_gemm_params", "conv_gemm_taps", "coop_frag8"], kernel!("conv2d_coop")),
     ("matmul_gemm", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io", "gemm_engine"], kernel!("matmul_gemm")),
     ("matmul_gemm_sum", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_gemm_sum")),
     ("matmul_vec", &["dtypes", "matmul_params", "matmul_epilogue", "matmul_out", "matmul_io"], kernel!("matmul_vec")),
