@@ -884,3 +884,36 @@ fn stack_keeps_the_layout_cat_gives() {
     let e = HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap();
     assert_eq!(stack(&[&e, &e, &e], 0).unwrap().shape(), &[3, 0]);
 }
+
+/// A constant pad with no positive pad is PyTorch's narrow then clone: the result keeps the
+/// input's memory order (a transposed matrix padded by zeros stays transposed, a channels-last
+/// crop stays channels-last; it was dense in the suggested format), on the host and every
+/// adapter, with the values of the crop.
+#[test]
+fn crops_keep_the_inputs_memory_order() {
+    let m = HostTensor::from_vec((0..12).map(|i| i as f32).collect::<Vec<_>>(), &[3, 4]).unwrap();
+    let mut rng = Rng(0x9006);
+    let cl = tensor(&mut rng, &[2, 4, 5, 6], DType::F32, 1, false);
+    // (input, layout for the mirror, pads, PyTorch's strides)
+    let cases: [(HostTensor, usize, Vec<isize>, Vec<isize>); 3] = [
+        (m.transpose(0, 1).unwrap(), 0, vec![0, 0], vec![1, 4]),
+        (m.transpose(0, 1).unwrap(), 0, vec![-1, 0], vec![1, 4]),
+        (cl.clone(), 1, vec![-1, -2, 0, -1], vec![48, 1, 12, 4]),
+    ];
+    for (i, (h, layout, pads, strides)) in cases.into_iter().enumerate() {
+        let want = h.pad(&pads, PadMode::Constant(7.0)).unwrap();
+        assert_eq!(want.strides(), &strides[..], "host case {i}");
+        let mut crop = h.clone();
+        for (k, pair) in pads.chunks(2).enumerate() {
+            let d = h.rank() - 1 - k;
+            crop = crop.narrow(d as isize, -pair[0], (h.shape()[d] as isize + pair[0] + pair[1]) as usize).unwrap();
+        }
+        assert_eq!(bits(&want), bits(&crop), "host case {i}: values");
+        for ctx in contexts() {
+            let d = if i < 2 { DeviceTensor::upload(ctx, &m).unwrap().transpose(0, 1).unwrap() } else { mirror(ctx, &h, layout) };
+            let got = d.pad(&pads, PadMode::Constant(7.0)).unwrap();
+            assert_eq!(got.strides(), &strides[..], "{} case {i}", name(ctx));
+            assert_eq!(bits(&got.download().unwrap()), bits(&want), "{} case {i}", name(ctx));
+        }
+    }
+}

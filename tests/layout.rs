@@ -452,3 +452,21 @@ fn to_memory_format_aliases_as_pytorch_to() {
     assert_eq!(big.to_memory_format(MemoryFormat::ChannelsLast).unwrap().strides(), big.strides());
     assert_eq!(big.to_memory_format(MemoryFormat::Contiguous).unwrap().strides(), &[60, 20, 5, 1]);
 }
+
+/// Views whose offsets differ modulo the gcd of their strides share no element at any size:
+/// the two columns of a [2^27, 2] matrix (a span past the exact check's limit) are disjoint
+/// (they were `Partial`, so `a.select(1, 0).copy_(&a.select(1, 1))` was an `Overlap` error
+/// where PyTorch copies); views that do meet past that span stay `Partial`.
+#[test]
+fn interleaved_views_of_any_size_are_disjoint() {
+    let m = Layout::contiguous(&[1 << 27, 2]).unwrap();
+    let (c0, c1) = (m.select(1, 0).unwrap(), m.select(1, 1).unwrap());
+    assert_eq!(c0.overlap(&c1), Overlap::Disjoint);
+    assert_eq!(c1.flip(0).unwrap().overlap(&c0), Overlap::Disjoint);
+    let t = Layout::contiguous(&[1 << 27, 3]).unwrap();
+    assert_eq!(t.select(1, 0).unwrap().overlap(&t.narrow(1, 0, 2).unwrap()), Overlap::Partial);
+    assert_eq!(t.select(1, 2).unwrap().overlap(&m.select(1, 0).unwrap()), Overlap::Partial, "strides 3 and 2: gcd 1");
+    // Small: the exact check agrees.
+    let s = Layout::contiguous(&[6, 2]).unwrap();
+    assert_eq!(s.select(1, 0).unwrap().overlap(&s.select(1, 1).unwrap()), Overlap::Disjoint);
+}

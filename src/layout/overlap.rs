@@ -2,9 +2,10 @@
 //!
 //! A destination that reaches an element twice, or that partially overlaps its source, makes
 //! a parallel copy's result depend on execution order, so writes refuse both. The checks are
-//! exact: a cheap sufficient test first, then (for views whose span is at most
+//! exact: cheap sufficient tests first (nested strides; for two views, disjoint spans, or
+//! offsets that differ modulo the gcd of their strides), then (for views whose span is at most
 //! [`EXACT_CHECK_LIMIT`] elements) a bitmap of the elements reached. Beyond that limit a view
-//! that the cheap test cannot clear is reported as overlapping: a refusal, never a race.
+//! that the cheap tests cannot clear is reported as overlapping: a refusal, never a race.
 
 use super::Layout;
 
@@ -105,6 +106,14 @@ impl Layout {
         if self.squeeze_all() == other.squeeze_all() {
             return Overlap::Full;
         }
+        // Every element of a view lies at its offset modulo the gcd of its strides (of dims of
+        // more than one element): views whose offsets differ modulo the gcd of both views'
+        // strides share none, at any size (a matrix's interleaved columns, past the exact
+        // check's span).
+        let g = self.shape.iter().zip(&self.strides).chain(other.shape.iter().zip(&other.strides)).filter(|(&n, _)| n > 1).fold(0, |g, (_, &s)| gcd(g, s.unsigned_abs()));
+        if g > 1 && self.offset() % g != other.offset() % g {
+            return Overlap::Disjoint;
+        }
         if hi - lo >= EXACT_CHECK_LIMIT || self.numel().saturating_add(other.numel()) > 4 * EXACT_CHECK_LIMIT {
             return Overlap::Partial;
         }
@@ -122,6 +131,10 @@ impl Layout {
             Overlap::Disjoint
         }
     }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 struct Bitmap(Vec<u64>);

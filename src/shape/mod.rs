@@ -8,7 +8,7 @@
 //! once.
 
 use crate::dtype::DType;
-use crate::elementwise::{result_type, Elementwise, PromoteArg};
+use crate::elementwise::{result_type, Elementwise, Input, Op, PromoteArg, Target};
 use crate::error::{Error, Result};
 use crate::layout::{wrap_dim, MemoryFormat};
 use crate::pool::{Pool2d, Window, WindowMode};
@@ -211,6 +211,18 @@ pub trait ShapeOps: Elementwise + Pool2d {
         result_fits(OP, &shape, self.dtype(), || format!("the padding of shape {:?} by {pad:?}", self.shape()))?;
         let format = self.layout().suggest_memory_format();
         if let PadMode::Constant(value) = mode {
+            // PyTorch's `constant_pad_nd` without a positive pad: the input narrowed, then
+            // cloned, which keeps its memory order (`preserve_format`; a transposed matrix stays
+            // transposed) where a padded result is dense in the suggested format.
+            if pairs.iter().all(|&(_, l, r)| l <= 0 && r <= 0) {
+                let mut src = self.clone();
+                for &(d, l, r) in &pairs {
+                    let size = self.shape()[d];
+                    let (cl, cr) = (l.unsigned_abs(), r.unsigned_abs());
+                    src = src.narrow(d as isize, cl as isize, size - cl - cr)?;
+                }
+                return Self::run(Op::To(self.dtype()), &[Input::Tensor(&src)], Target::New);
+            }
             let out = self.new_tensor(&shape, self.dtype(), format)?;
             let mut pieces = Vec::new();
             if out.numel() > 0 && pairs.iter().any(|&(_, l, r)| l > 0 || r > 0) {
