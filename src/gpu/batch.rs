@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::gpu::context::GpuContext;
 use crate::gpu::fuse::{self, Tail};
 use crate::gpu::tensor::DeviceTensor;
-use crate::runtime::record::{self, Recorder};
+use crate::runtime::record::Recorder;
 use crate::runtime::Runtime;
 use crate::runtime::submit::{self, Submission};
 
@@ -230,7 +230,7 @@ impl Batch<'_> {
             // next call of the crate.
             let _ = rt.scoped("end", || {
                 let (commands, mut keep) = rec.finish(&rt.queue);
-                rt.counters.add(record::encode(&commands, e, &rt.watch));
+                rt.encode(&commands, e);
                 keep.attach(e);
                 Ok(())
             });

@@ -119,10 +119,7 @@ impl GpuContext {
             self.rt.watch.constants(once.into(), external)
         });
         if let Some(k) = &once {
-            let enc = self.rt.scoped(OP, || Ok(self.rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
-            let mut keep = Keep::default();
-            keep.hold(held.clone());
-            submit::submit_commands(&self.rt, OP, enc, &k.once, keep)?;
+            run_once(&self.rt, OP, k, &held)?;
         }
         Ok(Graph { ctx: self.clone(), commands: every.into(), held, inputs: inputs.iter().map(|&t| t.clone()).collect(), output, constants, once })
     }
@@ -132,6 +129,15 @@ impl GpuContext {
     pub fn record_counts(&self) -> RecordCounts {
         self.rt.counters.get()
     }
+}
+
+/// Submits a graph's run-once work `k` (in a command buffer of its own), `held` (what the
+/// graph's commands use) held until it has run.
+fn run_once(rt: &Arc<crate::runtime::Runtime>, op: &'static str, k: &Constants, held: &Arc<Keep>) -> Result<()> {
+    let enc = rt.scoped(op, || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
+    let mut keep = Keep::default();
+    keep.hold(held.clone());
+    submit::submit_commands(rt, op, enc, &k.once, keep).map(drop)
 }
 
 impl<T> Graph<T> {
@@ -185,11 +191,7 @@ impl<T> Graph<T> {
         // calls held back before (their writes counted).
         self.ctx.rt.submit_held_now("profile")?;
         if let Some(k) = self.once.as_ref().filter(|k| k.rerun()) {
-            let rt = &self.ctx.rt;
-            let enc = rt.scoped("profile", || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
-            let mut keep = Keep::default();
-            keep.hold(self.held.clone());
-            submit::submit_commands(rt, "profile", enc, &k.once, keep)?;
+            run_once(&self.ctx.rt, "profile", k, &self.held)?;
         }
         let times = timer.profile(drive, &self.commands, self.held.clone()).await?;
         Ok(self.dispatches().into_iter().zip(times).map(|((op, kernel), ms)| (op, kernel, ms)).collect())

@@ -220,6 +220,12 @@ impl AdapterReport {
 }
 
 impl Runtime {
+    /// Encodes `commands` into `enc` ([`record::encode`]: the graphs' run-once work again where
+    /// their constants were written, the writes counted in `watch`), and counts what it encoded.
+    pub(crate) fn encode(&self, commands: &[record::Command], enc: &mut wgpu::CommandEncoder) {
+        self.counters.add(record::encode(commands, enc, &self.watch));
+    }
+
     /// `coop`: the fragment size of the cooperative-matrix configuration the adapter reported
     /// for the tensor-core kernel ([`cooperative_wanted`]; the device's features say the rest).
     /// `policy`: how eager calls reach the GPU ([`deferred::SubmitPolicy`]).

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
 use crate::runtime::pool::Pooled;
-use crate::runtime::record::{encode, Command, Keep, RecordCounts, Recorder};
+use crate::runtime::record::{Command, Keep, RecordCounts, Recorder};
 use crate::runtime::lock::lock;
 use crate::runtime::deferred::{Held, SubmitPolicy};
 use crate::runtime::Runtime;
@@ -290,7 +290,7 @@ pub(crate) fn all_submitted(rt: &Arc<Runtime>, op: &'static str) -> Result<Submi
 /// `keep` attached, as [`submit`].
 pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], keep: Keep) -> Result<Submission> {
     rt.scoped(op, || {
-        rt.counters.add(encode(commands, &mut encoder, &rt.watch));
+        rt.encode(commands, &mut encoder);
         Ok(())
     })?;
     submit(rt, op, encoder, keep)
@@ -337,7 +337,7 @@ pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mu
             }
             keep.hold(s);
         }
-        rt.counters.add(encode(&commands, encoder, &rt.watch));
+        rt.encode(&commands, encoder);
         Ok(keep)
     })
 }

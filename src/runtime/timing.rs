@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::runtime::record::{self, encode, Command, Keep, RecordCounts, Recorder};
+use crate::runtime::record::{self, Command, Keep, RecordCounts, Recorder};
 use crate::runtime::submit::{submit_and_map, Drive};
 use crate::runtime::submit::MapGuard;
 use crate::runtime::Runtime;
@@ -37,7 +37,7 @@ impl Timer {
             record(&mut rec)?;
             rt.scoped("timer", || {
                 let (commands, held) = rec.finish(&rt.queue);
-                rt.counters.add(encode(&commands, enc, &rt.watch));
+                rt.encode(&commands, enc);
                 keep.hold(held);
                 Ok(())
             })?;
@@ -129,7 +129,7 @@ impl Timer {
                         rt.counters.add(RecordCounts { passes: 1, dispatches: 1, ..RecordCounts::default() });
                     }
                     other => {
-                        rt.counters.add(encode(std::slice::from_ref(other), &mut enc, &rt.watch));
+                        rt.encode(std::slice::from_ref(other), &mut enc);
                     }
                 }
             }
