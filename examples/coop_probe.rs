@@ -27,7 +27,17 @@ struct Gpu {
 }
 
 fn main() {
-    let size: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(4096);
+    // The timed GEMM's tiles are 128 x 128: SIZE must be a positive multiple of 128.
+    let size: usize = match std::env::args().nth(1) {
+        None => 4096,
+        Some(s) => match s.parse::<usize>() {
+            Ok(n) if n > 0 && n % 128 == 0 => n,
+            _ => {
+                eprintln!("coop_probe: SIZE must be a positive multiple of 128 (the timed kernel's tile), got {s:?}");
+                std::process::exit(2);
+            }
+        },
+    };
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor { backends: wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all()), ..wgpu::InstanceDescriptor::new_without_display_handle() });
     let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
     let want = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP;
@@ -160,13 +170,14 @@ impl Operands {
             None => self.bufs.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect(),
         };
         let bind = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries });
-        let query = gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: None, ty: wgpu::QueryType::Timestamp, count: 2 });
+        // Without timestamp queries the products still run and are checked; `gpu_ms` is null.
+        let query = gpu.timestamps.then(|| gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: None, ty: wgpu::QueryType::Timestamp, count: 2 }));
         let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 16, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
         let reps = 20;
         for timed in [false, true] {
             let mut enc = gpu.device.create_command_encoder(&Default::default());
             {
-                let tw = timed.then_some(wgpu::ComputePassTimestampWrites { query_set: &query, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+                let tw = query.as_ref().filter(|_| timed).map(|query| wgpu::ComputePassTimestampWrites { query_set: query, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: tw });
                 pass.set_pipeline(&pipeline);
                 pass.set_bind_group(0, &bind, &[]);
@@ -177,14 +188,16 @@ impl Operands {
                     }
                 }
             }
-            if timed {
-                enc.resolve_query_set(&query, 0..2, &resolve, 0);
+            if let Some(query) = query.as_ref().filter(|_| timed) {
+                enc.resolve_query_set(query, 0..2, &resolve, 0);
             }
             gpu.queue.submit([enc.finish()]);
         }
         let err = pollster::block_on(scope.pop());
-        let ticks: Vec<u64> = bytemuck::cast_slice(&read_bytes(gpu, &resolve, 16)).to_vec();
-        let s = (ticks[1] - ticks[0]) as f64 * gpu.queue.get_timestamp_period() as f64 * 1e-9 / reps as f64;
+        let s = query.is_some().then(|| {
+            let ticks: Vec<u64> = bytemuck::cast_slice(&read_bytes(gpu, &resolve, 16)).to_vec();
+            ticks[1].saturating_sub(ticks[0]) as f64 * gpu.queue.get_timestamp_period() as f64 * 1e-9 / reps as f64
+        });
         let got = read(gpu, &self.bufs[3], (n * n * 4) as u64);
         let wrong = (0..4096)
             .map(|i| (i * 2654435761usize) % (n * n))
@@ -194,7 +207,7 @@ impl Operands {
                 want as f32 != got[e]
             })
             .count();
-        println!("{}", serde_json::json!({"timed": entry, "round": round, "n": n, "gpu_ms": s * 1e3, "tflops": 2.0 * (n * n * n) as f64 / s * 1e-12, "wrong": wrong, "error": err.map(|e| e.to_string())}));
+        println!("{}", serde_json::json!({"timed": entry, "round": round, "n": n, "gpu_ms": s.map(|s| s * 1e3), "tflops": s.map(|s| 2.0 * (n * n * n) as f64 / s * 1e-12), "wrong": wrong, "error": err.map(|e| e.to_string())}));
     }
 }
 

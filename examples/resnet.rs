@@ -18,7 +18,8 @@
 //! of the adapter; `--graph` captures the forward pass once (over a blank input) and replays
 //! the graph on the image: one submit ([`strided_wgpu::Graph`]).
 //!
-//! Prints `logits: [..]` (a JSON array, row-major `[batch, classes]`), `top1: [..]`, and, when
+//! Prints `logits: [..]` (a JSON array, row-major `[batch, classes]`, a NaN or infinity as
+//! `null`), `top1: [..]`, and, when
 //! the file has PyTorch's logits, `max_abs_diff: D` (the largest difference from them).
 
 #[path = "resnet/model.rs"]
@@ -128,6 +129,12 @@ fn json_list<T: std::fmt::Display>(v: &[T]) -> String {
     format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
 }
 
+/// The logits as a JSON array: a NaN or an infinity (weights that make one, a float16 logit
+/// past 65504), which JSON cannot hold, is `null`, as serde_json writes it.
+fn json_floats(v: &[f32]) -> String {
+    format!("[{}]", v.iter().map(|x| if x.is_finite() { x.to_string() } else { "null".to_string() }).collect::<Vec<_>>().join(", "))
+}
+
 fn main_inner(a: &Args) -> Result<()> {
     let text = std::fs::read_to_string(&a.description).map_err(|e| ModelError::Description(format!("{}: {e}", a.description)))?;
     let d = Description::parse(&text)?;
@@ -146,7 +153,7 @@ fn main_inner(a: &Args) -> Result<()> {
     let where_ = ctx.as_ref().map_or("the CPU reference".to_string(), |c| format!("{} ({:?})", c.adapter().name, c.adapter().backend));
     eprintln!("resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, {}, on {where_}", d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format, a.dtype);
     let r = run(&d, &params, a.format, a.dtype, ctx.as_ref(), a.graph)?;
-    println!("logits: {}", json_list(&r.logits));
+    println!("logits: {}", json_floats(&r.logits));
     println!("top1: {}", json_list(&r.top1));
     if let Some(want) = &d.logits {
         let got: Vec<f64> = r.logits.iter().map(|&x| x as f64).collect();

@@ -84,7 +84,9 @@ pub mod ops {
 /// For advanced use: forced kernels, the tuner's shape classes and candidates, the plan's
 /// classification, and the limits kernels work within. A call with a forced kernel checks it
 /// as the automatic choice does (the same eligibility check), and returns
-/// [`Error::Unsupported`](crate::Error) where the kernel cannot run the call or the adapter.
+/// [`Error::Unsupported`](crate::Error) where the kernel cannot run the call or the adapter,
+/// [`Error::Limit`](crate::Error) where its workgroup size or count passes the adapter's limits,
+/// and [`Error::InvalidArgument`](crate::Error) for a zero size or count.
 pub mod advanced {
     pub use crate::conv::{conv2d_shape, Conv2dShape};
     pub use crate::gpu::conv::{conv1x1_with, conv2d_add_with, conv2d_with};

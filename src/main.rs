@@ -70,6 +70,16 @@ fn main() {
             println!("{USAGE}");
             return;
         }
+        // A known command whose arguments did not match its form above.
+        Some(known @ ("chart" | "first-call" | "resnet-first")) => {
+            let form = match known {
+                "chart" => "chart WARM.jsonl COLD.jsonl",
+                "first-call" => "first-call I nchw|nhwc",
+                _ => "resnet-first nchw|nhwc [graph] [f16]",
+            };
+            eprintln!("{known} takes `{form}`, got {:?}; {USAGE}", &args[1..]);
+            std::process::exit(2);
+        }
         Some(other) => {
             eprintln!("unknown command {other:?}; {USAGE}");
             std::process::exit(2);

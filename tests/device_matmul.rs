@@ -494,6 +494,12 @@ fn tuning_measures_only_when_asked() {
         // The default policy: a call runs the default kernel and keeps nothing.
         let default = ctx.matmul_default(&a, &b).unwrap();
         assert_eq!(ctx.matmul_choice_of(&a, &b).unwrap(), default);
+        // The same of 16-bit operands, which a CPU adapter runs widened to f32 on the f32
+        // class's default where that is a CPU kernel (a [256, 256] square: `Conv1x1` there).
+        for dtype in [DType::F16, DType::BF16] {
+            let h = DeviceTensor::upload(ctx, &rand(&mut rng, &[256, 256], dtype)).unwrap();
+            assert_eq!(ctx.matmul_default(&h, &h).unwrap(), ctx.matmul_choice_of(&h, &h).unwrap(), "{}: {dtype}", name(ctx));
+        }
         a.matmul(&b).unwrap();
         assert!(ctx.tuned_matmul_choices().is_empty(), "{}: a call measured under the default policy", name(ctx));
         // Asked to, the tuner measures the class's candidates once and keeps one of them.

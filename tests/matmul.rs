@@ -187,3 +187,36 @@ fn the_cpu_reference_refuses_tensors_that_are_not_its_plans() {
     let e = matmul_cpu(&plan, &a, &b, None).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { op: "matmul_cpu", .. }), "{e}");
 }
+
+/// A plan's fields are public: one whose sizes disagree with its layouts (an edited `k`, a
+/// batch, an addend of another shape, a result shape) is a typed error, on the host and on a
+/// device (the host indexed past its operands and panicked).
+#[test]
+fn a_plan_whose_sizes_disagree_with_its_layouts_is_a_typed_error() {
+    use strided_wgpu::advanced::internal::{addmm_plan, matmul_cpu, MatmulPlan};
+    let mut rng = Rng(6);
+    let (a, b, c) = (rand(&mut rng, &[2, 3]), rand(&mut rng, &[3, 4]), rand(&mut rng, &[2, 4]));
+    let plan = addmm_plan(c.layout(), a.layout(), b.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
+    assert!(matmul_cpu(&plan, &a, &b, Some(&c)).is_ok());
+    let edits: [(&str, fn(&mut MatmulPlan)); 6] = [
+        ("k", |p| p.k = 4),
+        ("m", |p| p.m = 3),
+        ("batch", |p| p.batch = vec![2]),
+        ("addend", |p| p.c = Some(strided_wgpu::Layout::contiguous(&[2, 2]).unwrap())),
+        ("result shape", |p| p.out_shape = vec![8]),
+        ("1-d operand", |p| p.promoted = (true, false)),
+    ];
+    let devices = common::gpu::contexts();
+    for (what, edit) in edits {
+        let mut p = plan.clone();
+        edit(&mut p);
+        let e = matmul_cpu(&p, &a, &b, Some(&c)).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "addmm", .. }), "{what}: {e}");
+        for ctx in devices {
+            let up = |t: &HostTensor| strided_wgpu::DeviceTensor::upload(ctx, t).unwrap();
+            let (da, db, dc) = (up(&a), up(&b), up(&c));
+            let e = <strided_wgpu::DeviceTensor as Matmul>::run_plan(&p, &da, &db, Some(&dc), None).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { op: "addmm", .. }), "{what}: {e}");
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //! polling wait. Rows: L1 (one-element add), L2 (100 chained
 //! one-element adds; also `batch`, all 100 in one [`strided_wgpu::Batch`]), P2 (permute to
 //! NHWC), E1 (`a + b`), R1-R3 (sum, softmax, mean), PL1 (max pooling), C1-C7 (convolutions,
-//! NCHW and channels-last input, OIHW weight, bias), M1-M3 (`mm`, `linear`, `q @ k^T`).
+//! NCHW and channels-last, input and weight in one format as the peer script stores them, bias), M1-M3 (`mm`, `linear`, `q @ k^T`).
 //! float32 throughout; `work` is the same count the peer script divides by (FLOPs or bytes).
 
 use std::time::Instant;
@@ -177,7 +177,8 @@ fn specs(ctx: &GpuContext) -> Result<Vec<Spec>> {
         let o = Conv2dOptions { stride: (st, st), padding: (pad, pad), groups, ..Default::default() };
         for (name, f) in [("conv NCHW", c), ("conv channels_last", cl)] {
             let x = rnd(ctx, &xs, f)?;
-            let (wt, bias) = (wt.clone(), bias.clone());
+            // The weight in the input's format, as the peer script's `.to(memory_format=fmt)`.
+            let (wt, bias) = (wt.contiguous(f)?, bias.clone());
             s.push(Spec { op, variant: name.into(), shape: xs.to_vec(), work: flops, unit: "gflops", inputs: vec![x.clone()], call: Box::new(move || x.conv2d(&wt, Some(&bias), &o)) });
         }
     }

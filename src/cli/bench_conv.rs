@@ -77,11 +77,7 @@ pub struct ConvRow {
     pub default_ms: Vec<f64>,
 }
 
-fn median(t: &[f64]) -> f64 {
-    let mut t = t.to_vec();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
-}
+use crate::cli::measure::median;
 
 impl ConvRow {
     pub fn median(&self) -> f64 {
@@ -238,6 +234,8 @@ pub fn first_call(index: usize, nhwc: bool) -> Result<()> {
     let x = typed(filled(&ctx, &s.input, 1)?)?;
     let x = if nhwc { x.contiguous(MemoryFormat::ChannelsLast)? } else { x };
     let w = typed(filled(&ctx, &[s.k, s.input[1] / s.groups, s.kernel, s.kernel], 2)?)?;
+    // The weight in the input's format, as the warm rows of the same name store it.
+    let w = if nhwc { w.contiguous(MemoryFormat::ChannelsLast)? } else { w };
     let b = typed(filled(&ctx, &[s.k], 3)?)?;
     x.narrow(0, 0, 1)?.download()?;
     let t = std::time::Instant::now();

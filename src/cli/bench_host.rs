@@ -26,8 +26,7 @@ fn time_us(rounds: usize, per: usize, ops: usize, mut f: impl FnMut() -> Result<
         }
         v.push(t.elapsed().as_secs_f64() * 1e6 / (per * ops) as f64);
     }
-    v.sort_by(f64::total_cmp);
-    Ok(v[v.len() / 2])
+    Ok(crate::cli::measure::median(&v))
 }
 
 /// The rows: (op, host microseconds, note).

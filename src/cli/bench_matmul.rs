@@ -37,11 +37,7 @@ pub struct MatmulRow {
     pub kernel: String,
 }
 
-fn median(t: &[f64]) -> f64 {
-    let mut t = t.to_vec();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
-}
+use crate::cli::measure::median;
 
 impl MatmulRow {
     pub fn gflops(&self) -> f64 {

@@ -46,10 +46,16 @@ impl Row {
     }
 }
 
+/// The median as Python's `statistics.median` takes it (the peer scripts' rule): the middle
+/// value, or the mean of the two middle values of an even count; NaN of no values.
 pub fn median(t: &[f64]) -> f64 {
     let mut t = t.to_vec();
     t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+    match t.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => t[n / 2],
+        n => (t[n / 2 - 1] + t[n / 2]) / 2.0,
+    }
 }
 
 /// What a case records into a batch each time it is timed.
@@ -164,5 +170,14 @@ mod tests {
             let n = sizes[ref_of[i] - cases.len()];
             assert_eq!(n, ((b / 8.0) as usize / 4 * 4), "case {i} of {b} bytes got the copy of {n} floats");
         }
+    }
+
+    /// The peer scripts' median (Python's `statistics.median`): an even count averages its two
+    /// middle values.
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_its_middle_values() {
+        assert_eq!(median(&[10.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert!(median(&[]).is_nan());
     }
 }

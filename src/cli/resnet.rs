@@ -71,10 +71,7 @@ fn forward(net: &Net<DeviceTensor>, rgba: &DeviceTensor) -> Result<(f64, Vec<f32
     Ok((t.elapsed().as_secs_f64(), logits))
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use crate::cli::measure::median;
 
 /// A captured forward pass of `net` over `rgba`, its logits among its outputs.
 fn capture(ctx: &GpuContext, net: &Net<DeviceTensor>, rgba: &DeviceTensor) -> Result<Graph<crate::resnet_model::Outputs<DeviceTensor>>> {
@@ -180,7 +177,7 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
             };
             let (first_ms, pipelines) = (c["first_inference_ms"].as_f64(), c["pipelines"].as_u64());
             let counts = if m < 2 { eager_counts[i][m] } else { graphs[i].counts() };
-            let ms = median(&mut times[i][m]) * 1e3;
+            let ms = median(&times[i][m]) * 1e3;
             let ips = BATCH as f64 / ms * 1e3;
             if json {
                 println!(
@@ -218,8 +215,8 @@ pub fn profile(ctx: &GpuContext, json: bool) -> Result<()> {
         let graph = capture(ctx, &net, &rgba)?;
         replay(&graph)?;
         let rows = graph.profile()?;
-        let mut walls: Vec<f64> = (0..RUNS).map(|_| replay(&graph).map(|r| r.0)).collect::<Result<_>>()?;
-        let wall_ms = median(&mut walls) * 1e3;
+        let walls: Vec<f64> = (0..RUNS).map(|_| replay(&graph).map(|r| r.0)).collect::<Result<_>>()?;
+        let wall_ms = median(&walls) * 1e3;
         let sum: f64 = rows.iter().map(|r| r.2).sum();
         for (i, (op, kernel, ms)) in rows.iter().enumerate() {
             if json {

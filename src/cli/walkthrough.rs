@@ -57,6 +57,9 @@ pub fn run_host() -> Result<()> {
         let shared = if t.shares_storage(&x) { "shares x's storage" } else { "new storage" };
         let check = if m == expect { "ok" } else { "MISMATCH" };
         println!("{:<44} {} elements, {shared}, CPU materialization {check}; first: {:?}", "", m.len(), &m[..m.len().min(6)]);
+        if m != expect {
+            return Err(strided_wgpu::Error::Gpu { op: "walkthrough", message: format!("the CPU reference's materialization of {name} differs from a walk of its storage indices") });
+        }
     }
     Ok(())
 }

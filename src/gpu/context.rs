@@ -126,7 +126,8 @@ impl GpuContext {
     /// cooperative-matrix configurations its adapter has.
     ///
     /// Each eager call submits its work before it returns ([`SubmitPolicy::EachCall`]), so that
-    /// the host's own submissions after it see its results; [`GpuContext::set_submit_policy`]
+    /// the host's own submissions after it see its results, unless `STRIDED_WGPU_SUBMIT=deferred`
+    /// in the environment says otherwise; [`GpuContext::set_submit_policy`]
     /// opts in to holding calls back, with [`GpuContext::flush`] before the host's own
     /// submissions that read the crate's results.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> GpuContext {

@@ -111,6 +111,7 @@ impl Batch<'_> {
 
     fn record_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
         let op = plan.op;
+        plan.check()?;
         let ctx = self.context().clone();
         let operands: Vec<&DeviceTensor> = [Some(a), Some(b), c, out].into_iter().flatten().collect();
         self.check_context(op, &operands)?;
@@ -154,7 +155,7 @@ impl Batch<'_> {
         // Conv1x1: the choice for the product's f32 class): each operand's whole storage is
         // widened to f32 first by a recorded converting copy (so the plan's layouts hold), and
         // the f32 kernel runs; the kernels' packed 16-bit loads serve GPUs and small products.
-        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, out.buffer(), class_view) } else { None };
+        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, out.buffer(), class_view, |k| ctx.matmul_choice(k)) } else { None };
         let kernel = match (wide, kernel) {
             (Some(k), _) => k,
             (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
@@ -275,7 +276,7 @@ impl GpuContext {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
         let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out));
-        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out).unwrap_or_else(|| self.matmul_choice(&class)))
+        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, |k| self.matmul_choice(k)).unwrap_or_else(|| self.matmul_choice(&class)))
     }
 
     /// Where a 16-bit product runs widened to f32 on a CPU adapter: the f32 class's choice when
@@ -283,15 +284,16 @@ impl GpuContext {
     /// widened call binds (each operand's storage and the output as f32, in the pool's buffer
     /// sizes, which those kernels check) each fit one binding; else `None` (the 16-bit
     /// kernels, which bind the output as it is: the f32 scratch past one binding made the
-    /// widened call an error).
-    fn widened_choice(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &wgpu::Buffer, out_view: &Layout) -> Option<MatmulKernel> {
+    /// widened call an error). `choose` gives a class's kernel: the kept choice or default of
+    /// a call, the default alone for [`GpuContext::matmul_default`].
+    fn widened_choice(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &wgpu::Buffer, out_view: &Layout, choose: impl Fn(&MatmulClass) -> MatmulKernel) -> Option<MatmulKernel> {
         let report = &self.rt.report;
         if plan.dtype == DType::F32 || report.device_type != wgpu::DeviceType::Cpu {
             return None;
         }
         let mut p32 = plan.clone();
         p32.dtype = DType::F32;
-        let k32 = self.matmul_choice(&matmul_class(report, &product(&p32, a, b, c, out, out_view)));
+        let k32 = choose(&matmul_class(report, &product(&p32, a, b, c, out, out_view)));
         let binds = |elems: usize| (elems as u64).checked_mul(4).and_then(|b| crate::runtime::pool::pooled_size(b, report.max_buffer_size)).is_some_and(|b| b <= report.max_storage_buffer_binding_size);
         let out_elems = plan.batch.iter().product::<usize>() * plan.m * plan.n;
         let fits = [Some(a), Some(b), c].into_iter().flatten().all(|t| binds(t.storage_len())) && binds(out_elems);
@@ -303,7 +305,11 @@ impl GpuContext {
     pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
-        Ok(MatmulKernel::default_for(&self.rt.report, &matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out))))
+        let report = &self.rt.report;
+        let default = |class: &MatmulClass| MatmulKernel::default_for(report, class);
+        // A 16-bit product on a CPU adapter runs widened where the f32 class's default is a
+        // CPU-adapter kernel, as the call does.
+        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, default).unwrap_or_else(|| default(&matmul_class(report, &product(&plan, a, b, None, a.buffer(), &out)))))
     }
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.

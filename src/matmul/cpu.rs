@@ -46,6 +46,7 @@ pub(crate) fn epilogue(acc: f64, c: Option<f64>, alpha: f64, beta: f64, act: Act
 /// Computes `plan` on host operands (their storages seen through the plan's layouts) into a new
 /// contiguous tensor of the result's shape.
 pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>) -> Result<HostTensor> {
+    plan.check()?;
     let av = values(a, &plan.a, plan.dtype)?;
     let bv = values(b, &plan.b, plan.dtype)?;
     // A plan without an addend (addmm with beta == 0) does not read one it is given.

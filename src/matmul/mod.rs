@@ -97,6 +97,31 @@ impl MatmulPlan {
         Ok(l)
     }
 
+    /// Checks that the plan's fields agree (its fields are public, so a plan may be edited or
+    /// built by hand): `a` is `[batch.., m, k]`, `b` `[batch.., k, n]`, the addend `[batch..,
+    /// m, n]`, the result's shape `[batch.., m, n]` less the dims of 1-d operands, and the
+    /// element type a float. The host and device products run only such a plan.
+    pub fn check(&self) -> Result<()> {
+        let with = |tail: [usize; 2]| self.batch.iter().copied().chain(tail).collect::<Vec<usize>>();
+        let mut out = self.batch.clone();
+        if !self.promoted.0 {
+            out.push(self.m);
+        }
+        if !self.promoted.1 {
+            out.push(self.n);
+        }
+        let parts = [("left operand", Some(&self.a), with([self.m, self.k])), ("right operand", Some(&self.b), with([self.k, self.n])), ("addend", self.c.as_ref(), with([self.m, self.n]))];
+        for (name, layout, want) in parts {
+            if let Some(l) = layout.filter(|l| l.shape() != want.as_slice()) {
+                return Err(Error::invalid(self.op, format!("the plan's {name} has shape {:?} where its batch {:?}, m = {}, n = {}, k = {} make it {want:?}", l.shape(), self.batch, self.m, self.n, self.k)));
+            }
+        }
+        if self.out_shape != out || (self.promoted.0 && self.m != 1) || (self.promoted.1 && self.n != 1) {
+            return Err(Error::invalid(self.op, format!("the plan's result shape {:?} does not follow from its batch {:?}, m = {}, n = {} and 1-d operands {:?}", self.out_shape, self.batch, self.m, self.n, self.promoted)));
+        }
+        common_dtype(self.op, &[self.dtype]).map(drop)
+    }
+
     /// The plan with `act`, applied after the bias and scaling.
     pub fn with_activation(mut self, act: Activation) -> Self {
         self.activation = act;

@@ -24,7 +24,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Read, Slo
 /// Which elementwise kernel runs an op. Tests and benchmarks can force one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ElementwisePath {
-    /// The rows kernel when [`rows_eligible`] holds, else the general one.
+    /// The rows kernel when [`rows_eligible`] holds (but on CPU adapters, rows under 32 quads
+    /// with an input gathered along them), else the general one.
     Auto,
     /// The general kernel: any strides and types, `ept` elements of plan dim 0 per invocation
     /// (`elementwise.wgsl`, with `elementwise_out_words.wgsl` for outputs of 4-byte elements,
@@ -35,8 +36,8 @@ pub enum ElementwisePath {
         /// Elements per invocation.
         ept: u32,
     },
-    /// The rows kernels: quads of 4 elements along a dim contiguous in the output and
-    /// contiguous or broadcast in every input. On a plan of one dim, `ept` quads per
+    /// The rows kernels: quads of 4 elements along a dim contiguous in the output, each input
+    /// read along it as quads, broadcast, transposed 4 x 4 blocks or element by element. On a plan of one dim, `ept` quads per
     /// invocation (`wg` quads apart: a workgroup takes a run of `wg * ept` quads;
     /// `elementwise_rows_runs.wgsl`); on plans of more dims, one quad column through `ept` rows
     /// per invocation (`elementwise_rows_columns.wgsl`, or `elementwise_rows_blocks.wgsl` with
