@@ -903,3 +903,44 @@ fn replays_follow_writes_to_their_constants() {
         assert_eq!(bits(graph.output()), bits(&want), "{}: a caller's buffer", name(ctx));
     }
 }
+
+/// A replay in a command buffer the caller submits (`Batch::finish`, `record_into`) runs its
+/// graph's run-once work whenever it runs: the crate cannot see whether or when that command
+/// buffer runs. A run-once work that was encoded but never submitted left later replays
+/// reading the old packing, and a write submitted ahead of the finished replay was not seen.
+#[test]
+fn replays_the_caller_submits_leave_no_stale_constants() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, 71), &[6, 8]).unwrap();
+        let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, 72), &[5, 8]).unwrap();
+        let forward = || x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?);
+        let graph = ctx.capture(&[&x], forward).unwrap();
+        assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+        // A write, then a replay finished into a command buffer that is dropped unsubmitted.
+        v.mul_(2.0).unwrap();
+        let mut b = ctx.batch();
+        b.replay(&graph, &[]).unwrap();
+        drop(b.finish().unwrap());
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: after a finished replay never submitted", name(ctx));
+        // The same through the caller's encoder, dropped.
+        v.mul_(2.0).unwrap();
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let mut b = ctx.record_into(&mut enc);
+        b.replay(&graph, &[]).unwrap();
+        drop(b);
+        drop(enc);
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: after a recorded replay never submitted", name(ctx));
+        // A replay finished before a write that the queue runs ahead of it reads the write.
+        let mut b = ctx.batch();
+        b.replay(&graph, &[]).unwrap();
+        let finished = b.finish().unwrap();
+        v.mul_(2.0).unwrap();
+        ctx.flush().unwrap().wait().unwrap();
+        ctx.queue().submit([finished]);
+        ctx.flush().unwrap().wait().unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: a finished replay submitted after a write", name(ctx));
+    }
+}

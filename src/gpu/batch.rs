@@ -164,7 +164,7 @@ impl Batch<'_> {
                 rt.submit_held_now("finish")?;
                 let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
                 let rec = std::mem::take(&mut self.rec);
-                let mut keep = submit::encode_recording(&rt, "finish", &mut enc, rec)?;
+                let mut keep = submit::encode_recording(&rt, "finish", &mut enc, rec, false)?;
                 rt.scoped("finish", || {
                     keep.attach(&enc);
                     Ok(enc.finish())
@@ -230,7 +230,7 @@ impl Batch<'_> {
             // next call of the crate.
             let _ = rt.scoped("end", || {
                 let (commands, mut keep) = rec.finish(&rt.queue);
-                rt.encode(&commands, e);
+                rt.encode(&commands, e, None);
                 keep.attach(e);
                 Ok(())
             });

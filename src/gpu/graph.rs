@@ -119,7 +119,7 @@ impl GpuContext {
             self.rt.watch.constants(once.into(), external)
         });
         if let Some(k) = &once {
-            run_once(&self.rt, OP, k, &held)?;
+            run_once(&self.rt, OP, k, &held, None)?;
         }
         Ok(Graph { ctx: self.clone(), commands: every.into(), held, inputs: inputs.iter().map(|&t| t.clone()).collect(), output, constants, once })
     }
@@ -133,10 +133,13 @@ impl GpuContext {
 
 /// Submits a graph's run-once work `k` (in a command buffer of its own), `held` (what the
 /// graph's commands use) held until it has run.
-fn run_once(rt: &Arc<crate::runtime::Runtime>, op: &'static str, k: &Constants, held: &Arc<Keep>) -> Result<()> {
+/// `now`: the constants' write counts it runs with ([`Constants::stale`]), noted once it is
+/// submitted (`None` at capture, whose counts are noted already).
+fn run_once(rt: &Arc<crate::runtime::Runtime>, op: &'static str, k: &Arc<Constants>, held: &Arc<Keep>, now: Option<Vec<u64>>) -> Result<()> {
     let enc = rt.scoped(op, || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
     let mut keep = Keep::default();
     keep.hold(held.clone());
+    keep.reruns.extend(now.map(|now| (k.clone(), now)));
     submit::submit_commands(rt, op, enc, &k.once, keep).map(drop)
 }
 
@@ -190,8 +193,8 @@ impl<T> Graph<T> {
         // The run-once work first where a constant was written since it ran (untimed), the
         // calls held back before (their writes counted).
         self.ctx.rt.submit_held_now("profile")?;
-        if let Some(k) = self.once.as_ref().filter(|k| k.rerun()) {
-            run_once(&self.ctx.rt, "profile", k, &self.held)?;
+        if let Some((k, now)) = self.once.as_ref().and_then(|k| Some((k, k.stale()?))) {
+            run_once(&self.ctx.rt, "profile", k, &self.held, Some(now))?;
         }
         let times = timer.profile(drive, &self.commands, self.held.clone()).await?;
         Ok(self.dispatches().into_iter().zip(times).map(|((op, kernel), ms)| (op, kernel, ms)).collect())

@@ -222,8 +222,10 @@ impl AdapterReport {
 impl Runtime {
     /// Encodes `commands` into `enc` ([`record::encode`]: the graphs' run-once work again where
     /// their constants were written, the writes counted in `watch`), and counts what it encoded.
-    pub(crate) fn encode(&self, commands: &[record::Command], enc: &mut wgpu::CommandEncoder) {
-        self.counters.add(record::encode(commands, enc, &self.watch));
+    /// `reruns`: where the crate submits `enc`, the run-once work it encoded again, to commit
+    /// once submitted; `None` where the caller submits it (that work then always runs).
+    pub(crate) fn encode(&self, commands: &[record::Command], enc: &mut wgpu::CommandEncoder, reruns: Option<&mut Vec<watch::Rerun>>) {
+        self.counters.add(record::encode(commands, enc, &self.watch, reruns));
     }
 
     /// `coop`: the fragment size of the cooperative-matrix configuration the adapter reported

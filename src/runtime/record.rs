@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::runtime::pool::Pooled;
+use crate::runtime::watch::Rerun;
 pub(crate) use crate::runtime::watch::{Constants, Watch};
 
 /// Everything a recording holds until the GPU has finished with it: values boxed, and shared
@@ -30,6 +31,9 @@ pub(crate) use crate::runtime::watch::{Constants, Watch};
 pub(crate) struct Keep {
     boxed: Vec<Box<dyn std::any::Any + Send + Sync>>,
     shared: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The graphs' run-once work encoded again into the crate's command buffer, committed when
+    /// the crate submits it ([`Keep::take_reruns`]); not part of what is held.
+    pub(crate) reruns: Vec<Rerun>,
 }
 
 impl Keep {
@@ -49,12 +53,18 @@ impl Keep {
     pub fn absorb(&mut self, mut other: Keep) {
         self.boxed.append(&mut other.boxed);
         self.shared.append(&mut other.shared);
+        self.reruns.append(&mut other.reruns);
+    }
+    /// The run-once work encoded again ([`Keep::reruns`]), for the submission to commit.
+    pub fn take_reruns(&mut self) -> Vec<Rerun> {
+        std::mem::take(&mut self.reruns)
     }
     /// Hands everything held to `encoder`: it is dropped when the encoder's command buffer has
     /// finished on the GPU, or with the encoder if that is never submitted.
     pub fn attach(&mut self, encoder: &wgpu::CommandEncoder) {
         if !self.boxed.is_empty() || !self.shared.is_empty() {
-            let held = std::mem::take(self);
+            let reruns = self.take_reruns();
+            let held = std::mem::replace(self, Keep { reruns, ..Keep::default() });
             encoder.on_submitted_work_done(move || drop(held));
         }
     }
@@ -305,16 +315,19 @@ impl Recorder {
 
 /// Encodes `commands` into `enc`: consecutive dispatches in one compute pass, a copy or a clear
 /// between passes; a graph's run-once work first where one of its constants was written since
-/// it ran (`watch` counts the writes, in the order they are encoded). Returns what it encoded.
-pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder, watch: &Watch) -> RecordCounts {
+/// it ran (`watch` counts the writes, in the order they are encoded). `reruns`: for a command
+/// buffer the crate submits, where the run-once work encoded again is listed, to be committed
+/// once submitted (`runtime/watch.rs`); `None` for one the caller submits, where that work is
+/// encoded whatever the counts. Returns what it encoded.
+pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder, watch: &Watch, mut reruns: Option<&mut Vec<Rerun>>) -> RecordCounts {
     let mut counts = RecordCounts::default();
     let mut pass: Option<wgpu::ComputePass<'static>> = None;
-    encode_into(commands, enc, &mut pass, &mut counts, watch);
+    encode_into(commands, enc, &mut pass, &mut counts, watch, &mut reruns);
     drop(pass);
     counts
 }
 
-fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch) {
+fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch, reruns: &mut Option<&mut Vec<Rerun>>) {
     for c in commands {
         watch.note(c);
         match c {
@@ -339,10 +352,18 @@ fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut 
                 counts.transfers += 1;
             }
             Command::Graph(commands, constants) => {
-                if let Some(k) = constants.as_ref().filter(|k| k.rerun()) {
-                    encode_into(&k.once, enc, pass, counts, watch);
+                if let Some(k) = constants {
+                    // In the crate's submission, again where a constant was written; in the
+                    // caller's, always.
+                    let now = if reruns.is_some() { k.stale() } else { Some(Vec::new()) };
+                    if let Some(now) = now {
+                        encode_into(&k.once, enc, pass, counts, watch, reruns);
+                        if let Some(list) = reruns.as_deref_mut() {
+                            list.push((k.clone(), now));
+                        }
+                    }
                 }
-                encode_into(commands, enc, pass, counts, watch)
+                encode_into(commands, enc, pass, counts, watch, reruns)
             }
         }
     }

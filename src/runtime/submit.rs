@@ -248,7 +248,7 @@ fn submit_held_then(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: 
     let held_work = match held.take() {
         Some(rec) => {
             let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu deferred") });
-            let keep = encode_recording(rt, op, &mut enc, rec)?;
+            let keep = encode_recording(rt, op, &mut enc, rec, true)?;
             Some((enc, keep))
         }
         None => None,
@@ -264,6 +264,7 @@ fn submit_held_then(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: 
 /// Submits `encoder` with `keep` attached, one queue submission.
 fn submit_one(rt: &Arc<Runtime>, op: &'static str, (encoder, mut keep): (wgpu::CommandEncoder, Keep)) -> Result<Submission> {
     let signal = Signal::new();
+    let reruns = keep.take_reruns();
     let index = rt.scoped(op, || {
         keep.attach(&encoder);
         let s = signal.clone();
@@ -272,6 +273,10 @@ fn submit_one(rt: &Arc<Runtime>, op: &'static str, (encoder, mut keep): (wgpu::C
         rt.counters.add(RecordCounts { submits: 1, ..Default::default() });
         Ok(rt.outside_capture(|| crate::runtime::errors::outside_scopes(|| rt.queue.submit([finished]))))
     })?;
+    // The graphs' run-once work in it ran with the counts it was encoded with.
+    for (constants, now) in &reruns {
+        constants.commit(now);
+    }
     Ok(Submission { done: Some(Completion::new(rt.clone(), op, Some(index), signal, Drive::Poll)) })
 }
 
@@ -288,9 +293,9 @@ pub(crate) fn all_submitted(rt: &Arc<Runtime>, op: &'static str) -> Result<Submi
 
 /// Encodes `commands` into `encoder` (their uniforms already written), and submits it with
 /// `keep` attached, as [`submit`].
-pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], keep: Keep) -> Result<Submission> {
+pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], mut keep: Keep) -> Result<Submission> {
     rt.scoped(op, || {
-        rt.encode(commands, &mut encoder);
+        rt.encode(commands, &mut encoder, Some(&mut keep.reruns));
         Ok(())
     })?;
     submit(rt, op, encoder, keep)
@@ -305,7 +310,7 @@ pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, rec: Recorde
         rt.submit_held_now(op)?;
     }
     let mut encoder = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-    let keep = encode_recording(rt, op, &mut encoder, rec)?;
+    let keep = encode_recording(rt, op, &mut encoder, rec, true)?;
     submit(rt, op, encoder, keep)
 }
 
@@ -321,8 +326,9 @@ const UPLOAD_BYTES: usize = 4 << 20;
 /// and the queue's staging buffer), and no command buffer of the queue's pending writes ahead
 /// of the batch's. The uniform copies are not counted in [`RecordCounts`] (its transfers are
 /// the recorded copies and clears, as [`Graph::counts`](crate::Graph::counts) counts them).
-/// Returns what the recording holds (the staging buffer with it).
-pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mut wgpu::CommandEncoder, mut rec: Recorder) -> Result<Keep> {
+/// Returns what the recording holds (the staging buffer with it). `crate_submits`: whether the
+/// crate submits `encoder` (else the caller: [`Runtime::encode`]'s `reruns`).
+pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mut wgpu::CommandEncoder, mut rec: Recorder, crate_submits: bool) -> Result<Keep> {
     let (bytes, copies) = match rec.unwritten_bytes() <= UPLOAD_BYTES.min(rt.device.limits().max_buffer_size as usize) {
         true => rec.take_unwritten(),
         // Left to `finish`'s queue writes.
@@ -337,7 +343,9 @@ pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mu
             }
             keep.hold(s);
         }
-        rt.encode(&commands, encoder);
+        let mut reruns = Vec::new();
+        rt.encode(&commands, encoder, crate_submits.then_some(&mut reruns));
+        keep.reruns.append(&mut reruns);
         Ok(keep)
     })
 }

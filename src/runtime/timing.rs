@@ -37,7 +37,9 @@ impl Timer {
             record(&mut rec)?;
             rt.scoped("timer", || {
                 let (commands, held) = rec.finish(&rt.queue);
-                rt.encode(&commands, enc);
+                // Not committed (this submission is the timer's): a later replay runs the
+                // run-once work again if this one did.
+                rt.encode(&commands, enc, Some(&mut Vec::new()));
                 keep.hold(held);
                 Ok(())
             })?;
@@ -129,7 +131,7 @@ impl Timer {
                         rt.counters.add(RecordCounts { passes: 1, dispatches: 1, ..RecordCounts::default() });
                     }
                     other => {
-                        rt.encode(std::slice::from_ref(other), &mut enc);
+                        rt.encode(std::slice::from_ref(other), &mut enc, Some(&mut Vec::new()));
                     }
                 }
             }

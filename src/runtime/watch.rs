@@ -2,6 +2,10 @@
 //! (weight packing, a folded transpose) read from outside the capture. A replay encoded after
 //! one of them was written runs that work again first, so that the replay reads what the eager
 //! calls would (a weight updated in place by an eager call, or by another graph's replay).
+//! The counts a run-once work ran with are noted only once the crate has submitted it
+//! ([`Constants::commit`]): a command buffer dropped unsubmitted or failed leaves it stale. A
+//! replay in a command buffer the caller submits (`Batch::finish`, `record_into`) runs the
+//! work every time, since the crate cannot see whether or when that command buffer runs.
 //!
 //! Writes are counted as the crate encodes them ([`crate::runtime::record::encode`]): a
 //! replay's check sees every write encoded before it (the eager calls held back are submitted,
@@ -76,22 +80,26 @@ impl Watch {
     }
 }
 
+/// A graph's run-once work encoded again, with its constants' write counts then: noted as
+/// what it ran with ([`Constants::commit`]) once the crate's submission of it succeeded.
+pub(crate) type Rerun = (Arc<Constants>, Vec<u64>);
+
 impl Constants {
-    /// Whether a constant was written since the run-once work last ran; if so, notes that it
-    /// runs again now (the caller encodes it before the replay).
-    pub(crate) fn rerun(&self) -> bool {
+    /// The constants' write counts now, where one of them was written since the run-once work
+    /// last ran in a submission of the crate's (`None`: nothing was).
+    pub(crate) fn stale(&self) -> Option<Vec<u64>> {
         let counts = lock(&self.watch.counts);
-        let mut seen = lock(&self.seen);
-        let mut stale = false;
-        for (b, writes) in seen.iter_mut() {
-            if let Some(&(now, _)) = counts.get(b) {
-                if now != *writes {
-                    *writes = now;
-                    stale = true;
-                }
-            }
+        let seen = lock(&self.seen);
+        let now: Vec<u64> = seen.iter().map(|(b, writes)| counts.get(b).map_or(*writes, |&(n, _)| n)).collect();
+        seen.iter().zip(&now).any(|((_, writes), n)| n != writes).then_some(now)
+    }
+
+    /// Notes that the run-once work encoded when the counts were `now` ([`Constants::stale`])
+    /// was submitted (counts only grow: a later submission's counts stay).
+    pub(crate) fn commit(&self, now: &[u64]) {
+        for ((_, writes), &n) in lock(&self.seen).iter_mut().zip(now) {
+            *writes = (*writes).max(n);
         }
-        stale
     }
 }
 
