@@ -60,7 +60,12 @@ pub enum SubmitPolicy {
     /// Eager calls are held back and submitted together (this file): ahead of the
     /// crate's next submission (a download, a wait, a batch, a replay), on
     /// [`crate::GpuContext::flush`], and after 1, 2, 4, .. up to 32 calls. What a context the
-    /// crate opened does until it hands out its device or queue.
+    /// crate opened does until it hands out its device or queue. The calls held together go
+    /// in one command buffer, which wgpu refuses whole when one of them is invalid at
+    /// submission (it binds a caller's buffer destroyed after the call): the call that submits
+    /// gets the error, and the calls held with the invalid one, which returned `Ok`, have not
+    /// run (their outputs keep what they held). Under [`SubmitPolicy::EachCall`] each call's
+    /// error is its own.
     Deferred,
 }
 

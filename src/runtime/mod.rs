@@ -408,7 +408,10 @@ impl Runtime {
 
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
     pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
-        let p = Pooled::get(&self.device, &self.pool, size, usage, self.report.max_buffer_size).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))?;
+        // A new buffer is made in error scopes of its own (inside the call's): one that failed
+        // is an error here, not a handle in the pool (WebGPU settles the scopes later).
+        let create = |class: u64| self.scoped_fresh(op, || Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })));
+        let p = Pooled::get(&self.pool, size, usage, self.report.max_buffer_size, create).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))??;
         // A buffer made while this thread captures is fresh to the graph.
         let mut c = lock(&self.capture);
         if !c.is_empty() {

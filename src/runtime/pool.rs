@@ -9,6 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::error::Result;
 use crate::runtime::lock::lock;
 
 /// The default cap on idle bytes the pool keeps.
@@ -109,11 +110,20 @@ impl Pooled {
     /// size class overflows.
     /// A class above `max` (the device's `max_buffer_size`) gives way to the size itself,
     /// rounded up to 4 bytes.
-    pub(crate) fn get(device: &wgpu::Device, pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64) -> Option<Pooled> {
+    /// `create` makes a new buffer of the class's size where none is idle, or fails: a buffer
+    /// whose creation failed (out of memory) is an invalid handle, which must never reach the
+    /// pool, where every later request of its class and usage would get it.
+    pub(crate) fn get(pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64, create: impl FnOnce(u64) -> Result<wgpu::Buffer>) -> Option<Result<Pooled>> {
         let class = pooled_size(size, max)?;
         let idle = lock(pool).take(class, usage);
-        let buffer = idle.unwrap_or_else(|| device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false }));
-        Some(Pooled { buffer, pool: pool.clone() })
+        let buffer = match idle {
+            Some(b) => b,
+            None => match create(class) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        Some(Ok(Pooled { buffer, pool: pool.clone() }))
     }
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
@@ -134,6 +144,23 @@ impl Drop for Pooled {
 #[cfg(test)]
 mod tests {
     use super::size_class;
+
+    /// A buffer whose creation failed (here a usage wgpu refuses; on a GPU, out of memory) is
+    /// an error of the call and never reaches the pool, whose later requests of its class would
+    /// get the invalid handle.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_buffer_whose_creation_failed_never_reaches_the_pool() {
+        let ctx = crate::gpu::noop::noop_context().unwrap();
+        let rt = &ctx.rt;
+        let refused = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE;
+        let r = rt.scoped("test", || rt.buffer("test", 1024, refused).map(drop));
+        assert!(r.is_err(), "{r:?}");
+        assert_eq!(crate::runtime::lock::lock(&rt.pool).idle_bytes(), 0, "the invalid buffer went back to the pool");
+        let fine = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        rt.scoped("test", || rt.buffer("test", 1024, fine).map(drop)).unwrap();
+        assert_eq!(crate::runtime::lock::lock(&rt.pool).idle_bytes(), 1024);
+    }
 
     #[test]
     fn size_classes_hold_the_request_with_at_most_a_quarter_of_slack() {

@@ -146,9 +146,15 @@ impl<T> Future for Completion<T> {
         }
         // Done (or, blocking, about to be): a wait on the index returns at once, and it is what
         // says that a submission never ran on a lost device (wgpu still runs its callbacks).
-        let waited = {
-            let _turn = this.rt.errors.gl_turn();
-            this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Wait { submission_index: this.index.clone(), timeout: None }))
+        // A polled completion of everything submitted (`flush`, no index) has its signal set
+        // here: a wait without an index would block on whatever was submitted since, by any
+        // thread (the probe below still learns a loss).
+        let waited = match (&this.index, this.drive) {
+            (None, Drive::Poll) => Ok(wgpu::PollStatus::Poll),
+            (index, _) => {
+                let _turn = this.rt.errors.gl_turn();
+                this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Wait { submission_index: index.clone(), timeout: None }))
+            }
         };
         if let Err(e) = waited {
             return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
