@@ -12,9 +12,7 @@ use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Error, GpuContext, Memory
 fn adapter_selection_and_caller_owned_devices() {
     // A caller-owned device wrapped in a context works like one the crate opened.
     for ctx in common::gpu::contexts() {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-        let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
-        let Some(adapter) = adapters.into_iter().next() else { continue };
+        let Some(adapter) = common::gpu::adapter_again(ctx) else { continue };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: None,
             required_features: wgpu::Features::empty(),

@@ -323,7 +323,9 @@ fn window_on(target: Target, label: &str, path: &str, cases: &[ew::Case]) -> (us
             Target::Device(ctx) => {
                 let make = |h: &HostTensor| DeviceTensor::upload(ctx, h).expect("upload");
                 let r = if pool { window::run_pool(line, &make) } else { window::run_shape(line, &make) };
-                r.and_then(|ts| ts.iter().map(|t| t.download()).collect())
+                // A download is contiguous: the host copy takes the device result's memory
+                // format again, which the comparison checks against PyTorch's strides.
+                r.and_then(|ts| ts.iter().map(|t| t.download()?.contiguous(t.layout().suggest_memory_format())).collect())
             }
         };
         window::compare(line, got)

@@ -160,9 +160,7 @@ fn grouped_pointwise_convolutions_match_cpu() {
 #[test]
 fn inputs_over_one_binding_are_split_by_image() {
     for ctx in contexts() {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-        let adapters = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into()));
-        let Some(adapter) = adapters.into_iter().next() else { continue };
+        let Some(adapter) = common::gpu::adapter_again(ctx) else { continue };
         let limits = wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..adapter.limits() };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: None,

@@ -383,7 +383,11 @@ fn channels_past_the_chunk_stay_out_of_the_sum() {
         let x = HostTensor::from_vec(v, &[1, 12, 1, 2]).unwrap().contiguous(MemoryFormat::ChannelsLast).unwrap();
         let w = HostTensor::from_vec((0..4 * 12).map(|i| (i % 3) as f32 - 1.0).collect(), &[4, 12, 1, 1]).unwrap();
         let want = conv2d_cpu(&x, &w, None, &Conv2dOptions::default()).unwrap().to_vec::<f32>().unwrap();
-        for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::advanced::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
+        let kernels: Vec<ConvKernel> = ConvKernel::ALL.into_iter().filter(|k| k.eligible(&strided_wgpu::advanced::conv2d_shape(x.layout(), w.layout(), None, [None; 3], &Conv2dOptions::default()).unwrap(), &Conv2dOptions::default()).is_ok() && k.runs_on(ctx.adapter()).is_ok()).collect();
+        // The direct, channel-vectorized and GEMM kernels at least (an over-strict eligibility
+        // check would leave this test checking nothing).
+        assert!(kernels.len() >= 3, "{}: only {kernels:?} run a dense 1x1 convolution", name(ctx));
+        for kernel in kernels {
             let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, &w), None, &Conv2dOptions::default(), kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
             for k in 0..4 {
                 // Pixel 0 of channel k is finite and equal; pixel 1 holds what the reference has.
@@ -411,7 +415,9 @@ fn fused_relu_keeps_nan() {
             let want = conv2d_cpu(&x, w, None, o).unwrap().to_vec::<f32>().unwrap();
             assert!(want.iter().any(|v| v.is_nan()) && want.contains(&0.0), "the reference has NaN and zeros");
             let g = strided_wgpu::advanced::conv2d_shape(x.layout(), w.layout(), None, [None; 3], o).unwrap();
-            for kernel in ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, o).is_ok() && k.runs_on(ctx.adapter()).is_ok()) {
+            let kernels: Vec<ConvKernel> = ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, o).is_ok() && k.runs_on(ctx.adapter()).is_ok()).collect();
+            assert!(kernels.len() >= 2, "{}: only {kernels:?} run groups {}", name(ctx), o.groups);
+            for kernel in kernels {
                 let got = conv2d_with(&to_device(ctx, &x), &to_device(ctx, w), None, o, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
                 for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                     assert!(a.is_nan() == b.is_nan() && (a.is_nan() || a.to_bits() == b.to_bits()), "{} {kernel:?} groups {} output {i}: {a} vs {b}", name(ctx), o.groups);

@@ -159,8 +159,15 @@ fn random_case(rng: &mut Rng, ctx: &GpuContext, dtype: DType) -> Case {
     }
 }
 
+/// A destination of `shape` filled with NaN: a kernel that leaves an element unwritten fails
+/// the comparison (the pool hands out recycled buffers, which may hold the answer already).
+fn nan_out(ctx: &GpuContext, shape: &[usize], dtype: DType) -> Result<DeviceTensor, Error> {
+    let host = HostTensor::from_vec(vec![f32::NAN; shape.iter().product()], shape)?.to(dtype)?;
+    DeviceTensor::upload(ctx, &host)
+}
+
 /// Runs a case's plan on the device through `kernel` into a fresh `out` (a transposed view
-/// half of the time): the result downloaded.
+/// half of the time, filled with NaN): the result downloaded.
 fn run_device(ctx: &GpuContext, rng: &mut Rng, case: &Case, kernel: MatmulKernel) -> Result<HostTensor, Error> {
     let p = &case.plan;
     let shape = &p.out_shape;
@@ -168,9 +175,9 @@ fn run_device(ctx: &GpuContext, rng: &mut Rng, case: &Case, kernel: MatmulKernel
         let mut s = shape.clone();
         let r = s.len();
         s.swap(r - 1, r - 2);
-        DeviceTensor::empty(ctx, &s, p.dtype, MemoryFormat::Contiguous)?.transpose(-1, -2)?
+        nan_out(ctx, &s, p.dtype)?.transpose(-1, -2)?
     } else {
-        DeviceTensor::empty(ctx, shape, p.dtype, MemoryFormat::Contiguous)?
+        nan_out(ctx, shape, p.dtype)?
     };
     let mut batch = ctx.batch();
     let d = &case.dev;
@@ -266,7 +273,7 @@ fn tensor_core_products_match_the_reference() {
             let what = format!("{} coop batch {batch:?} m={m} n={n} k={k} A^T {ta} B^T {tb} sliced {sliced}", name(ctx));
             let out_shape: Vec<usize> = batch.iter().copied().chain([m, n]).collect();
             let run = || -> Result<HostTensor, Error> {
-                let out = DeviceTensor::empty(ctx, &out_shape, DType::F16, MemoryFormat::Contiguous)?;
+                let out = nan_out(ctx, &out_shape, DType::F16)?;
                 let mut bt = ctx.batch();
                 bt.run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Coop)?;
                 bt.submit_and_wait()?;
@@ -327,7 +334,7 @@ fn tensor_core_products_match_the_reference() {
                     // (`MatmulKernel::writes_half`), else the product into the scratch and a copy.
                     let graph = ctx
                         .capture(&[&da, &db], || {
-                            let out = DeviceTensor::empty(ctx, &out_shape, DType::F16, MemoryFormat::Contiguous)?;
+                            let out = nan_out(ctx, &out_shape, DType::F16)?;
                             let mut bt = ctx.batch();
                             bt.run_plan_with(&plan, &da, &db, None, &out, MatmulKernel::Coop)?;
                             bt.submit()?;
@@ -362,7 +369,7 @@ fn tensor_core_products_match_the_reference() {
             for (plan, host, dev) in [(plan, [&hx, &hw, &hb], [&dx, &dw, &db]), (addmm, [&h1, &h2, &hi], [&d1, &d2, &di])] {
                 let what = format!("{} coop {} {act:?} m={m} n={n} k={k}", name(ctx), plan.op);
                 let run = || -> Result<HostTensor, Error> {
-                    let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F16, MemoryFormat::Contiguous)?;
+                    let out = nan_out(ctx, &plan.out_shape, DType::F16)?;
                     let mut bt = ctx.batch();
                     bt.run_plan_with(&plan, dev[0], dev[1], Some(dev[2]), &out, MatmulKernel::Coop)?;
                     bt.submit_and_wait()?;
@@ -373,7 +380,7 @@ fn tensor_core_products_match_the_reference() {
                         assert!(coop, "{what}: ran without cooperative matrices");
                         compare(&what, &plan, host[0], host[1], Some(host[2]), &got);
                         // Not the automatic choice yet (kernels/matmul/coop.rs, `automatic`).
-                        let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F16, MemoryFormat::Contiguous).unwrap();
+                        let out = nan_out(ctx, &plan.out_shape, DType::F16).unwrap();
                         let mut bt = ctx.batch();
                         bt.run_plan_with(&plan, dev[0], dev[1], Some(dev[2]), &out, MatmulKernel::Auto).unwrap();
                         bt.submit_and_wait().unwrap();
@@ -461,7 +468,7 @@ fn many_workgroups_and_split_bindings() {
         let (da, db) = (DeviceTensor::upload(ctx, &a).unwrap(), DeviceTensor::upload(ctx, &b).unwrap());
         let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
         for kernel in [MatmulKernel::Gemm, MatmulKernel::Vec1] {
-            let out = DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+            let out = nan_out(ctx, &plan.out_shape, DType::F32).unwrap();
             let mut batch = ctx.batch();
             batch.run_plan_with(&plan, &da, &db, None, &out, kernel).unwrap();
             batch.submit_and_wait().unwrap();
@@ -682,9 +689,9 @@ fn blocked_kernel_edges() {
                     let r = shape.len();
                     let mut s = shape.clone();
                     s.swap(r - 1, r - 2);
-                    DeviceTensor::empty(ctx, &s, DType::F32, MemoryFormat::Contiguous).unwrap().transpose(-1, -2).unwrap()
+                    nan_out(ctx, &s, DType::F32).unwrap().transpose(-1, -2).unwrap()
                 } else {
-                    DeviceTensor::empty(ctx, shape, DType::F32, MemoryFormat::Contiguous).unwrap()
+                    nan_out(ctx, shape, DType::F32).unwrap()
                 };
                 let mut batch = ctx.batch();
                 let r = batch.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::Blocked);
@@ -728,7 +735,7 @@ fn blocked_kernel_edges() {
             );
             let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
             let out =
-                DeviceTensor::empty(ctx, &plan.out_shape, DType::F32, MemoryFormat::Contiguous)
+                nan_out(ctx, &plan.out_shape, DType::F32)
                     .unwrap();
             let mut batch = ctx.batch();
             batch
@@ -802,7 +809,7 @@ fn matrix_vector_kernels_on_long_rows() {
                             let (da, db) = if m_is_1 { (up(&a, &vbase), up(&b, &flat)) } else { (up(&a, &flat), up(&b, &vbase)) };
                             let plan = matmul_plan(a.layout(), b.layout(), [dtype; 2]).unwrap();
                             for kernel in [MatmulKernel::Vec1, MatmulKernel::Vec16] {
-                                let out = DeviceTensor::empty(ctx, &plan.out_shape, dtype, MemoryFormat::Contiguous).unwrap();
+                                let out = nan_out(ctx, &plan.out_shape, dtype).unwrap();
                                 let mut batch = ctx.batch();
                                 batch.run_plan_with(&plan, &da, &db, None, &out, kernel).unwrap();
                                 batch.submit_and_wait().unwrap();
@@ -840,7 +847,7 @@ fn matrix_vector_kernels_with_an_addend() {
             for (i, (plan, h)) in cases.iter().enumerate() {
                 let d: Vec<DeviceTensor> = h.iter().map(up).collect();
                 for kernel in [MatmulKernel::Vec1, MatmulKernel::Vec16] {
-                    let out = DeviceTensor::empty(ctx, &plan.out_shape, dtype, MemoryFormat::Contiguous).unwrap();
+                    let out = nan_out(ctx, &plan.out_shape, dtype).unwrap();
                     let mut batch = ctx.batch();
                     batch.run_plan_with(plan, &d[0], &d[1], Some(&d[2]), &out, kernel).unwrap();
                     batch.submit_and_wait().unwrap();
@@ -902,7 +909,7 @@ fn split_k_matches_the_reference_and_repeats_bit_for_bit() {
             let (da, dw, dc) = (up(&a), up(&w), c.as_ref().map(up));
             let db = if batch == 0 { dw } else { dw.transpose(-1, -2).unwrap() };
             let run = || {
-                let out = DeviceTensor::empty(ctx, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous).unwrap();
+                let out = nan_out(ctx, &plan.out_shape, plan.dtype).unwrap();
                 let mut bt = ctx.batch();
                 bt.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::GemmSplit).unwrap();
                 bt.submit_and_wait().unwrap();
@@ -912,7 +919,7 @@ fn split_k_matches_the_reference_and_repeats_bit_for_bit() {
             compare(&what, &plan, &a, &b, c.as_ref(), &got);
             let graph = ctx
                 .capture(&[&da], || {
-                    let out = DeviceTensor::empty(ctx, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?;
+                    let out = nan_out(ctx, &plan.out_shape, plan.dtype)?;
                     let mut bt = ctx.batch();
                     bt.run_plan_with(&plan, &da, &db, dc.as_ref(), &out, MatmulKernel::GemmSplit)?;
                     bt.submit()?;
@@ -959,7 +966,7 @@ fn wide_tiles_equal_the_64_tile_gemm_bit_for_bit() {
             let d = &case.dev;
             let graph = ctx
                 .capture(&[&d[0]], || {
-                    let out = DeviceTensor::empty(ctx, &case.plan.out_shape, case.plan.dtype, MemoryFormat::Contiguous)?;
+                    let out = nan_out(ctx, &case.plan.out_shape, case.plan.dtype)?;
                     let mut bt = ctx.batch();
                     bt.run_plan_with(&case.plan, &d[0], &d[1], d.get(2), &out, MatmulKernel::GemmWide)?;
                     bt.submit()?;
@@ -1024,7 +1031,7 @@ fn sixteen_bit_products_write_their_output_bit_for_bit() {
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                     assert!(graph.dispatches().iter().all(|(_, k)| k.starts_with("matmul_")), "{what}: {:?}", graph.dispatches());
                     graph.replay_and_wait(&[&dx]).unwrap();
-                    let out32 = DeviceTensor::empty(ctx, &[m, n], DType::F32, MemoryFormat::Contiguous).unwrap();
+                    let out32 = nan_out(ctx, &[m, n], DType::F32).unwrap();
                     let mut bt = ctx.batch();
                     bt.run_plan_with(&plan32, &fx, &fw, Some(&fb), &out32, kernel).unwrap_or_else(|e| panic!("{what} f32: {e}"));
                     bt.submit_and_wait().unwrap();
@@ -1084,7 +1091,7 @@ fn products_over_an_empty_k_from_views_at_the_end_of_their_storage() {
             ];
             for (op, plan, other, extra, want) in cases {
                 for kernel in [MatmulKernel::Auto].into_iter().chain(MatmulKernel::ALL) {
-                    let out = DeviceTensor::empty(ctx, &[3, 5], dtype, MemoryFormat::Contiguous).unwrap();
+                    let out = nan_out(ctx, &[3, 5], dtype).unwrap();
                     let mut batch = ctx.batch();
                     match batch.run_plan_with(&plan, &a, other, extra, &out, kernel) {
                         Ok(()) => batch.submit_and_wait().unwrap(),

@@ -36,15 +36,21 @@ fn tensor(rng: &mut Rng, shape: &[usize], dtype: DType, layout: usize, nan: bool
     }
 }
 
+/// Within f32 arithmetic's error over terms of magnitude up to `scale` (the window's sum of
+/// magnitudes over its count, at most 8 here), plus one unit in the last place of the 16-bit
+/// types at the result's own magnitude (two roundings of nearly equal f32 values may straddle
+/// a rounding boundary).
 fn close(dtype: DType, got: f64, want: f64, scale: f64) -> bool {
     if want.is_nan() || got.is_nan() {
         return want.is_nan() && got.is_nan();
     }
-    let tol = match dtype {
-        DType::F32 => 4e-6 * scale + 1e-6,
-        DType::F16 => 1e-3 * scale + 1e-6,
-        _ => 8e-3 * scale + 1e-6,
-    };
+    let ulp = |mantissa: i32, least: f64| if want == 0.0 { least } else { 2f64.powi(want.abs().log2().floor() as i32 - mantissa).max(least) };
+    let tol = 4e-6 * scale + 1e-6
+        + match dtype {
+            DType::F32 => 0.0,
+            DType::F16 => ulp(10, 2f64.powi(-24)),
+            _ => ulp(7, 2f64.powi(-133)),
+        };
     (got - want).abs() <= tol
 }
 

@@ -486,10 +486,9 @@ fn no_call_measures_unless_asked() {
 fn pass_timestamps_time_and_tune() {
     let _serial = one_at_a_time();
     for ctx in contexts() {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-        let Some(adapter) = pollster::block_on(instance.enumerate_adapters(ctx.adapter().backend.into())).into_iter().next() else { continue };
+        let Some(adapter) = common::gpu::adapter_again(ctx) else { continue };
         if !adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-            eprintln!("!!! {}: no timestamp queries, pass timestamps not tested", name(ctx));
+            common::skips::say(&format!("!!! {}: no timestamp queries, pass timestamps not tested", name(ctx)));
             continue;
         }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {

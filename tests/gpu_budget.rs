@@ -119,6 +119,11 @@ mod native {
         if failed > 0 {
             std::process::exit(1);
         }
+        // No pipeline compiled is no budget checked (the lists came back empty).
+        if passed == 0 {
+            println!("gpu budget: no pipeline was compiled");
+            std::process::exit(1);
+        }
     }
 
     /// What the compiler reports for one pipeline (the largest over its executables).

@@ -61,7 +61,8 @@ pub enum Op {
     Neg,
     /// `|x|`.
     Abs,
-    /// `max(x, 0)` (NaN stays NaN).
+    /// `max(x, 0)` (NaN stays NaN; -0.0 gives +0.0, where PyTorch's CPU keeps -0.0: the fused
+    /// ReLU of convolutions and products into 16-bit outputs gives the same bits this way).
     Relu,
     /// `1 / (1 + exp(-x))`, computed in floating point.
     Sigmoid,

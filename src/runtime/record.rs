@@ -22,8 +22,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::runtime::pool::Pooled;
-use crate::runtime::watch::Rerun;
-pub(crate) use crate::runtime::watch::{Constants, Watch};
+pub(crate) use crate::runtime::watch::{Constants, Rerun, Watch};
 
 /// Everything a recording holds until the GPU has finished with it: values boxed, and shared
 /// ones (a tensor's storage, held by every op that binds it) as they are, without a box each.

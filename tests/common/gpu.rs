@@ -65,7 +65,8 @@ pub fn name(c: &GpuContext) -> String {
 /// `ctx`'s adapter, enumerated afresh: the one of its backend with its name and device type
 /// (the first of the backend could be another GPU, or a software adapter beside a GPU).
 fn same_adapter(ctx: &GpuContext) -> Option<wgpu::Adapter> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    // As the crate's contexts enumerate (WGPU_* settings honoured), so that the lists agree.
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let a = ctx.adapter();
     let adapters = pollster::block_on(instance.enumerate_adapters(a.backend.into()));
     adapters.into_iter().find(|x| {
@@ -77,17 +78,38 @@ fn same_adapter(ctx: &GpuContext) -> Option<wgpu::Adapter> {
 /// A fresh device of its own on `ctx`'s adapter (tests that destroy it, or that install the
 /// host's own handlers), with its adapter's info.
 pub fn own_device(ctx: &GpuContext) -> Option<(wgpu::Device, wgpu::Queue, wgpu::AdapterInfo)> {
-    let adapter = same_adapter(ctx)?;
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+    let Some(adapter) = same_adapter(ctx) else {
+        return unavailable(ctx, "its adapter, enumerated again, was not found");
+    };
+    let device = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("test host"),
         required_features: adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP),
         required_limits: adapter.limits(),
         experimental_features: wgpu::ExperimentalFeatures::disabled(),
         memory_hints: wgpu::MemoryHints::default(),
         trace: wgpu::Trace::Off,
-    }))
-    .ok()?;
-    Some((device, queue, adapter.get_info()))
+    }));
+    match device {
+        Ok((device, queue)) => Some((device, queue, adapter.get_info())),
+        Err(e) => unavailable(ctx, &format!("a device of its own could not be opened ({e})")),
+    }
+}
+
+/// `ctx`'s adapter enumerated again ([`same_adapter`]), for a device of the test's own; where
+/// it is not found, as [`unavailable`].
+#[allow(dead_code)]
+pub fn adapter_again(ctx: &GpuContext) -> Option<wgpu::Adapter> {
+    same_adapter(ctx).or_else(|| unavailable(ctx, "its adapter, enumerated again, was not found"))
+}
+
+/// A second device on `ctx`'s adapter that could not be had: under
+/// `STRIDED_WGPU_REQUIRE_ADAPTER=1` the test fails; else the test's part that needs it is
+/// skipped, said on stderr where the user sees it.
+fn unavailable<T>(ctx: &GpuContext, why: &str) -> Option<T> {
+    let what = format!("{}: {why}", name(ctx));
+    assert!(std::env::var("STRIDED_WGPU_REQUIRE_ADAPTER").as_deref() != Ok("1"), "STRIDED_WGPU_REQUIRE_ADAPTER=1 but {what}");
+    super::skips::say(&format!("skipped a test's part that needs a second device on {what}"));
+    None
 }
 
 /// `ctx`'s adapter on a device of its own that the crate takes for a discrete GPU (the host's
@@ -143,5 +165,8 @@ pub fn limited_as(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::L
 /// A fresh context of the crate's own on `ctx`'s backend, for a test that destroys its device.
 #[allow(dead_code)]
 pub fn doomed_device(ctx: &GpuContext) -> Option<GpuContext> {
-    pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())).ok()
+    match pollster::block_on(GpuContext::for_backends(ctx.adapter().backend.into())) {
+        Ok(c) => Some(c),
+        Err(e) => unavailable(ctx, &format!("a context of its own could not be opened ({e})")),
+    }
 }

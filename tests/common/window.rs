@@ -128,7 +128,9 @@ pub fn run_pool<T: Replay + Pool2d>(line: &Value, make: &impl Fn(&HostTensor) ->
 }
 
 /// Compares a case's results (fetched to the host) with its `expect`: errors, dtype, shape,
-/// values within `tol` (exact at 0; NaN matches NaN), and the indices where given.
+/// PyTorch's strides where given (those of dims longer than 1: the memory format), values
+/// within `tol` (exact at 0, the sign of a zero included; NaN matches NaN), and the indices
+/// where given.
 pub fn compare(line: &Value, got: Result<Vec<HostTensor>, strided_wgpu::Error>) -> Vec<String> {
     let e = &line["expect"];
     let expect_error = e["error"].as_bool() == Some(true);
@@ -151,11 +153,27 @@ pub fn compare(line: &Value, got: Result<Vec<HostTensor>, strided_wgpu::Error>) 
         errs.push(format!("shape {:?}, want {want_shape:?}", y.shape()));
         return errs;
     }
+    if let Some(strides) = e["strides"].as_array() {
+        let want: Vec<i64> = strides.iter().map(|s| s.as_i64().unwrap()).collect();
+        let differ = y.numel() > 0 && y.shape().iter().zip(y.strides()).zip(&want).any(|((&n, &s), &w)| n > 1 && s as i64 != w);
+        if differ {
+            errs.push(format!("strides {:?}, want {want:?} (PyTorch's memory format)", y.strides()));
+        }
+    }
     let tol = e["tol"].as_f64().unwrap_or(0.0);
     let vals: Vec<f64> = bits(y).into_iter().map(|b| value(y.dtype(), b)).collect();
     let want: Vec<f64> = e["values"].as_array().unwrap().iter().map(num).collect();
+    if vals.len() != want.len() {
+        errs.push(format!("{} values, want {}", vals.len(), want.len()));
+    }
     for (k, (&g, &w)) in vals.iter().zip(&want).enumerate() {
-        let ok = if w.is_nan() || g.is_nan() || w.is_infinite() { (w.is_nan() && g.is_nan()) || g == w } else { (g - w).abs() <= tol };
+        let ok = if w.is_nan() || g.is_nan() || w.is_infinite() {
+            (w.is_nan() && g.is_nan()) || g == w
+        } else if tol == 0.0 {
+            g == w && g.is_sign_negative() == w.is_sign_negative()
+        } else {
+            (g - w).abs() <= tol
+        };
         if !ok {
             errs.push(format!("value {k}: {g}, want {w} (tol {tol})"));
             if errs.len() > 4 {

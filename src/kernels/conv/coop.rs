@@ -29,7 +29,8 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 /// bound whole; the weight only through its packed copy), with the limit error where one does
 /// not.
 pub(crate) fn fits(report: &AdapterReport, call: &ConvCall<'_>) -> Result<()> {
-    let max = report.max_storage_buffer_binding_size;
+    // And 4 GiB: the kernel indexes its bindings in 32 bits (Metal's binding limit may be larger).
+    let max = report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
     for (name, view) in [("input", Some(call.input)), ("bias", call.bias), ("output", Some(call.out)), ("residual", call.residual)] {
         if let Some(v) = view {
             if v.buffer.size() > max {
