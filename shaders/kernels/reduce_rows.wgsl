@@ -131,44 +131,21 @@ fn walk(b: vec3<u32>, pass_: u32, c: f32, sh: Share) -> vec4<u32> {
 // word: a writable range is bound once (browsers refuse aliased writable bindings).
 @group(0) @binding(5) var<storage, read_write> out4: array<vec4<u32>>;
 
-// Output element e (within out4's window) set to v.
-fn store4_1(e: u32, v: f32) {
-    out4[e >> 2u][e & 3u] = asu(v);
-}
-
 // softmax / log_softmax of the row with elements b (one run) from its maximum m and k, into
-// 16-byte words of out4 (mode 1): the row's words, then its head and tail elements.
+// 16-byte words of out4 (mode 1). The host gives mode 1 only to rows of whole words, each
+// element in the same place of its word as its input element (kernels/reduce/kernel.rs,
+// `words_out`): a row's elements are its words, and no element is stored alone into a
+// component of a word another row shares (a race in WGSL's memory model).
 fn write_row4(b: vec3<u32>, m: f32, s: f32, sh: Share) {
     let step = sh.step;
     let e0 = b.y;
     let e1 = e0 + red_u[pz()].extent;
-    let a = (e0 + 3u) & ~3u;
-    let w = e1 & ~3u;
     // Output element of input element e: e + d (wrapping), in the same place of its word.
     let d = b.x - e0;
-    if (w > a) {
-        let qr = words_of(sh, a >> 2u, w >> 2u);
-        for (var q = qr.x; q < qr.y; q = q + step) {
-            let x = src4[q];
-            out4[(4u * q + d) >> 2u] = vec4<u32>(asu(soft(x.x, m, s)), asu(soft(x.y, m, s)), asu(soft(x.z, m, s)), asu(soft(x.w, m, s)));
-        }
-        if (step == 1u) {
-            for (var e = e0; e < a; e = e + 1u) {
-                store4_1(e + d, soft(src[e], m, s));
-            }
-            for (var e = w; e < e1; e = e + 1u) {
-                store4_1(e + d, soft(src[e], m, s));
-            }
-        } else {
-            let e = edge_of(sh, e0, a, w, e1);
-            if (e < e1) {
-                store4_1(e + d, soft(src[e], m, s));
-            }
-        }
-    } else if (sh.g == 0u) {
-        for (var e = e0 + sh.lid; e < e1; e = e + step) {
-            store4_1(e + d, soft(src[e], m, s));
-        }
+    let qr = words_of(sh, e0 >> 2u, e1 >> 2u);
+    for (var q = qr.x; q < qr.y; q = q + step) {
+        let x = src4[q];
+        out4[(4u * q + d) >> 2u] = vec4<u32>(asu(soft(x.x, m, s)), asu(soft(x.y, m, s)), asu(soft(x.z, m, s)), asu(soft(x.w, m, s)));
     }
 }
 

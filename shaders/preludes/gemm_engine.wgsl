@@ -57,7 +57,13 @@ const STAGE_B_STEPS: u32 = 1u;
 
 // The staged slices: ta[r * row_a() + 16p + i] holds rows 64p + 4i .. 64p + 4i + 3 of reduction step
 // r, tb[r * row_b() + 16p + j] columns 64p + 4j .. 64p + 4j + 3, where a step's row (`row_a`, `row_b`) is
-// 16PM (16PN) vec4, plus one of padding for a 64-wide part. Unpadded, the stagings with lanes along
+// 16PM (16PN) vec4, plus one of padding for a 64-wide part. A's words are arrays of 4 f32, not
+// vec4: its stagings place one row's value an invocation, four invocations filling a word, and
+// a store to one component of a vector may access the whole vector (WGSL's memory model; Metal
+// and Direct3D compilers may read, modify and write it), a race between them, where an array's
+// elements are memory locations of their own. A word is read as one vector load all the same
+// (`ta_word`: one bounds clamp of the word index, constant element offsets; RADV: one
+// `ds_read_b128`, as from a vec4 array). Unpadded, the stagings with lanes along
 // the reduction (8 lanes storing a vec4 each at one column of 8 steps' rows: B of `linear`'s
 // transposed weight and of a convolution weight read in place, A of NHWC convolutions) would
 // hit the same 4 of 32 banks of workgroup memory (rows of a multiple of 128 bytes); padded,
@@ -65,7 +71,7 @@ const STAGE_B_STEPS: u32 = 1u;
 // step) and 8.5 KiB a 64 x 64 tile; a 128-wide part stays unpadded, so that a 128 x 128 tile
 // keeps to 16 KiB (WebGPU's default maxComputeWorkgroupStorageSize) and a 128 x 64 one takes
 // 12.25 KiB.
-var<workgroup> ta: array<vec4<f32>, 16u * (16u * PM + 2u - PM)>;
+var<workgroup> ta: array<array<f32, 4>, 16u * (16u * PM + 2u - PM)>;
 var<workgroup> tb: array<vec4<f32>, 16u * (16u * PN + 2u - PN)>;
 
 fn row_a() -> u32 {
@@ -74,6 +80,11 @@ fn row_a() -> u32 {
 
 fn row_b() -> u32 {
     return 16u * PN + 2u - PN;
+}
+
+// Word w of A's staged slice (4 rows of one step).
+fn ta_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(ta[w][0], ta[w][1], ta[w][2], ta[w][3]);
 }
 
 // Four values as loaded, decoded only when staged: w0 .. w3 the 32-bit words that hold them
@@ -211,19 +222,19 @@ fn gemm_tile(f: GemmFeed, lid: u32, tx: u32, ty: u32, begin: u32, end: u32, sa: 
             }
         }
         for (var kk = 0u; kk < BK; kk = kk + 1u) {
-            let x0 = ta[kk * row_a() + tx];
+            let x0 = ta_word(kk * row_a() + tx);
             let y0 = tb[kk * row_b() + ty];
             acc.b00 = gemm_outer(acc.b00, x0, y0);
             if (PN > 1u) {
                 let y1 = tb[kk * row_b() + 16u + ty];
                 acc.b01 = gemm_outer(acc.b01, x0, y1);
                 if (PM > 1u) {
-                    let x1 = ta[kk * row_a() + 16u + tx];
+                    let x1 = ta_word(kk * row_a() + 16u + tx);
                     acc.b10 = gemm_outer(acc.b10, x1, y0);
                     acc.b11 = gemm_outer(acc.b11, x1, y1);
                 }
             } else if (PM > 1u) {
-                let x1 = ta[kk * row_a() + 16u + tx];
+                let x1 = ta_word(kk * row_a() + 16u + tx);
                 acc.b10 = gemm_outer(acc.b10, x1, y0);
             }
         }
