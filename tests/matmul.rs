@@ -206,13 +206,22 @@ fn a_plan_whose_sizes_disagree_with_its_layouts_is_a_typed_error() {
         ("result shape", |p| p.out_shape = vec![8]),
         ("1-d operand", |p| p.promoted = (true, false)),
     ];
-    let devices = common::gpu::contexts();
+    // Each device as it is, and on a context of its own that tunes on a first call (the tuner
+    // reads the plan's sizes before the call records anything).
+    let devices: Vec<strided_wgpu::GpuContext> = common::gpu::contexts()
+        .iter()
+        .flat_map(|c| {
+            let own = common::gpu::limited(c, |l| l);
+            own.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+            [c.clone(), own]
+        })
+        .collect();
     for (what, edit) in edits {
         let mut p = plan.clone();
         edit(&mut p);
         let e = matmul_cpu(&p, &a, &b, Some(&c)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { op: "addmm", .. }), "{what}: {e}");
-        for ctx in devices {
+        for ctx in &devices {
             let up = |t: &HostTensor| strided_wgpu::DeviceTensor::upload(ctx, t).unwrap();
             let (da, db, dc) = (up(&a), up(&b), up(&c));
             let e = <strided_wgpu::DeviceTensor as Matmul>::run_plan(&p, &da, &db, Some(&dc), None).unwrap_err();

@@ -221,7 +221,7 @@ impl Batch<'_> {
         let kernel = ctx.conv_choice(&class, kernel);
         // The residual in the kernel's epilogue where it can be; else the convolution without
         // its ReLU, then the add and the ReLU (the same f32 steps, the same bits).
-        let fused = residual.filter(|r| kernel.fuses_residual() && r.layout().strides() == out.layout().strides() && r.buffer().size() <= ctx.rt.report.max_storage_buffer_binding_size);
+        let fused = residual.filter(|r| kernel.fuses_residual() && r.layout().strides() == out.layout().strides() && r.buffer().size() <= ctx.rt.report.conv_binding_limit());
         let unfused = Conv2dOptions { relu: false, ..*options };
         let conv_options = if residual.is_some() && fused.is_none() { &unfused } else { options };
         let rec = self.parts(op)?;
@@ -253,7 +253,7 @@ fn coop_applies(report: &AdapterReport, out: &DeviceTensor, input: &DeviceTensor
     report.cooperative_matrix.is_some_and(|c| c.all_paths)
         && ConvKernel::Coop.eligible(g, options).is_ok()
         && ConvKernel::Coop.runs_on(report).is_ok()
-        && [Some(out), Some(input), bias, residual].into_iter().flatten().all(|t| t.buffer().size() <= report.max_storage_buffer_binding_size)
+        && [Some(out), Some(input), bias, residual].into_iter().flatten().all(|t| t.buffer().size() <= report.conv_binding_limit())
         && !operands.into_iter().flatten().any(|t| out.shares_storage(t))
 }
 

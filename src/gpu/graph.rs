@@ -71,7 +71,11 @@ impl GpuContext {
     /// the capture that no replayed work writes, nor reads before it (a convolution packing its
     /// weight) runs once, at capture, and not at each replay ([`Graph::constant_counts`]); it
     /// runs again before a replay where the crate wrote such a tensor since (an eager `mul_` of
-    /// a weight, another graph's replay), so replays read what the eager calls would. A
+    /// a weight, another graph's replay), so replays read what the eager calls would; and
+    /// before every replay in a command buffer the caller submits ([`Batch::finish`],
+    /// [`GpuContext::record_into`]), whose order against the crate's writes the crate cannot
+    /// see ([`Graph::constant_counts`] more dispatches and copies each; on WebGPU a submission
+    /// refused later is counted as having run it). A
     /// caller's buffer ([`DeviceTensor::from_buffer`]) is never such a constant (its writes are
     /// the caller's own), nor is an input; a tensor's buffer written by the caller's own wgpu
     /// commands is not seen: capture again after such a write.

@@ -22,6 +22,8 @@ impl Matmul for DeviceTensor {
     /// GEMM; operands read in place); submitted (or held back under `SubmitPolicy::Deferred`), never waited for. Checked before anything is
     /// recorded.
     fn run_plan(plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
+        // Before the tuner reads the plan's sizes.
+        plan.check()?;
         let ctx = a.context();
         // Asked to, the first product of a shape class measures the kernels, outside any recording.
         #[cfg(not(target_arch = "wasm32"))]

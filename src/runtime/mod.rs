@@ -205,6 +205,12 @@ pub(crate) struct Runtime {
 }
 
 impl AdapterReport {
+    /// The most bytes a convolution binds in one binding: the adapter's limit and 4 GiB (the
+    /// kernels index their bindings in 32 bits; Metal's limit may be larger).
+    pub(crate) fn conv_binding_limit(&self) -> u64 {
+        self.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1)
+    }
+
     /// `wg` invocations as a forced kernel's one-dimensional workgroup, or an
     /// [`Error::Limit`] of `op` naming `what()` (formatted only then: this runs at every
     /// call; a workgroup past the adapter's limits fails

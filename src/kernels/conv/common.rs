@@ -105,11 +105,9 @@ fn window_of(t: &Layout, n0: usize, n1: usize, align: u64, esize: u64) -> Result
     Ok((start, ((hi as u64 + 1) * esize).next_multiple_of(4) - start))
 }
 
-/// Splits the images into ranges whose input and output windows each fit one binding, and 4 GiB
-/// (the kernels index a window's elements in 32 bits, as the other families do: Metal's binding
-/// limit may be larger).
+/// Splits the images into ranges whose input and output windows each fit one binding of `max`
+/// bytes (`AdapterReport::conv_binding_limit`).
 pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, align: u64, esize: u64) -> Result<Vec<Images>> {
-    let max = max.min(u32::MAX as u64 + 1);
     let mut ranges = Vec::new();
     let mut n0 = 0;
     let window_of = |t: &Layout, n0: usize, n1: usize| window_of(t, n0, n1, align, esize);
@@ -263,7 +261,7 @@ impl Operands<'_> {
 /// Checks that a packed weight of `elems` f32, bound whole, fits one storage binding (before
 /// anything is recorded).
 pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Result<()> {
-    let (bytes, max) = (elems as u64 * 4, rt.report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1));
+    let (bytes, max) = (elems as u64 * 4, rt.report.conv_binding_limit());
     if bytes > max {
         return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", weight.shape()), limit: "max_storage_buffer_binding_size", requested: bytes, max });
     }

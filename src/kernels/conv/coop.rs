@@ -29,8 +29,7 @@ const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot
 /// bound whole; the weight only through its packed copy), with the limit error where one does
 /// not.
 pub(crate) fn fits(report: &AdapterReport, call: &ConvCall<'_>) -> Result<()> {
-    // And 4 GiB: the kernel indexes its bindings in 32 bits (Metal's binding limit may be larger).
-    let max = report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    let max = report.conv_binding_limit();
     for (name, view) in [("input", Some(call.input)), ("bias", call.bias), ("output", Some(call.out)), ("residual", call.residual)] {
         if let Some(v) = view {
             if v.buffer.size() > max {
@@ -62,8 +61,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     let channels = call.input.layout.strides()[1] == 1;
     let w = call.weight.layout.view(&[groups as isize, kg as isize, cg as isize, g.kh as isize, g.kw as isize])?;
     let in_place = read_in_place(report, call, &w, channels, f);
-    if in_place.is_none() && packed_bytes > report.max_storage_buffer_binding_size {
-        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", call.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.max_storage_buffer_binding_size });
+    if in_place.is_none() && packed_bytes > report.conv_binding_limit() {
+        return Err(Error::Limit { op: OP, what: format!("binding the packed weight of {:?}", call.weight.layout.shape()), limit: "max_storage_buffer_binding_size", requested: packed_bytes, max: report.conv_binding_limit() });
     }
     let ops = Operands { call: *call, ranges: &[] };
     let geom = ops.geometry()?;
@@ -129,7 +128,7 @@ pub(crate) fn read_in_place(report: &AdapterReport, call: &ConvCall<'_>, w: &Lay
     let size = call.weight.buffer.size();
     let (shape, strides) = (w.shape(), w.strides());
     let (groups, kg, r_len) = (shape[0], shape[1], shape[2] * shape[3] * shape[4]);
-    if size > report.max_storage_buffer_binding_size || r_len % f != 0 || kg % f != 0 || !weight_reaches(call, w, size / 2) {
+    if size > report.conv_binding_limit() || r_len % f != 0 || kg % f != 0 || !weight_reaches(call, w, size / 2) {
         return None;
     }
     reduction_stride(w, channels)?;

@@ -49,7 +49,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     kernel.eligible(g, options)?;
     kernel.runs_on(&rt.report)?;
     if let Some(r) = residual {
-        if !kernel.fuses_residual() || r.layout.strides() != out.layout.strides() || r.buffer.size() > rt.report.max_storage_buffer_binding_size {
+        if !kernel.fuses_residual() || r.layout.strides() != out.layout.strides() || r.buffer.size() > rt.report.conv_binding_limit() {
             return Err(Error::unsupported(call.op, format!("{kernel:?} cannot add a residual of strides {:?} in its epilogue (the GEMM kernels add one of the output's strides {:?} that fits one binding)", r.layout.strides(), out.layout.strides())));
         }
     }
@@ -66,12 +66,12 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> R
     let report = &rt.report;
     for (name, t) in [("bias", bias), ("weight", Some(weight))] {
         if let Some(t) = t {
-            if t.buffer.size() > report.max_storage_buffer_binding_size {
-                return Err(Error::Limit { op: OP, what: format!("binding the {name} ({} bytes)", t.buffer.size()), limit: "max_storage_buffer_binding_size", requested: t.buffer.size(), max: report.max_storage_buffer_binding_size });
+            if t.buffer.size() > report.conv_binding_limit() {
+                return Err(Error::Limit { op: OP, what: format!("binding the {name} ({} bytes)", t.buffer.size()), limit: "max_storage_buffer_binding_size", requested: t.buffer.size(), max: report.conv_binding_limit() });
             }
         }
     }
-    let ranges = image_ranges(input.layout, out.layout, g.n, report.max_storage_buffer_binding_size, report.min_storage_buffer_offset_alignment as u64, g.dtype.size() as u64)?;
+    let ranges = image_ranges(input.layout, out.layout, g.n, report.conv_binding_limit(), report.min_storage_buffer_offset_alignment as u64, g.dtype.size() as u64)?;
     let ops = Operands { call: *call, ranges: &ranges };
     match kernel.family() {
         Family::Blocked => blocked::record(rt, rec, &ops),

@@ -10,8 +10,8 @@ use super::{blocked, conv_route, coop, MatmulKernel, CONV_MIN_LOG2};
 
 impl MatmulKernel {
     /// The kernel a class runs without a kept choice (measuring nothing): matrix-vector
-    /// products get their kernel (teams of lanes over 8 rows on CPU adapters, 16 lanes per row
-    /// on GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
+    /// products get their kernel (teams of 8 lanes over 8 rows, 16 for 16-bit types, on CPU
+    /// adapters; 16 lanes per row on GPUs); on CPU adapters a product of at least 2^22 multiply-adds takes the `Blocked`
     /// kernel where it applies if it is batched or has an addend, else the `Conv1x1` route where
     /// that applies (then `Blocked`); all others split-K on GPUs where the output has few tiles
     /// and k is long, else the tensor-core kernel where it applies, else the GEMM (on GPUs under

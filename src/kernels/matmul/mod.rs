@@ -98,8 +98,8 @@ pub enum MatmulKernel {
     /// can decide differently.) A tuner candidate on GPUs, and their default under
     /// `STRIDED_WGPU_GEMM_TILES=wide` ([`AdapterReport::wide_gemm`]).
     GemmWide,
-    /// The matrix-vector kernel for CPU adapters (m == 1 or n == 1): a team of 8 lanes (16 for
-    /// 16-bit types) walks k over 8 rows (`shaders/kernels/matmul_vec.wgsl`, `TEAMS`).
+    /// The matrix-vector kernel for CPU adapters (m == 1 or n == 1): a team of 8 lanes walks k
+    /// over 8 rows (16 for 16-bit types; `shaders/kernels/matmul_vec.wgsl`, `TEAMS`).
     Vec1,
     /// The matrix-vector kernel with 16 lanes per row, their partial sums meeting in workgroup
     /// memory: shaped for GPUs (neighbouring lanes read neighbouring elements).
