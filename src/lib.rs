@@ -70,13 +70,13 @@ pub use strided::Strided;
 pub use tune::TuningPolicy;
 
 /// The rest of the op surface, as `torch` and `torch.nn.functional` name it: free functions
-/// (`cat`, `stack`, `conv2d`, `batch_norm`, ...), the general forms behind the traits'
+/// (`cat`, `stack`, `conv2d`, `batch_norm`, `layer_norm`, ...), the general forms behind the traits'
 /// shorthands (`Input`, `Target`, `ReduceOp`, `ScanOp`) and the less common option types.
 pub mod ops {
     pub use crate::conv::Conv1x1Options;
     pub use crate::elementwise::{can_cast, result_type, Input, PromoteArg, Target};
     pub use crate::gpu::conv::{conv1x1, conv2d};
-    pub use crate::norm::{batch_norm, fold_batch_norm};
+    pub use crate::norm::{batch_norm, fold_batch_norm, group_norm, layer_norm};
     pub use crate::reduce::{ReduceOp, ScanOp};
     pub use crate::shape::{cat, stack, InterpolateMode, InterpolateOptions, PadMode};
 }

@@ -1,11 +1,14 @@
-//! Batch normalization in inference (`F.batch_norm(.., training=False)`) on host and device
-//! tensors, and the fold of a batch norm into the convolution before it, written once over the
-//! elementwise ops: the per-channel scale `weight / sqrt(var + eps)` and shift
-//! `bias - mean * scale` are computed on the [C] vectors, and the input is normalized by one
-//! `addcmul` over their broadcast views.
+//! Normalizations on host and device tensors, written once over the reductions and elementwise
+//! ops: batch normalization in inference (`F.batch_norm(.., training=False)`), whose
+//! per-channel scale `weight / sqrt(var + eps)` and shift `bias - mean * scale` are computed on
+//! the [C] vectors and applied by one `addcmul` over their broadcast views; the fold of a batch
+//! norm into the convolution before it; `F.layer_norm` and `F.group_norm`, whose statistics
+//! come from `mean` and `var` (biased) over the normalized elements.
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::MemoryFormat;
+use crate::reduce::Reduce;
 use crate::shape::ShapeOps;
 
 /// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
@@ -20,9 +23,7 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
             }
         }
     }
-    if !(eps >= 0.0 && eps.is_finite()) {
-        return Err(Error::invalid(op, format!("eps {eps} must be finite and >= 0")));
-    }
+    check_eps(op, eps)?;
     let mut scale = var.to(DType::F32)?.add(eps)?.rsqrt()?;
     if let Some(w) = weight {
         scale = scale.mul(w)?;
@@ -111,4 +112,137 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
         return Ok((folded, b));
     }
     Ok((folded.to(dtype)?, b.to(dtype)?))
+}
+
+/// Checks `what` (a weight or bias) against the `expected` shape: a float tensor of it.
+fn check_affine<T: ShapeOps>(op: &'static str, what: &str, t: Option<&T>, expected: &[usize]) -> Result<()> {
+    if let Some(t) = t {
+        if t.shape() != expected {
+            return Err(Error::invalid(op, format!("{what} of shape {:?}: expected {expected:?}", t.shape())));
+        }
+        if !t.dtype().is_float() {
+            return Err(Error::unsupported(op, format!("{what} of type {} (float types are served)", t.dtype())));
+        }
+    }
+    Ok(())
+}
+
+/// `out = y * weight + bias` (either optional) in f32, rounded once into `out`.
+fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, out: &T) -> Result<()> {
+    match (weight, bias) {
+        (Some(w), Some(b)) => b.addcmul_out(y, w, 1.0, out),
+        (Some(w), None) => y.mul_out(w, out),
+        (None, Some(b)) => y.add_out(b, out),
+        (None, None) => T::copy_pieces(&[(out.clone(), y.clone())]),
+    }
+}
+
+/// `torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps)`: each slice over the
+/// trailing dims `normalized_shape` normalized by its own mean and biased variance,
+/// `(x - mean) / sqrt(var + eps) * weight + bias`, computed in f32 (the statistics by the
+/// reductions' `mean` and `var`, then `x * rstd - mean * rstd` as PyTorch's kernel forms it)
+/// and rounded once into a new contiguous tensor of the input's type (as PyTorch's).
+/// `weight` and `bias` are float tensors of shape `normalized_shape`; any input memory order
+/// is read. Composed of the reductions and elementwise ops (a handful of dispatches on a
+/// device; none fused yet). A `normalized_shape` that is empty or does not end the input's
+/// shape, or affine parameters of another shape, are [`Error::InvalidArgument`] before
+/// anything runs.
+///
+/// ```
+/// use strided_wgpu::HostTensor;
+/// use strided_wgpu::ops::layer_norm;
+/// let x = HostTensor::from_vec(vec![1f32, 3.0, 0.0, 4.0], &[2, 2]).unwrap();
+/// let y = layer_norm(&x, &[2], None, None, 0.0).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1.0, 1.0, -1.0, 1.0]);
+/// ```
+pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<T> {
+    const OP: &str = "layer_norm";
+    let (rank, k) = (x.rank(), normalized_shape.len());
+    if k == 0 || k > rank || x.shape()[rank - k..] != *normalized_shape {
+        return Err(Error::invalid(OP, format!("input of shape {:?} with normalized_shape {normalized_shape:?}: expected a non-empty normalized_shape that ends the input's shape", x.shape())));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
+    }
+    check_affine(OP, "weight", weight, normalized_shape)?;
+    check_affine(OP, "bias", bias, normalized_shape)?;
+    check_eps(OP, eps)?;
+    let dims: Vec<isize> = (rank - k..rank).map(|d| d as isize).collect();
+    let x32 = x.to(DType::F32)?;
+    let rstd = x32.var(&dims[..], 0.0, true)?.add(eps)?.rsqrt()?;
+    let shift = x32.mean(&dims[..], true)?.mul(&rstd)?.neg()?;
+    let out = x.new_tensor(x.shape(), x.dtype(), MemoryFormat::Contiguous)?;
+    let y = shift.addcmul(&x32, &rstd, 1.0)?;
+    affine_out(&y, weight, bias, &out)?;
+    Ok(out)
+}
+
+/// `torch.nn.functional.group_norm(x, num_groups, weight, bias, eps)`: the channels (dim 1) of
+/// an [N, C, ...] float input split into `num_groups` groups, each group of each sample
+/// normalized by its own mean and biased variance over its channels and the spatial dims, then
+/// `* weight[c] + bias[c]` per channel. Computed in f32 (the statistics by `mean` and `var`;
+/// each element as `x * scale[n, c] + shift[n, c]` with the per-channel factors folded first,
+/// as PyTorch's CPU kernel) and rounded once into a new tensor of the input's type and memory
+/// format (PyTorch's CPU rule: channels-last stays channels-last). `weight` and `bias` are
+/// float \[C\]. Composed of the reductions and elementwise ops (the statistics read a
+/// contiguous copy of a channels-last input). `num_groups` of 0 or not dividing C, or affine
+/// parameters of another shape, are [`Error::InvalidArgument`] before anything runs.
+///
+/// ```
+/// use strided_wgpu::HostTensor;
+/// use strided_wgpu::ops::group_norm;
+/// let x = HostTensor::from_vec(vec![1f32, 3.0, 0.0, 4.0], &[1, 2, 2]).unwrap();
+/// let y = group_norm(&x, 2, None, None, 0.0).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1.0, 1.0, -1.0, 1.0]);
+/// ```
+pub fn group_norm<T: ShapeOps + Reduce>(x: &T, num_groups: usize, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<T> {
+    const OP: &str = "group_norm";
+    if x.rank() < 2 {
+        return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    if num_groups == 0 || !c.is_multiple_of(num_groups) {
+        return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected a number of groups that divides its {c} channels", x.shape())));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
+    }
+    check_affine(OP, "weight", weight, &[c])?;
+    check_affine(OP, "bias", bias, &[c])?;
+    check_eps(OP, eps)?;
+    let (g, per) = (num_groups, c / num_groups);
+    // The elements of a group: its channels times the spatial dims (a product within numel
+    // unless N is 0, where the shape's other dims may still multiply past usize).
+    let plane = x.shape()[2..].iter().try_fold(per, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::overflow(OP, format!("a group of input shape {:?} holds more than usize::MAX elements", x.shape())))?;
+    let isz = |v: usize| isize::try_from(v).map_err(|_| Error::overflow(OP, format!("size {v} of input shape {:?} past isize", x.shape())));
+    let (ni, gi, ci, pi, peri) = (isz(n)?, isz(g)?, isz(c)?, isz(plane)?, isz(per)?);
+    let stats = x.to(DType::F32)?.reshape(&[ni, gi, pi])?;
+    let rstd = stats.var(2, 0.0, true)?.add(eps)?.rsqrt()?;
+    let shift = stats.mean(2, true)?.mul(&rstd)?.neg()?;
+    // [N, G, 1] -> [N, C]: each group's factor for each of its channels.
+    let per_channel = |t: &T| t.expand(&[ni, gi, peri])?.reshape(&[ni, ci]);
+    let (mut scale, mut shift) = (per_channel(&rstd)?, per_channel(&shift)?);
+    if let Some(w) = weight {
+        scale = scale.mul(w)?;
+        shift = shift.mul(w)?;
+    }
+    if let Some(b) = bias {
+        shift = shift.add(b)?;
+    }
+    // [N, C] seen as [N, C, 1, ...] broadcasts over the input.
+    let mut view = vec![1isize; x.rank()];
+    view[0] = ni;
+    view[1] = ci;
+    let (scale, shift) = (scale.view(&view)?, shift.view(&view)?);
+    let out = x.new_tensor(x.shape(), x.dtype(), x.layout().suggest_memory_format())?;
+    shift.addcmul_out(x, &scale, 1.0, &out)?;
+    Ok(out)
+}
+
+/// `eps` of a normalization: finite and at least 0.
+fn check_eps(op: &'static str, eps: f64) -> Result<()> {
+    if !(eps >= 0.0 && eps.is_finite()) {
+        return Err(Error::invalid(op, format!("eps {eps} must be finite and >= 0")));
+    }
+    Ok(())
 }

@@ -359,6 +359,138 @@ fn batch_norm_matches_the_definition() {
     assert!(matches!(strided_wgpu::ops::batch_norm(&x, &two, &two, None, None, 1e-5), Err(Error::InvalidArgument { .. })));
 }
 
+/// `layer_norm` and `group_norm` on host and every adapter against plain f64 loops over their
+/// definitions (biased variance, NaN spreading over its slice or group), for NCHW,
+/// channels-last, strided and permuted inputs of the three float types, with and without the
+/// affine parameters; layer_norm's output is contiguous, group_norm's keeps the input's memory
+/// format; bad arguments are the same typed errors everywhere.
+#[test]
+fn layer_norm_and_group_norm_match_the_definition() {
+    use strided_wgpu::ops::{group_norm, layer_norm};
+    let mut rng = Rng(0x1a7e);
+    for case in 0..24 {
+        let dtype = float(&mut rng);
+        let layout = rng.below(4);
+        let shape = [1 + rng.below(2), 2 * (1 + rng.below(3)), 1 + rng.below(5), 1 + rng.below(5)];
+        let nan = rng.below(4) == 0;
+        let x = tensor(&mut rng, &shape, dtype, layout, nan);
+        let xs: Vec<f64> = bits(&x).into_iter().map(|b| value(dtype, b)).collect();
+        let affine = rng.below(3);
+        let eps = [1e-5, 0.5][rng.below(2)];
+        let params = |rng: &mut Rng, len: usize| {
+            let t = |rng: &mut Rng| HostTensor::from_vec((0..len).map(|_| rng.below(64) as f32 / 16.0 - 2.0).collect::<Vec<f32>>(), &[len]).unwrap();
+            (t(rng), t(rng))
+        };
+        // `slice_of(i)`: which normalized slice element i (row-major) belongs to; `param_of(i)`:
+        // which weight element scales it.
+        let normalize = |slice_of: &dyn Fn(usize) -> usize, param_of: &dyn Fn(usize) -> usize, w: &[f32], b: &[f32]| -> Vec<f64> {
+            let slices = xs.len() / xs.iter().enumerate().filter(|&(i, _)| slice_of(i) == 0).count();
+            let (mut sum, mut count) = (vec![0f64; slices], vec![0f64; slices]);
+            for (i, &v) in xs.iter().enumerate() {
+                sum[slice_of(i)] += v;
+                count[slice_of(i)] += 1.0;
+            }
+            let mean: Vec<f64> = sum.iter().zip(&count).map(|(s, c)| s / c).collect();
+            let mut var = vec![0f64; slices];
+            for (i, &v) in xs.iter().enumerate() {
+                var[slice_of(i)] += (v - mean[slice_of(i)]).powi(2) / count[slice_of(i)];
+            }
+            (0..xs.len())
+                .map(|i| {
+                    let y = (xs[i] - mean[slice_of(i)]) / (var[slice_of(i)] + eps).sqrt();
+                    match affine {
+                        0 => y,
+                        1 => y * w[param_of(i)] as f64,
+                        _ => y * w[param_of(i)] as f64 + b[param_of(i)] as f64,
+                    }
+                })
+                .collect()
+        };
+        let check = |what: &str, y: &HostTensor, strides: &[isize], want: &[f64]| {
+            assert_eq!((y.dtype(), y.shape()), (dtype, x.shape()), "{what}");
+            assert_eq!(y.strides(), strides, "{what}: memory format");
+            let got: Vec<f64> = bits(y).iter().map(|&b| value(dtype, b)).collect();
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+                assert!(close(dtype, g, w, 16.0 * (1.0 + w.abs())), "{what}: element {k}: {g}, want {w}");
+            }
+        };
+        let opt = |t: &HostTensor, on: bool| if on { Some(t.clone()) } else { None };
+
+        // layer_norm over the last k dims.
+        let k = 1 + rng.below(3);
+        let norm_shape = &shape[4 - k..];
+        let inner: usize = norm_shape.iter().product();
+        let (w, b) = params(&mut rng, inner);
+        let (w3, b3) = (w.view(&norm_shape.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap(), b.view(&norm_shape.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap());
+        let want = normalize(&|i| i / inner, &|i| i % inner, &w.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap());
+        let (wo, bo) = (opt(&w3, affine >= 1), opt(&b3, affine == 2));
+        let dense = Layout::contiguous(&shape).unwrap();
+        let y = layer_norm(&x, norm_shape, wo.as_ref(), bo.as_ref(), eps).unwrap();
+        check(&format!("layer_norm host case {case}"), &y, dense.strides(), &want);
+        for ctx in contexts() {
+            let up = |t: &Option<HostTensor>| t.as_ref().map(|t| DeviceTensor::upload(ctx, t).unwrap());
+            let (dw, db) = (up(&wo), up(&bo));
+            let dy = layer_norm(&mirror(ctx, &x, layout), norm_shape, dw.as_ref(), db.as_ref(), eps).unwrap();
+            assert_eq!(dy.strides(), dense.strides());
+            check(&format!("layer_norm {} case {case}", name(ctx)), &dy.download().unwrap(), dense.strides(), &want);
+        }
+
+        // group_norm in G groups of the channels.
+        let c = shape[1];
+        let groups = [1, 2, c][rng.below(3)];
+        let plane = shape[2] * shape[3];
+        let (w, b) = params(&mut rng, c);
+        let want = normalize(&|i| i / (plane * c / groups), &|i| (i / plane) % c, &w.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap());
+        let (wo, bo) = (opt(&w, affine >= 1), opt(&b, affine == 2));
+        let format = x.layout().suggest_memory_format();
+        let dense = Layout::with_format(&shape, format).unwrap();
+        let y = group_norm(&x, groups, wo.as_ref(), bo.as_ref(), eps).unwrap();
+        check(&format!("group_norm host case {case}"), &y.contiguous(MemoryFormat::Contiguous).unwrap(), Layout::contiguous(&shape).unwrap().strides(), &want);
+        assert_eq!(y.strides(), dense.strides(), "group_norm host case {case}: memory format");
+        for ctx in contexts() {
+            let up = |t: &Option<HostTensor>| t.as_ref().map(|t| DeviceTensor::upload(ctx, t).unwrap());
+            let (dw, db) = (up(&wo), up(&bo));
+            let dy = group_norm(&mirror(ctx, &x, layout), groups, dw.as_ref(), db.as_ref(), eps).unwrap();
+            assert_eq!(dy.strides(), dense.strides(), "group_norm {} case {case}: memory format", name(ctx));
+            check(&format!("group_norm {} case {case}", name(ctx)), &dy.download().unwrap().contiguous(MemoryFormat::Contiguous).unwrap(), Layout::contiguous(&shape).unwrap().strides(), &want);
+        }
+    }
+
+    // Bad arguments: the same typed errors on the host and every adapter.
+    let x = HostTensor::from_vec((0..24).map(|v| v as f32).collect::<Vec<f32>>(), &[2, 6, 2]).unwrap();
+    let three = HostTensor::from_vec(vec![1f32; 3], &[3]).unwrap();
+    let ints = HostTensor::from_vec(vec![1i32; 24], &[2, 6, 2]).unwrap();
+    type Calls<T> = Vec<Result<T, Error>>;
+    fn bad<T: ShapeOps + strided_wgpu::Reduce>(x: &T, three: &T) -> Calls<T> {
+        vec![
+            layer_norm(x, &[], None, None, 1e-5),
+            layer_norm(x, &[6], None, None, 1e-5),
+            layer_norm(x, &[1, 2, 6, 2], None, None, 1e-5),
+            layer_norm(x, &[2], Some(three), None, 1e-5),
+            layer_norm(x, &[2], None, None, f64::NAN),
+            group_norm(x, 0, None, None, 1e-5),
+            group_norm(x, 4, None, None, 1e-5),
+            group_norm(x, 3, None, Some(three), 1e-5),
+            group_norm(&x.select(0, 0).unwrap().select(0, 0).unwrap(), 1, None, None, 1e-5),
+            group_norm(x, 2, None, None, -1.0),
+        ]
+    }
+    let unsupported = |x: Result<HostTensor, Error>| assert!(matches!(x, Err(Error::Unsupported { .. })), "{:?}", x.map(|_| ()));
+    unsupported(layer_norm(&ints, &[2], None, None, 1e-5));
+    unsupported(group_norm(&ints, 2, None, None, 1e-5));
+    let host = bad(&x, &three);
+    for (k, r) in host.iter().enumerate() {
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "host call {k}: {:?}", r.as_ref().map(|_| ()));
+    }
+    let host: Vec<_> = host.into_iter().map(|r| r.map(|_| ()).map_err(|e| std::mem::discriminant(&e))).collect();
+    for ctx in contexts() {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+        let dev: Vec<_> = bad(&up(&x), &up(&three)).into_iter().map(|r| r.map(|_| ()).map_err(|e| std::mem::discriminant(&e))).collect();
+        assert_eq!(dev, host, "{}", name(ctx));
+    }
+}
+
 /// A folded convolution equals the convolution followed by the batch norm (host reference and
 /// every adapter's convolution of the folded weight).
 #[test]

@@ -65,7 +65,7 @@ fn the_documented_paths_resolve() {
     #[allow(unused_imports)]
     use strided_wgpu::layout::{CopyKind, CopyPlan, IterPlan, Overlap, Reshape};
     #[allow(unused_imports)]
-    use strided_wgpu::ops::{batch_norm, can_cast, cat, conv2d, fold_batch_norm, result_type, stack, Conv1x1Options, Input, InterpolateMode, InterpolateOptions, PadMode, ReduceOp, ScanOp, Target};
+    use strided_wgpu::ops::{batch_norm, can_cast, cat, conv2d, fold_batch_norm, group_norm, layer_norm, result_type, stack, Conv1x1Options, Input, InterpolateMode, InterpolateOptions, PadMode, ReduceOp, ScanOp, Target};
     let x = strided_wgpu::HostTensor::from_vec(vec![1f32, 2.0], &[2]).unwrap();
     let y = cat(&[&x, &x], 0).unwrap();
     assert_eq!(strided_wgpu::Strided::shape(&y), &[4]);
