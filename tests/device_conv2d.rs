@@ -321,6 +321,33 @@ fn grids_bindings_and_tiny_images() {
 
 /// Bad input: a typed error naming the problem, and nothing dispatched (the output a batch was
 /// given keeps its contents).
+/// Rows past the kernels' i32 arithmetic: an input whose H (a broadcast view, one element in
+/// memory) puts the last output's row past 2^31 is an overflow error on every adapter and for
+/// every kernel the call may take, where the kernels' i32 row index wrapped (a wrong zero);
+/// the CPU reference computes huge strides and paddings exactly.
+#[test]
+fn rows_past_i32_are_overflow_errors_and_huge_strides_exact_on_the_host() {
+    let one = HostTensor::from_vec(vec![1f32], &[1, 1, 1, 1]).unwrap();
+    let o = Conv2dOptions { stride: (1 << 63, 1), padding: (3 << 61, 0), ..Default::default() };
+    let y = strided_wgpu::advanced::internal::conv2d_cpu(&one, &one, None, &o).unwrap();
+    assert_eq!((y.shape(), y.to_vec::<f32>().unwrap()), (&[1usize, 1, 2, 1][..], vec![0.0, 0.0]));
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &one).unwrap();
+        let tall = d.expand(&[1, 1, 3 << 30, 1]).unwrap();
+        let o = Conv2dOptions { stride: (1 << 30, 1), ..Default::default() };
+        for kernel in std::iter::once(None).chain(ConvKernel::ALL.map(Some)) {
+            let r = match kernel {
+                None => strided_wgpu::Conv2d::conv2d(&tall, &d, None, &o),
+                Some(k) => conv2d_with(&tall, &d, None, &o, k),
+            };
+            assert!(matches!(r, Err(Error::Overflow { .. }) | Err(Error::Unsupported { .. })), "{} {kernel:?}: {:?}", name(ctx), r.map(|t| t.shape().to_vec()));
+            if kernel.is_none() {
+                assert!(matches!(r, Err(Error::Overflow { .. })), "{}", name(ctx));
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_input_is_a_typed_error_and_writes_nothing() {
     for ctx in contexts() {

@@ -254,6 +254,46 @@ fn nearest_resize_is_a_gather_of_the_source_rule() {
     }
 }
 
+/// Legacy nearest resizing with a scale factor that keeps or doubles a size: PyTorch's CPU
+/// kernel copies (or halves the index) only on its vectorized path (channels-last with more
+/// than 3 channels, or OH + OW <= 128); elsewhere it takes `floor(k * (1 / factor))`, rows
+/// [0, 0, 1, ..] for a factor of 1.005 on 100 rows. Host and every adapter, eager.
+#[test]
+fn nearest_resize_takes_the_shortcuts_only_where_pytorchs_cpu_kernel_does() {
+    let cases = [
+        // (channels, size, factor, format, whether the shortcut applies)
+        (1, 100, 1.005, MemoryFormat::Contiguous, false),
+        (4, 100, 1.005, MemoryFormat::Contiguous, false),
+        (4, 100, 1.005, MemoryFormat::ChannelsLast, true),
+        (3, 100, 1.005, MemoryFormat::ChannelsLast, false),
+        (1, 30, 1.005, MemoryFormat::Contiguous, true),
+        (1, 70, 2.005, MemoryFormat::Contiguous, false),
+        (1, 30, 2.005, MemoryFormat::Contiguous, true),
+    ];
+    for (c, size, factor, format, shortcut) in cases {
+        let h = HostTensor::from_vec((0..c * size * size).map(|i| i as f32).collect(), &[1, c, size, size]).unwrap().contiguous(format).unwrap();
+        let o = (size as f64 * factor).floor() as usize;
+        let r = (1.0 / factor) as f32;
+        let src: Vec<usize> = (0..o).map(|k| if shortcut && o == size { k } else if shortcut && o == 2 * size { k >> 1 } else { ((k as f32 * r).floor() as usize).min(size - 1) }).collect();
+        assert!(src.iter().enumerate().any(|(k, &s)| s != if o == size { k } else { k >> 1 }) != shortcut, "case {c} {size} {factor}: the rules differ here");
+        let mut want = Vec::new();
+        for p in 0..c {
+            for &y in &src {
+                want.extend(src.iter().map(|&x| (p * size * size + y * size + x) as f32));
+            }
+        }
+        let opts = InterpolateOptions::scale((factor, factor), InterpolateMode::Nearest);
+        let got = h.interpolate(&opts).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+        let first = |got: &[f32]| got.iter().zip(&want).position(|(a, b)| a != b);
+        assert!(got.len() == want.len() && first(&got).is_none(), "host: {c} channels, {size}, factor {factor}, {format:?}: first difference at {:?}", first(&got));
+        for ctx in contexts() {
+            let d = DeviceTensor::upload(ctx, &h.contiguous(MemoryFormat::Contiguous).unwrap()).unwrap().contiguous(format).unwrap();
+            let got = d.interpolate(&opts).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            assert!(got.len() == want.len() && first(&got).is_none(), "{}: {c} channels, {size}, factor {factor}, {format:?}: first difference at {:?}", name(ctx), first(&got));
+        }
+    }
+}
+
 /// The bad input: typed errors, before anything is allocated or recorded.
 #[test]
 fn bad_input_is_a_typed_error() {

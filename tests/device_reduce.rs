@@ -663,6 +663,18 @@ fn grids_bindings_and_bad_input() {
         compare("pieces", &d.sum(1, false).unwrap().download().unwrap(), &want, &tol).unwrap();
         compare("softmax pieces", &d.softmax(-1).unwrap().download().unwrap(), &x.softmax(-1).unwrap(), &[1e-6; 24000]).unwrap();
         assert!(matches!(d.sum(0, false), Err(Error::Limit { .. })), "{:?}", d.sum(0, false).map(|t| t.shape().to_vec()));
+        // max over rows of uint8: the int32 indices take 4 bytes an output where the values
+        // take 1 and the input 2, so the indices' window sizes the pieces (as itself, and
+        // posing as a GPU for the GPUs' kernels).
+        let bytes: Vec<u8> = (0..3000 * 2).map(|_| rng.below(256) as u8).collect();
+        let x = HostTensor::from_bytes(DType::U8, bytes, Layout::contiguous(&[3000, 2]).unwrap()).unwrap();
+        let (hv, hi) = x.max_dim(1, false).unwrap();
+        for device_type in [None, Some(wgpu::DeviceType::DiscreteGpu)] {
+            let tight = limited_as(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 4 << 10, ..l }, device_type);
+            let (v, i) = DeviceTensor::upload(&tight, &x).unwrap().max_dim(1, false).unwrap();
+            assert_eq!(bits(&v.download().unwrap()), bits(&hv), "uint8 max values in pieces, {device_type:?}");
+            assert_eq!(i.download().unwrap().to_vec::<i32>().unwrap(), hi.to_vec::<i32>().unwrap(), "uint8 max indices in pieces, {device_type:?}");
+        }
 
         // Bad input: typed errors, the destination untouched.
         let x = DeviceTensor::from_slice(ctx, &[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
@@ -855,5 +867,10 @@ fn indices_past_int32_and_empty_variances() {
             let v = de.var(1, c, false).unwrap().download().unwrap().to_vec::<f32>().unwrap();
             assert!(v.len() == 2 && v.iter().all(|v| v.is_nan()), "{} var correction {c}: {v:?}", name(ctx));
         }
+        // An empty input whose reduced dims multiply past isize: an empty result, as the host's;
+        // past usize: an overflow error.
+        let z = DeviceTensor::zeros(ctx, &[0, 1, 1], DType::F32, MemoryFormat::Contiguous).unwrap();
+        assert_eq!(z.expand(&[0, 1 << 32, 1 << 31]).unwrap().sum([1, 2], false).unwrap().shape(), &[0], "{}", name(ctx));
+        assert!(matches!(z.expand(&[0, 1 << 32, 1 << 32]).unwrap().amax([1, 2], false), Err(Error::Overflow { .. })), "{}", name(ctx));
     }
 }

@@ -280,3 +280,29 @@ fn sums_start_from_positive_zero_and_scalar_dims_once() {
         assert!(matches!(s.amax(dims, false), Err(Error::InvalidArgument { op: "amax", .. })), "{dims:?}");
     }
 }
+
+/// An empty input whose other dims multiply past usize: the elements of one output are an
+/// overflow error, not a panic or a wrapped count; below that (past isize, or past memory), an
+/// empty result with no work listed.
+#[test]
+fn reduced_sizes_past_usize_are_overflow_errors() {
+    let e = HostTensor::zeros(&[0, 1, 1], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let wide = e.expand(&[0, 1 << 32, 1 << 32]).unwrap();
+    for r in [wide.sum([1, 2], false), wide.amax([1, 2], false)] {
+        assert!(matches!(r, Err(Error::Overflow { .. })), "{:?}", r.map(|t| t.shape().to_vec()));
+    }
+    for shape in [[0isize, 1 << 32, 1 << 31], [0, 1 << 32, 1]] {
+        assert_eq!(e.expand(&shape).unwrap().sum([1, 2], false).unwrap().shape(), &[0]);
+    }
+}
+
+/// Empty inputs whose outputs are empty or too large: no work listed, or an overflow error.
+#[test]
+fn empty_inputs_with_huge_dims_list_no_work() {
+    let e = HostTensor::zeros(&[1, 0, 1], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let x = e.expand(&[1 << 32, 0, 1 << 32]).unwrap();
+    assert!(matches!(x.sum(1, false), Err(Error::Overflow { .. })));
+    assert_eq!(x.sum(0, false).unwrap().shape(), &[0, 1 << 32]);
+    assert!(matches!(x.amax([0, 2], true), Err(Error::Overflow { .. })));
+    assert_eq!(x.amax(2, true).unwrap().shape(), &[1 << 32, 0, 1]);
+}

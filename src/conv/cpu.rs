@@ -43,13 +43,14 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
                         let ci = grp * cg + cj;
                         for ky in 0..g.kh {
                             // Input row read by this tap; outside the image reads zero padding.
-                            let iy = (oy * o.stride.0 + ky * o.dilation.0) as isize - o.padding.0 as isize;
-                            if iy < 0 || iy as usize >= g.h {
+                            // (i128: a huge stride or padding stays exact.)
+                            let iy = (oy * o.stride.0) as i128 + (ky * o.dilation.0) as i128 - o.padding.0 as i128;
+                            if iy < 0 || iy >= g.h as i128 {
                                 continue;
                             }
                             for kx in 0..g.kw {
-                                let ix = (ox * o.stride.1 + kx * o.dilation.1) as isize - o.padding.1 as isize;
-                                if ix < 0 || ix as usize >= g.w {
+                                let ix = (ox * o.stride.1) as i128 + (kx * o.dilation.1) as i128 - o.padding.1 as i128;
+                                if ix < 0 || ix >= g.w as i128 {
                                     continue;
                                 }
                                 let xv = x[((ni * g.c + ci) * g.h + iy as usize) * g.w + ix as usize] as f64;

@@ -150,10 +150,11 @@ pub(crate) fn reduce_cpu(x: &HostTensor, s: &ReduceSpec) -> Result<(HostTensor, 
     let bits = logical_bits(x)?;
     let vals: Vec<f64> = bits.iter().map(|&b| value_of(s.cast_to, cast_bits(x.dtype(), s.cast_to, b))).collect();
     let (red, kept): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&d| s.reduced[d]);
-    let (red_off, kept_off) = (offsets(shape, &red), offsets(shape, &kept));
-    let n_out = if s.outputs() == 0 { 0 } else { kept_off.len() };
+    // No output: nothing is listed (an empty input's other dims may still be huge).
+    let (red_off, kept_off) = if s.outputs() == 0 { (Vec::new(), Vec::new()) } else { (offsets(shape, &red), offsets(shape, &kept)) };
+    let n_out = kept_off.len();
     let (mut out, mut idx) = (Vec::with_capacity(n_out), Vec::with_capacity(n_out));
-    let mut xs = Vec::with_capacity(s.extent);
+    let mut xs = Vec::with_capacity(if n_out == 0 { 0 } else { s.extent });
     for &k in &kept_off[..n_out] {
         xs.clear();
         if s.extent > 0 {

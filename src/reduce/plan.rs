@@ -8,7 +8,7 @@
 //! dims (index stride != 0) are moved innermost, in their planned order, so that linear index
 //! `r + extent * o` is element `r` of output `o`.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::plan::IterPlan;
 use crate::reduce::spec::{ReduceSpec, ScanSpec};
@@ -73,23 +73,22 @@ impl ReducePlan {
     /// alone when nothing is read).
     fn build(op: &'static str, out: &Layout, result: &Layout, input: &Layout, reduced: &[bool], extent: usize, outputs: usize) -> Result<ReducePlan> {
         let shape = input.shape();
+        if extent == 0 || outputs == 0 {
+            // Nothing is read: a plan over the outputs alone (every operand the output).
+            let p = IterPlan::build(op, result, &[result, result])?;
+            return Ok(ReducePlan { plan: p, rrank: 0, extent, outputs });
+        }
         // The index: row-major over the reduced dims, 0 along kept dims.
         let mut idx = vec![0isize; shape.len()];
         let mut acc = 1isize;
         for d in (0..shape.len()).rev() {
             if reduced[d] {
                 idx[d] = acc;
-                acc *= shape[d].max(1) as isize;
+                acc = isize::try_from(shape[d].max(1)).ok().and_then(|n| acc.checked_mul(n)).ok_or_else(|| Error::overflow(op, format!("the row-major index over the reduced dims of shape {shape:?} past isize")))?;
             }
         }
         let index = Layout::new(shape.to_vec(), idx, 0)?;
-        let mut plan = if extent == 0 || outputs == 0 {
-            // Nothing is read: a plan over the outputs alone (every operand the output).
-            let p = IterPlan::build(op, result, &[result, result])?;
-            return Ok(ReducePlan { plan: p, rrank: 0, extent, outputs });
-        } else {
-            IterPlan::build(op, out, &[input, &index])?
-        };
+        let mut plan = IterPlan::build(op, out, &[input, &index])?;
         let mut rrank = 0;
         for d in 0..plan.rank() {
             if plan.strides_of(2)[d] != 0 {

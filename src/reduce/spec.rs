@@ -236,7 +236,9 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
             (t, t)
         }
     };
-    let extent: usize = shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n).product();
+    // The reduced elements of one output: a product that can pass usize where the input is
+    // empty (its other dims multiply without bound).
+    let extent = shape.iter().zip(&reduced).filter(|(_, &r)| r).try_fold(1usize, |a, (&n, _)| a.checked_mul(n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
     if extent == 0 && op.needs_elements() {
         return Err(Error::invalid(name, format!("the reduction over dims {dims:?} of an input of shape {shape:?} has no elements, and {name} has no identity")));
     }
@@ -246,7 +248,10 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
         return Err(Error::Limit { op: name, what: format!("the int32 indices of a reduction over {extent} elements (dims {dims:?} of shape {shape:?})"), limit: "int32 indices", requested: extent as u64 - 1, max: i32::MAX as u64 });
     }
     let keep_shape: Vec<usize> = shape.iter().zip(&reduced).map(|(&n, &r)| if r { 1 } else { n }).collect();
-    let out_shape = if keepdim { keep_shape.clone() } else { shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&n, _)| n).collect() };
+    let out_shape: Vec<usize> = if keepdim { keep_shape.clone() } else { shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&n, _)| n).collect() };
+    if out_shape.iter().try_fold(1usize, |a, &n| a.checked_mul(n)).is_none() {
+        return Err(Error::overflow(name, format!("the output of a reduction over dims {dims:?} of shape {shape:?} has more than usize::MAX elements")));
+    }
     Ok(ReduceSpec { op, reduced, keep_shape, out_shape, extent, cast_to, out_dtype })
 }
 

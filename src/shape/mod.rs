@@ -403,15 +403,21 @@ pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Res
         return Ok((out, Vec::new()));
     }
     let ratio = |i: usize, o: usize, f: Option<f64>| -> f32 { f.map_or(i as f32 / o as f32, |f| (1.0 / f) as f32) };
+    // PyTorch's CPU kernel copies an unchanged size and halves indices of a doubled one (its
+    // `nearest_idx`) only where it takes its vectorized kernel: a channels-last input of more
+    // than 3 channels, or an output of OH + OW <= 128; elsewhere every index is `floor(k *
+    // scale)`, which differs from those shortcuts where a scale factor other than 1 or 2 gives
+    // the same or twice the size (its CUDA kernel never takes them).
+    let shortcuts = (x.is_contiguous_for(MemoryFormat::ChannelsLast) && c > 3) || oh + ow <= 128;
     let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
         let r = ratio(i, o, f);
         (0..o)
             .map(|k| {
                 let s = if exact {
                     ((k as f32 + 0.5) * r).floor() as usize
-                } else if o == i {
+                } else if shortcuts && o == i {
                     k
-                } else if o == 2 * i {
+                } else if shortcuts && o == 2 * i {
                     k >> 1
                 } else {
                     (k as f32 * r).floor() as usize

@@ -76,6 +76,15 @@ impl Operands<'_> {
     pub fn geometry(&self) -> Result<Geometry> {
         let (xs, ys, g, o) = (self.input.layout.strides(), self.out.layout.strides(), self.g, self.options);
         let i = |v: usize, what: &str| i32_of(v as isize, what);
+        // The kernels find an input row as `oy * stride - padding + ky * dilation` in i32 and
+        // compare it with H in i32: the last output's last tap, and H and W, must fit.
+        for (what, size, outs, stride, k, dilation) in [("H", g.h, g.oh, o.stride.0, g.kh, o.dilation.0), ("W", g.w, g.ow, o.stride.1, g.kw, o.dilation.1)] {
+            i(size, what)?;
+            let reach = outs.saturating_sub(1) as u128 * stride as u128 + k.saturating_sub(1) as u128 * dilation as u128;
+            if reach > i32::MAX as u128 {
+                return Err(Error::overflow(OP, format!("input {:?} (strides {:?}): the last output's last tap along {what} ({} outputs of stride {stride}, {k} taps of dilation {dilation}) lies {reach} elements past its window's start, past the kernels' i32 arithmetic", self.input.layout.shape(), self.input.layout.strides(), outs)));
+            }
+        }
         Ok(Geometry {
             xs: [i32_of(xs[0], "input stride n")?, i32_of(xs[1], "input stride c")?, i32_of(xs[2], "input stride h")?, i32_of(xs[3], "input stride w")?],
             ys: [i32_of(ys[0], "output stride n")?, i32_of(ys[1], "output stride k")?, i32_of(ys[2], "output stride oh")?, i32_of(ys[3], "output stride ow")?],

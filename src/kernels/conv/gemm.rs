@@ -91,7 +91,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
     // (within the binding limit) and gives its bits.
     let tiles = most_pixels.div_ceil(PART) * kg.div_ceil(PART) * groups;
     let (nslices, chunk) = if kernel.split() && (!kernel.wide() || crate::kernels::split::conv_wants_split(tiles, r_len)) {
-        crate::kernels::split::slices(tiles as u64, r_len, slice_bytes, rt.report.max_storage_buffer_binding_size)
+        crate::kernels::split::slices(tiles as u64, r_len, slice_bytes, rt.report.conv_binding_limit())
     } else {
         (1, r_len)
     };

@@ -270,7 +270,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     // (split-K's slices write f32 partial sums either way).
     let (gemm_key, sum_key, vec_key) = if p.out_half { ("matmul_gemm16", "matmul_gemm_sum16", "matmul_vec16") } else { ("matmul_gemm", "matmul_gemm_sum", "matmul_vec") };
     let align = rt.report.min_storage_buffer_offset_alignment as u64;
-    let max = rt.report.max_storage_buffer_binding_size;
+    // The kernels index a binding in 32 bits (Metal's limit may pass 4 GiB).
+    let max = rt.report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
     let lanes = kernel.lanes();
     let mut bufs = [p.a.buffer, p.b.buffer, p.c.map_or(p.a.buffer, |c| c.buffer), p.out.buffer];
     // The matrix-vector kernel sees n == 1 only: a product with m == 1 goes as its transpose.

@@ -113,6 +113,15 @@ pub(crate) fn plan_uniform(p: &IterPlan) -> RedUniform {
     u
 }
 
+/// Whether the indices window [`indices_binding`] makes for piece `p` (4 bytes an output, from
+/// an offset aligned down to `align`) fits one binding of `max_bind` bytes; true without indices.
+pub(crate) fn indices_fit(indices: Option<(&wgpu::Buffer, usize)>, p: &IterPlan, align: u64, max_bind: u64) -> bool {
+    indices.is_none() || {
+        let (lo, hi) = p.span(0).unwrap_or((0, 0));
+        ((hi - lo) as u64 + 1) * 4 + align <= max_bind
+    }
+}
+
 /// The binding of the indices (`Buffers::indices`, where the call writes them) for piece `p`
 /// of `rp`: the window the piece writes, from its lowest element aligned down to `align` bytes,
 /// with `u.offsets[3]` set to the piece's element of linear index 0 within it; else `spare`.

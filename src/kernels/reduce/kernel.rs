@@ -8,7 +8,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::{self, Dispatch};
-use crate::kernels::reduce::abi::{code, indices_binding, plan_uniform, Buffers, Types, Work, MAX_DIMS};
+use crate::kernels::reduce::abi::{code, indices_binding, indices_fit, plan_uniform, Buffers, Types, Work, MAX_DIMS};
 use crate::kernels::shaders::PipelineSpec;
 use crate::plan::{Cuts, IterPlan};
 use crate::reduce::{ReduceClass, ReduceOp, ReducePlan, ScanOp};
@@ -317,6 +317,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         let gx = g.min(max_groups).max(1);
         p.rank() <= MAX_DIMS
             && windows(p).iter().all(|&(_, len)| len <= max_bind)
+            && indices_fit(b.indices.filter(|_| !scan), p, align, max_bind)
             && p.numel() <= u32::MAX as usize
             && g.div_ceil(gx) <= max_groups
             && (blocks(p) == 1 || quads(p) * (blocks(p) + 1) * 64 <= max_bind)

@@ -15,7 +15,7 @@ use crate::kernels::dispatch::{self, Dispatch};
 pub mod abi;
 pub mod kernel;
 
-use abi::{code, indices_binding, plan_uniform};
+use abi::{code, indices_binding, indices_fit, plan_uniform};
 pub(crate) use abi::{Buffers, Types, Work, MAX_DIMS};
 use kernel::ReduceKernel;
 use crate::kernels::shaders::PipelineSpec;
@@ -88,6 +88,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         let gx = groups.min(max_groups);
         p.rank() <= MAX_DIMS
             && windows(p).iter().all(|&(_, len)| len <= max_bind)
+            && indices_fit(b.indices.filter(|_| !scan), p, align, max_bind)
             && state_bytes(outputs) <= max_bind
             && p.numel() <= u32::MAX as usize
             && outputs * (parts + 1) <= u32::MAX as u64
