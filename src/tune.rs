@@ -137,15 +137,19 @@ impl Tuner {
 
     /// Keeps `choice`, a default that a captured graph runs, as the choice of `class` when it
     /// has none: a later first call then neither measures nor keeps another kernel, whose bits
-    /// the graph's replays would not give. Not listed by [`Tuner::entries`] nor saved.
-    pub fn keep_default<F: Family>(&self, class: &F::Class, choice: &F::Choice) {
+    /// the graph's replays would not give. Not listed by [`Tuner::entries`] nor saved. Returns
+    /// the class's choice now: `choice`, or the one another thread kept first (which the
+    /// caller then runs).
+    pub fn keep_default<F: Family>(&self, class: &F::Class, choice: &F::Choice) -> F::Choice {
         let key = json(class);
         let mut g = lock(&self.choices);
         let family = g.entry(F::NAME.to_string()).or_default();
-        if !family.contains_key(&key) {
-            family.insert(key.clone(), json(choice));
-            lock(&self.defaults).insert((F::NAME.to_string(), key));
+        if let Some(kept) = family.get(&key).and_then(|k| serde_json::from_str(k).ok()) {
+            return kept;
         }
+        family.insert(key.clone(), json(choice));
+        lock(&self.defaults).insert((F::NAME.to_string(), key));
+        choice.clone()
     }
 
     /// Every (class, choice) measured or loaded for family `F` (not the defaults a capture

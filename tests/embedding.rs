@@ -243,6 +243,18 @@ fn recordings_never_tune_and_tuning_persists() {
             assert!(matches!(e, Error::Tuning { op: "load_tuning", .. }) && e.to_string().contains("copy.transpose"), "{}: {e}", name(ctx));
             assert!(strict.tuned_choices().is_empty(), "{}", name(ctx));
         }
+        // A class no call makes (elements of 0 or 32 bytes, the vec4 kernels' words of them
+        // divided by zero) is refused the same way, not a panic.
+        for bytes in [0, 32] {
+            let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let classes = file[0]["choices"]["copy.transpose"].as_object_mut().unwrap();
+            let choice = classes.values().next().unwrap().clone();
+            *classes = serde_json::Map::from_iter([(format!("{{\"element_bytes\":{bytes},\"vec4\":true,\"narrow\":false,\"log2\":[1,1,0]}}"), choice)]);
+            let Some((device, queue, info)) = own_device(ctx) else { continue };
+            let strict = GpuContext::from_device(device, queue, &info);
+            let e = strict.load_tuning_json(&file.to_string()).unwrap_err();
+            assert!(matches!(e, Error::Tuning { op: "load_tuning", .. }), "{}: {e}", name(ctx));
+        }
         let _ = std::fs::remove_file(&path);
     }
 }

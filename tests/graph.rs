@@ -313,6 +313,19 @@ fn wrong_replays_and_waiting_captures_are_typed_errors() {
         assert!(matches!(r, Err(Error::InvalidArgument { op: "replay", .. })), "{}: replay in a capture: {:?}", name(ctx), r.err());
         let r = ctx.capture(&[], || ctx.capture(&[], || Ok(())));
         assert!(matches!(r, Err(Error::InvalidArgument { op: "capture", .. })), "{}: nested capture: {:?}", name(ctx), r.err());
+        // A measurement inside a capture (it submits and waits) is refused, before it records
+        // any conversion into the graph; it used to read as "tuned already" (Ok(false)).
+        let (a, b) = (DeviceTensor::from_slice(ctx, &vals(64 * 64, 3), &[64, 64]).unwrap(), DeviceTensor::from_slice(ctx, &vals(64 * 64, 4), &[64, 64]).unwrap());
+        let xt = x.transpose(1, 3).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        let refused: [(&str, Box<dyn Fn() -> strided_wgpu::Result<bool>>); 3] = [
+            ("tune_matmul", Box::new(|| ctx.tune_matmul(&a, &b))),
+            ("tune_conv2d", Box::new(|| ctx.tune_conv2d(&x.permute(&[0, 3, 1, 2]).unwrap(), &p.w1, None, &Conv2dOptions::default()))),
+            ("tune_copy", Box::new(|| ctx.tune_copy(&xt, &x.transpose(1, 3).unwrap()))),
+        ];
+        for (what, tune) in refused {
+            let r = ctx.capture(&[], || tune().map(|_| ()));
+            assert!(matches!(r, Err(Error::InvalidArgument { op: "tune", .. })), "{}: {what} in a capture: {:?}", name(ctx), r.err());
+        }
         // The context works normally after failed captures.
         let y = x.add(1.0).unwrap();
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vals(2 * 12 * 12 * 3, 31).iter().map(|v| v + 1.0).collect::<Vec<_>>());

@@ -211,9 +211,19 @@ impl GpuContext {
         }
         let choice = default();
         if self.tuner.policy() == TuningPolicy::OnFirstCall && self.rt.capturing_here() {
-            self.tuner.keep_default::<F>(class, &choice);
+            return self.tuner.keep_default::<F>(class, &choice);
         }
         choice
+    }
+
+    /// Before a measurement: refused while this thread captures a graph (a measurement submits
+    /// and waits); what is held back is submitted first, and an earlier call's failure
+    /// returned, so that no candidate's run reports another call's error (which the tuner
+    /// would take for the candidate's, and lose); then the device-loss probe.
+    pub(crate) fn ready_to_tune(&self) -> Result<()> {
+        self.rt.check_not_capturing("tune")?;
+        self.rt.submit_held_now("tune")?;
+        self.rt.probe("tune")
     }
 
     /// Sets when this context (and every clone of it) measures kernels: by default
@@ -256,7 +266,9 @@ impl GpuContext {
             keys.ok_or_else(|| "not one of the kernels the tuner compares for this class".into())
         })
     }
-    /// Saves the tuning choices to `path`, keeping the other adapters' sections in it.
+    /// Saves the tuning choices to `path`, keeping the other adapters' sections in it. The
+    /// file is replaced whole (written beside it, then renamed over it): a failed write leaves
+    /// the old file as it was. Two processes saving at once keep one's sections.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn save_tuning(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let path = path.as_ref();
@@ -266,7 +278,15 @@ impl GpuContext {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(io(e)),
         };
-        std::fs::write(path, self.tuning_json(&existing)?).map_err(io)
+        let text = self.tuning_json(&existing)?;
+        let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let temp = path.with_file_name(name);
+        let written = std::fs::write(&temp, text).and_then(|()| std::fs::rename(&temp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written.map_err(io)
     }
     /// Loads this adapter's tuning choices from `path` for the classes without one (as
     /// [`GpuContext::load_tuning_json`]); returns how many it took.

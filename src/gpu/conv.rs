@@ -478,6 +478,7 @@ impl GpuContext {
     /// strides and offset matter) unless its class is tuned already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
+        self.ready_to_tune()?;
         if g.dtype == DType::F32 {
             return self.tune_f32_into(out, input, weight, bias, options, g, drive).await;
         }
@@ -502,7 +503,7 @@ impl GpuContext {
 
     #[allow(clippy::too_many_arguments)]
     async fn tune_f32_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
-        self.rt.probe("tune")?;
+        self.ready_to_tune()?;
         let class = conv_class(&self.rt.report, g, options, input.layout(), weight.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<Conv>(&class).is_some() {
             return Ok(false);

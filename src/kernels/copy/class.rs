@@ -58,6 +58,10 @@ pub(crate) fn transpose_class(r: &AdapterReport, plan: &CopyPlan, dst: DType, sr
 /// The transpose kernels the tuner measures for a class.
 pub(crate) fn transpose_candidates(c: &ShapeClass) -> Vec<CopyPath> {
     let mut v = Vec::new();
+    // No class of another element size exists (one read from a tuning file admits nothing).
+    if !matches!(c.element_bytes, 1 | 2 | 4) {
+        return v;
+    }
     if c.narrow {
         for wg in [64, 256] {
             v.push(CopyPath::TransposeNarrow { wg });
