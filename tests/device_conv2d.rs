@@ -497,6 +497,28 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
     }
 }
 
+/// Under `OnFirstCall` an eager `conv2d_add` measures its class as `conv2d` does (it ran the
+/// default and kept nothing, so a later `conv2d` of the class could keep another kernel and
+/// change its bits), and both then compute with the kept kernel.
+#[test]
+fn an_eager_conv2d_add_measures_on_its_first_call() {
+    for shared in contexts() {
+        let ctx = &limited(shared, |l| l);
+        ctx.set_tuning_policy(TuningPolicy::OnFirstCall);
+        let mut rng = Rng(43);
+        let t = |rng: &mut Rng, s: &[usize]| to_device(ctx, &HostTensor::from_vec(vals(rng, s.iter().product()), s).unwrap());
+        let (x, w, b, r) = (t(&mut rng, &[2, 5, 9, 9]), t(&mut rng, &[7, 5, 3, 3]), t(&mut rng, &[7]), t(&mut rng, &[2, 7, 9, 9]));
+        let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
+        assert!(ctx.tuned_conv_choices().is_empty());
+        let fused = strided_wgpu::Conv2d::conv2d_add(&x, &w, Some(&b), &r, &o).unwrap();
+        assert_eq!(ctx.tuned_conv_choices().len(), 1, "{}: the first conv2d_add measured its class", name(ctx));
+        let plain = strided_wgpu::Conv2d::conv2d(&x, &w, Some(&b), &Conv2dOptions { relu: false, ..o }).unwrap();
+        assert_eq!(ctx.tuned_conv_choices().len(), 1, "{}: conv2d found the class measured", name(ctx));
+        let want = strided_wgpu::Elementwise::relu(&strided_wgpu::Elementwise::add(&plain, &r).unwrap()).unwrap();
+        assert_eq!(fused.download().unwrap().to_vec::<f32>().unwrap(), want.download().unwrap().to_vec::<f32>().unwrap(), "{}", name(ctx));
+    }
+}
+
 /// The tuner measures a convolution at the call's batch (a kernel's speed depends on how much
 /// work a dispatch spreads over the cores): one image and six images of the same geometry are
 /// two classes, each measured on its own images, channels-last or not, and Auto then computes

@@ -79,7 +79,9 @@ impl Conv2d for DeviceTensor {
 /// `relu?(conv2d(input, weight) + bias + residual)` on the device: [`Conv2d::conv2d_add`]
 /// through a chosen kernel. The GEMM kernels add the residual in their epilogue when it has
 /// the output's strides ([`ConvKernel::fuses_residual`]); otherwise the convolution, the add
-/// and the ReLU are recorded one after the other, with the same result bit for bit.
+/// and the ReLU are recorded one after the other, with the same result bit for bit. Under
+/// [`crate::TuningPolicy::OnFirstCall`] the first call of a shape class measures the
+/// candidates first, as [`conv2d`]'s does (the same class).
 pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions, kernel: ConvKernel) -> Result<DeviceTensor> {
     const OP: &str = "conv2d_add";
     let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
@@ -90,6 +92,12 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     }
     host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
     let out = DeviceTensor::empty(ctx, &g.out_shape(), g.dtype, g.format)?;
+    // As `conv2d`: asked to, the first call of a shape class measures (the class and kernel
+    // `conv2d` of the same operands takes, so that both keep their bits once it has one).
+    #[cfg(not(target_arch = "wasm32"))]
+    if kernel == ConvKernel::Auto && ctx.tunes_on_call() && [Some(weight), bias, Some(residual)].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+        pollster::block_on(ctx.tune_conv_into(out.layout(), input, weight, bias, options, &g, crate::runtime::submit::Drive::Wait))?;
+    }
     let mut batch = ctx.batch();
     batch.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, kernel)?;
     batch.submit_eager()?;
