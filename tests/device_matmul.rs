@@ -503,9 +503,37 @@ fn tuning_measures_only_when_asked() {
         assert_eq!(ctx.matmul_choice_of(&a, &b).unwrap(), default);
         // The same of 16-bit operands, which a CPU adapter runs widened to f32 on the f32
         // class's default where that is a CPU kernel (a [256, 256] square: `Conv1x1` there).
+        let mut halves = Vec::new();
         for dtype in [DType::F16, DType::BF16] {
             let h = DeviceTensor::upload(ctx, &rand(&mut rng, &[256, 256], dtype)).unwrap();
             assert_eq!(ctx.matmul_default(&h, &h).unwrap(), ctx.matmul_choice_of(&h, &h).unwrap(), "{}: {dtype}", name(ctx));
+            let bits = common::elementwise::bits(&h.matmul(&h).unwrap().download().unwrap());
+            let kernel = ctx.matmul_choice_of(&h, &h).unwrap();
+            halves.push((h, kernel, bits));
+        }
+        // The f32 class of that square given another kernel (a tuning file's, every candidate
+        // but its default in turn) leaves the 16-bit calls as they were: their kernel and bits
+        // are their own class's (it widened on the f32 class's kept choice, which changed them).
+        let sq = DeviceTensor::upload(ctx, &rand(&mut rng, &[256, 256], DType::F32)).unwrap();
+        let probe = limited(shared, |l| l);
+        let sq_probe = DeviceTensor::upload(&probe, &sq.download().unwrap()).unwrap();
+        probe.tune_matmul(&sq_probe, &sq_probe).unwrap();
+        let (class, _) = probe.tuned_matmul_choices().into_iter().next().unwrap();
+        let f32_default = ctx.matmul_default(&sq, &sq).unwrap();
+        for other in class.kernels.iter().filter(|&&k| k != f32_default) {
+            let mut file: serde_json::Value = serde_json::from_str(&probe.tuning_json("").unwrap()).unwrap();
+            for choice in file[0]["choices"]["matmul"].as_object_mut().unwrap().values_mut() {
+                *choice = serde_json::Value::String(serde_json::to_string(other).unwrap());
+            }
+            let edited = limited(shared, |l| l);
+            assert_eq!(edited.load_tuning_json(&file.to_string()).unwrap(), 1);
+            let sq_e = DeviceTensor::upload(&edited, &sq.download().unwrap()).unwrap();
+            assert_eq!(edited.matmul_choice_of(&sq_e, &sq_e).unwrap(), *other);
+            for (h, kernel, bits) in &halves {
+                let he = DeviceTensor::upload(&edited, &h.download().unwrap()).unwrap();
+                assert_eq!(edited.matmul_choice_of(&he, &he).unwrap(), *kernel, "{}: {} after the f32 class took {other:?}", name(ctx), h.dtype());
+                assert_eq!(&common::elementwise::bits(&he.matmul(&he).unwrap().download().unwrap()), bits, "{}: {} bits after the f32 class took {other:?}", name(ctx), h.dtype());
+            }
         }
         a.matmul(&b).unwrap();
         assert!(ctx.tuned_matmul_choices().is_empty(), "{}: a call measured under the default policy", name(ctx));

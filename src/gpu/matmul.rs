@@ -157,7 +157,7 @@ impl Batch<'_> {
         // Conv1x1: the choice for the product's f32 class): each operand's whole storage is
         // widened to f32 first by a recorded converting copy (so the plan's layouts hold), and
         // the f32 kernel runs; the kernels' packed 16-bit loads serve GPUs and small products.
-        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, out.buffer(), class_view, |k| ctx.matmul_choice(k)) } else { None };
+        let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, out.buffer(), class_view, &class, true) } else { None };
         let kernel = match (wide, kernel) {
             (Some(k), _) => k,
             (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
@@ -278,28 +278,46 @@ impl GpuContext {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
         let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out));
-        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, |k| self.matmul_choice(k)).unwrap_or_else(|| self.matmul_choice(&class)))
+        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
     }
 
-    /// Where a 16-bit product runs widened to f32 on a CPU adapter: the f32 class's choice when
-    /// that is one of the f32 CPU-adapter kernels (`Blocked`, `Conv1x1`) and the buffers the
-    /// widened call binds (each operand's storage and the output as f32, in the pool's buffer
-    /// sizes, which those kernels check) each fit one binding; else `None` (the 16-bit
-    /// kernels, which bind the output as it is: the f32 scratch past one binding made the
-    /// widened call an error). `choose` gives a class's kernel: the kept choice or default of
-    /// a call, the default alone for [`GpuContext::matmul_default`].
-    fn widened_choice(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &wgpu::Buffer, out_view: &Layout, choose: impl Fn(&MatmulClass) -> MatmulKernel) -> Option<MatmulKernel> {
+    /// Where a 16-bit product runs widened to f32 on a CPU adapter: while its own class
+    /// (`class`) has no kept choice, the f32 class's default when that is one of the f32
+    /// CPU-adapter kernels (`Blocked`, `Conv1x1`) and the buffers the widened call binds (each
+    /// operand's storage and the output as f32, in the pool's buffer sizes, which those
+    /// kernels check) each fit one binding; else `None` (the 16-bit kernels, which bind the
+    /// output as it is: the f32 scratch past one binding made the widened call an error).
+    /// With `kept`, the 16-bit class's kept choice decides once it has one (a measured 16-bit
+    /// kernel: `None`; a widened kernel a capture kept: that), so that its calls keep their
+    /// bits whatever the f32 class keeps later; without, the default alone
+    /// ([`GpuContext::matmul_default`]).
+    #[allow(clippy::too_many_arguments)]
+    fn widened_choice(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: &wgpu::Buffer, out_view: &Layout, class: &MatmulClass, kept: bool) -> Option<MatmulKernel> {
         let report = &self.rt.report;
         if plan.dtype == DType::F32 || report.device_type != wgpu::DeviceType::Cpu {
             return None;
         }
-        let mut p32 = plan.clone();
-        p32.dtype = DType::F32;
-        let k32 = choose(&matmul_class(report, &product(&p32, a, b, c, out, out_view)));
+        let widens = |k: MatmulKernel| matches!(k, MatmulKernel::Blocked | MatmulKernel::Conv1x1);
+        let kept_choice = if kept { self.tuner.get::<MatmulFamily>(class) } else { None };
+        let k32 = match kept_choice {
+            Some(k) => k,
+            None => {
+                let mut p32 = plan.clone();
+                p32.dtype = DType::F32;
+                MatmulKernel::default_for(report, &matmul_class(report, &product(&p32, a, b, c, out, out_view)))
+            }
+        };
         let binds = |elems: usize| (elems as u64).checked_mul(4).and_then(|b| crate::runtime::pool::pooled_size(b, report.max_buffer_size)).is_some_and(|b| b <= report.max_storage_buffer_binding_size);
         let out_elems = plan.batch.iter().product::<usize>() * plan.m * plan.n;
         let fits = [Some(a), Some(b), c].into_iter().flatten().all(|t| binds(t.storage_len())) && binds(out_elems);
-        (matches!(k32, MatmulKernel::Blocked | MatmulKernel::Conv1x1) && fits).then_some(k32)
+        if !(widens(k32) && fits) {
+            return None;
+        }
+        // A capture under OnFirstCall pins the class to what it records (see `choice`).
+        if kept && kept_choice.is_none() && self.tuner.policy() == crate::tune::TuningPolicy::OnFirstCall && self.rt.capturing_here() {
+            return Some(self.tuner.keep_default::<MatmulFamily>(class, &k32)).filter(|&k| widens(k));
+        }
+        Some(k32)
     }
 
     /// The adapter's default kernel for `a.matmul(b)`: what [`GpuContext::matmul_choice_of`]
@@ -308,10 +326,10 @@ impl GpuContext {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
         let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
         let report = &self.rt.report;
-        let default = |class: &MatmulClass| MatmulKernel::default_for(report, class);
+        let class = matmul_class(report, &product(&plan, a, b, None, a.buffer(), &out));
         // A 16-bit product on a CPU adapter runs widened where the f32 class's default is a
         // CPU-adapter kernel, as the call does.
-        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, default).unwrap_or_else(|| default(&matmul_class(report, &product(&plan, a, b, None, a.buffer(), &out)))))
+        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
     }
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
