@@ -1095,3 +1095,40 @@ fn crops_keep_the_inputs_memory_order() {
         }
     }
 }
+
+/// PyTorch's refusals and layouts at the edges of padding and resizing, on the host and every
+/// adapter: reflect and replicate padding need every dim but the batch non-empty; negative
+/// reflect, replicate and circular pads (which PyTorch takes) are not served, an honest
+/// `Unsupported`; circular padding gives a contiguous tensor whatever the input's format;
+/// resizing needs C > 0 (N may be 0).
+#[test]
+fn padding_and_resizing_edges_follow_pytorch() {
+    fn check<T: ShapeOps>(zeros: &dyn Fn(&[usize]) -> T, what: &str) {
+        let invalid = |r: Result<T, Error>, case: &str| assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{what}: {case}: {:?}", r.map(|t| t.shape().to_vec()));
+        invalid(zeros(&[1, 0, 5]).pad(&[1, 1], PadMode::Reflect), "reflect of an empty channel dim");
+        invalid(zeros(&[0, 5]).pad(&[1, 1], PadMode::Replicate), "replicate of an unbatched empty dim");
+        assert_eq!(zeros(&[0, 1, 5]).pad(&[1, 1], PadMode::Reflect).unwrap().shape(), &[0, 1, 7], "{what}: an empty batch");
+        assert_eq!(zeros(&[1, 0, 5]).pad(&[1, 1], PadMode::Circular).unwrap().shape(), &[1, 0, 7], "{what}: circular of an empty channel dim");
+        for mode in [PadMode::Reflect, PadMode::Replicate, PadMode::Circular] {
+            let r = zeros(&[1, 1, 5]).pad(&[-1, 0], mode);
+            assert!(matches!(r, Err(Error::Unsupported { .. })), "{what}: {mode:?} crop: {:?}", r.map(|t| t.shape().to_vec()));
+        }
+        let opts = InterpolateOptions::size((8, 8), InterpolateMode::Nearest);
+        invalid(zeros(&[1, 0, 4, 4]).interpolate(&opts), "a resize of no channels");
+        assert_eq!(zeros(&[0, 2, 4, 4]).interpolate(&opts).unwrap().shape(), &[0, 2, 8, 8], "{what}: a resize of no images");
+    }
+    check(&|s: &[usize]| HostTensor::zeros(s, DType::F32, MemoryFormat::Contiguous).unwrap(), "host");
+    for ctx in contexts() {
+        check(&|s: &[usize]| DeviceTensor::zeros(ctx, s, DType::F32, MemoryFormat::Contiguous).unwrap(), &name(ctx));
+    }
+    // Circular padding of a channels-last input: contiguous, with the contiguous input's values.
+    let h = HostTensor::from_vec((0..2 * 4 * 3 * 3).map(|v| v as f32).collect::<Vec<f32>>(), &[2, 4, 3, 3]).unwrap();
+    let want = h.pad(&[1, 1, 1, 1], PadMode::Circular).unwrap();
+    assert_eq!(want.strides(), Layout::contiguous(&[2, 4, 5, 5]).unwrap().strides());
+    let cl = h.contiguous(MemoryFormat::ChannelsLast).unwrap().pad(&[1, 1, 1, 1], PadMode::Circular).unwrap();
+    assert_eq!((cl.strides(), cl.to_vec::<f32>().unwrap()), (want.strides(), want.to_vec::<f32>().unwrap()));
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap().contiguous(MemoryFormat::ChannelsLast).unwrap().pad(&[1, 1, 1, 1], PadMode::Circular).unwrap();
+        assert_eq!((d.strides(), d.download().unwrap().to_vec::<f32>().unwrap()), (want.strides(), want.to_vec::<f32>().unwrap()), "{}", name(ctx));
+    }
+}

@@ -183,8 +183,11 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// and so on. Constant padding takes any number of pairs up to the rank and negative pads
     /// (crops; those of a dim together at most its size, as PyTorch); reflect, replicate and
     /// circular pad the last 1-3 dims of a tensor with one or two more dims, with pads >= 0
-    /// (reflect: below the size; circular: at most the size). The result keeps the input's
-    /// memory format. A result whose size overflows is [`Error::Overflow`].
+    /// (reflect: below the size; circular: at most the size; negative pads there, which
+    /// PyTorch takes, are [`Error::Unsupported`]), and reflect and replicate need every dim but
+    /// a batch (the first of k + 2) non-empty. The result keeps the input's memory format, but
+    /// circular's is contiguous (as PyTorch's). A result whose size overflows is
+    /// [`Error::Overflow`].
     fn pad(&self, pad: &[isize], mode: PadMode) -> Result<Self> {
         const OP: &str = "pad";
         let rank = self.rank();
@@ -255,8 +258,19 @@ pub trait ShapeOps: Elementwise + Pool2d {
             // PyTorch raises here too (only 2D, 3D, 4D, 5D non-constant padding): bad input.
             return Err(Error::invalid(OP, format!("{mode:?} padding of {k} dims needs a tensor of rank {} or {}, got shape {:?}", k + 1, k + 2, self.shape())));
         }
+        // PyTorch's reflect and replicate padding (`padding::check_valid_input`) take only the
+        // batch dim (the first of k + 2) empty.
+        let batched = rank == k + 2;
+        if matches!(mode, PadMode::Reflect | PadMode::Replicate) && self.shape().iter().enumerate().any(|(d, &s)| s == 0 && !(batched && d == 0)) {
+            return Err(Error::invalid(OP, format!("{mode:?} padding of shape {:?}: a tensor with possibly 0 batch size and other non-zero dims expected", self.shape())));
+        }
         for &(d, l, r) in &pairs {
             let size = self.shape()[d] as isize;
+            // PyTorch takes negative pads here too (a crop, the rest reflected against the whole
+            // input); not served yet.
+            if l < 0 || r < 0 {
+                return Err(Error::unsupported(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: negative pads are served in constant mode only", self.shape())));
+            }
             let ok = l >= 0 && r >= 0 && match mode {
                 PadMode::Reflect => l < size && r < size,
                 PadMode::Circular => l <= size && r <= size,
@@ -270,6 +284,9 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 })));
             }
         }
+        // PyTorch's circular padding makes a new contiguous tensor (`new_empty`); reflect and
+        // replicate keep the suggested format.
+        let format = if matches!(mode, PadMode::Circular) { MemoryFormat::Contiguous } else { format };
         // One dim at a time, each into a new tensor: the corners come from the padded rows.
         let mut cur = self.clone();
         let mut pieces = Vec::new();
@@ -507,6 +524,10 @@ pub(crate) fn resize(x: &crate::layout::Layout, dtype: DType, options: &Interpol
     };
     if h == 0 || w == 0 || oh == 0 || ow == 0 {
         return Err(Error::invalid(OP, format!("input and output sizes must be greater than 0: input ({h}, {w}), output ({oh}, {ow})")));
+    }
+    // PyTorch's "Non-empty 4D data tensor expected": only the batch may be empty.
+    if c == 0 {
+        return Err(Error::invalid(OP, format!("input of shape {s:?}: a non-empty [N, C, H, W] tensor expected (only N may be 0)")));
     }
     result_fits(OP, &[n, c, oh, ow], dtype, || format!("the resize of shape {s:?} to ({oh}, {ow})"))?;
     let format = x.suggest_memory_format();
