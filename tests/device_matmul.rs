@@ -912,6 +912,40 @@ fn addmm_with_an_activation_equals_addmm_then_the_activation() {
     }
 }
 
+/// GELU in the products' epilogues where erfc's value falls below f32's normal range before
+/// the result does (-9 to -14: a flushed subnormal made it -0.0 on GPUs and lavapipe), on every
+/// kernel that runs the plan, f32 and the 16-bit types, against the host's.
+#[test]
+fn gelu_epilogues_keep_results_below_the_exponentials_range() {
+    let xs = [-9.5f32, -10.0625, -12.0, -13.0625, -13.125, -14.0, -0.5, 2.0];
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        let ha = HostTensor::from_vec(xs.to_vec(), &[8, 1]).unwrap().to(dtype).unwrap();
+        let hb = HostTensor::from_vec(vec![1f32; 16], &[1, 16]).unwrap().to(dtype).unwrap();
+        let plan = matmul_plan(ha.layout(), hb.layout(), [dtype; 2]).unwrap().with_activation(Activation::Gelu);
+        let want = common::elementwise::bits(&matmul_cpu(&plan, &ha, &hb, None).unwrap());
+        assert!(want.iter().take(6 * 16).all(|&b| b & 0x7fff_ffff != 0), "{dtype}: the host's results are not zero");
+        for ctx in contexts() {
+            let (da, db) = (DeviceTensor::upload(ctx, &ha).unwrap(), DeviceTensor::upload(ctx, &hb).unwrap());
+            for kernel in MatmulKernel::ALL {
+                let out = nan_out(ctx, &[8, 16], dtype).unwrap();
+                let mut batch = ctx.batch();
+                if batch.run_plan_with(&plan, &da, &db, None, &out, kernel).is_err() {
+                    continue;
+                }
+                batch.submit_and_wait().unwrap();
+                let got = common::elementwise::bits(&out.download().unwrap());
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    let (g, w) = (common::elementwise::value(dtype, g), common::elementwise::value(dtype, w));
+                    // WGSL's exp is within 3 + 2|x| ulp: about 1e-5 of e^-43 (1e-4 allowed).
+                    // A subnormal result may flush (README): within 2^-126.
+                    let tol = (w.abs() * if dtype == DType::F32 { 1e-4 } else { 1e-2 }).max(if w.abs() < f32::MIN_POSITIVE as f64 { f32::MIN_POSITIVE as f64 } else { 0.0 });
+                    assert!((g - w).abs() <= tol, "{} {kernel:?} {dtype}: output {i}: {g:e}, want {w:e}", name(ctx));
+                }
+            }
+        }
+    }
+}
+
 /// Split-K (`GemmSplit`): products with few tiles and k of 300 to 2048 (2 to 32 slices; a
 /// captured product shows the sum dispatch): a `linear` with bias and GELU, a batched product
 /// with a transposed B, f32 and f16. Each within the reference's tolerance, and a second run

@@ -45,11 +45,16 @@ fn f_tanh(x: f32) -> f32 {
 }
 
 // erfc with a fractional error below 1.2e-7 (the Chebyshev fit of src/elementwise/cpu.rs).
-fn f_erfc(x: f32) -> f32 {
-    let z = abs(x);
+// erfc(z) of z >= 0 as t e^p: (t, p).
+fn f_erfc_tp(z: f32) -> vec2<f32> {
     let t = 1.0 / (1.0 + 0.5 * z);
     let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-    let r = t * f_exp(p);
+    return vec2<f32>(t, p);
+}
+
+fn f_erfc(x: f32) -> f32 {
+    let tp = f_erfc_tp(abs(x));
+    let r = tp.x * f_exp(tp.y);
     return select(2.0 - r, r, x >= 0.0);
 }
 
@@ -178,13 +183,32 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
             return bitcast<u32>(r);
         }
         case OP_GELU: {
+            // Below -9, erfc(-x / sqrt 2) = t e^p is under 2^-100 and reaches f32's subnormals
+            // (which GPUs may flush) before x / 2 times it does: x t e^(p/2) e^(p/2) instead.
+            if (x < -9.0) {
+                let tp = f_erfc_tp(-x * 0.70710678118654752);
+                let e = f_exp(0.5 * tp.y);
+                return bitcast<u32>(((0.5 * x * tp.x) * e) * e);
+            }
             return bitcast<u32>(0.5 * x * f_erfc(-x * 0.70710678118654752));
         }
         case OP_GELU_TANH: {
-            // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): no cancellation for negative x.
-            return bitcast<u32>(x / (1.0 + f_exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))));
+            // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): no cancellation for negative x. Past
+            // e^80 the sum is e^-2u's own, which overflows before the result leaves f32 (and a
+            // divisor past 2^126 is outside WGSL's division accuracy): x e^(u) e^(u) instead.
+            let v = -1.5957691216057308 * (x + 0.044715 * x * x * x);
+            if (v > 80.0) {
+                let e = f_exp(-0.5 * v);
+                return bitcast<u32>((x * e) * e);
+            }
+            return bitcast<u32>(x / (1.0 + f_exp(v)));
         }
         case OP_SILU: {
+            // As gelu_tanh's: x e^(x/2) e^(x/2) where 1 + e^-x is e^-x's own.
+            if (x < -80.0) {
+                let e = f_exp(0.5 * x);
+                return bitcast<u32>((x * e) * e);
+            }
             return bitcast<u32>(x / (1.0 + f_exp(-x)));
         }
         case OP_DIV: {

@@ -41,12 +41,23 @@ fn load_c(i: i32) -> f32 {
 }
 
 // erfc, the Chebyshev fit of src/elementwise/cpu.rs (fractional error below 1.2e-7).
-fn mm_erfc(x: f32) -> f32 {
-    let z = abs(x);
+// erfc(z) of z >= 0 as t e^p: (t, p).
+fn mm_erfc_tp(z: f32) -> vec2<f32> {
     let t = 1.0 / (1.0 + 0.5 * z);
     let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-    let r = t * exp(p);
-    return select(2.0 - r, r, x >= 0.0);
+    return vec2<f32>(t, p);
+}
+
+// GELU: 0.5 v erfc(-v / sqrt 2); below -9 as 0.5 v t e^(p/2) e^(p/2), so that erfc's value,
+// under 2^-100, reaches no subnormal (which GPUs may flush) before the result does.
+fn mm_gelu(v: f32) -> f32 {
+    let tp = mm_erfc_tp(abs(v) * 0.70710678118654752);
+    if (v < -9.0) {
+        let e = exp(0.5 * tp.y);
+        return ((0.5 * v * tp.x) * e) * e;
+    }
+    let r = tp.x * exp(tp.y);
+    return 0.5 * v * select(r, 2.0 - r, v >= 0.0);
 }
 
 // act(alpha * acc + beta * C[ci]); C is read only when flag bit 0 says so (beta != 0).
@@ -60,7 +71,7 @@ fn mm_finish(acc: f32, ci: i32) -> f32 {
         let nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
         v = select(0.0, v, v > 0.0 || nan);
     } else if (mp_u[pz()].epi.z == 2u) {
-        v = 0.5 * v * mm_erfc(-v * 0.70710678118654752);
+        v = mm_gelu(v);
     }
     return v;
 }
