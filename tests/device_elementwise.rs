@@ -1531,3 +1531,35 @@ fn forced_workgroups_past_the_adapter_are_limit_errors() {
         assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), vec![7.0; 64], "{}", name(ctx));
     }
 }
+
+/// `sub` with an integer alpha converts -alpha to the computation's type, as PyTorch's (it is
+/// `add` of -alpha): int8 takes alpha 128 (x + (-128) y) and refuses -128, int32 takes 2^31
+/// and refuses -2^31, and uint8 with int8 into a uint8 destination (computed in int16) takes
+/// 32768 and refuses -32768; host and every adapter alike, bit for bit with `add` of -alpha.
+#[test]
+fn sub_takes_the_range_of_minus_alpha() {
+    fn check<T: Elementwise + Strided>(up: &dyn Fn(&HostTensor) -> T, down: &dyn Fn(&T) -> HostTensor, what: &str) {
+        let i8s = |v: &[i8]| up(&HostTensor::from_bytes(DType::I8, v.iter().map(|&x| x as u8).collect(), Layout::contiguous(&[v.len()]).unwrap()).unwrap());
+        let (x, y) = (i8s(&[1, -2, 3, 127]), i8s(&[1, 1, -1, -1]));
+        let invalid = |r: Result<T, Error>, case: &str| assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{what}: {case}: {:?}", r.map(|t| t.shape().to_vec()));
+        assert_eq!(bits(&down(&x.sub_scaled(&y, 128).unwrap())), bits(&down(&x.add_scaled(&y, -128).unwrap())), "{what}: int8 alpha 128");
+        assert_eq!(bits(&down(&x.sub_scaled(&y, 128).unwrap())), [-127i8, 126, -125, -1].map(|v| v as u8 as u32), "{what}: int8 alpha 128 wraps");
+        invalid(x.sub_scaled(&y, -128), "int8 alpha -128");
+        assert_eq!(bits(&down(&x.sub_scaled(&y, -127).unwrap())), bits(&down(&x.add_scaled(&y, 127).unwrap())), "{what}: int8 alpha -127");
+        let i32s = |v: &[i32]| up(&HostTensor::from_vec(v.to_vec(), &[v.len()]).unwrap());
+        let (a, b) = (i32s(&[5, -7, i32::MAX]), i32s(&[1, -1, 2]));
+        assert_eq!(bits(&down(&a.sub_scaled(&b, 1i64 << 31).unwrap())), bits(&down(&a.add_scaled(&b, -(1i64 << 31)).unwrap())), "{what}: int32 alpha 2^31");
+        invalid(a.sub_scaled(&b, -(1i64 << 31)), "int32 alpha -2^31");
+        let u = up(&HostTensor::from_bytes(DType::U8, vec![1, 200, 255, 0], Layout::contiguous(&[4]).unwrap()).unwrap());
+        let out = up(&HostTensor::from_bytes(DType::U8, vec![0; 4], Layout::contiguous(&[4]).unwrap()).unwrap());
+        u.sub_scaled_out(&y, 32768, &out).unwrap();
+        let want = up(&HostTensor::from_bytes(DType::U8, vec![0; 4], Layout::contiguous(&[4]).unwrap()).unwrap());
+        u.add_scaled_out(&y, -32768, &want).unwrap();
+        assert_eq!(bits(&down(&out)), bits(&down(&want)), "{what}: uint8 with int8, alpha 32768");
+        assert!(matches!(u.sub_scaled_out(&y, -32768, &out), Err(Error::InvalidArgument { .. })), "{what}: uint8 with int8, alpha -32768");
+    }
+    check(&|h: &HostTensor| h.clone(), &|h: &HostTensor| h.clone(), "host");
+    for ctx in contexts() {
+        check(&|h: &HostTensor| DeviceTensor::upload(ctx, h).unwrap(), &|d: &DeviceTensor| d.download().unwrap(), &name(ctx));
+    }
+}

@@ -148,6 +148,20 @@ fn argument_bits(op: &'static str, what: &str, value: Scalar, compute: DType) ->
     scalar_bits(op, what, value, compute)
 }
 
+/// `sub`'s alpha: PyTorch's `sub` is `add` of `-alpha` converted to the computation's type,
+/// so an integer alpha's range is -alpha's (int8 takes alpha 128, not -128); the bits kept are
+/// alpha's, wrapped to the type (x - alpha y and x + (-alpha) y agree modulo its width).
+fn sub_alpha_bits(op: &'static str, alpha: Scalar, compute: DType) -> Result<u32> {
+    match alpha {
+        Scalar::Int(i) if !compute.is_float() => {
+            let neg = i.checked_neg().ok_or_else(|| Error::invalid(op, format!("alpha {i} cannot be negated in int64")))?;
+            let bits = argument_bits(op, "-alpha", Scalar::Int(neg), compute)?;
+            Ok(if compute == DType::U8 { bits.wrapping_neg() & 0xff } else { bits.wrapping_neg() })
+        }
+        _ => argument_bits(op, "alpha", alpha, compute),
+    }
+}
+
 /// The layout of an out-of-place result of `shape` computed from `inputs` (`scalars` more
 /// inputs are Python scalars): PyTorch's TensorIterator rule. When every operand has the
 /// result's shape and all are contiguous, or all channels-last, or all dense with the same
@@ -367,7 +381,8 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     }
     let mut a: Args = [0; 4];
     match op {
-        Op::Add { alpha } | Op::Sub { alpha } => a[0] = argument_bits(name, "alpha", alpha, compute)?,
+        Op::Add { alpha } => a[0] = argument_bits(name, "alpha", alpha, compute)?,
+        Op::Sub { alpha } => a[0] = sub_alpha_bits(name, alpha, compute)?,
         Op::Addcmul { value } => a[0] = argument_bits(name, "value", value, compute)?,
         Op::Clamp { min, max } => {
             if min.is_none() && max.is_none() {
@@ -453,9 +468,14 @@ fn check_int16<T: Strided>(op: Op, inputs: &[Input<'_, T>], out: DType) -> Resul
             let m = mul(int("alpha", alpha)?, ranges[1]);
             (ranges[0].0 + m.0, ranges[0].1 + m.1)
         }
+        // `add` of -alpha, as PyTorch converts it (see `sub_alpha_bits`).
         Op::Sub { alpha } => {
-            let m = mul(int("alpha", alpha)?, ranges[1]);
-            (ranges[0].0 - m.1, ranges[0].1 - m.0)
+            let neg = match alpha {
+                Scalar::Int(i) => Scalar::Int(i.saturating_neg()),
+                s => s,
+            };
+            let m = mul(int("-alpha", neg)?, ranges[1]);
+            (ranges[0].0 + m.0, ranges[0].1 + m.1)
         }
         Op::Mul => mul(ranges[0], ranges[1]),
         Op::Addcmul { value } => {
