@@ -1097,10 +1097,9 @@ fn crops_keep_the_inputs_memory_order() {
 }
 
 /// PyTorch's refusals and layouts at the edges of padding and resizing, on the host and every
-/// adapter: reflect and replicate padding need every dim but the batch non-empty; negative
-/// reflect, replicate and circular pads (which PyTorch takes) are not served, an honest
-/// `Unsupported`; circular padding gives a contiguous tensor whatever the input's format;
-/// resizing needs C > 0 (N may be 0).
+/// adapter: reflect and replicate padding need every dim but the batch non-empty; circular
+/// padding gives a contiguous tensor whatever the input's format; resizing needs C > 0 (N may
+/// be 0).
 #[test]
 fn padding_and_resizing_edges_follow_pytorch() {
     fn check<T: ShapeOps>(zeros: &dyn Fn(&[usize]) -> T, what: &str) {
@@ -1109,10 +1108,6 @@ fn padding_and_resizing_edges_follow_pytorch() {
         invalid(zeros(&[0, 5]).pad(&[1, 1], PadMode::Replicate), "replicate of an unbatched empty dim");
         assert_eq!(zeros(&[0, 1, 5]).pad(&[1, 1], PadMode::Reflect).unwrap().shape(), &[0, 1, 7], "{what}: an empty batch");
         assert_eq!(zeros(&[1, 0, 5]).pad(&[1, 1], PadMode::Circular).unwrap().shape(), &[1, 0, 7], "{what}: circular of an empty channel dim");
-        for mode in [PadMode::Reflect, PadMode::Replicate, PadMode::Circular] {
-            let r = zeros(&[1, 1, 5]).pad(&[-1, 0], mode);
-            assert!(matches!(r, Err(Error::Unsupported { .. })), "{what}: {mode:?} crop: {:?}", r.map(|t| t.shape().to_vec()));
-        }
         let opts = InterpolateOptions::size((8, 8), InterpolateMode::Nearest);
         invalid(zeros(&[1, 0, 4, 4]).interpolate(&opts), "a resize of no channels");
         assert_eq!(zeros(&[0, 2, 4, 4]).interpolate(&opts).unwrap().shape(), &[0, 2, 8, 8], "{what}: a resize of no images");
@@ -1131,4 +1126,108 @@ fn padding_and_resizing_edges_follow_pytorch() {
         let d = DeviceTensor::upload(ctx, &h).unwrap().contiguous(MemoryFormat::ChannelsLast).unwrap().pad(&[1, 1, 1, 1], PadMode::Circular).unwrap();
         assert_eq!((d.strides(), d.download().unwrap().to_vec::<f32>().unwrap()), (want.strides(), want.to_vec::<f32>().unwrap()), "{}", name(ctx));
     }
+}
+
+/// Reflect, replicate and circular padding with negative pads (crops) and mixed signs, 1 to 3
+/// padded dims, against PyTorch's index rules written out: output j of a padded dim reads the
+/// input's j - left reflected (reflect) or clamped (replicate) within the whole input; circular
+/// crops first and wraps within what is left. Host and every adapter, bit for bit; the cases
+/// PyTorch refuses are InvalidArgument, and a circular pad past what the crops leave (where
+/// PyTorch reads memory it never wrote) Unsupported.
+#[test]
+fn negative_pads_crop_as_pytorchs_index_rules() {
+    let mut rng = Rng(0x9ad);
+    let modes = [PadMode::Reflect, PadMode::Replicate, PadMode::Circular];
+    let (mut computed, mut cropped, mut refused) = (0, 0, 0);
+    for case in 0..60 {
+        let mode = modes[case % 3];
+        let k = 1 + rng.below(3);
+        let rank = k + 1 + rng.below(2);
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(5)).collect();
+        let mut pad = Vec::new();
+        for i in 0..k {
+            let size = shape[rank - 1 - i] as isize;
+            for _ in 0..2 {
+                pad.push(rng.below(2 * size as usize + 3) as isize - size - 1);
+            }
+        }
+        let n: usize = shape.iter().product();
+        let h = HostTensor::from_vec((0..n).map(|v| v as f32).collect::<Vec<f32>>(), &shape).unwrap();
+        // The expected result or error kind, from the rules.
+        let mut out_shape = shape.clone();
+        let mut verdict: Option<&str> = None;
+        for i in 0..k {
+            let d = rank - 1 - i;
+            let (size, l, r) = (shape[d] as isize, pad[2 * i], pad[2 * i + 1]);
+            let m = size + l + r;
+            let kept = size - (-l).max(0) - (-r).max(0);
+            let bad = m < 0 || match mode {
+                PadMode::Reflect => l >= size || r >= size || m == 0,
+                PadMode::Replicate => m == 0,
+                _ => l > size || r > size,
+            };
+            if bad {
+                verdict = Some("invalid");
+            } else if matches!(mode, PadMode::Circular) && m > 0 && (l.max(0) > kept || r.max(0) > kept) && verdict.is_none() {
+                verdict = Some("unsupported");
+            }
+            out_shape[d] = m.max(0) as usize;
+        }
+        let got = h.pad(&pad, mode);
+        match verdict {
+            Some("invalid") => {
+                assert!(matches!(got, Err(Error::InvalidArgument { .. })), "case {case}: {mode:?} {shape:?} {pad:?}: {:?}", got.map(|t| t.shape().to_vec()));
+                refused += 1;
+                continue;
+            }
+            Some(_) => {
+                assert!(matches!(got, Err(Error::Unsupported { .. })), "case {case}: {mode:?} {shape:?} {pad:?}: {:?}", got.map(|t| t.shape().to_vec()));
+                continue;
+            }
+            None => {}
+        }
+        let got = got.unwrap_or_else(|e| panic!("case {case}: {mode:?} {shape:?} {pad:?}: {e}"));
+        assert_eq!(got.shape(), &out_shape[..], "case {case}");
+        computed += 1;
+        cropped += pad.iter().any(|&p| p < 0) as usize;
+        let total: usize = out_shape.iter().product();
+        let mut want = Vec::with_capacity(total);
+        for flat in 0..total {
+            let mut rem = flat;
+            let mut src = 0usize;
+            let mut stride = 1usize;
+            for d in (0..rank).rev() {
+                let j = (rem % out_shape[d]) as isize;
+                rem /= out_shape[d];
+                let size = shape[d] as isize;
+                let i = rank - 1 - d;
+                let t = if i < k {
+                    let (l, r) = (pad[2 * i], pad[2 * i + 1]);
+                    match mode {
+                        PadMode::Reflect => {
+                            let t = j - l;
+                            if t < 0 { -t } else if t >= size { 2 * (size - 1) - t } else { t }
+                        }
+                        PadMode::Replicate => (j - l).clamp(0, size - 1),
+                        _ => {
+                            let cl = (-l).max(0);
+                            let kept = size - cl - (-r).max(0);
+                            cl + (j - l.max(0)).rem_euclid(kept)
+                        }
+                    }
+                } else {
+                    j
+                };
+                src += t as usize * stride;
+                stride *= shape[d];
+            }
+            want.push(src as f32);
+        }
+        assert_eq!(got.to_vec::<f32>().unwrap(), want, "case {case}: host {mode:?} {shape:?} {pad:?}");
+        for ctx in contexts() {
+            let d = DeviceTensor::upload(ctx, &h).unwrap().pad(&pad, mode).unwrap();
+            assert_eq!(d.download().unwrap().to_vec::<f32>().unwrap(), want, "case {case}: {} {mode:?} {shape:?} {pad:?}", name(ctx));
+        }
+    }
+    assert!(computed >= 20 && cropped >= 10 && refused >= 3, "cases computed {computed}, with crops {cropped}, refused {refused}");
 }

@@ -182,12 +182,14 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// `F.pad(x, pad, mode)`: `pad` lists (left, right) for the last dim, then the one before,
     /// and so on. Constant padding takes any number of pairs up to the rank and negative pads
     /// (crops; those of a dim together at most its size, as PyTorch); reflect, replicate and
-    /// circular pad the last 1-3 dims of a tensor with one or two more dims, with pads >= 0
-    /// (reflect: below the size; circular: at most the size; negative pads there, which
-    /// PyTorch takes, are [`Error::Unsupported`]), and reflect and replicate need every dim but
-    /// a batch (the first of k + 2) non-empty. The result keeps the input's memory format, but
-    /// circular's is contiguous (as PyTorch's). A result whose size overflows is
-    /// [`Error::Overflow`].
+    /// circular pad the last 1-3 dims of a tensor with one or two more dims (reflect: pads
+    /// below the size; circular: at most the size). Negative pads crop there too, as PyTorch's
+    /// index rules: reflect and replicate map output j to input j - left reflected or clamped
+    /// within the whole input (a result of size 0 is an error); circular crops first and wraps
+    /// within what is left (a pad past that, where PyTorch reads memory it never wrote, is
+    /// [`Error::Unsupported`]). Reflect and replicate need every dim but a batch (the first of
+    /// k + 2) non-empty. The result keeps the input's memory format, but circular's is
+    /// contiguous (as PyTorch's). A result whose size overflows is [`Error::Overflow`].
     fn pad(&self, pad: &[isize], mode: PadMode) -> Result<Self> {
         const OP: &str = "pad";
         let rank = self.rank();
@@ -264,24 +266,30 @@ pub trait ShapeOps: Elementwise + Pool2d {
         if matches!(mode, PadMode::Reflect | PadMode::Replicate) && self.shape().iter().enumerate().any(|(d, &s)| s == 0 && !(batched && d == 0)) {
             return Err(Error::invalid(OP, format!("{mode:?} padding of shape {:?}: a tensor with possibly 0 batch size and other non-zero dims expected", self.shape())));
         }
+        // Negative pads crop, as PyTorch's: reflect and replicate map output j to the input's
+        // j - left reflected or clamped within the whole input; circular crops first and wraps
+        // within what is left.
         for &(d, l, r) in &pairs {
             let size = self.shape()[d] as isize;
-            // PyTorch takes negative pads here too (a crop, the rest reflected against the whole
-            // input); not served yet.
-            if l < 0 || r < 0 {
-                return Err(Error::unsupported(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: negative pads are served in constant mode only", self.shape())));
-            }
-            let ok = l >= 0 && r >= 0 && match mode {
+            let ok = match mode {
                 PadMode::Reflect => l < size && r < size,
                 PadMode::Circular => l <= size && r <= size,
-                _ => size > 0,
+                _ => true,
             };
             if !ok {
-                return Err(Error::invalid(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: pads must be >= 0 and {}", self.shape(), match mode {
+                return Err(Error::invalid(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: pads must be {}", self.shape(), match mode {
                     PadMode::Reflect => "below the size",
-                    PadMode::Circular => "at most the size",
-                    _ => "the dim must not be empty",
+                    _ => "at most the size",
                 })));
+            }
+            if matches!(mode, PadMode::Reflect | PadMode::Replicate) && shape[d] == 0 {
+                return Err(Error::invalid(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: the input is too small, the padded size is 0", self.shape())));
+            }
+            // PyTorch wraps within the cropped part by copying from its own output, which reads
+            // memory it never wrote where a pad passes that part's size.
+            let kept = size - (-l).max(0) - (-r).max(0);
+            if matches!(mode, PadMode::Circular) && (l.max(0) > kept || r.max(0) > kept) && shape[d] > 0 {
+                return Err(Error::unsupported(OP, format!("circular pads ({l}, {r}) of dim {d} of shape {:?}: a pad past the {kept} elements the crops leave (PyTorch reads unwritten memory there)", self.shape())));
             }
         }
         // PyTorch's circular padding makes a new contiguous tensor (`new_empty`); reflect and
@@ -291,31 +299,61 @@ pub trait ShapeOps: Elementwise + Pool2d {
         let mut cur = self.clone();
         let mut pieces = Vec::new();
         for &(d, l, r) in &pairs {
-            let size = cur.shape()[d];
             let mut next_shape = cur.shape().to_vec();
             // Checked above (each pair pads a dim of its own, so `cur` still has the input's).
             next_shape[d] = shape[d];
             let next = self.new_tensor(&next_shape, self.dtype(), format)?;
             let di = d as isize;
-            let (l, r) = (l as usize, r as usize);
             if next.numel() > 0 {
-                pieces.push((next.narrow(di, l as isize, size)?, cur.clone()));
-                for (at, len, left) in [(0, l, true), (l + size, r, false)] {
-                    if len == 0 {
-                        continue;
-                    }
-                    let src = match (mode, left) {
-                        (PadMode::Reflect, true) => cur.narrow(di, 1, len)?.flip(di)?,
-                        (PadMode::Reflect, false) => cur.narrow(di, (size - 1 - len) as isize, len)?.flip(di)?,
-                        (PadMode::Circular, true) => cur.narrow(di, (size - len) as isize, len)?,
-                        (PadMode::Circular, false) => cur.narrow(di, 0, len)?,
-                        (_, edge) => {
-                            let mut sizes: Vec<isize> = cur.shape().iter().map(|&s| s as isize).collect();
-                            sizes[d] = len as isize;
-                            cur.narrow(di, if edge { 0 } else { size as isize - 1 }, 1)?.expand(&sizes)?
+                // Circular: the crops first; then (l, r) >= 0 wrap within what is left.
+                let (src, l, r) = if matches!(mode, PadMode::Circular) {
+                    let (cl, cr) = ((-l).max(0), (-r).max(0));
+                    (cur.narrow(di, cl, (cur.shape()[d] as isize - cl - cr) as usize)?, l.max(0), r.max(0))
+                } else {
+                    (cur.clone(), l, r)
+                };
+                let (size, n) = (src.shape()[d] as isize, shape[d] as isize);
+                // Output j reads input t = j - l: the inside [max(0, l), min(n, l + size)), then
+                // the outside before and after it.
+                let (j0, j1) = (l.max(0), n.min(l + size));
+                if j1 > j0 {
+                    pieces.push((next.narrow(di, j0, (j1 - j0) as usize)?, src.narrow(di, j0 - l, (j1 - j0) as usize)?));
+                }
+                let edge = |at: isize| -> Result<Self> {
+                    let mut sizes: Vec<isize> = src.shape().iter().map(|&s| s as isize).collect();
+                    sizes[d] = 1;
+                    src.narrow(di, at, 1)?.expand(&sizes)
+                };
+                // Before: j in [0, min(n, l)), t < 0.
+                let before = n.min(l);
+                if before > 0 {
+                    let from = match mode {
+                        // t reflected: l - j, from l down to l - before + 1.
+                        PadMode::Reflect => src.narrow(di, l - before + 1, before as usize)?.flip(di)?,
+                        PadMode::Circular => src.narrow(di, size - before, before as usize)?,
+                        _ => {
+                            let mut sizes: Vec<isize> = src.shape().iter().map(|&s| s as isize).collect();
+                            sizes[d] = before;
+                            edge(0)?.expand(&sizes)?
                         }
                     };
-                    pieces.push((next.narrow(di, at as isize, len)?, src));
+                    pieces.push((next.narrow(di, 0, before as usize)?, from));
+                }
+                // After: j in [max(0, l + size), n), t >= size.
+                let start = (l + size).max(0);
+                if n > start {
+                    let after = n - start;
+                    let from = match mode {
+                        // t reflected: 2 (size - 1) - j + l, down to size - 1 - r.
+                        PadMode::Reflect => src.narrow(di, size - 1 - r, after as usize)?.flip(di)?,
+                        PadMode::Circular => src.narrow(di, 0, after as usize)?,
+                        _ => {
+                            let mut sizes: Vec<isize> = src.shape().iter().map(|&s| s as isize).collect();
+                            sizes[d] = after;
+                            edge(size - 1)?.expand(&sizes)?
+                        }
+                    };
+                    pieces.push((next.narrow(di, start, after as usize)?, from));
                 }
             }
             cur = next;
