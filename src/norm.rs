@@ -114,14 +114,23 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
     Ok((folded.to(dtype)?, b.to(dtype)?))
 }
 
-/// Checks `what` (a weight or bias) against the `expected` shape: a float tensor of it.
-fn check_affine<T: ShapeOps>(op: &'static str, what: &str, t: Option<&T>, expected: &[usize]) -> Result<()> {
-    if let Some(t) = t {
-        if t.shape() != expected {
-            return Err(Error::invalid(op, format!("{what} of shape {:?}: expected {expected:?}", t.shape())));
+/// Checks the weight and bias of a layer or group norm against the `expected` shape and the
+/// input's type `dtype`, as PyTorch's `check_mixed_data_type`: of the input's type, or float32
+/// beside a 16-bit input, both the same.
+fn check_affine<T: ShapeOps>(op: &'static str, weight: Option<&T>, bias: Option<&T>, expected: &[usize], dtype: DType) -> Result<()> {
+    for (what, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t {
+            if t.shape() != expected {
+                return Err(Error::invalid(op, format!("{what} of shape {:?}: expected {expected:?}", t.shape())));
+            }
+            if !(t.dtype() == dtype || (t.dtype() == DType::F32 && matches!(dtype, DType::F16 | DType::BF16))) {
+                return Err(Error::DType { op, got: format!("a {} {what} with a {dtype} input", t.dtype()), expected: format!("a {dtype} {what}, or float32 beside a 16-bit input") });
+            }
         }
-        if !t.dtype().is_float() {
-            return Err(Error::unsupported(op, format!("{what} of type {} (float types are served)", t.dtype())));
+    }
+    if let (Some(w), Some(b)) = (weight, bias) {
+        if w.dtype() != b.dtype() {
+            return Err(Error::DType { op, got: format!("a {} weight and a {} bias", w.dtype(), b.dtype()), expected: "weight and bias of one type".into() });
         }
     }
     Ok(())
@@ -142,11 +151,12 @@ fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, 
 /// `(x - mean) / sqrt(var + eps) * weight + bias`, computed in f32 (the statistics by the
 /// reductions' `mean` and `var`, then `x * rstd - mean * rstd` as PyTorch's kernel forms it)
 /// and rounded once into a new contiguous tensor of the input's type (as PyTorch's).
-/// `weight` and `bias` are float tensors of shape `normalized_shape`; any input memory order
-/// is read. Composed of the reductions and elementwise ops (a handful of dispatches on a
-/// device; none fused yet). A `normalized_shape` that is empty or does not end the input's
-/// shape, or affine parameters of another shape, are [`Error::InvalidArgument`] before
-/// anything runs.
+/// `weight` and `bias` have shape `normalized_shape` and the input's type, or float32 beside
+/// a 16-bit input (PyTorch's mixed types; another type is [`Error::DType`]); any input memory
+/// order is read. Composed of the reductions and elementwise ops (a handful of dispatches on
+/// a device; none fused yet). A `normalized_shape` that is empty or does not end the input's
+/// shape, affine parameters of another shape, or an `eps` that is negative or not finite
+/// (which PyTorch takes) are [`Error::InvalidArgument`] before anything runs.
 ///
 /// ```
 /// use strided_wgpu::HostTensor;
@@ -164,8 +174,7 @@ pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weigh
     if !x.dtype().is_float() {
         return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
     }
-    check_affine(OP, "weight", weight, normalized_shape)?;
-    check_affine(OP, "bias", bias, normalized_shape)?;
+    check_affine(OP, weight, bias, normalized_shape, x.dtype())?;
     check_eps(OP, eps)?;
     let dims: Vec<isize> = (rank - k..rank).map(|d| d as isize).collect();
     let x32 = x.to(DType::F32)?;
@@ -184,9 +193,12 @@ pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weigh
 /// each element as `x * scale[n, c] + shift[n, c]` with the per-channel factors folded first,
 /// as PyTorch's CPU kernel) and rounded once into a new tensor of the input's type and memory
 /// format (PyTorch's CPU rule: channels-last stays channels-last). `weight` and `bias` are
-/// float \[C\]. Composed of the reductions and elementwise ops (the statistics read a
-/// contiguous copy of a channels-last input). `num_groups` of 0 or not dividing C, or affine
-/// parameters of another shape, are [`Error::InvalidArgument`] before anything runs.
+/// \[C\] of the input's type, or float32 beside a 16-bit input (else [`Error::DType`]).
+/// Composed of the reductions and elementwise ops (the statistics read a contiguous copy of
+/// a channels-last input). `num_groups` of 0 or not dividing C, one value per group over the
+/// batch (N * C / groups times the spatial size 1: `F.group_norm`'s check), affine
+/// parameters of another shape, or an `eps` that is negative or not finite are
+/// [`Error::InvalidArgument`] before anything runs.
 ///
 /// ```
 /// use strided_wgpu::HostTensor;
@@ -207,13 +219,19 @@ pub fn group_norm<T: ShapeOps + Reduce>(x: &T, num_groups: usize, weight: Option
     if !x.dtype().is_float() {
         return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
     }
-    check_affine(OP, "weight", weight, &[c])?;
-    check_affine(OP, "bias", bias, &[c])?;
+    check_affine(OP, weight, bias, &[c], x.dtype())?;
     check_eps(OP, eps)?;
     let (g, per) = (num_groups, c / num_groups);
     // The elements of a group: its channels times the spatial dims (a product within numel
-    // unless N is 0, where the shape's other dims may still multiply past usize).
-    let plane = x.shape()[2..].iter().try_fold(per, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::overflow(OP, format!("a group of input shape {:?} holds more than usize::MAX elements", x.shape())))?;
+    // unless N is 0, where the shape's other dims may still multiply past usize; 0 where any
+    // of them is).
+    let spatial = &x.shape()[2..];
+    let plane = if spatial.contains(&0) { 0 } else { spatial.iter().try_fold(per, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::overflow(OP, format!("a group of input shape {:?} holds more than usize::MAX elements", x.shape())))? };
+    // PyTorch's `F.group_norm` refuses one value per group of all the samples
+    // (`_verify_batch_size`: N * C / G times the spatial size must not be 1).
+    if n.checked_mul(per).and_then(|v| spatial.iter().try_fold(v, |a, &d| a.checked_mul(d))) == Some(1) {
+        return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected more than 1 value per channel (N * C / groups * spatial size is 1)", x.shape())));
+    }
     let isz = |v: usize| isize::try_from(v).map_err(|_| Error::overflow(OP, format!("size {v} of input shape {:?} past isize", x.shape())));
     let (ni, gi, ci, pi, peri) = (isz(n)?, isz(g)?, isz(c)?, isz(plane)?, isz(per)?);
     let stats = x.to(DType::F32)?.reshape(&[ni, gi, pi])?;

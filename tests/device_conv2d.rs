@@ -319,8 +319,6 @@ fn grids_bindings_and_tiny_images() {
     }
 }
 
-/// Bad input: a typed error naming the problem, and nothing dispatched (the output a batch was
-/// given keeps its contents).
 /// Rows past the kernels' i32 arithmetic: an input whose H (a broadcast view, one element in
 /// memory) puts the last output's row past 2^31 is an overflow error on every adapter and for
 /// every kernel the call may take, where the kernels' i32 row index wrapped (a wrong zero);
@@ -348,6 +346,8 @@ fn rows_past_i32_are_overflow_errors_and_huge_strides_exact_on_the_host() {
     }
 }
 
+/// Bad input: a typed error naming the problem, and nothing dispatched (the output a batch was
+/// given keeps its contents).
 #[test]
 fn bad_input_is_a_typed_error_and_writes_nothing() {
     for ctx in contexts() {

@@ -923,7 +923,8 @@ fn gelu_epilogues_keep_results_below_the_exponentials_range() {
         let hb = HostTensor::from_vec(vec![1f32; 16], &[1, 16]).unwrap().to(dtype).unwrap();
         let plan = matmul_plan(ha.layout(), hb.layout(), [dtype; 2]).unwrap().with_activation(Activation::Gelu);
         let want = common::elementwise::bits(&matmul_cpu(&plan, &ha, &hb, None).unwrap());
-        assert!(want.iter().take(6 * 16).all(|&b| b & 0x7fff_ffff != 0), "{dtype}: the host's results are not zero");
+        // The host's results there are not zero (in f16 they are: below its range).
+        assert!(dtype == DType::F16 || want.iter().take(5 * 16).all(|&b| common::elementwise::value(dtype, b) != 0.0), "{dtype}: the host's results are not zero");
         for ctx in contexts() {
             let (da, db) = (DeviceTensor::upload(ctx, &ha).unwrap(), DeviceTensor::upload(ctx, &hb).unwrap());
             for kernel in MatmulKernel::ALL {

@@ -9,7 +9,7 @@ mod common;
 use common::elementwise::{bits, bits_of, value};
 use common::gpu::{contexts, name};
 use common::rng::Rng;
-use strided_wgpu::{AvgPool2dOptions, DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MaxPool2dOptions, MemoryFormat, Pool2d, ShapeOps, Strided};
+use strided_wgpu::{AvgPool2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, MaxPool2dOptions, MemoryFormat, Pool2d, ShapeOps, Strided};
 use strided_wgpu::ops::{cat, stack, InterpolateMode, InterpolateOptions, PadMode};
 
 /// A random host tensor of `shape` and `dtype` (values multiples of 1/8 in [-8, 8), every
@@ -417,10 +417,13 @@ fn layer_norm_and_group_norm_match_the_definition() {
         let xs: Vec<f64> = bits(&x).into_iter().map(|b| value(dtype, b)).collect();
         let affine = rng.below(3);
         let eps = [1e-5, 0.5][rng.below(2)];
+        // The affine parameters: float32, or the input's 16-bit type (exact either way).
+        let param_dtype = if dtype != DType::F32 && rng.below(2) == 0 { dtype } else { DType::F32 };
         let params = |rng: &mut Rng, len: usize| {
             let t = |rng: &mut Rng| HostTensor::from_vec((0..len).map(|_| rng.below(64) as f32 / 16.0 - 2.0).collect::<Vec<f32>>(), &[len]).unwrap();
             (t(rng), t(rng))
         };
+        let typed = |t: &HostTensor| t.to(param_dtype).unwrap();
         // `slice_of(i)`: which normalized slice element i (row-major) belongs to; `param_of(i)`:
         // which weight element scales it.
         let normalize = |slice_of: &dyn Fn(usize) -> usize, param_of: &dyn Fn(usize) -> usize, w: &[f32], b: &[f32]| -> Vec<f64> {
@@ -462,7 +465,7 @@ fn layer_norm_and_group_norm_match_the_definition() {
         let norm_shape = &shape[4 - k..];
         let inner: usize = norm_shape.iter().product();
         let (w, b) = params(&mut rng, inner);
-        let (w3, b3) = (w.view(&norm_shape.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap(), b.view(&norm_shape.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap());
+        let (w3, b3) = (typed(&w.view(&norm_shape.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap()), typed(&b.view(&norm_shape.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap()));
         let want = normalize(&|i| i / inner, &|i| i % inner, &w.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap());
         let (wo, bo) = (opt(&w3, affine >= 1), opt(&b3, affine == 2));
         let dense = Layout::contiguous(&shape).unwrap();
@@ -482,7 +485,12 @@ fn layer_norm_and_group_norm_match_the_definition() {
         let plane = shape[2] * shape[3];
         let (w, b) = params(&mut rng, c);
         let want = normalize(&|i| i / (plane * c / groups), &|i| (i / plane) % c, &w.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap());
-        let (wo, bo) = (opt(&w, affine >= 1), opt(&b, affine == 2));
+        let (wo, bo) = (opt(&typed(&w), affine >= 1), opt(&typed(&b), affine == 2));
+        if shape[0] * (c / groups) * plane == 1 {
+            // One value per group over the batch: F.group_norm's ValueError.
+            assert!(matches!(group_norm(&x, groups, wo.as_ref(), bo.as_ref(), eps), Err(Error::InvalidArgument { .. })), "case {case}");
+            continue;
+        }
         let format = x.layout().suggest_memory_format();
         let dense = Layout::with_format(&shape, format).unwrap();
         let y = group_norm(&x, groups, wo.as_ref(), bo.as_ref(), eps).unwrap();
@@ -519,6 +527,42 @@ fn layer_norm_and_group_norm_match_the_definition() {
     let unsupported = |x: Result<HostTensor, Error>| assert!(matches!(x, Err(Error::Unsupported { .. })), "{:?}", x.map(|_| ()));
     unsupported(layer_norm(&ints, &[2], None, None, 1e-5));
     unsupported(group_norm(&ints, 2, None, None, 1e-5));
+    // Affine parameters of another type than the input's (float32 only beside 16-bit inputs),
+    // or weight and bias of two types: PyTorch's mixed-type check.
+    let two = |d: DType| HostTensor::from_vec(vec![1f32; 2], &[2]).unwrap().to(d).unwrap();
+    let six = |d: DType| HostTensor::from_vec(vec![1f32; 6], &[6]).unwrap().to(d).unwrap();
+    let x16 = x.to(DType::F16).unwrap();
+    let dtype_error = |r: Result<HostTensor, Error>, what: &str| assert!(matches!(r, Err(Error::DType { .. })), "{what}: {:?}", r.map(|_| ()));
+    dtype_error(layer_norm(&x, &[2], Some(&two(DType::F16)), None, 1e-5), "f16 weight, f32 input");
+    dtype_error(layer_norm(&x16, &[2], Some(&two(DType::BF16)), None, 1e-5), "bf16 weight, f16 input");
+    dtype_error(group_norm(&x16, 3, Some(&six(DType::F32)), Some(&six(DType::F16)), 1e-5), "f32 weight, f16 bias");
+    assert!(layer_norm(&x16, &[2], Some(&two(DType::F32)), Some(&two(DType::F32)), 1e-5).is_ok());
+    // Empty inputs: empty results of the input's shape; rank 1: every dim normalized.
+    let empty = HostTensor::zeros(&[0, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(layer_norm(&empty, &[3], None, None, 1e-5).unwrap().shape(), &[0, 3]);
+    assert_eq!(group_norm(&HostTensor::zeros(&[0, 4, 2, 2], DType::F32, MemoryFormat::Contiguous).unwrap(), 2, None, None, 1e-5).unwrap().shape(), &[0, 4, 2, 2]);
+    assert_eq!(group_norm(&HostTensor::zeros(&[2, 4, 0, 2], DType::F32, MemoryFormat::Contiguous).unwrap(), 2, None, None, 1e-5).unwrap().shape(), &[2, 4, 0, 2]);
+    let line = HostTensor::from_vec(vec![1f32, 3.0, 0.0, 4.0], &[4]).unwrap();
+    let want: Vec<f32> = [1f32, 3.0, 0.0, 4.0].iter().map(|v| (v - 2.0) / 2.5f32.sqrt()).collect();
+    let near = |got: Vec<f32>, what: &str| assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6), "{what}: {got:?}, want {want:?}");
+    near(layer_norm(&line, &[4], None, None, 0.0).unwrap().to_vec::<f32>().unwrap(), "host rank 1");
+    // group_norm of rank 2, 3 and 5 inputs equals that of the same values seen as [N, C, S, 1].
+    let mut rng = Rng(0x9e);
+    for shape in [vec![3, 4], vec![2, 4, 5], vec![2, 4, 2, 3, 2]] {
+        let n: usize = shape.iter().product();
+        let t = HostTensor::from_vec((0..n).map(|_| rng.below(128) as f32 / 8.0 - 8.0).collect::<Vec<f32>>(), &shape).unwrap();
+        let flat = t.reshape(&[shape[0] as isize, shape[1] as isize, -1, 1]).unwrap();
+        let want = group_norm(&flat, 2, None, None, 1e-5).unwrap().to_vec::<f32>().unwrap();
+        let got = group_norm(&t, 2, None, None, 1e-5).unwrap();
+        assert_eq!((got.shape(), got.to_vec::<f32>().unwrap()), (&shape[..], want.clone()), "host rank {}", shape.len());
+        for ctx in contexts() {
+            let d = group_norm(&DeviceTensor::upload(ctx, &t).unwrap(), 2, None, None, 1e-5).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            assert!(d.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * (1.0 + w.abs())), "{} rank {}", name(ctx), shape.len());
+        }
+    }
+    for ctx in contexts() {
+        near(layer_norm(&DeviceTensor::upload(ctx, &line).unwrap(), &[4], None, None, 0.0).unwrap().download().unwrap().to_vec::<f32>().unwrap(), &name(ctx));
+    }
     let host = bad(&x, &three);
     for (k, r) in host.iter().enumerate() {
         assert!(matches!(r, Err(Error::InvalidArgument { .. })), "host call {k}: {:?}", r.as_ref().map(|_| ()));

@@ -294,6 +294,9 @@ fn reduced_sizes_past_usize_are_overflow_errors() {
     for shape in [[0isize, 1 << 32, 1 << 31], [0, 1 << 32, 1]] {
         assert_eq!(e.expand(&shape).unwrap().sum([1, 2], false).unwrap().shape(), &[0]);
     }
+    // A zero among the reduced dims: nothing reduced, whatever the others multiply to.
+    let z = HostTensor::zeros(&[0, 1, 1, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(z.expand(&[0, 1 << 40, 1 << 40, 0]).unwrap().sum([1, 2, 3], false).unwrap().shape(), &[0]);
 }
 
 /// Empty inputs whose outputs are empty or too large: no work listed, or an overflow error.

@@ -183,8 +183,9 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
             return bitcast<u32>(r);
         }
         case OP_GELU: {
-            // Below -9, erfc(-x / sqrt 2) = t e^p is under 2^-100 and reaches f32's subnormals
-            // (which GPUs may flush) before x / 2 times it does: x t e^(p/2) e^(p/2) instead.
+            // Below -9, erfc(-x / sqrt 2) = t e^p is under 2^-60 and, from about -13, reaches
+            // f32's subnormals (which GPUs may flush) before x / 2 times it does: x t e^(p/2)
+            // e^(p/2) instead.
             if (x < -9.0) {
                 let tp = f_erfc_tp(-x * 0.70710678118654752);
                 let e = f_exp(0.5 * tp.y);

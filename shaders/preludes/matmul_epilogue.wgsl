@@ -49,7 +49,7 @@ fn mm_erfc_tp(z: f32) -> vec2<f32> {
 }
 
 // GELU: 0.5 v erfc(-v / sqrt 2); below -9 as 0.5 v t e^(p/2) e^(p/2), so that erfc's value,
-// under 2^-100, reaches no subnormal (which GPUs may flush) before the result does.
+// under 2^-60 there, reaches no subnormal (which GPUs may flush) before the result does.
 fn mm_gelu(v: f32) -> f32 {
     let tp = mm_erfc_tp(abs(v) * 0.70710678118654752);
     if (v < -9.0) {

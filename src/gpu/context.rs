@@ -216,14 +216,20 @@ impl GpuContext {
         choice
     }
 
-    /// Before a measurement: refused while this thread captures a graph (a measurement submits
-    /// and waits); what is held back is submitted first, and an earlier call's failure
-    /// returned, so that no candidate's run reports another call's error (which the tuner
-    /// would take for the candidate's, and lose); then the device-loss probe.
+    /// Before a tuning call looks at its class: refused while this thread captures a graph (a
+    /// measurement submits and waits, and a 16-bit convolution's conversions would be
+    /// captured); then the device-loss probe. Cheap: every eager call under `OnFirstCall`
+    /// passes here.
     pub(crate) fn ready_to_tune(&self) -> Result<()> {
         self.rt.check_not_capturing("tune")?;
-        self.rt.submit_held_now("tune")?;
         self.rt.probe("tune")
+    }
+
+    /// Right before the candidates run (a class that measures): what is held back is submitted
+    /// and an earlier call's failure returned, so that no candidate's submission reports
+    /// another call's error (which the tuner would take for the candidate's, and lose).
+    pub(crate) fn settle_before_measuring(&self) -> Result<()> {
+        self.rt.submit_held_now("tune")
     }
 
     /// Sets when this context (and every clone of it) measures kernels: by default
@@ -279,8 +285,10 @@ impl GpuContext {
             Err(e) => return Err(io(e)),
         };
         let text = self.tuning_json(&existing)?;
+        // A name of this call's own (process and a counter): two saves never share one.
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-        name.push(format!(".{}.tmp", std::process::id()));
+        name.push(format!(".{}.{}.tmp", std::process::id(), SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
         let temp = path.with_file_name(name);
         let written = std::fs::write(&temp, text).and_then(|()| std::fs::rename(&temp, path));
         if written.is_err() {

@@ -160,7 +160,12 @@ impl Batch<'_> {
         let wide = if kernel == MatmulKernel::Auto { ctx.widened_choice(plan, a, b, c, out.buffer(), class_view, &class, true) } else { None };
         let kernel = match (wide, kernel) {
             (Some(k), _) => k,
-            (None, MatmulKernel::Auto) => ctx.matmul_choice(&class),
+            (None, MatmulKernel::Auto) => match ctx.matmul_choice(&class) {
+                // A widened kernel a capture kept for the 16-bit class, where this call's buffers
+                // do not fit the widened route: the class's 16-bit default.
+                MatmulKernel::Blocked | MatmulKernel::Conv1x1 if half => MatmulKernel::default_for(&ctx.rt.report, &class),
+                k => k,
+            },
             (None, k) => {
                 // The kernel's own check (a forced kernel may be one the automatic choice does not
                 // offer: the tensor-core kernel on a product with an epilogue).
@@ -367,6 +372,7 @@ impl GpuContext {
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let p = product(plan, a, b, c, scratch.buffer(), &out);
         let half = Product { out_half: plan.dtype != DType::F32, ..product(plan, a, b, c, scratch.buffer(), &out) };
+        self.settle_before_measuring()?;
         let timer = Timer::new(&self.rt)?;
         let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, rec| {
             rec.hold(scratch.clone());

@@ -238,7 +238,11 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     };
     // The reduced elements of one output: a product that can pass usize where the input is
     // empty (its other dims multiply without bound).
-    let extent = shape.iter().zip(&reduced).filter(|(_, &r)| r).try_fold(1usize, |a, (&n, _)| a.checked_mul(n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
+    let product = |sizes: &mut dyn Iterator<Item = usize>| -> Option<usize> {
+        let sizes: Vec<usize> = sizes.collect();
+        if sizes.contains(&0) { Some(0) } else { sizes.iter().try_fold(1usize, |a, &n| a.checked_mul(n)) }
+    };
+    let extent = product(&mut shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
     if extent == 0 && op.needs_elements() {
         return Err(Error::invalid(name, format!("the reduction over dims {dims:?} of an input of shape {shape:?} has no elements, and {name} has no identity")));
     }
@@ -249,7 +253,7 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     }
     let keep_shape: Vec<usize> = shape.iter().zip(&reduced).map(|(&n, &r)| if r { 1 } else { n }).collect();
     let out_shape: Vec<usize> = if keepdim { keep_shape.clone() } else { shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&n, _)| n).collect() };
-    if out_shape.iter().try_fold(1usize, |a, &n| a.checked_mul(n)).is_none() {
+    if product(&mut out_shape.iter().copied()).is_none() {
         return Err(Error::overflow(name, format!("the output of a reduction over dims {dims:?} of shape {shape:?} has more than usize::MAX elements")));
     }
     Ok(ReduceSpec { op, reduced, keep_shape, out_shape, extent, cast_to, out_dtype })
