@@ -53,7 +53,9 @@ pub enum TuningPolicy {
     Defaults,
     /// The first blocking `copy_`, `conv2d` or matrix product (not a recording) of a shape class without a
     /// kept choice measures the candidates first and keeps the fastest, as
-    /// `torch.backends.cudnn.benchmark = True`. Recordings still never measure.
+    /// `torch.backends.cudnn.benchmark = True`. Recordings still never measure. Native only:
+    /// on wasm32 (WebGPU) no call may block, so calls never measure (the default runs, nothing
+    /// kept); `tune_*_async` measures there.
     OnFirstCall,
 }
 

@@ -226,10 +226,12 @@ impl GpuContext {
     }
 
     /// Right before the candidates run (a class that measures): what is held back is submitted
-    /// and an earlier call's failure returned, so that no candidate's submission reports
-    /// another call's error (which the tuner would take for the candidate's, and lose).
-    pub(crate) fn settle_before_measuring(&self) -> Result<()> {
-        self.rt.submit_held_now("tune")
+    /// and an earlier call's failure returned, and on WebGPU the error scopes still pending
+    /// awaited, so that no candidate's submission reports another call's error (which the
+    /// tuner would take for the candidate's, and lose).
+    pub(crate) async fn settle_before_measuring(&self) -> Result<()> {
+        self.rt.submit_held_now("tune")?;
+        self.rt.errors.settle().await
     }
 
     /// Sets when this context (and every clone of it) measures kernels: by default

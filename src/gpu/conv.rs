@@ -541,7 +541,7 @@ impl GpuContext {
         let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &strides, 0, nt * span)?;
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let g1 = Conv2dShape { n: nt, ..g.clone() };
-        self.settle_before_measuring()?;
+        self.settle_before_measuring().await?;
         let timer = Timer::new(&self.rt)?;
         let candidates: Vec<ConvKernel> = class.kernels.iter().map(|(k, _)| *k).collect();
         let best = Tuner::measure(&timer, &candidates, drive, |kernel, rec| {

@@ -372,7 +372,7 @@ impl GpuContext {
         let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
         let p = product(plan, a, b, c, scratch.buffer(), &out);
         let half = Product { out_half: plan.dtype != DType::F32, ..product(plan, a, b, c, scratch.buffer(), &out) };
-        self.settle_before_measuring()?;
+        self.settle_before_measuring().await?;
         let timer = Timer::new(&self.rt)?;
         let best = Tuner::measure(&timer, &class.kernels, drive, |kernel, rec| {
             rec.hold(scratch.clone());
