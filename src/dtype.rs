@@ -82,14 +82,20 @@ impl fmt::Display for DType {
     }
 }
 
-/// A Rust type that can be an element of a tensor.
-pub trait Element: bytemuck::Pod + Send + Sync + 'static {
+/// A Rust type that can be an element of a tensor: the seven the crate implements it for
+/// (sealed: a type of another size than its `DTYPE`'s would make transfers read and write past
+/// a tensor).
+pub trait Element: bytemuck::Pod + Send + Sync + 'static + sealed::Sealed {
     /// Its element type.
     const DTYPE: DType;
 }
 
+mod sealed {
+    pub trait Sealed {}
+}
+
 macro_rules! element {
-    ($($t:ty => $d:ident),*) => { $(impl Element for $t { const DTYPE: DType = DType::$d; })* };
+    ($($t:ty => $d:ident),*) => { $(impl sealed::Sealed for $t {} impl Element for $t { const DTYPE: DType = DType::$d; })* };
 }
 element!(f32 => F32, half::f16 => F16, half::bf16 => BF16, i32 => I32, u32 => U32, u8 => U8, i8 => I8);
 

@@ -833,3 +833,44 @@ fn a_half_convolution_into_a_caller_buffer_of_one_word() {
         }
     }
 }
+
+/// The API's edges a review found open: a pooled buffer of this context wrapped by
+/// `from_buffer` (it aliased storage the pool recycles) is refused; `tune_*` with tensors of
+/// another context is `Error::Device` (it bound their buffers in this device's bind groups); a
+/// batch op whose dispatch fails validation (a caller's buffer destroyed under a tensor) leaves
+/// the batch's other work to run.
+#[test]
+fn api_edges_are_typed_errors_and_leave_the_batch_whole() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let a = DeviceTensor::zeros(ctx, &[64], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let e = DeviceTensor::from_buffer(ctx, a.buffer().clone(), DType::F32, Layout::contiguous(&[64]).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { op: "from_buffer", .. }), "{}: {e}", name(ctx));
+        // An idle pooled buffer too.
+        let handle = a.buffer().clone();
+        drop(a);
+        ctx.flush().unwrap().wait().unwrap();
+        assert!(DeviceTensor::from_buffer(ctx, handle, DType::F32, Layout::contiguous(&[64]).unwrap()).is_err(), "{}: an idle pooled buffer", name(ctx));
+
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let other = GpuContext::from_device(device, queue, &info);
+        let (x, w) = (DeviceTensor::from_slice(&other, &[1f32; 64], &[8, 8]).unwrap(), DeviceTensor::from_slice(&other, &[1f32; 64], &[8, 8]).unwrap());
+        assert!(matches!(ctx.tune_matmul(&x, &w), Err(Error::Device { .. })), "{}: tune_matmul across contexts", name(ctx));
+        let (xi, wk) = (DeviceTensor::from_slice(&other, &[1f32; 2 * 4 * 5 * 5], &[2, 4, 5, 5]).unwrap(), DeviceTensor::from_slice(&other, &[1f32; 3 * 4 * 9], &[3, 4, 3, 3]).unwrap());
+        assert!(matches!(ctx.tune_conv2d(&xi, &wk, None, &Conv2dOptions::default()), Err(Error::Device { .. })), "{}: tune_conv2d across contexts", name(ctx));
+        let local = DeviceTensor::from_slice(ctx, &[0f32; 64], &[8, 8]).unwrap();
+        assert!(matches!(ctx.tune_copy(&local, &x.transpose(0, 1).unwrap()), Err(Error::Device { .. })), "{}: tune_copy across contexts", name(ctx));
+
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buf = ctx.device().create_buffer(&wgpu::BufferDescriptor { label: Some("caller's"), size: 64, usage, mapped_at_creation: false });
+        let t = DeviceTensor::from_buffer(ctx, buf.clone(), DType::F32, Layout::contiguous(&[16]).unwrap()).unwrap();
+        let v = DeviceTensor::from_slice(ctx, &(0..16).map(|i| i as f32).collect::<Vec<_>>(), &[16]).unwrap();
+        let mut batch = ctx.batch();
+        let y = batch.mul(&v, 2.0).unwrap();
+        buf.destroy();
+        assert!(batch.add(&v, &t).is_err(), "{}: an op over a destroyed buffer", name(ctx));
+        assert!(batch.max_pool2d(&t.view(&[1, 1, 4, 4]).unwrap(), &strided_wgpu::MaxPool2dOptions::new((2, 2))).is_err(), "{}: pooling a destroyed buffer", name(ctx));
+        batch.submit_and_wait().unwrap();
+        assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), (0..16).map(|i| 2.0 * i as f32).collect::<Vec<_>>(), "{}", name(ctx));
+    }
+}

@@ -143,7 +143,8 @@ impl Batch<'_> {
 
     /// Ends recording into the caller's encoder: the recorded work is encoded into it, and what
     /// the batch holds is handed to it, to be released when its work has finished. Dropping the
-    /// batch does the same.
+    /// batch does the same. A batch of the crate's own encoder (`ctx.batch()`) is not ended
+    /// so: `end` (as dropping it) discards what it recorded; `submit` or `finish` it.
     pub fn end(mut self) {
         self.release();
     }

@@ -138,7 +138,9 @@ impl GpuContext {
     pub fn adapter(&self) -> &AdapterReport {
         &self.rt.report
     }
-    /// Whether two contexts share one device.
+    /// Whether two contexts are one (a context and its clones): their tensors mix. Two
+    /// contexts made on one wgpu device (`from_device` twice) are not: each has its own pool,
+    /// held calls and captures, and a call mixing their tensors is `Error::Device`.
     pub fn same_device(&self, other: &GpuContext) -> bool {
         Arc::ptr_eq(&self.rt, &other.rt)
     }
@@ -216,12 +218,16 @@ impl GpuContext {
         choice
     }
 
-    /// Before a tuning call looks at its class: refused while this thread captures a graph (a
+    /// Before a tuning call looks at its class (`operands`: its tensors' contexts, each this
+    /// one, else [`Error::Device`]): refused while this thread captures a graph (a
     /// measurement submits and waits, and a 16-bit convolution's conversions would be
     /// captured); then the device-loss probe. Cheap: every eager call under `OnFirstCall`
     /// passes here.
-    pub(crate) fn ready_to_tune(&self) -> Result<()> {
+    pub(crate) fn ready_to_tune(&self, operands: &[&GpuContext]) -> Result<()> {
         self.rt.check_not_capturing("tune")?;
+        if !operands.iter().all(|c| c.same_device(self)) {
+            return Err(Error::Device { op: "tune", detail: "the tensors live on another GpuContext than the one tuning".into() });
+        }
         self.rt.probe("tune")
     }
 

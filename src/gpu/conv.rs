@@ -486,7 +486,7 @@ impl GpuContext {
     /// strides and offset matter) unless its class is tuned already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
-        self.ready_to_tune()?;
+        self.ready_to_tune(&[Some(input), Some(weight), bias].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
         if g.dtype == DType::F32 {
             return self.tune_f32_into(out, input, weight, bias, options, g, drive).await;
         }
@@ -511,7 +511,7 @@ impl GpuContext {
 
     #[allow(clippy::too_many_arguments)]
     async fn tune_f32_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
-        self.ready_to_tune()?;
+        self.ready_to_tune(&[Some(input), Some(weight), bias].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
         let class = conv_class(&self.rt.report, g, options, input.layout(), weight.layout(), out);
         if g.n * g.k * g.oh * g.ow == 0 || self.tuner.get::<Conv>(&class).is_some() {
             return Ok(false);

@@ -142,7 +142,7 @@ impl GpuContext {
     }
 
     async fn tune_copy_with(&self, dst: &DeviceTensor, src: &DeviceTensor, drive: Drive) -> Result<bool> {
-        self.ready_to_tune()?;
+        self.ready_to_tune(&[dst.context(), src.context()])?;
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(false) };
         let r = &self.rt.report;
         let Some(class) = copy::transpose_class(r, &plan, dst.dtype(), src.dtype()) else { return Ok(false) };

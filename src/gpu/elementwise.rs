@@ -39,8 +39,10 @@ impl Batch<'_> {
         let (r, tensors) = resolve(op, inputs, target, DeviceTensor::shares_storage)?;
         let ctx = self.context().clone();
         let rt = &ctx.rt;
+        let mark = self.recorded();
         let rec = self.parts(name)?;
-        // One set of error scopes for the op: its new output and its dispatches.
+        // One set of error scopes for the op: its new output and its dispatches (cut back out
+        // of the batch when they caught an error).
         let out = rt.scoped(name, || {
             let out = match target {
                 Target::New => {
@@ -57,7 +59,14 @@ impl Batch<'_> {
             let buffers: Vec<&wgpu::Buffer> = tensors.iter().map(|t| t.buffer()).collect();
             elementwise::record(rt, rec, &r, path, out.buffer(), &buffers)?;
             Ok(out)
-        })?;
+        });
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                self.cut_back(mark);
+                return Err(e);
+            }
+        };
         self.tail = tail.map(|t| (0, t));
         Ok(out)
     }

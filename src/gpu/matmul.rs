@@ -362,7 +362,7 @@ impl GpuContext {
     /// writes it as it is (`MatmulKernel::writes_half`), as each runs in a call. (The
     /// others' 16-bit calls add a rounding copy of the output, not timed here.)
     pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
-        self.ready_to_tune()?;
+        self.ready_to_tune(&[Some(a), Some(b), c].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
         let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
         let out = Layout::contiguous(&full)?;
         let class = matmul_class(&self.rt.report, &product(plan, a, b, c, a.buffer(), &out));

@@ -73,10 +73,13 @@ impl Batch<'_> {
             return Ok(self.new_window(x, g)?.0);
         }
         let (out, pieces) = nearest_pieces(x, &r, options.mode == InterpolateMode::NearestExact)?;
-        for (dst, src) in &pieces {
-            self.copy_(dst, src)?;
-        }
-        Ok(out)
+        // Whole or not at all: a copy that fails leaves none of the others recorded.
+        self.whole(|batch| {
+            for (dst, src) in &pieces {
+                batch.copy_(dst, src)?;
+            }
+            Ok(out)
+        })
     }
 
     fn new_window(&mut self, x: &DeviceTensor, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
@@ -95,10 +98,13 @@ impl Batch<'_> {
         g.check(x.layout(), x.dtype())?;
         let kernel = pool::classify(g, x.dtype(), out.layout(), kernel)?;
         let ctx = self.context().clone();
-        let rec = self.parts(g.op)?;
-        for t in operands {
-            rec.hold_shared(t.storage());
-        }
-        pool::record(&ctx.rt, rec, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel)
+        // Whole or not at all: a dispatch whose error its op's scope caught is not kept.
+        self.whole(|batch| {
+            let rec = batch.parts(g.op)?;
+            for t in operands {
+                rec.hold_shared(t.storage());
+            }
+            ctx.rt.scoped(g.op, || pool::record(&ctx.rt, rec, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel))
+        })
     }
 }

@@ -137,6 +137,9 @@ impl DeviceTensor {
         }
         let len = usize::try_from(buffer.size() / dtype.size() as u64).map_err(|_| Error::overflow(OP, format!("the element count of a buffer of {} bytes", buffer.size())))?;
         layout.check_within(OP, len)?;
+        if crate::runtime::lock::lock(&ctx.rt.pool).owns(&buffer) {
+            return Err(Error::invalid(OP, "the buffer is the storage of one of this context's tensors (its pool recycles it when the tensor is dropped): wrap buffers made with `ctx.device()`"));
+        }
         ctx.rt.check_own_buffer(OP, &buffer)?;
         Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Arc::new(Backing::Foreign(buffer)), dtype, len }), layout })
     }

@@ -392,7 +392,17 @@ impl Runtime {
     /// lost (a `device.destroy()` the crate has not seen yet invalidates its buffers) is
     /// [`Error::DeviceLost`], as every call after a loss.
     pub fn scoped<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.lost_or(self.errors.scoped(&self.device, op, f))
+        let r = self.errors.scoped(&self.device, op, f);
+        self.forget_groups_on_error(&r);
+        self.lost_or(r)
+    }
+
+    /// A bind group made inside scopes that caught an error may be invalid: the cache keeps
+    /// none (the outermost scope catches errors for those nested in it).
+    fn forget_groups_on_error<T>(&self, r: &Result<T>) {
+        if matches!(r, Err(Error::Gpu { .. })) {
+            lock(&self.bind_groups).clear();
+        }
     }
 
     /// A caught error as [`Error::DeviceLost`] when the device turns out to be lost.
@@ -409,7 +419,9 @@ impl Runtime {
     /// [`Runtime::scoped`] in scopes of its own even inside another call's (see
     /// [`errors::Capture::scoped_fresh`]).
     pub fn scoped_fresh<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.lost_or(self.errors.scoped_fresh(&self.device, op, f))
+        let r = self.errors.scoped_fresh(&self.device, op, f);
+        self.forget_groups_on_error(&r);
+        self.lost_or(r)
     }
 
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.

@@ -36,6 +36,9 @@ pub(crate) fn pooled_size(size: u64, max: u64) -> Option<u64> {
 /// Idle buffers by (size class, usage), and the bytes they hold.
 pub(crate) struct BufferPool {
     free: crate::runtime::fxhash::FxHashMap<(u64, wgpu::BufferUsages), Vec<wgpu::Buffer>>,
+    /// Every buffer the pool made and has not given up for destruction (lent or idle): a
+    /// caller's `from_buffer` of one would alias storage the pool recycles.
+    owned: std::collections::HashSet<wgpu::Buffer, std::hash::BuildHasherDefault<crate::runtime::fxhash::FxHasher>>,
     bytes: u64,
     cap: u64,
     /// The runtime's GL turn (GL backend only): destroying a buffer reaches the GL context.
@@ -56,7 +59,7 @@ pub(crate) fn destroy(gl: &Option<Arc<Mutex<()>>>, buffers: Vec<wgpu::Buffer>) {
 
 impl BufferPool {
     pub(crate) fn new(gl: Option<Arc<Mutex<()>>>) -> BufferPool {
-        BufferPool { free: Default::default(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl }
+        BufferPool { free: Default::default(), owned: Default::default(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl }
     }
     /// The GL turn's mutex.
     pub(crate) fn gl(&self) -> Option<Arc<Mutex<()>>> {
@@ -71,6 +74,7 @@ impl BufferPool {
     fn put(&mut self, b: wgpu::Buffer) -> Option<wgpu::Buffer> {
         let size = b.size();
         if self.bytes + size > self.cap {
+            self.owned.remove(&b);
             return Some(b);
         }
         self.bytes += size;
@@ -94,7 +98,15 @@ impl BufferPool {
     pub(crate) fn trim(&mut self) -> (u64, Vec<wgpu::Buffer>) {
         let freed = self.bytes;
         self.bytes = 0;
-        (freed, self.free.drain().flat_map(|(_, v)| v).collect())
+        let idle: Vec<wgpu::Buffer> = self.free.drain().flat_map(|(_, v)| v).collect();
+        for b in &idle {
+            self.owned.remove(b);
+        }
+        (freed, idle)
+    }
+    /// Whether `b` is one of the pool's buffers (a tensor's storage, or idle).
+    pub(crate) fn owns(&self, b: &wgpu::Buffer) -> bool {
+        self.owned.contains(b)
     }
 }
 
@@ -119,7 +131,10 @@ impl Pooled {
         let buffer = match idle {
             Some(b) => b,
             None => match create(class) {
-                Ok(b) => b,
+                Ok(b) => {
+                    lock(pool).owned.insert(b.clone());
+                    b
+                }
                 Err(e) => return Some(Err(e)),
             },
         };
