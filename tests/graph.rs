@@ -152,6 +152,36 @@ fn replays_equal_eager_calls_bit_for_bit() {
     }
 }
 
+/// The normalizations, composed of reductions and elementwise ops, captured: a layer norm over
+/// the last dim and a group norm of a channels-last input (f32 and f16, with affine
+/// parameters), replayed on new inputs, equal the eager calls bit for bit.
+#[test]
+fn captured_normalizations_replay_the_eager_bits() {
+    use strided_wgpu::ops::{group_norm, layer_norm};
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        for dtype in [DType::F32, DType::F16] {
+            let t = |n: usize, shape: &[usize], seed| DeviceTensor::from_slice(ctx, &vals(n, seed), shape).unwrap().to(dtype).unwrap();
+            let (w, b) = (t(8, &[8], 3), t(8, &[8], 4));
+            let x = t(2 * 8 * 5 * 5, &[2, 8, 5, 5], 5).contiguous(MemoryFormat::ChannelsLast).unwrap();
+            let f = |x: &DeviceTensor| -> strided_wgpu::Result<(DeviceTensor, DeviceTensor)> {
+                let g = group_norm(x, 4, Some(&w), Some(&b), 1e-5)?;
+                let rows = g.permute(&[0, 2, 3, 1])?;
+                Ok((g.clone(), layer_norm(&rows, &[8], Some(&w), None, 1e-5)?))
+            };
+            let graph = ctx.capture(&[&x], || f(&x)).unwrap();
+            for seed in [6, 7] {
+                let new = t(2 * 8 * 5 * 5, &[2, 8, 5, 5], seed).contiguous(MemoryFormat::ChannelsLast).unwrap();
+                graph.replay_and_wait(&[&new]).unwrap();
+                let (g, l) = f(&new).unwrap();
+                assert_eq!(bits(&graph.output().0), bits(&g), "{} {dtype} seed {seed}: group_norm", name(ctx));
+                assert_eq!(bits(&graph.output().1), bits(&l), "{} {dtype} seed {seed}: layer_norm", name(ctx));
+                assert!(bits(&l).iter().all(|&v| f32::from_bits(v).is_finite()), "{}", name(ctx));
+            }
+        }
+    }
+}
+
 /// The result of a closure over the input `x`, for the fusion test.
 type Forward<'a> = Box<dyn Fn(&DeviceTensor) -> strided_wgpu::Result<DeviceTensor> + 'a>;
 
