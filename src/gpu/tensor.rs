@@ -126,6 +126,12 @@ impl DeviceTensor {
     /// wgpu 30 exposes no buffer's device or instance, and resolves the buffer's id in this
     /// device's instance, where it names nothing (wgpu-core panics, "Cannot get non-existent
     /// resource", here) or another buffer. Wrap only buffers made with `ctx.device()`.
+    ///
+    /// One of this context's own buffers (a tensor's storage, `t.buffer().clone()`, or an idle
+    /// one of its pool) is refused ([`Error::InvalidArgument`]): the pool recycles it when the
+    /// tensor is dropped, under the alias. A second context on the same device (`from_device`
+    /// twice) keeps a pool of its own, which this check does not see: do not wrap its tensors'
+    /// buffers either.
     pub fn from_buffer(ctx: &GpuContext, buffer: wgpu::Buffer, dtype: DType, layout: Layout) -> Result<DeviceTensor> {
         const OP: &str = "from_buffer";
         ctx.rt.probe(OP)?;

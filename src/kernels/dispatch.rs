@@ -4,8 +4,8 @@
 //! them into compute passes later. A family writes no pass or bind group of its own.
 //!
 //! An op whose dispatches fail part-way (a pipeline that does not compile) leaves the dispatches
-//! it appended before; the op's call returns the error, and the recording (batch) holding them
-//! is the caller's to drop.
+//! it appended before; the op's call returns the error, and the batch's op cuts them back out
+//! (`Batch::whole`, or the elementwise op's own mark), so that the batch's other work runs.
 
 use crate::error::{Error, Result};
 use crate::kernels::abi::{self, Uniform};

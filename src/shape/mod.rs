@@ -185,7 +185,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// circular pad the last 1-3 dims of a tensor with one or two more dims (reflect: pads
     /// below the size; circular: at most the size). Negative pads crop there too, as PyTorch's
     /// index rules: reflect and replicate map output j to input j - left reflected or clamped
-    /// within the whole input (a result of size 0 is an error); circular crops first and wraps
+    /// within the whole input (every padded size 0 is an error); circular crops first and wraps
     /// within what is left (a pad past that, where PyTorch reads memory it never wrote, is
     /// [`Error::Unsupported`]). Reflect and replicate need every dim but a batch (the first of
     /// k + 2) non-empty. The result keeps the input's memory format, but circular's is
@@ -282,19 +282,31 @@ pub trait ShapeOps: Elementwise + Pool2d {
                     _ => "at most the size",
                 })));
             }
-            if matches!(mode, PadMode::Reflect | PadMode::Replicate) && shape[d] == 0 {
-                return Err(Error::invalid(OP, format!("{mode:?} pads ({l}, {r}) of dim {d} of shape {:?}: the input is too small, the padded size is 0", self.shape())));
-            }
-            // PyTorch wraps within the cropped part by copying from its own output, which reads
-            // memory it never wrote where a pad passes that part's size.
-            let kept = size - (-l).max(0) - (-r).max(0);
-            if matches!(mode, PadMode::Circular) && (l.max(0) > kept || r.max(0) > kept) && shape[d] > 0 {
-                return Err(Error::unsupported(OP, format!("circular pads ({l}, {r}) of dim {d} of shape {:?}: a pad past the {kept} elements the crops leave (PyTorch reads unwritten memory there)", self.shape())));
+        }
+        // Reflect and replicate: PyTorch's "input is too small" where every padded dim's result
+        // is empty (one of them may be, in 2-d and 3-d padding).
+        if matches!(mode, PadMode::Reflect | PadMode::Replicate) && pairs.iter().all(|&(d, _, _)| shape[d] == 0) {
+            return Err(Error::invalid(OP, format!("{mode:?} pads {pad:?} of shape {:?}: the input is too small, every padded size is 0", self.shape())));
+        }
+        // Circular, after every pad was checked: PyTorch wraps within the cropped part by copying
+        // from its own output, which reads memory it never wrote where a pad passes that part's
+        // size (an empty result reads nothing).
+        if matches!(mode, PadMode::Circular) && !shape.contains(&0) {
+            for &(d, l, r) in &pairs {
+                let kept = self.shape()[d] as isize - (-l).max(0) - (-r).max(0);
+                if l.max(0) > kept || r.max(0) > kept {
+                    return Err(Error::unsupported(OP, format!("circular pads ({l}, {r}) of dim {d} of shape {:?}: a pad past the {kept} elements the crops leave (PyTorch reads unwritten memory there)", self.shape())));
+                }
             }
         }
         // PyTorch's circular padding makes a new contiguous tensor (`new_empty`); reflect and
         // replicate keep the suggested format.
         let format = if matches!(mode, PadMode::Circular) { MemoryFormat::Contiguous } else { format };
+        // An empty result: nothing to copy (a dim padded before another empties it could not be
+        // formed).
+        if shape.contains(&0) {
+            return self.new_tensor(&shape, self.dtype(), format);
+        }
         // One dim at a time, each into a new tensor: the corners come from the padded rows.
         let mut cur = self.clone();
         let mut pieces = Vec::new();
