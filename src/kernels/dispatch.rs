@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::kernels::abi::{self, Uniform};
 use crate::kernels::shaders;
 use crate::runtime::record::{Command, Recorder};
-use crate::runtime::lock::lock;
 use crate::runtime::{PipelineKey, Runtime, Slot};
 
 /// One dispatch of a family: its pipeline (registered shader and override constants), its
@@ -32,7 +31,9 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
     if dispatches.is_empty() {
         return Ok(());
     }
-    let recorded = rt.scoped(op, || {
+    // (A group made inside a scope that caught an error may be invalid: `Runtime::scoped`
+    // empties the bind-group cache then, at the scope that catches it.)
+    rt.scoped(op, || {
         let bgl = rt.bind_group_layout(slots)?;
         let size = std::mem::size_of::<P>() as u64;
         let mut last: Option<(&PipelineKey, std::sync::Arc<wgpu::ComputePipeline>)> = None;
@@ -62,12 +63,7 @@ pub(crate) fn record<P: Uniform>(rt: &Runtime, rec: &mut Recorder, op: &'static 
             rec.dispatch(Command::Dispatch { op, kernel: d.key.shader, pipeline, group, grid: d.grid, storage, reads });
         }
         Ok(())
-    });
-    if recorded.is_err() {
-        // A group made inside a failed scope may be invalid: keep none of them.
-        lock(&rt.bind_groups).clear();
-    }
-    recorded
+    })
 }
 
 /// The bound size of `size` bytes of `b` from `offset`: whole 4-byte words where the buffer

@@ -238,11 +238,7 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     };
     // The reduced elements of one output: a product that can pass usize where the input is
     // empty (its other dims multiply without bound).
-    let product = |sizes: &mut dyn Iterator<Item = usize>| -> Option<usize> {
-        let sizes: Vec<usize> = sizes.collect();
-        if sizes.contains(&0) { Some(0) } else { sizes.iter().try_fold(1usize, |a, &n| a.checked_mul(n)) }
-    };
-    let extent = product(&mut shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
+    let extent = product(shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
     if extent == 0 && op.needs_elements() {
         return Err(Error::invalid(name, format!("the reduction over dims {dims:?} of an input of shape {shape:?} has no elements, and {name} has no identity")));
     }
@@ -253,7 +249,7 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     }
     let keep_shape: Vec<usize> = shape.iter().zip(&reduced).map(|(&n, &r)| if r { 1 } else { n }).collect();
     let out_shape: Vec<usize> = if keepdim { keep_shape.clone() } else { shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&n, _)| n).collect() };
-    if product(&mut out_shape.iter().copied()).is_none() {
+    if product(out_shape.iter().copied()).is_none() {
         return Err(Error::overflow(name, format!("the output of a reduction over dims {dims:?} of shape {shape:?} has more than usize::MAX elements")));
     }
     Ok(ReduceSpec { op, reduced, keep_shape, out_shape, extent, cast_to, out_dtype })
@@ -327,4 +323,12 @@ pub(crate) fn check_targets<T: Strided>(name: &'static str, s: &ReduceSpec, x: &
         }
     }
     Ok(())
+}
+
+/// The product of `sizes`: 0 where any is 0 (whatever the others multiply to), `None` past usize.
+fn product(mut sizes: impl Iterator<Item = usize> + Clone) -> Option<usize> {
+    if sizes.clone().any(|n| n == 0) {
+        return Some(0);
+    }
+    sizes.try_fold(1usize, |a, n| a.checked_mul(n))
 }

@@ -331,9 +331,10 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 if j1 > j0 {
                     pieces.push((next.narrow(di, j0, (j1 - j0) as usize)?, src.narrow(di, j0 - l, (j1 - j0) as usize)?));
                 }
-                let edge = |at: isize| -> Result<Self> {
+                // Replicate: element `at` of the dim repeated `len` times.
+                let edge = |at: isize, len: isize| -> Result<Self> {
                     let mut sizes: Vec<isize> = src.shape().iter().map(|&s| s as isize).collect();
-                    sizes[d] = 1;
+                    sizes[d] = len;
                     src.narrow(di, at, 1)?.expand(&sizes)
                 };
                 // Before: j in [0, min(n, l)), t < 0.
@@ -343,11 +344,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
                         // t reflected: l - j, from l down to l - before + 1.
                         PadMode::Reflect => src.narrow(di, l - before + 1, before as usize)?.flip(di)?,
                         PadMode::Circular => src.narrow(di, size - before, before as usize)?,
-                        _ => {
-                            let mut sizes: Vec<isize> = src.shape().iter().map(|&s| s as isize).collect();
-                            sizes[d] = before;
-                            edge(0)?.expand(&sizes)?
-                        }
+                        _ => edge(0, before)?,
                     };
                     pieces.push((next.narrow(di, 0, before as usize)?, from));
                 }
@@ -359,11 +356,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
                         // t reflected: 2 (size - 1) - j + l, down to size - 1 - r.
                         PadMode::Reflect => src.narrow(di, size - 1 - r, after as usize)?.flip(di)?,
                         PadMode::Circular => src.narrow(di, 0, after as usize)?,
-                        _ => {
-                            let mut sizes: Vec<isize> = src.shape().iter().map(|&s| s as isize).collect();
-                            sizes[d] = after;
-                            edge(size - 1)?.expand(&sizes)?
-                        }
+                        _ => edge(size - 1, after)?,
                     };
                     pieces.push((next.narrow(di, start, after as usize)?, from));
                 }
