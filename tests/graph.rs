@@ -697,15 +697,16 @@ fn a_replay_given_the_graphs_inputs_swapped() {
         graph.replay_and_wait(&[&b, &b]).unwrap();
         let want: Vec<f32> = va.iter().map(|&x| x * 2.0 - x).collect();
         assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}: (b, b)", name(ctx));
-        // In a batch: an input copy that fails (into an expanded input, which reaches an
-        // element 32 times) after another was recorded leaves nothing recorded.
-        let one = DeviceTensor::from_slice(ctx, &[1f32], &[1]).unwrap();
-        let e = one.expand(&[32]).unwrap();
-        let graph = ctx.capture(&[&a, &e], || a.mul(2.0)?.sub(&e)).unwrap();
+        // In a batch: an input copy that fails (from a source that partly overlaps its
+        // input) after another was recorded leaves nothing recorded.
+        let big = DeviceTensor::from_slice(ctx, &vals(40, 93), &[40]).unwrap();
+        let c = big.slice(0, 0, 32, 1).unwrap();
+        let graph = ctx.capture(&[&a, &c], || a.mul(2.0)?.sub(&c)).unwrap();
         // a and b hold different values, so that a recorded copy into a would show.
         a.copy_(&DeviceTensor::from_slice(ctx, &vb, &[32]).unwrap()).unwrap();
         let mut batch = ctx.batch();
-        let r = batch.replay(&graph, &[&b, &a]);
+        let shifted = big.slice(0, 4, 36, 1).unwrap();
+        let r = batch.replay(&graph, &[&b, &shifted]);
         assert!(matches!(r, Err(Error::Overlap { op: "copy_", .. })), "{}: {r:?}", name(ctx));
         let before = ctx.record_counts();
         batch.submit_and_wait().unwrap();
@@ -985,5 +986,78 @@ fn replays_the_caller_submits_leave_no_stale_constants() {
         ctx.queue().submit([finished]);
         ctx.flush().unwrap().wait().unwrap();
         assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: a finished replay submitted after a write", name(ctx));
+    }
+}
+
+/// A write in a command buffer the caller submits (`Batch::finish`, `record_into`) is seen by
+/// every replay until that work is done: a replay between its encoding and the caller's submit
+/// noted the write as seen (it was counted when encoded), and the replays after the submit read
+/// the old packing. An in-place update of a tensor uploaded inside the closure is not run-once
+/// work (run again, it updated the tensor again), a batch holding a replay cannot be submitted
+/// inside a capture (the nested graph missed the writes held back before the outer replay), and
+/// an input that reaches an element twice is refused at capture (every replay with inputs
+/// failed).
+#[test]
+fn writes_the_caller_submits_uploads_nested_replays_and_overlapping_inputs() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, 81), &[6, 8]).unwrap();
+        let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, 82), &[5, 8]).unwrap();
+        let forward = || x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?);
+        let graph = ctx.capture(&[&x], forward).unwrap();
+        assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+        // Finished, replayed before the caller submits it, then replayed after.
+        let mut b = ctx.batch();
+        b.mul_(&v, 2.0).unwrap();
+        let cb = b.finish().unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        ctx.queue().submit([cb]);
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: a write in a finished batch submitted after a replay", name(ctx));
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: the replay after", name(ctx));
+        // The same in the caller's encoder.
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let mut b = ctx.record_into(&mut enc);
+        b.mul_(&v, 0.5).unwrap();
+        drop(b);
+        graph.replay_and_wait(&[]).unwrap();
+        ctx.queue().submit([enc.finish()]);
+        graph.replay_and_wait(&[]).unwrap();
+        assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: a write recorded into the caller's encoder", name(ctx));
+
+        // An in-place update of a tensor uploaded in the closure (written once, at capture)
+        // runs at every replay, as the captured calls do: two replays add w twice, whether or
+        // not w was written between them (it was run-once work, added again only after a
+        // write of w).
+        let w = DeviceTensor::from_slice(ctx, &vals(8, 83), &[8]).unwrap();
+        let y = DeviceTensor::from_slice(ctx, &vals(8, 84), &[8]).unwrap();
+        let graph = ctx
+            .capture(&[&y], || -> strided_wgpu::Result<DeviceTensor> {
+                let t = DeviceTensor::from_slice(ctx, &[1f32; 8], &[8])?;
+                t.add_(&w)?;
+                y.mul(&t)
+            })
+            .unwrap();
+        let t = DeviceTensor::from_slice(ctx, &[1f32; 8], &[8]).unwrap();
+        for replay in 0..3 {
+            graph.replay_and_wait(&[]).unwrap();
+            t.add_(&w).unwrap();
+            assert_eq!(bits(graph.output()), bits(&y.mul(&t).unwrap()), "{}: an uploaded tensor updated in place, replay {replay}", name(ctx));
+            if replay == 1 {
+                w.mul_(2.0).unwrap();
+            }
+        }
+
+        // A batch holding a replay, submitted inside a capture.
+        let mut b = ctx.batch();
+        b.replay(&graph, &[]).unwrap();
+        let nested = ctx.capture(&[], || b.submit().map(drop));
+        assert!(matches!(nested, Err(Error::InvalidArgument { .. })), "{}: a replay nested in a capture: {:?}", name(ctx), nested.as_ref().err());
+
+        // An expanded input.
+        let e = x.select(0, 0).unwrap().expand(&[6, 8]).unwrap();
+        let r = ctx.capture(&[&e], || e.mul(2.0));
+        assert!(matches!(r, Err(Error::Overlap { op: "capture", .. })), "{}: an input reaching an element twice: {:?}", name(ctx), r.as_ref().err());
     }
 }

@@ -192,6 +192,11 @@ impl Batch<'_> {
                 let rec = std::mem::take(&mut self.rec);
                 if rt.capturing_here() {
                     rt.probe("submit")?;
+                    // A replay recorded before the capture began (`Batch::replay` refuses one
+                    // during it): replays do not nest in captures.
+                    if rec.replays_graph() {
+                        return Err(Error::invalid("submit", "this thread is capturing a graph and the batch holds a replay of another graph: replays do not nest in captures (submit the batch before the capture)"));
+                    }
                     // A convolution's tail holds only while nothing was recorded after it.
                     let tail = self.tail.take().filter(|(_, t)| !matches!(t, Tail::Conv(c) if c.end != rec.len()));
                     return fuse::append_captured(&self.ctx, rec, tail).map(|()| Submission::captured());

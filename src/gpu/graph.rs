@@ -75,7 +75,12 @@ impl GpuContext {
     /// before every replay in a command buffer the caller submits ([`Batch::finish`],
     /// [`GpuContext::record_into`]), whose order against the crate's writes the crate cannot
     /// see ([`Graph::constant_counts`] more dispatches and copies each; on WebGPU a submission
-    /// refused later is counted as having run it). A
+    /// refused later is counted as having run it), and before every replay while a write of
+    /// such a tensor in a command buffer the caller submits has not finished on the GPU (nor
+    /// been dropped unsubmitted). An in-place update of a tensor uploaded inside the closure
+    /// is replayed work, run at every replay on what the last replay left. A
+    /// batch holding a replay cannot be submitted inside the closure (replays do not nest),
+    /// and an input that reaches an element twice is refused ([`Error::Overlap`]). A
     /// caller's buffer ([`DeviceTensor::from_buffer`]) is never such a constant (its writes are
     /// the caller's own), nor is an input; a tensor's buffer written by the caller's own wgpu
     /// commands is not seen: capture again after such a write.
@@ -87,6 +92,11 @@ impl GpuContext {
         self.rt.probe(OP)?;
         if let Some(t) = inputs.iter().find(|t| !t.context().same_device(self)) {
             return Err(Error::Device { op: OP, detail: format!("an input of shape {:?} lives on another GpuContext than the capture", t.shape()) }.into());
+        }
+        // A replay copies new contents into each input: one that reaches an element twice
+        // (an expanded view) could never be written.
+        if let Some(t) = inputs.iter().find(|t| t.layout().has_internal_overlap()) {
+            return Err(Error::Overlap { op: OP, detail: format!("an input of shape {:?} and strides {:?} reaches some element twice: a replay could not copy new contents into it", t.shape(), t.strides()) }.into());
         }
         self.rt.capture_begin(OP)?;
         // Should `f` panic, the capture ends anyway (the thread's recording, and what it holds,

@@ -171,6 +171,7 @@ impl DeviceTensor {
 
     fn write_bytes(&self, bytes: &[u8]) -> Result<()> {
         let rt = &self.storage.ctx.rt;
+        rt.host_written(self.buffer());
         rt.scoped("upload", || {
             let whole = bytes.len() / 4 * 4;
             if whole > 0 {

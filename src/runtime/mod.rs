@@ -440,6 +440,19 @@ impl Runtime {
         Ok(p)
     }
 
+    /// Notes that the host wrote `buffer` (an upload): while this thread captures, it is no
+    /// longer fresh to the graph, so that no run-once work may write it (an in-place update of
+    /// an uploaded tensor, run again before a replay, would update it again: the upload itself
+    /// is not run again).
+    pub fn host_written(&self, buffer: &wgpu::Buffer) {
+        let mut c = lock(&self.capture);
+        if !c.is_empty() {
+            if let Some(r) = c.get_mut(&std::thread::current().id()) {
+                r.fresh.retain(|b| b != buffer);
+            }
+        }
+    }
+
     /// How many pipelines this runtime has compiled (one per distinct shader and constants).
     pub fn pipeline_count(&self) -> usize {
         lock(&self.pipelines).len()

@@ -191,6 +191,11 @@ impl Recorder {
         self.commands.iter().any(|c| matches!(c, Command::Graph(_, Some(_))))
     }
 
+    /// Whether the recording replays a captured graph.
+    pub fn replays_graph(&self) -> bool {
+        self.commands.iter().any(|c| matches!(c, Command::Graph(..)))
+    }
+
     /// The commands recorded so far.
     pub fn len(&self) -> usize {
         self.commands.len()
@@ -317,18 +322,24 @@ impl Recorder {
 /// it ran (`watch` counts the writes, in the order they are encoded). `reruns`: for a command
 /// buffer the crate submits, where the run-once work encoded again is listed, to be committed
 /// once submitted (`runtime/watch.rs`); `None` for one the caller submits, where that work is
-/// encoded whatever the counts. Returns what it encoded.
+/// encoded whatever the counts, and the buffers it writes are pending until its work is done
+/// ([`Watch::pending_until_done`]). Returns what it encoded.
 pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder, watch: &Watch, mut reruns: Option<&mut Vec<Rerun>>) -> RecordCounts {
     let mut counts = RecordCounts::default();
     let mut pass: Option<wgpu::ComputePass<'static>> = None;
-    encode_into(commands, enc, &mut pass, &mut counts, watch, &mut reruns);
+    let mut caller = reruns.is_none().then(Vec::new);
+    encode_into(commands, enc, &mut pass, &mut counts, watch, &mut reruns, &mut caller);
     drop(pass);
+    if let Some(written) = caller {
+        watch.pending_until_done(written, enc);
+    }
     counts
 }
 
-fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch, reruns: &mut Option<&mut Vec<Rerun>>) {
+#[allow(clippy::too_many_arguments)]
+fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch, reruns: &mut Option<&mut Vec<Rerun>>, caller: &mut Option<Vec<wgpu::Buffer>>) {
     for c in commands {
-        watch.note(c);
+        watch.note(c, caller.as_mut());
         match c {
             Command::Dispatch { pipeline, group, grid, .. } => {
                 let p = pass.get_or_insert_with(|| {
@@ -356,13 +367,13 @@ fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut 
                     // caller's, always.
                     let now = if reruns.is_some() { k.stale() } else { Some(Vec::new()) };
                     if let Some(now) = now {
-                        encode_into(&k.once, enc, pass, counts, watch, reruns);
+                        encode_into(&k.once, enc, pass, counts, watch, reruns, caller);
                         if let Some(list) = reruns.as_deref_mut() {
                             list.push((k.clone(), now));
                         }
                     }
                 }
-                encode_into(commands, enc, pass, counts, watch, reruns)
+                encode_into(commands, enc, pass, counts, watch, reruns, caller)
             }
         }
     }

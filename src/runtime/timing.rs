@@ -121,7 +121,7 @@ impl Timer {
             for c in &flat {
                 match c {
                     Command::Dispatch { pipeline, group, grid, .. } => {
-                        rt.watch.note(c);
+                        rt.watch.note(c, None);
                         let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(2 * i), end_of_pass_write_index: Some(2 * i + 1) };
                         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: Some(writes) });
                         pass.set_pipeline(pipeline);

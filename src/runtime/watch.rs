@@ -6,6 +6,10 @@
 //! ([`Constants::commit`]): a command buffer dropped unsubmitted or failed leaves it stale. A
 //! replay in a command buffer the caller submits (`Batch::finish`, `record_into`) runs the
 //! work every time, since the crate cannot see whether or when that command buffer runs.
+//! Likewise a write in a command buffer the caller submits: its buffers are pending
+//! ([`Watch::pending_until_done`]) from its encoding until that work is done on the GPU (or
+//! the command buffer is dropped unsubmitted), and every replay meanwhile runs the work again
+//! (the write may run before it); once done, they count as written once more.
 //!
 //! Writes are counted as the crate encodes them ([`crate::runtime::record::encode`]): a
 //! replay's check sees every write encoded before it (the eager calls held back are submitted,
@@ -17,7 +21,7 @@
 //! buffer) are not counted: a caller's buffer ([`crate::DeviceTensor::from_buffer`]) is never a
 //! constant of a graph for that reason.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::runtime::fxhash::FxHashMap;
@@ -31,6 +35,21 @@ pub(crate) struct Watch {
     watched: AtomicUsize,
     /// Per buffer: its writes so far, and the graphs watching it.
     counts: Mutex<FxHashMap<wgpu::Buffer, (u64, usize)>>,
+    /// How many command buffers the caller submits are pending: 0 skips the list.
+    pending_len: AtomicUsize,
+    /// Per command buffer the caller submits that writes: the buffers it writes, and whether
+    /// its work is done (or the command buffer dropped unsubmitted).
+    pending: Mutex<Vec<(Arc<AtomicBool>, Vec<wgpu::Buffer>)>>,
+}
+
+/// Set when dropped: held by a command buffer's `on_submitted_work_done` callback, which is
+/// dropped once it ran, or with a command buffer dropped unsubmitted.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 /// A captured graph's run-once work and the constants it read, with their write counts when
@@ -60,23 +79,70 @@ impl Watch {
         Arc::new(Constants { once, seen: Mutex::new(seen), watch: self.clone() })
     }
 
-    /// Counts the writes of `c` (not of a nested graph: its commands are counted as encoded).
-    pub(crate) fn note(&self, c: &Command) {
+    /// Counts the writes of `c` (not of a nested graph: its commands are counted as encoded);
+    /// `caller`: where the command buffer is the caller's to submit, collects what it writes.
+    pub(crate) fn note(&self, c: &Command, caller: Option<&mut Vec<wgpu::Buffer>>) {
+        let written = writes(c);
+        if let Some(list) = caller {
+            for b in written {
+                if !list.contains(b) {
+                    list.push(b.clone());
+                }
+            }
+        }
         if self.watched.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let written: &[wgpu::Buffer] = match c {
-            Command::Dispatch { storage, reads, .. } => &storage[*reads..],
-            Command::Copy { dst, .. } => std::slice::from_ref(dst),
-            Command::Clear { buffer, .. } => std::slice::from_ref(buffer),
-            Command::Graph(..) => return,
-        };
         let mut counts = lock(&self.counts);
         for b in written {
             if let Some(e) = counts.get_mut(b) {
                 e.0 += 1;
             }
         }
+    }
+
+    /// Marks `written`, the buffers a command buffer the caller submits writes (encoded into
+    /// `enc`), as pending until its work is done on the GPU or it is dropped unsubmitted.
+    pub(crate) fn pending_until_done(&self, written: Vec<wgpu::Buffer>, enc: &wgpu::CommandEncoder) {
+        if written.is_empty() {
+            return;
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = SetOnDrop(done.clone());
+        enc.on_submitted_work_done(move || drop(flag));
+        let mut pending = lock(&self.pending);
+        pending.push((done, written));
+        self.pending_len.store(pending.len(), Ordering::Relaxed);
+    }
+
+    /// Whether one of `bufs` is written by a pending command buffer of the caller's, after the buffers of
+    /// those done are counted as written once more (and forgotten).
+    fn pending(&self, bufs: &[wgpu::Buffer]) -> bool {
+        let mut pending = lock(&self.pending);
+        let (done, open): (Vec<_>, Vec<_>) = std::mem::take(&mut *pending).into_iter().partition(|(d, _)| d.load(Ordering::Acquire));
+        *pending = open;
+        self.pending_len.store(pending.len(), Ordering::Relaxed);
+        let hit = pending.iter().any(|(_, w)| bufs.iter().any(|b| w.contains(b)));
+        drop(pending);
+        if !done.is_empty() {
+            let mut counts = lock(&self.counts);
+            for b in done.iter().flat_map(|(_, w)| w) {
+                if let Some(e) = counts.get_mut(b) {
+                    e.0 += 1;
+                }
+            }
+        }
+        hit
+    }
+}
+
+/// The buffers `c` writes (none for a nested graph, whose commands are noted one by one).
+fn writes(c: &Command) -> &[wgpu::Buffer] {
+    match c {
+        Command::Dispatch { storage, reads, .. } => &storage[*reads..],
+        Command::Copy { dst, .. } => std::slice::from_ref(dst),
+        Command::Clear { buffer, .. } => std::slice::from_ref(buffer),
+        Command::Graph(..) => &[],
     }
 }
 
@@ -86,12 +152,19 @@ pub(crate) type Rerun = (Arc<Constants>, Vec<u64>);
 
 impl Constants {
     /// The constants' write counts now, where one of them was written since the run-once work
-    /// last ran in a submission of the crate's (`None`: nothing was).
+    /// last ran in a submission of the crate's, or is written by a command buffer of the
+    /// caller's whose work may not have run yet (`None`: neither).
     pub(crate) fn stale(&self) -> Option<Vec<u64>> {
+        // (The seen buffers copied out first: no lock of `seen` is held while another is taken
+        // here before `counts`.)
+        let pending = self.watch.pending_len.load(Ordering::Relaxed) > 0 && {
+            let bufs: Vec<wgpu::Buffer> = lock(&self.seen).iter().map(|(b, _)| b.clone()).collect();
+            self.watch.pending(&bufs)
+        };
         let counts = lock(&self.watch.counts);
         let seen = lock(&self.seen);
         let now: Vec<u64> = seen.iter().map(|(b, writes)| counts.get(b).map_or(*writes, |&(n, _)| n)).collect();
-        seen.iter().zip(&now).any(|((_, writes), n)| n != writes).then_some(now)
+        (pending || seen.iter().zip(&now).any(|((_, writes), n)| n != writes)).then_some(now)
     }
 
     /// Notes that the run-once work encoded when the counts were `now` ([`Constants::stale`])
