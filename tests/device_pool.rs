@@ -308,7 +308,6 @@ fn bad_input_is_a_typed_error() {
             drop1(x.avg_pool2d(&AvgPool2dOptions { padding: (0, 2), ..AvgPool2dOptions::new((2, 2)) })),
             // an output size below 1
             drop1(x.max_pool2d(&MaxPool2dOptions::new((5, 5)))),
-            drop1(x.adaptive_avg_pool2d((0, 2))),
             drop1(x.interpolate(&InterpolateOptions::scale((0.2, 1.0), InterpolateMode::Nearest))),
             // cat of mismatched shapes
             drop1(cat(&[x, &x.narrow(1, 0, 2).unwrap()], 3)),
@@ -1020,19 +1019,40 @@ fn hand_built_windows_are_checked_against_their_input() {
     }
 }
 
-/// A max pooling whose padding is 2^61 elements finds its first tap in closed form (the host's
-/// loop took 2^61 steps); adaptive pooling of an empty spatial dim is PyTorch's error also when
-/// the batch is empty, and so is adaptive max pooling of no channels (average pooling of no
-/// channels is an empty result).
+/// A max pooling whose padding is 2^30 - 1 elements finds its first tap in closed form (the
+/// host's loop took as many steps); a kernel, stride, padding or dilation past int32 is an
+/// overflow error on the host and every adapter, as PyTorch's (`safe_downcast<int>`: the host
+/// pooled a kernel of 2^62); adaptive pooling of an empty spatial dim is PyTorch's error also
+/// when the batch is empty, and so is adaptive max pooling of no channels (average pooling of
+/// no channels is an empty result).
 #[test]
 fn huge_paddings_end_and_adaptive_pooling_needs_nonempty_dims() {
     let one = HostTensor::from_vec(vec![2f32], &[1, 1, 1, 1]).unwrap();
-    let o = MaxPool2dOptions { kernel: (1 << 62, 1), stride: Some((1, 1)), padding: (1 << 61, 0), dilation: (1, 1), ceil_mode: false };
+    let o = MaxPool2dOptions { kernel: ((1 << 31) - 2, 1), stride: Some((1, 1)), padding: ((1 << 30) - 1, 0), dilation: (1, 1), ceil_mode: false };
     let (done, got) = std::sync::mpsc::channel();
     std::thread::spawn(move || done.send(one.max_pool2d_with_indices(&o).map(|(v, i)| (v.shape().to_vec(), i.to_vec::<i32>().unwrap()))).unwrap());
     let r = got.recv_timeout(std::time::Duration::from_secs(60)).expect("the host's max pooling ended");
-    // PyTorch: 2 rows, each window from 2^61 (and 2^61 - 1) rows before the image over row 0.
+    // PyTorch: 2 rows, each window from 2^30 - 1 (and 2^30 - 2) rows before the image over row 0.
     assert_eq!(r.unwrap(), (vec![1, 1, 2, 1], vec![0, 0]));
+    let one = HostTensor::from_vec(vec![2f32], &[1, 1, 1, 1]).unwrap();
+    let big = 1usize << 31;
+    let max = MaxPool2dOptions::new((1, 1));
+    let maxes = [MaxPool2dOptions { kernel: (big, 1), ..max }, MaxPool2dOptions { kernel: (1 << 62, 1), padding: (1 << 61, 0), ..max }, MaxPool2dOptions { stride: Some((1, big)), ..max }, MaxPool2dOptions { dilation: (big, 1), ..max }];
+    let avgs = [AvgPool2dOptions::new((1, big)), AvgPool2dOptions { stride: Some((big, 1)), ..AvgPool2dOptions::new((1, 1)) }];
+    fn tries<T: Pool2d>(x: &T, maxes: &[MaxPool2dOptions], avgs: &[AvgPool2dOptions]) -> Vec<Result<(), Error>> {
+        let mut v: Vec<Result<(), Error>> = maxes.iter().map(|o| x.max_pool2d(o).map(drop)).collect();
+        v.extend(avgs.iter().map(|o| x.avg_pool2d(o).map(drop)));
+        v
+    }
+    let mut all = vec![("host".to_string(), tries(&one, &maxes, &avgs))];
+    for ctx in contexts() {
+        all.push((name(ctx), tries(&DeviceTensor::upload(ctx, &one).unwrap(), &maxes, &avgs)));
+    }
+    for (target, list) in all {
+        for (i, r) in list.into_iter().enumerate() {
+            assert!(matches!(&r, Err(Error::Overflow { what, .. }) if what.contains("int32")), "{target} case {i}: {r:?}");
+        }
+    }
     for shape in [[0usize, 3, 0, 4], [1, 0, 4, 4], [0, 0, 2, 2], [2, 3, 4, 0]] {
         let h = HostTensor::zeros(&shape, DType::F32, MemoryFormat::Contiguous).unwrap();
         let no_channels = shape[1] == 0 && shape[2] > 0 && shape[3] > 0;
@@ -1281,4 +1301,59 @@ fn negative_pads_crop_as_pytorchs_index_rules() {
         }
     }
     assert!(computed >= 20 && cropped >= 10 && refused >= 3, "cases computed {computed}, with crops {cropped}, refused {refused}");
+}
+
+/// `F.adaptive_avg_pool2d(x, 1)` is PyTorch's mean over H and W (its shortcut): over a
+/// 1000 x 1000 plane of 0.1 it is 0.1 to float rounding on the host and every adapter, in
+/// f32 and f16, NCHW and channels-last, with PyTorch's strides (channels-last [C, 1, C, C]);
+/// an empty plane gives NaN (the shortcut runs before PyTorch's size checks); a batch records
+/// it too. One invocation summed a window in f32 (0.10096, 1% off; 0.115 at 4096 x 4096). An
+/// output size of 0 is an empty output (PyTorch's), for average and max pooling.
+#[test]
+fn global_average_pooling_is_a_mean_and_empty_output_sizes() {
+    let (h, w) = (1000usize, 1000usize);
+    for dtype in [DType::F32, DType::F16] {
+        let vals = HostTensor::from_vec(vec![0.1f32; 2 * h * w], &[1, 2, h, w]).unwrap().to(dtype).unwrap();
+        for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+            let x = vals.contiguous(format).unwrap();
+            let want_strides: &[isize] = if format == MemoryFormat::ChannelsLast { &[2, 1, 2, 2] } else { &[2, 1, 1, 1] };
+            let want = value(dtype, bits_of(dtype, 0.1));
+            let check = |what: &str, strides: &[isize], t: &HostTensor| {
+                assert_eq!((t.shape(), strides, t.dtype()), (&[1usize, 2, 1, 1][..], want_strides, dtype), "{what} {dtype} {format:?}");
+                for i in 0..2 {
+                    let got = value(dtype, bits(t)[i]);
+                    assert!((got - want).abs() <= 1e-6 * want.abs() + if dtype == DType::F16 { 1e-3 } else { 0.0 }, "{what} {dtype} {format:?}: {got} against {want}");
+                }
+            };
+            let host = x.adaptive_avg_pool2d((1, 1)).unwrap();
+            check("host", host.strides(), &host);
+            for ctx in contexts() {
+                let d = DeviceTensor::upload(ctx, &x).unwrap().contiguous(format).unwrap();
+                let got = d.adaptive_avg_pool2d((1, 1)).unwrap();
+                check(&name(ctx), got.strides(), &got.download().unwrap());
+                let mut b = ctx.batch();
+                let rec = b.adaptive_avg_pool2d(&d, (1, 1)).unwrap();
+                b.submit().unwrap();
+                assert_eq!(bits(&rec.download().unwrap()), bits(&got.download().unwrap()), "{} batch {dtype} {format:?}", name(ctx));
+            }
+        }
+    }
+    let empty = HostTensor::zeros(&[1, 3, 0, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let nan = |t: HostTensor| t.shape() == [1, 3, 1, 1] && t.to_vec::<f32>().unwrap().iter().all(|v| v.is_nan());
+    assert!(nan(empty.adaptive_avg_pool2d((1, 1)).unwrap()), "host: the mean of an empty plane");
+    for ctx in contexts() {
+        assert!(nan(DeviceTensor::upload(ctx, &empty).unwrap().adaptive_avg_pool2d((1, 1)).unwrap().download().unwrap()), "{}: the mean of an empty plane", name(ctx));
+    }
+    let x = HostTensor::from_vec((0..2 * 3 * 4 * 5).map(|i| i as f32).collect(), &[2, 3, 4, 5]).unwrap();
+    fn zeros<T: Pool2d + ShapeOps>(x: &T) -> Vec<Result<Vec<usize>, Error>> {
+        let shape = |r: Result<T, Error>| r.map(|t| t.shape().to_vec());
+        vec![shape(x.adaptive_avg_pool2d((0, 3))), shape(x.adaptive_max_pool2d((2, 0))), x.adaptive_max_pool2d_with_indices((0, 0)).map(|(v, i)| [v.shape(), i.shape()].concat())]
+    }
+    let want = vec![vec![2, 3, 0, 3], vec![2, 3, 2, 0], vec![2, 3, 0, 0, 2, 3, 0, 0]];
+    let got: Vec<Vec<usize>> = zeros(&x).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(got, want, "host");
+    for ctx in contexts() {
+        let got: Vec<Vec<usize>> = zeros(&DeviceTensor::upload(ctx, &x).unwrap()).into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(got, want, "{}", name(ctx));
+    }
 }

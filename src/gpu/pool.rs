@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::pool::{self, PoolKernel};
-use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
+use crate::pool::{adaptive_window, avg_pool2d_window, global_mean_strides, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
 use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
 use crate::strided::Strided;
 
@@ -55,8 +55,13 @@ impl Batch<'_> {
     pub fn avg_pool2d(&mut self, x: &DeviceTensor, options: &AvgPool2dOptions) -> Result<DeviceTensor> {
         Ok(self.new_window(x, &avg_pool2d_window(x.layout(), x.dtype(), options)?)?.0)
     }
-    /// Records `x.adaptive_avg_pool2d(output_size)` ([`Pool2d::adaptive_avg_pool2d`]).
+    /// Records `x.adaptive_avg_pool2d(output_size)` ([`Pool2d::adaptive_avg_pool2d`]; to
+    /// (1, 1) a mean).
     pub fn adaptive_avg_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
+        if let Some(strides) = global_mean_strides(x.layout(), x.dtype(), output_size)? {
+            let m = self.reduce(x, crate::reduce::ReduceOp::Mean, [2isize, 3].into(), true, None, None, None)?.0;
+            return m.as_strided(&m.shape().to_vec(), &strides, m.storage_offset());
+        }
         Ok(self.new_window(x, &adaptive_window("adaptive_avg_pool2d", x.layout(), x.dtype(), output_size, false, false)?)?.0)
     }
     /// Records `x.adaptive_max_pool2d(output_size)` ([`Pool2d::adaptive_max_pool2d`]).

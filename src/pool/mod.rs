@@ -12,7 +12,6 @@ mod cpu;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, MemoryFormat};
-use crate::strided::Strided;
 
 /// Options of [`Pool2d::max_pool2d`]: PyTorch's `F.max_pool2d(x, kernel_size, stride, padding,
 /// dilation, ceil_mode)`.
@@ -264,6 +263,12 @@ fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), 
     if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 || dilation.0 == 0 || dilation.1 == 0 {
         return Err(Error::invalid(op, format!("kernel {kernel:?}, stride {stride:?} and dilation {dilation:?} must all be at least 1")));
     }
+    // PyTorch takes each as an int (`safe_downcast<int, int64_t>`: "value cannot be converted
+    // to type int32_t without overflow"); the device kernels too.
+    let params = [kernel.0, kernel.1, stride.0, stride.1, padding.0, padding.1, dilation.0, dilation.1];
+    if params.iter().any(|&v| v > i32::MAX as usize) {
+        return Err(Error::overflow(op, format!("kernel {kernel:?}, stride {stride:?}, padding {padding:?} and dilation {dilation:?}: each must fit an int32 (PyTorch's int)")));
+    }
     if padding.0 > kernel.0 / 2 || padding.1 > kernel.1 / 2 {
         return Err(Error::invalid(op, format!("padding {padding:?} must be at most half the kernel {kernel:?}")));
     }
@@ -307,13 +312,25 @@ pub fn avg_pool2d_window(x: &Layout, dtype: DType, o: &AvgPool2dOptions) -> Resu
     windowed("avg_pool2d", x, dtype, o.kernel, o.stride, o.padding, (1, 1), o.ceil_mode, mode, false)
 }
 
-/// The geometry of an adaptive pooling to `out` on `x`, checked.
+/// `F.adaptive_avg_pool2d` to (1, 1) is PyTorch's `x.mean((-1, -2), keepdim=True)` (its
+/// shortcut, taken before its size checks: an empty plane gives NaN), seen through the
+/// channels-last strides (C, 1, C, C) where the input suggests channels-last: the strides of
+/// the [N, C, 1, 1] result, `None` for any other output size. A reduction, not one
+/// invocation's walk over the plane (f32 sums of a 1000 x 1000 plane drifted by 1%).
+pub(crate) fn global_mean_strides(x: &Layout, dtype: DType, out: (usize, usize)) -> Result<Option<[isize; 4]>> {
+    if out != (1, 1) {
+        return Ok(None);
+    }
+    let [_, c, _, _] = input4("adaptive_avg_pool2d", x, dtype)?;
+    let c = isize::try_from(c).map_err(|_| Error::overflow("adaptive_avg_pool2d", format!("{c} channels")))?;
+    Ok(Some(if x.suggest_memory_format() == MemoryFormat::ChannelsLast { [c, 1, c, c] } else { [c, 1, 1, 1] }))
+}
+
+/// The geometry of an adaptive pooling to `out` on `x`, checked (an output size of 0 gives an
+/// empty output, as PyTorch's).
 #[doc(hidden)]
 pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, usize), max: bool, indices: bool) -> Result<Window> {
     let input = input4(op, x, dtype)?;
-    if out.0 == 0 || out.1 == 0 {
-        return Err(Error::invalid(op, format!("output size {out:?} must be at least 1")));
-    }
     // PyTorch's checks: adaptive max pooling's every dim but the batch non-empty, adaptive
     // average pooling's H and W.
     if (max && input[1] == 0) || input[2] == 0 || input[3] == 0 {
@@ -341,7 +358,7 @@ pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, 
 /// let y = x.max_pool2d(&MaxPool2dOptions::new((2, 2))).unwrap();
 /// assert_eq!(y.to_vec::<f32>().unwrap(), vec![5.0, 7.0, 13.0, 15.0]);
 /// ```
-pub trait Pool2d: Strided {
+pub trait Pool2d: crate::reduce::Reduce {
     /// Runs the checked window `g` into a new output (and the indices when `g.indices`).
     #[doc(hidden)]
     fn window(&self, g: &Window) -> Result<(Self, Option<Self>)>;
@@ -359,8 +376,13 @@ pub trait Pool2d: Strided {
     fn avg_pool2d(&self, options: &AvgPool2dOptions) -> Result<Self> {
         Ok(self.window(&avg_pool2d_window(self.layout(), self.dtype(), options)?)?.0)
     }
-    /// `F.adaptive_avg_pool2d(x, (oh, ow))`.
+    /// `F.adaptive_avg_pool2d(x, (oh, ow))`; to (1, 1) the mean over H and W, as PyTorch's
+    /// (a reduction: compensated sums on the device).
     fn adaptive_avg_pool2d(&self, output_size: (usize, usize)) -> Result<Self> {
+        if let Some(strides) = global_mean_strides(self.layout(), self.dtype(), output_size)? {
+            let m = self.mean([2isize, 3], true)?;
+            return m.as_strided(&m.shape().to_vec(), &strides, m.storage_offset());
+        }
         Ok(self.window(&adaptive_window("adaptive_avg_pool2d", self.layout(), self.dtype(), output_size, false, false)?)?.0)
     }
     /// `F.adaptive_max_pool2d(x, (oh, ow))`.
