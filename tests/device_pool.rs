@@ -1357,3 +1357,59 @@ fn global_average_pooling_is_a_mean_and_empty_output_sizes() {
         assert_eq!(got, want, "{}", name(ctx));
     }
 }
+
+/// Mesa's software adapters leave a loop after 65,535 turns an invocation (an inner loop's
+/// turns add up over the outer loop's): a pooling window walked past it was cut short, silently
+/// (a 300 x 300 average of 0.1 gave 0.072, its maximum missed the last rows). On CPU adapters
+/// such a window is now a Limit error; windows up to the bound are exact with both kernels,
+/// f32 channels-last and NCHW, also runs of many outputs an invocation; GPUs run them.
+#[test]
+fn windows_past_a_software_adapters_loop_bound() {
+    use strided_wgpu::advanced::internal::{avg_pool2d_window, max_pool2d_window, window_with, PoolKernel};
+    for ctx in contexts() {
+        let cpu = ctx.adapter().device_type == wgpu::DeviceType::Cpu;
+        // (plane, kernel, stride): 240 x 240 taps (240 * 242 turns) and 64 x 64 at stride 1.
+        for (plane, k, s) in [((240usize, 240usize), (240usize, 240usize), (1usize, 1usize)), ((100, 100), (64, 64), (1, 1))] {
+            for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                let c = 4;
+                let n = c * plane.0 * plane.1;
+                // Ones, with a 3 at each plane's last element (the max, and the average's part).
+                let v: Vec<f32> = (0..n).map(|i| if i % (plane.0 * plane.1) == plane.0 * plane.1 - 1 { 3.0 } else { 1.0 }).collect();
+                let h = HostTensor::from_vec(v.clone(), &[1, c, plane.0, plane.1]).unwrap().contiguous(format).unwrap();
+                let d = DeviceTensor::from_slice(ctx, &v, &[1, c, plane.0, plane.1]).unwrap().contiguous(format).unwrap();
+                let gm = max_pool2d_window(d.layout(), DType::F32, &MaxPool2dOptions { stride: Some(s), ..MaxPool2dOptions::new(k) }, false).unwrap();
+                let ga = avg_pool2d_window(d.layout(), DType::F32, &AvgPool2dOptions { stride: Some(s), ..AvgPool2dOptions::new(k) }).unwrap();
+                for g in [&gm, &ga] {
+                    let want = Pool2d::window(&h, g).unwrap().0;
+                    for kernel in [PoolKernel::General, PoolKernel::Vec4] {
+                        let Ok((got, _)) = window_with(&d, g, kernel) else { continue };
+                        let (got, want) = (got.download().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+                        let off = got.iter().zip(&want).filter(|(a, b)| (**a as f64 - **b as f64).abs() > 1e-6 * b.abs() as f64).count();
+                        assert_eq!(off, 0, "{} {plane:?} kernel {k:?} {format:?} {:?} {kernel:?}: {off} of {} outputs differ", name(ctx), g.mode, want.len());
+                    }
+                }
+            }
+        }
+        let x = DeviceTensor::from_slice(ctx, &vec![1f32; 300 * 300], &[1, 1, 300, 300]).unwrap();
+        let wide = DeviceTensor::from_slice(ctx, &vec![1f32; 70_000], &[1, 1, 70_000, 1]).unwrap();
+        let tall = DeviceTensor::from_slice(ctx, &vec![1f32; 1000 * 300], &[1, 1, 1000, 300]).unwrap();
+        // 300 rows of 151 columns a bin: within the bound, and exact.
+        assert_eq!(x.adaptive_avg_pool2d((1, 2)).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 1.0], "{}", name(ctx));
+        let tries = [
+            ("max_pool2d", x.max_pool2d(&MaxPool2dOptions::new((300, 300))).map(drop)),
+            ("avg_pool2d", x.avg_pool2d(&AvgPool2dOptions::new((256, 256))).map(drop)),
+            ("avg_pool2d", wide.avg_pool2d(&AvgPool2dOptions::new((70_000, 1))).map(drop)),
+            ("adaptive_avg_pool2d", tall.adaptive_avg_pool2d((1, 2)).map(drop)),
+            ("adaptive_max_pool2d", x.adaptive_max_pool2d_with_indices((1, 1)).map(drop)),
+        ];
+        for (op, r) in tries {
+            if cpu {
+                assert!(matches!(&r, Err(e @ Error::Limit { .. }) if e.op() == op), "{} {op}: {r:?}", name(ctx));
+            } else {
+                r.unwrap();
+            }
+        }
+        // The mean of a whole plane is a reduction, not a window.
+        assert_eq!(x.adaptive_avg_pool2d((1, 1)).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1.0], "{}", name(ctx));
+    }
+}

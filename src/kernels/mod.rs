@@ -14,3 +14,10 @@ pub mod reduce;
 pub mod pool;
 pub mod shaders;
 pub(crate) mod split;
+
+/// The loop iterations one invocation may run on Mesa's software adapters (lavapipe and GL's
+/// llvmpipe): their compiler bounds every loop with a counter set once per invocation and
+/// leaves the loop, silently, when it runs out (an inner loop's count adds up over the outer
+/// loop's turns, with about two more a turn). Kernels bound the work a loop of theirs takes
+/// on CPU adapters (reductions and products in chunks; a pooling window is refused past it).
+pub(crate) const SOFTWARE_LOOP_ITERATIONS: u64 = 65_535;

@@ -157,6 +157,18 @@ impl Window {
         }
     }
 
+    /// At most how many rows (`axis` 0) or columns (1) of the input one output's window walks.
+    pub(crate) fn most_taps(&self, axis: usize) -> u64 {
+        let pick = |t: (usize, usize)| if axis == 0 { t.0 } else { t.1 } as u64;
+        let size = self.input[2 + axis] as u64;
+        match self.mode {
+            WindowMode::AdaptiveMax | WindowMode::AdaptiveAvg => size.min(size.div_ceil(pick(self.out).max(1)) + 1),
+            WindowMode::Bilinear { .. } => 2,
+            WindowMode::Avg { .. } => pick(self.kernel).min(size),
+            WindowMode::Max => pick(self.kernel).min(size.div_ceil(pick(self.dilation).max(1))),
+        }
+    }
+
     /// Checks that this window is what the constructors ([`max_pool2d_window`],
     /// [`avg_pool2d_window`], [`adaptive_window`], bilinear `interpolate`) build for an input
     /// `x` of `dtype`: its fields are public (`advanced::internal`), and a window of another

@@ -211,8 +211,17 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
             return Err(Error::Limit { op, what: format!("binding {what} of {:?}", g.input), limit: "max_storage_buffer_binding_size", requested: need, max });
         }
     }
-    // lavapipe pays about 0.2 us per invocation whatever it does: 32 words each there.
-    let per: u64 = if rt.report.device_type == wgpu::DeviceType::Cpu { 32 } else { 4 };
+    // The loop turns one output's window takes (rows, each its columns and about two more),
+    // on software adapters, whose loops stop short past SOFTWARE_LOOP_ITERATIONS turns an
+    // invocation, silently (a max missing its last rows, an average of part of its window):
+    // an invocation takes no more outputs than fit, and a window (a word of two 16-bit
+    // outputs) past it alone is refused (below, after the arithmetic's own limits).
+    let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
+    let bound = crate::kernels::SOFTWARE_LOOP_ITERATIONS;
+    let turns = g.most_taps(0).saturating_mul(g.most_taps(1) + 2).saturating_add(2);
+    // lavapipe pays about 0.2 us per invocation whatever it does: 32 words each there (as
+    // many as the loop bound allows).
+    let per: u64 = if cpu { (bound / turns.saturating_mul(per_word)).clamp(1, 32) } else { 4 };
     let s = x.strides();
     let (mode, scale) = match g.mode {
         WindowMode::Max => (0, [0.0; 4]),
@@ -265,6 +274,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
             }
         }
     }
+    if cpu && turns.saturating_mul(per_word) > bound {
+        return Err(Error::Limit { op, what: format!("a window of up to {} x {} taps of input {:?} (kernel {:?}, output {:?}): {turns} loop turns an output, {per_word} an invocation at least", g.most_taps(0), g.most_taps(1), g.input, g.kernel, g.out), limit: "loop turns an invocation on a software adapter (Mesa's llvmpipe leaves a loop after 65,535; `mean` and `amax` reduce whole planes)", requested: turns.saturating_mul(per_word), max: bound });
+    }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));
     let family = mode;
@@ -300,16 +312,17 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
         dispatch::record(rt, rec, op, ROWS_SLOTS, &[d])
     } else if kernel == PoolKernel::Vec4 {
         // Pixels per invocation: a run of up to 8 on CPU adapters (along which bilinear and max
-        // reuse loaded columns; 2 was slower on lavapipe, 32 no faster), one on GPUs.
-        let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
+        // reuse loaded columns; 2 was slower on lavapipe, 32 no faster; fewer where their
+        // windows' loop turns pass the bound), one on GPUs.
         // Runs within a row, of balanced lengths (a row of 28 is 4 runs of 7, not 8, 8, 8, 4).
         let ow = g.out.1 as u64;
         // Bilinear x2 along W runs in whole pairs (X2 in the shader), up to 8 pairs on CPU
         // adapters (minimum times on lavapipe 7.3-7.6 ms against 8.0-8.1 with 4 pairs; max
         // pooling's runs of 16 were slower than 8).
         let x2 = x2_columns(g);
+        let most = (bound / turns).clamp(1, 8);
         let run: u64 = match (cpu, x2) {
-            (true, false) => ow.div_ceil(ow.div_ceil(8)),
+            (true, false) => ow.div_ceil(ow.div_ceil(most)),
             (true, true) => 2 * (ow / 2).div_ceil((ow / 2).div_ceil(8)),
             (false, false) => 1,
             (false, true) => 2,
