@@ -243,21 +243,21 @@ fn bad_convolution_input_is_a_typed_error() {
     }
 }
 
-/// PyTorch's empty-input rules: an empty batch is an empty result; an empty image that
-/// padding gives an output size (the depthwise kernels then clamped rows to -1 and read before
-/// the input), zero input channels (the direct kernels divided by a zero tile and panicked)
-/// and fewer filters than groups (K = 0) are `InvalidArgument` on the host and every adapter,
-/// through the automatic choice and every forced kernel.
+/// PyTorch's empty-input rules: an empty batch is an empty result, and so is an input of no
+/// channels, whose output has no channels either (`calc_output_size`; it was refused where
+/// the batch was not empty, and had K channels where it was); an empty image that padding
+/// gives an output size (the depthwise kernels then clamped rows to -1 and read before the
+/// input) and fewer filters than groups (K = 0) are `InvalidArgument` on the host and every
+/// adapter, through the automatic choice and every forced kernel.
 #[test]
 fn empty_images_channels_and_filters_are_typed_errors() {
     use strided_wgpu::advanced::{conv2d_with, ConvKernel};
     use strided_wgpu::{Conv2d, Conv2dOptions};
     let pad = |p: (usize, usize), groups: usize| Conv2dOptions { padding: p, groups, ..Conv2dOptions::default() };
     // (input, weight, options)
-    let cases: [([usize; 4], [usize; 4], Conv2dOptions); 5] = [
+    let cases: [([usize; 4], [usize; 4], Conv2dOptions); 4] = [
         ([1, 4, 0, 6], [4, 1, 3, 3], pad((2, 1), 4)),
         ([2, 4, 5, 0], [8, 4, 1, 1], pad((0, 1), 1)),
-        ([1, 0, 5, 5], [4, 0, 3, 3], pad((0, 0), 1)),
         ([1, 4, 5, 5], [0, 4, 3, 3], pad((1, 1), 1)),
         ([1, 4, 5, 5], [2, 1, 3, 3], pad((1, 1), 4)),
     ];
@@ -268,8 +268,11 @@ fn empty_images_channels_and_filters_are_typed_errors() {
     }
     let empty_batch = host(&[0, 4, 5, 5]).conv2d(&host(&[6, 4, 3, 3]), None, &pad((1, 1), 1)).unwrap();
     assert_eq!(empty_batch.shape(), &[0, 6, 5, 5]);
-    // No channels in an empty batch: PyTorch's empty result.
-    assert_eq!(host(&[0, 0, 5, 5]).conv2d(&host(&[4, 0, 3, 3]), None, &pad((0, 0), 1)).unwrap().shape(), &[0, 4, 3, 3]);
+    // No channels: PyTorch's empty result of no channels (`calc_output_size`), in a batch or
+    // not (a batch of images was refused), with a bias of K too.
+    for n in [0, 2] {
+        assert_eq!(host(&[n, 0, 5, 5]).conv2d(&host(&[4, 0, 3, 3]), Some(&host(&[4])), &pad((0, 0), 1)).unwrap().shape(), &[n, 0, 3, 3]);
+    }
     for ctx in contexts() {
         let dev = |s: &[usize]| DeviceTensor::zeros(ctx, s, DType::F32, MemoryFormat::Contiguous).unwrap();
         for (x, w, o) in &cases {
@@ -282,12 +285,14 @@ fn empty_images_channels_and_filters_are_typed_errors() {
             }
         }
         assert_eq!(dev(&[0, 4, 5, 5]).conv2d(&dev(&[6, 4, 3, 3]), None, &pad((1, 1), 1)).unwrap().shape(), &[0, 6, 5, 5]);
-        let (x, w) = (dev(&[0, 0, 5, 5]), dev(&[4, 0, 3, 3]));
-        assert_eq!(x.conv2d(&w, None, &pad((0, 0), 1)).unwrap().shape(), &[0, 4, 3, 3], "{}", name(ctx));
-        for kernel in ConvKernel::ALL {
-            match conv2d_with(&x, &w, None, &pad((0, 0), 1), kernel) {
-                Ok(y) => assert_eq!(y.shape(), &[0, 4, 3, 3], "{} {kernel:?}", name(ctx)),
-                Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{} {kernel:?}: {e}", name(ctx)),
+        for n in [0, 2] {
+            let (x, w) = (dev(&[n, 0, 5, 5]), dev(&[4, 0, 3, 3]));
+            assert_eq!(x.conv2d(&w, Some(&dev(&[4])), &pad((0, 0), 1)).unwrap().shape(), &[n, 0, 3, 3], "{}", name(ctx));
+            for kernel in ConvKernel::ALL {
+                match conv2d_with(&x, &w, None, &pad((0, 0), 1), kernel) {
+                    Ok(y) => assert_eq!(y.shape(), &[n, 0, 3, 3], "{} {kernel:?}", name(ctx)),
+                    Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{} {kernel:?}: {e}", name(ctx)),
+                }
             }
         }
     }

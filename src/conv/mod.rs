@@ -58,7 +58,8 @@ pub struct Conv2dShape {
     pub h: usize,
     /// Input width.
     pub w: usize,
-    /// Output channels.
+    /// Output channels: the weight's K, or 0 for an input of no channels (PyTorch's
+    /// `calc_output_size`).
     pub k: usize,
     /// Kernel height.
     pub kh: usize,
@@ -81,7 +82,7 @@ pub type Conv1x1Shape = Conv2dShape;
 impl Conv2dShape {
     /// Multiply-adds counted as 2 flops: 2 * N * K * (C / groups) * kh * kw * OH * OW.
     pub fn flops(&self, groups: usize) -> f64 {
-        2.0 * (self.n * self.k * (self.c / groups.max(1)) * self.kh * self.kw * self.oh * self.ow) as f64
+        [self.n, self.k, self.c / groups.max(1), self.kh, self.kw, self.oh, self.ow].iter().fold(2.0, |a, &v| a * v as f64)
     }
     /// The output's shape, [N, K, OH, OW].
     pub fn out_shape(&self) -> [usize; 4] {
@@ -164,13 +165,10 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     };
     let oh = out(h, o.padding.0, o.dilation.0, kh, o.stride.0, "height")?;
     let ow = out(w, o.padding.1, o.dilation.1, kw, o.stride.1, "width")?;
-    // PyTorch's `_select_conv_backend`: of empty inputs only an empty batch is served (an
-    // empty image with padding has an output size, but no pixel to read); a zero-channel
-    // input passes there, and its empty result then takes the output's shape only when the
-    // batch is empty too.
-    if c == 0 && n > 0 {
-        return Err(bad(format!("a zero-channel input {:?} (its weight {:?} is empty): PyTorch's empty-input path fails on it", input.shape(), weight.shape())));
-    }
+    // PyTorch's `_select_conv_backend`: of empty inputs only an empty batch or no channels is
+    // served (an empty image with padding has an output size, but no pixel to read); and
+    // `calc_output_size` gives a zero-channel input's output 0 channels, whatever K is.
+    let k_out = if c == 0 { 0 } else { k };
     if n > 0 && (h == 0 || w == 0) {
         return Err(bad(format!("Only zero batch or zero channel inputs are supported, but got input shape: {:?}", input.shape())));
     }
@@ -187,7 +185,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
             return Err(ovf(format!("{what} of input {:?} and weight {:?}", input.shape(), weight.shape())));
         }
     }
-    Ok(Conv2dShape { n, c, h, w, k, kh, kw, oh, ow, format, dtype })
+    Ok(Conv2dShape { n, c, h, w, k: k_out, kh, kw, oh, ow, format, dtype })
 }
 
 /// `torch.nn.functional.conv2d` as a method of the input, on host and device tensors alike:
