@@ -1185,3 +1185,74 @@ fn products_over_an_empty_k_from_views_at_the_end_of_their_storage() {
         assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), vec![3.0; 15], "{}", name(ctx));
     }
 }
+
+/// `addmm_` (PyTorch's `addmm_out` into its own input, `self.is_same(result)`) equals `addmm`
+/// on the host and every adapter, f32 and f16 (it was an overlap error); an `out` that only
+/// partly overlaps the input stays one. An empty reduction (k = 0) never multiplies by alpha:
+/// an infinite alpha gives `beta * input` (it gave NaN), a negative one +0.0 (it gave -0.0);
+/// tuned on first call, its empty operands at any offset tune nothing (debug builds panicked
+/// on the window of one at 2^62). A host product whose result cannot be allocated is an error
+/// (it aborted), and a k past i32 on a device is an overflow error (the kernels' u32 loops
+/// never ended).
+#[test]
+fn addmm_in_place_empty_reductions_and_huge_products() {
+    let host = |v: Vec<f32>, s: &[usize]| HostTensor::from_vec(v, s).unwrap();
+    let m1 = host((0..12).map(|i| i as f32 * 0.25 - 1.0).collect(), &[3, 4]);
+    let m2 = host((0..20).map(|i| 1.0 - i as f32 * 0.125).collect(), &[4, 5]);
+    let c = host((0..15).map(|i| i as f32 * 0.5).collect(), &[3, 5]);
+    for dtype in [DType::F32, DType::F16] {
+        let (m1, m2, c) = (m1.to(dtype).unwrap(), m2.to(dtype).unwrap(), c.to(dtype).unwrap());
+        let want = c.addmm(&m1, &m2, 0.5, 2.0).unwrap().to_vec::<f32>().unwrap_or_else(|_| c.addmm(&m1, &m2, 0.5, 2.0).unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap());
+        let f32s = |t: &HostTensor| t.to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        // A copy of c of its own (`to` of its own type is c itself).
+        let h = HostTensor::zeros(&[3, 5], dtype, MemoryFormat::Contiguous).unwrap();
+        h.copy_(&c).unwrap();
+        h.addmm_(&m1, &m2, 0.5, 2.0).unwrap();
+        assert_eq!(f32s(&h), want, "host {dtype}");
+        // Partly overlapping: refused.
+        let wide = HostTensor::zeros(&[4, 5], dtype, MemoryFormat::Contiguous).unwrap();
+        let (x, o) = (wide.narrow(0, 0, 3).unwrap(), wide.narrow(0, 1, 3).unwrap());
+        assert!(matches!(x.addmm_out(&m1, &m2, 0.5, 2.0, &o), Err(Error::Overlap { .. })), "host {dtype}");
+        for ctx in contexts() {
+            let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+            let d = up(&c);
+            d.addmm_(&up(&m1), &up(&m2), 0.5, 2.0).unwrap();
+            assert_eq!(f32s(&d.download().unwrap()), want, "{} {dtype}", name(ctx));
+            let wide = up(&HostTensor::zeros(&[4, 5], dtype, MemoryFormat::Contiguous).unwrap());
+            let (x, o) = (wide.narrow(0, 0, 3).unwrap(), wide.narrow(0, 1, 3).unwrap());
+            assert!(matches!(x.addmm_out(&up(&m1), &up(&m2), 0.5, 2.0, &o), Err(Error::Overlap { .. })), "{} {dtype}", name(ctx));
+        }
+    }
+    // k = 0: infinite and negative alphas.
+    let (e1, e2) = (HostTensor::zeros(&[3, 0], DType::F32, MemoryFormat::Contiguous).unwrap(), HostTensor::zeros(&[0, 5], DType::F32, MemoryFormat::Contiguous).unwrap());
+    let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let half: Vec<f32> = (0..15).map(|i| i as f32 * 0.25).collect();
+    let cases = [(0.5, f64::INFINITY, half.clone()), (0.5, f64::NAN, half), (0.0, -1.0, vec![0.0; 15])];
+    for &(beta, alpha, ref want) in &cases {
+        assert_eq!(bits(c.addmm(&e1, &e2, beta, alpha).unwrap().to_vec::<f32>().unwrap()), bits(want.clone()), "host beta {beta} alpha {alpha}");
+    }
+    for ctx in contexts() {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+        let dc = up(&c);
+        for &(beta, alpha, ref want) in &cases {
+            assert_eq!(bits(dc.addmm(&up(&e1), &up(&e2), beta, alpha).unwrap().download().unwrap().to_vec::<f32>().unwrap()), bits(want.clone()), "{} beta {beta} alpha {alpha}", name(ctx));
+        }
+        // Tuned on first call: empty operands far past their storage.
+        ctx.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+        let store = DeviceTensor::from_slice(ctx, &[1f32; 16], &[16]).unwrap();
+        let a = store.as_strided(&[7, 0], &[1, 1], 1 << 62).unwrap();
+        let b = store.as_strided(&[0, 9], &[1, 1], 1 << 62).unwrap();
+        let r = a.mm(&b).map(|t| t.download().unwrap().to_vec::<f32>().unwrap());
+        ctx.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
+        assert_eq!(r.unwrap(), vec![0.0; 63], "{}", name(ctx));
+        // k = 2^31 of expanded operands.
+        let one = DeviceTensor::from_slice(ctx, &[1f32], &[1, 1]).unwrap();
+        let r = one.expand(&[1, 1 << 31]).unwrap().mm(&one.expand(&[1 << 31, 1]).unwrap()).map(drop);
+        assert!(matches!(r, Err(Error::Overflow { .. })), "{}: {r:?}", name(ctx));
+    }
+    let big = |s: &[usize]| HostTensor::zeros(s, DType::F32, MemoryFormat::Contiguous).unwrap();
+    let r = big(&[1 << 20, 0]).matmul(&big(&[0, 1 << 20])).map(drop);
+    assert!(matches!(r, Err(Error::HostMemory { .. })), "a 4 TiB result: {r:?}");
+    let r = big(&[1 << 33, 0]).matmul(&big(&[0, 1 << 33])).map(drop);
+    assert!(matches!(r, Err(Error::Overflow { .. }) | Err(Error::InvalidArgument { .. })), "a result past isize: {r:?}");
+}

@@ -365,6 +365,11 @@ impl GpuContext {
         self.ready_to_tune(&[Some(a), Some(b), c].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
         let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
         let out = Layout::contiguous(&full)?;
+        // Nothing to measure in an empty product, nor in one of k = 0 (whose operands, empty
+        // views, may lie anywhere: a call binds stand-ins for them, `record_plan`).
+        if out.numel() == 0 || plan.k == 0 {
+            return Ok(false);
+        }
         let class = matmul_class(&self.rt.report, &product(plan, a, b, c, a.buffer(), &out));
         if out.numel() == 0 || class.kernels.len() < 2 || self.tuner.get::<MatmulFamily>(&class).is_some() {
             return Ok(false);

@@ -57,7 +57,11 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
     };
     let (m, n, k) = (plan.m, plan.n, plan.k);
     let batches: usize = plan.batch.iter().product();
-    let mut bits = Vec::with_capacity(batches * m * n);
+    // The result's layout first (a size past isize is an error), then its memory (one the host
+    // cannot give is an error, not an abort: an empty reduction may make a huge result).
+    let full: Vec<usize> = plan.batch.iter().copied().chain([m, n]).collect();
+    let result = Layout::contiguous(&full)?;
+    let mut bits: Vec<u32> = crate::error::reserved(plan.op, || format!("the result of shape {full:?}"), result.numel())?;
     for z in 0..batches {
         for i in 0..m {
             for j in 0..n {
@@ -73,8 +77,7 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
     }
     let size = plan.dtype.size();
     let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()[..size].to_vec()).collect();
-    let full: Vec<usize> = plan.batch.iter().copied().chain([m, n]).collect();
-    let t = HostTensor::from_bytes(plan.dtype, bytes, Layout::contiguous(&full)?)?;
+    let t = HostTensor::from_bytes(plan.dtype, bytes, result)?;
     t.reshape(&plan.out_shape.iter().map(|&s| s as isize).collect::<Vec<_>>())
 }
 

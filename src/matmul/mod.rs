@@ -141,6 +141,12 @@ impl MatmulPlan {
         let view = self.out_view(out)?;
         for (name, t, s) in [("left operand", Some(&self.a), shared[0]), ("right operand", Some(&self.b), shared[1]), ("addend", self.c.as_ref(), shared[2])] {
             if let (Some(t), true) = (t, s) {
+                // `addmm_(..)`: out is the addend itself (PyTorch's `self.is_same(result)`):
+                // each element's addend is read before its result is stored (on a device,
+                // from a copy).
+                if name == "addend" && view == *t {
+                    continue;
+                }
                 if view.overlap(t) != Overlap::Disjoint {
                     return Err(Error::Overlap { op: self.op, detail: format!("out (shape {:?}, strides {:?}) overlaps the {name} (strides {:?})", out.shape(), out.strides(), t.strides()) });
                 }
@@ -259,7 +265,9 @@ pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f6
     let mut p = plan(op, m1, m2, [dtypes[1], dtypes[2]])?;
     let c = addend(&p, input, &[p.m, p.n])?;
     p.c = (beta != 0.0).then_some(c);
-    p.alpha = alpha;
+    // An empty reduction (k = 0) is PyTorch's `beta * input` (zeros for beta 0): alpha never
+    // multiplies it (an infinite alpha gave NaN, a negative one -0.0).
+    p.alpha = if p.k == 0 { 0.0 } else { alpha };
     p.beta = beta;
     Ok(p)
 }
@@ -351,9 +359,14 @@ pub trait Matmul: crate::Strided {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
         Self::run_plan(&p.with_activation(act), mat1, mat2, Some(self), None)
     }
-    /// [`addmm`](Matmul::addmm) into `out`.
+    /// [`addmm`](Matmul::addmm) into `out` (which may be `self` itself, as `addmm_`).
     fn addmm_out(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64, out: &Self) -> Result<()> {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
         Self::run_plan(&p, mat1, mat2, Some(self), Some(out)).map(drop)
+    }
+    /// `self.addmm_(mat1, mat2, beta=beta, alpha=alpha)`: `self = beta * self + alpha * (mat1
+    /// @ mat2)` in place (`self` of the result's shape [m, n]).
+    fn addmm_(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64) -> Result<()> {
+        self.addmm_out(mat1, mat2, beta, alpha, self)
     }
 }

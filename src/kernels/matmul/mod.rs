@@ -281,6 +281,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
         bufs.swap(0, 1);
     }
     let (m, n, k) = (s.m, s.n, s.k);
+    // The kernels step along k in u32 (r0 + BK, k + lanes): a k near 2^32 (an expanded
+    // operand's) would wrap and never end.
+    if k > i32::MAX as usize {
+        return Err(Error::overflow(op, format!("a reduction of k = {k} steps (at most {} in the kernels' u32 loops)", i32::MAX)));
+    }
     // The product's m and n as the caller wrote it, for messages.
     let (um, un) = if flip { (n, m) } else { (m, n) };
     // Each operand's strides as (batch z0, batch z1, rows, cols), sizes (b0, b1, rows, cols).
