@@ -874,3 +874,36 @@ fn indices_past_int32_and_empty_variances() {
         assert!(matches!(z.expand(&[0, 1 << 32, 1 << 32]).unwrap().amax([1, 2], false), Err(Error::Overflow { .. })), "{}", name(ctx));
     }
 }
+
+/// Mesa's software adapters count every loop turn of an invocation against one bound and
+/// leave the loops past it, silently: a rows kernel walking 16,384 runs of 4 (`sum` of a
+/// transposed [16384, 4] gave half the total), 64 outputs of as many runs (a per-channel
+/// statistic of [8192, 64, 2, 2] gave 0.8 for a mean of 1), a columns kernel's elements with
+/// their offsets' loop over 3 reduced dims, the general kernel's 4,096-element parts over 7
+/// dims. On CPU adapters those run kernels whose invocations stay within it; every adapter
+/// matches the host.
+#[test]
+fn walks_within_a_software_adapters_loop_bound() {
+    let mut rng = Rng(0x100b);
+    // (shape, permutation, dims, dtype)
+    let cases: &[(&[usize], &[isize], &[isize], DType)] = &[
+        (&[16384, 4], &[1, 0], &[0, 1], DType::F32),
+        (&[16384, 64, 4], &[0, 1, 2], &[0, 2], DType::F32),
+        (&[8192, 64, 2, 2], &[0, 1, 2, 3], &[0, 2, 3], DType::F32),
+        (&[16, 32, 32, 4], &[2, 1, 0, 3], &[0, 1, 2], DType::F32),
+        (&[128, 128, 4], &[1, 0, 2], &[0, 1], DType::F32),
+        (&[4, 4, 4, 4, 4, 4, 4, 4], &[7, 6, 5, 4, 3, 2, 1, 0], &[0, 1, 2, 3, 4, 5, 6], DType::F16),
+    ];
+    for ctx in contexts() {
+        for &(shape, perm, dims, dtype) in cases {
+            let n: usize = shape.iter().product();
+            let base = data(&mut rng, dtype, n, false).view(&shape.iter().map(|&s| s as isize).collect::<Vec<_>>()).unwrap();
+            let x = base.permute(perm).unwrap();
+            let d = DeviceTensor::upload(ctx, &base).unwrap().permute(perm).unwrap();
+            let dims = Dims::List(dims.to_vec());
+            for op in [ReduceOp::Sum, ReduceOp::Var { correction: 1.0 }, ReduceOp::Amax] {
+                check_reduction(&format!("{} {op:?} of {shape:?} permuted {perm:?} over {dims:?}", name(ctx)), &x, &d, op, &dims);
+            }
+        }
+    }
+}

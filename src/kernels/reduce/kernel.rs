@@ -19,9 +19,37 @@ use crate::runtime::{PipelineKey, Runtime, Slot};
 /// Invocations per workgroup of both kernels.
 const WG: u64 = 64;
 
-/// Iterations one loop of an invocation may run: software adapters stop a loop after about
-/// 32,000 (lavapipe).
+/// Iterations one loop of an invocation may run.
 const LOOP_CAP: usize = 16_384;
+
+/// The loop turns an invocation of the rows or columns kernel may take on a CPU adapter,
+/// within [`SOFTWARE_LOOP_ITERATIONS`](crate::kernels::SOFTWARE_LOOP_ITERATIONS) (Mesa's
+/// llvmpipe counts every loop's turns of an invocation against one bound and leaves them past
+/// it, silently: `sum` of a transposed [16384, 4] gave half the total). The estimates of
+/// [`cpu_turns`] are upper bounds; past this the general kernel's parts run.
+const CPU_TURNS: u64 = 60_000;
+
+/// An upper bound of the loop turns one invocation of `kernel` (RowThreads, Rows or Columns)
+/// takes over `rp` on a CPU adapter: its walks (two for the two-pass ops; softmax's columns
+/// three, the last writing) over every run, each run costing its loop entries, the offsets'
+/// loop over the reduced dims and its share of the run's words (step 1 a thread's, 64 words
+/// apart a workgroup's, four a turn), a column's every element the offsets' loop; a row
+/// scan's write one more walk of its words.
+fn cpu_turns(rp: &ReducePlan, work: Work, kernel: ReduceKernel) -> u64 {
+    let two_pass = matches!(work, Work::Reduce(ReduceOp::Var { .. } | ReduceOp::Std { .. } | ReduceOp::Logsumexp));
+    let scan = matches!(work, Work::Scan(_));
+    let (extent, rrank) = (rp.extent as u64, rp.rrank as u64);
+    match kernel {
+        ReduceKernel::Columns => (1 + two_pass as u64 + 2 * scan as u64) * extent * (rrank + 3),
+        _ => {
+            let n0 = rp.plan.sizes()[0] as u64;
+            let runs = extent / n0.max(1);
+            let per_turn = if kernel == ReduceKernel::RowThreads { 16 } else { 4 * 4 * WG };
+            let walk = runs * (rrank + 16 + n0 / per_turn);
+            (1 + two_pass as u64) * walk + if scan { n0 / (per_turn / 4) + 16 } else { 0 }
+        }
+    }
+}
 
 /// Elements of a reduction above which a handful of outputs run, on CPU adapters and outside
 /// the rows class, the general kernel's parts (many invocations per output) rather than a
@@ -133,15 +161,17 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
             let runs = rp.extent / n0;
             let threads = if gpu { rp.extent <= 64 } else { rp.outputs >= 64 };
             let splits = row_splits(rp.outputs as u64, rp.extent as u64);
+            // On CPU adapters, within the loop bound (`cpu_turns`).
+            let fits = |k: ReduceKernel| gpu || cpu_turns(rp, work, k) <= CPU_TURNS;
             if runs > LOOP_CAP {
                 ReduceKernel::General
-            } else if n0 <= LOOP_CAP && threads {
+            } else if n0 <= LOOP_CAP && threads && fits(ReduceKernel::RowThreads) {
                 ReduceKernel::RowThreads
             } else if (gpu || (few && (runs > 1 || (rp.outputs == 1 && rp.extent >= CPU_SPLIT_ONE && matches!(work, Work::Reduce(_)))))) && splits >= 2 && n0 as u64 <= (if runs as u64 >= splits { 1 } else { splits }) * WG * LOOP_CAP as u64 {
                 ReduceKernel::RowSplits
             } else if gpu && rp.extent <= TEAM_ROWS && !few {
                 ReduceKernel::RowTeams
-            } else if n0 <= WG as usize * LOOP_CAP && !few {
+            } else if n0 <= WG as usize * LOOP_CAP && !few && fits(ReduceKernel::Rows) {
                 ReduceKernel::Rows
             } else {
                 ReduceKernel::General
@@ -151,7 +181,7 @@ pub fn kernel_for(rp: &ReducePlan, work: Work, t: Types, device_type: wgpu::Devi
         // workgroups where the quads are few or the walks long: `column_blocks`); scans
         // within one workgroup.
         ReduceClass::Columns if gpu && rp.extent >= 16 && matches!(work, Work::Reduce(_)) && rp.extent as u64 <= 2 * MOST_BLOCKS * LOOP_CAP as u64 => ReduceKernel::ColumnSplits,
-        ReduceClass::Columns if rp.extent <= LOOP_CAP && !few => {
+        ReduceClass::Columns if rp.extent <= LOOP_CAP && !few && (gpu || cpu_turns(rp, work, ReduceKernel::Columns) <= CPU_TURNS) => {
             if gpu && rp.extent >= 16 {
                 ReduceKernel::ColumnSplits
             } else {

@@ -79,8 +79,12 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     // Rows contiguous in memory (not scans) go in interleaved parts: part p of a row takes
     // elements p, p + parts, ..., so that neighbouring invocations read neighbouring elements
     // (on lavapipe, 8 lanes of one vector load).
-    let interleave = !scan && rp.rrank == 1 && rp.plan.strides_of(1)[0] == 1 && rp.extent >= 8 * IPARTS && rp.extent <= IPARTS * CHUNK;
-    let parts = if interleave { IPARTS as u64 } else { rp.extent.div_ceil(CHUNK).max(1) as u64 };
+    // On CPU adapters an invocation's walk stays within the loop bound
+    // (`SOFTWARE_LOOP_ITERATIONS`): each element's offsets take a loop over the reduced dims,
+    // and a scan walks its part twice (its state, then its writes).
+    let chunk = if rep.device_type == wgpu::DeviceType::Cpu { (60_000 / (2 * (rp.rrank + 3))).min(CHUNK) } else { CHUNK };
+    let interleave = !scan && rp.rrank == 1 && rp.plan.strides_of(1)[0] == 1 && rp.extent >= 8 * IPARTS && rp.extent <= IPARTS * chunk;
+    let parts = if interleave { IPARTS as u64 } else { rp.extent.div_ceil(chunk).max(1) as u64 };
     let state_bytes = |outputs: u64| if parts > 1 { outputs * (parts + 1) * 16 } else { 16 };
     let fits = |p: &IterPlan| {
         let outputs = (p.numel() / extent) as u64;
@@ -130,7 +134,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         u.out_t = t.out.code();
         u.correction = correction;
         u.parts = parts as u32;
-        u.chunk = if interleave { 0 } else { CHUNK as u32 };
+        u.chunk = if interleave { 0 } else { chunk as u32 };
         let input = if reads { (b.input, w[1]) } else { (spare_in.buffer(), (0, 16)) };
         let indices = indices_binding(b.indices.filter(|_| !scan), rp, p, align, &mut u, spare.buffer());
         for &mode in modes {
