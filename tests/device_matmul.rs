@@ -1256,3 +1256,35 @@ fn addmm_in_place_empty_reductions_and_huge_products() {
     let r = big(&[1 << 33, 0]).matmul(&big(&[0, 1 << 33])).map(drop);
     assert!(matches!(r, Err(Error::Overflow { .. }) | Err(Error::InvalidArgument { .. })), "a result past isize: {r:?}");
 }
+
+/// Products whose kernels' loops would pass a software adapter's loop bound (Mesa's llvmpipe
+/// leaves a loop past 65,535 turns an invocation, silently): a matrix-vector product of
+/// k = 2^20 (half its sum, its second output never written), a GEMM of k = 65,536 (58,255 of
+/// 65,536 on lavapipe), a blocked batch of 8,192 outputs a matrix (rows past 6,390 unwritten).
+/// Small integers, so that every sum is exact: equal to the host's on every adapter; on a CPU
+/// adapter a forced matrix-vector kernel past the bound is Unsupported.
+#[test]
+fn products_within_a_software_adapters_loop_bound() {
+    let ints = |s: &[usize], seed: usize| -> HostTensor {
+        let n: usize = s.iter().product();
+        HostTensor::from_vec((0..n).map(|i| ((i * 7 + seed) % 5) as f32 - 2.0).collect(), s).unwrap()
+    };
+    let cases: [(&[usize], &[usize]); 3] = [(&[1, 1 << 20], &[1 << 20, 2]), (&[4, 65536], &[65536, 8]), (&[64, 8192, 4], &[64, 4, 2])];
+    for ctx in contexts() {
+        for (sa, sb) in cases {
+            let (a, b) = (ints(sa, 1), ints(sb, 3));
+            let want = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+            let (da, db) = (DeviceTensor::upload(ctx, &a).unwrap(), DeviceTensor::upload(ctx, &b).unwrap());
+            let got = da.matmul(&db).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            let off = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+            assert_eq!(off, 0, "{} {sa:?} x {sb:?}: {off} of {} outputs differ", name(ctx), want.len());
+        }
+        if ctx.adapter().device_type == wgpu::DeviceType::Cpu {
+            let (a, b) = (DeviceTensor::upload(ctx, &ints(&[1, 1 << 20], 1)).unwrap(), DeviceTensor::upload(ctx, &ints(&[1 << 20, 2], 3)).unwrap());
+            let out = DeviceTensor::zeros(ctx, &[1, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
+            let mut batch = ctx.batch();
+            let r = batch.matmul_out_with(&a, &b, &out, MatmulKernel::Vec1);
+            assert!(matches!(r, Err(Error::Unsupported { .. })), "{}: {r:?}", name(ctx));
+        }
+    }
+}

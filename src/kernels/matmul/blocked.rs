@@ -48,6 +48,10 @@ const UNIT_PIXELS: usize = 64;
 /// The units a dispatch should have at least before its outputs are split into blocks.
 const MIN_UNITS: usize = 64;
 
+/// The most outputs (a multiple of 4) one invocation stores, within the software adapters'
+/// loop bound (`SOFTWARE_LOOP_ITERATIONS`).
+const BLOCK_OUTPUTS: usize = 2048;
+
 /// The product as the kernel sees it: X [outer, inner, channels, pixels], W [outer, inner,
 /// outputs, channels], out [outer, inner, outputs, pixels], each as (outer batch, inner batch,
 /// second, third) strides and offset.
@@ -244,7 +248,10 @@ pub(super) fn record(
     } else {
         MIN_UNITS.div_ceil(z * pu).min(n_out.div_ceil(16)).max(1)
     };
-    let per_block = n_out.div_ceil(blocks).next_multiple_of(4);
+    // At most BLOCK_OUTPUTS outputs an invocation: Mesa's llvmpipe leaves its loops past
+    // 65,535 turns an invocation, silently (up to about 80 a quad of outputs here; a bmm of
+    // [64, 8192, 4] x [64, 4, 2] left rows past 6,390 of each matrix unwritten).
+    let per_block = n_out.div_ceil(blocks).next_multiple_of(4).min(BLOCK_OUTPUTS);
     let blocks = n_out.div_ceil(per_block);
     let units = z as u64 * blocks as u64 * pu as u64;
     let grid = dispatch::grid(

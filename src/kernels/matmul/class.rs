@@ -61,10 +61,13 @@ impl MatmulKernel {
     /// the [`MatmulKernel::Blocked`] kernel does, `blocked::eligible`; `coop`: whether the
     /// [`MatmulKernel::Coop`] kernel does, `coop::eligible`, and may be taken unasked,
     /// `coop::automatic`).
-    fn candidates(m: usize, n: usize, conv: bool, blocked: bool, coop: bool, cpu: bool) -> Vec<MatmulKernel> {
+    fn candidates(m: usize, n: usize, conv: bool, blocked: bool, coop: bool, cpu: bool, log2k: u32) -> Vec<MatmulKernel> {
         Self::ALL
             .into_iter()
             .filter(|&k| match k {
+                // On a CPU adapter, a class whose k may pass the lane's loop bound runs no
+                // matrix-vector kernel (`CPU_VEC_K`), so that none is kept for it.
+                MatmulKernel::Vec1 | MatmulKernel::Vec16 if cpu && (2usize << log2k) > super::CPU_VEC_K => false,
                 MatmulKernel::Conv1x1 => conv,
                 MatmulKernel::Blocked => blocked,
                 MatmulKernel::Coop => coop,
@@ -114,7 +117,7 @@ pub(crate) fn matmul_class(report: &AdapterReport, p: &Product<'_>) -> MatmulCla
     let log2 = |v: usize| usize::BITS - 1 - v.max(1).leading_zeros();
     let nb = s.batch.len();
     MatmulClass {
-        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(report, p), report.device_type == wgpu::DeviceType::Cpu),
+        kernels: MatmulKernel::candidates(s.m, s.n, conv_route(report, p, &s).is_ok(), blocked::eligible(report, p, &s).is_ok(), coop::eligible(report, p, &s).is_ok() && coop::automatic(report, p), report.device_type == wgpu::DeviceType::Cpu, log2(s.k)),
         log2: [log2(s.m), log2(s.n), log2(s.k), log2(s.batch.iter().product())],
         dtype: p.dtype.code(),
         along_k: (s.strides[0][nb + 1].abs() == 1, s.strides[1][nb].abs() == 1),

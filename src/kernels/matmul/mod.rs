@@ -230,8 +230,23 @@ pub(crate) fn kernel_eligible(report: &AdapterReport, p: &Product<'_>, kernel: M
     eligible(report, p, &Shapes::of(p), kernel)
 }
 
+/// The longest k a matrix-vector kernel's lane walks on a CPU adapter: k / 8 loop turns (a
+/// lane of a team of 8 taking a word a turn, one element where rows are not 16-byte words),
+/// within Mesa's loop bound (`SOFTWARE_LOOP_ITERATIONS`: past it the loop is left silently,
+/// a [1, 2^20] x [2^20, 2] product gave half its sum and never wrote the second output).
+pub const CPU_VEC_K: usize = 400_000;
+
+/// The longest k one GEMM invocation walks on a CPU adapter: about 18 loop turns a stage of
+/// 16 steps (Mesa's llvmpipe keeps the stage's loop), within the loop bound; a longer k is cut
+/// into split-K slices of at most this (a [4, 65536] x [65536, 8] product gave 58,255 for
+/// 65,536 on lavapipe).
+pub const CPU_GEMM_K: usize = 32_768;
+
 fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<()> {
     kernel.eligible(s.m, s.n)?;
+    if report.device_type == wgpu::DeviceType::Cpu && matches!(kernel, MatmulKernel::Vec1 | MatmulKernel::Vec16) && s.k > CPU_VEC_K {
+        return Err(Error::unsupported(p.op, format!("the matrix-vector kernel {kernel:?} walks k = {} in one lane, past a CPU adapter's loop bound (k at most {CPU_VEC_K})", s.k)));
+    }
     if p.out_half && !kernel.writes_half(report) {
         return Err(Error::unsupported(p.op, format!("{kernel:?} writes an f32 output, not the {:?} one asked for", p.dtype)));
     }
@@ -250,6 +265,11 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     eligible(&rt.report, p, &s, kernel)?;
     if s.m * s.n == 0 || s.batch.iter().product::<usize>() == 0 {
         return Ok(());
+    }
+    // The kernels step along k in u32 (r0 + BK, k + lanes): a k near 2^32 (an expanded
+    // operand's) would wrap and never end.
+    if s.k > i32::MAX as usize {
+        return Err(Error::overflow(op, format!("a reduction of k = {} steps (at most {} in the kernels' u32 loops)", s.k, i32::MAX)));
     }
     match kernel {
         MatmulKernel::Conv1x1 => return record_conv(rt, rec, p, &s),
@@ -281,11 +301,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
         bufs.swap(0, 1);
     }
     let (m, n, k) = (s.m, s.n, s.k);
-    // The kernels step along k in u32 (r0 + BK, k + lanes): a k near 2^32 (an expanded
-    // operand's) would wrap and never end.
-    if k > i32::MAX as usize {
-        return Err(Error::overflow(op, format!("a reduction of k = {k} steps (at most {} in the kernels' u32 loops)", i32::MAX)));
-    }
     // The product's m and n as the caller wrote it, for messages.
     let (um, un) = if flip { (n, m) } else { (m, n) };
     // Each operand's strides as (batch z0, batch z1, rows, cols), sizes (b0, b1, rows, cols).
@@ -308,13 +323,27 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     // Counted in 64 x 64 tiles: a wide product is cut as `GemmSplit` cuts it, where a GPU's
     // default would take that kernel (`split::matmul_wants_split`).
     let tiles = m.div_ceil(PART) * n.div_ceil(PART) * b0 * b1;
+    // On CPU adapters a k past CPU_GEMM_K is cut too, into slices within it.
+    let cpu_long = rt.report.device_type == wgpu::DeviceType::Cpu && lanes == 0 && k > CPU_GEMM_K;
     let cut = match kernel {
         MatmulKernel::GemmSplit => true,
         MatmulKernel::GemmWide => crate::kernels::split::matmul_wants_split(tiles, k),
-        _ => false,
+        _ => cpu_long,
     };
     let (nslices, chunk) = if cut {
-        crate::kernels::split::slices(tiles as u64, k, slice_bytes, max)
+        let (s, c) = crate::kernels::split::slices(tiles as u64, k, slice_bytes, max);
+        if cpu_long && c > CPU_GEMM_K {
+            // As many slices as the bound asks, where the partial sums fit one binding.
+            let s = k.div_ceil(CPU_GEMM_K).max(s);
+            let c = (k.div_ceil(s).div_ceil(16) * 16).max(16);
+            let s = k.div_ceil(c);
+            if slice_bytes.saturating_mul(s as u64) > max {
+                return Err(Error::Limit { op, what: format!("the {s} split-K slices of partial sums a CPU adapter needs for k = {k} ({slice_bytes} bytes each)"), limit: "max_storage_buffer_binding_size", requested: slice_bytes.saturating_mul(s as u64), max });
+            }
+            (s, c)
+        } else {
+            (s, c)
+        }
     } else {
         (1, k)
     };
