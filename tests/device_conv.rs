@@ -273,6 +273,9 @@ fn empty_images_channels_and_filters_are_typed_errors() {
     for n in [0, 2] {
         assert_eq!(host(&[n, 0, 5, 5]).conv2d(&host(&[4, 0, 3, 3]), Some(&host(&[4])), &pad((0, 0), 1)).unwrap().shape(), &[n, 0, 3, 3]);
     }
+    // No channels and no pixels, with padding: PyTorch's empty result (its zero-channel path
+    // comes before the empty-image refusal).
+    assert_eq!(host(&[1, 0, 0, 0]).conv2d(&host(&[4, 0, 1, 1]), None, &pad((1, 1), 1)).unwrap().shape(), &[1, 0, 2, 2]);
     for ctx in contexts() {
         let dev = |s: &[usize]| DeviceTensor::zeros(ctx, s, DType::F32, MemoryFormat::Contiguous).unwrap();
         for (x, w, o) in &cases {

@@ -1411,5 +1411,26 @@ fn windows_past_a_software_adapters_loop_bound() {
         }
         // The mean of a whole plane is a reduction, not a window.
         assert_eq!(x.adaptive_avg_pool2d((1, 1)).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![1.0], "{}", name(ctx));
+        // Wide windows: the vec kernel's max walks columns outside (3 turns a column of one
+        // row), past the bound at 40,000 columns; the automatic choice takes the general
+        // kernel there (the vec kernel missed the maximum at the row's end), a forced vec
+        // kernel is a Limit error on CPU adapters.
+        for (h, w) in [(1usize, 40_000usize), (2, 20_000)] {
+            let v: Vec<f32> = (0..4 * h * w).map(|i| (i % (h * w)) as f32).collect();
+            let d = DeviceTensor::from_slice(ctx, &v, &[1, 4, h, w]).unwrap();
+            let want = vec![(h * w - 1) as f32; 4];
+            let got = d.max_pool2d(&MaxPool2dOptions::new((h, w))).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            assert_eq!(got, want, "{} max over {h} x {w}", name(ctx));
+            let got = d.adaptive_max_pool2d((1, 1)).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            assert_eq!(got, want, "{} adaptive max over {h} x {w}", name(ctx));
+            let g = max_pool2d_window(d.layout(), DType::F32, &MaxPool2dOptions::new((h, w)), false).unwrap();
+            let got = window_with(&d, &g, PoolKernel::General).unwrap().0.download().unwrap().to_vec::<f32>().unwrap();
+            assert_eq!(got, want, "{} general max over {h} x {w}", name(ctx));
+            match window_with(&d, &g, PoolKernel::Vec4) {
+                Err(Error::Limit { .. }) if cpu => {}
+                Ok((y, _)) if !cpu => assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx)),
+                other => panic!("{} forced vec max over {h} x {w}: {:?}", name(ctx), other.map(drop)),
+            }
+        }
     }
 }

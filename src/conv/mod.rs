@@ -169,7 +169,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
     // served (an empty image with padding has an output size, but no pixel to read); and
     // `calc_output_size` gives a zero-channel input's output 0 channels, whatever K is.
     let k_out = if c == 0 { 0 } else { k };
-    if n > 0 && (h == 0 || w == 0) {
+    if n > 0 && c > 0 && (h == 0 || w == 0) {
         return Err(bad(format!("Only zero batch or zero channel inputs are supported, but got input shape: {:?}", input.shape())));
     }
     // PyTorch's rule (`_determine_backend_memory_format`): channels-last where the input or

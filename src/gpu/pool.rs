@@ -101,7 +101,9 @@ impl Batch<'_> {
         let operands: Vec<&DeviceTensor> = [Some(x), Some(out), idx].into_iter().flatten().collect();
         self.check_context(g.op, &operands)?;
         g.check(x.layout(), x.dtype())?;
-        let kernel = pool::classify(g, x.dtype(), out.layout(), kernel)?;
+        // The asked kernel: `pool::record` classifies it (the automatic choice is also the
+        // adapter's there).
+        pool::classify(g, x.dtype(), out.layout(), kernel)?;
         let ctx = self.context().clone();
         // Whole or not at all: a dispatch whose error its op's scope caught is not kept.
         self.whole(|batch| {

@@ -21,3 +21,7 @@ pub(crate) mod split;
 /// loop's turns, with about two more a turn). Kernels bound the work a loop of theirs takes
 /// on CPU adapters (reductions and products in chunks; a pooling window is refused past it).
 pub(crate) const SOFTWARE_LOOP_ITERATIONS: u64 = 65_535;
+
+/// What a kernel's upper bound of an invocation's loop turns may reach on a CPU adapter: the
+/// bound less a margin for the few turns the estimates leave out.
+pub(crate) const SOFTWARE_LOOP_BUDGET: u64 = SOFTWARE_LOOP_ITERATIONS - 5_535;

@@ -327,7 +327,7 @@ impl Recorder {
 pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder, watch: &Watch, mut reruns: Option<&mut Vec<Rerun>>) -> RecordCounts {
     let mut counts = RecordCounts::default();
     let mut pass: Option<wgpu::ComputePass<'static>> = None;
-    let mut caller = reruns.is_none().then(Vec::new);
+    let mut caller = reruns.is_none().then(crate::runtime::fxhash::FxHashSet::default);
     encode_into(commands, enc, &mut pass, &mut counts, watch, &mut reruns, &mut caller);
     drop(pass);
     if let Some(written) = caller {
@@ -337,7 +337,8 @@ pub(crate) fn encode(commands: &[Command], enc: &mut wgpu::CommandEncoder, watch
 }
 
 #[allow(clippy::too_many_arguments)]
-fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch, reruns: &mut Option<&mut Vec<Rerun>>, caller: &mut Option<Vec<wgpu::Buffer>>) {
+#[allow(clippy::mutable_key_type)]
+fn encode_into(commands: &[Command], enc: &mut wgpu::CommandEncoder, pass: &mut Option<wgpu::ComputePass<'static>>, counts: &mut RecordCounts, watch: &Watch, reruns: &mut Option<&mut Vec<Rerun>>, caller: &mut Option<crate::runtime::fxhash::FxHashSet<wgpu::Buffer>>) {
     for c in commands {
         watch.note(c, caller.as_mut());
         match c {

@@ -24,7 +24,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::runtime::fxhash::FxHashMap;
+use crate::runtime::fxhash::{FxHashMap, FxHashSet};
 use crate::runtime::lock::lock;
 use crate::runtime::record::Command;
 
@@ -81,14 +81,12 @@ impl Watch {
 
     /// Counts the writes of `c` (not of a nested graph: its commands are counted as encoded);
     /// `caller`: where the command buffer is the caller's to submit, collects what it writes.
-    pub(crate) fn note(&self, c: &Command, caller: Option<&mut Vec<wgpu::Buffer>>) {
+    // A buffer's `Hash` and `Eq` are those of its id, which never changes.
+    #[allow(clippy::mutable_key_type)]
+    pub(crate) fn note(&self, c: &Command, caller: Option<&mut FxHashSet<wgpu::Buffer>>) {
         let written = writes(c);
-        if let Some(list) = caller {
-            for b in written {
-                if !list.contains(b) {
-                    list.push(b.clone());
-                }
-            }
+        if let Some(set) = caller {
+            set.extend(written.iter().cloned());
         }
         if self.watched.load(Ordering::Relaxed) == 0 {
             return;
@@ -102,8 +100,11 @@ impl Watch {
     }
 
     /// Marks `written`, the buffers a command buffer the caller submits writes (encoded into
-    /// `enc`), as pending until its work is done on the GPU or it is dropped unsubmitted.
-    pub(crate) fn pending_until_done(&self, written: Vec<wgpu::Buffer>, enc: &wgpu::CommandEncoder) {
+    /// `enc`), as pending until its work is done on the GPU or it is dropped unsubmitted (the
+    /// entries of those done are forgotten here too, so that the list holds only command
+    /// buffers in flight, graph or not).
+    #[allow(clippy::mutable_key_type)]
+    pub(crate) fn pending_until_done(&self, written: FxHashSet<wgpu::Buffer>, enc: &wgpu::CommandEncoder) {
         if written.is_empty() {
             return;
         }
@@ -111,28 +112,40 @@ impl Watch {
         let flag = SetOnDrop(done.clone());
         enc.on_submitted_work_done(move || drop(flag));
         let mut pending = lock(&self.pending);
-        pending.push((done, written));
+        self.sweep(&mut pending);
+        pending.push((done, written.into_iter().collect()));
         self.pending_len.store(pending.len(), Ordering::Relaxed);
     }
 
-    /// Whether one of `bufs` is written by a pending command buffer of the caller's, after the buffers of
-    /// those done are counted as written once more (and forgotten).
-    fn pending(&self, bufs: &[wgpu::Buffer]) -> bool {
-        let mut pending = lock(&self.pending);
-        let (done, open): (Vec<_>, Vec<_>) = std::mem::take(&mut *pending).into_iter().partition(|(d, _)| d.load(Ordering::Acquire));
-        *pending = open;
-        self.pending_len.store(pending.len(), Ordering::Relaxed);
-        let hit = pending.iter().any(|(_, w)| bufs.iter().any(|b| w.contains(b)));
-        drop(pending);
-        if !done.is_empty() {
-            let mut counts = lock(&self.counts);
-            for b in done.iter().flat_map(|(_, w)| w) {
-                if let Some(e) = counts.get_mut(b) {
-                    e.0 += 1;
+    /// Forgets the entries of `pending` (locked) whose work is done, their buffers counted as
+    /// written once more first (under the lock: a check meanwhile sees them pending or
+    /// counted, never neither).
+    fn sweep(&self, pending: &mut Vec<(Arc<AtomicBool>, Vec<wgpu::Buffer>)>) {
+        if !pending.iter().any(|(d, _)| d.load(Ordering::Acquire)) {
+            return;
+        }
+        let mut counts = lock(&self.counts);
+        pending.retain(|(d, w)| {
+            let done = d.load(Ordering::Acquire);
+            if done {
+                for b in w {
+                    if let Some(e) = counts.get_mut(b) {
+                        e.0 += 1;
+                    }
                 }
             }
-        }
-        hit
+            !done
+        });
+        drop(counts);
+        self.pending_len.store(pending.len(), Ordering::Relaxed);
+    }
+
+    /// Whether one of `bufs` is written by a pending command buffer of the caller's (those
+    /// done swept first: [`Watch::sweep`]).
+    fn pending(&self, bufs: &[wgpu::Buffer]) -> bool {
+        let mut pending = lock(&self.pending);
+        self.sweep(&mut pending);
+        pending.iter().any(|(_, w)| bufs.iter().any(|b| w.contains(b)))
     }
 }
 

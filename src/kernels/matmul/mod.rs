@@ -327,7 +327,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     let cpu_long = rt.report.device_type == wgpu::DeviceType::Cpu && lanes == 0 && k > CPU_GEMM_K;
     let cut = match kernel {
         MatmulKernel::GemmSplit => true,
-        MatmulKernel::GemmWide => crate::kernels::split::matmul_wants_split(tiles, k),
+        MatmulKernel::GemmWide => cpu_long || crate::kernels::split::matmul_wants_split(tiles, k),
         _ => cpu_long,
     };
     let (nslices, chunk) = if cut {

@@ -188,9 +188,12 @@ fn rows_family(g: &Window, dtype: DType, x: &Layout, out: &Layout, base: u32) ->
 }
 
 /// Records `g` on the input view `x` (of `xbuf`) into the new dense output `out` (of `obuf`),
-/// and the indices into `ibuf` when `g.indices`, through `kernel` (checked by [`classify`]).
+/// and the indices into `ibuf` when `g.indices`, through `kernel` as asked (checked by
+/// [`classify`]; the automatic choice of a CPU adapter takes the general kernel where the vec
+/// kernel's walk would pass the loop bound).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType, x: &Layout, xbuf: &wgpu::Buffer, out: &Layout, obuf: &wgpu::Buffer, ibuf: Option<&wgpu::Buffer>, kernel: PoolKernel) -> Result<()> {
+    let asked = kernel;
     let kernel = classify(g, dtype, out, kernel)?;
     let op = g.op;
     let total = out.numel();
@@ -211,14 +214,22 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
             return Err(Error::Limit { op, what: format!("binding {what} of {:?}", g.input), limit: "max_storage_buffer_binding_size", requested: need, max });
         }
     }
-    // The loop turns one output's window takes (rows, each its columns and about two more),
-    // on software adapters, whose loops stop short past SOFTWARE_LOOP_ITERATIONS turns an
-    // invocation, silently (a max missing its last rows, an average of part of its window):
-    // an invocation takes no more outputs than fit, and a window (a word of two 16-bit
-    // outputs) past it alone is refused (below, after the arithmetic's own limits).
+    // The loop turns one output's window takes (rows, each its columns and about two more;
+    // the vec kernel's max walks columns, each its rows), and its stores' few, on software
+    // adapters, whose loops stop short past SOFTWARE_LOOP_ITERATIONS turns an invocation,
+    // silently (a max missing its last rows, an average of part of its window): within
+    // 60,000 (a margin for the loops not counted), an invocation takes no more outputs than
+    // fit, and a window past it alone (a word of two 16-bit outputs, for the general kernel)
+    // is refused (below, after the arithmetic's own limits).
     let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
-    let bound = crate::kernels::SOFTWARE_LOOP_ITERATIONS;
-    let turns = g.most_taps(0).saturating_mul(g.most_taps(1) + 2).saturating_add(2);
+    let bound = crate::kernels::SOFTWARE_LOOP_BUDGET;
+    let (rows, cols) = (g.most_taps(0), g.most_taps(1));
+    let row_turns = rows.saturating_mul(cols + 2).saturating_add(16);
+    let vec_turns = row_turns.max(cols.saturating_mul(rows + 2).saturating_add(16));
+    // The automatic choice on a CPU adapter: the general kernel where the vec kernel's walk
+    // (columns outside) would pass the bound.
+    let kernel = if cpu && asked == PoolKernel::Auto && kernel == PoolKernel::Vec4 && vec_turns > bound { PoolKernel::General } else { kernel };
+    let (turns, least) = if kernel == PoolKernel::General { (row_turns, per_word) } else { (vec_turns, 1) };
     // lavapipe pays about 0.2 us per invocation whatever it does: 32 words each there (as
     // many as the loop bound allows).
     let per: u64 = if cpu { (bound / turns.saturating_mul(per_word)).clamp(1, 32) } else { 4 };
@@ -274,8 +285,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
             }
         }
     }
-    if cpu && turns.saturating_mul(per_word) > bound {
-        return Err(Error::Limit { op, what: format!("a window of up to {} x {} taps of input {:?} (kernel {:?}, output {:?}): {turns} loop turns an output, {per_word} an invocation at least", g.most_taps(0), g.most_taps(1), g.input, g.kernel, g.out), limit: "loop turns an invocation on a software adapter (Mesa's llvmpipe leaves a loop after 65,535; `mean` and `amax` reduce whole planes)", requested: turns.saturating_mul(per_word), max: bound });
+    if cpu && turns.saturating_mul(least) > bound {
+        return Err(Error::Limit { op, what: format!("a window of up to {rows} x {cols} taps of input {:?} (kernel {:?}, output {:?}): {turns} loop turns an output, {least} an invocation at least", g.input, g.kernel, g.out), limit: "loop turns an invocation on a software adapter (Mesa's llvmpipe leaves a loop after 65,535; `mean` and `amax` reduce whole planes)", requested: turns.saturating_mul(least), max: bound });
     }
     let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
     let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));

@@ -27,7 +27,7 @@ const LOOP_CAP: usize = 16_384;
 /// llvmpipe counts every loop's turns of an invocation against one bound and leaves them past
 /// it, silently: `sum` of a transposed [16384, 4] gave half the total). The estimates of
 /// [`cpu_turns`] are upper bounds; past this the general kernel's parts run.
-const CPU_TURNS: u64 = 60_000;
+const CPU_TURNS: u64 = crate::kernels::SOFTWARE_LOOP_BUDGET;
 
 /// An upper bound of the loop turns one invocation of `kernel` (RowThreads, Rows or Columns)
 /// takes over `rp` on a CPU adapter: its walks (two for the two-pass ops; softmax's columns

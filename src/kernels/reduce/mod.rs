@@ -82,7 +82,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     // On CPU adapters an invocation's walk stays within the loop bound
     // (`SOFTWARE_LOOP_ITERATIONS`): each element's offsets take a loop over the reduced dims,
     // and a scan walks its part twice (its state, then its writes).
-    let chunk = if rep.device_type == wgpu::DeviceType::Cpu { (60_000 / (2 * (rp.rrank + 3))).min(CHUNK) } else { CHUNK };
+    let chunk = if rep.device_type == wgpu::DeviceType::Cpu { (crate::kernels::SOFTWARE_LOOP_BUDGET as usize / (2 * (rp.rrank + 3))).min(CHUNK) } else { CHUNK };
     let interleave = !scan && rp.rrank == 1 && rp.plan.strides_of(1)[0] == 1 && rp.extent >= 8 * IPARTS && rp.extent <= IPARTS * chunk;
     let parts = if interleave { IPARTS as u64 } else { rp.extent.div_ceil(chunk).max(1) as u64 };
     let state_bytes = |outputs: u64| if parts > 1 { outputs * (parts + 1) * 16 } else { 16 };
