@@ -1434,3 +1434,54 @@ fn windows_past_a_software_adapters_loop_bound() {
         }
     }
 }
+
+/// Unbatched [C, H, W] inputs, as PyTorch takes them: pooling into a contiguous [C, OH, OW]
+/// (PyTorch's for a 3-d input, also from a channels-last-like view), every pooling and its
+/// indices, and a convolution as a batch of one (`batchify`) into [K, OH, OW], on the host and
+/// every adapter, equal to the batch of one's results. They were typed errors.
+#[test]
+fn unbatched_inputs_pool_and_convolve_as_a_batch_of_one() {
+    use strided_wgpu::{Conv2d, Conv2dOptions};
+    let vals: Vec<f32> = (0..3 * 6 * 7).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
+    let plain = HostTensor::from_vec(vals.clone(), &[3, 6, 7]).unwrap();
+    let hwc = HostTensor::from_vec(vals, &[6, 7, 3]).unwrap().permute(&[2, 0, 1]).unwrap();
+    let w = HostTensor::from_vec((0..4 * 3 * 9).map(|i| ((i * 3) % 7) as f32 - 3.0).collect(), &[4, 3, 3, 3]).unwrap();
+    let b = HostTensor::from_vec(vec![0.5f32, -1.0, 2.0, 0.0], &[4]).unwrap();
+    let mo = MaxPool2dOptions { padding: (1, 1), ..MaxPool2dOptions::new((3, 3)) };
+    let ao = AvgPool2dOptions { stride: Some((2, 1)), ..AvgPool2dOptions::new((2, 3)) };
+    let co = Conv2dOptions { padding: (1, 0), ..Default::default() };
+    fn all<T: Pool2d + Conv2d>(x: &T, w: &T, b: &T, mo: &MaxPool2dOptions, ao: &AvgPool2dOptions, co: &Conv2dOptions) -> Vec<T> {
+        let (m, i) = x.max_pool2d_with_indices(mo).unwrap();
+        let (am, ai) = x.adaptive_max_pool2d_with_indices((2, 3)).unwrap();
+        vec![m, i, x.avg_pool2d(ao).unwrap(), x.adaptive_avg_pool2d((4, 2)).unwrap(), x.adaptive_avg_pool2d((1, 1)).unwrap(), am, ai, x.conv2d(w, Some(b), co).unwrap()]
+    }
+    for x in [&plain, &hwc] {
+        let want: Vec<HostTensor> = all(&x.unsqueeze(0).unwrap(), &w, &b, &mo, &ao, &co).into_iter().map(|t| t.squeeze(0).unwrap()).collect();
+        let got = all(x, &w, &b, &mo, &ao, &co);
+        for (k, (g, v)) in got.iter().zip(&want).enumerate() {
+            assert_eq!((g.shape(), g.dtype()), (v.shape(), v.dtype()), "host result {k} of {:?}", x.strides());
+            assert_eq!(bits(g), bits(v), "host result {k} of {:?}", x.strides());
+            if k < 7 {
+                assert!(g.layout().is_contiguous(), "host pooling result {k} of {:?}: strides {:?}", x.strides(), g.strides());
+            }
+        }
+        for ctx in contexts() {
+            let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+            let dx = if x.layout().is_contiguous() { up(x) } else { up(&x.permute(&[1, 2, 0]).unwrap()).permute(&[2, 0, 1]).unwrap() };
+            let got = all(&dx, &up(&w), &up(&b), &mo, &ao, &co);
+            for (k, (g, v)) in got.iter().zip(&want).enumerate() {
+                let h = g.download().unwrap();
+                assert_eq!((h.shape(), h.dtype()), (v.shape(), v.dtype()), "{} result {k}", name(ctx));
+                if k < 7 {
+                    assert!(g.layout().is_contiguous(), "{} pooling result {k}: strides {:?}", name(ctx), g.strides());
+                }
+                let (hv, vv) = (bits(&h), bits(v));
+                let exact = matches!(k, 0 | 1 | 5 | 6);
+                for (i, (a, e)) in hv.iter().zip(&vv).enumerate() {
+                    let (a, e) = (f32::from_bits(*a), f32::from_bits(*e));
+                    assert!(if exact { a.to_bits() == e.to_bits() } else { (a - e).abs() <= 1e-5 * (1.0 + e.abs()) }, "{} result {k}[{i}]: {a} against {e}", name(ctx));
+                }
+            }
+        }
+    }
+}

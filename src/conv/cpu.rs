@@ -76,12 +76,18 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
 impl Conv2d for HostTensor {
     /// The CPU reference, [`conv2d_cpu`].
     fn conv2d(&self, weight: &HostTensor, bias: Option<&HostTensor>, options: &Conv2dOptions) -> Result<HostTensor> {
+        if self.rank() == 3 {
+            return conv2d_cpu(&self.unsqueeze(0)?, weight, bias, options)?.squeeze(0);
+        }
         conv2d_cpu(self, weight, bias, options)
     }
 
     /// The CPU reference, written into `out` after every check has passed.
     fn conv2d_out(&self, weight: &HostTensor, bias: Option<&HostTensor>, options: &Conv2dOptions, out: &HostTensor) -> Result<()> {
         const OP: &str = "conv2d";
+        if self.rank() == 3 {
+            return self.unsqueeze(0)?.conv2d_out(weight, bias, options, &out.unsqueeze(0)?);
+        }
         let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         check_output(OP, out.shape(), out.dtype(), &g)?;
         let operands: Vec<(&str, &Layout, bool)> = [("input", Some(self)), ("weight", Some(weight)), ("bias", bias)]
@@ -94,6 +100,9 @@ impl Conv2d for HostTensor {
 
     /// The CPU reference without ReLU, then the add and the ReLU.
     fn conv2d_add(&self, weight: &HostTensor, bias: Option<&HostTensor>, residual: &HostTensor, options: &Conv2dOptions) -> Result<HostTensor> {
+        if self.rank() == 3 {
+            return self.unsqueeze(0)?.conv2d_add(weight, bias, &residual.unsqueeze(0)?, options)?.squeeze(0);
+        }
         let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         super::check_residual("conv2d_add", residual.shape(), residual.dtype(), &g)?;
         let y = conv2d_cpu(self, weight, bias, &Conv2dOptions { relu: false, ..*options })?;

@@ -118,7 +118,7 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
         }
     }
     let &[n, c, h, w] = input.shape() else {
-        return Err(bad(format!("input must be [N, C, H, W], got shape {:?}", input.shape())));
+        return Err(bad(format!("input must be [N, C, H, W] (or an unbatched [C, H, W]), got shape {:?}", input.shape())));
     };
     let (k, cg, kh, kw) = match weight.shape() {
         &[k, cg] => (k, cg, 1, 1),
@@ -218,7 +218,8 @@ pub trait Conv2d: Sized {
     /// `F.conv2d(self, weight, bias, ...)`: `self` is [N, C, H, W] and `weight`
     /// [K, C/groups, kh, kw] in any strides, `bias` `[K]`; returns a new [N, K, OH, OW] tensor,
     /// channels_last where the input or the weight is (else contiguous), unless `options`
-    /// names a format.
+    /// names a format. An unbatched [C, H, W] input runs as a batch of one (PyTorch's
+    /// `batchify`) into [K, OH, OW] (`out` and a residual then 3-d too).
     fn conv2d(&self, weight: &Self, bias: Option<&Self>, options: &Conv2dOptions) -> Result<Self>;
 
     /// [`conv2d`](Conv2d::conv2d) into `out`: a view of the operands' type and shape [N, K, OH, OW] in any

@@ -39,6 +39,9 @@ pub fn conv2d(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceT
 
 /// [`conv2d`] through a chosen kernel (one whose [`ConvKernel::eligible`] accepts the call).
 pub fn conv2d_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, kernel: ConvKernel) -> Result<DeviceTensor> {
+    if input.rank() == 3 {
+        return conv2d_with(&input.unsqueeze(0)?, weight, bias, options, kernel)?.squeeze(0);
+    }
     let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
     run("conv2d", input, weight, bias, options, &g, kernel, None)
 }
@@ -51,6 +54,9 @@ pub fn conv1x1(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&Device
 
 /// [`conv1x1`] through a chosen kernel.
 pub fn conv1x1_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, kernel: ConvKernel) -> Result<DeviceTensor> {
+    if input.rank() == 3 {
+        return conv1x1_with(&input.unsqueeze(0)?, weight, bias, options, kernel)?.squeeze(0);
+    }
     let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
     run("conv1x1", input, weight, bias, options, &g, kernel, None)
 }
@@ -65,6 +71,9 @@ impl Conv2d for DeviceTensor {
     /// [`conv2d`] into `out`, checked before anything is tuned or recorded; submitted, not
     /// waited for.
     fn conv2d_out(&self, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<()> {
+        if self.rank() == 3 {
+            return self.unsqueeze(0)?.conv2d_out(weight, bias, options, &out.unsqueeze(0)?);
+        }
         let g = conv2d_shape(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         run("conv2d", self, weight, bias, options, &g, ConvKernel::Auto, Some(out)).map(drop)
     }
@@ -84,6 +93,9 @@ impl Conv2d for DeviceTensor {
 /// candidates first, as [`conv2d`]'s does (the same class).
 pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions, kernel: ConvKernel) -> Result<DeviceTensor> {
     const OP: &str = "conv2d_add";
+    if input.rank() == 3 {
+        return conv2d_add_with(&input.unsqueeze(0)?, weight, bias, &residual.unsqueeze(0)?, options, kernel)?.squeeze(0);
+    }
     let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
     let ctx = input.context();
     if kernel != ConvKernel::Auto {
@@ -136,6 +148,9 @@ impl Batch<'_> {
     /// Records `input.conv2d(weight, bias, options)` ([`Conv2d::conv2d`]); returns the new
     /// [N, K, OH, OW] tensor, channels-last where the input or the weight is (else contiguous), unless `options` names a format.
     pub fn conv2d(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<DeviceTensor> {
+        if input.rank() == 3 {
+            return self.conv2d(&input.unsqueeze(0)?, weight, bias, options)?.squeeze(0);
+        }
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias].into_iter().flatten().collect();
         self.check_context("conv2d", &operands)?;
@@ -148,6 +163,9 @@ impl Batch<'_> {
     /// `relu?(conv2d + bias + residual)`, a new tensor.
     pub fn conv2d_add(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: &DeviceTensor, options: &Conv2dOptions) -> Result<DeviceTensor> {
         const OP: &str = "conv2d_add";
+        if input.rank() == 3 {
+            return self.conv2d_add(&input.unsqueeze(0)?, weight, bias, &residual.unsqueeze(0)?, options)?.squeeze(0);
+        }
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
         let out = DeviceTensor::empty(self.context(), &g.out_shape(), g.dtype, g.format)?;
@@ -167,6 +185,9 @@ impl Batch<'_> {
     /// ([`ConvKernel::eligible`]) or cannot run on the adapter ([`ConvKernel::runs_on`]) is
     /// [`Error::Unsupported`], and nothing is recorded.
     pub fn conv2d_out_with(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor, kernel: ConvKernel) -> Result<()> {
+        if input.rank() == 3 {
+            return self.conv2d_out_with(&input.unsqueeze(0)?, weight, bias, options, &out.unsqueeze(0)?, kernel);
+        }
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         self.convolve("conv2d", out, input, weight, bias, None, options, &g, kernel)
     }
@@ -174,6 +195,9 @@ impl Batch<'_> {
     /// [`Batch::conv2d_out_with`] of a 1x1 convolution (weight [K, C/groups, 1, 1] or
     /// [K, C/groups]; see [`conv1x1`]).
     pub fn conv1x1_out_with(&mut self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options, out: &DeviceTensor, kernel: ConvKernel) -> Result<()> {
+        if input.rank() == 3 {
+            return self.conv1x1_out_with(&input.unsqueeze(0)?, weight, bias, options, &out.unsqueeze(0)?, kernel);
+        }
         let g = conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         self.convolve("conv1x1", out, input, weight, bias, None, options, &g, kernel)
     }

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::pool::{self, PoolKernel};
-use crate::pool::{adaptive_window, avg_pool2d_window, global_mean_strides, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
+use crate::pool::{adaptive_window, avg_pool2d_window, global_mean_strides, unbatched, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
 use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
 use crate::strided::Strided;
 
@@ -44,29 +44,29 @@ pub fn window_with(x: &DeviceTensor, g: &Window, kernel: PoolKernel) -> Result<(
 impl Batch<'_> {
     /// Records `x.max_pool2d(options)` ([`Pool2d::max_pool2d`]).
     pub fn max_pool2d(&mut self, x: &DeviceTensor, options: &MaxPool2dOptions) -> Result<DeviceTensor> {
-        Ok(self.new_window(x, &max_pool2d_window(x.layout(), x.dtype(), options, false)?)?.0)
+        Ok(unbatched(x, |l, t| max_pool2d_window(l, t, options, false), |x, g| self.new_window(x, g))?.0)
     }
     /// Records `x.max_pool2d_with_indices(options)` ([`Pool2d::max_pool2d_with_indices`]).
     pub fn max_pool2d_with_indices(&mut self, x: &DeviceTensor, options: &MaxPool2dOptions) -> Result<(DeviceTensor, DeviceTensor)> {
-        let (y, i) = self.new_window(x, &max_pool2d_window(x.layout(), x.dtype(), options, true)?)?;
+        let (y, i) = unbatched(x, |l, t| max_pool2d_window(l, t, options, true), |x, g| self.new_window(x, g))?;
         Ok((y, i.expect("indices asked for")))
     }
     /// Records `x.avg_pool2d(options)` ([`Pool2d::avg_pool2d`]).
     pub fn avg_pool2d(&mut self, x: &DeviceTensor, options: &AvgPool2dOptions) -> Result<DeviceTensor> {
-        Ok(self.new_window(x, &avg_pool2d_window(x.layout(), x.dtype(), options)?)?.0)
+        Ok(unbatched(x, |l, t| avg_pool2d_window(l, t, options), |x, g| self.new_window(x, g))?.0)
     }
     /// Records `x.adaptive_avg_pool2d(output_size)` ([`Pool2d::adaptive_avg_pool2d`]; to
     /// (1, 1) a mean).
     pub fn adaptive_avg_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
         if let Some(strides) = global_mean_strides(x.layout(), x.dtype(), output_size)? {
-            let m = self.reduce(x, crate::reduce::ReduceOp::Mean, [2isize, 3].into(), true, None, None, None)?.0;
+            let m = self.reduce(x, crate::reduce::ReduceOp::Mean, [-2isize, -1].into(), true, None, None, None)?.0;
             return m.as_strided(&m.shape().to_vec(), &strides, m.storage_offset());
         }
-        Ok(self.new_window(x, &adaptive_window("adaptive_avg_pool2d", x.layout(), x.dtype(), output_size, false, false)?)?.0)
+        Ok(unbatched(x, |l, t| adaptive_window("adaptive_avg_pool2d", l, t, output_size, false, false), |x, g| self.new_window(x, g))?.0)
     }
     /// Records `x.adaptive_max_pool2d(output_size)` ([`Pool2d::adaptive_max_pool2d`]).
     pub fn adaptive_max_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
-        Ok(self.new_window(x, &adaptive_window("adaptive_max_pool2d", x.layout(), x.dtype(), output_size, true, false)?)?.0)
+        Ok(unbatched(x, |l, t| adaptive_window("adaptive_max_pool2d", l, t, output_size, true, false), |x, g| self.new_window(x, g))?.0)
     }
     /// Records `x.interpolate(options)` ([`crate::ShapeOps::interpolate`]): bilinear through
     /// the window kernel, the nearest modes as the method's copies (rows into an intermediate,

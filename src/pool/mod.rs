@@ -12,6 +12,7 @@ mod cpu;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, MemoryFormat};
+use crate::strided::Strided;
 
 /// Options of [`Pool2d::max_pool2d`]: PyTorch's `F.max_pool2d(x, kernel_size, stride, padding,
 /// dilation, ceil_mode)`.
@@ -250,7 +251,7 @@ fn pooled(op: &'static str, size: usize, k: usize, pad: usize, stride: usize, di
 fn input4(op: &'static str, x: &Layout, dtype: DType) -> Result<[usize; 4]> {
     let s = x.shape();
     if s.len() != 4 {
-        return Err(Error::unsupported(op, format!("only 4-d [N, C, H, W] inputs are served here (a 3-d [C, H, W] input: unsqueeze(0) first), got shape {s:?}")));
+        return Err(Error::unsupported(op, format!("only 3-d [C, H, W] and 4-d [N, C, H, W] inputs are served here, got shape {s:?}")));
     }
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Err(Error::unsupported(op, format!("element type {dtype} (float32, float16 and bfloat16 are served)")));
@@ -329,13 +330,16 @@ pub fn avg_pool2d_window(x: &Layout, dtype: DType, o: &AvgPool2dOptions) -> Resu
 /// channels-last strides (C, 1, C, C) where the input suggests channels-last: the strides of
 /// the [N, C, 1, 1] result, `None` for any other output size. A reduction, not one
 /// invocation's walk over the plane (f32 sums of a 1000 x 1000 plane drifted by 1%).
-pub(crate) fn global_mean_strides(x: &Layout, dtype: DType, out: (usize, usize)) -> Result<Option<[isize; 4]>> {
+pub(crate) fn global_mean_strides(x: &Layout, dtype: DType, out: (usize, usize)) -> Result<Option<Vec<isize>>> {
     if out != (1, 1) {
         return Ok(None);
     }
-    let [_, c, _, _] = input4("adaptive_avg_pool2d", x, dtype)?;
+    // A 3-d input's [C, 1, 1] is contiguous (PyTorch restrides only 4-d channels-last).
+    let unbatched = x.rank() == 3;
+    let x = if unbatched { x.unsqueeze(0)? } else { x.clone() };
+    let [_, c, _, _] = input4("adaptive_avg_pool2d", &x, dtype)?;
     let c = isize::try_from(c).map_err(|_| Error::overflow("adaptive_avg_pool2d", format!("{c} channels")))?;
-    Ok(Some(if x.suggest_memory_format() == MemoryFormat::ChannelsLast { [c, 1, c, c] } else { [c, 1, 1, 1] }))
+    Ok(Some(if unbatched { vec![1, 1, 1] } else if x.suggest_memory_format() == MemoryFormat::ChannelsLast { vec![c, 1, c, c] } else { vec![c, 1, 1, 1] }))
 }
 
 /// The geometry of an adaptive pooling to `out` on `x`, checked (an output size of 0 gives an
@@ -358,7 +362,8 @@ pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, 
 }
 
 /// Pooling on host and device tensors, PyTorch's `torch.nn.functional` semantics. The input
-/// is [N, C, H, W] in any strides, float32, float16 or bfloat16; the output keeps the input's
+/// is [N, C, H, W] in any strides (or an unbatched [C, H, W], whose result is a contiguous
+/// [C, OH, OW], PyTorch's), float32, float16 or bfloat16; the output keeps the input's
 /// type and memory format. Indices (PyTorch's int64) are int32 here, each maximum's position
 /// `h * W + w` in its (n, c) plane (a plane of more than 2^31 elements is `Error::Limit`). Bad
 /// input (padding over half the kernel, an output size below 1, a zero kernel, stride or
@@ -377,33 +382,46 @@ pub trait Pool2d: crate::reduce::Reduce {
 
     /// `F.max_pool2d(x, ..)`: the largest value of each window (NaN propagates).
     fn max_pool2d(&self, options: &MaxPool2dOptions) -> Result<Self> {
-        Ok(self.window(&max_pool2d_window(self.layout(), self.dtype(), options, false)?)?.0)
+        Ok(unbatched(self, |x, t| max_pool2d_window(x, t, options, false), |x, g| x.window(g))?.0)
     }
     /// `F.max_pool2d(x, .., return_indices=True)`: the maxima and their `h * W + w` (int32).
     fn max_pool2d_with_indices(&self, options: &MaxPool2dOptions) -> Result<(Self, Self)> {
-        let (y, i) = self.window(&max_pool2d_window(self.layout(), self.dtype(), options, true)?)?;
+        let (y, i) = unbatched(self, |x, t| max_pool2d_window(x, t, options, true), |x, g| x.window(g))?;
         Ok((y, i.expect("indices asked for")))
     }
     /// `F.avg_pool2d(x, ..)`: the mean of each window.
     fn avg_pool2d(&self, options: &AvgPool2dOptions) -> Result<Self> {
-        Ok(self.window(&avg_pool2d_window(self.layout(), self.dtype(), options)?)?.0)
+        Ok(unbatched(self, |x, t| avg_pool2d_window(x, t, options), |x, g| x.window(g))?.0)
     }
     /// `F.adaptive_avg_pool2d(x, (oh, ow))`; to (1, 1) the mean over H and W, as PyTorch's
     /// (a reduction: compensated sums on the device).
     fn adaptive_avg_pool2d(&self, output_size: (usize, usize)) -> Result<Self> {
         if let Some(strides) = global_mean_strides(self.layout(), self.dtype(), output_size)? {
-            let m = self.mean([2isize, 3], true)?;
+            let m = self.mean([-2isize, -1], true)?;
             return m.as_strided(&m.shape().to_vec(), &strides, m.storage_offset());
         }
-        Ok(self.window(&adaptive_window("adaptive_avg_pool2d", self.layout(), self.dtype(), output_size, false, false)?)?.0)
+        Ok(unbatched(self, |x, t| adaptive_window("adaptive_avg_pool2d", x, t, output_size, false, false), |x, g| x.window(g))?.0)
     }
     /// `F.adaptive_max_pool2d(x, (oh, ow))`.
     fn adaptive_max_pool2d(&self, output_size: (usize, usize)) -> Result<Self> {
-        Ok(self.window(&adaptive_window("adaptive_max_pool2d", self.layout(), self.dtype(), output_size, true, false)?)?.0)
+        Ok(unbatched(self, |x, t| adaptive_window("adaptive_max_pool2d", x, t, output_size, true, false), |x, g| x.window(g))?.0)
     }
     /// `F.adaptive_max_pool2d(x, (oh, ow), return_indices=True)`.
     fn adaptive_max_pool2d_with_indices(&self, output_size: (usize, usize)) -> Result<(Self, Self)> {
-        let (y, i) = self.window(&adaptive_window("adaptive_max_pool2d", self.layout(), self.dtype(), output_size, true, true)?)?;
+        let (y, i) = unbatched(self, |x, t| adaptive_window("adaptive_max_pool2d", x, t, output_size, true, true), |x, g| x.window(g))?;
         Ok((y, i.expect("indices asked for")))
     }
+}
+
+/// Runs the window that `build` makes for `x` through `run`: a 4-d input as it is; a 3-d
+/// [C, H, W] input (PyTorch's unbatched pooling) as [1, C, H, W] into a contiguous output
+/// (PyTorch's for a 3-d input, whatever its strides), seen as [C, OH, OW] again.
+pub(crate) fn unbatched<T: Strided + Clone>(x: &T, build: impl FnOnce(&Layout, DType) -> Result<Window>, run: impl FnOnce(&T, &Window) -> Result<(T, Option<T>)>) -> Result<(T, Option<T>)> {
+    if x.rank() != 3 {
+        return run(x, &build(x.layout(), x.dtype())?);
+    }
+    let x = x.unsqueeze(0)?;
+    let g = Window { format: MemoryFormat::Contiguous, ..build(x.layout(), x.dtype())? };
+    let (y, i) = run(&x, &g)?;
+    Ok((y.squeeze(0)?, i.map(|i| i.squeeze(0)).transpose()?))
 }
