@@ -60,7 +60,7 @@ impl Batch<'_> {
     pub fn adaptive_avg_pool2d(&mut self, x: &DeviceTensor, output_size: (usize, usize)) -> Result<DeviceTensor> {
         if let Some(strides) = global_mean_strides(x.layout(), x.dtype(), output_size)? {
             let m = self.reduce(x, crate::reduce::ReduceOp::Mean, [-2isize, -1].into(), true, None, None, None)?.0;
-            return m.as_strided(&m.shape().to_vec(), &strides, m.storage_offset());
+            return m.as_strided(m.shape(), &strides, m.storage_offset());
         }
         Ok(unbatched(x, |l, t| adaptive_window("adaptive_avg_pool2d", l, t, output_size, false, false), |x, g| self.new_window(x, g))?.0)
     }

@@ -398,7 +398,7 @@ pub trait Pool2d: crate::reduce::Reduce {
     fn adaptive_avg_pool2d(&self, output_size: (usize, usize)) -> Result<Self> {
         if let Some(strides) = global_mean_strides(self.layout(), self.dtype(), output_size)? {
             let m = self.mean([-2isize, -1], true)?;
-            return m.as_strided(&m.shape().to_vec(), &strides, m.storage_offset());
+            return m.as_strided(m.shape(), &strides, m.storage_offset());
         }
         Ok(unbatched(self, |x, t| adaptive_window("adaptive_avg_pool2d", x, t, output_size, false, false), |x, g| x.window(g))?.0)
     }
