@@ -1099,3 +1099,41 @@ fn flipped_narrow_transposes_match_cpu() {
         }
     }
 }
+
+/// Forced paths' per-invocation counts within a software adapter's loop bound: on a CPU
+/// adapter a copy path of 4,096 elements, words or rows an invocation (the most allowed) moves
+/// a flipped and a transposed-then-sliced 4-d view bit for bit, and one of 8,192 is a Limit
+/// error with the destination untouched (the loop would be cut short past 65,535 turns).
+#[test]
+fn forced_copy_counts_within_a_software_adapters_loop_bound() {
+    let n = 16 * 8 * 9 * 70;
+    let data: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let host = HostTensor::from_vec(data.clone(), &[16, 8, 9, 70]).unwrap();
+    for ctx in contexts() {
+        if ctx.adapter().device_type != wgpu::DeviceType::Cpu {
+            continue;
+        }
+        let x = DeviceTensor::from_slice(ctx, &data, &[16, 8, 9, 70]).unwrap();
+        let views = [(x.flip(3).unwrap(), host.flip(3).unwrap()), (x.permute(&[0, 2, 1, 3]).unwrap().slice(3, 1, 70, 2).unwrap(), host.permute(&[0, 2, 1, 3]).unwrap().slice(3, 1, 70, 2).unwrap())];
+        for (d, h) in &views {
+            let want = h.contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+            let mut ran = 0;
+            for path in [CopyPath::Gather { wg: 8, ept: 4096 }, CopyPath::StridedRows { wg: 8, rows: 4096 }] {
+                let out = DeviceTensor::zeros(ctx, d.shape(), DType::F32, MemoryFormat::Contiguous).unwrap();
+                match out.copy_with(d, path) {
+                    Ok(()) => {
+                        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{} {path:?} of {:?}", name(ctx), d.strides());
+                        ran += 1;
+                    }
+                    Err(Error::Unsupported { .. }) => {}
+                    Err(e) => panic!("{} {path:?} of {:?}: {e}", name(ctx), d.strides()),
+                }
+            }
+            assert!(ran > 0, "{}: no forced path ran {:?}", name(ctx), d.strides());
+            let out = DeviceTensor::zeros(ctx, d.shape(), DType::F32, MemoryFormat::Contiguous).unwrap();
+            let r = out.copy_with(d, CopyPath::Gather { wg: 8, ept: 8192 });
+            assert!(matches!(r, Err(Error::Limit { op: "copy_", .. })), "{}: {r:?}", name(ctx));
+            assert!(out.download().unwrap().to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0), "{}: written", name(ctx));
+        }
+    }
+}

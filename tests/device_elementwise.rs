@@ -1563,3 +1563,37 @@ fn sub_takes_the_range_of_minus_alpha() {
         check(&|h: &HostTensor| DeviceTensor::upload(ctx, h).unwrap(), &|d: &DeviceTensor| d.download().unwrap(), &name(ctx));
     }
 }
+
+/// A forced elementwise path of 4,096 elements (quads) an invocation, the most a CPU adapter
+/// takes, adds a strided 3-d view to a broadcast one as the host does; 8,192 is a Limit error
+/// there (its loop would be cut short past the software adapters' 65,535 turns).
+#[test]
+fn forced_elementwise_counts_within_a_software_adapters_loop_bound() {
+    let (a, b): (Vec<f32>, Vec<f32>) = ((0..8 * 60 * 70).map(|i| i as f32 * 0.25).collect(), (0..70).map(|i| 1.0 - i as f32).collect());
+    let ha = HostTensor::from_vec(a.clone(), &[8, 60, 70]).unwrap().transpose(0, 1).unwrap();
+    let hb = HostTensor::from_vec(b.clone(), &[70]).unwrap();
+    let want: Vec<u32> = ha.add(&hb).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+    for ctx in contexts() {
+        if ctx.adapter().device_type != wgpu::DeviceType::Cpu {
+            continue;
+        }
+        let da = DeviceTensor::from_slice(ctx, &a, &[8, 60, 70]).unwrap().transpose(0, 1).unwrap();
+        let db = DeviceTensor::from_slice(ctx, &b, &[70]).unwrap();
+        for path in [ElementwisePath::Gather { wg: 8, ept: 4096 }, ElementwisePath::Rows { wg: 8, ept: 4096 }, ElementwisePath::Runs { wg: 8, ept: 4096 }] {
+            let mut batch = ctx.batch();
+            let r = batch.elementwise_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&da), Input::Tensor(&db)], Target::New, path);
+            match r {
+                Ok(y) => {
+                    batch.submit_and_wait().unwrap();
+                    let got: Vec<u32> = y.download().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "{} {path:?}", name(ctx));
+                }
+                Err(Error::Unsupported { .. }) => {}
+                Err(e) => panic!("{} {path:?}: {e}", name(ctx)),
+            }
+        }
+        let mut batch = ctx.batch();
+        let r = batch.elementwise_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&da), Input::Tensor(&db)], Target::New, ElementwisePath::Gather { wg: 8, ept: 8192 });
+        assert!(matches!(r, Err(Error::Limit { op: "elementwise", .. })), "{}: {:?}", name(ctx), r.map(drop));
+    }
+}

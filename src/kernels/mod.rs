@@ -25,3 +25,17 @@ pub(crate) const SOFTWARE_LOOP_ITERATIONS: u64 = 65_535;
 /// What a kernel's upper bound of an invocation's loop turns may reach on a CPU adapter: the
 /// bound less a margin for the few turns the estimates leave out.
 pub(crate) const SOFTWARE_LOOP_BUDGET: u64 = SOFTWARE_LOOP_ITERATIONS - 5_535;
+
+/// The most elements, words or rows a forced copy or elementwise path may give one invocation
+/// on a CPU adapter: each of them a few loop turns (offsets carried over up to 8 dims), within
+/// [`SOFTWARE_LOOP_BUDGET`] (the automatic choices give at most 32).
+pub(crate) const CPU_PER_INVOCATION: u32 = 4096;
+
+/// [`CPU_PER_INVOCATION`] checked for a forced path's per-invocation `count` (named `what`)
+/// on a CPU adapter: past it an [`Error::Limit`](crate::Error::Limit) of `op`, not a loop cut short.
+pub(crate) fn check_cpu_count(report: &crate::runtime::AdapterReport, op: &'static str, what: String, count: u32) -> crate::error::Result<()> {
+    if report.device_type == wgpu::DeviceType::Cpu && count > CPU_PER_INVOCATION {
+        return Err(crate::error::Error::Limit { op, what, limit: "elements an invocation walks on a software adapter (Mesa's llvmpipe leaves a loop after 65,535 turns)", requested: count as u64, max: CPU_PER_INVOCATION as u64 });
+    }
+    Ok(())
+}

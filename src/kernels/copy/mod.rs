@@ -142,6 +142,9 @@ pub(crate) fn prepare(r: &AdapterReport, plan: &CopyPlan, dst: DType, src: DType
     let (de, se) = (dst.size(), src.size());
     let same_type = dst == src;
     path.check_counts()?;
+    if let CopyPath::Vec4 { wpt: n, .. } | CopyPath::StridedRows { rows: n, .. } | CopyPath::Vec4Rows { rows: n, .. } | CopyPath::Gather { ept: n, .. } = path {
+        crate::kernels::check_cpu_count(r, OP, format!("{path:?}'s count an invocation"), n)?;
+    }
     if let Some(wg) = path.workgroup() {
         r.check_workgroup(OP, || format!("{path:?}"), wg)?;
     }

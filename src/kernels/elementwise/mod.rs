@@ -214,6 +214,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, r: &Resolved, path: Eleme
     if wg == 0 || ept == 0 {
         return Err(Error::invalid(OP, format!("workgroup size and elements per invocation must be positive, got {path:?}")));
     }
+    crate::kernels::check_cpu_count(&rt.report, OP, format!("{path:?}'s elements (quads) an invocation"), ept)?;
     rt.report.check_workgroup(OP, || format!("{path:?}"), wg)?;
     let n_ops = plan.operands();
     // Whether input k (0-based) is the output's buffer (at most three inputs).
