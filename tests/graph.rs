@@ -913,16 +913,28 @@ fn a_capture_keeps_the_defaults_it_ran_and_a_profile_is_counted() {
 /// weight, and after another graph's replay that updates it, replays equal the eager calls
 /// bit for bit (they read the stale transpose). A caller's buffer is never a constant: a
 /// transpose of it runs at every replay, and sees the caller's `write_buffer`s (it ran once).
+/// `x @ v^T`, the transpose of the weight `v` a contiguous copy (run-once work in a graph).
+fn x_vt(x: &DeviceTensor, v: &DeviceTensor) -> strided_wgpu::Result<DeviceTensor> {
+    x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?)
+}
+
+/// An input x [6, 8] and a weight v [5, 8] (values from `seed` and `seed + 1`), and [`x_vt`]
+/// captured over x, its transpose of v checked to be run-once work.
+fn folded_transpose(ctx: &GpuContext, seed: u32) -> (DeviceTensor, DeviceTensor, strided_wgpu::Graph<DeviceTensor>) {
+    let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, seed), &[6, 8]).unwrap();
+    let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, seed + 1), &[5, 8]).unwrap();
+    let graph = ctx.capture(&[&x], || x_vt(&x, &v)).unwrap();
+    assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+    (x, v, graph)
+}
+
 #[test]
 fn replays_follow_writes_to_their_constants() {
     use strided_wgpu::Layout;
     let _serial = one_at_a_time();
     for ctx in contexts() {
-        let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, 61), &[6, 8]).unwrap();
-        let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, 62), &[5, 8]).unwrap();
-        let forward = || x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?);
-        let graph = ctx.capture(&[&x], forward).unwrap();
-        assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+        let (x, v, graph) = folded_transpose(ctx, 61);
+        let forward = || x_vt(&x, &v);
         graph.replay_and_wait(&[]).unwrap();
         assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}", name(ctx));
         v.mul_(2.0).unwrap();
@@ -956,11 +968,8 @@ fn replays_follow_writes_to_their_constants() {
 fn replays_the_caller_submits_leave_no_stale_constants() {
     let _serial = one_at_a_time();
     for ctx in contexts() {
-        let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, 71), &[6, 8]).unwrap();
-        let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, 72), &[5, 8]).unwrap();
-        let forward = || x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?);
-        let graph = ctx.capture(&[&x], forward).unwrap();
-        assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+        let (x, v, graph) = folded_transpose(ctx, 71);
+        let forward = || x_vt(&x, &v);
         // A write, then a replay finished into a command buffer that is dropped unsubmitted.
         v.mul_(2.0).unwrap();
         let mut b = ctx.batch();
@@ -1001,11 +1010,8 @@ fn replays_the_caller_submits_leave_no_stale_constants() {
 fn writes_the_caller_submits_uploads_nested_replays_and_overlapping_inputs() {
     let _serial = one_at_a_time();
     for ctx in contexts() {
-        let x = DeviceTensor::from_slice(ctx, &vals(6 * 8, 81), &[6, 8]).unwrap();
-        let v = DeviceTensor::from_slice(ctx, &vals(5 * 8, 82), &[5, 8]).unwrap();
-        let forward = || x.matmul(&v.transpose(0, 1)?.contiguous(MemoryFormat::Contiguous)?);
-        let graph = ctx.capture(&[&x], forward).unwrap();
-        assert!(graph.constant_counts().dispatches + graph.constant_counts().transfers > 0, "{}: the transpose was not folded", name(ctx));
+        let (x, v, graph) = folded_transpose(ctx, 81);
+        let forward = || x_vt(&x, &v);
         // Finished, replayed before the caller submits it, then replayed after.
         let mut b = ctx.batch();
         b.mul_(&v, 2.0).unwrap();

@@ -416,7 +416,7 @@ pub trait Pool2d: crate::reduce::Reduce {
 /// Runs the window that `build` makes for `x` through `run`: a 4-d input as it is; a 3-d
 /// [C, H, W] input (PyTorch's unbatched pooling) as [1, C, H, W] into a contiguous output
 /// (PyTorch's for a 3-d input, whatever its strides), seen as [C, OH, OW] again.
-pub(crate) fn unbatched<T: Strided + Clone>(x: &T, build: impl FnOnce(&Layout, DType) -> Result<Window>, run: impl FnOnce(&T, &Window) -> Result<(T, Option<T>)>) -> Result<(T, Option<T>)> {
+pub(crate) fn unbatched<T: Strided>(x: &T, build: impl FnOnce(&Layout, DType) -> Result<Window>, run: impl FnOnce(&T, &Window) -> Result<(T, Option<T>)>) -> Result<(T, Option<T>)> {
     if x.rank() != 3 {
         return run(x, &build(x.layout(), x.dtype())?);
     }

@@ -431,13 +431,18 @@ impl Runtime {
         let create = |class: u64| self.scoped_fresh(op, || Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })));
         let p = Pooled::get(&self.pool, size, usage, self.report.max_buffer_size, create).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))??;
         // A buffer made while this thread captures is fresh to the graph.
+        self.fresh_here(|fresh| fresh.push(p.buffer().clone()));
+        Ok(p)
+    }
+
+    /// Runs `f` on the fresh buffers of this thread's capture, if it captures.
+    fn fresh_here(&self, f: impl FnOnce(&mut Vec<wgpu::Buffer>)) {
         let mut c = lock(&self.capture);
         if !c.is_empty() {
             if let Some(r) = c.get_mut(&std::thread::current().id()) {
-                r.fresh.push(p.buffer().clone());
+                f(&mut r.fresh);
             }
         }
-        Ok(p)
     }
 
     /// Notes that the host wrote `buffer` (an upload): while this thread captures, it is no
@@ -445,12 +450,7 @@ impl Runtime {
     /// an uploaded tensor, run again before a replay, would update it again: the upload itself
     /// is not run again).
     pub fn host_written(&self, buffer: &wgpu::Buffer) {
-        let mut c = lock(&self.capture);
-        if !c.is_empty() {
-            if let Some(r) = c.get_mut(&std::thread::current().id()) {
-                r.fresh.retain(|b| b != buffer);
-            }
-        }
+        self.fresh_here(|fresh| fresh.retain(|b| b != buffer));
     }
 
     /// How many pipelines this runtime has compiled (one per distinct shader and constants).

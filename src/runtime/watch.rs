@@ -39,7 +39,7 @@ pub(crate) struct Watch {
     pending_len: AtomicUsize,
     /// Per command buffer the caller submits that writes: the buffers it writes, and whether
     /// its work is done (or the command buffer dropped unsubmitted).
-    pending: Mutex<Vec<(Arc<AtomicBool>, Vec<wgpu::Buffer>)>>,
+    pending: Mutex<Vec<(Arc<AtomicBool>, FxHashSet<wgpu::Buffer>)>>,
 }
 
 /// Set when dropped: held by a command buffer's `on_submitted_work_done` callback, which is
@@ -113,14 +113,15 @@ impl Watch {
         enc.on_submitted_work_done(move || drop(flag));
         let mut pending = lock(&self.pending);
         self.sweep(&mut pending);
-        pending.push((done, written.into_iter().collect()));
+        pending.push((done, written));
         self.pending_len.store(pending.len(), Ordering::Relaxed);
     }
 
     /// Forgets the entries of `pending` (locked) whose work is done, their buffers counted as
     /// written once more first (under the lock: a check meanwhile sees them pending or
     /// counted, never neither).
-    fn sweep(&self, pending: &mut Vec<(Arc<AtomicBool>, Vec<wgpu::Buffer>)>) {
+    #[allow(clippy::mutable_key_type)]
+    fn sweep(&self, pending: &mut Vec<(Arc<AtomicBool>, FxHashSet<wgpu::Buffer>)>) {
         if !pending.iter().any(|(d, _)| d.load(Ordering::Acquire)) {
             return;
         }
