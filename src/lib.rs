@@ -117,6 +117,7 @@ pub mod advanced {
         pub use crate::kernels::elementwise::rows_eligible;
         pub use crate::kernels::matmul::gpu_pipelines as matmul_gpu_pipelines;
         pub use crate::kernels::pool::gpu_pipelines as pool_gpu_pipelines;
+        pub use crate::kernels::norm::gpu_pipelines as norm_gpu_pipelines;
         pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};
         pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
         pub use crate::kernels::reduce::abi::Work as ReduceWork;

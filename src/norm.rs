@@ -3,13 +3,36 @@
 //! per-channel scale `weight / sqrt(var + eps)` and shift `bias - mean * scale` are computed on
 //! the [C] vectors and applied by one `addcmul` over their broadcast views; the fold of a batch
 //! norm into the convolution before it; `F.layer_norm` and `F.group_norm`, whose statistics
-//! come from `mean` and `var` (biased) over the normalized elements.
+//! come from `mean` and `var` (biased) over the normalized elements on the host, and from one
+//! fused kernel a call on a device ([`ShapeOps::fused_norm`], `gpu::norm`), on a software
+//! adapter only within its loop bound (longer slices run the composed ops there).
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::MemoryFormat;
 use crate::reduce::Reduce;
 use crate::shape::ShapeOps;
+use crate::strided::Strided;
+
+/// Which normalization a [`NormCall`] makes.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// `layer_norm` over the last `dims` dims.
+    Layer { dims: usize },
+    /// `group_norm` in `groups` groups of the channels.
+    Group { groups: usize },
+}
+
+/// A checked `layer_norm` or `group_norm` call, for a tensor type's fused form
+/// ([`ShapeOps::fused_norm`]).
+#[doc(hidden)]
+pub struct NormCall<'a, T> {
+    pub kind: NormKind,
+    pub weight: Option<&'a T>,
+    pub bias: Option<&'a T>,
+    pub eps: f64,
+}
 
 /// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
 fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {
@@ -117,7 +140,7 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
 /// Checks the weight and bias of a layer or group norm against the `expected` shape and the
 /// input's type `dtype`, as PyTorch's `check_mixed_data_type`: of the input's type, or float32
 /// beside a 16-bit input, both the same.
-fn check_affine<T: ShapeOps>(op: &'static str, weight: Option<&T>, bias: Option<&T>, expected: &[usize], dtype: DType) -> Result<()> {
+fn check_affine<T: Strided>(op: &'static str, weight: Option<&T>, bias: Option<&T>, expected: &[usize], dtype: DType) -> Result<()> {
     for (what, t) in [("weight", weight), ("bias", bias)] {
         if let Some(t) = t {
             if t.shape() != expected {
@@ -153,8 +176,10 @@ fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, 
 /// and rounded once into a new contiguous tensor of the input's type (as PyTorch's).
 /// `weight` and `bias` have shape `normalized_shape` and the input's type, or float32 beside
 /// a 16-bit input (PyTorch's mixed types; another type is [`Error::DType`]); any input memory
-/// order is read. Composed of the reductions and elementwise ops (a handful of dispatches on
-/// a device; none fused yet). A `normalized_shape` that is empty or does not end the input's
+/// order is read. On the host (the CPU reference) composed of the reductions and elementwise
+/// ops; on a device one kernel (`norm_rows.wgsl`: a workgroup per slice, the same arithmetic in
+/// f32), after a copy where the input is not float32 slices at one stride, and a converting
+/// copy into a 16-bit output (`Batch::layer_norm` records it). A `normalized_shape` that is empty or does not end the input's
 /// shape, affine parameters of another shape, or an `eps` that is negative or not finite
 /// (which PyTorch takes) are [`Error::InvalidArgument`] before anything runs.
 ///
@@ -166,16 +191,11 @@ fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, 
 /// assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1.0, 1.0, -1.0, 1.0]);
 /// ```
 pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<T> {
-    const OP: &str = "layer_norm";
+    check_layer_norm(x, normalized_shape, weight, bias, eps)?;
     let (rank, k) = (x.rank(), normalized_shape.len());
-    if k == 0 || k > rank || x.shape()[rank - k..] != *normalized_shape {
-        return Err(Error::invalid(OP, format!("input of shape {:?} with normalized_shape {normalized_shape:?}: expected a non-empty normalized_shape that ends the input's shape", x.shape())));
+    if let Some(y) = x.fused_norm(&NormCall { kind: NormKind::Layer { dims: k }, weight, bias, eps })? {
+        return Ok(y);
     }
-    if !x.dtype().is_float() {
-        return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
-    }
-    check_affine(OP, weight, bias, normalized_shape, x.dtype())?;
-    check_eps(OP, eps)?;
     let dims: Vec<isize> = (rank - k..rank).map(|d| d as isize).collect();
     let x32 = x.to(DType::F32)?;
     let rstd = x32.var(&dims[..], 0.0, true)?.add(eps)?.rsqrt()?;
@@ -186,6 +206,20 @@ pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weigh
     Ok(out)
 }
 
+/// The checks of [`layer_norm`], before anything runs.
+pub(crate) fn check_layer_norm<T: Strided>(x: &T, normalized_shape: &[usize], weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<()> {
+    const OP: &str = "layer_norm";
+    let (rank, k) = (x.rank(), normalized_shape.len());
+    if k == 0 || k > rank || x.shape()[rank - k..] != *normalized_shape {
+        return Err(Error::invalid(OP, format!("input of shape {:?} with normalized_shape {normalized_shape:?}: expected a non-empty normalized_shape that ends the input's shape", x.shape())));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
+    }
+    check_affine(OP, weight, bias, normalized_shape, x.dtype())?;
+    check_eps(OP, eps)
+}
+
 /// `torch.nn.functional.group_norm(x, num_groups, weight, bias, eps)`: the channels (dim 1) of
 /// an [N, C, ...] float input split into `num_groups` groups, each group of each sample
 /// normalized by its own mean and biased variance over its channels and the spatial dims, then
@@ -194,8 +228,10 @@ pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weigh
 /// as PyTorch's CPU kernel) and rounded once into a new tensor of the input's type and memory
 /// format (PyTorch's CPU rule: channels-last stays channels-last). `weight` and `bias` are
 /// \[C\] of the input's type, or float32 beside a 16-bit input (else [`Error::DType`]).
-/// Composed of the reductions and elementwise ops (the statistics read a contiguous copy of
-/// a channels-last input). `num_groups` of 0 or not dividing C, one value per group over the
+/// On the host composed of the reductions and elementwise ops (the statistics read a
+/// contiguous copy of a channels-last input); on a device one kernel, as `layer_norm`'s, with
+/// copies around it for a channels-last, strided or 16-bit input (`Batch::group_norm`).
+/// `num_groups` of 0 or not dividing C, one value per group over the
 /// batch (N * C / groups times the spatial size 1: `F.group_norm`'s check), affine
 /// parameters of another shape, or an `eps` that is negative or not finite are
 /// [`Error::InvalidArgument`] before anything runs.
@@ -209,29 +245,12 @@ pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weigh
 /// ```
 pub fn group_norm<T: ShapeOps + Reduce>(x: &T, num_groups: usize, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<T> {
     const OP: &str = "group_norm";
-    if x.rank() < 2 {
-        return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));
+    let plane = check_group_norm(x, num_groups, weight, bias, eps)?;
+    if let Some(y) = x.fused_norm(&NormCall { kind: NormKind::Group { groups: num_groups }, weight, bias, eps })? {
+        return Ok(y);
     }
     let (n, c) = (x.shape()[0], x.shape()[1]);
-    if num_groups == 0 || !c.is_multiple_of(num_groups) {
-        return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected a number of groups that divides its {c} channels", x.shape())));
-    }
-    if !x.dtype().is_float() {
-        return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
-    }
-    check_affine(OP, weight, bias, &[c], x.dtype())?;
-    check_eps(OP, eps)?;
     let (g, per) = (num_groups, c / num_groups);
-    // The elements of a group: its channels times the spatial dims (a product within numel
-    // unless N is 0, where the shape's other dims may still multiply past usize; 0 where any
-    // of them is).
-    let spatial = &x.shape()[2..];
-    let plane = if spatial.contains(&0) { 0 } else { spatial.iter().try_fold(per, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::overflow(OP, format!("a group of input shape {:?} holds more than usize::MAX elements", x.shape())))? };
-    // PyTorch's `F.group_norm` refuses one value per group of all the samples
-    // (`_verify_batch_size`: N * C / G times the spatial size must not be 1).
-    if n.checked_mul(per).and_then(|v| spatial.iter().try_fold(v, |a, &d| a.checked_mul(d))) == Some(1) {
-        return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected more than 1 value per channel (N * C / groups * spatial size is 1)", x.shape())));
-    }
     let isz = |v: usize| isize::try_from(v).map_err(|_| Error::overflow(OP, format!("size {v} of input shape {:?} past isize", x.shape())));
     let (ni, gi, ci, pi, peri) = (isz(n)?, isz(g)?, isz(c)?, isz(plane)?, isz(per)?);
     let stats = x.to(DType::F32)?.reshape(&[ni, gi, pi])?;
@@ -255,6 +274,36 @@ pub fn group_norm<T: ShapeOps + Reduce>(x: &T, num_groups: usize, weight: Option
     let out = x.new_tensor(x.shape(), x.dtype(), x.layout().suggest_memory_format())?;
     shift.addcmul_out(x, &scale, 1.0, &out)?;
     Ok(out)
+}
+
+/// The checks of [`group_norm`], before anything runs: the elements of a group (its channels
+/// times the spatial size).
+pub(crate) fn check_group_norm<T: Strided>(x: &T, num_groups: usize, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<usize> {
+    const OP: &str = "group_norm";
+    if x.rank() < 2 {
+        return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    if num_groups == 0 || !c.is_multiple_of(num_groups) {
+        return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected a number of groups that divides its {c} channels", x.shape())));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
+    }
+    check_affine(OP, weight, bias, &[c], x.dtype())?;
+    check_eps(OP, eps)?;
+    let per = c / num_groups;
+    // The elements of a group: its channels times the spatial dims (a product within numel
+    // unless N is 0, where the shape's other dims may still multiply past usize; 0 where any
+    // of them is).
+    let spatial = &x.shape()[2..];
+    let plane = if spatial.contains(&0) { 0 } else { spatial.iter().try_fold(per, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::overflow(OP, format!("a group of input shape {:?} holds more than usize::MAX elements", x.shape())))? };
+    // PyTorch's `F.group_norm` refuses one value per group of all the samples
+    // (`_verify_batch_size`: N * C / G times the spatial size must not be 1).
+    if n.checked_mul(per).and_then(|v| spatial.iter().try_fold(v, |a, &d| a.checked_mul(d))) == Some(1) {
+        return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected more than 1 value per channel (N * C / groups * spatial size is 1)", x.shape())));
+    }
+    Ok(plane)
 }
 
 /// `eps` of a normalization: finite and at least 0.

@@ -1485,3 +1485,167 @@ fn unbatched_inputs_pool_and_convolve_as_a_batch_of_one() {
         }
     }
 }
+
+/// layer_norm and group_norm on a device run one kernel (`norm_rows.wgsl`, a workgroup per
+/// slice): float32 slices at one stride (dense, rows of a wider tensor, one row expanded) are
+/// one dispatch in one pass of one submit, where the composed ops took about eight; other inputs
+/// (16-bit, channels-last) add the copies around it. Long slices (several turns of a workgroup,
+/// a length no multiple of it; on software adapters past what one invocation walks, so a
+/// workgroup a slice there too), short ones, NaN rows and absent affine parameters agree with
+/// the host's composed ops (the CPU reference) within the tolerance; the same input gives the
+/// same bits; a captured graph replays them bit for bit; a slice past a software adapter's loop
+/// bound runs the composed ops eagerly there and is a Limit error in a batch.
+#[test]
+fn normalizations_run_one_kernel_and_match_the_composed_ops() {
+    use strided_wgpu::ops::{group_norm, layer_norm};
+    let (f32_, f16_, bf16_) = (DType::F32, DType::F16, DType::BF16);
+    // (shape, layer_norm's normalized dims or 0 for group_norm's groups, view, dtype): view 0
+    // dense, 1 every row the first half of a row twice as long, 2 one row expanded, 3
+    // channels-last, 4 a NaN in row 1.
+    let cases: &[(&[usize], usize, usize, usize, DType)] = &[
+        (&[3, 1000], 1, 0, 0, f32_),
+        (&[2, 3, 4097], 1, 0, 0, f32_),
+        (&[5, 7], 1, 0, 0, f32_),
+        (&[2, 6, 5, 5], 3, 0, 0, f32_),
+        (&[4, 300], 1, 0, 1, f32_),
+        (&[4, 300], 1, 0, 2, f32_),
+        (&[3, 200], 1, 0, 4, f32_),
+        (&[3, 200], 1, 0, 0, f16_),
+        (&[3, 30001], 1, 0, 0, f32_),
+        (&[2, 4, 100, 100], 0, 2, 0, f32_),
+        (&[2, 8, 9, 9], 0, 4, 0, f32_),
+        (&[1, 6, 33, 1], 0, 3, 0, f32_),
+        (&[2, 8, 9, 9], 0, 2, 3, f32_),
+        (&[2, 4, 5, 5], 0, 4, 0, bf16_),
+    ];
+    let mut rng = Rng(0x4e0b);
+    for ctx in contexts() {
+        for (case, &(shape, dims, groups, view, dtype)) in cases.iter().enumerate() {
+            let what = format!("{} case {case} {shape:?} {dtype}", name(ctx));
+            // The input: multiples of 1/8 in [-8, 8) in a base tensor, then viewed.
+            let mut base_shape = shape.to_vec();
+            match view {
+                1 => *base_shape.last_mut().unwrap() *= 2,
+                2 => base_shape[0] = 1,
+                _ => {}
+            }
+            let count: usize = base_shape.iter().product();
+            let mut vals: Vec<f32> = (0..count).map(|_| rng.below(128) as f32 / 8.0 - 8.0).collect();
+            if view == 4 {
+                vals[shape[1] + 17] = f32::NAN;
+            }
+            let hb = HostTensor::from_vec(vals, &base_shape).unwrap().to(dtype).unwrap();
+            let db = DeviceTensor::upload(ctx, &hb).unwrap();
+            let (hx, dx) = match view {
+                1 => {
+                    let last = shape.len() as isize - 1;
+                    (hb.slice(last, 0, shape[shape.len() - 1] as isize, 1).unwrap(), db.slice(last, 0, shape[shape.len() - 1] as isize, 1).unwrap())
+                }
+                2 => {
+                    let to: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+                    (hb.expand(&to).unwrap(), db.expand(&to).unwrap())
+                }
+                3 => (hb.contiguous(MemoryFormat::ChannelsLast).unwrap(), db.contiguous(MemoryFormat::ChannelsLast).unwrap()),
+                _ => (hb, db.clone()),
+            };
+            // The affine parameters: none, a weight, or both (the input's type).
+            let plen: usize = if dims > 0 { shape[shape.len() - dims..].iter().product() } else { shape[1] };
+            let pshape: Vec<usize> = if dims > 0 { shape[shape.len() - dims..].to_vec() } else { vec![shape[1]] };
+            let param = |rng: &mut Rng| HostTensor::from_vec((0..plen).map(|_| rng.below(64) as f32 / 16.0 - 2.0).collect::<Vec<f32>>(), &pshape).unwrap().to(dtype).unwrap();
+            let (hw, hbias) = (param(&mut rng), param(&mut rng));
+            let affine = case % 3;
+            let hw = (affine >= 1).then_some(hw);
+            let hbias = (affine == 2).then_some(hbias);
+            let up = |t: &Option<HostTensor>| t.as_ref().map(|t| DeviceTensor::upload(ctx, t).unwrap());
+            let (dw, dbias) = (up(&hw), up(&hbias));
+            let eps = 1e-5;
+            let norm_shape = if dims > 0 { shape[shape.len() - dims..].to_vec() } else { vec![] };
+            let host = if dims > 0 { layer_norm(&hx, &norm_shape, hw.as_ref(), hbias.as_ref(), eps) } else { group_norm(&hx, groups, hw.as_ref(), hbias.as_ref(), eps) }.unwrap();
+            // Recorded in a batch.
+            let mut b = ctx.batch();
+            let dy = if dims > 0 { b.layer_norm(&dx, &norm_shape, dw.as_ref(), dbias.as_ref(), eps) } else { b.group_norm(&dx, groups, dw.as_ref(), dbias.as_ref(), eps) }.unwrap();
+            b.submit_and_wait().unwrap();
+            assert_eq!((dy.shape(), dy.dtype(), dy.strides()), (host.shape(), host.dtype(), host.strides()), "{what}: shape, type, memory format");
+            let (got, want) = (bits(&dy.download().unwrap()), bits(&host));
+            let scale = |w: f64| 16.0 * (1.0 + w.abs());
+            for (k, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                let (g, w) = (value(dtype, g), value(dtype, w));
+                assert!(close(dtype, g, w, scale(w)), "{what}: element {k}: {g}, want {w}");
+            }
+            if view == 4 {
+                assert!(got.iter().filter(|&&g| value(dtype, g).is_nan()).count() == shape[1], "{what}: the NaN's row, and only it, is NaN");
+            }
+            // Captured in a batch (this thread's commands only): what the kernel costs the GPU
+            // in commands, and its replay. (An expanded view reaches elements twice: its base is
+            // the graph's input.)
+            let input = if view == 2 { &db } else { &dx };
+            let call = |b: &mut strided_wgpu::Batch| if dims > 0 { b.layer_norm(&dx, &norm_shape, dw.as_ref(), dbias.as_ref(), eps) } else { b.group_norm(&dx, groups, dw.as_ref(), dbias.as_ref(), eps) };
+            let graph = ctx
+                .capture(&[input], || {
+                    let mut b = ctx.batch();
+                    let y = call(&mut b)?;
+                    b.submit()?;
+                    Ok::<_, Error>(y)
+                })
+                .unwrap();
+            let c = graph.counts();
+            if dtype == f32_ && view != 3 {
+                assert_eq!((c.submits, c.passes, c.dispatches, c.transfers), (1, 1, 1, 0), "{what}: one kernel");
+            } else {
+                assert!(c.dispatches <= 3, "{what}: {} dispatches, the kernel and its copies", c.dispatches);
+            }
+            graph.replay_and_wait(&[]).unwrap();
+            assert_eq!(bits(&graph.output().download().unwrap()), got, "{what}: graph replay against the batch");
+            // Eagerly, through the trait's path: within the tolerance, and where it ran the kernel
+            // (everywhere but a software adapter's slices too long for an invocation) the batch's
+            // bits.
+            let eager_call = || if dims > 0 { layer_norm(&dx, &norm_shape, dw.as_ref(), dbias.as_ref(), eps) } else { group_norm(&dx, groups, dw.as_ref(), dbias.as_ref(), eps) };
+            let eager = bits(&eager_call().unwrap().download().unwrap());
+            for (k, (&g, &w)) in eager.iter().zip(&want).enumerate() {
+                let (g, w) = (value(dtype, g), value(dtype, w));
+                assert!(close(dtype, g, w, scale(w)), "{what}: eager element {k}: {g}, want {w}");
+            }
+            let eager_graph = ctx.capture(&[input], eager_call).unwrap();
+            if eager_graph.counts().dispatches == c.dispatches {
+                assert_eq!(eager, got, "{what}: eager against the batch");
+            } else {
+                assert_eq!(ctx.adapter().device_type, wgpu::DeviceType::Cpu, "{what}: the composed ops eagerly on a GPU");
+            }
+        }
+        // A slice past a software adapter's loop bound (about 1.2 million elements an
+        // invocation's three walks may take): the composed ops eagerly, an error in a batch.
+        if ctx.adapter().device_type == wgpu::DeviceType::Cpu {
+            let n = 1 << 21;
+            let hx = HostTensor::from_vec((0..n).map(|i| (i % 17) as f32 - 8.0).collect::<Vec<f32>>(), &[1, n]).unwrap();
+            let dx = DeviceTensor::upload(ctx, &hx).unwrap();
+            let host = layer_norm(&hx, &[n], None, None, 1e-5).unwrap();
+            let dev = layer_norm(&dx, &[n], None, None, 1e-5).unwrap();
+            for (k, (&g, &w)) in bits(&dev.download().unwrap()).iter().zip(&bits(&host)).enumerate() {
+                let (g, w) = (value(f32_, g), value(f32_, w));
+                assert!(close(f32_, g, w, 16.0 * (1.0 + w.abs())), "{}: long slice, element {k}: {g}, want {w}", name(ctx));
+            }
+            let mut b = ctx.batch();
+            assert!(matches!(b.layer_norm(&dx, &[n], None, None, 1e-5), Err(Error::Limit { .. })), "{}: a long slice in a batch", name(ctx));
+            // Just within the bound: the kernel (a workgroup a slice) in a batch, right to the
+            // slice's last element.
+            let n = 1_200_000;
+            let hx = HostTensor::from_vec((0..n).map(|i| (i % 19) as f32 - 9.0).collect::<Vec<f32>>(), &[1, n]).unwrap();
+            let dx = DeviceTensor::upload(ctx, &hx).unwrap();
+            let graph = ctx
+                .capture(&[&dx], || {
+                    let mut b = ctx.batch();
+                    let y = b.layer_norm(&dx, &[n], None, None, 1e-5)?;
+                    b.submit()?;
+                    Ok::<_, Error>(y)
+                })
+                .unwrap();
+            assert_eq!(graph.counts().dispatches, 1, "{}: a slice within the bound is one kernel", name(ctx));
+            graph.replay_and_wait(&[]).unwrap();
+            let host = layer_norm(&hx, &[n], None, None, 1e-5).unwrap();
+            for (k, (&g, &w)) in bits(&graph.output().download().unwrap()).iter().zip(&bits(&host)).enumerate() {
+                let (g, w) = (value(f32_, g), value(f32_, w));
+                assert!(close(f32_, g, w, 16.0 * (1.0 + w.abs())), "{}: slice within the bound, element {k}: {g}, want {w}", name(ctx));
+            }
+        }
+    }
+}

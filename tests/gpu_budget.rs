@@ -4,7 +4,8 @@
 //! Every pipeline of [`strided_wgpu::advanced::internal::conv_gpu_pipelines`],
 //! [`strided_wgpu::advanced::internal::elementwise_gpu_pipelines`], [`strided_wgpu::advanced::internal::copy_gpu_pipelines`],
 //! [`strided_wgpu::advanced::internal::matmul_gpu_pipelines`], [`strided_wgpu::advanced::internal::reduce_gpu_pipelines`] and
-//! [`strided_wgpu::advanced::internal::pool_gpu_pipelines`] is
+//! [`strided_wgpu::advanced::internal::pool_gpu_pipelines`] and
+//! [`strided_wgpu::advanced::internal::norm_gpu_pipelines`] is
 //! compiled the way wgpu compiles it
 //! on Vulkan (WGSL -> naga, override constants applied -> SPIR-V) and handed to Mesa's RADV
 //! driver with `RADV_FORCE_FAMILY=navi21`: RADV then opens a "null" AMD RDNA2 device that
@@ -76,7 +77,7 @@ mod native {
             }
         };
         super::skips::record(super::skips::Outcome::Ran(vec!["RADV navi21 null device".into()]));
-        let specs: Vec<PipelineSpec> = strided_wgpu::advanced::internal::conv_gpu_pipelines().into_iter().chain(strided_wgpu::advanced::internal::elementwise_gpu_pipelines()).chain(strided_wgpu::advanced::internal::copy_gpu_pipelines()).chain(strided_wgpu::advanced::internal::matmul_gpu_pipelines()).chain(strided_wgpu::advanced::internal::reduce_gpu_pipelines()).chain(strided_wgpu::advanced::internal::pool_gpu_pipelines()).collect();
+        let specs: Vec<PipelineSpec> = strided_wgpu::advanced::internal::conv_gpu_pipelines().into_iter().chain(strided_wgpu::advanced::internal::elementwise_gpu_pipelines()).chain(strided_wgpu::advanced::internal::copy_gpu_pipelines()).chain(strided_wgpu::advanced::internal::matmul_gpu_pipelines()).chain(strided_wgpu::advanced::internal::reduce_gpu_pipelines()).chain(strided_wgpu::advanced::internal::pool_gpu_pipelines()).chain(strided_wgpu::advanced::internal::norm_gpu_pipelines()).collect();
         // The compiler dominates (about a second a pipeline): one worker per core, each taking
         // the next pipeline; the lines come out in the list's order.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len().max(1));

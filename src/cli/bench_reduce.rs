@@ -2,7 +2,9 @@
 //! `mean(dim=(2,3))` of [8,64,56,56] in NCHW and channels-last (global average pooling);
 //! `amax(dim=1)` of [8,64,56,56]; `softmax(dim=-1)` of [4096, 1000] and [8,12,128,128];
 //! `var(dim=(0,2,3))` of [8,64,56,56] (a batch-norm statistic); `argmax(dim=-1)` of
-//! [4096, 1000]. Each writes a preallocated result (`out=`). GB/s counts the input read;
+//! [4096, 1000]; `layer_norm` of [4096, 768] over its last dim (BERT-base's, 8 x 512 tokens)
+//! and `group_norm` of [1, 512, 64, 64] in 32 groups (a diffusion VAE's), both affine, one
+//! kernel each. Each reduction and scan writes a preallocated result (`out=`). GB/s counts the input read;
 //! `ratio_to_copy` compares with a contiguous copy kernel reading (and writing) the same input
 //! bytes, timed in the same run with the same warm-up.
 
@@ -51,6 +53,28 @@ fn scan(ctx: &GpuContext, name: &str, x: DeviceTensor, op: ScanOp, dim: isize) -
     })
 }
 
+/// A layer norm over the last dim (`groups` 0) or a group norm in `groups` groups, with a
+/// weight and a bias.
+fn norm(ctx: &GpuContext, name: &str, x: DeviceTensor, groups: usize) -> Result<Case> {
+    let len = if groups == 0 { x.shape()[x.rank() - 1] } else { x.shape()[1] };
+    let w = filled(ctx, &[len], MemoryFormat::Contiguous)?;
+    let b = filled(ctx, &[len], MemoryFormat::Contiguous)?;
+    Ok(Case {
+        op: name.into(),
+        shape: x.shape().to_vec(),
+        dtype: x.dtype(),
+        bytes: 2.0 * (x.numel() * x.dtype().size()) as f64,
+        note: String::new(),
+        work: Box::new(move |batch| {
+            match groups {
+                0 => batch.layer_norm(&x, &[len], Some(&w), Some(&b), 1e-5),
+                g => batch.group_norm(&x, g, Some(&w), Some(&b), 1e-5),
+            }
+            .map(drop)
+        }),
+    })
+}
+
 /// Every reduction row.
 pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
     let timer = GpuTimer::new(ctx)?;
@@ -70,6 +94,8 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
         reduction(ctx, "var_batchnorm", act, ReduceOp::Var { correction: 0.0 }, Dims::from([0, 2, 3]))?,
         reduction(ctx, "var_batchnorm_nhwc", filled(ctx, &[8, 64, 56, 56], MemoryFormat::ChannelsLast)?, ReduceOp::Var { correction: 0.0 }, Dims::from([0, 2, 3]))?,
         reduction(ctx, "argmax_dim-1", logits, ReduceOp::Argmax, Dims::from(-1))?,
+        norm(ctx, "layer_norm_bert", nchw(&[4096, 768])?, 0)?,
+        norm(ctx, "group_norm_vae", nchw(&[1, 512, 64, 64])?, 32)?,
     ];
     measure(ctx, &timer, cases, warm)
 }

@@ -11,6 +11,7 @@ pub mod elementwise;
 pub(crate) mod fuse;
 pub mod graph;
 pub mod matmul;
+pub mod norm;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod noop;
 pub mod reduce;

@@ -24,4 +24,17 @@ impl ShapeOps for DeviceTensor {
         batch.submit_eager()?;
         Ok(())
     }
+    /// One kernel (`Batch::layer_norm` / `Batch::group_norm`) in a batch of its own, submitted
+    /// (or held back under `SubmitPolicy::Deferred`), never waited for; `None` past a binding,
+    /// and on a software adapter past rows an invocation walks whole (`kernels::norm::eager_fits`),
+    /// where the composed ops run it.
+    fn fused_norm(&self, call: &crate::norm::NormCall<'_, DeviceTensor>) -> Result<Option<DeviceTensor>> {
+        if !crate::gpu::norm::fused_fits(self, call) {
+            return Ok(None);
+        }
+        let mut batch = self.context().batch();
+        let y = batch.norm(self, call)?;
+        batch.submit_eager()?;
+        Ok(Some(y))
+    }
 }

@@ -130,6 +130,7 @@ mod tests {
             twin::<depthwise::RowsParams>("RowsParams"),
             twin::<crate::kernels::matmul::MatmulParams>("MatmulParams"),
             twin::<crate::kernels::pool::PoolParams>("PoolParams"),
+            twin::<crate::kernels::norm::NormParams>("NormParams"),
         ]
     }
 

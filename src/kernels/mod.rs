@@ -10,6 +10,7 @@ pub(crate) mod coop;
 pub mod copy;
 pub mod elementwise;
 pub mod matmul;
+pub mod norm;
 pub mod reduce;
 pub mod pool;
 pub mod shaders;

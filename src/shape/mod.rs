@@ -178,6 +178,13 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// `dst.copy_(src)` for each (dst, src), in order (on a device, in one submission).
     #[doc(hidden)]
     fn copy_pieces(pieces: &[(Self, Self)]) -> Result<()>;
+    /// The fused form of a checked `layer_norm` / `group_norm` call, or `None` where this type
+    /// has none (the host: the composed ops are the CPU reference) or the call is past it (a
+    /// software adapter's loop bound); `crate::norm` then composes it.
+    #[doc(hidden)]
+    fn fused_norm(&self, _call: &crate::norm::NormCall<'_, Self>) -> Result<Option<Self>> {
+        Ok(None)
+    }
 
     /// `F.pad(x, pad, mode)`: `pad` lists (left, right) for the last dim, then the one before,
     /// and so on. Constant padding takes any number of pairs up to the rank and negative pads

@@ -1,0 +1,172 @@
+// layer_norm and group_norm of float32 rows in one dispatch (src/kernels/norm/): a workgroup
+// per row, a row being the `n` contiguous input elements one mean and variance cover (a slice
+// over layer_norm's normalized dims, a group of group_norm's channels with their pixels).
+// Three walks over the row, invocation i taking elements i, i + WG, .. (neighbouring
+// invocations read neighbouring elements; four loads in flight an invocation): the sum
+// (compensated) for the mean, the sum of squared deviations from it (compensated) for the
+// biased variance, then the writes; the
+// invocations' sums meet in a fixed tree in workgroup memory, so the same input gives the same
+// bits. The arithmetic is the composed ops' (src/norm.rs): layer_norm's `x * rstd - mean *
+// rstd`, then `* weight[j] + bias[j]`; group_norm's per-channel `scale = rstd * weight[c]`,
+// `shift = -mean * rstd * weight[c] + bias[c]`, then `x * scale + shift`.
+
+// Invocations a workgroup: 64, or 256 for long rows on GPUs (at most the tree's 256).
+override WG: u32 = 64u;
+// group_norm's per-channel affine (the weight index and arithmetic above), else layer_norm's.
+override GROUPED: bool = false;
+
+struct NormParams {
+    // (rows, n: elements a row, workgroups along x of the grid, -).
+    geo: vec4<u32>,
+    // Input element of row r = n' * G + g, element j: x_off + n' * row_stride + g * n + j, as
+    // (x_off, row_stride, G: rows a batch sample holds (1 for layer_norm), output offset).
+    // The output's rows are dense from its offset.
+    offs: vec4<u32>,
+    // (channels a group, elements a channel (group_norm: pixels), weight given, bias given).
+    aff: vec4<u32>,
+    // (eps, -, -, -).
+    eps: vec4<f32>,
+}
+
+@group(0) @binding(0) var<uniform> norm_u: array<NormParams, 1>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+// The affine parameters (a spare word where not given, never read).
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+fn pz() -> u32 {
+    return uniform_index(norm_u[0].geo.x);
+}
+
+var<workgroup> tree: array<f32, 256>;
+
+// The workgroup's values v summed in a fixed tree (invocation i with i + s, s = WG / 2, .., 1).
+fn tree_sum(v: f32, lid: u32) -> f32 {
+    tree[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if (lid < s) {
+            tree[lid] = tree[lid] + tree[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let r = tree[0];
+    workgroupBarrier();
+    return r;
+}
+
+// A compensated sum (Kahan) state (sum, compensation) after adding v.
+fn kahan(st: vec2<f32>, v: f32) -> vec2<f32> {
+    let y = v - st.y;
+    let t = st.x + y;
+    return vec2<f32>(t, (t - st.x) - y);
+}
+
+// The term of element value v: v, or (v - mean)^2.
+fn term(v: f32, squares: bool, mean: f32) -> f32 {
+    if (squares) {
+        let d = v - mean;
+        return d * d;
+    }
+    return v;
+}
+
+// This invocation's compensated sum of the terms of elements j0, j0 + step, .. of the row
+// from xb, in that order, four loads issued together where four remain.
+fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
+    var st = vec2<f32>(0.0);
+    var j = j0;
+    for (; j + 3u * step < n; j = j + 4u * step) {
+        let a = x[xb + j];
+        let b = x[xb + j + step];
+        let c = x[xb + j + 2u * step];
+        let d = x[xb + j + 3u * step];
+        st = kahan(st, term(a, squares, mean));
+        st = kahan(st, term(b, squares, mean));
+        st = kahan(st, term(c, squares, mean));
+        st = kahan(st, term(d, squares, mean));
+    }
+    for (; j < n; j = j + step) {
+        st = kahan(st, term(x[xb + j], squares, mean));
+    }
+    return st.x;
+}
+
+// Writes elements j0, j0 + step, .. of row r (input from xb, output from ob) from its mean and
+// rstd.
+fn write_row(r: u32, xb: u32, ob: u32, n: u32, j0: u32, step: u32, mean: f32, rstd: f32) {
+    let aff = norm_u[pz()].aff;
+    let shift = -(mean * rstd);
+    let has_w = aff.z != 0u;
+    let has_b = aff.w != 0u;
+    if (GROUPED) {
+        // Channel of element j: (r % G) * per + j / plane.
+        let c0 = (r % norm_u[pz()].offs.z) * aff.x;
+        let plane = aff.y;
+        for (var j = j0; j < n; j = j + step) {
+            let ch = c0 + j / plane;
+            var sc = rstd;
+            var sh = shift;
+            if (has_w) {
+                sc = rstd * w[ch];
+                sh = shift * w[ch];
+            }
+            if (has_b) {
+                sh = sh + bias[ch];
+            }
+            out[ob + j] = x[xb + j] * sc + sh;
+        }
+        return;
+    }
+    for (var j = j0; j < n; j = j + step) {
+        var y = x[xb + j] * rstd + shift;
+        if (has_w) {
+            y = y * w[j];
+        }
+        if (has_b) {
+            y = y + bias[j];
+        }
+        out[ob + j] = y;
+    }
+}
+
+// The first input and output elements of row r.
+fn row_start(r: u32) -> vec2<u32> {
+    let offs = norm_u[pz()].offs;
+    let n = norm_u[pz()].geo.y;
+    return vec2<u32>(offs.x + (r / offs.z) * offs.y + (r % offs.z) * n, offs.w + r * n);
+}
+
+// Each invocation normalizes a whole row when PER_THREAD (software adapters, rows within their
+// loop bound: no workgroup memory or barrier, what they run fastest); else a workgroup a row.
+override PER_THREAD: bool = false;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let geo = norm_u[pz()].geo;
+    let n = geo.y;
+    let eps = norm_u[pz()].eps.x;
+    if (PER_THREAD) {
+        // No early return on the invocation's own index: the uniformity analysis would then
+        // take the workgroup path's barriers below for non-uniform.
+        let r = (wid.x + wid.y * geo.z) * WG + lid;
+        if (r < geo.x) {
+            let b = row_start(r);
+            let mean = walk(b.x, n, 0u, 1u, false, 0.0) / f32(n);
+            let rstd = inverseSqrt(walk(b.x, n, 0u, 1u, true, mean) / f32(n) + eps);
+            write_row(r, b.x, b.y, n, 0u, 1u, mean, rstd);
+        }
+        return;
+    }
+    let r = wid.x + wid.y * geo.z;
+    // Uniform across the workgroup: the barriers below stay in uniform control flow.
+    if (r >= geo.x) {
+        return;
+    }
+    let b = row_start(r);
+    // The mean, then the biased variance (squared deviations from the mean).
+    let mean = tree_sum(walk(b.x, n, lid, WG, false, 0.0), lid) / f32(n);
+    let rstd = inverseSqrt(tree_sum(walk(b.x, n, lid, WG, true, mean), lid) / f32(n) + eps);
+    write_row(r, b.x, b.y, n, lid, WG, mean, rstd);
+}

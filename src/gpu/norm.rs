@@ -1,0 +1,125 @@
+//! `layer_norm` and `group_norm` on device tensors in one kernel ([`kernels::norm`]): recorded
+//! into a [`Batch`], or run at once through [`ops::layer_norm`](crate::ops::layer_norm) and
+//! [`ops::group_norm`](crate::ops::group_norm), whose composed form is the CPU reference.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
+use crate::gpu::tensor::DeviceTensor;
+use crate::kernels::norm::{self, Rows};
+use crate::layout::MemoryFormat;
+use crate::norm::{check_group_norm, check_layer_norm, NormCall, NormKind};
+use crate::strided::Strided;
+
+impl Batch<'_> {
+    /// Records `F.layer_norm(x, normalized_shape, weight, bias, eps)` (see
+    /// [`ops::layer_norm`](crate::ops::layer_norm): the same checks, result and arithmetic) as
+    /// one kernel, a workgroup per normalized slice; an input that is not float32 slices at one
+    /// stride is first copied into a contiguous float32 tensor, a weight or bias that is not
+    /// dense float32 likewise, and a 16-bit result is converted from float32 (rounded once). A
+    /// slice past a software adapter's loop bound (about 1.2 million elements) or a binding is
+    /// [`Error::Limit`]. Bad input is an error, and nothing is recorded.
+    pub fn layer_norm(&mut self, x: &DeviceTensor, normalized_shape: &[usize], weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64) -> Result<DeviceTensor> {
+        check_layer_norm(x, normalized_shape, weight, bias, eps)?;
+        self.norm(x, &NormCall { kind: NormKind::Layer { dims: normalized_shape.len() }, weight, bias, eps })
+    }
+
+    /// Records `F.group_norm(x, num_groups, weight, bias, eps)` (see
+    /// [`ops::group_norm`](crate::ops::group_norm)) as one kernel, a workgroup per group of a
+    /// sample, with the copies of [`Batch::layer_norm`] where needed (a channels-last input read
+    /// from a contiguous copy, its channels-last result written from a contiguous one).
+    pub fn group_norm(&mut self, x: &DeviceTensor, num_groups: usize, weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64) -> Result<DeviceTensor> {
+        check_group_norm(x, num_groups, weight, bias, eps)?;
+        self.norm(x, &NormCall { kind: NormKind::Group { groups: num_groups }, weight, bias, eps })
+    }
+
+    /// Records a checked call.
+    pub(crate) fn norm(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>) -> Result<DeviceTensor> {
+        self.whole(|b| b.record_norm(x, call))
+    }
+
+    fn record_norm(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>) -> Result<DeviceTensor> {
+        let op = name(call.kind);
+        let all: Vec<&DeviceTensor> = [Some(x), call.weight, call.bias].into_iter().flatten().collect();
+        self.check_context(op, &all)?;
+        let shape = x.shape();
+        let (lead, groups, format) = match call.kind {
+            NormKind::Layer { dims } => (x.rank() - dims, 1, MemoryFormat::Contiguous),
+            NormKind::Group { groups } => (1, groups, x.layout().suggest_memory_format()),
+        };
+        let ctx = self.context().clone();
+        let out = DeviceTensor::empty(&ctx, shape, x.dtype(), format)?;
+        if x.numel() == 0 {
+            return Ok(out);
+        }
+        let sample: usize = shape[lead..].iter().product();
+        let n = sample / groups;
+        let channels = matches!(call.kind, NormKind::Group { .. }).then(|| (shape[1] / groups, shape[2..].iter().product::<usize>()));
+        let report = &ctx.rt.report;
+        if !norm::fits(report, n, sample) {
+            return Err(Error::Limit { op, what: format!("slices of {n} elements of input shape {:?} in one kernel", shape), limit: "max_storage_buffer_binding_size, or on a software adapter the loop turns of an invocation (Mesa's llvmpipe leaves a loop after 65,535 turns)", requested: sample as u64, max: report.max_storage_buffer_binding_size });
+        }
+        let align = report.min_storage_buffer_offset_alignment as usize;
+        // A contiguous float32 copy of `t`.
+        let dense = |b: &mut Self, t: &DeviceTensor| -> Result<DeviceTensor> {
+            let c = DeviceTensor::empty(&ctx, t.shape(), DType::F32, MemoryFormat::Contiguous)?;
+            b.copy_(&c, t)?;
+            Ok(c)
+        };
+        // The input as float32 rows at one stride, as it is or copied.
+        let (xin, stride) = match norm::rows_of(x.layout(), lead) {
+            Some(stride) if x.dtype() == DType::F32 => (x.clone(), stride),
+            _ => (dense(self, x)?, sample),
+        };
+        // The affine parameters dense float32 from an aligned offset, as they are or copied.
+        let param = |b: &mut Self, t: Option<&DeviceTensor>| -> Result<Option<DeviceTensor>> {
+            match t {
+                Some(t) if !(t.dtype() == DType::F32 && t.is_contiguous() && (t.storage_offset() * 4).is_multiple_of(align)) => dense(b, t).map(Some),
+                t => Ok(t.cloned()),
+            }
+        };
+        let weight = param(self, call.weight)?;
+        let bias = param(self, call.bias)?;
+        // The float32 contiguous rows the kernel writes: the result, or a tensor copied into it.
+        let direct = x.dtype() == DType::F32 && format == MemoryFormat::Contiguous;
+        let y = if direct { out.clone() } else { DeviceTensor::empty(&ctx, shape, DType::F32, MemoryFormat::Contiguous)? };
+        let rec = self.parts(op)?;
+        for t in [Some(&xin), weight.as_ref(), bias.as_ref(), Some(&y)].into_iter().flatten() {
+            rec.hold_shared(t.storage());
+        }
+        let rt = &ctx.rt;
+        let rows = Rows { rows: x.numel() / n, n, groups, sample_stride: stride, channels };
+        rt.scoped(op, || norm::record(rt, rec, op, rows, call.eps as f32, operand(&xin), weight.as_ref().map(operand), bias.as_ref().map(operand), operand(&y)))?;
+        if !direct {
+            self.copy_(&out, &y)?;
+        }
+        Ok(out)
+    }
+}
+
+/// A tensor's buffer and storage offset, as the kernel binds it.
+fn operand(t: &DeviceTensor) -> norm::Operand<'_> {
+    (t.buffer(), t.storage_offset())
+}
+
+/// The op's name in errors.
+fn name(kind: NormKind) -> &'static str {
+    match kind {
+        NormKind::Layer { .. } => "layer_norm",
+        NormKind::Group { .. } => "group_norm",
+    }
+}
+
+/// Whether the kernel takes the eager `call` on `x`'s adapter (else the composed ops run it):
+/// [`norm::eager_fits`].
+pub(crate) fn fused_fits(x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>) -> bool {
+    if x.numel() == 0 {
+        return true;
+    }
+    let (lead, groups) = match call.kind {
+        NormKind::Layer { dims } => (x.rank() - dims, 1),
+        NormKind::Group { groups } => (1, groups),
+    };
+    let sample: usize = x.shape()[lead..].iter().product();
+    norm::eager_fits(&x.context().rt.report, sample / groups, sample)
+}
