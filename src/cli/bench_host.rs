@@ -1,12 +1,14 @@
 //! `bench --only host`: the host time of a call, on wgpu's `noop` backend (every command is
 //! validated and recorded, nothing runs), posing as a discrete GPU so that the GPU kernels are
 //! chosen. What no GPU is needed to see: the crate's own cost per call, per recorded op and per
-//! forward pass of ResNet-18 (batch 8, 224x224, channels-last), eager and replayed as a graph.
+//! forward pass of ResNet-18 (batch 8, 224x224, channels-last), eager and replayed as a graph,
+//! and of a layer norm (one kernel).
 
 use std::time::Instant;
 
 use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, Graph, HostTensor, MemoryFormat, Result};
 use strided_wgpu::advanced::SubmitPolicy;
+use strided_wgpu::ops::layer_norm;
 
 use crate::cli::resnet::err;
 use strided_wgpu::advanced::internal::noop_context;
@@ -59,6 +61,13 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let bias = DeviceTensor::empty(&ctx, &[64], DType::F32, MemoryFormat::Contiguous)?;
     let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
     rows.push(("conv2d_3x3", time_us(9, 50, 1, || x.conv2d(&w, Some(&bias), &o).map(drop))?, "[8,64,56,56] channels-last, 64 3x3 filters, bias and ReLU, eager".to_string()));
+    let tokens = DeviceTensor::empty(&ctx, &[4096, 768], DType::F32, MemoryFormat::Contiguous)?;
+    let (lw, lb) = (DeviceTensor::empty(&ctx, &[768], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::empty(&ctx, &[768], DType::F32, MemoryFormat::Contiguous)?);
+    let ln = || layer_norm(&tokens, &[768], Some(&lw), Some(&lb), 1e-5).map(drop);
+    let before = ctx.record_counts();
+    ln()?;
+    let c = ctx.record_counts() - before;
+    rows.push(("layer_norm", time_us(9, 50, 1, ln)?, format!("[4096, 768] over its last dim, weight and bias (BERT-base's), eager: {} submit, {} pass, {} dispatch", c.submits, c.passes, c.dispatches)));
     let d = Description::resnet18(8, 224);
     let params = formula_params(&d).map_err(err)?;
     let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(err)?;
