@@ -179,7 +179,8 @@ fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, 
 /// order is read. On the host (the CPU reference) composed of the reductions and elementwise
 /// ops; on a device one kernel (`norm_rows.wgsl`: a workgroup per slice, the same arithmetic in
 /// f32), after a copy where the input is not float32 slices at one stride, and a converting
-/// copy into a 16-bit output (`Batch::layer_norm` records it). A `normalized_shape` that is empty or does not end the input's
+/// copy into a 16-bit output (`Batch::layer_norm` records it); the composed ops there too
+/// where a sample passes a binding, and on software adapters for slices past 1,024 elements. A `normalized_shape` that is empty or does not end the input's
 /// shape, affine parameters of another shape, or an `eps` that is negative or not finite
 /// (which PyTorch takes) are [`Error::InvalidArgument`] before anything runs.
 ///
@@ -230,7 +231,9 @@ pub(crate) fn check_layer_norm<T: Strided>(x: &T, normalized_shape: &[usize], we
 /// \[C\] of the input's type, or float32 beside a 16-bit input (else [`Error::DType`]).
 /// On the host composed of the reductions and elementwise ops (the statistics read a
 /// contiguous copy of a channels-last input); on a device one kernel, as `layer_norm`'s, with
-/// copies around it for a channels-last, strided or 16-bit input (`Batch::group_norm`).
+/// copies around it for a channels-last, strided or 16-bit input (`Batch::group_norm`), and
+/// the composed ops where `layer_norm` runs them (a group past 1,024 elements on software
+/// adapters).
 /// `num_groups` of 0 or not dividing C, one value per group over the
 /// batch (N * C / groups times the spatial size 1: `F.group_norm`'s check), affine
 /// parameters of another shape, or an `eps` that is negative or not finite are

@@ -1612,6 +1612,22 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
                 assert_eq!(ctx.adapter().device_type, wgpu::DeviceType::Cpu, "{what}: the composed ops eagerly on a GPU");
             }
         }
+        // Rows whose squared deviations overflow float32 (+-1e20): an infinite variance, so
+        // outputs of 0 as the reference's (not a compensation's inf - inf, NaN), in both of the
+        // kernel's modes on software adapters (an invocation a row, a workgroup a row). (Mesa's
+        // adapters gave 0 with the kernel's first compensation, Kahan's, too: what a GPU's
+        // compiler keeps of it, theirs drops.)
+        for n in [256, 30_000] {
+            let hx = HostTensor::from_vec((0..n).map(|i| if i % 2 == 0 { 1e20f32 } else { -1e20 }).collect::<Vec<f32>>(), &[1, n]).unwrap();
+            let dx = DeviceTensor::upload(ctx, &hx).unwrap();
+            let want = layer_norm(&hx, &[n], None, None, 1e-5).unwrap().to_vec::<f32>().unwrap();
+            assert!(want.iter().all(|&v| v == 0.0), "the reference's outputs");
+            let mut b = ctx.batch();
+            let y = b.layer_norm(&dx, &[n], None, None, 1e-5).unwrap();
+            b.submit_and_wait().unwrap();
+            let got = y.download().unwrap().to_vec::<f32>().unwrap();
+            assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n}: {:?}", name(ctx), &got[..4]);
+        }
         // A slice past a software adapter's loop bound (about 1.2 million elements an
         // invocation's three walks may take): the composed ops eagerly, an error in a batch.
         if ctx.adapter().device_type == wgpu::DeviceType::Cpu {

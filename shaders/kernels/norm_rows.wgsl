@@ -2,11 +2,11 @@
 // per row, a row being the `n` contiguous input elements one mean and variance cover (a slice
 // over layer_norm's normalized dims, a group of group_norm's channels with their pixels).
 // Three walks over the row, invocation i taking elements i, i + WG, .. (neighbouring
-// invocations read neighbouring elements; four loads in flight an invocation): the sum
-// (compensated) for the mean, the sum of squared deviations from it (compensated) for the
-// biased variance, then the writes; the
-// invocations' sums meet in a fixed tree in workgroup memory, so the same input gives the same
-// bits. The arithmetic is the composed ops' (src/norm.rs): layer_norm's `x * rstd - mean *
+// invocations read neighbouring elements; four loads in flight an invocation), or its 16-byte
+// words i, i + WG, .. where the rows are whole aligned words (VEC4): the sum (compensated) for
+// the mean, the sum of squared deviations from it (compensated) for the biased variance, then
+// the writes; the invocations' sums meet in a fixed tree in workgroup memory, so the same input
+// gives the same bits. The arithmetic is the composed ops' (src/norm.rs): layer_norm's `x * rstd - mean *
 // rstd`, then `* weight[j] + bias[j]`; group_norm's per-channel `scale = rstd * weight[c]`,
 // `shift = -mean * rstd * weight[c] + bias[c]`, then `x * scale + shift`.
 
@@ -34,6 +34,11 @@ struct NormParams {
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
+// The whole 16-byte words of x's window, read where VEC4 (a spare word elsewhere, never read).
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+
+// Every row starts on a 16-byte word of x and holds whole words: they are loaded as words.
+override VEC4: bool = false;
 
 fn pz() -> u32 {
     return uniform_index(norm_u[0].geo.x);
@@ -56,11 +61,20 @@ fn tree_sum(v: f32, lid: u32) -> f32 {
     return r;
 }
 
-// A compensated sum (Kahan) state (sum, compensation) after adding v.
-fn kahan(st: vec2<f32>, v: f32) -> vec2<f32> {
-    let y = v - st.y;
-    let t = st.x + y;
-    return vec2<f32>(t, (t - st.x) - y);
+// A compensated (Neumaier) sum, as the reductions' (preludes/reduce.wgsl): x the sum, y the
+// compensation; a sum that reached an infinity stays it (its compensation, then NaN, is
+// dropped: a row of +-1e20 has an infinite variance, so outputs of 0, as the reference's).
+fn kahan(s: vec2<f32>, v: f32) -> vec2<f32> {
+    let t = s.x + v;
+    let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));
+    return vec2<f32>(t, s.y + c);
+}
+fn ksum(s: vec2<f32>) -> f32 {
+    // (Infinite or NaN: the exponent's bits all set.)
+    if ((bitcast<u32>(s.x) & 0x7f800000u) == 0x7f800000u) {
+        return s.x;
+    }
+    return s.x + s.y;
 }
 
 // The term of element value v: v, or (v - mean)^2.
@@ -73,9 +87,21 @@ fn term(v: f32, squares: bool, mean: f32) -> f32 {
 }
 
 // This invocation's compensated sum of the terms of elements j0, j0 + step, .. of the row
-// from xb, in that order, four loads issued together where four remain.
+// from xb, in that order, four loads issued together where four remain; with VEC4, of the
+// row's 16-byte words j0, j0 + step, .. (their four elements in order).
 fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
     var st = vec2<f32>(0.0);
+    if (VEC4) {
+        let qb = xb / 4u;
+        for (var q = j0; q < n / 4u; q = q + step) {
+            let v = x4[qb + q];
+            st = kahan(st, term(v.x, squares, mean));
+            st = kahan(st, term(v.y, squares, mean));
+            st = kahan(st, term(v.z, squares, mean));
+            st = kahan(st, term(v.w, squares, mean));
+        }
+        return ksum(st);
+    }
     var j = j0;
     for (; j + 3u * step < n; j = j + 4u * step) {
         let a = x[xb + j];
@@ -90,44 +116,56 @@ fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
     for (; j < n; j = j + step) {
         st = kahan(st, term(x[xb + j], squares, mean));
     }
-    return st.x;
+    return ksum(st);
 }
 
-// Writes elements j0, j0 + step, .. of row r (input from xb, output from ob) from its mean and
-// rstd.
-fn write_row(r: u32, xb: u32, ob: u32, n: u32, j0: u32, step: u32, mean: f32, rstd: f32) {
+// The output of element j (value v) of a row whose group's first channel is c0 (GROUPED), from
+// the row's rstd and shift = -mean * rstd.
+fn normalized(c0: u32, j: u32, v: f32, rstd: f32, shift: f32) -> f32 {
     let aff = norm_u[pz()].aff;
-    let shift = -(mean * rstd);
-    let has_w = aff.z != 0u;
-    let has_b = aff.w != 0u;
     if (GROUPED) {
         // Channel of element j: (r % G) * per + j / plane.
-        let c0 = (r % norm_u[pz()].offs.z) * aff.x;
-        let plane = aff.y;
-        for (var j = j0; j < n; j = j + step) {
-            let ch = c0 + j / plane;
-            var sc = rstd;
-            var sh = shift;
-            if (has_w) {
-                sc = rstd * w[ch];
-                sh = shift * w[ch];
-            }
-            if (has_b) {
-                sh = sh + bias[ch];
-            }
-            out[ob + j] = x[xb + j] * sc + sh;
+        let ch = c0 + j / aff.y;
+        var sc = rstd;
+        var sh = shift;
+        if (aff.z != 0u) {
+            sc = rstd * w[ch];
+            sh = shift * w[ch];
+        }
+        if (aff.w != 0u) {
+            sh = sh + bias[ch];
+        }
+        return v * sc + sh;
+    }
+    var y = v * rstd + shift;
+    if (aff.z != 0u) {
+        y = y * w[j];
+    }
+    if (aff.w != 0u) {
+        y = y + bias[j];
+    }
+    return y;
+}
+
+// Writes elements j0, j0 + step, .. (with VEC4 words j0, j0 + step, ..) of row r (input from
+// xb, output from ob) from its mean and rstd.
+fn write_row(r: u32, xb: u32, ob: u32, n: u32, j0: u32, step: u32, mean: f32, rstd: f32) {
+    let shift = -(mean * rstd);
+    let c0 = (r % norm_u[pz()].offs.z) * norm_u[pz()].aff.x;
+    if (VEC4) {
+        let qb = xb / 4u;
+        for (var q = j0; q < n / 4u; q = q + step) {
+            let v = x4[qb + q];
+            let j = 4u * q;
+            out[ob + j] = normalized(c0, j, v.x, rstd, shift);
+            out[ob + j + 1u] = normalized(c0, j + 1u, v.y, rstd, shift);
+            out[ob + j + 2u] = normalized(c0, j + 2u, v.z, rstd, shift);
+            out[ob + j + 3u] = normalized(c0, j + 3u, v.w, rstd, shift);
         }
         return;
     }
     for (var j = j0; j < n; j = j + step) {
-        var y = x[xb + j] * rstd + shift;
-        if (has_w) {
-            y = y * w[j];
-        }
-        if (has_b) {
-            y = y + bias[j];
-        }
-        out[ob + j] = y;
+        out[ob + j] = normalized(c0, j, x[xb + j], rstd, shift);
     }
 }
 

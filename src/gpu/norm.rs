@@ -3,7 +3,7 @@
 //! [`ops::group_norm`](crate::ops::group_norm), whose composed form is the CPU reference.
 
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::norm::{self, Rows};
@@ -16,9 +16,11 @@ impl Batch<'_> {
     /// [`ops::layer_norm`](crate::ops::layer_norm): the same checks, result and arithmetic) as
     /// one kernel, a workgroup per normalized slice; an input that is not float32 slices at one
     /// stride is first copied into a contiguous float32 tensor, a weight or bias that is not
-    /// dense float32 likewise, and a 16-bit result is converted from float32 (rounded once). A
-    /// slice past a software adapter's loop bound (about 1.2 million elements) or a binding is
-    /// [`Error::Limit`]. Bad input is an error, and nothing is recorded.
+    /// dense float32 likewise, and a 16-bit result is converted from float32 (rounded once): the
+    /// kernel and up to four copies (a captured graph runs the parameters' copies once). A
+    /// slice past a software adapter's loop bound (1,279,616 elements: an invocation's three
+    /// walks of its 64th of a slice, 3 * ceil(n / 64) + 16 turns, within 60,000) or a sample
+    /// past a binding is [`Error::Limit`]. Bad input is an error, and nothing is recorded.
     pub fn layer_norm(&mut self, x: &DeviceTensor, normalized_shape: &[usize], weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64) -> Result<DeviceTensor> {
         check_layer_norm(x, normalized_shape, weight, bias, eps)?;
         self.norm(x, &NormCall { kind: NormKind::Layer { dims: normalized_shape.len() }, weight, bias, eps })
@@ -57,7 +59,7 @@ impl Batch<'_> {
         let channels = matches!(call.kind, NormKind::Group { .. }).then(|| (shape[1] / groups, shape[2..].iter().product::<usize>()));
         let report = &ctx.rt.report;
         if !norm::fits(report, n, sample) {
-            return Err(Error::Limit { op, what: format!("slices of {n} elements of input shape {:?} in one kernel", shape), limit: "max_storage_buffer_binding_size, or on a software adapter the loop turns of an invocation (Mesa's llvmpipe leaves a loop after 65,535 turns)", requested: sample as u64, max: report.max_storage_buffer_binding_size });
+            return Err(norm::limit_error(report, op, n, sample));
         }
         let align = report.min_storage_buffer_offset_alignment as usize;
         // A contiguous float32 copy of `t`.

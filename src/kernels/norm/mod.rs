@@ -13,8 +13,9 @@ use crate::layout::Layout;
 use crate::runtime::record::Recorder;
 use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 
-/// The bindings: the parameters, the input, the weight, the bias, the output.
-const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write];
+/// The bindings: the parameters, the input, the weight, the bias, the output, the input's
+/// 16-byte words.
+const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read];
 
 uniform! {
     /// The uniform of `norm_rows.wgsl` (`NormParams` there, which says what each member holds).
@@ -106,25 +107,54 @@ pub(crate) fn fits(report: &AdapterReport, n: usize, sample: usize) -> bool {
 /// rows of 65,536) in 30.6 against 17.0.
 const CPU_EAGER_ROW: usize = 1024;
 
+/// The [`Error::Limit`] of rows of `n` elements in samples of `sample` past [`fits`]: a
+/// sample's bytes past a binding, or an invocation's loop turns past a software adapter's
+/// bound.
+pub(crate) fn limit_error(report: &AdapterReport, op: &'static str, n: usize, sample: usize) -> Error {
+    let max_bind = report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    let bytes = (sample as u64).saturating_mul(4).saturating_add(report.min_storage_buffer_offset_alignment as u64);
+    if bytes > max_bind {
+        return Error::Limit { op, what: format!("binding a sample of {sample} float32 elements (and its alignment)"), limit: "max_storage_buffer_binding_size", requested: bytes, max: max_bind };
+    }
+    Error::Limit {
+        op,
+        what: format!("the loop turns of an invocation walking its share of a row of {n} elements three times"),
+        limit: "loop turns an invocation runs on a software adapter (Mesa's llvmpipe leaves a loop after 65,535 turns)",
+        requested: turns(n.div_ceil(workgroup(report, n) as usize)),
+        max: crate::kernels::SOFTWARE_LOOP_BUDGET,
+    }
+}
+
 /// Whether an eager call takes the kernel (else it runs the composed ops): where it [`fits`],
 /// on CPU adapters only for rows up to [`CPU_EAGER_ROW`].
 pub(crate) fn eager_fits(report: &AdapterReport, n: usize, sample: usize) -> bool {
     fits(report, n, sample) && (report.device_type != wgpu::DeviceType::Cpu || n <= CPU_EAGER_ROW)
 }
 
-/// The pipeline of a workgroup size, form (group_norm's per-channel affine, or layer_norm's)
-/// and mode (an invocation a row, or a workgroup).
-fn constants(wg: u32, grouped: bool, per_thread: bool) -> Vec<(&'static str, i64)> {
+/// The pipeline of a workgroup size, form (group_norm's per-channel affine, or layer_norm's),
+/// mode (an invocation a row, or a workgroup) and loads (16-byte words, or elements).
+fn constants(wg: u32, grouped: bool, per_thread: bool, vec4: bool) -> Vec<(&'static str, i64)> {
     let mut c = vec![("WG", wg as i64), ("GROUPED", grouped as i64)];
     if per_thread {
         c.push(("PER_THREAD", 1));
     }
+    if vec4 {
+        c.push(("VEC4", 1));
+    }
     c
 }
 
-/// Every pipeline a GPU may run (the register budget).
+/// Every pipeline a GPU may run (the register budget): both workgroup sizes, forms and loads.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
-    [64, 256].into_iter().flat_map(|wg| [false, true].map(|grouped| PipelineSpec { kernel: "norm_rows", constants: constants(wg, grouped, false) })).collect()
+    let mut v = Vec::new();
+    for wg in [64, 256] {
+        for grouped in [false, true] {
+            for vec4 in [false, true] {
+                v.push(PipelineSpec { kernel: "norm_rows", constants: constants(wg, grouped, false, vec4) });
+            }
+        }
+    }
+    v
 }
 
 /// A float32 operand's buffer and its element offset.
@@ -132,7 +162,9 @@ pub(crate) type Operand<'a> = (&'a wgpu::Buffer, usize);
 
 /// Records the normalization of `rows` of input `x` (its first row at element `x.1`) into the
 /// dense rows of `out` (from element `out.1`), with the weight and bias (dense float32, one per
-/// element of a row, or per channel of group_norm) where given. Checked by [`fits`] first.
+/// element of a row, or per channel of group_norm, from an offset of whole
+/// `min_storage_buffer_offset_alignment` bytes: `gpu::norm` copies any other) where given.
+/// Past [`fits`] an [`Error::Limit`] ([`limit_error`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: Rows, eps: f32, x: Operand<'_>, weight: Option<Operand<'_>>, bias: Option<Operand<'_>>, out: Operand<'_>) -> Result<()> {
     let Rows { rows: total, n, groups, sample_stride, channels } = rows;
@@ -141,13 +173,20 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
     }
     let rep = &rt.report;
     if !fits(rep, n, groups * n) {
-        return Err(Error::Limit { op, what: format!("rows of {n} elements, {groups} to a sample, in one kernel"), limit: "max_storage_buffer_binding_size, or on a software adapter the loop turns of an invocation", requested: (groups * n) as u64, max: rep.max_storage_buffer_binding_size });
+        return Err(limit_error(rep, op, n, groups * n));
     }
     let align = rep.min_storage_buffer_offset_alignment as u64;
+    for (at, what) in [(weight, "weight"), (bias, "bias")].iter().filter_map(|(o, w)| o.map(|o| (o.1, *w))) {
+        if !(at as u64 * 4).is_multiple_of(align) {
+            return Err(Error::invalid(op, format!("a {what} from element {at}: expected an offset of whole {align}-byte blocks")));
+        }
+    }
     let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
     let wg = workgroup(rep, n);
     let threads = per_thread(rep, n);
-    let key = PipelineKey { shader: "norm_rows", constants: constants(wg, channels.is_some(), threads) };
+    // Rows of whole 16-byte words from word boundaries (the windows start on aligned offsets).
+    let vec4 = x.1.is_multiple_of(4) && sample_stride.is_multiple_of(4) && n.is_multiple_of(4);
+    let key = PipelineKey { shader: "norm_rows", constants: constants(wg, channels.is_some(), threads, vec4) };
     // The byte window of `len` elements from element `at`, starting at an aligned offset, and
     // the element offset of `at` within it.
     let window = |at: usize, len: usize| {
@@ -188,7 +227,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
             aff: [per as u32, plane as u32, has_w as u32, has_b as u32],
             eps: [eps, 0.0, 0.0, 0.0],
         };
-        dispatches.push(Dispatch { key: key.clone(), params, bindings: vec![(x.0, xw), wbind, bbind, (out.0, ow)], grid: (gx, gy) });
+        let x4 = if vec4 { dispatch::read_words(rt, x.0, xw, 16) } else { (rt.spare_words(), (0, 16)) };
+        dispatches.push(Dispatch { key: key.clone(), params, bindings: vec![(x.0, xw), wbind, bbind, (out.0, ow), x4], grid: (gx, gy) });
         s0 = s1;
     }
     dispatch::record(rt, rec, op, SLOTS, &dispatches)
