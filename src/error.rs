@@ -181,7 +181,7 @@ pub enum Error {
     },
     /// Tuning choices that could not be saved or loaded (an unreadable or unwritable file, a
     /// file that is not a tuning file, a choice that is not one of its class's candidates;
-    /// another adapter's or crate version's sections are skipped, not an error).
+    /// another adapter's, crate version's or tuning format's sections are skipped, not an error).
     #[error("{op}: {detail}")]
     Tuning {
         /// The operation.

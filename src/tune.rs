@@ -95,6 +95,12 @@ pub(crate) struct Tuner {
     on_first_call: AtomicBool,
 }
 
+/// The version of what a tuning file's classes and choices mean: raised whenever a class or
+/// choice type changes (a member added, a variant renamed), so that a file written before is
+/// skipped rather than read as other classes (the crate's version has stayed 0.1.0 while they
+/// changed). Sections without it are of format 0.
+const TUNING_FORMAT: u64 = 1;
+
 /// One adapter's section of a tuning file.
 #[derive(Serialize, Deserialize)]
 struct Section {
@@ -102,6 +108,8 @@ struct Section {
     driver: String,
     backend: String,
     crate_version: String,
+    #[serde(default)]
+    format: u64,
     choices: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -210,6 +218,7 @@ impl Tuner {
             driver: r.driver.clone(),
             backend: format!("{:?}", r.backend),
             crate_version: env!("CARGO_PKG_VERSION").to_string(),
+            format: TUNING_FORMAT,
             choices: {
                 let mut choices = lock(&self.choices).clone();
                 for (family, class) in lock(&self.defaults).iter() {
@@ -223,20 +232,29 @@ impl Tuner {
         }
     }
 
-    fn matches(s: &Section, r: &AdapterReport) -> bool {
-        s.adapter == r.name && s.driver == r.driver && s.backend == format!("{:?}", r.backend) && s.crate_version == env!("CARGO_PKG_VERSION")
+    /// Whether section `s` (read as JSON, any shape) is this adapter's, driver's, backend's,
+    /// crate version's and tuning format's.
+    fn matches(s: &serde_json::Value, r: &AdapterReport) -> bool {
+        let text = |k: &str| s.get(k).and_then(|v| v.as_str());
+        text("adapter") == Some(&r.name)
+            && text("driver") == Some(&r.driver)
+            && text("backend") == Some(&format!("{:?}", r.backend))
+            && text("crate_version") == Some(env!("CARGO_PKG_VERSION"))
+            && s.get("format").map_or(Some(0), |v| v.as_u64()) == Some(TUNING_FORMAT)
+    }
+
+    /// A tuning file's sections, each as JSON of whatever shape its version wrote.
+    fn sections(op: &'static str, text: &str) -> Result<Vec<serde_json::Value>> {
+        serde_json::from_str(text).map_err(|e| Error::Tuning { op, detail: format!("not a tuning file (a JSON list of sections): {e}") })
     }
 
     /// `existing` (a tuning file's text, or empty) with this adapter's section replaced by the
-    /// choices kept now.
+    /// choices kept now; the other sections (other adapters, versions and formats) kept as they
+    /// are, whatever they hold.
     pub fn to_json(&self, r: &AdapterReport, existing: &str) -> Result<String> {
-        let mut sections: Vec<Section> = if existing.trim().is_empty() {
-            Vec::new()
-        } else {
-            serde_json::from_str(existing).map_err(|e| Error::Tuning { op: "save_tuning", detail: format!("the existing file is not a tuning file: {e}") })?
-        };
+        let mut sections = if existing.trim().is_empty() { Vec::new() } else { Self::sections("save_tuning", existing)? };
         sections.retain(|s| !Self::matches(s, r));
-        sections.push(self.section(r));
+        sections.push(serde_json::to_value(self.section(r)).map_err(|e| Error::Tuning { op: "save_tuning", detail: e.to_string() })?);
         serde_json::to_string_pretty(&sections).map_err(|e| Error::Tuning { op: "save_tuning", detail: e.to_string() })
     }
 
@@ -245,8 +263,8 @@ impl Tuner {
     /// know what theirs may hold) and returns the (class, choice) keys as the tuner writes them;
     /// when one fails, the error names it and nothing is taken.
     pub fn load_json(&self, r: &AdapterReport, text: &str, check: impl Fn(&str, &str, &str) -> std::result::Result<(String, String), String>) -> Result<usize> {
-        let sections: Vec<Section> = serde_json::from_str(text).map_err(|e| Error::Tuning { op: "load_tuning", detail: format!("not a tuning file: {e}") })?;
-        let Some(mine) = sections.into_iter().find(|s| Self::matches(s, r)) else { return Ok(0) };
+        let Some(mine) = Self::sections("load_tuning", text)?.into_iter().find(|s| Self::matches(s, r)) else { return Ok(0) };
+        let mine: Section = serde_json::from_value(mine).map_err(|e| Error::Tuning { op: "load_tuning", detail: format!("this adapter's section is not one of this tuning format: {e}") })?;
         let mut vetted: Vec<(String, String, String)> = Vec::new();
         for (family, classes) in &mine.choices {
             for (class, choice) in classes {

@@ -229,6 +229,25 @@ fn recordings_never_tune_and_tuning_persists() {
         let text = std::fs::read_to_string(&path).unwrap().replace(&info.name, "another adapter");
         assert_eq!(loaded.load_tuning_json(&text).unwrap(), 0);
         assert!(matches!(loaded.load_tuning_json("{not json"), Err(Error::Tuning { .. })));
+        // A section without the tuning format (written before it: its classes may mean others)
+        // is not taken; another version's section of another shape neither fails the load nor
+        // is lost by a save over the file.
+        let original = std::fs::read_to_string(&path).unwrap();
+        let mut old: serde_json::Value = serde_json::from_str(&original).unwrap();
+        assert!(old[0].as_object_mut().unwrap().remove("format").is_some(), "a saved section names its format");
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let unformatted = GpuContext::from_device(device, queue, &info);
+        assert_eq!(unformatted.load_tuning_json(&old.to_string()).unwrap(), 0, "{}: a section of format 0", name(ctx));
+        let foreign = serde_json::json!({"adapter": "another adapter", "format": 99, "choices": {"copy.transpose": {"a class": {"of": "another shape"}}}});
+        let mut mixed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        mixed.as_array_mut().unwrap().insert(0, foreign.clone());
+        assert_eq!(unformatted.load_tuning_json(&mixed.to_string()).unwrap(), 1, "{}: beside a section of another shape", name(ctx));
+        std::fs::write(&path, mixed.to_string()).unwrap();
+        fresh.save_tuning(&path).unwrap();
+        let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(saved.as_array().unwrap().contains(&foreign), "{}: a save dropped another version's section", name(ctx));
+        assert_eq!(saved.as_array().unwrap().len(), 2, "{}", name(ctx));
+        std::fs::write(&path, original).unwrap();
         // A choice the tuner never compares for its class (a zero workgroup size; a Vec4 path,
         // whose words per workgroup overflow besides) is refused at load, naming it, and nothing
         // of the file is taken.

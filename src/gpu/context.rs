@@ -257,12 +257,12 @@ impl GpuContext {
     }
 
     /// The tuning choices as a tuning file's text: `existing` (a file's text, or "") with this
-    /// adapter's section (keyed by adapter name, driver, backend and crate version) replaced.
+    /// adapter's section (keyed by adapter name, driver, backend, crate version and tuning format; the other sections kept as they are) replaced.
     pub fn tuning_json(&self, existing: &str) -> Result<String> {
         self.tuner.to_json(&self.rt.report, existing)
     }
     /// Takes this adapter's choices from a tuning file's text (other adapters' sections, and
-    /// those of other driver or crate versions, are ignored) for the shape classes that have
+    /// those of other driver or crate versions or tuning formats, whatever they hold, are ignored) for the shape classes that have
     /// no choice yet; returns how many it took. A class's kernel, once kept (measured or
     /// loaded), never changes in a context, so that its calls keep their bits: load a file
     /// into a fresh context to replace choices.
