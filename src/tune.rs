@@ -42,8 +42,10 @@ const RUNS: usize = 4;
 /// float bits than an untuned one, or than another process. Within a context a class's kernel,
 /// once kept, never changes (a later measurement or file keeps it); before that, a recording
 /// of the class runs the adapter's default kernel, which the first measuring call may replace.
-/// Under [`TuningPolicy::Defaults`], with no tuning file loaded and no `tune_*` call, the same
-/// input gives the same bits.
+/// Under [`TuningPolicy::Defaults`], with no tuning file loaded, no `tune_*` call and no call
+/// made under [`TuningPolicy::OnFirstCall`], the same input gives the same bits. A measurement
+/// whose scratch buffers or copies the adapter cannot give (a limit, out of memory) measures
+/// nothing and keeps nothing: the call runs the default, as it would untuned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TuningPolicy {
     /// No call measures by itself: a shape class runs the choice kept for it (from
@@ -53,7 +55,8 @@ pub enum TuningPolicy {
     Defaults,
     /// The first blocking `copy_`, `conv2d` or matrix product (not a recording) of a shape class without a
     /// kept choice measures the candidates first and keeps the fastest, as
-    /// `torch.backends.cudnn.benchmark = True`. Recordings still never measure. Native only:
+    /// `torch.backends.cudnn.benchmark = True` (the class of the call's own output: an `out=`
+    /// view's, where it makes another class). Recordings still never measure. Native only:
     /// on wasm32 (WebGPU) no call may block, so calls never measure (the default runs, nothing
     /// kept); `tune_*_async` measures there.
     OnFirstCall,
@@ -93,6 +96,17 @@ pub(crate) struct Tuner {
     /// ([`Tuner::keep_default`]): neither measured nor loaded, so neither listed nor saved.
     defaults: Mutex<std::collections::BTreeSet<(String, String)>>,
     on_first_call: AtomicBool,
+}
+
+/// A tuning scratch allocation's result: `None` where the adapter cannot give it (a limit, an
+/// overflow, out of memory: nothing is measured, and the call that asked runs its class's
+/// default, as it would without tuning), else the allocation or its other error.
+pub(crate) fn scratch<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(Error::Limit { .. } | Error::Overflow { .. } | Error::Gpu { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The version of what a tuning file's classes and choices mean: raised whenever a class or

@@ -551,6 +551,38 @@ fn tuning_measures_only_when_asked() {
         bt.matmul(&c).unwrap();
         ctx.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
         assert_eq!(ctx.tuned_matmul_choices().len(), 2, "{}: the first call did not measure", name(ctx));
+
+        // A product into an `out=` view measures that output's class, the one its calls look
+        // up (a transposed out stops the batch folding into m), not the contiguous output's
+        // (which it measured before, its own class then running the default): a fresh
+        // context's first call keeps a class other than a plain call's, the same call again
+        // measures nothing, and the result is the product.
+        let (xh, wh) = (rand(&mut rng, &[4, 16, 64], DType::F32), rand(&mut rng, &[64, 48], DType::F32));
+        let first_class = |into_view: bool| {
+            let fresh = limited(shared, |l| l);
+            fresh.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+            let (x, w) = (DeviceTensor::upload(&fresh, &xh).unwrap(), DeviceTensor::upload(&fresh, &wh).unwrap());
+            let call = || {
+                if into_view {
+                    let out = DeviceTensor::empty(&fresh, &[16, 4, 48], DType::F32, MemoryFormat::Contiguous).unwrap().transpose(0, 1).unwrap();
+                    x.matmul_out(&w, &out).unwrap();
+                    out
+                } else {
+                    x.matmul(&w).unwrap()
+                }
+            };
+            let y = call();
+            let kept = fresh.tuned_matmul_choices();
+            call();
+            assert_eq!(fresh.tuned_matmul_choices().len(), kept.len(), "{}: the same call measured again (into a view: {into_view})", name(ctx));
+            let want = xh.matmul(&wh).unwrap().to_vec::<f32>().unwrap();
+            let got = y.download().unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+            assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-4 * (1.0 + w.abs())), "{}: into a view: {into_view}", name(ctx));
+            kept
+        };
+        let (plain, viewed) = (first_class(false), first_class(true));
+        assert_eq!((plain.len(), viewed.len()), (1, 1), "{}: each first call measured its class", name(ctx));
+        assert_ne!(plain[0].0, viewed[0].0, "{}: the out= view's call measured the contiguous output's class", name(ctx));
     }
 }
 

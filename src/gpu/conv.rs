@@ -523,13 +523,17 @@ impl GpuContext {
         if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, &f32_twin(input.layout())?, &f32_twin(weight.layout())?, &out32)).is_some() {
             return Ok(false);
         }
-        let wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
-            let w = f32_like(self, t)?;
+        // (Copies the adapter cannot give measure nothing: the call runs the default.)
+        let wide = |t: &DeviceTensor| -> Result<Option<DeviceTensor>> {
+            let Some(w) = crate::tune::scratch(f32_like(self, t))? else { return Ok(None) };
             w.copy_(t)?;
-            Ok(w)
+            Ok(Some(w))
         };
-        let (x, w) = (wide(input)?, wide(weight)?);
-        let b = bias.map(wide).transpose()?;
+        let (Some(x), Some(w)) = (wide(input)?, wide(weight)?) else { return Ok(false) };
+        let b = match bias.map(wide).transpose()? {
+            Some(None) => return Ok(false),
+            b => b.flatten(),
+        };
         self.tune_f32_into(&out32, &x, &w, b.as_ref(), options, &Conv2dShape { dtype: DType::F32, ..g.clone() }, drive).await
     }
 
@@ -563,7 +567,8 @@ impl GpuContext {
             strides[0] = span as isize;
         }
         let dst = Layout::as_strided(&[nt, g.k, g.oh, g.ow], &strides, 0, nt * span)?;
-        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
+        let Some(scratch) = crate::tune::scratch(self.rt.scoped("tune", || self.rt.buffer("tune", (nt * span) as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)))? else { return Ok(false) };
+        let scratch = Arc::new(scratch);
         let g1 = Conv2dShape { n: nt, ..g.clone() };
         self.settle_before_measuring().await?;
         let timer = Timer::new(&self.rt)?;

@@ -165,7 +165,7 @@ impl GpuContext {
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         // Each run's recording holds the scratch buffers, so that they return to the pool only
         // when its work is done, also if this future is dropped half-way.
-        let (d, s) = self.rt.scoped("tune", || Ok((Arc::new(self.rt.buffer("tune", (dhi - dlo + 1) as u64 * es, usage)?), Arc::new(self.rt.buffer("tune", (shi - slo + 1) as u64 * es, usage)?))))?;
+        let Some((d, s)) = crate::tune::scratch(self.rt.scoped("tune", || Ok((Arc::new(self.rt.buffer("tune", (dhi - dlo + 1) as u64 * es, usage)?), Arc::new(self.rt.buffer("tune", (shi - slo + 1) as u64 * es, usage)?)))))? else { return Ok(false) };
         self.settle_before_measuring().await?;
         let timer = Timer::new(&self.rt)?;
         let candidates = copy::transpose_candidates(&class);

@@ -25,10 +25,14 @@ impl Matmul for DeviceTensor {
         // Before the tuner reads the plan's sizes.
         plan.check()?;
         let ctx = a.context();
-        // Asked to, the first product of a shape class measures the kernels, outside any recording.
+        // Asked to, the first product of a shape class measures the kernels, outside any
+        // recording: the class of this call's output (an `out=` view's own), checked first.
         #[cfg(not(target_arch = "wasm32"))]
-        if ctx.tunes_on_call() && [Some(b), c].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
-            pollster::block_on(ctx.tune_plan(plan, a, b, c, Drive::Wait))?;
+        if ctx.tunes_on_call() && [Some(b), c, out].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
+            if let Some(o) = out {
+                plan.check_out(o.layout(), o.dtype(), [o.shares_storage(a), o.shares_storage(b), c.is_some_and(|c| o.shares_storage(c))])?;
+            }
+            pollster::block_on(ctx.tune_plan(plan, a, b, c, out, Drive::Wait))?;
         }
         let mut batch = ctx.batch();
         let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
@@ -281,9 +285,24 @@ impl GpuContext {
     /// default while the class has none. The checks of `matmul`; nothing is recorded.
     pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
-        let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, a.buffer(), &out));
-        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
+        let (out, view) = self.class_output(&plan, None)?;
+        let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, out.buffer(), &view));
+        Ok(self.widened_choice(&plan, a, b, None, out.buffer(), &view, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
+    }
+
+    /// The output a product's class is keyed with, as `record_plan` forms it: `out`, or the new
+    /// contiguous tensor a call without one allocates (its buffer, of the pool's size for it,
+    /// decides the routes past a binding), and the class's output view: the output's own for
+    /// float32, `[batch.., m, n]` contiguous (the f32 scratch's) for 16-bit types. (A contiguous
+    /// view and `a`'s buffer stood in before, so a product into an `out=` view measured a class
+    /// its calls never looked up.)
+    fn class_output(&self, plan: &MatmulPlan, out: Option<&DeviceTensor>) -> Result<(DeviceTensor, Layout)> {
+        let out = match out {
+            Some(o) => o.clone(),
+            None => DeviceTensor::empty(self, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?,
+        };
+        let view = if plan.dtype != DType::F32 { Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())? } else { plan.out_view(out.layout())? };
+        Ok((out, view))
     }
 
     /// Where a 16-bit product runs widened to f32 on a CPU adapter: while its own class
@@ -329,12 +348,12 @@ impl GpuContext {
     /// gives while the call's class has no kept choice.
     pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        let out = Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())?;
+        let (out, view) = self.class_output(&plan, None)?;
         let report = &self.rt.report;
-        let class = matmul_class(report, &product(&plan, a, b, None, a.buffer(), &out));
+        let class = matmul_class(report, &product(&plan, a, b, None, out.buffer(), &view));
         // A 16-bit product on a CPU adapter runs widened where the f32 class's default is a
         // CPU-adapter kernel, as the call does.
-        Ok(self.widened_choice(&plan, a, b, None, a.buffer(), &out, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
+        Ok(self.widened_choice(&plan, a, b, None, out.buffer(), &view, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
     }
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
@@ -347,34 +366,39 @@ impl GpuContext {
     /// output. Returns whether it measured.
     pub async fn tune_matmul_async(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        self.tune_plan(&plan, a, b, None, Drive::Poll).await
+        self.tune_plan(&plan, a, b, None, None, Drive::Poll).await
     }
 
     /// [`GpuContext::tune_matmul_async`], blocking (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn tune_matmul(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<bool> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        pollster::block_on(self.tune_plan(&plan, a, b, None, Drive::Wait))
+        pollster::block_on(self.tune_plan(&plan, a, b, None, None, Drive::Wait))
     }
 
-    /// Measures the candidates of `plan`'s class into a contiguous scratch output unless the
-    /// class is tuned already: f32, or for a 16-bit product the type itself where the kernel
-    /// writes it as it is (`MatmulKernel::writes_half`), as each runs in a call. (The
-    /// others' 16-bit calls add a rounding copy of the output, not timed here.)
-    pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
+    /// Measures the candidates of `plan`'s class (into `out`, or a new contiguous tensor: the
+    /// class of the call's output, [`GpuContext::class_output`]) unless the class is tuned
+    /// already, each computing into a scratch output of the class's view: f32, or for a 16-bit
+    /// product the type itself where the kernel writes it as it is
+    /// (`MatmulKernel::writes_half`), as each runs in a call. (The others' 16-bit calls add a
+    /// rounding copy of the output, not timed here.) A scratch the adapter cannot give (a limit,
+    /// out of memory) measures nothing: the call runs the default.
+    pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
         self.ready_to_tune(&[Some(a), Some(b), c].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
-        let full: Vec<usize> = plan.batch.iter().copied().chain([plan.m, plan.n]).collect();
-        let out = Layout::contiguous(&full)?;
         // Nothing to measure in an empty product, nor in one of k = 0 (whose operands, empty
         // views, may lie anywhere: a call binds stand-ins for them, `record_plan`).
-        if out.numel() == 0 || plan.k == 0 {
+        if plan.out_shape.contains(&0) || plan.k == 0 {
             return Ok(false);
         }
-        let class = matmul_class(&self.rt.report, &product(plan, a, b, c, a.buffer(), &out));
+        let (class_out, out) = self.class_output(plan, out)?;
+        let class = matmul_class(&self.rt.report, &product(plan, a, b, c, class_out.buffer(), &out));
+        drop(class_out);
         if class.kernels.len() < 2 || self.tuner.get::<MatmulFamily>(&class).is_some() {
             return Ok(false);
         }
-        let scratch = Arc::new(self.rt.scoped("tune", || self.rt.buffer("tune", out.numel() as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST))?);
+        let bytes = out.span().map_or(0, |(_, hi)| hi as u64 + 1) * 4;
+        let Some(scratch) = crate::tune::scratch(self.rt.scoped("tune", || self.rt.buffer("tune", bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)))? else { return Ok(false) };
+        let scratch = Arc::new(scratch);
         let p = product(plan, a, b, c, scratch.buffer(), &out);
         let half = Product { out_half: plan.dtype != DType::F32, ..product(plan, a, b, c, scratch.buffer(), &out) };
         self.settle_before_measuring().await?;
