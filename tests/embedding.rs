@@ -278,6 +278,20 @@ fn recordings_never_tune_and_tuning_persists() {
     }
 }
 
+/// A tensor past the adapter's buffer size is an error naming the call that asked for it.
+#[test]
+fn allocations_past_a_buffer_name_their_call() {
+    for ctx in contexts() {
+        let huge = [1usize << 40];
+        for (op, r) in [("empty", DeviceTensor::empty(ctx, &huge, DType::F32, MemoryFormat::Contiguous)), ("zeros", DeviceTensor::zeros(ctx, &huge, DType::F32, MemoryFormat::Contiguous))] {
+            match r {
+                Err(Error::Limit { op: got, limit: "max_buffer_size", .. }) => assert_eq!(got, op, "{}", name(ctx)),
+                other => panic!("{}: {op}: {:?}", name(ctx), other.map(|_| ())),
+            }
+        }
+    }
+}
+
 #[test]
 fn caller_buffers_are_checked_and_never_pooled() {
     let _serial = one_at_a_time();

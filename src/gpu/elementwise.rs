@@ -47,7 +47,7 @@ impl Batch<'_> {
             let out = match target {
                 Target::New => {
                     let len = r.out_layout.span().map_or(0, |(_, hi)| hi + 1);
-                    DeviceTensor::alloc_unchecked(&ctx, r.out_dtype, len, r.out_layout.clone())?
+                    DeviceTensor::alloc_unchecked(name, &ctx, r.out_dtype, len, r.out_layout.clone())?
                 }
                 Target::InPlace => tensors[0].clone(),
                 Target::Out(t) => t.clone(),

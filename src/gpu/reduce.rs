@@ -78,7 +78,7 @@ impl Batch<'_> {
                 check_out(name, "out", x.shape(), s.out_dtype, o.layout(), o.dtype(), x.layout(), x.dtype(), o.shares_storage(x))?;
                 o.clone()
             }
-            None => alloc(&ctx, s.out_dtype, &s.out_layout)?,
+            None => alloc(name, &ctx, s.out_dtype, &s.out_layout)?,
         };
         let rp = ReducePlan::scan(&s, x.layout(), dst.layout())?;
         let rt = &ctx.rt;
@@ -127,9 +127,9 @@ impl Batch<'_> {
 }
 
 /// A new tensor of `layout` over exactly the elements it spans.
-fn alloc(ctx: &crate::GpuContext, dtype: DType, layout: &Layout) -> Result<DeviceTensor> {
+fn alloc(op: &'static str, ctx: &crate::GpuContext, dtype: DType, layout: &Layout) -> Result<DeviceTensor> {
     let len = layout.span().map_or(0, |(_, hi)| hi + 1);
-    DeviceTensor::alloc_unchecked(ctx, dtype, len, layout.clone())
+    DeviceTensor::alloc_unchecked(op, ctx, dtype, len, layout.clone())
 }
 
 impl Reduce for DeviceTensor {

@@ -73,14 +73,19 @@ impl Strided for DeviceTensor {
 impl DeviceTensor {
     /// An uninitialized tensor of `shape` stored in `format` (its buffer may be recycled).
     pub fn empty(ctx: &GpuContext, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
+        Self::empty_for("empty", ctx, shape, dtype, format)
+    }
+
+    /// [`DeviceTensor::empty`], its errors naming `op`.
+    fn empty_for(op: &'static str, ctx: &GpuContext, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
         let layout = Layout::with_format(shape, format)?;
         let len = layout.span().map_or(0, |(_, hi)| hi + 1);
-        Self::alloc(ctx, dtype, len, layout)
+        Self::alloc(op, ctx, dtype, len, layout)
     }
 
     /// A zero-filled tensor of `shape` stored in `format`.
     pub fn zeros(ctx: &GpuContext, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
-        let t = Self::empty(ctx, shape, dtype, format)?;
+        let t = Self::empty_for("zeros", ctx, shape, dtype, format)?;
         let mut batch = ctx.batch();
         let rec = batch.parts("zeros")?;
         rec.clear_buffer(t.buffer(), 0, None);
@@ -89,25 +94,25 @@ impl DeviceTensor {
         Ok(t)
     }
 
-    pub(crate) fn alloc(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
-        ctx.rt.probe("alloc")?;
+    pub(crate) fn alloc(op: &'static str, ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
+        ctx.rt.probe(op)?;
         ctx.rt.reclaim();
-        Self::alloc_unchecked(ctx, dtype, len, layout)
+        Self::alloc_unchecked(op, ctx, dtype, len, layout)
     }
 
     /// [`DeviceTensor::alloc`] for a batch's new output: the batch's submit probes the device,
-    /// and the batch reclaimed finished work's buffers when it started.
-    pub(crate) fn alloc_unchecked(ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
+    /// and the batch reclaimed finished work's buffers when it started. Errors name `op`.
+    pub(crate) fn alloc_unchecked(op: &'static str, ctx: &GpuContext, dtype: DType, len: usize, layout: Layout) -> Result<DeviceTensor> {
         let bytes = len
             .checked_mul(dtype.size())
             .and_then(|b| b.checked_next_multiple_of(4))
-            .ok_or_else(|| Error::overflow("alloc", format!("the byte size of {len} {dtype} elements")))? as u64;
+            .ok_or_else(|| Error::overflow(op, format!("the byte size of {len} {dtype} elements")))? as u64;
         let max = ctx.adapter().max_buffer_size;
         if bytes > max {
-            return Err(Error::Limit { op: "alloc", what: format!("a buffer of {len} {dtype} elements"), limit: "max_buffer_size", requested: bytes, max });
+            return Err(Error::Limit { op, what: format!("a buffer of {len} {dtype} elements"), limit: "max_buffer_size", requested: bytes, max });
         }
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-        let buffer = ctx.rt.scoped("alloc", || ctx.rt.buffer("alloc", bytes, usage))?;
+        let buffer = ctx.rt.scoped(op, || ctx.rt.buffer(op, bytes, usage))?;
         Ok(DeviceTensor { storage: Arc::new(DeviceStorage { ctx: ctx.clone(), buffer: Arc::new(Backing::Pooled(buffer)), dtype, len }), layout })
     }
 
@@ -117,7 +122,10 @@ impl DeviceTensor {
     /// layout reaches; it must belong to `ctx`'s device. It is never returned to the crate's
     /// pool: dropping the tensor drops only this handle. The crate's cache of bind groups
     /// (up to 1024 groups, emptied by [`GpuContext::trim_pool`]) may hold the buffer after the
-    /// tensor is dropped; `buffer.destroy()` frees its memory at once.
+    /// tensor is dropped; `buffer.destroy()` frees its memory at once. The buffer must not be
+    /// mapped while the crate uses it (wgpu 30 shows no buffer's map state: every call on a
+    /// mapped one fails at its submit with a `Gpu` error, and under `SubmitPolicy::Deferred`
+    /// the calls held with it fail too).
     ///
     /// A buffer of another device of the same `wgpu::Instance`, or a destroyed one, is refused
     /// ([`Error::Device`]): wgpu validates that a bind group's buffers are its device's, and a
@@ -156,7 +164,7 @@ impl DeviceTensor {
         if numel != data.len() {
             return Err(Error::invalid("from_slice", format!("shape {shape:?} holds {numel} elements but {} were given", data.len())));
         }
-        let t = Self::alloc(ctx, T::DTYPE, numel, Layout::contiguous(shape)?)?;
+        let t = Self::alloc("from_slice", ctx, T::DTYPE, numel, Layout::contiguous(shape)?)?;
         t.write_bytes(bytemuck::cast_slice(data))?;
         Ok(t)
     }
@@ -164,7 +172,7 @@ impl DeviceTensor {
     /// Uploads a host tensor's elements (in logical order) as a contiguous device tensor.
     pub fn upload(ctx: &GpuContext, host: &HostTensor) -> Result<DeviceTensor> {
         let dense = host.contiguous(MemoryFormat::Contiguous)?;
-        let t = Self::alloc(ctx, host.dtype(), host.numel(), Layout::contiguous(host.shape())?)?;
+        let t = Self::alloc("upload", ctx, host.dtype(), host.numel(), Layout::contiguous(host.shape())?)?;
         dense.with_bytes(|b| t.write_bytes(b))?;
         Ok(t)
     }
@@ -195,7 +203,11 @@ impl DeviceTensor {
     pub fn shares_storage(&self, other: &DeviceTensor) -> bool {
         Arc::ptr_eq(&self.storage, &other.storage) || self.buffer() == other.buffer()
     }
-    /// The wgpu buffer behind the view.
+    /// The wgpu buffer behind the view. A tensor's own buffer (not one from
+    /// [`DeviceTensor::from_buffer`]) returns to the context's pool when its last tensor is
+    /// dropped and backs a later tensor: a clone of it must not outlive the tensor (a write
+    /// through it lands in that later tensor), and must not be destroyed (the pool would hand
+    /// out a destroyed buffer, each op on it a `Gpu` error until [`GpuContext::trim_pool`]).
     pub fn buffer(&self) -> &wgpu::Buffer {
         match &*self.storage.buffer {
             Backing::Pooled(p) => p.buffer(),
