@@ -101,10 +101,10 @@ pub(crate) fn fits(report: &AdapterReport, n: usize, sample: usize) -> bool {
 
 /// The longest rows an eager call on a CPU adapter runs the kernel for (an invocation a row);
 /// longer ones run the composed ops, whose reductions spread a row over more invocations. On
-/// lavapipe (2 cores), against the composed ops in one run: [64, 256] 0.30 ms against 0.86,
-/// BERT's [4096, 768] 20.1 against 21.6; a group norm of [8, 64, 56, 56] in 32 groups (rows of
-/// 6,272) 12.5 against 7.9, and a workgroup a row took a diffusion VAE's [1, 512, 64, 64] (32
-/// rows of 65,536) in 30.6 against 17.0.
+/// lavapipe (2 cores), the kernel in a batch against the composed ops, one run: [64, 256] 0.37
+/// ms against 1.05, BERT's [4096, 768] 14.8 against 21.2; a group norm of [8, 64, 56, 56] in 32
+/// groups (rows of 6,272, an invocation a row) 6.3 against 4.7, and a diffusion VAE's
+/// [1, 512, 64, 64] (32 rows of 65,536, a workgroup a row) 23.2 against 16.3.
 const CPU_EAGER_ROW: usize = 1024;
 
 /// The [`Error::Limit`] of rows of `n` elements in samples of `sample` past [`fits`]: a
