@@ -178,8 +178,9 @@ fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, 
 /// a 16-bit input (PyTorch's mixed types; another type is [`Error::DType`]); any input memory
 /// order is read. On the host (the CPU reference) composed of the reductions and elementwise
 /// ops; on a device one kernel (`norm_rows.wgsl`: a workgroup per slice, the same arithmetic in
-/// f32), after a copy where the input is not float32 slices at one stride, and a converting
-/// copy into a 16-bit output (`Batch::layer_norm` records it); the composed ops there too
+/// f32, every float type read and written as it is), after a copy where the input is not
+/// slices at one stride, and a converting copy for a 16-bit output of odd-length slices
+/// (`Batch::layer_norm` records it); the composed ops there too
 /// where a sample passes a binding, and on software adapters for slices past 1,024 elements. A `normalized_shape` that is empty or does not end the input's
 /// shape, affine parameters of another shape, or an `eps` that is negative or not finite
 /// (which PyTorch takes) are [`Error::InvalidArgument`] before anything runs.
@@ -231,7 +232,7 @@ pub(crate) fn check_layer_norm<T: Strided>(x: &T, normalized_shape: &[usize], we
 /// \[C\] of the input's type, or float32 beside a 16-bit input (else [`Error::DType`]).
 /// On the host composed of the reductions and elementwise ops (the statistics read a
 /// contiguous copy of a channels-last input); on a device one kernel, as `layer_norm`'s, with
-/// copies around it for a channels-last, strided or 16-bit input (`Batch::group_norm`), and
+/// copies around it for a channels-last or strided input (`Batch::group_norm`), and
 /// the composed ops where `layer_norm` runs them (a group past 1,024 elements on software
 /// adapters).
 /// `num_groups` of 0 or not dividing C, one value per group over the

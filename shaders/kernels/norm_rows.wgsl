@@ -1,4 +1,4 @@
-// layer_norm and group_norm of float32 rows in one dispatch (src/kernels/norm/): a workgroup
+// layer_norm and group_norm of float rows in one dispatch (src/kernels/norm/): a workgroup
 // per row, a row being the `n` contiguous input elements one mean and variance cover (a slice
 // over layer_norm's normalized dims, a group of group_norm's channels with their pixels).
 // Three walks over the row, invocation i taking elements i, i + WG, .. (neighbouring
@@ -8,7 +8,10 @@
 // the writes; the invocations' sums meet in a fixed tree in workgroup memory, so the same input
 // gives the same bits. The arithmetic is the composed ops' (src/norm.rs): layer_norm's `x * rstd - mean *
 // rstd`, then `* weight[j] + bias[j]`; group_norm's per-channel `scale = rstd * weight[c]`,
-// `shift = -mean * rstd * weight[c] + bias[c]`, then `x * scale + shift`.
+// `shift = -mean * rstd * weight[c] + bias[c]`, then `x * scale + shift`. The input is float32,
+// float16 or bfloat16 (IN_DT, widened exactly), the arithmetic float32, the output float32 or
+// the input's 16-bit type (OUT_HALF: rounded once, to nearest even, as the crate's conversions),
+// written a 32-bit word (two elements) at a time. Needs `dtypes` and `cast`.
 
 // Invocations a workgroup: 64, or 256 for long rows on GPUs (at most the tree's 256).
 override WG: u32 = 64u;
@@ -19,8 +22,9 @@ struct NormParams {
     // (rows, n: elements a row, workgroups along x of the grid, -).
     geo: vec4<u32>,
     // Input element of row r = n' * G + g, element j: x_off + n' * row_stride + g * n + j, as
-    // (x_off, row_stride, G: rows a batch sample holds (1 for layer_norm), output offset).
-    // The output's rows are dense from its offset.
+    // (x_off, row_stride, G: rows a batch sample holds (1 for layer_norm), output offset), in
+    // elements of the input's and the output's types. The output's rows are dense from its
+    // offset.
     offs: vec4<u32>,
     // (channels a group, elements a channel (group_norm: pixels), weight given, bias given).
     aff: vec4<u32>,
@@ -29,16 +33,30 @@ struct NormParams {
 }
 
 @group(0) @binding(0) var<uniform> norm_u: array<NormParams, 1>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+// The input's 32-bit words (float32 elements, or two 16-bit ones each).
+@group(0) @binding(1) var<storage, read> x: array<u32>;
 // The affine parameters (a spare word where not given, never read).
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+// The output's 32-bit words.
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;
 // The whole 16-byte words of x's window, read where VEC4 (a spare word elsewhere, never read).
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> x4: array<vec4<u32>>;
 
-// Every row starts on a 16-byte word of x and holds whole words: they are loaded as words.
+// Every row starts on a 16-byte word of x and holds whole words (float32): loaded as words.
 override VEC4: bool = false;
+// The input's element type (a DT_* code: DT_F32, DT_F16, DT_BF16).
+override IN_DT: u32 = DT_F32;
+// The output is the input's 16-bit type (rows of even length from even offsets), else float32.
+override OUT_HALF: bool = false;
+
+// Input element i of the window, widened to f32.
+fn load(i: u32) -> f32 {
+    if (IN_DT == DT_F32) {
+        return bitcast<f32>(x[i]);
+    }
+    return bitcast<f32>(float_to_f32(IN_DT, (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu));
+}
 
 fn pz() -> u32 {
     return uniform_index(norm_u[0].geo.x);
@@ -94,7 +112,7 @@ fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
     if (VEC4) {
         let qb = xb / 4u;
         for (var q = j0; q < n / 4u; q = q + step) {
-            let v = x4[qb + q];
+            let v = bitcast<vec4<f32>>(x4[qb + q]);
             st = kahan(st, term(v.x, squares, mean));
             st = kahan(st, term(v.y, squares, mean));
             st = kahan(st, term(v.z, squares, mean));
@@ -104,17 +122,17 @@ fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
     }
     var j = j0;
     for (; j + 3u * step < n; j = j + 4u * step) {
-        let a = x[xb + j];
-        let b = x[xb + j + step];
-        let c = x[xb + j + 2u * step];
-        let d = x[xb + j + 3u * step];
+        let a = load(xb + j);
+        let b = load(xb + j + step);
+        let c = load(xb + j + 2u * step);
+        let d = load(xb + j + 3u * step);
         st = kahan(st, term(a, squares, mean));
         st = kahan(st, term(b, squares, mean));
         st = kahan(st, term(c, squares, mean));
         st = kahan(st, term(d, squares, mean));
     }
     for (; j < n; j = j + step) {
-        st = kahan(st, term(x[xb + j], squares, mean));
+        st = kahan(st, term(load(xb + j), squares, mean));
     }
     return ksum(st);
 }
@@ -147,25 +165,35 @@ fn normalized(c0: u32, j: u32, v: f32, rstd: f32, shift: f32) -> f32 {
     return y;
 }
 
-// Writes elements j0, j0 + step, .. (with VEC4 words j0, j0 + step, ..) of row r (input from
-// xb, output from ob) from its mean and rstd.
+// Writes elements j0, j0 + step, .. (with VEC4 words j0, j0 + step, ..; with OUT_HALF element
+// pairs j0, j0 + step, ..) of row r (input from xb, output from ob) from its mean and rstd.
 fn write_row(r: u32, xb: u32, ob: u32, n: u32, j0: u32, step: u32, mean: f32, rstd: f32) {
     let shift = -(mean * rstd);
     let c0 = (r % norm_u[pz()].offs.z) * norm_u[pz()].aff.x;
+    if (OUT_HALF) {
+        // Each invocation writes whole words: elements 2q and 2q + 1 (ob and n are even).
+        for (var q = j0; q < n / 2u; q = q + step) {
+            let j = 2u * q;
+            let lo = f32_to_float(IN_DT, bitcast<u32>(normalized(c0, j, load(xb + j), rstd, shift)));
+            let hi = f32_to_float(IN_DT, bitcast<u32>(normalized(c0, j + 1u, load(xb + j + 1u), rstd, shift)));
+            out[(ob + j) >> 1u] = lo | (hi << 16u);
+        }
+        return;
+    }
     if (VEC4) {
         let qb = xb / 4u;
         for (var q = j0; q < n / 4u; q = q + step) {
-            let v = x4[qb + q];
+            let v = bitcast<vec4<f32>>(x4[qb + q]);
             let j = 4u * q;
-            out[ob + j] = normalized(c0, j, v.x, rstd, shift);
-            out[ob + j + 1u] = normalized(c0, j + 1u, v.y, rstd, shift);
-            out[ob + j + 2u] = normalized(c0, j + 2u, v.z, rstd, shift);
-            out[ob + j + 3u] = normalized(c0, j + 3u, v.w, rstd, shift);
+            out[ob + j] = bitcast<u32>(normalized(c0, j, v.x, rstd, shift));
+            out[ob + j + 1u] = bitcast<u32>(normalized(c0, j + 1u, v.y, rstd, shift));
+            out[ob + j + 2u] = bitcast<u32>(normalized(c0, j + 2u, v.z, rstd, shift));
+            out[ob + j + 3u] = bitcast<u32>(normalized(c0, j + 3u, v.w, rstd, shift));
         }
         return;
     }
     for (var j = j0; j < n; j = j + step) {
-        out[ob + j] = normalized(c0, j, x[xb + j], rstd, shift);
+        out[ob + j] = bitcast<u32>(normalized(c0, j, load(xb + j), rstd, shift));
     }
 }
 

@@ -14,10 +14,12 @@ use crate::strided::Strided;
 impl Batch<'_> {
     /// Records `F.layer_norm(x, normalized_shape, weight, bias, eps)` (see
     /// [`ops::layer_norm`](crate::ops::layer_norm): the same checks, result and arithmetic) as
-    /// one kernel, a workgroup per normalized slice; an input that is not float32 slices at one
-    /// stride is first copied into a contiguous float32 tensor, a weight or bias that is not
-    /// dense float32 likewise, and a 16-bit result is converted from float32 (rounded once): the
-    /// kernel and up to four copies (a captured graph runs the parameters' copies once). A
+    /// one kernel, a workgroup per normalized slice, reading float32, float16 and bfloat16 as
+    /// they are and writing the result's type (rounded once from float32); an input that is
+    /// not slices at one stride is first copied into a contiguous one, a weight or bias that is
+    /// not dense float32 into a float32 one, and a 16-bit result of odd-length slices is
+    /// converted from a float32 one: the kernel and up to four copies (a captured graph runs
+    /// the parameters' copies once). A
     /// slice past a software adapter's loop bound (1,279,616 elements: an invocation's three
     /// walks of its 64th of a slice, 3 * ceil(n / 64) + 16 turns, within 60,000) or a sample
     /// past a binding is [`Error::Limit`]. Bad input is an error, and nothing is recorded.
@@ -62,28 +64,31 @@ impl Batch<'_> {
             return Err(norm::limit_error(report, op, n, sample));
         }
         let align = report.min_storage_buffer_offset_alignment as usize;
-        // A contiguous float32 copy of `t`.
-        let dense = |b: &mut Self, t: &DeviceTensor| -> Result<DeviceTensor> {
-            let c = DeviceTensor::empty(&ctx, t.shape(), DType::F32, MemoryFormat::Contiguous)?;
+        // A contiguous copy of `t` in `dtype`.
+        let dense = |b: &mut Self, t: &DeviceTensor, dtype: DType| -> Result<DeviceTensor> {
+            let c = DeviceTensor::empty(&ctx, t.shape(), dtype, MemoryFormat::Contiguous)?;
             b.copy_(&c, t)?;
             Ok(c)
         };
-        // The input as float32 rows at one stride, as it is or copied.
+        // The input as rows at one stride, as it is or copied (in its own type: the kernel
+        // reads float32, float16 and bfloat16).
         let (xin, stride) = match norm::rows_of(x.layout(), lead) {
-            Some(stride) if x.dtype() == DType::F32 => (x.clone(), stride),
-            _ => (dense(self, x)?, sample),
+            Some(stride) => (x.clone(), stride),
+            None => (dense(self, x, x.dtype())?, sample),
         };
         // The affine parameters dense float32 from an aligned offset, as they are or copied.
         let param = |b: &mut Self, t: Option<&DeviceTensor>| -> Result<Option<DeviceTensor>> {
             match t {
-                Some(t) if !(t.dtype() == DType::F32 && t.is_contiguous() && (t.storage_offset() * 4).is_multiple_of(align)) => dense(b, t).map(Some),
+                Some(t) if !(t.dtype() == DType::F32 && t.is_contiguous() && (t.storage_offset() * 4).is_multiple_of(align)) => dense(b, t, DType::F32).map(Some),
                 t => Ok(t.cloned()),
             }
         };
         let weight = param(self, call.weight)?;
         let bias = param(self, call.bias)?;
-        // The float32 contiguous rows the kernel writes: the result, or a tensor copied into it.
-        let direct = x.dtype() == DType::F32 && format == MemoryFormat::Contiguous;
+        // The contiguous rows the kernel writes: the result (float32, or a 16-bit type in rows
+        // of even length: whole 32-bit words), or a float32 tensor copied into it.
+        let half = x.dtype() != DType::F32;
+        let direct = format == MemoryFormat::Contiguous && (!half || n.is_multiple_of(2));
         let y = if direct { out.clone() } else { DeviceTensor::empty(&ctx, shape, DType::F32, MemoryFormat::Contiguous)? };
         let rec = self.parts(op)?;
         for t in [Some(&xin), weight.as_ref(), bias.as_ref(), Some(&y)].into_iter().flatten() {
@@ -91,7 +96,8 @@ impl Batch<'_> {
         }
         let rt = &ctx.rt;
         let rows = Rows { rows: x.numel() / n, n, groups, sample_stride: stride, channels };
-        rt.scoped(op, || norm::record(rt, rec, op, rows, call.eps as f32, operand(&xin), weight.as_ref().map(operand), bias.as_ref().map(operand), operand(&y)))?;
+        let (input, out_half) = ((operand(&xin), xin.dtype()), (operand(&y), y.dtype() != DType::F32));
+        rt.scoped(op, || norm::record(rt, rec, op, rows, call.eps as f32, input, weight.as_ref().map(operand), bias.as_ref().map(operand), out_half))?;
         if !direct {
             self.copy_(&out, &y)?;
         }

@@ -219,7 +219,7 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("pool2d_vec", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d_vec")),
     ("pool2d_rows", &["pool"], kernel!("pool2d_rows")),
     // layer_norm and group_norm: a workgroup per row.
-    ("norm_rows", &[], kernel!("norm_rows")),
+    ("norm_rows", &["dtypes", "cast"], kernel!("norm_rows")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 

@@ -1,10 +1,11 @@
-//! The normalization family: `layer_norm` and `group_norm` of float32 rows in one dispatch of
+//! The normalization family: `layer_norm` and `group_norm` of float rows in one dispatch of
 //! `norm_rows.wgsl`, a workgroup per row (the elements one mean and variance cover; on CPU
 //! adapters an invocation per row where its walks fit their loop bound), where the
 //! composed ops (src/norm.rs) record about eight dispatches. [`rows_of`] is the one check of
 //! an input's layout (rows of dense elements at one stride); `gpu::norm` brings any other input,
 //! type or output format to it with copies. Rows go in pieces whose byte windows fit a binding.
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::dispatch::{self, grid, u32_of, Dispatch};
@@ -88,9 +89,10 @@ fn per_thread(report: &AdapterReport, n: usize) -> bool {
     report.device_type == wgpu::DeviceType::Cpu && turns(n) <= crate::kernels::SOFTWARE_LOOP_BUDGET
 }
 
-/// Whether the kernel takes rows of `n` elements in samples of `sample` elements on this
-/// adapter: a sample's bytes fit a binding, and on CPU adapters an invocation's three walks of
-/// a row, or of its share of a row, (and its two trees) stay within the loop bound
+/// Whether the kernel takes rows of `n` elements in samples of `sample` elements (float32
+/// bytes: the widest the kernel binds, its output's) on this adapter: a sample's bytes fit a
+/// binding, and on CPU adapters an invocation's three walks of a row, or of its share of a
+/// row, (and its two trees) stay within the loop bound
 /// ([`SOFTWARE_LOOP_BUDGET`](crate::kernels::SOFTWARE_LOOP_BUDGET)).
 pub(crate) fn fits(report: &AdapterReport, n: usize, sample: usize) -> bool {
     let max_bind = report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
@@ -131,27 +133,44 @@ pub(crate) fn eager_fits(report: &AdapterReport, n: usize, sample: usize) -> boo
     fits(report, n, sample) && (report.device_type != wgpu::DeviceType::Cpu || n <= CPU_EAGER_ROW)
 }
 
-/// The pipeline of a workgroup size, form (group_norm's per-channel affine, or layer_norm's),
-/// mode (an invocation a row, or a workgroup) and loads (16-byte words, or elements).
-fn constants(wg: u32, grouped: bool, per_thread: bool, vec4: bool) -> Vec<(&'static str, i64)> {
-    let mut c = vec![("WG", wg as i64), ("GROUPED", grouped as i64)];
-    if per_thread {
-        c.push(("PER_THREAD", 1));
-    }
-    if vec4 {
-        c.push(("VEC4", 1));
+/// What a pipeline is specialized for besides its workgroup size.
+#[derive(Clone, Copy)]
+struct Variant {
+    /// group_norm's per-channel affine, or layer_norm's.
+    grouped: bool,
+    /// An invocation a row (CPU adapters), or a workgroup.
+    per_thread: bool,
+    /// float32 rows loaded as 16-byte words.
+    vec4: bool,
+    /// The input's element type.
+    input: DType,
+    /// The output in the input's 16-bit type, else float32.
+    out_half: bool,
+}
+
+/// The pipeline of a workgroup size and variant.
+fn constants(wg: u32, v: Variant) -> Vec<(&'static str, i64)> {
+    let mut c = vec![("WG", wg as i64), ("GROUPED", v.grouped as i64)];
+    for (name, on, value) in [("PER_THREAD", v.per_thread, 1), ("VEC4", v.vec4, 1), ("IN_DT", v.input != DType::F32, v.input.code() as i64), ("OUT_HALF", v.out_half, 1)] {
+        if on {
+            c.push((name, value));
+        }
     }
     c
 }
 
-/// Every pipeline a GPU may run (the register budget): both workgroup sizes, forms and loads.
+/// Every pipeline a GPU may run (the register budget): both workgroup sizes and forms, float32
+/// rows by elements and by words, 16-bit rows into float32 or their own type.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut v = Vec::new();
     for wg in [64, 256] {
         for grouped in [false, true] {
-            for vec4 in [false, true] {
-                v.push(PipelineSpec { kernel: "norm_rows", constants: constants(wg, grouped, false, vec4) });
+            let plain = Variant { grouped, per_thread: false, vec4: false, input: DType::F32, out_half: false };
+            let mut variants = vec![plain, Variant { vec4: true, ..plain }];
+            for input in [DType::F16, DType::BF16] {
+                variants.extend([false, true].map(|out_half| Variant { input, out_half, ..plain }));
             }
+            v.extend(variants.into_iter().map(|variant| PipelineSpec { kernel: "norm_rows", constants: constants(wg, variant) }));
         }
     }
     v
@@ -160,13 +179,15 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
 /// A float32 operand's buffer and its element offset.
 pub(crate) type Operand<'a> = (&'a wgpu::Buffer, usize);
 
-/// Records the normalization of `rows` of input `x` (its first row at element `x.1`) into the
-/// dense rows of `out` (from element `out.1`), with the weight and bias (dense float32, one per
+/// Records the normalization of `rows` of input `x` (its first row at element `x.1`, of type
+/// `input`: float32, float16 or bfloat16) into the dense rows of `out` (from element `out.1`;
+/// float32, or with `out_half` the input's 16-bit type, which takes rows of even length from
+/// an even offset), with the weight and bias (dense float32, one per
 /// element of a row, or per channel of group_norm, from an offset of whole
 /// `min_storage_buffer_offset_alignment` bytes: `gpu::norm` copies any other) where given.
 /// Past [`fits`] an [`Error::Limit`] ([`limit_error`]).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: Rows, eps: f32, x: Operand<'_>, weight: Option<Operand<'_>>, bias: Option<Operand<'_>>, out: Operand<'_>) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: Rows, eps: f32, (x, input): (Operand<'_>, DType), weight: Option<Operand<'_>>, bias: Option<Operand<'_>>, (out, out_half): (Operand<'_>, bool)) -> Result<()> {
     let Rows { rows: total, n, groups, sample_stride, channels } = rows;
     if total == 0 || n == 0 {
         return Ok(());
@@ -182,16 +203,22 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
         }
     }
     let max_bind = rep.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    if out_half && (input == DType::F32 || !n.is_multiple_of(2) || !out.1.is_multiple_of(2)) {
+        return Err(Error::invalid(op, format!("a {input} output of rows of {n} from element {}: expected a 16-bit type, rows of even length from an even offset", out.1)));
+    }
     let wg = workgroup(rep, n);
     let threads = per_thread(rep, n);
-    // Rows of whole 16-byte words from word boundaries (the windows start on aligned offsets).
-    let vec4 = x.1.is_multiple_of(4) && sample_stride.is_multiple_of(4) && n.is_multiple_of(4);
-    let key = PipelineKey { shader: "norm_rows", constants: constants(wg, channels.is_some(), threads, vec4) };
-    // The byte window of `len` elements from element `at`, starting at an aligned offset, and
-    // the element offset of `at` within it.
-    let window = |at: usize, len: usize| {
-        let start = at as u64 * 4 / align * align;
-        ((start, at as u64 * 4 + len as u64 * 4 - start), (at as u64 - start / 4) as usize)
+    // float32 rows of whole 16-byte words from word boundaries (the windows start on aligned
+    // offsets).
+    let vec4 = input == DType::F32 && x.1.is_multiple_of(4) && sample_stride.is_multiple_of(4) && n.is_multiple_of(4);
+    let variant = Variant { grouped: channels.is_some(), per_thread: threads, vec4, input, out_half };
+    let key = PipelineKey { shader: "norm_rows", constants: constants(wg, variant) };
+    let (es_in, es_out) = (input.size() as u64, if out_half { 2 } else { 4 });
+    // The byte window of `len` elements of `es` bytes from element `at`, starting at an aligned
+    // offset, and the element offset of `at` within it.
+    let window = |at: usize, len: usize, es: u64| {
+        let start = at as u64 * es / align * align;
+        ((start, at as u64 * es + len as u64 * es - start), (at as u64 - start / es) as usize)
     };
     // Samples a piece: its input window (from the first sample's start to the last one's end)
     // and its output rows within a binding.
@@ -215,8 +242,8 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
     while s0 < samples {
         let s1 = (s0 + per_piece).min(samples);
         let prow = (s1 - s0) * groups;
-        let (xw, x_off) = window(x.1 + s0 * sample_stride, (s1 - 1 - s0) * sample_stride + groups * n);
-        let (ow, o_off) = window(out.1 + s0 * groups * n, prow * n);
+        let (xw, x_off) = window(x.1 + s0 * sample_stride, (s1 - 1 - s0) * sample_stride + groups * n, es_in);
+        let (ow, o_off) = window(out.1 + s0 * groups * n, prow * n, es_out);
         let groups_needed = if threads { prow.div_ceil(wg as usize) } else { prow };
         let (gx, gy) = grid(rt, op, groups_needed as u64, "rows of one piece")?;
         // (A piece of one sample never steps to another.)
