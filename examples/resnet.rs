@@ -148,7 +148,12 @@ fn main_inner(a: &Args) -> Result<()> {
         Some(f) => Some(std::fs::read(f).map_err(|e| ModelError::Weights(format!("{f}: {e}")))?),
         None => None,
     };
-    let params = params(&d, bytes.as_deref())?;
+    // Errors of the file's contents name it too.
+    let params = params(&d, bytes.as_deref()).map_err(|e| match (&a.weights, e) {
+        (Some(f), ModelError::Weights(m)) => ModelError::Weights(format!("{f}: {m}")),
+        (Some(f), ModelError::Parameter { name, detail }) => ModelError::Parameter { name, detail: format!("{detail} (in {f})") },
+        (_, e) => e,
+    })?;
     let ctx = if a.cpu { None } else { Some(GpuContext::new()?) };
     let where_ = ctx.as_ref().map_or("the CPU reference".to_string(), |c| format!("{} ({:?})", c.adapter().name, c.adapter().backend));
     eprintln!("resnet: {} images of {}x{}, widths {:?}, blocks {:?}, {} classes, {:?}, {}, on {where_}", d.batch, d.size, d.size, d.widths, d.blocks, d.classes, a.format, a.dtype);

@@ -831,6 +831,36 @@ fn a_failed_download_loses_no_held_work_and_leaves_the_pool_sound() {
     }
 }
 
+/// Eager calls held back (`SubmitPolicy::Deferred`) while a batch records into the caller's
+/// encoder run before that encoder, as `record_into` promises: those made after the batch
+/// started too (they were submitted only at the crate's next submission, after the caller's
+/// encoder had read their outputs unwritten).
+#[test]
+fn calls_held_while_recording_into_the_callers_encoder_run_before_it() {
+    use strided_wgpu::advanced::SubmitPolicy;
+    use strided_wgpu::Elementwise;
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let Some((device, queue, info)) = own_device(ctx) else { continue };
+        let mine = GpuContext::from_device(device.clone(), queue.clone(), &info);
+        mine.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let x = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[64]).unwrap();
+        let mut enc = device.create_command_encoder(&Default::default());
+        let mut b = mine.record_into(&mut enc);
+        // Eager calls after a submission go in growing groups (1, 2, 4, 8, then 32): most of
+        // these 20 are held when the batch ends.
+        let mut y = x.clone();
+        for _ in 0..20 {
+            y = y.add(1.0).unwrap();
+        }
+        let out = b.add(&y, &x).unwrap();
+        b.end();
+        queue.submit([enc.finish()]);
+        let want: Vec<f32> = (0..64).map(|i| 2.0 * i as f32 + 20.0).collect();
+        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), want, "{}: the caller's encoder read the held calls' outputs unwritten", name(ctx));
+    }
+}
+
 /// A float16 convolution writing 4 channels of one pixel (8 bytes) into a caller's buffer of
 /// exactly that size, channels-last: the kernels that store 4 channels as one 8-byte word bound
 /// 16 bytes (past the buffer: a wgpu validation error). Every kernel that takes it, equal to

@@ -76,8 +76,8 @@ impl GpuContext {
     /// operations run where they are recorded among the caller's passes, when the caller
     /// submits the encoder. End the batch ([`Batch::end`], or drop it) before finishing the
     /// encoder. Eager calls held back ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first,
-    /// so that they run before the caller's encoder (an error of theirs is returned by the
-    /// next call that submits).
+    /// and those held while the batch records when it ends, so that they run before the
+    /// caller's encoder (an error of theirs is returned by the next call that submits).
     pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
         self.rt.reclaim();
         self.rt.submit_held();
@@ -231,6 +231,9 @@ impl Batch<'_> {
     fn release(&mut self) {
         if let Some(Encoder::Borrowed(e)) = self.enc.take() {
             let rt = self.ctx.rt.clone();
+            // Eager calls held back since the batch started (they write what its work may
+            // read) go now, before the caller can submit the encoder.
+            rt.submit_held();
             let rec = std::mem::take(&mut self.rec);
             // Nothing to report from a drop: a lost device fails the caller's submit or the
             // next call of the crate.
