@@ -79,7 +79,7 @@ pub fn run(backends: wgpu::Backends) -> Result<Option<String>> {
     }
     let mut batch = ctx.record_into(&mut encoder);
     batch.copy_(&chw, &hwc.permute(&[2, 0, 1])?)?;
-    batch.end();
+    batch.end()?;
     queue.submit([encoder.finish()]);
 
     // Read back without blocking: a future polled by a loop that never parks the thread.

@@ -449,7 +449,7 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
         let mut b = mine.record_into(&mut enc);
         b.copy_(&t, &src).unwrap();
         assert!(b.copy_with(&t, &src, CopyPath::BufferCopy).is_err(), "a forced buffer copy into a STORAGE-only buffer was accepted");
-        b.end();
+        b.end().unwrap();
         queue.submit([enc.finish()]);
         assert_eq!(seen.load(Ordering::SeqCst), 0, "{}: the crate's recording failed in the host's handler", name(ctx));
         // Read back (the download copies the view through a kernel, as COPY_SRC is missing).
@@ -681,7 +681,7 @@ fn losing_the_device_in_the_middle_of_a_recording_is_device_lost() {
                     "submit" => b.submit().map(drop),
                     "finish" => b.finish().map(drop),
                     _ => {
-                        b.end();
+                        let _ = b.end();
                         drop(enc);
                         out.download().map(drop)
                     }
@@ -854,7 +854,7 @@ fn calls_held_while_recording_into_the_callers_encoder_run_before_it() {
             y = y.add(1.0).unwrap();
         }
         let out = b.add(&y, &x).unwrap();
-        b.end();
+        b.end().unwrap();
         queue.submit([enc.finish()]);
         let want: Vec<f32> = (0..64).map(|i| 2.0 * i as f32 + 20.0).collect();
         assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), want, "{}: the caller's encoder read the held calls' outputs unwritten", name(ctx));

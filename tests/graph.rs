@@ -843,7 +843,7 @@ fn a_capture_refuses_work_outside_the_graph_and_waits() {
         let r = ctx.capture(&[&w], || {
             let mut b = ctx.record_into(&mut enc);
             let t = b.mul(&w, 2.0)?;
-            b.end();
+            b.end().unwrap();
             w.add(&t)
         });
         assert!(matches!(&r, Err(Error::InvalidArgument { op: "mul", .. })), "{}: record_into in a capture: {:?}", name(ctx), r.err());
@@ -867,7 +867,7 @@ fn a_capture_refuses_work_outside_the_graph_and_waits() {
         let mut enc = ctx.device().create_command_encoder(&Default::default());
         let mut b = ctx.record_into(&mut enc);
         let t = b.mul(&w, 2.0).unwrap();
-        b.end();
+        b.end().unwrap();
         ctx.queue().submit([enc.finish()]);
         assert_eq!(t.download().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0, 8.0], "{}", name(ctx));
         let mut b = ctx.batch();

@@ -113,7 +113,7 @@ fn device(ctx: &GpuContext, rgba: &[u8], [n, h, w]: [usize; 3]) -> (DeviceTensor
     let mut batch = ctx.record_into(&mut encoder);
     let (op, inputs) = addcmul(&shift, &x, &scale);
     let written = batch.elementwise(op, &inputs, Target::Out(&out)).unwrap(); // the one recorded op
-    batch.end();
+    batch.end().unwrap();
     ctx.queue().submit([encoder.finish()]);
     assert!(written.shares_storage(&out));
     check_layout(&name(ctx), &written, [n, h, w]);

@@ -55,6 +55,7 @@ enum Encoder<'e> {
 /// assert_eq!(out.download()?.to_vec::<f32>()?, vec![2.5, 2.0, 10.5, 8.0]);
 /// # Ok::<(), strided_wgpu::Error>(())
 /// ```
+#[must_use = "a batch runs nothing until it is submitted or finished (dropping one of `ctx.batch()` discards its work)"]
 pub struct Batch<'e> {
     ctx: GpuContext,
     enc: Option<Encoder<'e>>,
@@ -143,10 +144,12 @@ impl Batch<'_> {
 
     /// Ends recording into the caller's encoder: the recorded work is encoded into it, and what
     /// the batch holds is handed to it, to be released when its work has finished. Dropping the
-    /// batch does the same. A batch of the crate's own encoder (`ctx.batch()`) is not ended
-    /// so: `end` (as dropping it) discards what it recorded; `submit` or `finish` it.
-    pub fn end(mut self) {
-        self.release();
+    /// batch does the same, but only `end` reports an error wgpu found in the encoding (the
+    /// caller's encoder in a state that takes no compute pass, or of another device: the
+    /// caller's `finish` would fail too). A batch of the crate's own encoder (`ctx.batch()`) is
+    /// not ended so: `end` (as dropping it) discards what it recorded; `submit` or `finish` it.
+    pub fn end(mut self) -> Result<()> {
+        self.release()
     }
 
     /// Finishes the crate's encoder into a command buffer for the caller to submit (with its
@@ -228,28 +231,29 @@ impl Batch<'_> {
         self.submit()?.wait()
     }
 
-    fn release(&mut self) {
+    fn release(&mut self) -> Result<()> {
         if let Some(Encoder::Borrowed(e)) = self.enc.take() {
             let rt = self.ctx.rt.clone();
             // Eager calls held back since the batch started (they write what its work may
             // read) go now, before the caller can submit the encoder.
             rt.submit_held();
             let rec = std::mem::take(&mut self.rec);
-            // Nothing to report from a drop: a lost device fails the caller's submit or the
-            // next call of the crate.
-            let _ = rt.scoped("end", || {
+            return rt.scoped("end", || {
                 let (commands, mut keep) = rec.finish(&rt.queue);
                 rt.encode(&commands, e, None);
                 keep.attach(e);
                 Ok(())
             });
         }
+        Ok(())
     }
 }
 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
-        self.release();
+        // Nothing to report from a drop: a lost device or a bad encoder fails the caller's
+        // submit or the next call of the crate (`Batch::end` reports it).
+        let _ = self.release();
     }
 }
 

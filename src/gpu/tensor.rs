@@ -296,7 +296,7 @@ impl DeviceTensor {
             let d = DeviceTensor::empty(ctx, self.shape(), self.dtype(), MemoryFormat::Contiguous)?;
             let mut b = ctx.record_into(&mut enc);
             b.copy_(&d, self)?;
-            b.end();
+            b.end()?;
             d
         };
         let es = self.dtype().size() as u64;
