@@ -11,28 +11,9 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::MemoryFormat;
 use crate::reduce::Reduce;
-use crate::shape::ShapeOps;
+use crate::shape::{NormCall, NormKind, ShapeOps};
 use crate::strided::Strided;
 
-/// Which normalization a [`NormCall`] makes.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NormKind {
-    /// `layer_norm` over the last `dims` dims.
-    Layer { dims: usize },
-    /// `group_norm` in `groups` groups of the channels.
-    Group { groups: usize },
-}
-
-/// A checked `layer_norm` or `group_norm` call, for a tensor type's fused form
-/// ([`ShapeOps::fused_norm`]).
-#[doc(hidden)]
-pub struct NormCall<'a, T> {
-    pub kind: NormKind,
-    pub weight: Option<&'a T>,
-    pub bias: Option<&'a T>,
-    pub eps: f64,
-}
 
 /// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
 fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {

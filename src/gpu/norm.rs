@@ -8,7 +8,8 @@ use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::norm::{self, Rows};
 use crate::layout::MemoryFormat;
-use crate::norm::{check_group_norm, check_layer_norm, NormCall, NormKind};
+use crate::norm::{check_group_norm, check_layer_norm};
+use crate::shape::{NormCall, NormKind};
 use crate::strided::Strided;
 
 impl Batch<'_> {

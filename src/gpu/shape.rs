@@ -28,7 +28,7 @@ impl ShapeOps for DeviceTensor {
     /// (or held back under `SubmitPolicy::Deferred`), never waited for; `None` past a binding,
     /// and on a software adapter past rows an invocation walks whole (`kernels::norm::eager_fits`),
     /// where the composed ops run it.
-    fn fused_norm(&self, call: &crate::norm::NormCall<'_, DeviceTensor>) -> Result<Option<DeviceTensor>> {
+    fn fused_norm(&self, call: &crate::shape::NormCall<'_, DeviceTensor>) -> Result<Option<DeviceTensor>> {
         if !crate::gpu::norm::fused_fits(self, call) {
             return Ok(None);
         }

@@ -156,6 +156,26 @@ pub fn stack<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     cat(&refs, d as isize)
 }
 
+/// Which normalization a [`NormCall`] makes.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// `layer_norm` over the last `dims` dims.
+    Layer { dims: usize },
+    /// `group_norm` in `groups` groups of the channels.
+    Group { groups: usize },
+}
+
+/// A checked `layer_norm` or `group_norm` call, for a tensor type's fused form
+/// ([`ShapeOps::fused_norm`]; `crate::norm` makes it).
+#[doc(hidden)]
+pub struct NormCall<'a, T> {
+    pub kind: NormKind,
+    pub weight: Option<&'a T>,
+    pub bias: Option<&'a T>,
+    pub eps: f64,
+}
+
 /// Shape ops on host and device tensors (PyTorch's `F.pad`, `Tensor.repeat`,
 /// `torch.index_select`, `F.interpolate`); see also [`cat`] and [`stack`]. Each returns a new
 /// tensor; bad input is a typed error before anything is allocated.
@@ -182,7 +202,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// has none (the host: the composed ops are the CPU reference) or the call is past it (a
     /// software adapter's loop bound); `crate::norm` then composes it.
     #[doc(hidden)]
-    fn fused_norm(&self, _call: &crate::norm::NormCall<'_, Self>) -> Result<Option<Self>> {
+    fn fused_norm(&self, _call: &NormCall<'_, Self>) -> Result<Option<Self>> {
         Ok(None)
     }
 
