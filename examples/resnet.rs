@@ -78,6 +78,10 @@ fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
     if a.cpu && a.graph {
         return Err("--graph replays on the adapter: not with --cpu".into());
     }
+    // Writing the formula's parameters runs nothing: flags of a run with it were ignored.
+    if a.write_weights.is_some() && (a.weights.is_some() || a.cpu || a.graph || a.dtype != DType::F32) {
+        return Err("--write-weights writes the description's formula parameters and runs nothing: not with --weights, --cpu, --graph or --dtype".into());
+    }
     Ok(a)
 }
 
@@ -367,6 +371,17 @@ mod tests {
         let mut v: serde_json::Value = serde_json::from_str(SMALL).unwrap();
         v["blocks"] = serde_json::json!([1, 1]);
         assert!(matches!(Description::parse(&v.to_string()), Err(ModelError::Description(_))));
+        // A description built in code without stages, or with stages of two lengths: an error
+        // where the network is built (it indexed the first width).
+        for (widths, blocks) in [(vec![], vec![]), (vec![16, 32], vec![1])] {
+            let odd = Description { widths, blocks, ..Description::resnet18(1, 32) };
+            let params = model::formula_params(&odd).unwrap_or_default();
+            assert!(matches!(Net::build(&odd, &params, MemoryFormat::Contiguous), Err(ModelError::Description(_))), "{:?} {:?}", odd.widths, odd.blocks);
+        }
+        // Writing the formula's parameters runs nothing: the flags of a run are refused beside it.
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(parse_args(&args(&["d.json", "--write-weights", "w.st", "--weights", "v.st"])).is_err());
+        assert!(parse_args(&args(&["d.json", "--write-weights", "w.st"])).is_ok());
 
         let formula = model::formula_params(&d).unwrap();
         let good = weights::save(&formula).unwrap();

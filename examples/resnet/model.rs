@@ -130,9 +130,7 @@ impl Description {
             probs: None,
             top1: None,
         };
-        if d.widths.len() != d.blocks.len() || d.widths.is_empty() {
-            return Err(ModelError::Description(format!("widths {:?} and blocks {:?} must be non-empty lists of one length", d.widths, d.blocks)));
-        }
+        d.check_stages()?;
         // The input's bytes must be countable and fit one host allocation comfortably.
         if d.size.checked_mul(d.size).and_then(|p| p.checked_mul(d.batch)).and_then(|p| p.checked_mul(4)).is_none_or(|b| b > 1 << 31) {
             return Err(ModelError::Description(format!("a batch of {} images of {}x{} is too large", d.batch, d.size, d.size)));
@@ -185,7 +183,17 @@ impl Description {
         Description { size, batch, widths: vec![64, 128, 256, 512], blocks: vec![2, 2, 2, 2], classes: 1000, logits: None, probs: None, top1: None }
     }
 
-    /// Every parameter, with torchvision's name and shape, in the network's order.
+    /// Widths and blocks: non-empty lists of one length (a description built in code, not
+    /// parsed, is checked here too, by `check_params`).
+    pub fn check_stages(&self) -> Result<()> {
+        if self.widths.len() != self.blocks.len() || self.widths.is_empty() {
+            return Err(ModelError::Description(format!("widths {:?} and blocks {:?} must be non-empty lists of one length", self.widths, self.blocks)));
+        }
+        Ok(())
+    }
+
+    /// Every parameter, with torchvision's name and shape, in the network's order (none for
+    /// a description without stages, which `check_stages` refuses).
     pub fn parameters(&self) -> Vec<(String, Vec<usize>)> {
         let mut out = Vec::new();
         let bn = |out: &mut Vec<(String, Vec<usize>)>, p: &str, c: usize| {
@@ -193,7 +201,7 @@ impl Description {
                 out.push((format!("{p}.{s}"), vec![c]));
             }
         };
-        let w0 = self.widths[0];
+        let Some(&w0) = self.widths.first() else { return out };
         out.push(("conv1.weight".into(), vec![w0, 3, 7, 7]));
         bn(&mut out, "bn1", w0);
         let mut cin = w0;
@@ -264,6 +272,7 @@ pub fn formula_params(d: &Description) -> Result<Params> {
 /// Checks that `params` holds every parameter of `d` as f32 of its shape and nothing else (an
 /// extra entry is an error naming it, as PyTorch's strict `load_state_dict`).
 pub fn check_params(d: &Description, params: &Params) -> Result<()> {
+    d.check_stages()?;
     let expected = d.parameters();
     for (name, shape) in expected.iter().cloned() {
         let t = params.get(&name).ok_or_else(|| ModelError::Parameter { name: name.clone(), detail: format!("missing (expected f32 {shape:?})") })?;
