@@ -46,7 +46,12 @@ const USAGE: &str = "usage: resnet <description.json> [--layout nchw|channels-la
 fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
     let mut it = args.iter();
     let mut a = Args { description: String::new(), format: MemoryFormat::ChannelsLast, dtype: DType::F32, weights: None, write_weights: None, cpu: false, graph: false };
+    // The flags of a run given (which `--write-weights`, running nothing, refuses).
+    let mut run_flags: Vec<&str> = Vec::new();
     while let Some(arg) = it.next() {
+        if matches!(arg.as_str(), "--layout" | "--dtype" | "--weights" | "--cpu" | "--graph") {
+            run_flags.push(arg.as_str());
+        }
         match arg.as_str() {
             "--layout" => {
                 a.format = match it.next().map(String::as_str) {
@@ -79,8 +84,8 @@ fn parse_args(args: &[String]) -> std::result::Result<Args, String> {
         return Err("--graph replays on the adapter: not with --cpu".into());
     }
     // Writing the formula's parameters runs nothing: flags of a run with it were ignored.
-    if a.write_weights.is_some() && (a.weights.is_some() || a.cpu || a.graph || a.dtype != DType::F32) {
-        return Err("--write-weights writes the description's formula parameters and runs nothing: not with --weights, --cpu, --graph or --dtype".into());
+    if a.write_weights.is_some() && !run_flags.is_empty() {
+        return Err(format!("--write-weights writes the description's formula parameters and runs nothing: not with {}", run_flags.join(", ")));
     }
     Ok(a)
 }
@@ -381,6 +386,7 @@ mod tests {
         // Writing the formula's parameters runs nothing: the flags of a run are refused beside it.
         let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(parse_args(&args(&["d.json", "--write-weights", "w.st", "--weights", "v.st"])).is_err());
+        assert!(parse_args(&args(&["d.json", "--dtype", "f32", "--write-weights", "w.st"])).is_err());
         assert!(parse_args(&args(&["d.json", "--write-weights", "w.st"])).is_ok());
 
         let formula = model::formula_params(&d).unwrap();

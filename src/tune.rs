@@ -11,7 +11,7 @@
 //! family's default choice for the adapter, which measures nothing.
 //!
 //! A saved file is JSON: a list of sections, each keyed by adapter name, driver, backend and
-//! crate version, holding that adapter's choices. Loading takes the section of this adapter
+//! crate version with the tuning format (`0.1.0+tuning1`), holding that adapter's choices. Loading takes the section of this adapter
 //! (and none of another's); with it, a first copy or convolution measures nothing.
 
 use std::collections::BTreeMap;
@@ -44,8 +44,9 @@ const RUNS: usize = 4;
 /// of the class runs the adapter's default kernel, which the first measuring call may replace.
 /// Under [`TuningPolicy::Defaults`], with no tuning file loaded, no `tune_*` call and no call
 /// made under [`TuningPolicy::OnFirstCall`], the same input gives the same bits. A measurement
-/// whose scratch buffers or copies the adapter cannot give (a limit, out of memory) measures
-/// nothing and keeps nothing: the call runs the default, as it would untuned.
+/// whose scratch buffers the adapter cannot allocate (a limit, out of memory, seen at once:
+/// natively) measures nothing and keeps nothing: the call runs the default, as it would
+/// untuned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TuningPolicy {
     /// No call measures by itself: a shape class runs the choice kept for it (from
@@ -112,8 +113,14 @@ pub(crate) fn scratch<T>(r: Result<T>) -> Result<Option<T>> {
 /// The version of what a tuning file's classes and choices mean: raised whenever a class or
 /// choice type changes (a member added, a variant renamed), so that a file written before is
 /// skipped rather than read as other classes (the crate's version has stayed 0.1.0 while they
-/// changed). Sections without it are of format 0.
+/// changed). It is part of a section's `crate_version` (`0.1.0+tuning1`), which every build
+/// compares, so that builds before it skip this format's sections too.
 const TUNING_FORMAT: u64 = 1;
+
+/// A section's `crate_version`: the crate's version and the tuning format.
+fn version_key() -> String {
+    format!("{}+tuning{TUNING_FORMAT}", env!("CARGO_PKG_VERSION"))
+}
 
 /// One adapter's section of a tuning file.
 #[derive(Serialize, Deserialize)]
@@ -122,8 +129,6 @@ struct Section {
     driver: String,
     backend: String,
     crate_version: String,
-    #[serde(default)]
-    format: u64,
     choices: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -231,8 +236,7 @@ impl Tuner {
             adapter: r.name.clone(),
             driver: r.driver.clone(),
             backend: format!("{:?}", r.backend),
-            crate_version: env!("CARGO_PKG_VERSION").to_string(),
-            format: TUNING_FORMAT,
+            crate_version: version_key(),
             choices: {
                 let mut choices = lock(&self.choices).clone();
                 for (family, class) in lock(&self.defaults).iter() {
@@ -253,18 +257,22 @@ impl Tuner {
         text("adapter") == Some(&r.name)
             && text("driver") == Some(&r.driver)
             && text("backend") == Some(&format!("{:?}", r.backend))
-            && text("crate_version") == Some(env!("CARGO_PKG_VERSION"))
-            && s.get("format").map_or(Some(0), |v| v.as_u64()) == Some(TUNING_FORMAT)
+            && text("crate_version") == Some(&version_key())
     }
 
-    /// A tuning file's sections, each as JSON of whatever shape its version wrote.
+    /// A tuning file's sections, each a JSON object of whatever members its version wrote.
     fn sections(op: &'static str, text: &str) -> Result<Vec<serde_json::Value>> {
-        serde_json::from_str(text).map_err(|e| Error::Tuning { op, detail: format!("not a tuning file (a JSON list of sections): {e}") })
+        let sections: Vec<serde_json::Value> = serde_json::from_str(text).map_err(|e| Error::Tuning { op, detail: format!("not a tuning file (a JSON list of sections): {e}") })?;
+        if let Some(s) = sections.iter().find(|s| !s.is_object()) {
+            return Err(Error::Tuning { op, detail: format!("not a tuning file: a section is not a JSON object ({s})") });
+        }
+        Ok(sections)
     }
 
     /// `existing` (a tuning file's text, or empty) with this adapter's section replaced by the
-    /// choices kept now; the other sections (other adapters, versions and formats) kept as they
-    /// are, whatever they hold.
+    /// choices kept now; the other sections (other adapters, versions and formats) kept,
+    /// whatever members they hold (as JSON values: their keys sorted, numbers as serde_json
+    /// writes them).
     pub fn to_json(&self, r: &AdapterReport, existing: &str) -> Result<String> {
         let mut sections = if existing.trim().is_empty() { Vec::new() } else { Self::sections("save_tuning", existing)? };
         sections.retain(|s| !Self::matches(s, r));

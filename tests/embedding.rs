@@ -229,16 +229,19 @@ fn recordings_never_tune_and_tuning_persists() {
         let text = std::fs::read_to_string(&path).unwrap().replace(&info.name, "another adapter");
         assert_eq!(loaded.load_tuning_json(&text).unwrap(), 0);
         assert!(matches!(loaded.load_tuning_json("{not json"), Err(Error::Tuning { .. })));
-        // A section without the tuning format (written before it: its classes may mean others)
-        // is not taken; another version's section of another shape neither fails the load nor
-        // is lost by a save over the file.
+        // A section without the tuning format in its version (written before it: its classes
+        // may mean others) is not taken; another version's section of another shape neither
+        // fails the load nor is lost by a save over the file; a list holding a non-section is
+        // not a tuning file.
         let original = std::fs::read_to_string(&path).unwrap();
         let mut old: serde_json::Value = serde_json::from_str(&original).unwrap();
-        assert!(old[0].as_object_mut().unwrap().remove("format").is_some(), "a saved section names its format");
+        assert!(old[0]["crate_version"].as_str().unwrap().contains("+tuning"), "a saved section names its format");
+        old[0]["crate_version"] = serde_json::Value::String(env!("CARGO_PKG_VERSION").to_string());
         let Some((device, queue, info)) = own_device(ctx) else { continue };
         let unformatted = GpuContext::from_device(device, queue, &info);
         assert_eq!(unformatted.load_tuning_json(&old.to_string()).unwrap(), 0, "{}: a section of format 0", name(ctx));
-        let foreign = serde_json::json!({"adapter": "another adapter", "format": 99, "choices": {"copy.transpose": {"a class": {"of": "another shape"}}}});
+        assert!(matches!(unformatted.load_tuning_json("[1, \"x\"]"), Err(Error::Tuning { .. })), "{}: a list of non-sections", name(ctx));
+        let foreign = serde_json::json!({"adapter": "another adapter", "crate_version": "9.9.9+tuning99", "choices": {"copy.transpose": {"a class": {"of": "another shape"}}}});
         let mut mixed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         mixed.as_array_mut().unwrap().insert(0, foreign.clone());
         assert_eq!(unformatted.load_tuning_json(&mixed.to_string()).unwrap(), 1, "{}: beside a section of another shape", name(ctx));

@@ -78,7 +78,9 @@ impl GpuContext {
     /// submits the encoder. End the batch ([`Batch::end`], or drop it) before finishing the
     /// encoder. Eager calls held back ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first,
     /// and those held while the batch records when it ends, so that they run before the
-    /// caller's encoder (an error of theirs is returned by the next call that submits).
+    /// caller's encoder, all of its work included (an eager call made while it records that
+    /// reads a tensor the batch writes reads it unwritten: record that call into the batch too;
+    /// an error of theirs is returned by the next call that submits).
     pub fn record_into<'e>(&self, encoder: &'e mut wgpu::CommandEncoder) -> Batch<'e> {
         self.rt.reclaim();
         self.rt.submit_held();
@@ -144,9 +146,9 @@ impl Batch<'_> {
 
     /// Ends recording into the caller's encoder: the recorded work is encoded into it, and what
     /// the batch holds is handed to it, to be released when its work has finished. Dropping the
-    /// batch does the same, but only `end` reports an error wgpu found in the encoding (the
-    /// caller's encoder in a state that takes no compute pass, or of another device: the
-    /// caller's `finish` would fail too). A batch of the crate's own encoder (`ctx.batch()`) is
+    /// batch does the same, but only `end` returns an error caught while encoding (wgpu 30
+    /// reports most encoding errors, such as an encoder of another device or one with a pass
+    /// open, at the caller's `CommandEncoder::finish`, not here). A batch of the crate's own encoder (`ctx.batch()`) is
     /// not ended so: `end` (as dropping it) discards what it recorded; `submit` or `finish` it.
     pub fn end(mut self) -> Result<()> {
         self.release()

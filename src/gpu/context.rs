@@ -257,7 +257,7 @@ impl GpuContext {
     }
 
     /// The tuning choices as a tuning file's text: `existing` (a file's text, or "") with this
-    /// adapter's section (keyed by adapter name, driver, backend, crate version and tuning format; the other sections kept as they are) replaced.
+    /// adapter's section (keyed by adapter name, driver, backend, and crate version with the tuning format; the other sections kept) replaced.
     pub fn tuning_json(&self, existing: &str) -> Result<String> {
         self.tuner.to_json(&self.rt.report, existing)
     }

@@ -523,7 +523,7 @@ impl GpuContext {
         if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, &f32_twin(input.layout())?, &f32_twin(weight.layout())?, &out32)).is_some() {
             return Ok(false);
         }
-        // (Copies the adapter cannot give measure nothing: the call runs the default.)
+        // (Copies the adapter cannot allocate measure nothing: the call runs the default.)
         let wide = |t: &DeviceTensor| -> Result<Option<DeviceTensor>> {
             let Some(w) = crate::tune::scratch(f32_like(self, t))? else { return Ok(None) };
             w.copy_(t)?;

@@ -126,7 +126,7 @@ impl Batch<'_> {
                 plan.check_out(out.layout(), out.dtype(), [out.shares_storage(a), out.shares_storage(b), c.is_some_and(|c| out.shares_storage(c))])?;
                 out.clone()
             }
-            None => DeviceTensor::empty(&ctx, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?,
+            None => DeviceTensor::empty_for(op, &ctx, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?,
         };
         if out.numel() == 0 {
             return Ok(out);
@@ -285,24 +285,37 @@ impl GpuContext {
     /// default while the class has none. The checks of `matmul`; nothing is recorded.
     pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        let (out, view) = self.class_output(&plan, None)?;
-        let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, out.buffer(), &view));
-        Ok(self.widened_choice(&plan, a, b, None, out.buffer(), &view, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
+        let (out, view) = self.class_output(&plan, a, b, None)?;
+        let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, &out, &view));
+        Ok(self.widened_choice(&plan, a, b, None, &out, &view, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
     }
 
-    /// The output a product's class is keyed with, as `record_plan` forms it: `out`, or the new
-    /// contiguous tensor a call without one allocates (its buffer, of the pool's size for it,
-    /// decides the routes past a binding), and the class's output view: the output's own for
-    /// float32, `[batch.., m, n]` contiguous (the f32 scratch's) for 16-bit types. (A contiguous
-    /// view and `a`'s buffer stood in before, so a product into an `out=` view measured a class
-    /// its calls never looked up.)
-    fn class_output(&self, plan: &MatmulPlan, out: Option<&DeviceTensor>) -> Result<(DeviceTensor, Layout)> {
-        let out = match out {
-            Some(o) => o.clone(),
-            None => DeviceTensor::empty(self, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?,
+    /// The output buffer and view a product's class is keyed with, as `record_plan` forms them:
+    /// `out`'s, or those of the new contiguous tensor a call without one allocates; the view is
+    /// the output's own for float32, `[batch.., m, n]` contiguous (the f32 scratch's) for
+    /// 16-bit types. A new output's buffer decides the class only by whether it passes one
+    /// binding (the routes that refuse such buffers): an operand's buffer on the same side of
+    /// that limit stands in for it, and only where neither is (a huge outer product, say) is one
+    /// of the pool's made. (A contiguous view and `a`'s buffer stood in before, so a product
+    /// into an `out=` view measured a class its calls never looked up.)
+    fn class_output(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, out: Option<&DeviceTensor>) -> Result<(wgpu::Buffer, Layout)> {
+        let report = &self.rt.report;
+        let (buffer, view) = match out {
+            Some(o) => (o.buffer().clone(), plan.out_view(o.layout())?),
+            None => {
+                let numel: usize = plan.out_shape.iter().product();
+                let bytes = (numel as u64).checked_mul(plan.dtype.size() as u64).and_then(|b| crate::runtime::pool::pooled_size(b.div_ceil(4) * 4, report.max_buffer_size));
+                let over = |size: u64| size > report.max_storage_buffer_binding_size;
+                let stand_in = bytes.and_then(|bytes| [a, b].into_iter().find(|t| over(t.buffer().size()) == over(bytes)));
+                let buffer = match stand_in {
+                    Some(t) => t.buffer().clone(),
+                    None => DeviceTensor::empty(self, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?.buffer().clone(),
+                };
+                (buffer, Layout::contiguous(&plan.out_shape)?)
+            }
         };
-        let view = if plan.dtype != DType::F32 { Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())? } else { plan.out_view(out.layout())? };
-        Ok((out, view))
+        let view = if plan.dtype != DType::F32 { Layout::contiguous(&plan.batch.iter().copied().chain([plan.m, plan.n]).collect::<Vec<_>>())? } else { view };
+        Ok((buffer, view))
     }
 
     /// Where a 16-bit product runs widened to f32 on a CPU adapter: while its own class
@@ -348,12 +361,12 @@ impl GpuContext {
     /// gives while the call's class has no kept choice.
     pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        let (out, view) = self.class_output(&plan, None)?;
+        let (out, view) = self.class_output(&plan, a, b, None)?;
         let report = &self.rt.report;
-        let class = matmul_class(report, &product(&plan, a, b, None, out.buffer(), &view));
+        let class = matmul_class(report, &product(&plan, a, b, None, &out, &view));
         // A 16-bit product on a CPU adapter runs widened where the f32 class's default is a
         // CPU-adapter kernel, as the call does.
-        Ok(self.widened_choice(&plan, a, b, None, out.buffer(), &view, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
+        Ok(self.widened_choice(&plan, a, b, None, &out, &view, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
     }
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.
@@ -390,12 +403,15 @@ impl GpuContext {
         if plan.out_shape.contains(&0) || plan.k == 0 {
             return Ok(false);
         }
-        let (class_out, out) = self.class_output(plan, out)?;
-        let class = matmul_class(&self.rt.report, &product(plan, a, b, c, class_out.buffer(), &out));
+        let (class_out, out) = self.class_output(plan, a, b, out)?;
+        let class = matmul_class(&self.rt.report, &product(plan, a, b, c, &class_out, &out));
         drop(class_out);
         if class.kernels.len() < 2 || self.tuner.get::<MatmulFamily>(&class).is_some() {
             return Ok(false);
         }
+        // The scratch holds the view from near its start: its offset only within 64 elements
+        // (256 bytes), which keeps every alignment the kernels look at.
+        let out = Layout::new(out.shape().to_vec(), out.strides().to_vec(), out.offset() % 64)?;
         let bytes = out.span().map_or(0, |(_, hi)| hi as u64 + 1) * 4;
         let Some(scratch) = crate::tune::scratch(self.rt.scoped("tune", || self.rt.buffer("tune", bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)))? else { return Ok(false) };
         let scratch = Arc::new(scratch);

@@ -53,7 +53,7 @@ impl Batch<'_> {
             NormKind::Group { groups } => (1, groups, x.layout().suggest_memory_format()),
         };
         let ctx = self.context().clone();
-        let out = DeviceTensor::empty(&ctx, shape, x.dtype(), format)?;
+        let out = DeviceTensor::empty_for(op, &ctx, shape, x.dtype(), format)?;
         if x.numel() == 0 {
             return Ok(out);
         }

@@ -77,7 +77,7 @@ impl DeviceTensor {
     }
 
     /// [`DeviceTensor::empty`], its errors naming `op`.
-    fn empty_for(op: &'static str, ctx: &GpuContext, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
+    pub(crate) fn empty_for(op: &'static str, ctx: &GpuContext, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
         let layout = Layout::with_format(shape, format)?;
         let len = layout.span().map_or(0, |(_, hi)| hi + 1);
         Self::alloc(op, ctx, dtype, len, layout)
