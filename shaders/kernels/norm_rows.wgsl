@@ -11,7 +11,7 @@
 // `shift = -mean * rstd * weight[c] + bias[c]`, then `x * scale + shift`. The input is float32,
 // float16 or bfloat16 (IN_DT, widened exactly), the arithmetic float32, the output float32 or
 // the input's 16-bit type (OUT_HALF: rounded once, to nearest even, as the crate's conversions),
-// written a 32-bit word (two elements) at a time. Needs `dtypes` and `cast`.
+// written a 32-bit word (two elements) at a time. Needs `dtypes`, `cast` and `compensated`.
 
 // Invocations a workgroup: 64, or 256 for long rows on GPUs (at most the tree's 256).
 override WG: u32 = 64u;
@@ -79,21 +79,6 @@ fn tree_sum(v: f32, lid: u32) -> f32 {
     return r;
 }
 
-// A compensated (Neumaier) sum, as the reductions' (preludes/reduce.wgsl): x the sum, y the
-// compensation; a sum that reached an infinity stays it (its compensation, then NaN, is
-// dropped: a row of +-1e20 has an infinite variance, so outputs of 0, as the reference's).
-fn kahan(s: vec2<f32>, v: f32) -> vec2<f32> {
-    let t = s.x + v;
-    let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));
-    return vec2<f32>(t, s.y + c);
-}
-fn ksum(s: vec2<f32>) -> f32 {
-    // (Infinite or NaN: the exponent's bits all set.)
-    if ((bitcast<u32>(s.x) & 0x7f800000u) == 0x7f800000u) {
-        return s.x;
-    }
-    return s.x + s.y;
-}
 
 // The term of element value v: v, or (v - mean)^2.
 fn term(v: f32, squares: bool, mean: f32) -> f32 {
@@ -113,10 +98,10 @@ fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
         let qb = xb / 4u;
         for (var q = j0; q < n / 4u; q = q + step) {
             let v = bitcast<vec4<f32>>(x4[qb + q]);
-            st = kahan(st, term(v.x, squares, mean));
-            st = kahan(st, term(v.y, squares, mean));
-            st = kahan(st, term(v.z, squares, mean));
-            st = kahan(st, term(v.w, squares, mean));
+            st = kadd(st, term(v.x, squares, mean));
+            st = kadd(st, term(v.y, squares, mean));
+            st = kadd(st, term(v.z, squares, mean));
+            st = kadd(st, term(v.w, squares, mean));
         }
         return ksum(st);
     }
@@ -126,13 +111,13 @@ fn walk(xb: u32, n: u32, j0: u32, step: u32, squares: bool, mean: f32) -> f32 {
         let b = load(xb + j + step);
         let c = load(xb + j + 2u * step);
         let d = load(xb + j + 3u * step);
-        st = kahan(st, term(a, squares, mean));
-        st = kahan(st, term(b, squares, mean));
-        st = kahan(st, term(c, squares, mean));
-        st = kahan(st, term(d, squares, mean));
+        st = kadd(st, term(a, squares, mean));
+        st = kadd(st, term(b, squares, mean));
+        st = kadd(st, term(c, squares, mean));
+        st = kadd(st, term(d, squares, mean));
     }
     for (; j < n; j = j + step) {
-        st = kahan(st, term(load(xb + j), squares, mean));
+        st = kadd(st, term(load(xb + j), squares, mean));
     }
     return ksum(st);
 }

@@ -3,7 +3,7 @@
 // input, 2 the index (each element's logical position within its reduction); its first
 // `rrank` dims are reduced, so that linear index r + extent * o is element r of output o.
 // The kernels' bindings 1.. and element access are in reduce_io.wgsl (the general kernel) and
-// reduce_vec.wgsl (the rows and columns kernels).
+// reduce_vec.wgsl (the rows and columns kernels). Needs `compensated` (kadd, ksum, is_finite).
 
 struct Red {
     // Dims innermost first, 8 at most; unused dims have size 1 and stride 0.
@@ -126,9 +126,6 @@ fn red_offsets(r: u32) -> vec3<u32> {
 fn is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }
-fn is_finite(x: f32) -> bool {
-    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
-}
 
 // A state word as f32, and back.
 fn asf(v: u32) -> f32 {
@@ -152,19 +149,6 @@ fn max_total(a: f32, b: f32) -> f32 {
         return b;
     }
     return a;
-}
-
-// A compensated (Neumaier) sum: x the sum, y the compensation.
-fn kadd(s: vec2<f32>, v: f32) -> vec2<f32> {
-    let t = s.x + v;
-    let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));
-    return vec2<f32>(t, s.y + c);
-}
-fn ksum(s: vec2<f32>) -> f32 {
-    if (!is_finite(s.x)) {
-        return s.x;
-    }
-    return s.x + s.y;
 }
 
 // Whether candidate (x, i) replaces the best (b, bi) of an argmax (`max`) or argmin: the first

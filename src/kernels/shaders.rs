@@ -37,6 +37,7 @@
 //! output in float32 or the operands' 16-bit type (`matmul_gemm16`, `matmul_gemm_sum16`,
 //! `matmul_vec16`), `matmul_io` the SIMT kernels' packed operand loads; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`;
+//! `compensated` the compensated sum of the reductions and the normalization kernel;
 //! `coop_frag16` / `coop_frag8` the tensor-core kernels' fragment types and side (each such
 //! kernel is registered once per fragment size), `matmul_coop_out` / `matmul_coop_out16` how
 //! `matmul_coop` stores an accumulator into an f32 or a float16 output (`matmul_coop_half`).
@@ -104,6 +105,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("matmul_io", prelude!("matmul_io")),
     ("matmul_out", prelude!("matmul_out")),
     ("matmul_out16", prelude!("matmul_out16")),
+    ("compensated", prelude!("compensated")),
     ("reduce", prelude!("reduce")),
     ("reduce_io", prelude!("reduce_io")),
     ("reduce_vec", prelude!("reduce_vec")),
@@ -209,17 +211,17 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("conv2d_depthwise_rows16", &["dtypes", "cast", "conv_io16", "packed_store", "conv2d_depthwise_block", "conv_relu"], kernel!("conv2d_depthwise_rows")),
     ("conv2d_depthwise_tall", &["conv_io", "conv2d_depthwise_block", "conv2d_depthwise_cols", "conv_relu"], kernel!("conv2d_depthwise_tall")),
     // Columns shared through subgroup shuffles: only where the weights are shuffled too.
-    ("reduce_general", &["dtypes", "cast", "reduce", "reduce_io", "packed_store"], kernel!("reduce_general")),
-    ("reduce_rows", &["reduce", "reduce_vec", "reduce_tree"], kernel!("reduce_rows")),
+    ("reduce_general", &["dtypes", "cast", "compensated", "reduce", "reduce_io", "packed_store"], kernel!("reduce_general")),
+    ("reduce_rows", &["compensated", "reduce", "reduce_vec", "reduce_tree"], kernel!("reduce_rows")),
     // The same rows kernel combining a workgroup's states through subgroup shuffles.
-    ("reduce_rows_subgroup", &["reduce", "reduce_vec", "reduce_tree_subgroup"], kernel!("reduce_rows")),
-    ("reduce_cols", &["reduce", "reduce_vec"], kernel!("reduce_cols")),
+    ("reduce_rows_subgroup", &["compensated", "reduce", "reduce_vec", "reduce_tree_subgroup"], kernel!("reduce_rows")),
+    ("reduce_cols", &["compensated", "reduce", "reduce_vec"], kernel!("reduce_cols")),
     // Pooling and bilinear resampling: one pipeline, specialized by its uniform.
     ("pool2d", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d")),
     ("pool2d_vec", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d_vec")),
     ("pool2d_rows", &["pool"], kernel!("pool2d_rows")),
     // layer_norm and group_norm: a workgroup per row.
-    ("norm_rows", &["dtypes", "cast"], kernel!("norm_rows")),
+    ("norm_rows", &["dtypes", "cast", "compensated"], kernel!("norm_rows")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 
