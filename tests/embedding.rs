@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use common::gpu::{contexts, name, own_device, spin};
-use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, Strided, TuningPolicy};
 use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::ops::{conv1x1, conv2d, Conv1x1Options};
 use strided_wgpu::advanced::CopyPath;
@@ -121,24 +121,27 @@ fn a_device_the_crate_created_has_a_handler_that_never_panics() {
 fn every_call_after_device_loss_returns_device_lost() {
     let _serial = one_at_a_time();
     // Each call is the first after the loss on a context of its own (no call learns of the
-    // loss from an earlier one), then the loss sticks.
+    // loss from an earlier one), then the loss sticks. The error names the call (an eager
+    // op's, not its submission's).
     type Call = fn(&GpuContext, &DeviceTensor, &DeviceTensor, &DeviceTensor) -> Result<(), Error>;
-    let calls: [(&str, Call); 8] = [
-        ("copy_ (dense)", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap())),
-        ("copy_ (transpose)", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap().permute(&[1, 2, 0]).unwrap())),
-        ("download", |_, x, _, _| x.download().map(|_| ())),
-        ("from_slice", |c, _, _, _| DeviceTensor::from_slice(c, &[1f32; 4], &[4]).map(|_| ())),
-        ("zeros", |c, _, _, _| DeviceTensor::zeros(c, &[4], DType::F32, MemoryFormat::Contiguous).map(|_| ())),
-        ("conv1x1", |_, x, w, _| conv1x1(x, w, None, &Conv1x1Options::default()).map(|_| ())),
-        ("download_async", |_, x, _, _| spin(x.download_async()).map(|_| ())),
-        ("Batch::submit", |c, x, _, out| {
+    let calls: [(&str, &str, Call); 10] = [
+        ("copy_ (dense)", "copy_", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap())),
+        ("copy_ (transpose)", "copy_", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap().permute(&[1, 2, 0]).unwrap())),
+        ("add_ into out=", "add", |_, x, _, out| out.add_(&x.select(0, 0).unwrap())),
+        ("sum into out=", "sum", |_, x, _, out| x.sum_out(0, false, out)),
+        ("download", "download", |_, x, _, _| x.download().map(|_| ())),
+        ("from_slice", "from_slice", |c, _, _, _| DeviceTensor::from_slice(c, &[1f32; 4], &[4]).map(|_| ())),
+        ("zeros", "zeros", |c, _, _, _| DeviceTensor::zeros(c, &[4], DType::F32, MemoryFormat::Contiguous).map(|_| ())),
+        ("conv1x1", "conv1x1", |_, x, w, _| conv1x1(x, w, None, &Conv1x1Options::default()).map(|_| ())),
+        ("download_async", "download", |_, x, _, _| spin(x.download_async()).map(|_| ())),
+        ("Batch::submit", "submit", |c, x, _, out| {
             let mut b = c.batch();
             b.copy_(out, &x.select(0, 0).unwrap())?;
             b.submit().map(|_| ())
         }),
     ];
     for ctx in contexts() {
-        for (what, call) in calls {
+        for (what, op, call) in calls {
             let Some((device, queue, info)) = own_device(ctx) else { continue };
             let mine = GpuContext::from_device(device.clone(), queue, &info);
             let x = DeviceTensor::from_slice(&mine, &(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[1, 4, 4, 4]).unwrap();
@@ -146,7 +149,7 @@ fn every_call_after_device_loss_returns_device_lost() {
             let out = DeviceTensor::zeros(&mine, &[4, 4, 4], DType::F32, MemoryFormat::Contiguous).unwrap();
             device.destroy();
             let r = call(&mine, &x, &w, &out);
-            assert!(matches!(r, Err(Error::DeviceLost { .. })), "{} {what}: {r:?}", name(ctx));
+            assert!(matches!(r, Err(Error::DeviceLost { op: o, .. }) if o == op), "{} {what}: {r:?}, expected DeviceLost naming {op}", name(ctx));
             let again = DeviceTensor::from_slice(&mine, &[1f32; 4], &[4]).map(|_| ());
             assert!(matches!(again, Err(Error::DeviceLost { .. })), "{} after {what}: {again:?}", name(ctx));
         }

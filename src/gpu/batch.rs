@@ -190,27 +190,32 @@ impl Batch<'_> {
     /// graph instead, and waiting for the submission is an error (nothing ran). Eager calls held back
     /// ([`crate::advanced::SubmitPolicy::Deferred`]) are submitted first, in a queue submission of
     /// their own just before.
-    pub fn submit(mut self) -> Result<Submission> {
+    pub fn submit(self) -> Result<Submission> {
+        self.submit_as("submit")
+    }
+
+    /// [`Batch::submit`], its errors naming `op` (an eager call's own name).
+    fn submit_as(mut self, op: &'static str) -> Result<Submission> {
         match self.enc.take() {
             Some(Encoder::Owned) => {
                 let rt = self.ctx.rt.clone();
                 let rec = std::mem::take(&mut self.rec);
                 if rt.capturing_here() {
-                    rt.probe("submit")?;
+                    rt.probe(op)?;
                     // A replay recorded before the capture began (`Batch::replay` refuses one
                     // during it): replays do not nest in captures.
                     if rec.replays_graph() {
-                        return Err(Error::invalid("submit", "this thread is capturing a graph and the batch holds a replay of another graph: replays do not nest in captures (submit the batch before the capture)"));
+                        return Err(Error::invalid(op, "this thread is capturing a graph and the batch holds a replay of another graph: replays do not nest in captures (submit the batch before the capture)"));
                     }
                     // A convolution's tail holds only while nothing was recorded after it.
                     let tail = self.tail.take().filter(|(_, t)| !matches!(t, Tail::Conv(c) if c.end != rec.len()));
                     return fuse::append_captured(&self.ctx, rec, tail).map(|()| Submission::captured());
                 }
-                submit::submit_recording(&rt, "submit", rec)
+                submit::submit_recording(&rt, op, rec)
             }
             other => {
                 self.enc = other;
-                Err(Error::invalid("submit", "the batch records into the caller's encoder; the caller submits it"))
+                Err(Error::invalid(op, "the batch records into the caller's encoder; the caller submits it"))
             }
         }
     }
@@ -218,13 +223,14 @@ impl Batch<'_> {
     /// An eager call's end: its recording is submitted, or held back with the calls before it
     /// where the context defers ([`crate::advanced::SubmitPolicy::Deferred`], `runtime/deferred.rs`);
     /// while this thread captures a graph, appended to the graph as [`Batch::submit`] does.
-    pub(crate) fn submit_eager(mut self) -> Result<()> {
+    /// Errors name `op`, the eager call's.
+    pub(crate) fn submit_eager(mut self, op: &'static str) -> Result<()> {
         let rt = self.ctx.rt.clone();
         if rt.capturing_here() || !matches!(self.enc, Some(Encoder::Owned)) {
-            return self.submit().map(drop);
+            return self.submit_as(op).map(drop);
         }
         self.enc = None;
-        rt.defer("submit", std::mem::take(&mut self.rec))
+        rt.defer(op, std::mem::take(&mut self.rec))
     }
 
     /// Submits everything recorded and waits for it to finish (native only).

@@ -103,7 +103,7 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
         kernel.runs_on(&ctx.rt.report)?;
     }
     host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
-    let out = DeviceTensor::empty(ctx, &g.out_shape(), g.dtype, g.format)?;
+    let out = DeviceTensor::empty_for(OP, ctx, &g.out_shape(), g.dtype, g.format)?;
     // As `conv2d`: asked to, the first call of a shape class measures (the class and kernel
     // `conv2d` of the same operands takes, so that both keep their bits once it has one).
     #[cfg(not(target_arch = "wasm32"))]
@@ -112,7 +112,7 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     }
     let mut batch = ctx.batch();
     batch.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, kernel)?;
-    batch.submit_eager()?;
+    batch.submit_eager(OP)?;
     Ok(out)
 }
 
@@ -128,7 +128,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
             check_destination(op, out, input, weight, bias, g)?;
             out.clone()
         }
-        None => DeviceTensor::empty(ctx, &g.out_shape(), g.dtype, g.format)?,
+        None => DeviceTensor::empty_for(op, ctx, &g.out_shape(), g.dtype, g.format)?,
     };
     // Asked to, the first convolution of a shape class measures the kernels, outside any recording.
     #[cfg(not(target_arch = "wasm32"))]
@@ -137,7 +137,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
     }
     let mut batch = ctx.batch();
     batch.convolve(op, &out, input, weight, bias, None, options, g, kernel)?;
-    batch.submit_eager()?;
+    batch.submit_eager(op)?;
     Ok(out)
 }
 
@@ -154,7 +154,7 @@ impl Batch<'_> {
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias].into_iter().flatten().collect();
         self.check_context("conv2d", &operands)?;
-        let out = DeviceTensor::empty(self.context(), &g.out_shape(), g.dtype, g.format)?;
+        let out = DeviceTensor::empty_for("conv2d", self.context(), &g.out_shape(), g.dtype, g.format)?;
         self.convolve("conv2d", &out, input, weight, bias, None, options, &g, ConvKernel::Auto)?;
         Ok(out)
     }
@@ -168,7 +168,7 @@ impl Batch<'_> {
         }
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
-        let out = DeviceTensor::empty(self.context(), &g.out_shape(), g.dtype, g.format)?;
+        let out = DeviceTensor::empty_for(OP, self.context(), &g.out_shape(), g.dtype, g.format)?;
         self.convolve(OP, &out, input, weight, bias, Some(residual), options, &g, ConvKernel::Auto)?;
         Ok(out)
     }
@@ -337,13 +337,13 @@ impl Batch<'_> {
     fn convolve_in_f32(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
         let mut wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
-            let w = f32_like(&ctx, t)?;
+            let w = f32_like(op, &ctx, t)?;
             self.copy_(&w, t)?;
             Ok(w)
         };
         let (x, w) = (wide(input)?, wide(weight)?);
         let b = bias.map(&mut wide).transpose()?;
-        let y = f32_like(&ctx, out)?;
+        let y = f32_like(op, &ctx, out)?;
         let g32 = Conv2dShape { dtype: DType::F32, ..g.clone() };
         let unfused = Conv2dOptions { relu: false, ..*options };
         self.convolve(op, &y, &x, &w, b.as_ref(), None, if residual.is_some() { &unfused } else { options }, &g32, kernel)?;
@@ -389,8 +389,8 @@ fn f32_twin(l: &Layout) -> Result<Layout> {
 
 /// A new f32 tensor laid out as [`f32_twin`] says for `t`: where a 16-bit convolution's
 /// operands and result are held in f32, so the class its calls look up is the one measured.
-fn f32_like(ctx: &GpuContext, t: &DeviceTensor) -> Result<DeviceTensor> {
-    DeviceTensor::empty(ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())
+fn f32_like(op: &'static str, ctx: &GpuContext, t: &DeviceTensor) -> Result<DeviceTensor> {
+    DeviceTensor::empty_for(op, ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())
 }
 
 /// A device tensor as a kernel operand.
@@ -525,7 +525,7 @@ impl GpuContext {
         }
         // (Copies the adapter cannot allocate measure nothing: the call runs the default.)
         let wide = |t: &DeviceTensor| -> Result<Option<DeviceTensor>> {
-            let Some(w) = crate::tune::scratch(f32_like(self, t))? else { return Ok(None) };
+            let Some(w) = crate::tune::scratch(f32_like("tune", self, t))? else { return Ok(None) };
             w.copy_(t)?;
             Ok(Some(w))
         };

@@ -51,7 +51,7 @@ impl DeviceTensor {
         }
         let mut batch = ctx.batch();
         batch.copy_with(self, src, path)?;
-        batch.submit_eager()?;
+        batch.submit_eager("copy_")?;
         Ok(())
     }
 }

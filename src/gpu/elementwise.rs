@@ -126,7 +126,7 @@ impl DeviceTensor {
         };
         let mut batch = ctx.batch();
         let out = batch.elementwise_with(op, inputs, target, path)?;
-        batch.submit_eager()?;
+        batch.submit_eager(op.name())?;
         Ok(out)
     }
 }

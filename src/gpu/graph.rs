@@ -290,7 +290,7 @@ impl Batch<'_> {
 
     /// A recorded copy of `src` into a new contiguous tensor.
     fn copy_aside(&mut self, src: &DeviceTensor) -> Result<DeviceTensor> {
-        let t = DeviceTensor::empty(self.context(), src.shape(), src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
+        let t = DeviceTensor::empty_for("replay", self.context(), src.shape(), src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
         self.copy_(&t, src)?;
         Ok(t)
     }

@@ -36,7 +36,7 @@ impl Matmul for DeviceTensor {
         }
         let mut batch = ctx.batch();
         let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
-        batch.submit_eager()?;
+        batch.submit_eager(plan.op)?;
         Ok(out)
     }
 }
@@ -136,7 +136,7 @@ impl Batch<'_> {
         // operands at offset 0 stand in. The result is beta * input, the bias, or zeros.
         let empty_k;
         let (plan, a, b) = if plan.k == 0 {
-            let fresh = |l: &Layout| DeviceTensor::empty(&ctx, l.shape(), plan.dtype, MemoryFormat::Contiguous);
+            let fresh = |l: &Layout| DeviceTensor::empty_for(op, &ctx, l.shape(), plan.dtype, MemoryFormat::Contiguous);
             let p = MatmulPlan { a: Layout::contiguous(plan.a.shape())?, b: Layout::contiguous(plan.b.shape())?, ..plan.clone() };
             empty_k = (fresh(&plan.a)?, fresh(&plan.b)?, p);
             (&empty_k.2, &empty_k.0, &empty_k.1)
@@ -188,7 +188,7 @@ impl Batch<'_> {
         // they were).
         let shares = [Some(a), Some(b), c].into_iter().flatten().any(|t| out.shares_storage(t));
         let direct = half && wide.is_none() && !shares && kernel.writes_half(&ctx.rt.report);
-        let scratch = if half && !direct { Some(DeviceTensor::empty(&ctx, &full, DType::F32, MemoryFormat::Contiguous)?) } else { None };
+        let scratch = if half && !direct { Some(DeviceTensor::empty_for(op, &ctx, &full, DType::F32, MemoryFormat::Contiguous)?) } else { None };
         let target = scratch.as_ref().unwrap_or(&out);
         let target_view: Layout = match &scratch {
             Some(s) => s.layout().clone(),
@@ -205,7 +205,7 @@ impl Batch<'_> {
                 .into_iter()
                 .flatten()
                 .map(|t| {
-                    let w = DeviceTensor::empty(&ctx, &[t.storage_len()], DType::F32, MemoryFormat::Contiguous)?;
+                    let w = DeviceTensor::empty_for(op, &ctx, &[t.storage_len()], DType::F32, MemoryFormat::Contiguous)?;
                     self.copy_(&w, &t.as_strided(&[t.storage_len()], &[1], 0)?)?;
                     Ok(w)
                 })
@@ -309,7 +309,7 @@ impl GpuContext {
                 let stand_in = bytes.and_then(|bytes| [a, b].into_iter().find(|t| over(t.buffer().size()) == over(bytes)));
                 let buffer = match stand_in {
                     Some(t) => t.buffer().clone(),
-                    None => DeviceTensor::empty(self, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?.buffer().clone(),
+                    None => DeviceTensor::empty_for(plan.op, self, &plan.out_shape, plan.dtype, MemoryFormat::Contiguous)?.buffer().clone(),
                 };
                 (buffer, Layout::contiguous(&plan.out_shape)?)
             }

@@ -67,7 +67,7 @@ impl Batch<'_> {
         let align = report.min_storage_buffer_offset_alignment as usize;
         // A contiguous copy of `t` in `dtype`.
         let dense = |b: &mut Self, t: &DeviceTensor, dtype: DType| -> Result<DeviceTensor> {
-            let c = DeviceTensor::empty(&ctx, t.shape(), dtype, MemoryFormat::Contiguous)?;
+            let c = DeviceTensor::empty_for(op, &ctx, t.shape(), dtype, MemoryFormat::Contiguous)?;
             b.copy_(&c, t)?;
             Ok(c)
         };
@@ -90,7 +90,7 @@ impl Batch<'_> {
         // of even length: whole 32-bit words), or a float32 tensor copied into it.
         let half = x.dtype() != DType::F32;
         let direct = format == MemoryFormat::Contiguous && (!half || n.is_multiple_of(2));
-        let y = if direct { out.clone() } else { DeviceTensor::empty(&ctx, shape, DType::F32, MemoryFormat::Contiguous)? };
+        let y = if direct { out.clone() } else { DeviceTensor::empty_for(op, &ctx, shape, DType::F32, MemoryFormat::Contiguous)? };
         let rec = self.parts(op)?;
         for t in [Some(&xin), weight.as_ref(), bias.as_ref(), Some(&y)].into_iter().flatten() {
             rec.hold_shared(t.storage());
@@ -112,7 +112,7 @@ fn operand(t: &DeviceTensor) -> norm::Operand<'_> {
 }
 
 /// The op's name in errors.
-fn name(kind: NormKind) -> &'static str {
+pub(crate) fn name(kind: NormKind) -> &'static str {
     match kind {
         NormKind::Layer { .. } => "layer_norm",
         NormKind::Group { .. } => "group_norm",

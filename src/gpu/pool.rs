@@ -14,11 +14,11 @@ impl Pool2d for DeviceTensor {
     fn window(&self, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
         let ctx = self.context();
         g.check(self.layout(), self.dtype())?;
-        let out = DeviceTensor::empty(ctx, &g.out_shape(), self.dtype(), g.format)?;
-        let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
+        let out = DeviceTensor::empty_for(g.op, ctx, &g.out_shape(), self.dtype(), g.format)?;
+        let idx = if g.indices { Some(DeviceTensor::empty_for(g.op, ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
         let mut batch = ctx.batch();
         batch.window(g, self, &out, idx.as_ref(), PoolKernel::Auto)?;
-        batch.submit_eager()?;
+        batch.submit_eager(g.op)?;
         Ok((out, idx))
     }
 }
@@ -30,11 +30,11 @@ impl Pool2d for DeviceTensor {
 pub fn window_with(x: &DeviceTensor, g: &Window, kernel: PoolKernel) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
     let ctx = x.context();
     g.check(x.layout(), x.dtype())?;
-    let out = DeviceTensor::empty(ctx, &g.out_shape(), x.dtype(), g.format)?;
-    let idx = if g.indices { Some(DeviceTensor::empty(ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
+    let out = DeviceTensor::empty_for(g.op, ctx, &g.out_shape(), x.dtype(), g.format)?;
+    let idx = if g.indices { Some(DeviceTensor::empty_for(g.op, ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
     let mut batch = ctx.batch();
     batch.window(g, x, &out, idx.as_ref(), kernel)?;
-    batch.submit_eager()?;
+    batch.submit_eager(g.op)?;
     Ok((out, idx))
 }
 
@@ -90,8 +90,8 @@ impl Batch<'_> {
     fn new_window(&mut self, x: &DeviceTensor, g: &Window) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
         self.check_context(g.op, &[x])?;
         let ctx = self.context().clone();
-        let out = DeviceTensor::empty(&ctx, &g.out_shape(), x.dtype(), g.format)?;
-        let idx = if g.indices { Some(DeviceTensor::empty(&ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
+        let out = DeviceTensor::empty_for(g.op, &ctx, &g.out_shape(), x.dtype(), g.format)?;
+        let idx = if g.indices { Some(DeviceTensor::empty_for(g.op, &ctx, &g.out_shape(), DType::I32, g.format)?) } else { None };
         self.window(g, x, &out, idx.as_ref(), PoolKernel::Auto)?;
         Ok((out, idx))
     }

@@ -33,8 +33,8 @@ impl Batch<'_> {
         let (values, idx) = match out {
             Some(o) if !both => (o.clone(), None),
             _ => (
-                DeviceTensor::empty(&ctx, &s.out_shape, s.out_dtype, MemoryFormat::Contiguous)?,
-                both.then(|| DeviceTensor::empty(&ctx, &s.out_shape, DType::I32, MemoryFormat::Contiguous)).transpose()?,
+                DeviceTensor::empty_for(name, &ctx, &s.out_shape, s.out_dtype, MemoryFormat::Contiguous)?,
+                both.then(|| DeviceTensor::empty_for(name, &ctx, &s.out_shape, DType::I32, MemoryFormat::Contiguous)).transpose()?,
             ),
         };
         let rp = ReducePlan::reduction(&s, x.layout(), values.layout())?;
@@ -138,7 +138,7 @@ impl Reduce for DeviceTensor {
     fn reduce(&self, op: ReduceOp, dims: Dims, keepdim: bool, dtype: Option<DType>, out: Option<&Self>, indices: Option<&Self>) -> Result<(Self, Option<Self>)> {
         let mut b = self.context().batch();
         let r = b.reduce(self, op, dims, keepdim, dtype, out, indices)?;
-        b.submit_eager()?;
+        b.submit_eager(op.name())?;
         Ok(r)
     }
 
@@ -147,7 +147,7 @@ impl Reduce for DeviceTensor {
     fn scan(&self, op: ScanOp, dim: isize, out: Option<&Self>) -> Result<Self> {
         let mut b = self.context().batch();
         let r = b.scan(self, op, dim, out)?;
-        b.submit_eager()?;
+        b.submit_eager(op.name())?;
         Ok(r)
     }
 }

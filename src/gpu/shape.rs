@@ -21,7 +21,7 @@ impl ShapeOps for DeviceTensor {
         for (dst, src) in pieces {
             batch.copy_(dst, src)?;
         }
-        batch.submit_eager()?;
+        batch.submit_eager("copy_")?;
         Ok(())
     }
     /// One kernel (`Batch::layer_norm` / `Batch::group_norm`) in a batch of its own, submitted
@@ -34,7 +34,7 @@ impl ShapeOps for DeviceTensor {
         }
         let mut batch = self.context().batch();
         let y = batch.norm(self, call)?;
-        batch.submit_eager()?;
+        batch.submit_eager(crate::gpu::norm::name(call.kind))?;
         Ok(Some(y))
     }
 }

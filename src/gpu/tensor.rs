@@ -64,7 +64,7 @@ impl Strided for DeviceTensor {
     /// A device copy of the view into a new buffer in `format`, converting to `dtype` (any of
     /// the seven types, as [`crate::dtype::cast_bits`] does).
     fn materialize(&self, format: MemoryFormat, dtype: DType) -> Result<DeviceTensor> {
-        let out = DeviceTensor::empty(self.context(), self.shape(), dtype, format)?;
+        let out = DeviceTensor::empty_for("materialize", self.context(), self.shape(), dtype, format)?;
         out.copy_(self)?;
         Ok(out)
     }
@@ -90,7 +90,7 @@ impl DeviceTensor {
         let rec = batch.parts("zeros")?;
         rec.clear_buffer(t.buffer(), 0, None);
         rec.hold_shared(t.storage());
-        batch.submit_eager()?;
+        batch.submit_eager("zeros")?;
         Ok(t)
     }
 
@@ -293,7 +293,7 @@ impl DeviceTensor {
         let dense = if self.is_contiguous() && self.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
             self.clone()
         } else {
-            let d = DeviceTensor::empty(ctx, self.shape(), self.dtype(), MemoryFormat::Contiguous)?;
+            let d = DeviceTensor::empty_for(OP, ctx, self.shape(), self.dtype(), MemoryFormat::Contiguous)?;
             let mut b = ctx.record_into(&mut enc);
             b.copy_(&d, self)?;
             b.end()?;
