@@ -90,11 +90,13 @@ pub mod ops {
 pub mod advanced {
     pub use crate::conv::{conv2d_shape, Conv2dShape};
     pub use crate::gpu::conv::{conv1x1_with, conv2d_add_with, conv2d_with};
+    pub use crate::gpu::norm::{group_norm_with, layer_norm_with};
     pub use crate::gpu::timing::GpuTimer;
     pub use crate::kernels::conv::ConvKernel;
     pub use crate::kernels::copy::{vec4_default, CopyPath};
     pub use crate::kernels::elementwise::ElementwisePath;
     pub use crate::kernels::matmul::MatmulKernel;
+    pub use crate::kernels::norm::{NormKernel, MAX_CHUNKS as NORM_MAX_CHUNKS};
     pub use crate::runtime::deferred::SubmitPolicy;
     pub use crate::runtime::record::RecordCounts;
     pub use crate::runtime::{AdapterReport, CooperativeMatrix};
@@ -118,6 +120,7 @@ pub mod advanced {
         pub use crate::kernels::matmul::gpu_pipelines as matmul_gpu_pipelines;
         pub use crate::kernels::pool::gpu_pipelines as pool_gpu_pipelines;
         pub use crate::kernels::norm::gpu_pipelines as norm_gpu_pipelines;
+        pub use crate::kernels::norm::split_chunks as norm_split_chunks;
         pub use crate::kernels::pool::{classify as pool_classify, PoolKernel};
         pub use crate::kernels::reduce::gpu_pipelines as reduce_gpu_pipelines;
         pub use crate::kernels::reduce::abi::Work as ReduceWork;

@@ -11,6 +11,8 @@ use common::gpu::{contexts, name};
 use common::rng::Rng;
 use strided_wgpu::{AvgPool2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, MaxPool2dOptions, MemoryFormat, Pool2d, ShapeOps, Strided};
 use strided_wgpu::ops::{cat, stack, InterpolateMode, InterpolateOptions, PadMode};
+use strided_wgpu::advanced::{group_norm_with, layer_norm_with, NormKernel, NORM_MAX_CHUNKS};
+use strided_wgpu::advanced::internal::norm_split_chunks;
 
 /// A random host tensor of `shape` and `dtype` (values multiples of 1/8 in [-8, 8), every
 /// 13th a NaN when `nan`), seen as `layout`: 0 contiguous, 1 channels-last, 2 strided along W
@@ -1597,9 +1599,11 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
             // The kernel reads every float type as it is and writes it into rows of whole 32-bit
             // words (16-bit rows of even length); a channels-last input and output take a copy
             // each, odd 16-bit rows one for the output (the parameters' copies run once).
+            // Few long rows on a GPU: the three dispatches of rows cut into chunks.
             let n = if dims > 0 { plen } else { shape[1..].iter().product::<usize>() / groups };
             let copies = usize::from(view == 3) * 2 + usize::from(view != 3 && dtype != f32_ && n % 2 == 1);
-            assert_eq!((c.submits, c.passes, c.dispatches, c.transfers), (1, 1, 1 + copies as u64, 0), "{what}: the kernel and {copies} copies");
+            let kernel = if norm_split_chunks(ctx.adapter(), shape.iter().product::<usize>() / n, n) > 1 { 3 } else { 1 };
+            assert_eq!((c.submits, c.passes, c.dispatches, c.transfers), (1, 1, kernel + copies as u64, 0), "{what}: the kernel and {copies} copies");
             graph.replay_and_wait(&[]).unwrap();
             assert_eq!(bits(&graph.output().download().unwrap()), got, "{what}: graph replay against the batch");
             // Eagerly, through the trait's path: within the tolerance, and where it ran the kernel
@@ -1617,6 +1621,24 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
             } else {
                 assert_eq!(ctx.adapter().device_type, wgpu::DeviceType::Cpu, "{what}: the composed ops eagerly on a GPU");
             }
+            // Rows cut into chunks, forced (few long rows on a GPU take it by themselves): within
+            // the tolerance, the same bits twice and replayed, three dispatches (rows of 4
+            // elements or fewer are one chunk: the one kernel).
+            let chunks = [2, 3, 5, NORM_MAX_CHUNKS][case % 4];
+            let split = || if dims > 0 { layer_norm_with(&dx, &norm_shape, dw.as_ref(), dbias.as_ref(), eps, NormKernel::Split { chunks }) } else { group_norm_with(&dx, groups, dw.as_ref(), dbias.as_ref(), eps, NormKernel::Split { chunks }) };
+            let got_split = bits(&split().unwrap().download().unwrap());
+            for (k, (&g, &w)) in got_split.iter().zip(&want).enumerate() {
+                let (g, w) = (value(dtype, g), value(dtype, w));
+                assert!(close(dtype, g, w, scale(w)), "{what}: {chunks} chunks, element {k}: {g}, want {w}");
+            }
+            if view == 4 {
+                assert!(got_split.iter().filter(|&&g| value(dtype, g).is_nan()).count() == shape[1], "{what}: {chunks} chunks: the NaN's row, and only it, is NaN");
+            }
+            assert_eq!(bits(&split().unwrap().download().unwrap()), got_split, "{what}: {chunks} chunks, the same bits twice");
+            let split_graph = ctx.capture(&[input], split).unwrap();
+            assert_eq!(split_graph.counts().dispatches, (if n > 4 { 3 } else { 1 }) + copies as u64, "{what}: {chunks} chunks: the three dispatches and {copies} copies");
+            split_graph.replay_and_wait(&[]).unwrap();
+            assert_eq!(bits(&split_graph.output().download().unwrap()), got_split, "{what}: {chunks} chunks, replayed");
         }
         // Rows whose squared deviations overflow float32 (+-1e20): an infinite variance, so
         // outputs of 0 as the reference's (not a compensation's inf - inf, NaN), in both of the
@@ -1633,6 +1655,8 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
             b.submit_and_wait().unwrap();
             let got = y.download().unwrap().to_vec::<f32>().unwrap();
             assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n}: {:?}", name(ctx), &got[..4]);
+            let got = layer_norm_with(&dx, &[n], None, None, 1e-5, NormKernel::Split { chunks: 7 }).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+            assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n} in 7 chunks: {:?}", name(ctx), &got[..4]);
         }
         // A slice past a software adapter's loop bound (about 1.2 million elements an
         // invocation's three walks may take): the composed ops eagerly, an error in a batch.

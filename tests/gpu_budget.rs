@@ -78,6 +78,16 @@ mod native {
         };
         super::skips::record(super::skips::Outcome::Ran(vec!["RADV navi21 null device".into()]));
         let specs: Vec<PipelineSpec> = strided_wgpu::advanced::internal::conv_gpu_pipelines().into_iter().chain(strided_wgpu::advanced::internal::elementwise_gpu_pipelines()).chain(strided_wgpu::advanced::internal::copy_gpu_pipelines()).chain(strided_wgpu::advanced::internal::matmul_gpu_pipelines()).chain(strided_wgpu::advanced::internal::reduce_gpu_pipelines()).chain(strided_wgpu::advanced::internal::pool_gpu_pipelines()).chain(strided_wgpu::advanced::internal::norm_gpu_pipelines()).collect();
+        // `GPU_BUDGET_KERNELS=a,b` checks those kernels' pipelines only (a kernel's work in
+        // progress; CI checks them all).
+        let only = std::env::var("GPU_BUDGET_KERNELS").ok();
+        let specs: Vec<PipelineSpec> = match &only {
+            Some(names) => specs.into_iter().filter(|s| names.split(',').any(|n| n.trim() == s.kernel)).collect(),
+            None => specs,
+        };
+        if let Some(names) = &only {
+            println!("gpu budget: only the kernels {names} (GPU_BUDGET_KERNELS)");
+        }
         // The compiler dominates (about a second a pipeline): one worker per core, each taking
         // the next pipeline; the lines come out in the list's order.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(specs.len().max(1));

@@ -9,7 +9,7 @@
 //! bytes, timed in the same run with the same warm-up.
 
 use strided_wgpu::{DeviceTensor, Dims, GpuContext, MemoryFormat, Result, Strided};
-use strided_wgpu::advanced::GpuTimer;
+use strided_wgpu::advanced::{GpuTimer, NormKernel};
 use strided_wgpu::ops::{ReduceOp, ScanOp};
 
 use crate::cli::measure::{measure, Case, Row};
@@ -55,7 +55,7 @@ fn scan(ctx: &GpuContext, name: &str, x: DeviceTensor, op: ScanOp, dim: isize) -
 
 /// A layer norm over the last dim (`groups` 0) or a group norm in `groups` groups, with a
 /// weight and a bias.
-fn norm(ctx: &GpuContext, name: &str, x: DeviceTensor, groups: usize) -> Result<Case> {
+fn norm(ctx: &GpuContext, name: &str, x: DeviceTensor, groups: usize, kernel: NormKernel) -> Result<Case> {
     let len = if groups == 0 { x.shape()[x.rank() - 1] } else { x.shape()[1] };
     let w = filled(ctx, &[len], MemoryFormat::Contiguous)?;
     let b = filled(ctx, &[len], MemoryFormat::Contiguous)?;
@@ -67,8 +67,8 @@ fn norm(ctx: &GpuContext, name: &str, x: DeviceTensor, groups: usize) -> Result<
         note: String::new(),
         work: Box::new(move |batch| {
             match groups {
-                0 => batch.layer_norm(&x, &[len], Some(&w), Some(&b), 1e-5),
-                g => batch.group_norm(&x, g, Some(&w), Some(&b), 1e-5),
+                0 => batch.layer_norm_with(&x, &[len], Some(&w), Some(&b), 1e-5, kernel),
+                g => batch.group_norm_with(&x, g, Some(&w), Some(&b), 1e-5, kernel),
             }
             .map(drop)
         }),
@@ -94,8 +94,11 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
         reduction(ctx, "var_batchnorm", act, ReduceOp::Var { correction: 0.0 }, Dims::from([0, 2, 3]))?,
         reduction(ctx, "var_batchnorm_nhwc", filled(ctx, &[8, 64, 56, 56], MemoryFormat::ChannelsLast)?, ReduceOp::Var { correction: 0.0 }, Dims::from([0, 2, 3]))?,
         reduction(ctx, "argmax_dim-1", logits, ReduceOp::Argmax, Dims::from(-1))?,
-        norm(ctx, "layer_norm_bert", nchw(&[4096, 768])?, 0)?,
-        norm(ctx, "group_norm_vae", nchw(&[1, 512, 64, 64])?, 32)?,
+        norm(ctx, "layer_norm_bert", nchw(&[4096, 768])?, 0, NormKernel::Auto)?,
+        norm(ctx, "group_norm_vae", nchw(&[1, 512, 64, 64])?, 32, NormKernel::Auto)?,
+        // Its 32 rows a workgroup each, and each cut into 16 chunks (a GPU's own choice).
+        norm(ctx, "group_norm_vae_rows", nchw(&[1, 512, 64, 64])?, 32, NormKernel::Rows)?,
+        norm(ctx, "group_norm_vae_split", nchw(&[1, 512, 64, 64])?, 32, NormKernel::Split { chunks: 16 })?,
     ];
     measure(ctx, &timer, cases, warm)
 }

@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
-use crate::kernels::norm::{self, Rows};
+use crate::kernels::norm::{self, NormKernel, Rows};
 use crate::layout::MemoryFormat;
 use crate::norm::{check_group_norm, check_layer_norm};
 use crate::shape::{NormCall, NormKind};
@@ -38,13 +38,31 @@ impl Batch<'_> {
         self.norm(x, &NormCall { kind: NormKind::Group { groups: num_groups }, weight, bias, eps })
     }
 
-    /// Records a checked call.
-    pub(crate) fn norm(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>) -> Result<DeviceTensor> {
-        self.whole(|b| b.record_norm(x, call))
+    /// [`Batch::layer_norm`] with the kernel forced, as [`layer_norm_with`].
+    pub fn layer_norm_with(&mut self, x: &DeviceTensor, normalized_shape: &[usize], weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64, kernel: NormKernel) -> Result<DeviceTensor> {
+        check_layer_norm(x, normalized_shape, weight, bias, eps)?;
+        self.norm_with(x, &NormCall { kind: NormKind::Layer { dims: normalized_shape.len() }, weight, bias, eps }, kernel)
     }
 
-    fn record_norm(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>) -> Result<DeviceTensor> {
+    /// [`Batch::group_norm`] with the kernel forced, as [`group_norm_with`].
+    pub fn group_norm_with(&mut self, x: &DeviceTensor, num_groups: usize, weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64, kernel: NormKernel) -> Result<DeviceTensor> {
+        check_group_norm(x, num_groups, weight, bias, eps)?;
+        self.norm_with(x, &NormCall { kind: NormKind::Group { groups: num_groups }, weight, bias, eps }, kernel)
+    }
+
+    /// Records a checked call.
+    pub(crate) fn norm(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>) -> Result<DeviceTensor> {
+        self.norm_with(x, call, NormKernel::Auto)
+    }
+
+    /// Records a checked call with `kernel` (forced, or chosen: `Auto`).
+    pub(crate) fn norm_with(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>, kernel: NormKernel) -> Result<DeviceTensor> {
+        self.whole(|b| b.record_norm(x, call, kernel))
+    }
+
+    fn record_norm(&mut self, x: &DeviceTensor, call: &NormCall<'_, DeviceTensor>, kernel: NormKernel) -> Result<DeviceTensor> {
         let op = name(call.kind);
+        kernel.check(op)?;
         let all: Vec<&DeviceTensor> = [Some(x), call.weight, call.bias].into_iter().flatten().collect();
         self.check_context(op, &all)?;
         let shape = x.shape();
@@ -98,12 +116,32 @@ impl Batch<'_> {
         let rt = &ctx.rt;
         let rows = Rows { rows: x.numel() / n, n, groups, sample_stride: stride, channels };
         let (input, out_half) = ((operand(&xin), xin.dtype()), (operand(&y), y.dtype() != DType::F32));
-        rt.scoped(op, || norm::record(rt, rec, op, rows, call.eps as f32, input, weight.as_ref().map(operand), bias.as_ref().map(operand), out_half))?;
+        rt.scoped(op, || norm::record(rt, rec, op, rows, call.eps as f32, input, weight.as_ref().map(operand), bias.as_ref().map(operand), out_half, kernel))?;
         if !direct {
             self.copy_(&out, &y)?;
         }
         Ok(out)
     }
+}
+
+/// `F.layer_norm` on a device with the kernel forced ([`NormKernel`]; `Auto` takes the kernel's
+/// own choice, even where an eager call would run the composed ops), run at once. The checks
+/// and result of [`ops::layer_norm`](crate::ops::layer_norm); a forced kernel's own check:
+/// [`Error::InvalidArgument`](crate::Error) for a `Split` of 0 or past
+/// [`MAX_CHUNKS`](norm::MAX_CHUNKS) chunks.
+pub fn layer_norm_with(x: &DeviceTensor, normalized_shape: &[usize], weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64, kernel: NormKernel) -> Result<DeviceTensor> {
+    let mut b = x.context().batch();
+    let y = b.layer_norm_with(x, normalized_shape, weight, bias, eps, kernel)?;
+    b.submit_eager("layer_norm")?;
+    Ok(y)
+}
+
+/// `F.group_norm` on a device with the kernel forced, as [`layer_norm_with`].
+pub fn group_norm_with(x: &DeviceTensor, num_groups: usize, weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64, kernel: NormKernel) -> Result<DeviceTensor> {
+    let mut b = x.context().batch();
+    let y = b.group_norm_with(x, num_groups, weight, bias, eps, kernel)?;
+    b.submit_eager("group_norm")?;
+    Ok(y)
 }
 
 /// A tensor's buffer and storage offset, as the kernel binds it.

@@ -37,7 +37,8 @@
 //! output in float32 or the operands' 16-bit type (`matmul_gemm16`, `matmul_gemm_sum16`,
 //! `matmul_vec16`), `matmul_io` the SIMT kernels' packed operand loads; `pool` the uniform of the three window kernels,
 //! `pool_window` the windows, taps and element loads of `pool2d` and `pool2d_vec`;
-//! `compensated` the compensated sum of the reductions and the normalization kernel;
+//! `compensated` the compensated sum of the reductions and the normalization kernels, `norm`
+//! the uniform, operands, walks and writes `norm_rows` and `norm_split` share;
 //! `coop_frag16` / `coop_frag8` the tensor-core kernels' fragment types and side (each such
 //! kernel is registered once per fragment size), `matmul_coop_out` / `matmul_coop_out16` how
 //! `matmul_coop` stores an accumulator into an f32 or a float16 output (`matmul_coop_half`).
@@ -106,6 +107,7 @@ pub const PRELUDES: &[(&str, &str)] = &[
     ("matmul_out", prelude!("matmul_out")),
     ("matmul_out16", prelude!("matmul_out16")),
     ("compensated", prelude!("compensated")),
+    ("norm", prelude!("norm")),
     ("reduce", prelude!("reduce")),
     ("reduce_io", prelude!("reduce_io")),
     ("reduce_vec", prelude!("reduce_vec")),
@@ -220,8 +222,9 @@ pub const KERNELS: &[(&str, &[&str], &str)] = &[
     ("pool2d", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d")),
     ("pool2d_vec", &["dtypes", "cast", "pool", "pool_window"], kernel!("pool2d_vec")),
     ("pool2d_rows", &["pool"], kernel!("pool2d_rows")),
-    // layer_norm and group_norm: a workgroup per row.
-    ("norm_rows", &["dtypes", "cast", "compensated"], kernel!("norm_rows")),
+    // layer_norm and group_norm: a workgroup per row, or a workgroup per chunk of few long rows.
+    ("norm_rows", &["dtypes", "cast", "compensated", "norm"], kernel!("norm_rows")),
+    ("norm_split", &["dtypes", "cast", "compensated", "norm"], kernel!("norm_split")),
     ("conv2d_depthwise_tall_shuffled", &["conv_io", "conv2d_depthwise_block", "subgroup_slot", "conv2d_depthwise_cols_shuffled", "conv_relu"], kernel!("conv2d_depthwise_tall")),
 ];
 

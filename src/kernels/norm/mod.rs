@@ -1,7 +1,8 @@
 //! The normalization family: `layer_norm` and `group_norm` of float rows in one dispatch of
 //! `norm_rows.wgsl`, a workgroup per row (the elements one mean and variance cover; on CPU
 //! adapters an invocation per row where its walks fit their loop bound), where the
-//! composed ops (src/norm.rs) record about eight dispatches. [`rows_of`] is the one check of
+//! composed ops (src/norm.rs) record about eight dispatches; few long rows on a GPU in three
+//! dispatches of `norm_split.wgsl`, a workgroup per chunk of a row ([`NormKernel`]). [`rows_of`] is the one check of
 //! an input's layout (rows of dense elements at one stride); `gpu::norm` brings any other input,
 //! type or output format to it with copies. Rows go in pieces whose byte windows fit a binding.
 
@@ -17,6 +18,8 @@ use crate::runtime::{AdapterReport, PipelineKey, Runtime, Slot};
 /// The bindings: the parameters, the input, the weight, the bias, the output, the input's
 /// 16-byte words.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read];
+/// `norm_split.wgsl`'s: those, then the chunks' sums.
+const SPLIT_SLOTS: &[Slot] = &[Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::Write, Slot::Read, Slot::Write];
 
 uniform! {
     /// The uniform of `norm_rows.wgsl` (`NormParams` there, which says what each member holds).
@@ -25,7 +28,65 @@ uniform! {
         offs: [u32; 4],
         aff: [u32; 4],
         eps: [f32; 4],
+        split: [u32; 4],
     }
+}
+
+/// How a call's rows are normalized.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NormKernel {
+    /// [`NormKernel::Split`] into [`split_chunks`] chunks where a GPU has few long rows, else
+    /// [`NormKernel::Rows`].
+    #[default]
+    Auto,
+    /// `norm_rows.wgsl`: a workgroup (or an invocation) a row, one dispatch.
+    Rows,
+    /// `norm_split.wgsl`: each row cut into about `chunks` chunks (whole 16-byte words, of at
+    /// least 4 elements), a workgroup a chunk, three dispatches.
+    Split {
+        /// The chunks a row is cut into: 1 to [`MAX_CHUNKS`] (rows of few elements get fewer).
+        chunks: usize,
+    },
+}
+
+impl NormKernel {
+    /// A forced kernel's own check: `Split` takes 1 to [`MAX_CHUNKS`] chunks.
+    pub(crate) fn check(self, op: &'static str) -> Result<()> {
+        match self {
+            NormKernel::Split { chunks } if chunks == 0 || chunks > MAX_CHUNKS => Err(Error::invalid(op, format!("NormKernel::Split of {chunks} chunks: expected 1 to {MAX_CHUNKS}"))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The most chunks a row is cut into (every workgroup of a row folds its chunks' sums).
+pub const MAX_CHUNKS: usize = 256;
+/// Workgroups a GPU's call aims for when it cuts rows into chunks: rows of a few thousand
+/// workgroups fill any GPU's multiprocessors several times over (132 on an H200).
+const SPLIT_FILL: usize = 1024;
+/// The fewest elements an automatic chunk holds: 16 an invocation of a workgroup of 256.
+const MIN_CHUNK: usize = 4096;
+
+/// The chunks of [`NormKernel::Auto`] for `rows` rows of `n` on this adapter: on GPUs, where
+/// fewer than [`SPLIT_FILL`] rows leave it underfilled and rows hold two chunks of
+/// [`MIN_CHUNK`] or more, enough chunks a row for about that many workgroups; else 1 (a
+/// workgroup a row). A diffusion VAE's group norm of [1, 512, 64, 64] in 32 groups: 16 chunks
+/// of 4,096 (512 workgroups, where a workgroup a row runs 32).
+pub fn split_chunks(report: &AdapterReport, rows: usize, n: usize) -> usize {
+    if report.device_type == wgpu::DeviceType::Cpu || rows >= SPLIT_FILL {
+        return 1;
+    }
+    SPLIT_FILL.div_ceil(rows).min(n / MIN_CHUNK).max(1)
+}
+
+/// The chunks of rows of `n` cut into about `chunks`, and the elements of each (a multiple of
+/// 4, the last chunk shorter): (1, n) for 1 chunk.
+fn chunking(n: usize, chunks: usize) -> (usize, usize) {
+    if chunks <= 1 {
+        return (1, n);
+    }
+    let len = n.div_ceil(chunks.min(MAX_CHUNKS)).next_multiple_of(4);
+    (n.div_ceil(len), len)
 }
 
 /// The rows of one call: `rows` rows of `n` elements, row `s * groups + g` of the input at
@@ -146,12 +207,23 @@ struct Variant {
     input: DType,
     /// The output in the input's 16-bit type, else float32.
     out_half: bool,
+    /// 0: `norm_rows.wgsl`; 1, 2, 3: the dispatch of `norm_split.wgsl`.
+    phase: u32,
+}
+
+/// The kernel of a variant.
+fn shader(v: Variant) -> &'static str {
+    if v.phase == 0 {
+        "norm_rows"
+    } else {
+        "norm_split"
+    }
 }
 
 /// The pipeline of a workgroup size and variant.
 fn constants(wg: u32, v: Variant) -> Vec<(&'static str, i64)> {
     let mut c = vec![("WG", wg as i64), ("GROUPED", v.grouped as i64)];
-    for (name, on, value) in [("PER_THREAD", v.per_thread, 1), ("VEC4", v.vec4, 1), ("IN_DT", v.input != DType::F32, v.input.code() as i64), ("OUT_HALF", v.out_half, 1)] {
+    for (name, on, value) in [("PER_THREAD", v.per_thread, 1), ("VEC4", v.vec4, 1), ("IN_DT", v.input != DType::F32, v.input.code() as i64), ("OUT_HALF", v.out_half, 1), ("PHASE", v.phase > 0, v.phase as i64)] {
         if on {
             c.push((name, value));
         }
@@ -160,17 +232,23 @@ fn constants(wg: u32, v: Variant) -> Vec<(&'static str, i64)> {
 }
 
 /// Every pipeline a GPU may run (the register budget): both workgroup sizes and forms, float32
-/// rows by elements and by words, 16-bit rows into float32 or their own type.
+/// rows by elements and by words, 16-bit rows into float32 or their own type; the three
+/// dispatches of split rows (long rows: workgroups of 256) of each.
 pub fn gpu_pipelines() -> Vec<PipelineSpec> {
     let mut v = Vec::new();
     for wg in [64, 256] {
         for grouped in [false, true] {
-            let plain = Variant { grouped, per_thread: false, vec4: false, input: DType::F32, out_half: false };
+            let plain = Variant { grouped, per_thread: false, vec4: false, input: DType::F32, out_half: false, phase: 0 };
             let mut variants = vec![plain, Variant { vec4: true, ..plain }];
             for input in [DType::F16, DType::BF16] {
                 variants.extend([false, true].map(|out_half| Variant { input, out_half, ..plain }));
             }
-            v.extend(variants.into_iter().map(|variant| PipelineSpec { kernel: "norm_rows", constants: constants(wg, variant) }));
+            let phases: &[u32] = if wg == 256 { &[0, 1, 2, 3] } else { &[0] };
+            for variant in variants {
+                // (The sums' dispatches write no output: they take the float32 output's pipeline.)
+                let each = phases.iter().map(|&phase| Variant { phase, ..variant }).filter(|v| !(v.out_half && matches!(v.phase, 1 | 2)));
+                v.extend(each.map(|variant| PipelineSpec { kernel: shader(variant), constants: constants(wg, variant) }));
+            }
         }
     }
     v
@@ -185,9 +263,9 @@ pub(crate) type Operand<'a> = (&'a wgpu::Buffer, usize);
 /// an even offset), with the weight and bias (dense float32, one per
 /// element of a row, or per channel of group_norm, from an offset of whole
 /// `min_storage_buffer_offset_alignment` bytes: `gpu::norm` copies any other) where given.
-/// Past [`fits`] an [`Error::Limit`] ([`limit_error`]).
+/// Past [`fits`] an [`Error::Limit`] ([`limit_error`]). `kernel` forced or chosen (`Auto`).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: Rows, eps: f32, (x, input): (Operand<'_>, DType), weight: Option<Operand<'_>>, bias: Option<Operand<'_>>, (out, out_half): (Operand<'_>, bool)) -> Result<()> {
+pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: Rows, eps: f32, (x, input): (Operand<'_>, DType), weight: Option<Operand<'_>>, bias: Option<Operand<'_>>, (out, out_half): (Operand<'_>, bool), kernel: NormKernel) -> Result<()> {
     let Rows { rows: total, n, groups, sample_stride, channels } = rows;
     if total == 0 || n == 0 {
         return Ok(());
@@ -207,12 +285,21 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
         return Err(Error::invalid(op, format!("a {input} output of rows of {n} from element {}: expected a 16-bit type, rows of even length from an even offset", out.1)));
     }
     let wg = workgroup(rep, n);
-    let threads = per_thread(rep, n);
+    let (chunks, chunk) = chunking(n, match kernel {
+        NormKernel::Auto => split_chunks(rep, total, n),
+        NormKernel::Rows => 1,
+        NormKernel::Split { chunks } => chunks,
+    });
+    let threads = chunks == 1 && per_thread(rep, n);
     // float32 rows of whole 16-byte words from word boundaries (the windows start on aligned
     // offsets).
     let vec4 = input == DType::F32 && x.1.is_multiple_of(4) && sample_stride.is_multiple_of(4) && n.is_multiple_of(4);
-    let variant = Variant { grouped: channels.is_some(), per_thread: threads, vec4, input, out_half };
-    let key = PipelineKey { shader: "norm_rows", constants: constants(wg, variant) };
+    let variant = Variant { grouped: channels.is_some(), per_thread: threads, vec4, input, out_half, phase: 0 };
+    // One dispatch, or the three of split rows (the sums' without the output's type).
+    let keys: Vec<PipelineKey> = match chunks {
+        1 => vec![PipelineKey { shader: "norm_rows", constants: constants(wg, variant) }],
+        _ => (1..=3).map(|phase| Variant { phase, out_half: out_half && phase == 3, ..variant }).map(|v| PipelineKey { shader: shader(v), constants: constants(wg, v) }).collect(),
+    };
     let (es_in, es_out) = (input.size() as u64, if out_half { 2 } else { 4 });
     // The byte window of `len` elements of `es` bytes from element `at`, starting at an aligned
     // offset, and the element offset of `at` within it.
@@ -237,6 +324,19 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
         None => (false, (rt.spare_words(), (0, 16))),
     };
     let (per, plane) = channels.unwrap_or((0, 1));
+    // The chunks' sums of split rows: two float32 slots a chunk of the longest piece's rows,
+    // reused piece after piece (each piece's dispatches follow the last one's). The recording
+    // holds it from here (an error below leaves no dispatch of it recorded).
+    let part = match chunks {
+        1 => None,
+        _ => {
+            let bytes = (per_piece * groups * chunks) as u64 * 2 * 4;
+            let p = rt.buffer(op, bytes, wgpu::BufferUsages::STORAGE)?;
+            let b = p.buffer().clone();
+            rec.hold(p);
+            Some(b)
+        }
+    };
     let mut dispatches = Vec::new();
     let mut s0 = 0;
     while s0 < samples {
@@ -244,7 +344,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
         let prow = (s1 - s0) * groups;
         let (xw, x_off) = window(x.1 + s0 * sample_stride, (s1 - 1 - s0) * sample_stride + groups * n, es_in);
         let (ow, o_off) = window(out.1 + s0 * groups * n, prow * n, es_out);
-        let groups_needed = if threads { prow.div_ceil(wg as usize) } else { prow };
+        let groups_needed = if threads { prow.div_ceil(wg as usize) } else { prow * chunks };
         let (gx, gy) = grid(rt, op, groups_needed as u64, "rows of one piece")?;
         // (A piece of one sample never steps to another.)
         let stride = if s1 - s0 > 1 { sample_stride } else { 0 };
@@ -253,10 +353,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
             offs: [x_off as u32, u32_of(op, stride, "sample stride")?, groups as u32, o_off as u32],
             aff: [per as u32, plane as u32, has_w as u32, has_b as u32],
             eps: [eps, 0.0, 0.0, 0.0],
+            split: [chunks as u32, u32_of(op, chunk, "chunk elements")?, 0, 0],
         };
         let x4 = if vec4 { dispatch::read_words(rt, x.0, xw, 16) } else { (rt.spare_words(), (0, 16)) };
-        dispatches.push(Dispatch { key: key.clone(), params, bindings: vec![(x.0, xw), wbind, bbind, (out.0, ow), x4], grid: (gx, gy) });
+        let mut bindings = vec![(x.0, xw), wbind, bbind, (out.0, ow), x4];
+        if let Some(p) = &part {
+            bindings.push((p, (0, p.size())));
+        }
+        dispatches.extend(keys.iter().map(|key| Dispatch { key: key.clone(), params, bindings: bindings.clone(), grid: (gx, gy) }));
         s0 = s1;
     }
-    dispatch::record(rt, rec, op, SLOTS, &dispatches)
+    let slots = if part.is_some() { SPLIT_SLOTS } else { SLOTS };
+    dispatch::record(rt, rec, op, slots, &dispatches)
 }
