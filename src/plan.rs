@@ -11,7 +11,7 @@
 //! two-operand accessors (`dst_*`, `src_*`).
 //!
 //! [`IterPlan::offsets_into`] is the crate's one index formula in Rust; `plan_offsets` in
-//! `shaders/preludes/plan.wgsl` (two operands) and `iter_offset` in `shaders/preludes/iter.wgsl` (any operand)
+//! `shaders/preludes/plan.wgsl` (two operands) and `iter_offsets` in `shaders/preludes/iter.wgsl` (any operand)
 //! are its WGSL twins, and device tests pin them to it.
 
 use std::borrow::Cow;
@@ -263,7 +263,7 @@ impl IterPlan {
     }
 
     /// The index formula: every operand's element index at linear index `i`, where `i` counts
-    /// elements with dim 0 fastest. Mirrors `iter_offset` and `plan_offsets` in WGSL. Meant for
+    /// elements with dim 0 fastest. Mirrors `iter_offsets` and `plan_offsets` in WGSL. Meant for
     /// `i < numel()` (a larger `i` wraps to `i % numel()`); an empty plan gives the operands'
     /// offsets, never a panic.
     pub fn offsets_into(&self, mut i: usize, out: &mut [usize]) {

@@ -77,8 +77,8 @@ pub fn gather_default(device_type: wgpu::DeviceType) -> ElementwisePath {
 /// The rows kernel's shape for an eligible `plan` on an adapter of `device_type`. On GPUs,
 /// runs of 4 quads per invocation on a plan of one dim, and quad columns through 2 rows on
 /// plans of more. On CPU adapters, runs of 32 quads per invocation in workgroups of 8 (about
-/// 10-30% faster on lavapipe than the GPU shapes, broadcast rows most), unless rows are too
-/// short to give each invocation 4 quads; then, with an input read as transposed blocks,
+/// 10-30% faster on lavapipe than the GPU shapes, broadcast rows most), unless the plan has 2
+/// or more dims and its rows are shorter than 32 quads; then, with an input read as transposed blocks,
 /// quad columns through 8 rows in workgroups of 64 (`add` of a channels-last and an NCHW
 /// \[8,64,56,56\] on lavapipe: 2.8-3.0 ms, against 4.4-6.0 ms through the general kernel;
 /// 8 / 16 / 64 / 256 invocations x 4 / 8 / 16 rows measured 2.8-3.6 ms).

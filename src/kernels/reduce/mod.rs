@@ -32,8 +32,10 @@ const WG: u64 = 64;
 /// states.
 const SLOTS: &[Slot] = &[Slot::Uniform, Slot::Write, Slot::Read, Slot::Write, Slot::Write];
 
-/// Elements one invocation walks at most: software adapters cap a loop's iterations (lavapipe
-/// stops a loop after about 32,000), and longer reductions spread over more invocations.
+/// Elements one invocation walks at most (fewer on CPU adapters for many reduced dims):
+/// software adapters cap a loop's turns (llvmpipe leaves a loop after 65,535; the kernels
+/// budget [`SOFTWARE_LOOP_BUDGET`](crate::kernels::SOFTWARE_LOOP_BUDGET)), and longer reductions
+/// spread over more invocations.
 pub const CHUNK: usize = 4096;
 
 /// Interleaved parts of a contiguous row.
