@@ -1202,6 +1202,11 @@ fn padding_and_resizing_edges_follow_pytorch() {
 /// PyTorch reads memory it never wrote) Unsupported.
 #[test]
 fn negative_pads_crop_as_pytorchs_index_rules() {
+    // A replicate pad near isize's ends (the inside past the output): every output element
+    // reads the edge it lies beyond, as PyTorch's clamped index (an overflow's panic before).
+    let h = HostTensor::from_vec(vec![1f32, 2., 3.], &[1, 3]).unwrap();
+    assert_eq!(h.pad(&[isize::MAX - 1, isize::MIN + 1], PadMode::Replicate).unwrap().to_vec::<f32>().unwrap(), [1.0, 1.0]);
+    assert_eq!(h.pad(&[isize::MIN + 1, isize::MAX - 1], PadMode::Replicate).unwrap().to_vec::<f32>().unwrap(), [3.0, 3.0]);
     let mut rng = Rng(0x9ad);
     let modes = [PadMode::Reflect, PadMode::Replicate, PadMode::Circular];
     let (mut computed, mut cropped, mut refused) = (0, 0, 0);

@@ -35,6 +35,13 @@ fn close(got: &[f32], want: &[f32]) {
 
 #[test]
 fn shape_rules_follow_pytorch() {
+    // An empty product whose broadcast batch dims multiply past a usize: an overflow error, as
+    // PyTorch's numel of [2^40, 2^40, 1, 0] (an overflow's panic in the host's batch count
+    // before); the same dims after a zero: PyTorch's empty result.
+    let zeros = |s: &[usize]| HostTensor::zeros(s, DType::F32, MemoryFormat::Contiguous).unwrap();
+    let r = zeros(&[1 << 40, 1, 1, 0]).matmul(&zeros(&[1 << 40, 0, 0]));
+    assert!(matches!(r, Err(Error::Overflow { .. })), "{:?}", r.map(|t| t.shape().to_vec()));
+    assert_eq!(zeros(&[0, 1 << 40, 1, 1]).matmul(&zeros(&[1 << 40, 1, 0])).unwrap().shape(), &[0, 1 << 40, 1, 0]);
     let mut rng = Rng(1);
     let (m, k, n) = (3, 5, 4);
     let a = rand(&mut rng, &[m, k]);

@@ -308,4 +308,12 @@ fn empty_inputs_with_huge_dims_list_no_work() {
     assert_eq!(x.sum(0, false).unwrap().shape(), &[0, 1 << 32]);
     assert!(matches!(x.amax([0, 2], true), Err(Error::Overflow { .. })));
     assert_eq!(x.amax(2, true).unwrap().shape(), &[1 << 32, 0, 1]);
+    // An empty reduced dim leaving more outputs than the host can hold: an error naming the
+    // op (a sum of nothing is 0 for each), not a capacity overflow's panic or an abort.
+    for shape in [[1usize << 62, 0], [1 << 44, 0]] {
+        let x = HostTensor::zeros(&shape, DType::F32, MemoryFormat::Contiguous).unwrap();
+        for (op, r) in [("sum", x.sum(1, false)), ("mean", x.mean(1, false)), ("prod", x.prod(Some(1), false))] {
+            assert!(matches!(&r, Err(Error::HostMemory { op: o, .. } | Error::Overflow { op: o, .. }) if *o == op), "{shape:?} {op}: {:?}", r.map(|t| t.shape().to_vec()));
+        }
+    }
 }

@@ -56,11 +56,12 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
         (None, _) => None,
     };
     let (m, n, k) = (plan.m, plan.n, plan.k);
-    let batches: usize = plan.batch.iter().product();
     // The result's layout first (a size past isize is an error), then its memory (one the host
     // cannot give is an error, not an abort: an empty reduction may make a huge result).
     let full: Vec<usize> = plan.batch.iter().copied().chain([m, n]).collect();
     let result = Layout::contiguous(&full)?;
+    // (An empty result's batch dims may multiply past a usize: none is walked.)
+    let batches: usize = if result.numel() == 0 { 0 } else { plan.batch.iter().product() };
     let mut bits: Vec<u32> = crate::error::reserved(plan.op, || format!("the result of shape {full:?}"), result.numel())?;
     for z in 0..batches {
         for i in 0..m {

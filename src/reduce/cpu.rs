@@ -49,19 +49,26 @@ fn tensor_of(dtype: DType, shape: &[usize], bits: &[u32]) -> Result<HostTensor> 
     HostTensor::from_bytes(dtype, bytes, Layout::contiguous(shape)?)
 }
 
-/// Row-major element offsets of every index of `dims` (logical order) in a contiguous tensor
-/// of `shape`.
-fn offsets(shape: &[usize], dims: &[usize]) -> Vec<usize> {
+/// Row-major element offsets of every index of `dims` (logical order, the last dim fastest) in
+/// a contiguous tensor of `shape` (whose element count fits a usize: a layout's). The list's
+/// memory is reserved first, so that one the host cannot hold is [`Error::HostMemory`] (the
+/// outputs of an empty input's other dims may be many: `[2^62, 0].sum(1)`), not an abort.
+fn offsets(op: &'static str, shape: &[usize], dims: &[usize]) -> Result<Vec<usize>> {
     let mut stride = vec![1usize; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
-        stride[d] = stride[d + 1] * shape[d + 1];
+        stride[d] = stride[d + 1].saturating_mul(shape[d + 1]);
     }
-    let mut out = vec![0usize];
-    for &d in dims {
-        let (n, st) = (shape[d], stride[d]);
-        out = out.iter().flat_map(|&o| (0..n).map(move |k| o + k * st)).collect();
+    let total = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(shape[d])).ok_or_else(|| Error::overflow(op, format!("the indices of dims {dims:?} of shape {shape:?}")))?;
+    let mut out = crate::error::reserved(op, || format!("the offsets of {total} elements of shape {shape:?}"), total)?;
+    for i in 0..total {
+        let (mut rem, mut o) = (i, 0);
+        for &d in dims.iter().rev() {
+            o += (rem % shape[d]) * stride[d];
+            rem /= shape[d];
+        }
+        out.push(o);
     }
-    out
+    Ok(out)
 }
 
 /// `a` replaced by `b` where `b` is larger: NaN wins, -0.0 < +0.0 (a total order, so the
@@ -151,7 +158,7 @@ pub(crate) fn reduce_cpu(x: &HostTensor, s: &ReduceSpec) -> Result<(HostTensor, 
     let vals: Vec<f64> = bits.iter().map(|&b| value_of(s.cast_to, cast_bits(x.dtype(), s.cast_to, b))).collect();
     let (red, kept): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&d| s.reduced[d]);
     // No output: nothing is listed (an empty input's other dims may still be huge).
-    let (red_off, kept_off) = if s.outputs() == 0 { (Vec::new(), Vec::new()) } else { (offsets(shape, &red), offsets(shape, &kept)) };
+    let (red_off, kept_off) = if s.outputs() == 0 { (Vec::new(), Vec::new()) } else { (offsets(s.op.name(), shape, &red)?, offsets(s.op.name(), shape, &kept)?) };
     let n_out = kept_off.len();
     let (mut out, mut idx) = (Vec::with_capacity(n_out), Vec::with_capacity(n_out));
     let mut xs = Vec::with_capacity(if n_out == 0 { 0 } else { s.extent });
@@ -181,9 +188,9 @@ pub(crate) fn scan_cpu(x: &HostTensor, op: ScanOp, dim: usize, out_dtype: DType)
     let vals: Vec<f64> = bits.iter().map(|&b| value_of(x.dtype(), b)).collect();
     let mut res = vec![0f64; vals.len()];
     if !vals.is_empty() {
-        let along = if shape.is_empty() { vec![0] } else { offsets(&shape, &[dim]) };
+        let along = if shape.is_empty() { vec![0] } else { offsets(op.name(), &shape, &[dim])? };
         let others: Vec<usize> = (0..shape.len()).filter(|&d| d != dim).collect();
-        for base in offsets(&shape, &others) {
+        for base in offsets(op.name(), &shape, &others)? {
             let xs: Vec<f64> = along.iter().map(|&a| vals[base + a]).collect();
             let m = xs.iter().copied().fold(f64::NEG_INFINITY, max_total);
             let sum: f64 = xs.iter().map(|&v| (v - m).exp()).sum();

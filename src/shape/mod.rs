@@ -353,8 +353,9 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 };
                 let (size, n) = (src.shape()[d] as isize, shape[d] as isize);
                 // Output j reads input t = j - l: the inside [max(0, l), min(n, l + size)), then
-                // the outside before and after it.
-                let (j0, j1) = (l.max(0), n.min(l + size));
+                // the outside before and after it. (Saturating: a replicate pad is unbounded, and
+                // one near isize::MAX puts the inside past the output.)
+                let (j0, j1) = (l.max(0), n.min(l.saturating_add(size)));
                 if j1 > j0 {
                     pieces.push((next.narrow(di, j0, (j1 - j0) as usize)?, src.narrow(di, j0 - l, (j1 - j0) as usize)?));
                 }
@@ -376,7 +377,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
                     pieces.push((next.narrow(di, 0, before as usize)?, from));
                 }
                 // After: j in [max(0, l + size), n), t >= size.
-                let start = (l + size).max(0);
+                let start = l.saturating_add(size).max(0);
                 if n > start {
                     let after = n - start;
                     let from = match mode {
