@@ -944,6 +944,45 @@ fn addmm_with_an_activation_equals_addmm_then_the_activation() {
     }
 }
 
+/// A 16-bit `linear_act` / `addmm_act` with GELU is PyTorch's `F.gelu(F.linear(..))`: the
+/// product rounded to its type, then the activation rounded again. bfloat16 [[1, 1]] x
+/// [[1, 2^-8]]^T is 1.00390625, a tie that rounds to 1.0, whose GELU is 0.83984375 (rounding
+/// once gave gelu(1.0039) = 0.84375); float16's tie 1 + 2^-11 alike. Host and every adapter,
+/// against the composed ops bit for bit, every kernel that runs the plan.
+#[test]
+fn sixteen_bit_gelu_rounds_the_product_first_as_pytorch() {
+    for (dtype, tiny) in [(DType::BF16, 2f32.powi(-8)), (DType::F16, 2f32.powi(-11))] {
+        let hx = HostTensor::from_vec(vec![1f32, 1.0, 0.5, 0.5], &[2, 2]).unwrap().to(dtype).unwrap();
+        let hw = HostTensor::from_vec(vec![1f32, tiny, -1.0, tiny], &[2, 2]).unwrap().to(dtype).unwrap();
+        let composed = common::elementwise::bits(&hx.linear(&hw, None).unwrap().gelu().unwrap());
+        let fused = common::elementwise::bits(&hx.linear_act(&hw, None, Activation::Gelu).unwrap());
+        assert_eq!(fused, composed, "{dtype}: the host's fused GELU against the composed ops");
+        if dtype == DType::BF16 {
+            assert_eq!(common::elementwise::value(dtype, fused[0]), 0.83984375, "bf16 gelu(round(1.00390625))");
+        }
+        let bias = HostTensor::from_vec(vec![0f32, 0.0], &[2]).unwrap().to(dtype).unwrap();
+        let host_addmm = common::elementwise::bits(&bias.addmm(&hx, &hw.transpose(0, 1).unwrap(), 1.0, 1.0).unwrap().gelu().unwrap());
+        for ctx in contexts() {
+            let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+            let (dx, dw, db) = (up(&hx), up(&hw), up(&bias));
+            let got = common::elementwise::bits(&dx.linear_act(&dw, None, Activation::Gelu).unwrap().download().unwrap());
+            assert_eq!(got, composed, "{} {dtype}: linear_act", name(ctx));
+            let got = common::elementwise::bits(&db.addmm_act(&dx, &dw.transpose(0, 1).unwrap(), 1.0, 1.0, Activation::Gelu).unwrap().download().unwrap());
+            assert_eq!(got, host_addmm, "{} {dtype}: addmm_act", name(ctx));
+            let plan = linear_plan(hx.layout(), hw.layout(), None, [Some(dtype), Some(dtype), None]).unwrap().with_activation(Activation::Gelu);
+            for kernel in MatmulKernel::ALL {
+                let out = nan_out(ctx, &[2, 2], dtype).unwrap();
+                let mut batch = ctx.batch();
+                if batch.run_plan_with(&plan, &dx, &dw, None, &out, kernel).is_err() {
+                    continue;
+                }
+                batch.submit_and_wait().unwrap();
+                assert_eq!(common::elementwise::bits(&out.download().unwrap()), composed, "{} {dtype} {kernel:?}", name(ctx));
+            }
+        }
+    }
+}
+
 /// GELU in the products' epilogues where erfc's value falls below f32's normal range before
 /// the result does (-9 to -14: a flushed subnormal made it -0.0 on GPUs and lavapipe), on every
 /// kernel that runs the plan, f32 and the 16-bit types, against the host's.
@@ -1103,7 +1142,10 @@ fn sixteen_bit_products_write_their_output_bit_for_bit() {
                 let w = if i == 2 { tiny(w) } else { w };
                 let act = [Activation::None, Activation::Relu, Activation::Gelu][i % 3];
                 let plan = linear_plan(x.layout(), w.layout(), Some(b.layout()), [Some(dtype); 3]).unwrap().with_activation(act);
-                let plan32 = linear_plan(x.layout(), w.layout(), Some(b.layout()), [Some(DType::F32); 3]).unwrap().with_activation(act);
+                // GELU rounds the product first (PyTorch's F.gelu(F.linear(..))): the f32 twin
+                // runs without it, and the elementwise op after the rounding.
+                let gelu = act == Activation::Gelu;
+                let plan32 = linear_plan(x.layout(), w.layout(), Some(b.layout()), [Some(DType::F32); 3]).unwrap().with_activation(if gelu { Activation::None } else { act });
                 let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
                 let (dx, dw, db) = (up(&x), up(&w), up(&b));
                 let f32s = |t: &HostTensor| up(&t.to(DType::F32).unwrap());
@@ -1124,7 +1166,9 @@ fn sixteen_bit_products_write_their_output_bit_for_bit() {
                             Ok::<_, Error>(())
                         })
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    assert!(graph.dispatches().iter().all(|(_, k)| k.starts_with("matmul_")), "{what}: {:?}", graph.dispatches());
+                    let kinds: Vec<bool> = graph.dispatches().iter().map(|(_, k)| k.starts_with("matmul_")).collect();
+                    let want_kinds = if gelu { kinds.len() >= 2 && kinds[..kinds.len() - 1].iter().all(|&m| m) && !kinds[kinds.len() - 1] } else { kinds.iter().all(|&m| m) };
+                    assert!(want_kinds, "{what}: {:?}", graph.dispatches());
                     graph.replay_and_wait(&[&dx]).unwrap();
                     let out32 = nan_out(ctx, &[m, n], DType::F32).unwrap();
                     let mut bt = ctx.batch();
@@ -1132,7 +1176,9 @@ fn sixteen_bit_products_write_their_output_bit_for_bit() {
                     bt.submit_and_wait().unwrap();
                     let got = out.download().unwrap();
                     compare(&what, &plan, &x, &w, Some(&b), &got);
-                    assert_eq!(bits(&got), bits(&out32.download().unwrap().to(dtype).unwrap()), "{what}: not the f32 kernel's result rounded");
+                    let rounded = out32.download().unwrap().to(dtype).unwrap();
+                    let rounded = if gelu { DeviceTensor::upload(ctx, &rounded).unwrap().gelu().unwrap().download().unwrap() } else { rounded };
+                    assert_eq!(bits(&got), bits(&rounded), "{what}: not the f32 kernel's result rounded");
                     let all = bits(&big.download().unwrap());
                     let one = bits(&HostTensor::from_vec(vec![1f32], &[1]).unwrap().to(dtype).unwrap())[0];
                     assert_eq!([all[0], all[len - 2], all[len - 1]], [one; 3], "{what}: a neighbouring element changed");

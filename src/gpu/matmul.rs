@@ -14,7 +14,8 @@ use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 use crate::tune::Tuner;
 use crate::layout::{Layout, MemoryFormat};
-use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Matmul, MatmulPlan};
+use crate::elementwise::{Input, Op, Target};
+use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Activation, Matmul, MatmulPlan};
 use crate::strided::Strided;
 
 impl Matmul for DeviceTensor {
@@ -111,8 +112,18 @@ impl Batch<'_> {
     /// device takes every tensor-core path) and wherever the destination shares a buffer with
     /// an operand (a disjoint view); a float32 destination that does reads that operand from a
     /// copy of the buffer.
+    /// A 16-bit product with GELU is PyTorch's `F.gelu(F.linear(..))`: the product rounded to
+    /// its type, then the elementwise `gelu` in place (rounded again; an epilogue would round
+    /// once). ReLU, which commutes with the rounding, stays in the epilogue.
     pub(crate) fn run_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
-        self.whole(|batch| batch.record_plan(plan, a, b, c, out, kernel))
+        self.whole(|batch| {
+            if plan.activation == Activation::Gelu && plan.dtype != DType::F32 {
+                let y = batch.record_plan(&plan.clone().with_activation(Activation::None), a, b, c, out, kernel)?;
+                batch.elementwise(Op::Gelu, &[Input::Tensor(&y)], Target::InPlace)?;
+                return Ok(y);
+            }
+            batch.record_plan(plan, a, b, c, out, kernel)
+        })
     }
 
     fn record_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {

@@ -2,7 +2,7 @@
 //! strides, accumulated in f64, rounded once to f32 and then to the result's type (as a
 //! float32 accumulator rounds).
 
-use crate::dtype::{f32_bits_to_float, DType};
+use crate::dtype::{f32_bits_to_float, float_bits_to_f32, DType};
 use crate::error::Result;
 use crate::host::HostTensor;
 use crate::layout::{Layout, MemoryFormat};
@@ -62,6 +62,7 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
     let result = Layout::contiguous(&full)?;
     // (An empty result's batch dims may multiply past a usize: none is walked.)
     let batches: usize = if result.numel() == 0 { 0 } else { plan.batch.iter().product() };
+    let round_before_gelu = plan.activation == Activation::Gelu && plan.dtype != DType::F32;
     let mut bits: Vec<u32> = crate::error::reserved(plan.op, || format!("the result of shape {full:?}"), result.numel())?;
     for z in 0..batches {
         for i in 0..m {
@@ -71,7 +72,15 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
                     acc += av[(z * m + i) * k + p] * bv[(z * k + p) * n + j];
                 }
                 let cz = cv.as_ref().map(|c| c[(z * m + i) * n + j]);
-                let v = epilogue(acc, cz, plan.alpha, plan.beta, plan.activation) as f32;
+                let v = if round_before_gelu {
+                    // PyTorch's F.gelu(F.linear(..)) in a 16-bit type: the product rounded to
+                    // it, then the activation (rounded again).
+                    let pre = epilogue(acc, cz, plan.alpha, plan.beta, Activation::None) as f32;
+                    let pre = f32::from_bits(float_bits_to_f32(plan.dtype, f32_bits_to_float(plan.dtype, pre.to_bits())));
+                    gelu(pre as f64) as f32
+                } else {
+                    epilogue(acc, cz, plan.alpha, plan.beta, plan.activation) as f32
+                };
                 bits.push(f32_bits_to_float(plan.dtype, v.to_bits()));
             }
         }

@@ -341,7 +341,10 @@ pub trait Matmul: crate::Strided {
         Self::run_plan(&p, self, weight, bias, Some(out)).map(drop)
     }
     /// `act(linear(self, weight, bias))` in one pass: the activation fused into the product's
-    /// epilogue (`F.relu(F.linear(..))`, `F.gelu(F.linear(..))`).
+    /// epilogue (`F.relu(F.linear(..))`, `F.gelu(F.linear(..))`). A float16 or bfloat16 GELU is
+    /// PyTorch's two roundings: the product rounded to its type, then the activation (on a
+    /// device the elementwise `gelu` after the product; ReLU, which commutes with the rounding,
+    /// stays in the epilogue).
     fn linear_act(&self, weight: &Self, bias: Option<&Self>, act: Activation) -> Result<Self> {
         let p = linear_plan(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
         Self::run_plan(&p.with_activation(act), self, weight, bias, None)
@@ -352,7 +355,8 @@ pub trait Matmul: crate::Strided {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
         Self::run_plan(&p, mat1, mat2, Some(self), None)
     }
-    /// `act(beta * self + alpha * (mat1 @ mat2))` in one pass: the residual `self` added and the
+    /// `act(beta * self + alpha * (mat1 @ mat2))` in one pass (16-bit GELU: as
+    /// [`linear_act`](Matmul::linear_act)): the residual `self` added and the
     /// activation applied in the product's epilogue (a linear layer's residual connection,
     /// `F.relu(torch.addmm(x, h, w.T))`), equal to `addmm` then the activation.
     fn addmm_act(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64, act: Activation) -> Result<Self> {
