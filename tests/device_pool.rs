@@ -1662,6 +1662,15 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
             assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n}: {:?}", name(ctx), &got[..4]);
             let got = layer_norm_with(&dx, &[n], None, None, 1e-5, NormKernel::Split { chunks: 7 }).unwrap().download().unwrap().to_vec::<f32>().unwrap();
             assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n} in 7 chunks: {:?}", name(ctx), &got[..4]);
+            // A constant row with eps = 0: a zero variance, an infinite rstd, NaN outputs as the
+            // reference's rsqrt gives (WGSL's inverseSqrt(0) is the driver's), in every form.
+            let hc = HostTensor::from_vec(vec![2f32; n], &[1, n]).unwrap();
+            let dc = DeviceTensor::upload(ctx, &hc).unwrap();
+            assert!(layer_norm(&hc, &[n], None, None, 0.0).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "the reference's outputs at eps = 0");
+            for kernel in [NormKernel::Rows, NormKernel::Split { chunks: 3 }] {
+                let got = layer_norm_with(&dc, &[n], None, None, 0.0, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                assert!(got.iter().all(|v| v.is_nan()), "{}: a constant row of {n}, eps = 0, {kernel:?}: {:?}", name(ctx), &got[..4]);
+            }
         }
         // A slice past a software adapter's loop bound (about 1.2 million elements an
         // invocation's three walks may take): the composed ops eagerly, an error in a batch.

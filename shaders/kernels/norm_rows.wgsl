@@ -25,7 +25,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (r < geo.x) {
             let b = row_start(r);
             let mean = walk(b.x, n, 0u, 1u, false, 0.0) / f32(n);
-            let rstd = inverseSqrt(walk(b.x, n, 0u, 1u, true, mean) / f32(n) + eps);
+            let rstd = rsqrt_of(walk(b.x, n, 0u, 1u, true, mean) / f32(n) + eps);
             write_row(r, b.x, b.y, n, 0u, 0u, 1u, mean, rstd);
         }
         return;
@@ -38,6 +38,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b = row_start(r);
     // The mean, then the biased variance (squared deviations from the mean).
     let mean = tree_sum(walk(b.x, n, lid, WG, false, 0.0), lid) / f32(n);
-    let rstd = inverseSqrt(tree_sum(walk(b.x, n, lid, WG, true, mean), lid) / f32(n) + eps);
+    let rstd = rsqrt_of(tree_sum(walk(b.x, n, lid, WG, true, mean), lid) / f32(n) + eps);
     write_row(r, b.x, b.y, n, 0u, lid, WG, mean, rstd);
 }

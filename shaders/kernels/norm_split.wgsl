@@ -54,6 +54,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         return;
     }
-    let rstd = inverseSqrt(fold(squares + r * chunks, chunks) / f32(n) + norm_u[pz()].eps.x);
+    let rstd = rsqrt_of(fold(squares + r * chunks, chunks) / f32(n) + norm_u[pz()].eps.x);
     write_row(r, b.x + lo, b.y + lo, len, lo, lid, WG, mean, rstd);
 }

@@ -47,6 +47,13 @@ override IN_DT: u32 = DT_F32;
 // The output is the input's 16-bit type (rows of even length from even offsets), else float32.
 override OUT_HALF: bool = false;
 
+// 1 / sqrt(v) as the composed ops' `rsqrt` (elementwise_ops.wgsl): infinite at 0 (a constant
+// row with eps = 0, whose outputs are then NaN, as PyTorch's), where WGSL leaves inverseSqrt(0)
+// to the driver.
+fn rsqrt_of(v: f32) -> f32 {
+    return 1.0 / sqrt(v);
+}
+
 // Input element i of the window, widened to f32.
 fn load(i: u32) -> f32 {
     if (IN_DT == DT_F32) {
