@@ -82,7 +82,7 @@ want parts && for part in ${GPU_BENCH_PARTS:-conv matmul reduce host}; do
   step 90 bench.jsonl $bin bench --only "$part" --json
   if [ ${#alt[@]} -gt 0 ] && [[ " ${GPU_B_PARTS:-conv matmul} " == *" $part "* ]]; then step 90 bench_b.jsonl "${alt[@]}" bench --only "$part" --json; fi
 done
-want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul device_reduce conformance embedding}; do
+want tests && for t in ${GPU_TESTS:-graph device_conv2d device_matmul device_reduce device_pool conformance embedding}; do
   [ -x ".gpu/bin/$t" ] || { echo "!!! missing test binary $t" | tee -a "$OUT/tests.log" >> "$OUT/env.txt"; continue; }
   echo "=== $t" >> "$OUT/tests.log"
   step 120 tests.log ".gpu/bin/$t"
