@@ -99,12 +99,17 @@ impl HostTensor {
 
     /// A zero-filled tensor of `shape`, stored in `format` (`torch.zeros(.., memory_format=..)`).
     pub fn zeros(shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
+        Self::zeros_for("zeros", shape, dtype, format)
+    }
+
+    /// [`HostTensor::zeros`] for `op`'s result (named in its errors).
+    pub(crate) fn zeros_for(op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
         let layout = Layout::with_format(shape, format)?;
         let bytes = layout
             .numel()
             .checked_mul(dtype.size())
-            .ok_or_else(|| Error::overflow("zeros", format!("the byte size of {shape:?} in {dtype}")))?;
-        Self::from_bytes(dtype, Self::zeroed("zeros", || format!("a tensor of shape {shape:?} in {dtype}"), bytes)?, layout)
+            .ok_or_else(|| Error::overflow(op, format!("the byte size of {shape:?} in {dtype}")))?;
+        Self::from_bytes(dtype, Self::zeroed(op, || format!("a tensor of shape {shape:?} in {dtype}"), bytes)?, layout)
     }
 
     /// Whether two tensors are views of one storage.

@@ -69,7 +69,7 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
     let mut view = vec![1isize; x.rank()];
     view[1] = c as isize;
     let (scale, shift) = (scale.view(&view)?, shift.view(&view)?);
-    let out = x.new_tensor(x.shape(), x.dtype(), x.layout().suggest_memory_format())?;
+    let out = x.new_tensor(OP, x.shape(), x.dtype(), x.layout().suggest_memory_format())?;
     shift.addcmul_out(x, &scale, 1.0, &out)?;
     Ok(out)
 }
@@ -141,12 +141,12 @@ fn check_affine<T: Strided>(op: &'static str, weight: Option<&T>, bias: Option<&
 }
 
 /// `out = y * weight + bias` (either optional) in f32, rounded once into `out`.
-fn affine_out<T: ShapeOps + Clone>(y: &T, weight: Option<&T>, bias: Option<&T>, out: &T) -> Result<()> {
+fn affine_out<T: ShapeOps + Clone>(op: &'static str, y: &T, weight: Option<&T>, bias: Option<&T>, out: &T) -> Result<()> {
     match (weight, bias) {
         (Some(w), Some(b)) => b.addcmul_out(y, w, 1.0, out),
         (Some(w), None) => y.mul_out(w, out),
         (None, Some(b)) => y.add_out(b, out),
-        (None, None) => T::copy_pieces(&[(out.clone(), y.clone())]),
+        (None, None) => T::copy_pieces(op, &[(out.clone(), y.clone())]),
     }
 }
 
@@ -183,9 +183,9 @@ pub fn layer_norm<T: ShapeOps + Reduce>(x: &T, normalized_shape: &[usize], weigh
     let x32 = x.to(DType::F32)?;
     let rstd = x32.var(&dims[..], 0.0, true)?.add(eps)?.rsqrt()?;
     let shift = x32.mean(&dims[..], true)?.mul(&rstd)?.neg()?;
-    let out = x.new_tensor(x.shape(), x.dtype(), MemoryFormat::Contiguous)?;
+    let out = x.new_tensor("layer_norm", x.shape(), x.dtype(), MemoryFormat::Contiguous)?;
     let y = shift.addcmul(&x32, &rstd, 1.0)?;
-    affine_out(&y, weight, bias, &out)?;
+    affine_out("layer_norm", &y, weight, bias, &out)?;
     Ok(out)
 }
 
@@ -256,7 +256,7 @@ pub fn group_norm<T: ShapeOps + Reduce>(x: &T, num_groups: usize, weight: Option
     view[0] = ni;
     view[1] = ci;
     let (scale, shift) = (scale.view(&view)?, shift.view(&view)?);
-    let out = x.new_tensor(x.shape(), x.dtype(), x.layout().suggest_memory_format())?;
+    let out = x.new_tensor(OP, x.shape(), x.dtype(), x.layout().suggest_memory_format())?;
     shift.addcmul_out(x, &scale, 1.0, &out)?;
     Ok(out)
 }

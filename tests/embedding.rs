@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use common::gpu::{contexts, name, own_device, spin};
-use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, MemoryFormat, Reduce, ShapeOps, Strided, TuningPolicy};
 use strided_wgpu::advanced::GpuTimer;
 use strided_wgpu::ops::{conv1x1, conv2d, Conv1x1Options};
 use strided_wgpu::advanced::CopyPath;
@@ -124,12 +124,14 @@ fn every_call_after_device_loss_returns_device_lost() {
     // loss from an earlier one), then the loss sticks. The error names the call (an eager
     // op's, not its submission's).
     type Call = fn(&GpuContext, &DeviceTensor, &DeviceTensor, &DeviceTensor) -> Result<(), Error>;
-    let calls: [(&str, &str, Call); 10] = [
+    let calls: [(&str, &str, Call); 12] = [
         ("copy_ (dense)", "copy_", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap())),
         ("copy_ (transpose)", "copy_", |_, x, _, out| out.copy_(&x.select(0, 0).unwrap().permute(&[1, 2, 0]).unwrap())),
         ("add_ into out=", "add", |_, x, _, out| out.add_(&x.select(0, 0).unwrap())),
         ("sum into out=", "sum", |_, x, _, out| x.sum_out(0, false, out)),
         ("download", "download", |_, x, _, _| x.download().map(|_| ())),
+        ("pad", "pad", |_, x, _, _| x.pad(&[1, 1], strided_wgpu::ops::PadMode::Constant(0.0)).map(drop)),
+        ("cat", "cat", |_, x, _, _| strided_wgpu::ops::cat(&[x, x], 0).map(drop)),
         ("from_slice", "from_slice", |c, _, _, _| DeviceTensor::from_slice(c, &[1f32; 4], &[4]).map(|_| ())),
         ("zeros", "zeros", |c, _, _, _| DeviceTensor::zeros(c, &[4], DType::F32, MemoryFormat::Contiguous).map(|_| ())),
         ("conv1x1", "conv1x1", |_, x, w, _| conv1x1(x, w, None, &Conv1x1Options::default()).map(|_| ())),

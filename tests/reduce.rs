@@ -310,6 +310,11 @@ fn empty_inputs_with_huge_dims_list_no_work() {
     assert_eq!(x.amax(2, true).unwrap().shape(), &[1 << 32, 0, 1]);
     // An empty reduced dim leaving more outputs than the host can hold: an error naming the
     // op (a sum of nothing is 0 for each), not a capacity overflow's panic or an abort.
+    // A few outputs of an empty input whose other dims are huge: each the sum of nothing (the
+    // host listed offsets past a usize: a debug overflow's panic).
+    let e = HostTensor::zeros(&[0, 3, 1, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
+    let s = e.expand(&[0, 3, 1 << 62, 2]).unwrap().sum([0, 2], false).unwrap();
+    assert_eq!((s.shape(), s.to_vec::<f32>().unwrap()), (&[3usize, 2][..], vec![0f32; 6]));
     for shape in [[1usize << 62, 0], [1 << 44, 0]] {
         let x = HostTensor::zeros(&shape, DType::F32, MemoryFormat::Contiguous).unwrap();
         for (op, r) in [("sum", x.sum(1, false)), ("mean", x.mean(1, false)), ("prod", x.prod(Some(1), false))] {

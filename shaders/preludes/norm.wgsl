@@ -47,10 +47,24 @@ override IN_DT: u32 = DT_F32;
 // The output is the input's 16-bit type (rows of even length from even offsets), else float32.
 override OUT_HALF: bool = false;
 
-// 1 / sqrt(v) as the composed ops' `rsqrt` (elementwise_ops.wgsl): infinite at 0 (a constant
-// row with eps = 0, whose outputs are then NaN, as PyTorch's), where WGSL leaves inverseSqrt(0)
-// to the driver.
+// +inf as a runtime value: Tint rejects `bitcast<f32>` of a constant infinity.
+var<private> NORM_INF: u32 = 0x7f800000u;
+
+// 1 / sqrt(v) as the composed ops' `rsqrt` (elementwise_ops.wgsl's OP_RSQRT): zeros and the
+// infinity made explicit (a constant row with eps = 0 has an infinite rstd and NaN outputs, as
+// PyTorch's), where WGSL leaves inverseSqrt(0), 1 / 0 and sqrt of a NaN to the driver (and
+// compilers turn 1 / sqrt(v) into inverseSqrt(v)).
 fn rsqrt_of(v: f32) -> f32 {
+    let a = bitcast<u32>(v);
+    if ((a & 0x7fffffffu) > NORM_INF || v < 0.0) {
+        return bitcast<f32>(NORM_INF | 0x00400000u);
+    }
+    if (v == 0.0) {
+        return bitcast<f32>((a & 0x80000000u) | NORM_INF);
+    }
+    if (a == NORM_INF) {
+        return 0.0;
+    }
     return 1.0 / sqrt(v);
 }
 

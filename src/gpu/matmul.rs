@@ -15,7 +15,7 @@ use crate::runtime::timing::Timer;
 use crate::tune::Tuner;
 use crate::layout::{Layout, MemoryFormat};
 use crate::elementwise::{Input, Op, Target};
-use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Activation, Matmul, MatmulPlan};
+use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Matmul, MatmulPlan};
 use crate::strided::Strided;
 
 impl Matmul for DeviceTensor {
@@ -117,12 +117,12 @@ impl Batch<'_> {
     /// once). ReLU, which commutes with the rounding, stays in the epilogue.
     pub(crate) fn run_plan(&mut self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, kernel: MatmulKernel) -> Result<DeviceTensor> {
         self.whole(|batch| {
-            if plan.activation == Activation::Gelu && plan.dtype != DType::F32 {
-                let y = batch.record_plan(&plan.clone().with_activation(Activation::None), a, b, c, out, kernel)?;
+            let recorded = plan.recorded();
+            let y = batch.record_plan(&recorded, a, b, c, out, kernel)?;
+            if recorded.activation != plan.activation {
                 batch.elementwise(Op::Gelu, &[Input::Tensor(&y)], Target::InPlace)?;
-                return Ok(y);
             }
-            batch.record_plan(plan, a, b, c, out, kernel)
+            Ok(y)
         })
     }
 
@@ -408,6 +408,8 @@ impl GpuContext {
     /// rounding copy of the output, not timed here.) A scratch the adapter cannot give (a limit,
     /// out of memory) measures nothing: the call runs the default.
     pub(crate) async fn tune_plan(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>, drive: Drive) -> Result<bool> {
+        // The class of the product as recorded (a 16-bit GELU's without it).
+        let plan = &*plan.recorded();
         self.ready_to_tune(&[Some(a), Some(b), c].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
         // Nothing to measure in an empty product, nor in one of k = 0 (whose operands, empty
         // views, may lie anywhere: a call binds stand-ins for them, `record_plan`).

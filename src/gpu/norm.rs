@@ -15,7 +15,8 @@ use crate::strided::Strided;
 impl Batch<'_> {
     /// Records `F.layer_norm(x, normalized_shape, weight, bias, eps)` (see
     /// [`ops::layer_norm`](crate::ops::layer_norm): the same checks, result and arithmetic) as
-    /// one kernel, a workgroup per normalized slice, reading float32, float16 and bfloat16 as
+    /// one kernel, a workgroup per normalized slice (on GPUs, few long slices cut into chunks: a
+    /// workgroup per chunk, three dispatches; [`NormKernel`]), reading float32, float16 and bfloat16 as
     /// they are and writing the result's type (rounded once from float32); an input that is
     /// not slices at one stride is first copied into a contiguous one, a weight or bias that is
     /// not dense float32 into a float32 one, and a 16-bit result of odd-length slices is
@@ -31,7 +32,7 @@ impl Batch<'_> {
 
     /// Records `F.group_norm(x, num_groups, weight, bias, eps)` (see
     /// [`ops::group_norm`](crate::ops::group_norm)) as one kernel, a workgroup per group of a
-    /// sample, with the copies of [`Batch::layer_norm`] where needed (a channels-last input read
+    /// sample (or per chunk of one, as [`Batch::layer_norm`]), with the copies of [`Batch::layer_norm`] where needed (a channels-last input read
     /// from a contiguous copy, its channels-last result written from a contiguous one).
     pub fn group_norm(&mut self, x: &DeviceTensor, num_groups: usize, weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64) -> Result<DeviceTensor> {
         check_group_norm(x, num_groups, weight, bias, eps)?;

@@ -7,21 +7,21 @@ use crate::layout::MemoryFormat;
 use crate::shape::ShapeOps;
 
 impl ShapeOps for DeviceTensor {
-    fn new_tensor(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
-        DeviceTensor::empty(self.context(), shape, dtype, format)
+    fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
+        DeviceTensor::empty_for(op, self.context(), shape, dtype, format)
     }
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<DeviceTensor> {
         DeviceTensor::upload(self.context(), &crate::shape::cpu::scalar(value, dtype)?)
     }
     /// Every copy in one batch, submitted once (or held back under `SubmitPolicy::Deferred`),
     /// never waited for.
-    fn copy_pieces(pieces: &[(DeviceTensor, DeviceTensor)]) -> Result<()> {
+    fn copy_pieces(op: &'static str, pieces: &[(DeviceTensor, DeviceTensor)]) -> Result<()> {
         let Some((first, _)) = pieces.first() else { return Ok(()) };
         let mut batch = first.context().batch();
         for (dst, src) in pieces {
             batch.copy_(dst, src)?;
         }
-        batch.submit_eager("copy_")?;
+        batch.submit_eager(op)?;
         Ok(())
     }
     /// One kernel (`Batch::layer_norm` / `Batch::group_norm`) in a batch of its own, submitted

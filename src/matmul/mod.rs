@@ -122,6 +122,17 @@ impl MatmulPlan {
         common_dtype(self.op, &[self.dtype]).map(drop)
     }
 
+    /// The plan a device records for this one: without its GELU where the type is float16 or
+    /// bfloat16 (PyTorch's `F.gelu(F.linear(..))` rounds the product first: the elementwise
+    /// `gelu` runs after it), else the plan itself. Its class is the one a call measures.
+    pub(crate) fn recorded(&self) -> std::borrow::Cow<'_, MatmulPlan> {
+        if self.activation == Activation::Gelu && self.dtype != DType::F32 {
+            std::borrow::Cow::Owned(self.clone().with_activation(Activation::None))
+        } else {
+            std::borrow::Cow::Borrowed(self)
+        }
+    }
+
     /// The plan with `act`, applied after the bias and scaling.
     pub fn with_activation(mut self, act: Activation) -> Self {
         self.activation = act;

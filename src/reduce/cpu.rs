@@ -157,14 +157,17 @@ pub(crate) fn reduce_cpu(x: &HostTensor, s: &ReduceSpec) -> Result<(HostTensor, 
     let bits = logical_bits(x)?;
     let vals: Vec<f64> = bits.iter().map(|&b| value_of(s.cast_to, cast_bits(x.dtype(), s.cast_to, b))).collect();
     let (red, kept): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&d| s.reduced[d]);
-    // No output: nothing is listed (an empty input's other dims may still be huge).
-    let (red_off, kept_off) = if s.outputs() == 0 { (Vec::new(), Vec::new()) } else { (offsets(s.op.name(), shape, &red)?, offsets(s.op.name(), shape, &kept)?) };
-    let n_out = kept_off.len();
-    let (mut out, mut idx) = (Vec::with_capacity(n_out), Vec::with_capacity(n_out));
+    // Offsets are listed only for a non-empty input (whose strides and offsets fit a usize):
+    // an empty one's outputs each reduce nothing, and its other dims may be huge.
+    let n_out = s.outputs();
+    let what = || format!("the {n_out} outputs of shape {:?}", s.out_shape);
+    let (red_off, kept_off) = if n_out == 0 || s.extent == 0 { (Vec::new(), Vec::new()) } else { (offsets(s.op.name(), shape, &red)?, offsets(s.op.name(), shape, &kept)?) };
+    let (mut out, mut idx): (Vec<f64>, Vec<f64>) = (crate::error::reserved(s.op.name(), what, n_out)?, crate::error::reserved(s.op.name(), what, n_out)?);
     let mut xs = Vec::with_capacity(if n_out == 0 { 0 } else { s.extent });
-    for &k in &kept_off[..n_out] {
+    for o in 0..n_out {
         xs.clear();
         if s.extent > 0 {
+            let k = kept_off[o];
             xs.extend(red_off.iter().map(|&r| vals[k + r]));
         }
         let (v, i) = if s.cast_to.is_float() { reduce_float(s.op, &xs) } else { reduce_int(s.op, &xs) };

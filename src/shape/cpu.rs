@@ -8,13 +8,13 @@ use crate::layout::MemoryFormat;
 use crate::shape::ShapeOps;
 
 impl ShapeOps for HostTensor {
-    fn new_tensor(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
-        HostTensor::zeros(shape, dtype, format)
+    fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
+        HostTensor::zeros_for(op, shape, dtype, format)
     }
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<HostTensor> {
         scalar(value, dtype)
     }
-    fn copy_pieces(pieces: &[(HostTensor, HostTensor)]) -> Result<()> {
+    fn copy_pieces(_op: &'static str, pieces: &[(HostTensor, HostTensor)]) -> Result<()> {
         for (dst, src) in pieces {
             dst.copy_(src)?;
         }

@@ -89,7 +89,7 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     let dtype = result_type(OP, &args)?;
     let parts: Vec<&T> = tensors.iter().copied().filter(|t| !(t.rank() == 1 && t.numel() == 0)).collect();
     let Some(reference) = parts.first() else {
-        return first.new_tensor(&[0], dtype, MemoryFormat::Contiguous);
+        return first.new_tensor(OP, &[0], dtype, MemoryFormat::Contiguous);
     };
     let rank = reference.rank();
     if rank == 0 {
@@ -111,7 +111,7 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     result_fits(OP, &shape, dtype, || format!("the cat along dim {d} of {} tensors of shape {:?} (first)", parts.len(), reference.shape()))?;
     let formats: Vec<MemoryFormat> = tensors.iter().map(|t| t.layout().suggest_memory_format()).collect();
     let format = if formats.iter().all(|&f| f == formats[0]) && formats[0].dim_order(rank).is_some() { formats[0] } else { MemoryFormat::Contiguous };
-    let out = reference.new_tensor(&shape, dtype, format)?;
+    let out = reference.new_tensor(OP, &shape, dtype, format)?;
     let mut pieces = Vec::new();
     let mut at = 0usize;
     for t in parts {
@@ -121,7 +121,7 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
         }
         at += len;
     }
-    T::copy_pieces(&pieces)?;
+    T::copy_pieces(OP, &pieces)?;
     Ok(out)
 }
 
@@ -188,16 +188,18 @@ pub struct NormCall<'a, T> {
 /// assert_eq!(x.repeat(&[2, 1]).unwrap().shape(), &[2, 3]);
 /// ```
 pub trait ShapeOps: Elementwise + Pool2d {
-    /// A new tensor of `shape`, `dtype` and `format` beside this one (same context).
+    /// A new tensor of `shape`, `dtype` and `format` beside this one (same context), for `op`
+    /// (named in its errors).
     #[doc(hidden)]
-    fn new_tensor(&self, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self>;
+    fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self>;
     /// A \[1\] tensor of `dtype` holding `value` (converted as `x.to(dtype)`; integers through
     /// int32), beside this one.
     #[doc(hidden)]
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<Self>;
-    /// `dst.copy_(src)` for each (dst, src), in order (on a device, in one submission).
+    /// `dst.copy_(src)` for each (dst, src), in order (on a device, in one submission), for `op`
+    /// (named in its errors).
     #[doc(hidden)]
-    fn copy_pieces(pieces: &[(Self, Self)]) -> Result<()>;
+    fn copy_pieces(op: &'static str, pieces: &[(Self, Self)]) -> Result<()>;
     /// The fused form of a checked `layer_norm` / `group_norm` call, or `None` where this type
     /// has none (the host: the composed ops are the CPU reference) or the call is past it (a
     /// software adapter's loop bound); `crate::norm` then composes it.
@@ -255,7 +257,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 }
                 return Self::run(Op::To(self.dtype()), &[Input::Tensor(&src)], Target::New);
             }
-            let out = self.new_tensor(&shape, self.dtype(), format)?;
+            let out = self.new_tensor(OP, &shape, self.dtype(), format)?;
             let mut pieces = Vec::new();
             if out.numel() > 0 && pairs.iter().any(|&(_, l, r)| l > 0 || r > 0) {
                 let fill = self.scalar_tensor(value, self.dtype())?;
@@ -279,7 +281,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
             if !empty && dst.numel() > 0 {
                 pieces.push((dst, src));
             }
-            Self::copy_pieces(&pieces)?;
+            Self::copy_pieces(OP, &pieces)?;
             return Ok(out);
         }
         let k = pairs.len();
@@ -332,7 +334,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
         // An empty result: nothing to copy (a dim padded before another empties it could not be
         // formed).
         if shape.contains(&0) {
-            return self.new_tensor(&shape, self.dtype(), format);
+            return self.new_tensor(OP, &shape, self.dtype(), format);
         }
         // One dim at a time, each into a new tensor: the corners come from the padded rows.
         let mut cur = self.clone();
@@ -341,7 +343,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
             let mut next_shape = cur.shape().to_vec();
             // Checked above (each pair pads a dim of its own, so `cur` still has the input's).
             next_shape[d] = shape[d];
-            let next = self.new_tensor(&next_shape, self.dtype(), format)?;
+            let next = self.new_tensor(OP, &next_shape, self.dtype(), format)?;
             let di = d as isize;
             if next.numel() > 0 {
                 // Circular: the crops first; then (l, r) >= 0 wrap within what is left.
@@ -391,7 +393,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
             }
             cur = next;
         }
-        Self::copy_pieces(&pieces)?;
+        Self::copy_pieces(OP, &pieces)?;
         Ok(cur)
     }
 
@@ -410,7 +412,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
         }
         let shape: Vec<usize> = x.shape().iter().zip(repeats).map(|(&s, &r)| s.checked_mul(r)).collect::<Option<Vec<_>>>().ok_or_else(|| Error::overflow(OP, format!("shape {:?} repeated {repeats:?}", self.shape())))?;
         result_fits(OP, &shape, self.dtype(), || format!("shape {:?} repeated {repeats:?}", self.shape()))?;
-        let out = self.new_tensor(&shape, self.dtype(), MemoryFormat::Contiguous)?;
+        let out = self.new_tensor(OP, &shape, self.dtype(), MemoryFormat::Contiguous)?;
         if out.numel() == 0 {
             return Ok(out);
         }
@@ -425,7 +427,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
             src = src.unsqueeze(2 * i as isize)?;
         }
         let src = src.expand(&split)?;
-        Self::copy_pieces(&[(out.view(&split)?, src)])?;
+        Self::copy_pieces(OP, &[(out.view(&split)?, src)])?;
         Ok(out)
     }
 
@@ -445,7 +447,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
         let mut shape = self.shape().to_vec();
         shape[d] = index.len();
         result_fits(OP, &shape, self.dtype(), || format!("{} indices along dim {d} of shape {:?}", index.len(), self.shape()))?;
-        let out = self.new_tensor(&shape, self.dtype(), MemoryFormat::Contiguous)?;
+        let out = self.new_tensor(OP, &shape, self.dtype(), MemoryFormat::Contiguous)?;
         let mut pieces = Vec::new();
         if out.numel() > 0 {
             let mut j = 0;
@@ -458,7 +460,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 j += len;
             }
         }
-        Self::copy_pieces(&pieces)?;
+        Self::copy_pieces(OP, &pieces)?;
         Ok(out)
     }
 
@@ -472,7 +474,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
             return Ok(self.window(&g)?.0);
         }
         let (out, pieces) = nearest_pieces(self, &r, options.mode == InterpolateMode::NearestExact)?;
-        Self::copy_pieces(&pieces)?;
+        Self::copy_pieces("interpolate", &pieces)?;
         Ok(out)
     }
 
@@ -486,7 +488,7 @@ pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Res
     let ([n, c, h, w], (oh, ow), scales, format) = (r.input, r.out, r.scales, r.format);
     // The output first: a size too large for the device is its error before the host lists a
     // source for every output row and column.
-    let out = x.new_tensor(&[n, c, oh, ow], x.dtype(), format)?;
+    let out = x.new_tensor("interpolate", &[n, c, oh, ow], x.dtype(), format)?;
     if out.numel() == 0 {
         return Ok((out, Vec::new()));
     }
@@ -529,7 +531,7 @@ pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Res
     let mid = if fh == Some(1) {
         x.clone()
     } else {
-        let mid = x.new_tensor(&[n, c, oh, w], x.dtype(), format)?;
+        let mid = x.new_tensor("interpolate", &[n, c, oh, w], x.dtype(), format)?;
         runs(&rows, 2, &mid, x, &mut pieces)?;
         mid
     };

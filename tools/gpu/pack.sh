@@ -29,7 +29,7 @@ done
 if [ -n "${GPU_PACK_B:-}" ]; then cp "$GPU_PACK_B" .gpu/bin/strided-wgpu-b; fi
 strip .gpu/bin/* 2>/dev/null || true
 # Gzipped (run.sh unpacks them): eight stripped binaries were about 63 MiB (before device_pool), and the working tree
-# that travels with them may hold 64 MiB in all; gzip made them about 25 (with device_pool: measure, `du -sh .gpu`).
+# that travels with them may hold 64 MiB in all; gzip made them about 25 (with device_pool, nine: `.gpu` held 29 MiB in all).
 tar -C .gpu -czf .gpu/bin.tgz bin
 rm -rf .gpu/bin
 echo "$PWD" > .gpu/built_at

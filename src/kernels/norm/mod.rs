@@ -41,8 +41,8 @@ pub enum NormKernel {
     Auto,
     /// `norm_rows.wgsl`: a workgroup (or an invocation) a row, one dispatch.
     Rows,
-    /// `norm_split.wgsl`: each row cut into about `chunks` chunks (whole 16-byte words, of at
-    /// least 4 elements), a workgroup a chunk, three dispatches.
+    /// `norm_split.wgsl`: each row cut into about `chunks` chunks (of a multiple of 4
+    /// elements), a workgroup of 256 a chunk, three dispatches.
     Split {
         /// The chunks a row is cut into: 1 to [`MAX_CHUNKS`] (rows of few elements get fewer).
         chunks: usize,
@@ -284,12 +284,14 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, op: &'static str, rows: R
     if out_half && (input == DType::F32 || !n.is_multiple_of(2) || !out.1.is_multiple_of(2)) {
         return Err(Error::invalid(op, format!("a {input} output of rows of {n} from element {}: expected a 16-bit type, rows of even length from an even offset", out.1)));
     }
-    let wg = workgroup(rep, n);
     let (chunks, chunk) = chunking(n, match kernel {
         NormKernel::Auto => split_chunks(rep, total, n),
         NormKernel::Rows => 1,
         NormKernel::Split { chunks } => chunks,
     });
+    // Split rows take workgroups of 256 on every adapter (the register budget's pipelines; on
+    // CPU adapters, forced, fewer loop turns than the 64 `fits` counted).
+    let wg = if chunks > 1 { 256 } else { workgroup(rep, n) };
     let threads = chunks == 1 && per_thread(rep, n);
     // float32 rows of whole 16-byte words from word boundaries (the windows start on aligned
     // offsets).
