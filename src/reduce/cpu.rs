@@ -164,10 +164,10 @@ pub(crate) fn reduce_cpu(x: &HostTensor, s: &ReduceSpec) -> Result<(HostTensor, 
     let (red_off, kept_off) = if n_out == 0 || s.extent == 0 { (Vec::new(), Vec::new()) } else { (offsets(s.op.name(), shape, &red)?, offsets(s.op.name(), shape, &kept)?) };
     let (mut out, mut idx): (Vec<f64>, Vec<f64>) = (crate::error::reserved(s.op.name(), what, n_out)?, crate::error::reserved(s.op.name(), what, n_out)?);
     let mut xs = Vec::with_capacity(if n_out == 0 { 0 } else { s.extent });
-    for o in 0..n_out {
+    // (An output's offset where the input is not empty; else it reduces nothing.)
+    for k in (0..n_out).map(|o| kept_off.get(o).copied()) {
         xs.clear();
-        if s.extent > 0 {
-            let k = kept_off[o];
+        if let Some(k) = k {
             xs.extend(red_off.iter().map(|&r| vals[k + r]));
         }
         let (v, i) = if s.cast_to.is_float() { reduce_float(s.op, &xs) } else { reduce_int(s.op, &xs) };
