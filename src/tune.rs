@@ -178,7 +178,7 @@ impl Tuner {
         }
         family.insert(key.clone(), json(choice));
         lock(&self.defaults).insert((F::NAME.to_string(), key));
-        choice.clone()
+        *choice
     }
 
     /// Every (class, choice) measured or loaded for family `F` (not the defaults a capture
