@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use strided_wgpu::{Conv2d, Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, Graph, HostTensor, MemoryFormat, Result};
 use strided_wgpu::advanced::SubmitPolicy;
-use strided_wgpu::ops::layer_norm;
+use strided_wgpu::ops::{group_norm, layer_norm};
 
 use crate::cli::resnet::err;
 use strided_wgpu::advanced::internal::noop_context;
@@ -68,6 +68,13 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     ln()?;
     let c = ctx.record_counts() - before;
     rows.push(("layer_norm", time_us(9, 50, 1, ln)?, format!("[4096, 768] over its last dim, weight and bias (BERT-base's), eager: {} submit, {} pass, {} dispatch", c.submits, c.passes, c.dispatches)));
+    let vae = DeviceTensor::empty(&ctx, &[1, 512, 64, 64], DType::F32, MemoryFormat::Contiguous)?;
+    let (gw, gb) = (DeviceTensor::empty(&ctx, &[512], DType::F32, MemoryFormat::Contiguous)?, DeviceTensor::empty(&ctx, &[512], DType::F32, MemoryFormat::Contiguous)?);
+    let gn = || group_norm(&vae, 32, Some(&gw), Some(&gb), 1e-5).map(drop);
+    let before = ctx.record_counts();
+    gn()?;
+    let c = ctx.record_counts() - before;
+    rows.push(("group_norm_vae", time_us(9, 50, 1, gn)?, format!("[1, 512, 64, 64] in 32 groups (a diffusion VAE's), eager: {} submit, {} pass, {} dispatches (its 32 rows cut into chunks on a GPU)", c.submits, c.passes, c.dispatches)));
     let d = Description::resnet18(8, 224);
     let params = formula_params(&d).map_err(err)?;
     let net = Net::build(&d, &params, MemoryFormat::ChannelsLast).and_then(|n| n.to_device(&ctx)).map_err(err)?;
