@@ -22,6 +22,16 @@ use crate::strided::Strided;
 /// Tensors uploaded inside the closure (`from_slice`, `upload`) are written once, at capture,
 /// and are constants of the graph.
 ///
+/// Where that promise ends: a replay runs the kernels chosen at capture, so a shape class tuned
+/// after it ([`GpuContext::tune_conv2d_async`] and its siblings, [`GpuContext::load_tuning`]) may give the eager calls
+/// another kernel, whose sums run in another order (other bits, within the tolerance). A tensor
+/// the graph computed from constants alone is written once, at capture, and not watched: the
+/// caller writing it changes what later replays read. A write to a tensor the graph's run-once
+/// work reads (a weight it packs) that another thread submits while this thread encodes a
+/// replay may be counted before it runs, so that replay, and later ones until the tensor is
+/// written again, keep the values from before it: order such writes and the replays (one
+/// thread, or a wait between them).
+///
 /// The graph holds every buffer its work uses; each replay holds the graph's buffers until the
 /// GPU has finished it, so dropping the graph after a replay is safe. Outputs are overwritten
 /// by each replay: read them (e.g. [`DeviceTensor::download`]) after a replay and before the

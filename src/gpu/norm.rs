@@ -24,7 +24,7 @@ impl Batch<'_> {
     /// the parameters' copies once). A
     /// slice past a software adapter's loop bound (1,279,616 elements: an invocation's three
     /// walks of its 64th of a slice, 3 * ceil(n / 64) + 16 turns, within 60,000) or a sample
-    /// past a binding is [`Error::Limit`]. Bad input is an error, and nothing is recorded.
+    /// past a binding is [`Error::Limit`](crate::Error::Limit). Bad input is an error, and nothing is recorded.
     pub fn layer_norm(&mut self, x: &DeviceTensor, normalized_shape: &[usize], weight: Option<&DeviceTensor>, bias: Option<&DeviceTensor>, eps: f64) -> Result<DeviceTensor> {
         check_layer_norm(x, normalized_shape, weight, bias, eps)?;
         self.norm(x, &NormCall { kind: NormKind::Layer { dims: normalized_shape.len() }, weight, bias, eps })

@@ -26,7 +26,7 @@ impl Pool2d for DeviceTensor {
 /// The window op `g` of `x` (built by [`crate::pool::max_pool2d_window`] and its siblings for
 /// `x`'s layout) through a chosen kernel, into a new tensor (and the indices when `g.indices`)
 /// in `g.format`; submitted (or held back under `SubmitPolicy::Deferred`), never waited for. A kernel that cannot run the call is
-/// [`Error::Unsupported`] ([`crate::kernels::pool::classify`]'s check).
+/// [`Error::Unsupported`](crate::Error::Unsupported) ([`crate::kernels::pool::classify`]'s check).
 pub fn window_with(x: &DeviceTensor, g: &Window, kernel: PoolKernel) -> Result<(DeviceTensor, Option<DeviceTensor>)> {
     let ctx = x.context();
     g.check(x.layout(), x.dtype())?;

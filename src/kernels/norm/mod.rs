@@ -68,8 +68,8 @@ const SPLIT_FILL: usize = 1024;
 const MIN_CHUNK: usize = 4096;
 
 /// The chunks of [`NormKernel::Auto`] for `rows` rows of `n` on this adapter: on GPUs, where
-/// fewer than [`SPLIT_FILL`] rows leave it underfilled and rows hold two chunks of
-/// [`MIN_CHUNK`] or more, enough chunks a row for about that many workgroups; else 1 (a
+/// fewer than 1,024 rows leave it underfilled and rows hold two chunks of 4,096 elements or
+/// more, enough chunks a row for about 1,024 workgroups; else 1 (a
 /// workgroup a row). A diffusion VAE's group norm of [1, 512, 64, 64] in 32 groups: 16 chunks
 /// of 4,096 (512 workgroups, where a workgroup a row runs 32).
 pub fn split_chunks(report: &AdapterReport, rows: usize, n: usize) -> usize {
