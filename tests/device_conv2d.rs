@@ -497,6 +497,56 @@ fn an_output_sharing_the_inputs_buffer_and_a_packed_weight_over_a_binding() {
     }
 }
 
+/// A weight and bias that are small views into one buffer larger than a binding (a model's
+/// weights in one arena): every kernel convolves with them (each binds a dense copy of what it
+/// reads), where every kernel refused the buffer's size. Against the CPU reference, eagerly
+/// (the automatic kernel and each forced one the adapter runs) and in a captured graph.
+#[test]
+fn weights_in_a_buffer_past_a_binding_convolve() {
+    for ctx in contexts() {
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
+        let mut rng = Rng(0xa4e);
+        // 32,768 floats (128 KiB): the bias at its start, the weight [8, 16, 3, 3] at its end.
+        let len = 32_768;
+        let arena: Vec<f32> = (0..len).map(|_| rng.below(64) as f32 / 16.0 - 2.0).collect();
+        let (kw, nb) = (8 * 16 * 9, 8);
+        let wh = HostTensor::from_vec(arena[len - kw..].to_vec(), &[8, 16, 3, 3]).unwrap();
+        let bh = HostTensor::from_vec(arena[..nb].to_vec(), &[8]).unwrap();
+        let xh = HostTensor::from_vec((0..2 * 16 * 10 * 10).map(|_| rng.below(64) as f32 / 16.0 - 2.0).collect::<Vec<f32>>(), &[2, 16, 10, 10]).unwrap();
+        let o = Conv2dOptions { padding: (1, 1), relu: true, ..Default::default() };
+        let want = conv2d_cpu(&xh, &wh, Some(&bh), &o).unwrap().to_vec::<f32>().unwrap();
+        let scale = conv2d_cpu(&abs(&xh), &abs(&wh), Some(&abs(&bh)), &Conv2dOptions { relu: false, ..o }).unwrap().to_vec::<f32>().unwrap();
+        let all = DeviceTensor::from_slice(&tight, &arena, &[len]).unwrap();
+        let w = all.narrow(0, (len - kw) as isize, kw).unwrap().view(&[8, 16, 3, 3]).unwrap();
+        let b = all.narrow(0, 0, nb).unwrap();
+        for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+            let x = DeviceTensor::upload(&tight, &xh.contiguous(format).unwrap()).unwrap();
+            let g = strided_wgpu::advanced::conv2d_shape(x.layout(), w.layout(), Some(b.layout()), [Some(DType::F32); 3], &o).unwrap();
+            let kernels = std::iter::once(ConvKernel::Auto).chain(ConvKernel::ALL.into_iter().filter(|k| k.eligible(&g, &o).is_ok() && k.runs_on(tight.adapter()).is_ok()));
+            for kernel in kernels {
+                let what = format!("{} {format:?} {kernel:?}", name(ctx));
+                let got = conv2d_with(&x, &w, Some(&b), &o, kernel).unwrap_or_else(|e| panic!("{what}: {e}")).download().unwrap().to_vec::<f32>().unwrap();
+                for (i, ((g, wv), s)) in got.iter().zip(&want).zip(&scale).enumerate() {
+                    assert!((g - wv).abs() <= 1e-5 * s + 1e-6, "{what}: output {i}: {g} vs {wv}");
+                }
+            }
+            let graph = tight.capture(&[&x], || strided_wgpu::Conv2d::conv2d(&x, &w, Some(&b), &o)).unwrap();
+            graph.replay_and_wait(&[&x]).unwrap();
+            let got = graph.output().download().unwrap().to_vec::<f32>().unwrap();
+            for (i, ((g, wv), s)) in got.iter().zip(&want).zip(&scale).enumerate() {
+                assert!((g - wv).abs() <= 1e-5 * s + 1e-6, "{} {format:?} graph: output {i}: {g} vs {wv}", name(ctx));
+            }
+        }
+        // Measured on the first call (the candidates on the weight's dense copy).
+        tight.set_tuning_policy(TuningPolicy::OnFirstCall);
+        let x = DeviceTensor::upload(&tight, &xh).unwrap();
+        let got = strided_wgpu::Conv2d::conv2d(&x, &w, Some(&b), &o).unwrap_or_else(|e| panic!("{} tuned: {e}", name(ctx))).download().unwrap().to_vec::<f32>().unwrap();
+        for (i, ((g, wv), s)) in got.iter().zip(&want).zip(&scale).enumerate() {
+            assert!((g - wv).abs() <= 1e-5 * s + 1e-6, "{} tuned: output {i}: {g} vs {wv}", name(ctx));
+        }
+    }
+}
+
 /// Under `OnFirstCall` an eager `conv2d_add` measures its class as `conv2d` does (it ran the
 /// default and kept nothing, so a later `conv2d` of the class could keep another kernel and
 /// change its bits), and both then compute with the kept kernel.

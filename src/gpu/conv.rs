@@ -225,6 +225,24 @@ impl Batch<'_> {
         if out.numel() == 0 {
             return Ok(());
         }
+        // A weight or bias in a buffer past one binding (small views into a large arena of a
+        // model's weights): the kernels bind the whole buffer of each (or pack from it), so
+        // they read a dense copy, recorded here (a captured graph makes it once).
+        let limit = ctx.rt.report.conv_binding_limit();
+        let big = |t: &DeviceTensor| t.buffer().size() > limit;
+        if big(weight) || bias.is_some_and(big) {
+            let mut dense = |t: &DeviceTensor| -> Result<DeviceTensor> {
+                if !big(t) {
+                    return Ok(t.clone());
+                }
+                let c = DeviceTensor::empty_for(op, &ctx, t.shape(), t.dtype(), t.layout().suggest_memory_format())?;
+                self.copy_(&c, t)?;
+                Ok(c)
+            };
+            let w = dense(weight)?;
+            let b = bias.map(&mut dense).transpose()?;
+            return self.record_convolution(op, out, input, &w, b.as_ref(), residual, options, g, kernel);
+        }
         let mut kernel = kernel;
         if g.dtype != DType::F32 {
             if kernel == ConvKernel::Coop || (kernel == ConvKernel::Auto && coop_applies(&ctx.rt.report, out, input, weight, bias, residual, g, options)) {
