@@ -537,13 +537,21 @@ fn weights_in_a_buffer_past_a_binding_convolve() {
                 assert!((g - wv).abs() <= 1e-5 * s + 1e-6, "{} {format:?} graph: output {i}: {g} vs {wv}", name(ctx));
             }
         }
-        // Measured on the first call (the candidates on the weight's dense copy).
+        // Measured on the first call (the candidates on the weight's dense copy): a kept
+        // choice, then computing with it.
         tight.set_tuning_policy(TuningPolicy::OnFirstCall);
         let x = DeviceTensor::upload(&tight, &xh).unwrap();
+        let kept = tight.tuned_conv_choices().len();
         let got = strided_wgpu::Conv2d::conv2d(&x, &w, Some(&b), &o).unwrap_or_else(|e| panic!("{} tuned: {e}", name(ctx))).download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(tight.tuned_conv_choices().len(), kept + 1, "{}: the first call kept a choice", name(ctx));
         for (i, ((g, wv), s)) in got.iter().zip(&want).zip(&scale).enumerate() {
             assert!((g - wv).abs() <= 1e-5 * s + 1e-6, "{} tuned: output {i}: {g} vs {wv}", name(ctx));
         }
+        // A weight past a binding by its own elements (102,400 bytes): the Limit error, as
+        // before (no copy would bind either).
+        let huge = DeviceTensor::zeros(&tight, &[32, 16, 5, 10], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let r = strided_wgpu::Conv2d::conv2d(&x, &huge, None, &Conv2dOptions::default());
+        assert!(matches!(&r, Err(Error::Limit { .. })), "{}: {:?}", name(ctx), r.map(|t| t.shape().to_vec()));
     }
 }
 

@@ -970,6 +970,7 @@ fn sixteen_bit_gelu_rounds_the_product_first_as_pytorch() {
             let got = common::elementwise::bits(&db.addmm_act(&dx, &dw.transpose(0, 1).unwrap(), 1.0, 1.0, Activation::Gelu).unwrap().download().unwrap());
             assert_eq!(got, host_addmm, "{} {dtype}: addmm_act", name(ctx));
             let plan = linear_plan(hx.layout(), hw.layout(), None, [Some(dtype), Some(dtype), None]).unwrap().with_activation(Activation::Gelu);
+            let mut ran = 0;
             for kernel in MatmulKernel::ALL {
                 let out = nan_out(ctx, &[2, 2], dtype).unwrap();
                 let mut batch = ctx.batch();
@@ -978,14 +979,17 @@ fn sixteen_bit_gelu_rounds_the_product_first_as_pytorch() {
                 }
                 batch.submit_and_wait().unwrap();
                 assert_eq!(common::elementwise::bits(&out.download().unwrap()), composed, "{} {dtype} {kernel:?}", name(ctx));
+                ran += 1;
             }
+            assert!(ran >= 2, "{} {dtype}: {ran} kernels ran the plan", name(ctx));
         }
     }
 }
 
 /// GELU in the products' epilogues where erfc's value falls below f32's normal range before
 /// the result does (-9 to -14: a flushed subnormal made it -0.0 on GPUs and lavapipe), on every
-/// kernel that runs the plan, f32 and the 16-bit types, against the host's.
+/// kernel that runs the plan, f32 (the 16-bit types: the product, then the elementwise `gelu`,
+/// whose own test covers that range), against the host's.
 #[test]
 fn gelu_epilogues_keep_results_below_the_exponentials_range() {
     let xs = [-9.5f32, -10.0625, -12.0, -13.0625, -13.125, -14.0, -0.5, 2.0];

@@ -225,14 +225,14 @@ impl Batch<'_> {
         if out.numel() == 0 {
             return Ok(());
         }
-        // A weight or bias in a buffer past one binding (small views into a large arena of a
-        // model's weights): the kernels bind the whole buffer of each (or pack from it), so
-        // they read a dense copy, recorded here (a captured graph makes it once).
+        // A weight or bias in a buffer past one binding whose own elements fit one (small views
+        // into a large arena of a model's weights): the kernels bind the whole buffer of each
+        // (or pack from it), so they read a dense copy, recorded here (a captured graph makes
+        // it once). One too large itself stays: the kernels' Limit error.
         let limit = ctx.rt.report.conv_binding_limit();
-        let big = |t: &DeviceTensor| t.buffer().size() > limit;
-        if big(weight) || bias.is_some_and(big) {
+        if needs_dense_copy(limit, weight) || bias.is_some_and(|b| needs_dense_copy(limit, b)) {
             let mut dense = |t: &DeviceTensor| -> Result<DeviceTensor> {
-                if !big(t) {
+                if !needs_dense_copy(limit, t) {
                     return Ok(t.clone());
                 }
                 let c = DeviceTensor::empty_for(op, &ctx, t.shape(), t.dtype(), t.layout().suggest_memory_format())?;
@@ -241,8 +241,16 @@ impl Batch<'_> {
             };
             let w = dense(weight)?;
             let b = bias.map(&mut dense).transpose()?;
-            return self.record_convolution(op, out, input, &w, b.as_ref(), residual, options, g, kernel);
+            return self.record_bound(op, out, input, &w, b.as_ref(), residual, options, g, kernel);
         }
+        self.record_bound(op, out, input, weight, bias, residual, options, g, kernel)
+    }
+
+    /// [`Batch::convolve`] past its checks, with operands the kernels can bind.
+    #[allow(clippy::too_many_arguments)]
+    fn record_bound(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
+        let ctx = self.context().clone();
+        let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out), residual].into_iter().flatten().collect();
         let mut kernel = kernel;
         if g.dtype != DType::F32 {
             if kernel == ConvKernel::Coop || (kernel == ConvKernel::Auto && coop_applies(&ctx.rt.report, out, input, weight, bias, residual, g, options)) {
@@ -407,6 +415,33 @@ fn f32_twin(l: &Layout) -> Result<Layout> {
 
 /// A new f32 tensor laid out as [`f32_twin`] says for `t`: where a 16-bit convolution's
 /// operands and result are held in f32, so the class its calls look up is the one measured.
+/// Whether a convolution reads `t` (a weight or bias) from a dense copy: its buffer is past one
+/// binding (`limit`) but its own elements fit one.
+fn needs_dense_copy(limit: u64, t: &DeviceTensor) -> bool {
+    t.buffer().size() > limit && (t.numel() as u64).saturating_mul(t.dtype().size() as u64) <= limit
+}
+
+/// Dense copies of a weight and bias that [`needs_dense_copy`], run now (a tuning's scratch:
+/// one the adapter cannot give is `None`, and the call measures nothing); the tensors as they
+/// are where none does.
+fn tuning_operands(ctx: &GpuContext, weight: &DeviceTensor, bias: Option<&DeviceTensor>) -> Result<Option<(DeviceTensor, Option<DeviceTensor>)>> {
+    let limit = ctx.rt.report.conv_binding_limit();
+    let dense = |t: &DeviceTensor| -> Result<Option<DeviceTensor>> {
+        if !needs_dense_copy(limit, t) {
+            return Ok(Some(t.clone()));
+        }
+        let Some(c) = crate::tune::scratch(DeviceTensor::empty_for("tune", ctx, t.shape(), t.dtype(), t.layout().suggest_memory_format()))? else { return Ok(None) };
+        c.copy_(t)?;
+        Ok(Some(c))
+    };
+    let Some(w) = dense(weight)? else { return Ok(None) };
+    let b = match bias.map(dense).transpose()? {
+        Some(None) => return Ok(None),
+        b => b.flatten(),
+    };
+    Ok(Some((w, b)))
+}
+
 fn f32_like(op: &'static str, ctx: &GpuContext, t: &DeviceTensor) -> Result<DeviceTensor> {
     DeviceTensor::empty_for(op, ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())
 }
@@ -530,6 +565,17 @@ impl GpuContext {
     pub(crate) async fn tune_conv_into(&self, out: &Layout, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, drive: Drive) -> Result<bool> {
         self.ready_to_tune(&[Some(input), Some(weight), bias].into_iter().flatten().map(|t| t.context()).collect::<Vec<_>>())?;
         if g.dtype == DType::F32 {
+            // A weight or bias the call reads from a dense copy is measured on one too (the
+            // class of the copy's layout, the one the call looks up; copied only while untuned).
+            let limit = self.rt.report.conv_binding_limit();
+            if needs_dense_copy(limit, weight) || bias.is_some_and(|b| needs_dense_copy(limit, b)) {
+                let wl = if needs_dense_copy(limit, weight) { Layout::with_format(weight.shape(), weight.layout().suggest_memory_format())? } else { weight.layout().clone() };
+                if self.tuner.get::<Conv>(&conv_class(&self.rt.report, g, options, input.layout(), &wl, out)).is_some() {
+                    return Ok(false);
+                }
+                let Some((w, b)) = tuning_operands(self, weight, bias)? else { return Ok(false) };
+                return self.tune_f32_into(out, input, &w, b.as_ref(), options, g, drive).await;
+            }
             return self.tune_f32_into(out, input, weight, bias, options, g, drive).await;
         }
         // A 16-bit convolution takes the kernel of its f32 copies' class: measured on f32 copies

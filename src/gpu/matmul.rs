@@ -84,7 +84,8 @@ impl Batch<'_> {
         self.run_plan(&p, mat1, mat2, Some(input), None, MatmulKernel::Auto)
     }
     /// Records `input.addmm_act(mat1, mat2, beta, alpha, act)` ([`Matmul::addmm_act`]): the
-    /// residual and the activation in the product's epilogue.
+    /// residual and the activation in the product's epilogue (a 16-bit GELU: the elementwise
+    /// `gelu` after the product, as [`Matmul::linear_act`] says).
     pub fn addmm_act(&mut self, input: &DeviceTensor, mat1: &DeviceTensor, mat2: &DeviceTensor, beta: f64, alpha: f64, act: crate::Activation) -> Result<DeviceTensor> {
         let p = addmm_plan(input.layout(), mat1.layout(), mat2.layout(), beta, alpha, [input.dtype(), mat1.dtype(), mat2.dtype()])?.with_activation(act);
         self.run_plan(&p, mat1, mat2, Some(input), None, MatmulKernel::Auto)

@@ -1,6 +1,7 @@
 //! The CPU reference of the matrix products on host tensors: every operand read through its
 //! strides, accumulated in f64, rounded once to f32 and then to the result's type (as a
-//! float32 accumulator rounds).
+//! float32 accumulator rounds); a 16-bit GELU rounds the product to the type first, then the
+//! activation (PyTorch's `F.gelu(F.linear(..))`).
 
 use crate::dtype::{f32_bits_to_float, float_bits_to_f32, DType};
 use crate::error::Result;
