@@ -470,3 +470,69 @@ fn interleaved_views_of_any_size_are_disjoint() {
     let s = Layout::contiguous(&[6, 2]).unwrap();
     assert_eq!(s.select(1, 0).unwrap().overlap(&s.select(1, 1).unwrap()), Overlap::Disjoint);
 }
+
+/// Blocks of one tensor (the same strides dim by dim) past the bitmap's span: a block of
+/// columns and the next, a channel half of a large activation and the other, are disjoint
+/// (they were refused as partial overlaps past 2^27 elements); blocks that share a column are
+/// not; a flipped block too.
+#[test]
+fn blocks_of_one_tensor_of_any_size_are_disjoint() {
+    let m = Layout::contiguous(&[1 << 18, 1024]).unwrap();
+    let left = m.narrow(1, 0, 512).unwrap();
+    assert_eq!(left.overlap(&m.narrow(1, 512, 512).unwrap()), Overlap::Disjoint);
+    assert_eq!(m.narrow(1, 512, 512).unwrap().flip(0).unwrap().overlap(&left), Overlap::Disjoint);
+    assert_eq!(m.narrow(1, 0, 513).unwrap().overlap(&m.narrow(1, 512, 512).unwrap()), Overlap::Partial);
+    let act = Layout::contiguous(&[8, 256, 256, 256]).unwrap();
+    assert_eq!(act.narrow(1, 0, 128).unwrap().overlap(&act.narrow(1, 128, 128).unwrap()), Overlap::Disjoint);
+    assert_eq!(act.narrow(1, 0, 129).unwrap().overlap(&act.narrow(1, 128, 128).unwrap()), Overlap::Partial);
+    let cl = Layout::with_format(&[8, 256, 256, 256], MemoryFormat::ChannelsLast).unwrap();
+    assert_eq!(cl.narrow(1, 0, 128).unwrap().overlap(&cl.narrow(1, 128, 128).unwrap()), Overlap::Disjoint);
+    // Small views of the same strides (narrowed, flipped, stepped alike) against a walk of
+    // both: the search and the bitmap agree on every pair.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 33) % n as u64) as usize
+        }
+    }
+    let mut rng = Rng(0x0b1);
+    for case in 0..2000 {
+        let rank = 1 + rng.below(3);
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(7)).collect();
+        let base = Layout::contiguous(&shape).unwrap();
+        let step = 1 + rng.below(2) as isize;
+        let view = |rng: &mut Rng| {
+            let mut l = base.clone();
+            for d in 0..rank {
+                let n = shape[d];
+                let start = rng.below(n);
+                let len = 1 + rng.below(n - start);
+                l = l.narrow(d as isize, start as isize, len).unwrap();
+            }
+            l
+        };
+        let (mut a, mut b) = (view(&mut rng), view(&mut rng));
+        let d = rng.below(rank) as isize;
+        if step > 1 {
+            a = a.slice(d, 0, i64::MAX as isize, step).unwrap();
+            b = b.slice(d, 0, i64::MAX as isize, step).unwrap();
+        }
+        if case % 3 == 0 {
+            a = a.flip(d).unwrap();
+            b = b.flip(d).unwrap();
+        }
+        if a.strides() != b.strides() {
+            continue;
+        }
+        let mut seen = std::collections::HashSet::new();
+        a.for_each_index(|i| {
+            seen.insert(i);
+        });
+        let mut shared = false;
+        b.for_each_index(|i| shared |= seen.contains(&i));
+        let got = a.overlap(&b);
+        let want = if !shared { Overlap::Disjoint } else if got == Overlap::Full { Overlap::Full } else { Overlap::Partial };
+        assert_eq!(got, want, "case {case}: {a:?} and {b:?}");
+    }
+}

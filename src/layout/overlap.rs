@@ -3,9 +3,11 @@
 //! A destination that reaches an element twice, or that partially overlaps its source, makes
 //! a parallel copy's result depend on execution order, so writes refuse both. The checks are
 //! exact: cheap sufficient tests first (nested strides; for two views, disjoint spans, or
-//! offsets that differ modulo the gcd of their strides), then (for views whose span is at most
-//! [`EXACT_CHECK_LIMIT`] elements) a bitmap of the elements reached. Beyond that limit a view
-//! that the cheap tests cannot clear is reported as overlapping: a refusal, never a race.
+//! offsets that differ modulo the gcd of their strides), an exact search for two views with
+//! the same strides dim by dim (blocks of one tensor: a block of columns and the next, at any
+//! size), then (for views whose span is at most [`EXACT_CHECK_LIMIT`] elements) a bitmap of the
+//! elements reached. Beyond that limit a view that none of these clears is reported as
+//! overlapping: a refusal, never a race.
 
 use super::Layout;
 
@@ -114,6 +116,9 @@ impl Layout {
         if g > 1 && self.offset() % g != other.offset() % g {
             return Overlap::Disjoint;
         }
+        if let Some(shared) = shared_at_same_strides(self, other) {
+            return if shared { Overlap::Partial } else { Overlap::Disjoint };
+        }
         if hi - lo >= EXACT_CHECK_LIMIT || self.numel().saturating_add(other.numel()) > 4 * EXACT_CHECK_LIMIT {
             return Overlap::Partial;
         }
@@ -131,6 +136,65 @@ impl Layout {
             Overlap::Disjoint
         }
     }
+}
+
+/// Nodes [`shared_at_same_strides`] visits at most before it gives up (`None`).
+const SEARCH_NODES: usize = 1 << 16;
+
+/// Whether two non-empty views with the same strides dim by dim, up to sign (any sizes and
+/// offsets: blocks of one tensor, flipped or not), reach a common element, decided exactly without walking them: element
+/// `a.offset + sum(i_k s_k)` of one equals `b.offset + sum(j_k s_k)` of the other exactly when
+/// `b.offset - a.offset = sum(t_k s_k)` for some `t_k = i_k - j_k` in `[-(nb_k - 1), na_k - 1]`,
+/// searched dim by dim from the largest stride, each dim taking only the `t_k` that leave a
+/// remainder the smaller dims can still reach (one or two where strides nest, as a tensor's
+/// do). `None` where the strides differ, or the search would pass [`SEARCH_NODES`].
+fn shared_at_same_strides(a: &Layout, b: &Layout) -> Option<bool> {
+    // (Strides of either sign: a view's elements are the same set walked from either end.)
+    if a.rank() != b.rank() || a.strides.iter().zip(&b.strides).any(|(x, y)| x.unsigned_abs() != y.unsigned_abs()) || a.numel() == 0 || b.numel() == 0 {
+        return None;
+    }
+    // A dim of negative stride seen from its far end (index n - 1 - i): the same elements.
+    let start = |l: &Layout| -> i128 { l.offset as i128 + l.shape.iter().zip(&l.strides).filter(|(_, &s)| s < 0).map(|(&n, &s)| (n as i128 - 1) * s as i128).sum::<i128>() };
+    let d = start(b) - start(a);
+    // (stride, lowest t, highest t) of each dim that moves, the largest stride first.
+    let mut dims: Vec<(i128, i128, i128)> = (0..a.rank())
+        .filter(|&k| a.strides[k] != 0 && (a.shape[k] > 1 || b.shape[k] > 1))
+        .map(|k| (a.strides[k].unsigned_abs() as i128, -(b.shape[k] as i128 - 1), a.shape[k] as i128 - 1))
+        .collect();
+    dims.sort_by_key(|&(s, _, _)| std::cmp::Reverse(s));
+    // What the dims after k can add at least and at most.
+    let mut reach = vec![(0i128, 0i128); dims.len() + 1];
+    for k in (0..dims.len()).rev() {
+        let (s, lo, hi) = dims[k];
+        reach[k] = (reach[k + 1].0 + lo * s, reach[k + 1].1 + hi * s);
+    }
+    let mut nodes = 0usize;
+    fn search(k: usize, rest: i128, dims: &[(i128, i128, i128)], reach: &[(i128, i128)], nodes: &mut usize) -> Option<bool> {
+        *nodes += 1;
+        if *nodes > SEARCH_NODES {
+            return None;
+        }
+        if k == dims.len() {
+            return Some(rest == 0);
+        }
+        if rest < reach[k].0 || rest > reach[k].1 {
+            return Some(false);
+        }
+        let (s, lo, hi) = dims[k];
+        let (below_lo, below_hi) = reach[k + 1];
+        // rest - t s within [below_lo, below_hi].
+        let t_lo = lo.max((rest - below_hi).div_euclid(s) + i128::from((rest - below_hi).rem_euclid(s) != 0));
+        let t_hi = hi.min((rest - below_lo).div_euclid(s));
+        let mut t = t_lo;
+        while t <= t_hi {
+            if search(k + 1, rest - t * s, dims, reach, nodes)? {
+                return Some(true);
+            }
+            t += 1;
+        }
+        Some(false)
+    }
+    search(0, d, &dims, &reach, &mut nodes)
 }
 
 fn gcd(a: usize, b: usize) -> usize {
