@@ -507,32 +507,14 @@ fn float_only_ops_and_arguments_past_float32() {
             ("add 1e300".into(), x.add(1e300).is_ok()),
         ]
     }
-    // In float16 and bfloat16 the arguments take the type's own range (PyTorch's
-    // `c10::overflows<Half>`: past 65,504), an int too; addcmul's value float32's.
-    fn half_checks<T: Elementwise + Strided>(h: &T, b: &T) -> Vec<(String, bool)> {
-        let refused = |r: Result<T, Error>, op: &str| matches!(&r, Err(e @ Error::InvalidArgument { .. }) if e.op() == op && e.to_string().contains("without overflow"));
-        vec![
-            ("f16 clamp max 1e5".into(), refused(h.clamp(None, Some(Scalar::Float(1e5))), "clamp")),
-            ("f16 clamp min -100000".into(), refused(h.clamp(Some(Scalar::Int(-100_000)), None), "clamp")),
-            ("f16 add alpha 70000".into(), refused(h.add_scaled(h, 70_000.0), "add")),
-            ("f16 sub alpha 70000".into(), refused(h.sub_scaled(h, 70_000.0), "sub")),
-            ("bf16 clamp max 3.4e38".into(), refused(b.clamp(None, Some(Scalar::Float(3.4e38))), "clamp")),
-            ("f16 clamp max 65504".into(), h.clamp(None, Some(Scalar::Float(65504.0))).is_ok()),
-            ("f16 clamp max inf".into(), h.clamp(None, Some(Scalar::Float(f64::INFINITY))).is_ok()),
-            ("f16 addcmul value 1e5".into(), h.addcmul(h, h, 1e5).is_ok()),
-            ("bf16 clamp max 1e38".into(), b.clamp(None, Some(Scalar::Float(1e38))).is_ok()),
-        ]
-    }
     let ints = HostTensor::from_vec(vec![1i32, -2, 3], &[3]).unwrap();
     let x = host(vec![1.0, -2.0, 3.0], &[3]);
-    let (h, b) = (x.to(DType::F16).unwrap(), x.to(DType::BF16).unwrap());
-    let mut all = vec![("host".to_string(), checks(&ints, &x)), ("host 16-bit".to_string(), half_checks(&h, &b))];
+    let mut all = vec![("host".to_string(), checks(&ints, &x))];
     assert_eq!(f32s(&x.add(1e300).unwrap()), vec![f32::INFINITY; 3]);
     for ctx in contexts() {
         let (di, dx) = (DeviceTensor::upload(ctx, &ints).unwrap(), to_device(ctx, &x));
         assert_eq!(dx.add(1e300).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![f32::INFINITY; 3], "{}", name(ctx));
         all.push((name(ctx), checks(&di, &dx)));
-        all.push((format!("{} 16-bit", name(ctx)), half_checks(&DeviceTensor::upload(ctx, &h).unwrap(), &DeviceTensor::upload(ctx, &b).unwrap())));
     }
     for (target, list) in all {
         for (what, ok) in list {
