@@ -235,9 +235,7 @@ impl Batch<'_> {
                 if !needs_dense_copy(limit, t) {
                     return Ok(t.clone());
                 }
-                let c = DeviceTensor::empty_for(op, &ctx, t.shape(), t.dtype(), t.layout().suggest_memory_format())?;
-                self.copy_(&c, t)?;
-                Ok(c)
+                self.copied(op, t, t.dtype(), t.layout().suggest_memory_format())
             };
             let w = dense(weight)?;
             let b = bias.map(&mut dense).transpose()?;
@@ -362,11 +360,7 @@ impl Batch<'_> {
     #[allow(clippy::too_many_arguments)]
     fn convolve_in_f32(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel) -> Result<()> {
         let ctx = self.context().clone();
-        let mut wide = |t: &DeviceTensor| -> Result<DeviceTensor> {
-            let w = f32_like(op, &ctx, t)?;
-            self.copy_(&w, t)?;
-            Ok(w)
-        };
+        let mut wide = |t: &DeviceTensor| self.copied(op, t, DType::F32, t.layout().suggest_memory_format());
         let (x, w) = (wide(input)?, wide(weight)?);
         let b = bias.map(&mut wide).transpose()?;
         let y = f32_like(op, &ctx, out)?;
@@ -413,8 +407,6 @@ fn f32_twin(l: &Layout) -> Result<Layout> {
     Layout::with_format(l.shape(), l.suggest_memory_format())
 }
 
-/// A new f32 tensor laid out as [`f32_twin`] says for `t`: where a 16-bit convolution's
-/// operands and result are held in f32, so the class its calls look up is the one measured.
 /// Whether a convolution reads `t` (a weight or bias) from a dense copy: its buffer is past one
 /// binding (`limit`) but its own elements fit one.
 fn needs_dense_copy(limit: u64, t: &DeviceTensor) -> bool {
@@ -442,6 +434,8 @@ fn tuning_operands(ctx: &GpuContext, weight: &DeviceTensor, bias: Option<&Device
     Ok(Some((w, b)))
 }
 
+/// A new f32 tensor laid out as [`f32_twin`] says for `t`: where a 16-bit convolution's
+/// operands and result are held in f32, so the class its calls look up is the one measured.
 fn f32_like(op: &'static str, ctx: &GpuContext, t: &DeviceTensor) -> Result<DeviceTensor> {
     DeviceTensor::empty_for(op, ctx, t.shape(), DType::F32, t.layout().suggest_memory_format())
 }

@@ -57,6 +57,14 @@ impl DeviceTensor {
 }
 
 impl Batch<'_> {
+    /// A new tensor of `src`'s shape in `dtype` and `format` for `op` (named in its errors),
+    /// and the recorded copy of `src` into it (converting as `copy_` does).
+    pub(crate) fn copied(&mut self, op: &'static str, src: &DeviceTensor, dtype: crate::dtype::DType, format: crate::layout::MemoryFormat) -> Result<DeviceTensor> {
+        let t = DeviceTensor::empty_for(op, self.context(), src.shape(), dtype, format)?;
+        self.copy_(&t, src)?;
+        Ok(t)
+    }
+
     /// Records `dst.copy_(src)`.
     pub fn copy_(&mut self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<()> {
         self.copy_with(dst, src, CopyPath::Auto)

@@ -288,7 +288,7 @@ impl Batch<'_> {
         let mut sources = Vec::with_capacity(inputs.len());
         for (i, &src) in inputs.iter().enumerate() {
             let aliased = graph.inputs.iter().enumerate().any(|(j, dst)| j != i && dst.shares_storage(src));
-            sources.push(if aliased { self.copy_aside(src)? } else { src.clone() });
+            sources.push(if aliased { self.copied("replay", src, src.dtype(), crate::layout::MemoryFormat::Contiguous)? } else { src.clone() });
         }
         for (dst, src) in graph.inputs.iter().zip(&sources) {
             if !dst.shares_storage(src) || dst.layout() != src.layout() {
@@ -296,12 +296,5 @@ impl Batch<'_> {
             }
         }
         Ok(())
-    }
-
-    /// A recorded copy of `src` into a new contiguous tensor.
-    fn copy_aside(&mut self, src: &DeviceTensor) -> Result<DeviceTensor> {
-        let t = DeviceTensor::empty_for("replay", self.context(), src.shape(), src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
-        self.copy_(&t, src)?;
-        Ok(t)
     }
 }

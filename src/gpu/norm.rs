@@ -84,22 +84,16 @@ impl Batch<'_> {
             return Err(norm::limit_error(report, op, n, sample));
         }
         let align = report.min_storage_buffer_offset_alignment as usize;
-        // A contiguous copy of `t` in `dtype`.
-        let dense = |b: &mut Self, t: &DeviceTensor, dtype: DType| -> Result<DeviceTensor> {
-            let c = DeviceTensor::empty_for(op, &ctx, t.shape(), dtype, MemoryFormat::Contiguous)?;
-            b.copy_(&c, t)?;
-            Ok(c)
-        };
         // The input as rows at one stride, as it is or copied (in its own type: the kernel
         // reads float32, float16 and bfloat16).
         let (xin, stride) = match norm::rows_of(x.layout(), lead) {
             Some(stride) => (x.clone(), stride),
-            None => (dense(self, x, x.dtype())?, sample),
+            None => (self.copied(op, x, x.dtype(), MemoryFormat::Contiguous)?, sample),
         };
         // The affine parameters dense float32 from an aligned offset, as they are or copied.
         let param = |b: &mut Self, t: Option<&DeviceTensor>| -> Result<Option<DeviceTensor>> {
             match t {
-                Some(t) if !(t.dtype() == DType::F32 && t.is_contiguous() && (t.storage_offset() * 4).is_multiple_of(align)) => dense(b, t, DType::F32).map(Some),
+                Some(t) if !(t.dtype() == DType::F32 && t.is_contiguous() && (t.storage_offset() * 4).is_multiple_of(align)) => b.copied(op, t, DType::F32, MemoryFormat::Contiguous).map(Some),
                 t => Ok(t.cloned()),
             }
         };
