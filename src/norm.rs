@@ -43,7 +43,8 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// eps=eps)`: `(x - mean) / sqrt(var + eps) * weight + bias` per channel (dim 1) of an
 /// [N, C, ...] float input, computed in f32 (one `addcmul` over the per-channel scale and
 /// shift) and stored in the input's type and memory format. The statistics, `weight` and
-/// `bias` are \[C\] float tensors of the input's kind (host or device). Bad shapes are
+/// `bias` are \[C\] float tensors of the input's kind (host or device). Bad shapes and an
+/// `eps` that is negative or not finite (PyTorch computes with it) are
 /// [`Error::InvalidArgument`] before anything is written.
 ///
 /// ```
@@ -81,7 +82,8 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
 /// or none, the statistics \[K\]. New tensors of the weight's type, the weight dense in its
 /// memory format (a channels-last weight stays channels-last, as PyTorch's elementwise fold
 /// keeps it, and the GPU kernels read it in place; otherwise contiguous): a 16-bit weight and
-/// bias are folded in f32 and rounded once.
+/// bias are folded in f32 and rounded once. Bad shapes and an `eps` that is negative or not
+/// finite are [`Error::InvalidArgument`].
 pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: &T, running_var: &T, bn_weight: Option<&T>, bn_bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     const OP: &str = "fold_batch_norm";
     let dtype = weight.dtype();

@@ -12,7 +12,7 @@ use common::rng::Rng;
 use strided_wgpu::advanced::MatmulKernel;
 use strided_wgpu::advanced::internal::{addmm_plan, linear_plan, matmul_plan, MatmulPlan};
 use strided_wgpu::advanced::internal::matmul_cpu;
-use strided_wgpu::{Activation, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Matmul, MemoryFormat, Strided};
+use strided_wgpu::{Activation, DeviceTensor, DType, Elementwise, Error, GpuContext, HostTensor, Layout, Matmul, MemoryFormat, Strided};
 
 /// A random host tensor of `shape` (values k/8, exact in every float type), as `dtype`.
 fn rand(rng: &mut Rng, shape: &[usize], dtype: DType) -> HostTensor {
@@ -1339,6 +1339,59 @@ fn addmm_in_place_empty_reductions_and_huge_products() {
     assert!(matches!(r, Err(Error::HostMemory { .. })), "a 4 TiB result: {r:?}");
     let r = big(&[1 << 33, 0]).matmul(&big(&[0, 1 << 33])).map(drop);
     assert!(matches!(r, Err(Error::Overflow { .. }) | Err(Error::InvalidArgument { .. })), "a result past isize: {r:?}");
+}
+
+/// `addmm` with alpha = 0 does not read mat1 and mat2 (BLAS's rule, PyTorch's float32 addmm):
+/// an inf or NaN in them gives `beta * input`, +0.0 with beta = 0 (it gave NaN). A product into
+/// a flipped `out=` view, tuned on its first call, measures and computes (the tuning's scratch
+/// view fell below 0: an InvalidArgument). A size-1 dim of a view with a stride past i32
+/// (which it never steps over) computes (an Overflow error). Operands whose result passes u64
+/// elements are an error where the tuner's queries panicked in debug builds, and the flops of
+/// a plan past usize are counted in f64.
+#[test]
+fn alpha_zero_flipped_outputs_size_one_strides_and_huge_queries() {
+    let host = |v: Vec<f32>, s: &[usize]| HostTensor::from_vec(v, s).unwrap();
+    let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let m1 = host(vec![f32::INFINITY, 1.0, -2.0, f32::NAN, 0.5, 3.0], &[2, 3]);
+    let m2 = host(vec![1.0, -1.0, 2.0, 0.25, f32::NAN, 4.0], &[3, 2]);
+    let c = host(vec![1.5, -2.0, 0.0, 8.0], &[2, 2]);
+    let cases = [(0.5, vec![0.75, -1.0, 0.0, 4.0]), (0.0, vec![0.0; 4])];
+    for (beta, want) in &cases {
+        assert_eq!(bits(c.addmm(&m1, &m2, *beta, 0.0).unwrap().to_vec::<f32>().unwrap()), bits(want.clone()), "host beta {beta}");
+        assert_eq!(bits(c.addmm(&m1, &m2, *beta, -0.0).unwrap().to_vec::<f32>().unwrap()), bits(want.clone()), "host beta {beta}, alpha -0");
+    }
+    let flops = matmul_plan(&Layout::contiguous(&[1, 1]).unwrap().expand(&[1 << 22, 1 << 22]).unwrap(), &Layout::contiguous(&[1, 1]).unwrap().expand(&[1 << 22, 1 << 22]).unwrap(), [DType::F32; 2]).unwrap().flops();
+    assert_eq!(flops, 2.0 * (1u64 << 22) as f64 * (1u64 << 44) as f64);
+    for ctx in contexts() {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+        let dc = up(&c);
+        for (beta, want) in &cases {
+            assert_eq!(bits(dc.addmm(&up(&m1), &up(&m2), *beta, 0.0).unwrap().download().unwrap().to_vec::<f32>().unwrap()), bits(want.clone()), "{} beta {beta}", name(ctx));
+        }
+        // A flipped out= view, offset 992, on a context that tunes on first call.
+        let fresh = limited(ctx, |l| l);
+        fresh.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+        let mut rng = Rng(0xf11b);
+        let (ha, hb) = (rand(&mut rng, &[32, 32], DType::F32), rand(&mut rng, &[32, 32], DType::F32));
+        let (a, b) = (DeviceTensor::upload(&fresh, &ha).unwrap(), DeviceTensor::upload(&fresh, &hb).unwrap());
+        let o = DeviceTensor::zeros(&fresh, &[32, 32], DType::F32, MemoryFormat::Contiguous).unwrap();
+        a.matmul_out(&b, &o.flip(0).unwrap()).unwrap();
+        fresh.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
+        let want = ha.matmul(&hb).unwrap().flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
+        let got = o.download().unwrap().to_vec::<f32>().unwrap();
+        assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-4 * (1.0 + w.abs())), "{}: into a flipped view", name(ctx));
+        // A [1, 4] view whose row stride is 2^31.
+        let store = DeviceTensor::from_slice(ctx, &[1f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+        let row = store.as_strided(&[1, 4], &[1 << 31, 1], 0).unwrap();
+        let w = DeviceTensor::from_slice(ctx, &(0..32).map(|i| i as f32).collect::<Vec<_>>(), &[4, 8]).unwrap();
+        let want = host(vec![1.0, 2.0, 3.0, 4.0], &[1, 4]).matmul(&w.download().unwrap()).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(row.matmul(&w).unwrap().download().unwrap().to_vec::<f32>().unwrap(), want, "{}: a size-1 dim's huge stride", name(ctx));
+        // The tuner's queries of a product whose result passes u64 elements.
+        let one = DeviceTensor::from_slice(ctx, &[1f32], &[1, 1]).unwrap();
+        let (ta, tb) = (one.expand(&[1 << 32, 1]).unwrap(), one.expand(&[1, 1 << 32]).unwrap());
+        assert!(ctx.matmul_choice_of(&ta, &tb).is_err(), "{}", name(ctx));
+        assert!(ctx.matmul_default(&ta, &tb).is_err(), "{}", name(ctx));
+    }
 }
 
 /// Products whose kernels' loops would pass a software adapter's loop bound (Mesa's llvmpipe

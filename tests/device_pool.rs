@@ -346,6 +346,44 @@ fn bad_input_is_a_typed_error() {
     assert!(matches!(i.max_pool2d(&MaxPool2dOptions::new((2, 2))), Err(Error::Unsupported { .. })));
 }
 
+/// `index_select` of a 0-d input takes one index, 0, along dim 0 or -1, and gives a 0-d copy
+/// (PyTorch's rule; it was Unsupported); another index or dim is an error, on host and device.
+/// A constant pad's value must fit the type even where the result is empty (PyTorch's `fill_`
+/// checks it: it was accepted).
+#[test]
+fn index_select_of_a_0d_input_and_an_empty_pads_value() {
+    let h = HostTensor::from_vec(vec![-2.5f32], &[]).unwrap();
+    type Select = Box<dyn Fn(isize, &[i64]) -> Result<Vec<f32>, Error>>;
+    let mut all: Vec<Select> = Vec::new();
+    let hh = h.clone();
+    all.push(Box::new(move |dim, index| hh.index_select(dim, index).and_then(|t| { assert_eq!(t.shape(), &[] as &[usize]); t.to_vec::<f32>() })));
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &h).unwrap();
+        all.push(Box::new(move |dim, index| d.index_select(dim, index).and_then(|t| { assert_eq!(t.shape(), &[] as &[usize]); t.download()?.to_vec::<f32>() })));
+    }
+    for f in &all {
+        assert_eq!(f(0, &[0]).unwrap(), vec![-2.5]);
+        assert_eq!(f(-1, &[0]).unwrap(), vec![-2.5]);
+        for (dim, index) in [(0, &[1i64][..]), (0, &[0, 0]), (0, &[]), (0, &[-1]), (1, &[0]), (-2, &[0])] {
+            let r = f(dim, index);
+            assert!(matches!(r, Err(Error::InvalidArgument { .. } | Error::DimOutOfRange { .. })), "dim {dim} index {index:?}: {r:?}");
+        }
+    }
+    let e = HostTensor::zeros(&[0, 3], DType::U8, MemoryFormat::Contiguous).unwrap();
+    type Pad = Box<dyn Fn(f64) -> Result<Vec<usize>, Error>>;
+    let mut pads: Vec<Pad> = Vec::new();
+    let he = e.clone();
+    pads.push(Box::new(move |v| he.pad(&[1, 1], PadMode::Constant(v)).map(|t| t.shape().to_vec())));
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &e).unwrap();
+        pads.push(Box::new(move |v| d.pad(&[1, 1], PadMode::Constant(v)).map(|t| t.shape().to_vec())));
+    }
+    for f in &pads {
+        assert!(matches!(f(300.0), Err(Error::InvalidArgument { .. })), "{:?}", f(300.0));
+        assert_eq!(f(255.0).unwrap(), vec![0, 5]);
+    }
+}
+
 /// `batch_norm` on host and every adapter against a plain f64 loop over the definition, for
 /// NCHW, channels-last and strided inputs of the three float types, with and without the
 /// affine parameters; its output keeps the input's type and memory format.

@@ -845,14 +845,18 @@ fn a_reduction_that_fails_after_its_copy_records_nothing() {
 
 /// Index results are int32 (PyTorch's int64): a reduction over more than 2^31 elements is a
 /// `Limit` error naming the op (an expanded view, no memory), where the index 2^31 wrapped to
-/// -2^31 on the device and the host; `var` and `std` over nothing are NaN whatever the
-/// correction (a negative one gave 0 on the host).
+/// -2^31 on the device and the host, but not where the input is empty (no index is written:
+/// PyTorch returns the empty result, where this was the Limit error too); `var` and `std` over
+/// nothing are NaN whatever the correction (a negative one gave 0 on the host).
 #[test]
 fn indices_past_int32_and_empty_variances() {
     let h = HostTensor::from_vec(vec![0f32, 0.0, 1.0], &[3, 1]).unwrap();
     let big = h.expand(&[3, 1 << 30]).unwrap();
     let limit = |r: Result<HostTensor, Error>| matches!(r, Err(Error::Limit { limit: "int32 indices", .. }));
     assert!(limit(big.argmax(None, false)), "host argmax");
+    let none = HostTensor::zeros(&[0, 1], DType::F32, MemoryFormat::Contiguous).unwrap().expand(&[0, 1 << 32]).unwrap();
+    assert_eq!(none.argmax(Some(1), false).unwrap().shape(), &[0], "host argmax of an empty input");
+    assert_eq!(none.max_dim(1, true).unwrap().1.shape(), &[0, 1], "host max_dim of an empty input");
     let e = HostTensor::zeros(&[2, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
     for c in [-1.0, 0.0, 1.0, 2.5] {
         assert!(e.var(1, c, false).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "var, correction {c}");
@@ -862,6 +866,9 @@ fn indices_past_int32_and_empty_variances() {
         let d = DeviceTensor::upload(ctx, &h).unwrap().expand(&[3, 1 << 30]).unwrap();
         assert!(matches!(d.argmax(None, false), Err(Error::Limit { limit: "int32 indices", .. })), "{}", name(ctx));
         assert!(matches!(d.argmin(None, true), Err(Error::Limit { limit: "int32 indices", .. })), "{}", name(ctx));
+        let dn = DeviceTensor::upload(ctx, &HostTensor::zeros(&[0, 1], DType::F32, MemoryFormat::Contiguous).unwrap()).unwrap().expand(&[0, 1 << 32]).unwrap();
+        assert_eq!(dn.argmin(Some(1), false).unwrap().shape(), &[0], "{}: argmin of an empty input", name(ctx));
+        assert_eq!(dn.min_dim(-1, false).unwrap().1.shape(), &[0], "{}: min_dim of an empty input", name(ctx));
         let de = DeviceTensor::upload(ctx, &e).unwrap();
         for c in [-1.0, 1.0] {
             let v = de.var(1, c, false).unwrap().download().unwrap().to_vec::<f32>().unwrap();

@@ -385,7 +385,7 @@ fn reductions_and_scans_into_the_inputs_buffer() {
         // i32 [4] at bytes 0..16, before the input: disjoint, and the sums land there.
         let out = DeviceTensor::from_buffer(ctx, buf.clone(), DType::I32, Layout::contiguous(&[4]).unwrap()).unwrap();
         x.sum_out(1, false, &out).unwrap();
-        let want: Vec<i32> = (0..4).map(|r| (0..16).map(|c| ((64 + r * 16 + c) % 7) as i32).sum()).collect();
+        let want: Vec<i32> = (0..4).map(|r| (0..16).map(|c| (64 + r * 16 + c) % 7).sum()).collect();
         assert_eq!(out.download().unwrap().to_vec::<i32>().unwrap(), want, "{}", name(ctx));
     }
 }

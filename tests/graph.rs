@@ -960,6 +960,67 @@ fn replays_follow_writes_to_their_constants() {
     }
 }
 
+/// A write to a graph's constant on one thread racing replays on another: after the two are
+/// done, a replay equals the eager calls. The crate counted a write as it encoded it and
+/// submitted it later, outside the lock that orders its submissions: a replay on the other
+/// thread in between saw the count, ran the run-once work on the old weight, and was submitted
+/// first; every later replay then kept the old transpose. Rounds of one write against one
+/// replay, each checked (eager calls submitted each, so that each write is its own command
+/// buffer).
+#[test]
+fn a_write_on_another_thread_racing_a_replay_is_seen_by_the_next_replays() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let Some(c) = doomed_device(ctx) else { continue };
+        c.set_submit_policy(SubmitPolicy::EachCall).unwrap();
+        let (x, v, graph) = folded_transpose(&c, 81);
+        let forward = || x_vt(&x, &v);
+        for round in 0..300 {
+            let start = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    start.wait();
+                    v.mul_(-1.0).unwrap();
+                });
+                s.spawn(|| {
+                    start.wait();
+                    graph.replay(&[]).unwrap();
+                });
+            });
+            graph.replay_and_wait(&[]).unwrap();
+            assert_eq!(bits(graph.output()), bits(&forward().unwrap()), "{}: round {round}", name(ctx));
+        }
+    }
+}
+
+/// A buffer that a capture made and dropped unrecorded, taken from the pool by another thread,
+/// is that thread's tensor, not the graph's own: an in-place add into it, captured, is work of
+/// every replay (it was noted as made in the capture, so the add was run-once work: run at
+/// capture, never by a replay).
+#[test]
+fn a_buffer_the_capture_dropped_and_another_thread_took_is_not_the_graphs() {
+    let _serial = one_at_a_time();
+    for ctx in contexts() {
+        let Some(c) = doomed_device(ctx) else { continue };
+        let w = DeviceTensor::from_slice(&c, &vals(777, 91), &[777]).unwrap();
+        let mut theirs = None;
+        let graph = c
+            .capture(&[], || {
+                drop(DeviceTensor::empty(&c, &[777], DType::F32, MemoryFormat::Contiguous)?);
+                let t = std::thread::scope(|s| s.spawn(|| DeviceTensor::zeros(&c, &[777], DType::F32, MemoryFormat::Contiguous)).join().unwrap())?;
+                t.add_(&w)?;
+                theirs = Some(t);
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        let t = theirs.unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        graph.replay_and_wait(&[]).unwrap();
+        let want: Vec<f32> = vals(777, 91).iter().map(|v| v + v).collect();
+        assert_eq!(t.download().unwrap().to_vec::<f32>().unwrap(), want, "{}: two replays add twice", name(ctx));
+    }
+}
+
 /// A replay in a command buffer the caller submits (`Batch::finish`, `record_into`) runs its
 /// graph's run-once work whenever it runs: the crate cannot see whether or when that command
 /// buffer runs. A run-once work that was encoded but never submitted left later replays

@@ -27,10 +27,9 @@ use crate::strided::Strided;
 /// another kernel, whose sums run in another order (other bits, within the tolerance). A tensor
 /// the graph computed from constants alone is written once, at capture, and not watched: the
 /// caller writing it changes what later replays read. A write to a tensor the graph's run-once
-/// work reads (a weight it packs) that another thread submits while this thread encodes a
-/// replay may be counted before it runs, so that replay, and later ones until the tensor is
-/// written again, keep the values from before it: order such writes and the replays (one
-/// thread, or a wait between them).
+/// work reads (a weight it packs), made by the crate on any thread, is seen by the replays
+/// submitted after it (the crate's submissions are ordered under one lock); one in a command
+/// buffer the caller submits makes every replay run that work again until it is done.
 ///
 /// The graph holds every buffer its work uses; each replay holds the graph's buffers until the
 /// GPU has finished it, so dropping the graph after a replay is safe. Outputs are overwritten
@@ -143,7 +142,7 @@ impl GpuContext {
             self.rt.watch.constants(once.into(), external)
         });
         if let Some(k) = &once {
-            run_once(&self.rt, OP, k, &held, None)?;
+            run_once(&self.rt, OP, k, &held)?;
         }
         Ok(Graph { ctx: self.clone(), commands: every.into(), held, inputs: inputs.iter().map(|&t| t.clone()).collect(), output, constants, once })
     }
@@ -155,15 +154,13 @@ impl GpuContext {
     }
 }
 
-/// Submits a graph's run-once work `k` (in a command buffer of its own), `held` (what the
-/// graph's commands use) held until it has run.
-/// `now`: the constants' write counts it runs with ([`Constants::stale`]), noted once it is
-/// submitted (`None` at capture, whose counts are noted already).
-fn run_once(rt: &Arc<crate::runtime::Runtime>, op: &'static str, k: &Arc<Constants>, held: &Arc<Keep>, now: Option<Vec<u64>>) -> Result<()> {
+/// Submits a graph's run-once work `k` at capture (in a command buffer of its own, its
+/// constants' counts noted already), `held` (what the graph's commands use) held until it has
+/// run.
+fn run_once(rt: &Arc<crate::runtime::Runtime>, op: &'static str, k: &Arc<Constants>, held: &Arc<Keep>) -> Result<()> {
     let enc = rt.scoped(op, || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu graph constants") })))?;
     let mut keep = Keep::default();
     keep.hold(held.clone());
-    keep.reruns.extend(now.map(|now| (k.clone(), now)));
     submit::submit_commands(rt, op, enc, &k.once, keep).map(drop)
 }
 
@@ -214,13 +211,9 @@ impl<T> Graph<T> {
 
     async fn profile_with(&self, drive: crate::runtime::submit::Drive) -> Result<Vec<(&'static str, &'static str, f64)>> {
         let timer = crate::runtime::timing::Timer::new(&self.ctx.rt)?;
-        // The run-once work first where a constant was written since it ran (untimed), the
-        // calls held back before (their writes counted).
-        self.ctx.rt.submit_held_now("profile")?;
-        if let Some((k, now)) = self.once.as_ref().and_then(|k| Some((k, k.stale()?))) {
-            run_once(&self.ctx.rt, "profile", k, &self.held, Some(now))?;
-        }
-        let times = timer.profile(drive, &self.commands, self.held.clone()).await?;
+        // The run-once work first where a constant was written since it ran (untimed; the
+        // calls held back submitted before, their writes counted).
+        let times = timer.profile(drive, &self.commands, self.held.clone(), self.once.as_ref()).await?;
         Ok(self.dispatches().into_iter().zip(times).map(|((op, kernel), ms)| (op, kernel, ms)).collect())
     }
 

@@ -315,8 +315,8 @@ impl GpuContext {
         let (buffer, view) = match out {
             Some(o) => (o.buffer().clone(), plan.out_view(o.layout())?),
             None => {
-                let numel: usize = plan.out_shape.iter().product();
-                let bytes = (numel as u64).checked_mul(plan.dtype.size() as u64).and_then(|b| crate::runtime::pool::pooled_size(b.div_ceil(4) * 4, report.max_buffer_size));
+                let numel = plan.out_shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64));
+                let bytes = numel.and_then(|n| n.checked_mul(plan.dtype.size() as u64)).and_then(|b| crate::runtime::pool::pooled_size(b.div_ceil(4) * 4, report.max_buffer_size));
                 let over = |size: u64| size > report.max_storage_buffer_binding_size;
                 let stand_in = bytes.and_then(|bytes| [a, b].into_iter().find(|t| over(t.buffer().size()) == over(bytes)));
                 let buffer = match stand_in {
@@ -423,9 +423,11 @@ impl GpuContext {
         if class.kernels.len() < 2 || self.tuner.get::<MatmulFamily>(&class).is_some() {
             return Ok(false);
         }
-        // The scratch holds the view from near its start: its offset only within 64 elements
-        // (256 bytes), which keeps every alignment the kernels look at.
-        let out = Layout::new(out.shape().to_vec(), out.strides().to_vec(), out.offset() % 64)?;
+        // The scratch holds the view from near its start: its lowest element moved by a whole
+        // number of 64 elements (256 bytes) to within the first 64, which keeps every alignment
+        // the kernels look at (the offset alone moved made a flipped view reach below 0).
+        let shift = out.span().map_or(out.offset(), |(lo, _)| lo - lo % 64);
+        let out = Layout::new(out.shape().to_vec(), out.strides().to_vec(), out.offset() - shift)?;
         let bytes = out.span().map_or(0, |(_, hi)| hi as u64 + 1) * 4;
         let Some(scratch) = crate::tune::scratch(self.rt.scoped("tune", || self.rt.buffer("tune", bytes, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)))? else { return Ok(false) };
         let scratch = Arc::new(scratch);

@@ -80,7 +80,7 @@ pub struct MatmulPlan {
 impl MatmulPlan {
     /// Multiply-adds counted as 2 flops: 2 * batch * m * n * k.
     pub fn flops(&self) -> f64 {
-        2.0 * self.batch.iter().product::<usize>() as f64 * (self.m * self.n * self.k) as f64
+        2.0 * self.batch.iter().map(|&b| b as f64).product::<f64>() * self.m as f64 * self.n as f64 * self.k as f64
     }
 
     /// `out` (of the result's shape) seen as `[batch.., m, n]`: the dims removed for 1-d
@@ -266,7 +266,8 @@ pub fn linear_plan(x: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [
 
 /// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha)`: `beta * input + alpha * (mat1 @
 /// mat2)`, `input` broadcastable to `[m, n]`; with `beta == 0` the input is not read (NaN in it
-/// does not propagate).
+/// does not propagate), and with `alpha == 0` neither are `mat1` and `mat2` (BLAS's rule, which
+/// PyTorch's float32 `addmm` follows: the plan's reduction is then empty, k = 0).
 pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f64, dtypes: [DType; 3]) -> Result<MatmulPlan> {
     let op = "addmm";
     common_dtype(op, &dtypes)?;
@@ -276,6 +277,11 @@ pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f6
     let mut p = plan(op, m1, m2, [dtypes[1], dtypes[2]])?;
     let c = addend(&p, input, &[p.m, p.n])?;
     p.c = (beta != 0.0).then_some(c);
+    if alpha == 0.0 && p.k > 0 {
+        p.a = p.a.narrow(-1, 0, 0)?;
+        p.b = p.b.narrow(-2, 0, 0)?;
+        p.k = 0;
+    }
     // An empty reduction (k = 0) is PyTorch's `beta * input` (zeros for beta 0): alpha never
     // multiplies it (an infinite alpha gave NaN, a negative one -0.0).
     p.alpha = if p.k == 0 { 0.0 } else { alpha };
@@ -361,7 +367,9 @@ pub trait Matmul: crate::Strided {
         Self::run_plan(&p.with_activation(act), self, weight, bias, None)
     }
     /// `torch.addmm(self, mat1, mat2, beta=beta, alpha=alpha)`: `beta * self + alpha * (mat1 @
-    /// mat2)`, `self` broadcastable to `[m, n]`; with `beta == 0` `self` is not read.
+    /// mat2)`, `self` broadcastable to `[m, n]`; with `beta == 0` `self` is not read, with
+    /// `alpha == 0` neither are `mat1` and `mat2` (BLAS's rule: `beta * self`, a NaN in them
+    /// kept out).
     fn addmm(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64) -> Result<Self> {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
         Self::run_plan(&p, mat1, mat2, Some(self), None)

@@ -243,8 +243,8 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
         return Err(Error::invalid(name, format!("the reduction over dims {dims:?} of an input of shape {shape:?} has no elements, and {name} has no identity")));
     }
     // Indices (PyTorch's int64) are int32 here: an extent past 2^31 has positions they cannot
-    // hold (an error, not a wrap to negative).
-    if op.has_indices() && extent > i32::MAX as usize + 1 {
+    // hold (an error, not a wrap to negative); none is written where the input is empty.
+    if op.has_indices() && extent > i32::MAX as usize + 1 && !shape.contains(&0) {
         return Err(Error::Limit { op: name, what: format!("the int32 indices of a reduction over {extent} elements (dims {dims:?} of shape {shape:?})"), limit: "int32 indices", requested: extent as u64 - 1, max: i32::MAX as u64 });
     }
     let keep_shape: Vec<usize> = shape.iter().zip(&reduced).map(|(&n, &r)| if r { 1 } else { n }).collect();

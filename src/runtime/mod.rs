@@ -430,8 +430,22 @@ impl Runtime {
         // is an error here, not a handle in the pool (WebGPU settles the scopes later).
         let create = |class: u64| self.scoped_fresh(op, || Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })));
         let p = Pooled::get(&self.pool, size, usage, self.report.max_buffer_size, create).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))??;
-        // A buffer made while this thread captures is fresh to the graph.
-        self.fresh_here(|fresh| fresh.push(p.buffer().clone()));
+        // A buffer made while this thread captures is fresh to the graph; one that another
+        // thread's capture had made fresh, dropped unrecorded and taken from the pool here, no
+        // longer is to that capture (its contents are this call's, which that capture's
+        // run-once work must not write or rely on).
+        let mut c = lock(&self.capture);
+        if !c.is_empty() {
+            let me = std::thread::current().id();
+            for (id, r) in c.iter_mut() {
+                if *id == me {
+                    r.fresh.push(p.buffer().clone());
+                } else {
+                    r.fresh.retain(|b| b != p.buffer());
+                }
+            }
+        }
+        drop(c);
         Ok(p)
     }
 

@@ -186,11 +186,6 @@ impl Recorder {
         self.keep.hold_shared(t)
     }
 
-    /// Whether the recording replays a graph that has run-once work ([`Constants`]).
-    pub fn replays_constants(&self) -> bool {
-        self.commands.iter().any(|c| matches!(c, Command::Graph(_, Some(_))))
-    }
-
     /// Whether the recording replays a captured graph.
     pub fn replays_graph(&self) -> bool {
         self.commands.iter().any(|c| matches!(c, Command::Graph(..)))

@@ -221,36 +221,50 @@ impl std::fmt::Debug for Submission {
 
 /// Submits `encoder` (with `keep` attached) and returns its completion; the eager calls held
 /// back (`runtime/deferred.rs`) go first, in a queue submission of their own just before.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn submit(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep) -> Result<Submission> {
+    encode_and_submit(rt, op, || Ok((encoder, keep)))
+}
+
+/// Encodes work (`encode`) and submits it as [`submit`], both under the held calls' lock, the
+/// held calls encoded first: the writes to graphs' constants are counted as they are encoded
+/// (`runtime/watch.rs`), and with encoding and submission under one lock that is the order the
+/// GPU runs them in, whatever the threads (a replay on one thread and a write on another are
+/// counted and run in the same order).
+pub(crate) fn encode_and_submit(rt: &Arc<Runtime>, op: &'static str, encode: impl FnOnce() -> Result<(wgpu::CommandEncoder, Keep)>) -> Result<Submission> {
     // Inside a callback that this thread's submission runs, nothing is held to go first (the
-    // outer submission took it), and an error left for the next call stays for the outer one.
+    // outer submission took it, and holds the lock), and an error left for the next call stays
+    // for the outer one.
     let sub = match rt.lock_held() {
-        Some(mut held) => submit_after_held(rt, op, &mut held, Some((encoder, keep)))?,
-        None => submit_after_held(rt, op, &mut Held::default(), Some((encoder, keep)))?,
+        Some(mut held) => submit_after_held(rt, op, &mut held, Some(encode))?,
+        None => submit_after_held(rt, op, &mut Held::default(), Some(encode))?,
     };
     Ok(sub.expect("a command buffer was submitted"))
 }
 
+/// No work of the call's own: [`submit_after_held`] of the held calls alone.
+type NoWork = fn() -> Result<(wgpu::CommandEncoder, Keep)>;
+
 /// Submits the held-back calls of `held` (encoded into a command buffer of their own) and then
-/// `work`, each in a queue submission of its own: wgpu drops a whole submission when one of its
-/// command buffers fails validation (`work` binding a caller's destroyed buffer, say), and the
+/// `work` (encoded once they are submitted), each in a queue submission of its own: wgpu drops
+/// a whole submission when one of its command buffers fails validation (`work` binding a caller's destroyed buffer, say), and the
 /// held calls returned without an error. `None` when there was neither. The caller holds
 /// `held`'s lock, which keeps the order of the crate's submissions that of its calls. An
 /// error left by a submission without a caller ([`Held::fail`]) is this call's: its `work`
-/// is dropped unsubmitted (a failed call does nothing), and the held calls, which returned
-/// without an error, are submitted all the same.
-pub(crate) fn submit_after_held(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<(wgpu::CommandEncoder, Keep)>) -> Result<Option<Submission>> {
+/// is not encoded (a failed call does nothing), and the held calls, which returned without an
+/// error, are submitted all the same; so are they where encoding `work` fails.
+pub(crate) fn submit_after_held<W: FnOnce() -> Result<(wgpu::CommandEncoder, Keep)>>(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<W>) -> Result<Option<Submission>> {
     let Some(stale) = held.take_failure() else {
         return submit_held_then(rt, op, held, work);
     };
     drop(work);
-    if let Err(e) = submit_held_then(rt, op, held, None) {
+    if let Err(e) = submit_held_then(rt, op, held, None::<NoWork>) {
         held.fail(e);
     }
     Err(stale)
 }
 
-fn submit_held_then(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<(wgpu::CommandEncoder, Keep)>) -> Result<Option<Submission>> {
+fn submit_held_then<W: FnOnce() -> Result<(wgpu::CommandEncoder, Keep)>>(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: Option<W>) -> Result<Option<Submission>> {
     let held_work = match held.take() {
         Some(rec) => {
             let mut enc = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu deferred") });
@@ -259,11 +273,14 @@ fn submit_held_then(rt: &Arc<Runtime>, op: &'static str, held: &mut Held, work: 
         }
         None => None,
     };
-    match (held_work, work) {
-        // The held calls' failure is this call's, whose work then does nothing.
-        (Some(h), Some(w)) => submit_one(rt, op, h).and_then(|_| submit_one(rt, op, w)).map(Some),
-        (Some(one), None) | (None, Some(one)) => submit_one(rt, op, one).map(Some),
-        (None, None) => Ok(None),
+    // The held calls are submitted before the work is encoded: a callback that their
+    // submission runs may call the crate (on this thread, which holds the lock: it submits at
+    // once), and a write it makes is then counted before the work's replays check theirs. The
+    // held calls' failure is this call's, whose work then is not encoded.
+    let held_sub = held_work.map(|h| submit_one(rt, op, h)).transpose()?;
+    match work {
+        Some(w) => submit_one(rt, op, w()?).map(Some),
+        None => Ok(held_sub),
     }
 }
 
@@ -300,24 +317,25 @@ pub(crate) fn all_submitted(rt: &Arc<Runtime>, op: &'static str) -> Result<Submi
 /// Encodes `commands` into `encoder` (their uniforms already written), and submits it with
 /// `keep` attached, as [`submit`].
 pub(crate) fn submit_commands(rt: &Arc<Runtime>, op: &'static str, mut encoder: wgpu::CommandEncoder, commands: &[Command], mut keep: Keep) -> Result<Submission> {
-    rt.scoped(op, || {
-        rt.encode(commands, &mut encoder, Some(&mut keep.reruns));
-        Ok(())
-    })?;
-    submit(rt, op, encoder, keep)
+    encode_and_submit(rt, op, || {
+        rt.scoped(op, || {
+            rt.encode(commands, &mut encoder, Some(&mut keep.reruns));
+            Ok(())
+        })?;
+        Ok((encoder, keep))
+    })
 }
 
 /// Submits a recording in an encoder of the crate's own ([`encode_recording`]), as [`submit`].
 pub(crate) fn submit_recording(rt: &Arc<Runtime>, op: &'static str, rec: Recorder) -> Result<Submission> {
     // A replay decides whether its graph's run-once work runs again as it is encoded, from the
-    // writes encoded before it (`runtime/watch.rs`): the eager calls held back go first, so
-    // that their writes are among those.
-    if rec.replays_constants() {
-        rt.submit_held_now(op)?;
-    }
-    let mut encoder = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
-    let keep = encode_recording(rt, op, &mut encoder, rec, true)?;
-    submit(rt, op, encoder, keep)
+    // writes encoded before it (`runtime/watch.rs`): the eager calls held back are encoded
+    // first, so that their writes are among those, and no other thread encodes meanwhile.
+    encode_and_submit(rt, op, || {
+        let mut encoder = rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu batch") });
+        let keep = encode_recording(rt, op, &mut encoder, rec, true)?;
+        Ok((encoder, keep))
+    })
 }
 
 /// The most uniform bytes a recording uploads through its probe buffer (16,384 dispatches'
@@ -359,18 +377,27 @@ pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mu
 /// Maps `range` of `buffer` for reading once `encoder`'s work is done, submits it, and awaits
 /// the mapping. The caller reads the mapped range, then unmaps.
 pub(crate) async fn submit_and_map(rt: &Arc<Runtime>, op: &'static str, encoder: wgpu::CommandEncoder, keep: Keep, buffer: &MapGuard, range: std::ops::Range<u64>, drive: Drive) -> Result<()> {
+    encode_submit_and_map(rt, op, || Ok((encoder, keep)), buffer, range, drive).await
+}
+
+/// [`submit_and_map`] of work that `encode` encodes under the held calls' lock
+/// ([`encode_and_submit`]).
+pub(crate) async fn encode_submit_and_map(rt: &Arc<Runtime>, op: &'static str, encode: impl FnOnce() -> Result<(wgpu::CommandEncoder, Keep)>, buffer: &MapGuard, range: std::ops::Range<u64>, drive: Drive) -> Result<()> {
     rt.check_not_capturing(op)?;
     let mapped = Signal::new();
     let s = mapped.clone();
-    rt.scoped(op, || {
-        encoder.map_buffer_on_submit(buffer.buffer(), wgpu::MapMode::Read, range, move |r| s.set(r));
-        Ok(())
+    let sub = encode_and_submit(rt, op, || {
+        let (encoder, keep) = encode()?;
+        rt.scoped(op, || {
+            encoder.map_buffer_on_submit(buffer.buffer(), wgpu::MapMode::Read, range, move |r| s.set(r));
+            Ok(())
+        })?;
+        // The mapping is under way once submitted, and also after a failed submission (wgpu
+        // starts an encoder's mappings either way): armed first, the guard unmaps it however
+        // this ends, and no buffer returns to the pool mapped.
+        buffer.arm();
+        Ok((encoder, keep))
     })?;
-    // The mapping is under way once submitted, and also after a failed submission (wgpu starts
-    // an encoder's mappings either way): armed first, the guard unmaps it however this ends,
-    // and no buffer returns to the pool mapped.
-    buffer.arm();
-    let sub = submit(rt, op, encoder, keep)?;
     let mut done = sub.done.expect("a submitted encoder has a completion");
     done.drive = drive;
     let index = done.index.clone();
@@ -517,7 +544,7 @@ impl Runtime {
         }
         if held.hold(rec) {
             let next = held.next_after();
-            submit_after_held(self, op, &mut held, None)?;
+            submit_after_held(self, op, &mut held, None::<NoWork>)?;
             held.grow(next);
         }
         Ok(())
@@ -529,7 +556,7 @@ impl Runtime {
         let Some(mut held) = self.lock_held() else {
             return all_submitted(self, op);
         };
-        match submit_after_held(self, op, &mut held, None)? {
+        match submit_after_held(self, op, &mut held, None::<NoWork>)? {
             Some(s) => Ok(s),
             None => all_submitted(self, op),
         }
@@ -538,7 +565,7 @@ impl Runtime {
     /// Submits what is held back, if anything (no completion made); its error is returned.
     pub fn submit_held_now(self: &Arc<Self>, op: &'static str) -> Result<()> {
         match self.lock_held() {
-            Some(mut held) => submit_after_held(self, op, &mut held, None).map(drop),
+            Some(mut held) => submit_after_held(self, op, &mut held, None::<NoWork>).map(drop),
             None => Ok(()),
         }
     }
@@ -549,7 +576,7 @@ impl Runtime {
         // Its error is the oldest one left (taken by this submission, or met by it when none
         // was left): first for the next call, put back under the same hold of the lock.
         if let Some(mut held) = self.lock_held() {
-            if let Err(e) = submit_after_held(self, "flush", &mut held, None) {
+            if let Err(e) = submit_after_held(self, "flush", &mut held, None::<NoWork>) {
                 held.put_back(e);
             }
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::record::{self, Command, Keep, RecordCounts, Recorder};
-use crate::runtime::submit::{submit_and_map, Drive};
+use crate::runtime::submit::{encode_submit_and_map, submit_and_map, Drive};
 use crate::runtime::submit::MapGuard;
 use crate::runtime::Runtime;
 
@@ -91,8 +91,10 @@ impl Timer {
     /// Runs `commands` once with each dispatch in a compute pass of its own whose beginning
     /// and end write timestamps (copies and clears run untimed between them), and resolves to
     /// each dispatch's GPU time in milliseconds, in order. Needs `TIMESTAMP_QUERY`. A pass per
-    /// dispatch serializes the dispatches, so the sum is at least what one pass takes.
-    pub async fn profile<H: Send + Sync + 'static>(&self, drive: Drive, commands: &[Command], held: H) -> Result<Vec<f64>> {
+    /// dispatch serializes the dispatches, so the sum is at least what one pass takes. `once`:
+    /// a graph's run-once work, encoded first (untimed) where one of its constants was written
+    /// since it ran, the check made under the lock the encoding takes (`runtime/watch.rs`).
+    pub async fn profile<H: Send + Sync + 'static>(&self, drive: Drive, commands: &[Command], held: H, once: Option<&Arc<crate::runtime::watch::Constants>>) -> Result<Vec<f64>> {
         const OP: &str = "profile";
         let rt = &self.rt;
         rt.check_not_capturing(OP)?;
@@ -116,36 +118,46 @@ impl Timer {
             let read = MapGuard::new(rt, rt.buffer(OP, bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)?);
             Ok((enc, q, resolve, read))
         })?;
-        rt.scoped(OP, || {
-            let mut i = 0u32;
-            for c in &flat {
-                match c {
-                    Command::Dispatch { pipeline, group, grid, .. } => {
-                        rt.watch.note(c, None);
-                        let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(2 * i), end_of_pass_write_index: Some(2 * i + 1) };
-                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: Some(writes) });
-                        pass.set_pipeline(pipeline);
-                        pass.set_bind_group(0, group, &[]);
-                        pass.dispatch_workgroups(grid.0, grid.1, 1);
-                        i += 1;
-                        rt.counters.add(RecordCounts { passes: 1, dispatches: 1, ..RecordCounts::default() });
-                    }
-                    other => {
-                        rt.encode(std::slice::from_ref(other), &mut enc, Some(&mut Vec::new()));
+        // Encoded under the held calls' lock, the writes counted as they run (`runtime/watch.rs`).
+        let encode = || {
+            let mut keep = Keep::default();
+            rt.scoped(OP, || {
+                if let Some(k) = once {
+                    if let Some(now) = k.stale() {
+                        rt.encode(&k.once, &mut enc, Some(&mut keep.reruns));
+                        keep.reruns.push((k.clone(), now));
                     }
                 }
-            }
-            enc.resolve_query_set(&queries, 0..2 * n as u32, resolve.buffer(), 0);
-            enc.copy_buffer_to_buffer(resolve.buffer(), 0, read.buffer(), 0, bytes);
-            rt.counters.add(RecordCounts { transfers: 1, ..RecordCounts::default() });
-            Ok(())
-        })?;
-        let mut keep = Keep::default();
-        keep.hold(resolve);
-        keep.hold(read.held());
-        keep.hold(queries);
-        keep.hold(held);
-        submit_and_map(rt, OP, enc, keep, &read, 0..bytes, drive).await?;
+                let mut i = 0u32;
+                for c in &flat {
+                    match c {
+                        Command::Dispatch { pipeline, group, grid, .. } => {
+                            rt.watch.note(c, None);
+                            let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(2 * i), end_of_pass_write_index: Some(2 * i + 1) };
+                            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(OP), timestamp_writes: Some(writes) });
+                            pass.set_pipeline(pipeline);
+                            pass.set_bind_group(0, group, &[]);
+                            pass.dispatch_workgroups(grid.0, grid.1, 1);
+                            i += 1;
+                            rt.counters.add(RecordCounts { passes: 1, dispatches: 1, ..RecordCounts::default() });
+                        }
+                        other => {
+                            rt.encode(std::slice::from_ref(other), &mut enc, Some(&mut Vec::new()));
+                        }
+                    }
+                }
+                enc.resolve_query_set(&queries, 0..2 * n as u32, resolve.buffer(), 0);
+                enc.copy_buffer_to_buffer(resolve.buffer(), 0, read.buffer(), 0, bytes);
+                rt.counters.add(RecordCounts { transfers: 1, ..RecordCounts::default() });
+                Ok(())
+            })?;
+            keep.hold(resolve);
+            keep.hold(read.held());
+            keep.hold(queries);
+            keep.hold(held);
+            Ok((enc, keep))
+        };
+        encode_submit_and_map(rt, OP, encode, &read, 0..bytes, drive).await?;
         let view = read.buffer().slice(0..bytes).get_mapped_range().map_err(|e| Error::Gpu { op: OP, message: e.to_string() })?;
         let v: &[u64] = bytemuck::cast_slice(&view);
         let period = rt.queue.get_timestamp_period() as f64 / 1e6;

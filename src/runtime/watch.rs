@@ -12,11 +12,11 @@
 //! (the write may run before it); once done, they count as written once more.
 //!
 //! Writes are counted as the crate encodes them ([`crate::runtime::record::encode`]): a
-//! replay's check sees every write encoded before it (the eager calls held back are submitted,
-//! and so encoded, before a recording that replays a graph with constants is). On one thread
-//! that is the order the GPU runs them in; a write encoded on another thread between a replay's
-//! encoding and its submission is counted but runs after the replay (a race, as any
-//! unsynchronized write racing a replay). Writes
+//! replay's check sees every write encoded before it (the eager calls held back are encoded
+//! ahead of a recording's commands). The crate encodes and submits each command buffer of its
+//! own under one lock (the held calls', `submit::encode_and_submit`), so that is the order the
+//! GPU runs them in, whatever thread made them: a write another thread submits while this one
+//! replays is counted and runs either before the replay's check or after its submission. Writes
 //! the crate does not encode (the caller's own commands or `queue.write_buffer` into a tensor's
 //! buffer) are not counted: a caller's buffer ([`crate::DeviceTensor::from_buffer`]) is never a
 //! constant of a graph for that reason.

@@ -5,7 +5,7 @@ use crate::elementwise::Elementwise;
 use crate::error::{Error, Result};
 use crate::host::HostTensor;
 use crate::layout::MemoryFormat;
-use crate::shape::ShapeOps;
+use crate::shape::{fill_fits, ShapeOps};
 
 impl ShapeOps for HostTensor {
     fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
@@ -27,19 +27,7 @@ impl ShapeOps for HostTensor {
 /// its largest; for integers also a NaN or an infinity) is an error, and an integer type takes
 /// the value truncated. Floats round through f32, as PyTorch's 16-bit types' constructors do.
 pub(crate) fn scalar(value: f64, dtype: DType) -> Result<HostTensor> {
-    let (lo, hi) = match dtype {
-        DType::F32 => (f32::MIN as f64, f32::MAX as f64),
-        DType::F16 => (half::f16::MIN.to_f64(), half::f16::MAX.to_f64()),
-        DType::BF16 => (half::bf16::MIN.to_f64(), half::bf16::MAX.to_f64()),
-        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-        DType::U32 => (0.0, u32::MAX as f64),
-        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-        DType::U8 => (0.0, u8::MAX as f64),
-    };
-    let fits = if dtype.is_float() { !value.is_finite() || (lo..=hi).contains(&value) } else { (lo..=hi).contains(&value) };
-    if !fits {
-        return Err(Error::invalid("pad", format!("value {value:?} cannot be converted to type {dtype} without overflow")));
-    }
+    fill_fits(value, dtype)?;
     if dtype.is_float() {
         HostTensor::from_vec(vec![value as f32], &[1])?.to(dtype)
     } else {

@@ -257,6 +257,9 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 }
                 return Self::run(Op::To(self.dtype()), &[Input::Tensor(&src)], Target::New);
             }
+            // The fill value must fit the type even where nothing is filled (an empty result:
+            // PyTorch's `fill_` checks it all the same).
+            fill_fits(value, self.dtype())?;
             let out = self.new_tensor(OP, &shape, self.dtype(), format)?;
             let mut pieces = Vec::new();
             if out.numel() > 0 && pairs.iter().any(|&(_, l, r)| l > 0 || r > 0) {
@@ -433,11 +436,18 @@ pub trait ShapeOps: Elementwise + Pool2d {
 
     /// `torch.index_select(x, dim, index)`: the entries `index` (a host list here, where
     /// PyTorch takes an int64 tensor) along `dim`; each must be in `[0, size)`. Runs of
-    /// consecutive indices copy as one slice. A contiguous result.
+    /// consecutive indices copy as one slice. A contiguous result. A 0-d input takes one index,
+    /// 0, along dim 0 or -1, and gives a 0-d copy (as PyTorch).
     fn index_select(&self, dim: isize, index: &[i64]) -> Result<Self> {
         const OP: &str = "index_select";
         if self.rank() == 0 {
-            return Err(Error::unsupported(OP, "a 0-d input"));
+            wrap_dim(OP, dim, 0, true)?;
+            if index != [0] {
+                return Err(Error::invalid(OP, format!("a 0-d input takes one index, 0; got {index:?}")));
+            }
+            let out = self.new_tensor(OP, &[], self.dtype(), MemoryFormat::Contiguous)?;
+            Self::copy_pieces(OP, &[(out.clone(), self.clone())])?;
+            return Ok(out);
         }
         let d = wrap_dim(OP, dim, self.rank(), false)?;
         let size = self.shape()[d];
@@ -637,4 +647,24 @@ fn result_fits(op: &'static str, shape: &[usize], dtype: DType, what: impl FnOnc
         Some(bytes) if isize::try_from(bytes).is_ok() => Ok(()),
         _ => Err(Error::overflow(op, format!("{}: a result of shape {shape:?} in {dtype} would hold more than isize::MAX bytes", what()))),
     }
+}
+
+/// Whether a constant pad's fill `value` converts to `dtype` (PyTorch's `checked_convert` in
+/// `fill_`): a value outside the type's range (a finite one past its largest; for integers also
+/// a NaN or an infinity) is an error.
+pub(crate) fn fill_fits(value: f64, dtype: DType) -> Result<()> {
+    let (lo, hi) = match dtype {
+        DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+        DType::F16 => (half::f16::MIN.to_f64(), half::f16::MAX.to_f64()),
+        DType::BF16 => (half::bf16::MIN.to_f64(), half::bf16::MAX.to_f64()),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::U32 => (0.0, u32::MAX as f64),
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::U8 => (0.0, u8::MAX as f64),
+    };
+    let fits = if dtype.is_float() { !value.is_finite() || (lo..=hi).contains(&value) } else { (lo..=hi).contains(&value) };
+    if !fits {
+        return Err(Error::invalid("pad", format!("value {value:?} cannot be converted to type {dtype} without overflow")));
+    }
+    Ok(())
 }

@@ -73,6 +73,17 @@ impl Shapes {
             s.strides[i].extend_from_slice(&l.strides()[r..]);
             s.offsets[i] = l.offset();
         }
+        // A size-1 row or column dim is never stepped over, and a view may give it any stride:
+        // one past the kernels' i32 is 0 (such a view was refused as an overflow).
+        let sizes = [[m, k], [k, n], [m, n], [m, n]];
+        for (st, size) in s.strides.iter_mut().zip(sizes) {
+            let nb = st.len() - 2;
+            for j in 0..2 {
+                if size[j] == 1 && i32::try_from(st[nb + j]).is_err() {
+                    st[nb + j] = 0;
+                }
+            }
+        }
         // A batch over which B (and C) do not move folds into the rows where A, C and the
         // output step over it as one more run of rows: `linear` on [.., in] inputs.
         while let Some(&z) = s.batch.last() {
