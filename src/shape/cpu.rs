@@ -2,7 +2,7 @@
 
 use crate::dtype::DType;
 use crate::elementwise::Elementwise;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::HostTensor;
 use crate::layout::MemoryFormat;
 use crate::shape::{fill_fits, ShapeOps};
