@@ -7,8 +7,8 @@ use crate::copy::cpu::{self, Source};
 use crate::dtype::{DType, Element};
 use crate::elementwise::api::Elementwise;
 use crate::elementwise::cpu::{execute, Src};
-use crate::copy::check_copy;
-use crate::elementwise::resolve::{resolve, Input, Target};
+use crate::copy::{check_copy, reads_from_copy};
+use crate::elementwise::resolve::{input_copies, resolve, swapped, Input, Target};
 use crate::elementwise::Op;
 use crate::error::{Error, Result};
 use crate::layout::{checked_numel, Layout, MemoryFormat};
@@ -146,6 +146,9 @@ impl HostTensor {
     /// twice, or that partially overlaps `src`, is an error; copying a view onto itself does
     /// nothing. On error the destination is untouched.
     pub fn copy_(&self, src: &HostTensor) -> Result<()> {
+        if reads_from_copy(&self.layout, self.dtype(), &src.layout, src.dtype(), self.shares_storage(src)) {
+            return self.copy_(&src.contiguous(MemoryFormat::Contiguous)?);
+        }
         let plan = check_copy(&self.layout, self.dtype(), &src.layout, src.dtype(), self.shares_storage(src))?;
         let Some(plan) = plan else { return Ok(()) };
         if self.shares_storage(src) {
@@ -192,6 +195,9 @@ impl HostTensor {
 impl Elementwise for HostTensor {
     /// Runs the op on the CPU (the reference of the device kernels).
     fn run(op: Op, inputs: &[Input<'_, HostTensor>], target: Target<'_, HostTensor>) -> Result<HostTensor> {
+        // Flipped inputs overlapping the destination read from copies (`read_from_copies`).
+        let copies = input_copies(op, inputs, target, HostTensor::shares_storage, |t| t.contiguous(MemoryFormat::Contiguous))?;
+        let inputs = &swapped(inputs, &copies)[..];
         let (r, tensors) = resolve(op, inputs, target, HostTensor::shares_storage)?;
         let out = match target {
             Target::New => {

@@ -944,6 +944,60 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
     }
 }
 
+/// An input with a negative stride (a `flip`) in the destination's storage that partially
+/// overlaps it reads the values from before the op, as PyTorch's `flip` (a copy) does there:
+/// `x.add_(x.flip(0))`, `x.neg_out(x.flip(1))` and `x[0:3].copy_(x[1:4].flip(0))` on host and
+/// device, also in a batch; they were overlap errors. A destination that is the flipped
+/// view (PyTorch's would be a copy, which `add_` would change, not x) stays an error, as does
+/// any overlap without a negative stride.
+#[test]
+fn flipped_inputs_overlapping_the_destination_read_the_values_before_the_op() {
+    let hx = random_tensor(31, DType::F32, &[4, 6]);
+    let v = hx.to_vec::<f32>().unwrap();
+    let at = |r: usize, c: usize| v[r * 6 + c];
+    let plus_flip: Vec<f32> = (0..24).map(|i| at(i / 6, i % 6) + at(3 - i / 6, i % 6)).collect();
+    let neg_flip: Vec<f32> = (0..24).map(|i| -at(i / 6, 5 - i % 6)).collect();
+    let mut shifted = v.clone();
+    for r in 0..3 {
+        for c in 0..6 {
+            shifted[r * 6 + c] = at(3 - r, c);
+        }
+    }
+    let bits_of_vec = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    // The host.
+    let h = hx.contiguous(MemoryFormat::Contiguous).unwrap().add(0.0).unwrap();
+    h.add_(&h.flip(0).unwrap()).unwrap();
+    assert_eq!(bits_of_vec(&h.to_vec::<f32>().unwrap()), bits_of_vec(&plus_flip), "host add_");
+    let h = hx.add(0.0).unwrap();
+    h.flip(1).unwrap().neg_out(&h).unwrap();
+    assert_eq!(bits_of_vec(&h.to_vec::<f32>().unwrap()), bits_of_vec(&neg_flip), "host neg_out");
+    let h = hx.add(0.0).unwrap();
+    h.narrow(0, 0, 3).unwrap().copy_(&h.narrow(0, 1, 3).unwrap().flip(0).unwrap()).unwrap();
+    assert_eq!(bits_of_vec(&h.to_vec::<f32>().unwrap()), bits_of_vec(&shifted), "host copy_");
+    assert!(matches!(h.flip(0).unwrap().add_(&h), Err(Error::Overlap { .. })), "host: a flipped destination");
+    for ctx in contexts() {
+        let d = up(ctx, &hx);
+        d.add_(&d.flip(0).unwrap()).unwrap();
+        assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&plus_flip), "{}: add_", name(ctx));
+        let d = up(ctx, &hx);
+        d.flip(1).unwrap().neg_out(&d).unwrap();
+        assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&neg_flip), "{}: neg_out", name(ctx));
+        let d = up(ctx, &hx);
+        d.narrow(0, 0, 3).unwrap().copy_(&d.narrow(0, 1, 3).unwrap().flip(0).unwrap()).unwrap();
+        assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&shifted), "{}: copy_", name(ctx));
+        // In a batch, then an error that leaves it as it was.
+        let d = up(ctx, &hx);
+        let mut b = ctx.batch();
+        b.add_(&d, &d.flip(0).unwrap()).unwrap();
+        let r = b.add_(&d.flip(0).unwrap(), &d);
+        assert!(matches!(r, Err(Error::Overlap { .. })), "{}: a flipped destination: {r:?}", name(ctx));
+        b.submit_and_wait().unwrap();
+        assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&plus_flip), "{}: add_ in a batch", name(ctx));
+        let r = d.narrow(0, 0, 3).unwrap().add_(&d.narrow(0, 1, 3).unwrap());
+        assert!(matches!(r, Err(Error::Overlap { .. })), "{}: an overlap without a negative stride: {r:?}", name(ctx));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Transposed inputs.
 

@@ -1377,6 +1377,7 @@ fn alpha_zero_flipped_outputs_size_one_strides_and_huge_queries() {
         let o = DeviceTensor::zeros(&fresh, &[32, 32], DType::F32, MemoryFormat::Contiguous).unwrap();
         a.matmul_out(&b, &o.flip(0).unwrap()).unwrap();
         fresh.set_tuning_policy(strided_wgpu::TuningPolicy::Defaults);
+        assert_eq!(fresh.tuned_matmul_choices().len(), 1, "{}: the first call did not measure", name(ctx));
         let want = ha.matmul(&hb).unwrap().flip(0).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().to_vec::<f32>().unwrap();
         let got = o.download().unwrap().to_vec::<f32>().unwrap();
         assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-4 * (1.0 + w.abs())), "{}: into a flipped view", name(ctx));

@@ -68,12 +68,15 @@ pub fn run_host() -> Result<()> {
 /// CPU reference bit for bit.
 pub fn run() -> Result<()> {
     run_host()?;
+    // Only a machine without an adapter skips the GPU part (unless told to require one);
+    // any other failure to open a context is an error.
     let ctx = match GpuContext::new() {
         Ok(c) => c,
-        Err(e) => {
+        Err(e @ strided_wgpu::Error::Adapter(_)) if std::env::var("STRIDED_WGPU_REQUIRE_ADAPTER").as_deref() != Ok("1") => {
             println!("\nNo GPU adapter ({e}); skipping the GPU walk-through.");
             return Ok(());
         }
+        Err(e) => return Err(e),
     };
     let a = ctx.adapter();
     println!("\nOn the GPU: {} ({:?}, {:?})", a.name, a.backend, a.device_type);

@@ -11,6 +11,16 @@ use crate::error::{Error, Result};
 use crate::layout::{Layout, Overlap};
 use crate::plan::CopyPlan;
 
+/// Whether `dst.copy_(src)` reads `src` from a copy of its values made first: a source in the
+/// destination's storage with a negative stride (a `flip`, a negative-step slice) that
+/// partially overlaps it, which PyTorch (whose `flip` copies) reads from a copy too; any other
+/// partial overlap is an error ([`check_copy`]).
+pub(crate) fn reads_from_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> bool {
+    same_storage
+        && src.strides().iter().zip(src.shape()).any(|(&s, &n)| s < 0 && n > 1)
+        && src.broadcast_to(dst.shape()).is_ok_and(|b| !matches!(typed_overlap(dst, dst_t, &b, src_t), Overlap::Full | Overlap::Disjoint))
+}
+
 /// Validates `dst.copy_(src)` and returns its plan, or `None` when it is a no-op self-copy.
 /// Shared by host and device tensors.
 pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> Result<Option<CopyPlan>> {

@@ -274,11 +274,48 @@ pub(crate) fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> Result<
     Ok(out)
 }
 
+/// Which inputs of an elementwise call are read from a copy of their values: a tensor input in
+/// the destination's storage with a negative stride (a `flip`, a negative-step slice) that
+/// partially overlaps the destination. PyTorch has no negative strides (its `flip` copies), so
+/// `x.add_(&x.flip(0))` reads the values from before the op there; any other partial overlap
+/// is an error in both ([`resolve`]).
+pub(crate) fn read_from_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Target<'_, T>, same_storage: impl Fn(&T, &T) -> bool) -> Vec<bool> {
+    let d: &T = match (dest, inputs.first()) {
+        (Target::Out(d), _) => d,
+        (Target::InPlace, Some(Input::Tensor(d))) => d,
+        _ => return vec![false; inputs.len()],
+    };
+    let shapes: Vec<&[usize]> = inputs.iter().filter_map(|i| if let Input::Tensor(t) = i { Some(t.shape()) } else { None }).collect();
+    let Ok(shape) = broadcast_shapes(op.name(), &shapes) else { return vec![false; inputs.len()] };
+    inputs
+        .iter()
+        .map(|i| match i {
+            Input::Tensor(t) if same_storage(d, t) && t.strides().iter().zip(t.shape()).any(|(&s, &n)| s < 0 && n > 1) => {
+                t.layout().broadcast_to(&shape).is_ok_and(|b| !matches!(typed_overlap(d.layout(), d.dtype(), &b, t.dtype()), Overlap::Full | Overlap::Disjoint))
+            }
+            _ => false,
+        })
+        .collect()
+}
+
+/// The copies of the inputs that [`read_from_copies`] marks, made by `copy` (a contiguous
+/// tensor of the input's values, recorded or run before the op); `None` for the others.
+pub(crate) fn input_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Target<'_, T>, same_storage: impl Fn(&T, &T) -> bool, mut copy: impl FnMut(&T) -> Result<T>) -> Result<Vec<Option<T>>> {
+    let marked = read_from_copies(op, inputs, dest, same_storage);
+    inputs.iter().zip(marked).map(|(i, m)| match (i, m) { (Input::Tensor(t), true) => copy(t).map(Some), _ => Ok(None) }).collect()
+}
+
+/// `inputs` with each input that has a copy ([`input_copies`]) replaced by it.
+pub(crate) fn swapped<'b, T>(inputs: &[Input<'b, T>], copies: &'b [Option<T>]) -> Vec<Input<'b, T>> {
+    inputs.iter().zip(copies).map(|(i, c)| match c { Some(c) => Input::Tensor(c), None => *i }).collect()
+}
+
 /// Resolves `op` over `inputs` into `dest`, checking everything first: the number of inputs,
 /// the types (promotion, the op's type rules, a destination the result can be cast to),
 /// the shapes (broadcasting, a destination of the broadcast shape), and overlap (a
 /// destination reaching an element twice, or sharing elements with an input at other
-/// positions; exact aliasing as in `a.add_(a)` is fine). `same_storage` tells whether two
+/// positions; exact aliasing as in `a.add_(a)` is fine; an input with a negative stride is
+/// read from a copy first, [`read_from_copies`]). `same_storage` tells whether two
 /// tensors share storage. Returns the resolution, the destination's layout for a new
 /// result, and the tensor inputs in plan order.
 pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Target<'a, T>, same_storage: impl Fn(&T, &T) -> bool) -> Result<(Resolved, Vec<&'a T>)> {

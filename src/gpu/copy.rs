@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::copy::check_copy;
+use crate::copy::{check_copy, reads_from_copy};
 use crate::dtype::DType;
 use crate::elementwise::resolve::{Input, Target};
 use crate::elementwise::Op;
@@ -80,6 +80,10 @@ impl Batch<'_> {
         const OP: &str = "copy_";
         self.check_context(OP, &[dst, src])?;
         let same = dst.shares_storage(src);
+        if reads_from_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same) {
+            let tmp = self.copied(OP, src, src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
+            return self.record_copy(dst, &tmp, path);
+        }
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(()) };
         if path == CopyPath::Auto && copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
             // A converting copy is the elementwise `to` (its rows kernel moves whole words

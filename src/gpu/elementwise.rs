@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::elementwise::api::{elementwise_ops, Elementwise};
 use crate::elementwise::resolve::Target;
-use crate::elementwise::resolve::{resolve, Input};
+use crate::elementwise::resolve::{input_copies, resolve, swapped, Input};
 use crate::elementwise::{Op, Scalar};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
@@ -32,14 +32,32 @@ impl Batch<'_> {
         self.check_context(name, &all)?;
         // In place as the first op of its batch: a captured graph may fold it into the op
         // before (gpu/fuse.rs).
+        let first = self.recorded() == 0;
+        let mark = self.recorded();
+        // Flipped inputs overlapping the destination read from copies recorded first
+        // (`read_from_copies`).
+        let copies = input_copies(op, inputs, target, DeviceTensor::shares_storage, |t| self.copied(name, t, t.dtype(), crate::layout::MemoryFormat::Contiguous));
+        let copies = match copies {
+            Ok(c) => c,
+            Err(e) => {
+                self.cut_back(mark);
+                return Err(e);
+            }
+        };
+        let inputs = &swapped(inputs, &copies)[..];
         let tail = match target {
-            Target::InPlace if path == ElementwisePath::Auto && self.recorded() == 0 => fuse::elementwise_tail(op, &all),
+            Target::InPlace if path == ElementwisePath::Auto && first && copies.iter().all(Option::is_none) => fuse::elementwise_tail(op, &all),
             _ => None,
         };
-        let (r, tensors) = resolve(op, inputs, target, DeviceTensor::shares_storage)?;
+        let (r, tensors) = match resolve(op, inputs, target, DeviceTensor::shares_storage) {
+            Ok(r) => r,
+            Err(e) => {
+                self.cut_back(mark);
+                return Err(e);
+            }
+        };
         let ctx = self.context().clone();
         let rt = &ctx.rt;
-        let mark = self.recorded();
         let rec = self.parts(name)?;
         // One set of error scopes for the op: its new output and its dispatches (cut back out
         // of the batch when they caught an error).

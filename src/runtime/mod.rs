@@ -195,6 +195,11 @@ pub(crate) struct Runtime {
     /// The graphs being captured, by the thread capturing each (see [`Runtime::capture_begin`]).
     /// Lock order: never take a GL turn (or make a device call) while holding it.
     capture: Mutex<HashMap<std::thread::ThreadId, record::Recorder>>,
+    /// The buffers each capture made (fresh to its graph: `record::split_constants`), by the
+    /// thread capturing: apart from `capture`, whose recorder a poll sets aside, so that a
+    /// buffer another thread takes meanwhile is struck off them too. Lock order: after
+    /// `capture`, never while holding it.
+    fresh: Mutex<HashMap<std::thread::ThreadId, Vec<wgpu::Buffer>>>,
     /// Eager calls held back, and whether they are (`deferred.rs`). Lock order: a GL turn
     /// before its lock (`Runtime::lock_held`; a poll holds the turn while it runs callbacks,
     /// which may call the crate and take the lock).
@@ -279,6 +284,7 @@ impl Runtime {
             counters: record::Counters::default(),
             watch: Arc::default(),
             capture: Mutex::new(HashMap::new()),
+            fresh: Mutex::new(HashMap::new()),
             deferral: deferred::Deferral::new(policy),
             spare_words,
         }
@@ -298,6 +304,8 @@ impl Runtime {
             std::collections::hash_map::Entry::Occupied(_) => Err(Error::invalid(op, "this thread is already capturing a graph on this context (captures do not nest)")),
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(record::Recorder::default());
+                drop(c);
+                lock(&self.fresh).insert(std::thread::current().id(), Vec::new());
                 Ok(())
             }
         }
@@ -305,7 +313,12 @@ impl Runtime {
 
     /// Ends this thread's capture and returns what it recorded.
     pub fn capture_end(&self) -> Option<record::Recorder> {
-        lock(&self.capture).remove(&std::thread::current().id())
+        let rec = lock(&self.capture).remove(&std::thread::current().id());
+        let fresh = lock(&self.fresh).remove(&std::thread::current().id());
+        rec.map(|mut r| {
+            r.fresh = fresh.unwrap_or_default();
+            r
+        })
     }
 
     /// Runs `f`, a wgpu call that may run callbacks of finished work (a poll, a submission),
@@ -430,33 +443,27 @@ impl Runtime {
         // is an error here, not a handle in the pool (WebGPU settles the scopes later).
         let create = |class: u64| self.scoped_fresh(op, || Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })));
         let p = Pooled::get(&self.pool, size, usage, self.report.max_buffer_size, create).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))??;
-        // A buffer made while this thread captures is fresh to the graph; one that another
-        // thread's capture had made fresh, dropped unrecorded and taken from the pool here, no
-        // longer is to that capture (its contents are this call's, which that capture's
-        // run-once work must not write or rely on).
-        let mut c = lock(&self.capture);
-        if !c.is_empty() {
+        // A buffer made while this thread captures is fresh to the graph; one that a capture
+        // had made fresh, dropped unrecorded and taken from the pool by another thread (or by
+        // an eager call of a callback while the capture is set aside), no longer is to that
+        // capture: its contents are that call's, which the graph's run-once work must not write
+        // or rely on.
+        let mut fresh = lock(&self.fresh);
+        if !fresh.is_empty() {
+            drop(fresh);
+            let capturing = self.capturing_here();
+            fresh = lock(&self.fresh);
             let me = std::thread::current().id();
-            for (id, r) in c.iter_mut() {
-                if *id == me {
-                    r.fresh.push(p.buffer().clone());
+            for (id, list) in fresh.iter_mut() {
+                if *id == me && capturing {
+                    list.push(p.buffer().clone());
                 } else {
-                    r.fresh.retain(|b| b != p.buffer());
+                    list.retain(|b| b != p.buffer());
                 }
             }
         }
-        drop(c);
+        drop(fresh);
         Ok(p)
-    }
-
-    /// Runs `f` on the fresh buffers of this thread's capture, if it captures.
-    fn fresh_here(&self, f: impl FnOnce(&mut Vec<wgpu::Buffer>)) {
-        let mut c = lock(&self.capture);
-        if !c.is_empty() {
-            if let Some(r) = c.get_mut(&std::thread::current().id()) {
-                f(&mut r.fresh);
-            }
-        }
     }
 
     /// Notes that the host wrote `buffer` (an upload): while this thread captures, it is no
@@ -464,7 +471,9 @@ impl Runtime {
     /// an uploaded tensor, run again before a replay, would update it again: the upload itself
     /// is not run again).
     pub fn host_written(&self, buffer: &wgpu::Buffer) {
-        self.fresh_here(|fresh| fresh.retain(|b| b != buffer));
+        if let Some(list) = lock(&self.fresh).get_mut(&std::thread::current().id()) {
+            list.retain(|b| b != buffer);
+        }
     }
 
     /// How many pipelines this runtime has compiled (one per distinct shader and constants).

@@ -14,7 +14,8 @@
 //! Writes are counted as the crate encodes them ([`crate::runtime::record::encode`]): a
 //! replay's check sees every write encoded before it (the eager calls held back are encoded
 //! ahead of a recording's commands). The crate encodes and submits each command buffer of its
-//! own under one lock (the held calls', `submit::encode_and_submit`), so that is the order the
+//! own under one lock (the held calls', `submit::encode_and_submit`; a tuning's measurements,
+//! which write only scratch buffers, encode before it), so that is the order the
 //! GPU runs them in, whatever thread made them: a write another thread submits while this one
 //! replays is counted and runs either before the replay's check or after its submission. Writes
 //! the crate does not encode (the caller's own commands or `queue.write_buffer` into a tensor's
