@@ -984,6 +984,9 @@ fn tensor_core_convolutions_match_the_reference() {
     let mut rng = Rng(0xc0);
     for ctx in contexts() {
         let coop = ctx.adapter().cooperative_matrix.is_some();
+        if !coop {
+            common::skips::say(&format!("!!! {}: no cooperative matrices: the tensor-core kernels' values not tested (only that they are Unsupported)", name(ctx)));
+        }
         // ([N, C, H, W], K, (kh, kw), stride, padding, dilation, groups, channels-last input)
         type Case = ([usize; 4], usize, (usize, usize), (usize, usize), (usize, usize), (usize, usize), usize, bool);
         let cases: [Case; 7] = [

@@ -57,10 +57,14 @@ fn close(dtype: DType, got: f64, want: f64, scale: f64) -> bool {
 }
 
 /// Device against host: the same error class, or the same shape, dtype and values (bit for
-/// bit when `exact`, else within the tolerance of values up to 8 in magnitude).
-fn same(what: &str, host: Result<Vec<HostTensor>, Error>, dev: Result<Vec<DeviceTensor>, Error>, exact: bool) {
+/// bit when `exact`, else within the tolerance of values up to 8 in magnitude). Returns whether
+/// values were compared (not two errors), for the callers to count.
+fn same(what: &str, host: Result<Vec<HostTensor>, Error>, dev: Result<Vec<DeviceTensor>, Error>, exact: bool) -> bool {
     match (host, dev) {
-        (Err(a), Err(b)) => assert_eq!(std::mem::discriminant(&a), std::mem::discriminant(&b), "{what}: host {a} device {b}"),
+        (Err(a), Err(b)) => {
+            assert_eq!(std::mem::discriminant(&a), std::mem::discriminant(&b), "{what}: host {a} device {b}");
+            false
+        }
         (Ok(h), Ok(d)) => {
             assert_eq!(h.len(), d.len(), "{what}");
             for (h, d) in h.iter().zip(&d) {
@@ -77,6 +81,7 @@ fn same(what: &str, host: Result<Vec<HostTensor>, Error>, dev: Result<Vec<Device
                     }
                 }
             }
+            true
         }
         (h, d) => panic!("{what}: host {:?}, device {:?}", h.map(|_| ()), d.map(|_| ())),
     }
@@ -112,6 +117,7 @@ fn float(rng: &mut Rng) -> DType {
 #[test]
 fn pooling_and_bilinear_match_the_cpu_reference() {
     for ctx in contexts() {
+        let mut compared = 0;
         let mut rng = Rng(0x9001);
         for case in 0..120 {
             let dtype = float(&mut rng);
@@ -129,32 +135,34 @@ fn pooling_and_bilinear_match_the_cpu_reference() {
                 0 => {
                     let o = MaxPool2dOptions { kernel: k, stride, padding, dilation: (1 + rng.below(2), 1 + rng.below(2)), ceil_mode };
                     if rng.below(2) == 0 {
-                        same(&format!("{what} max {o:?}"), h.max_pool2d_with_indices(&o).map(|(a, b)| vec![a, b]), d.max_pool2d_with_indices(&o).map(|(a, b)| vec![a, b]), true);
+                        compared += same(&format!("{what} max {o:?}"), h.max_pool2d_with_indices(&o).map(|(a, b)| vec![a, b]), d.max_pool2d_with_indices(&o).map(|(a, b)| vec![a, b]), true) as usize;
                     } else {
-                        same(&format!("{what} max {o:?}"), h.max_pool2d(&o).map(|a| vec![a]), d.max_pool2d(&o).map(|a| vec![a]), true);
+                        compared += same(&format!("{what} max {o:?}"), h.max_pool2d(&o).map(|a| vec![a]), d.max_pool2d(&o).map(|a| vec![a]), true) as usize;
                     }
                 }
                 1 => {
                     let divisor_override = (rng.below(4) == 0).then(|| 1 + rng.below(5));
                     let o = AvgPool2dOptions { kernel: k, stride, padding, ceil_mode, count_include_pad: rng.below(2) == 0, divisor_override };
-                    same(&format!("{what} avg {o:?}"), h.avg_pool2d(&o).map(|a| vec![a]), d.avg_pool2d(&o).map(|a| vec![a]), false);
+                    compared += same(&format!("{what} avg {o:?}"), h.avg_pool2d(&o).map(|a| vec![a]), d.avg_pool2d(&o).map(|a| vec![a]), false) as usize;
                 }
                 2 => {
                     let out = (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2));
-                    same(&format!("{what} adaptive avg {out:?}"), h.adaptive_avg_pool2d(out).map(|a| vec![a]), d.adaptive_avg_pool2d(out).map(|a| vec![a]), false);
+                    compared += same(&format!("{what} adaptive avg {out:?}"), h.adaptive_avg_pool2d(out).map(|a| vec![a]), d.adaptive_avg_pool2d(out).map(|a| vec![a]), false) as usize;
                 }
                 3 => {
                     let out = (1 + rng.below(shape[2] + 2), 1 + rng.below(shape[3] + 2));
-                    same(&format!("{what} adaptive max {out:?}"), h.adaptive_max_pool2d_with_indices(out).map(|(a, b)| vec![a, b]), d.adaptive_max_pool2d_with_indices(out).map(|(a, b)| vec![a, b]), true);
+                    compared += same(&format!("{what} adaptive max {out:?}"), h.adaptive_max_pool2d_with_indices(out).map(|(a, b)| vec![a, b]), d.adaptive_max_pool2d_with_indices(out).map(|(a, b)| vec![a, b]), true) as usize;
                 }
                 _ => {
                     let mode = InterpolateMode::Bilinear { align_corners: rng.below(2) == 0 };
                     let o = if rng.below(2) == 0 { InterpolateOptions::size((1 + rng.below(20), 1 + rng.below(20)), mode) } else { InterpolateOptions::scale((0.5 + rng.below(8) as f64 * 0.375, 0.5 + rng.below(8) as f64 * 0.375), mode) };
                     let (hh, dd) = (h.interpolate(&o), d.interpolate(&o));
-                    same(&format!("{what} bilinear {o:?}"), hh.map(|a| vec![a]), dd.map(|a| vec![a]), false);
+                    compared += same(&format!("{what} bilinear {o:?}"), hh.map(|a| vec![a]), dd.map(|a| vec![a]), false) as usize;
                 }
             }
         }
+        // Most cases compute (a case both sides refuse alike compares no values).
+        assert!(compared >= 80, "{}: only {compared} of 120 cases compared values", name(ctx));
     }
 }
 
@@ -162,6 +170,7 @@ fn pooling_and_bilinear_match_the_cpu_reference() {
 fn shape_ops_match_the_cpu_reference_bit_for_bit() {
     let dtypes = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U32, DType::U8, DType::I8];
     for ctx in contexts() {
+        let mut compared = 0;
         let mut rng = Rng(0x5a9e);
         for case in 0..80 {
             let dtype = dtypes[rng.below(dtypes.len())];
@@ -183,11 +192,11 @@ fn shape_ops_match_the_cpu_reference_bit_for_bit() {
                     let h2 = tensor(&mut rng, &s2, t2, l2, false);
                     let d2 = mirror(ctx, &h2, l2);
                     let nd = dim as isize - if rng.below(2) == 0 { 4 } else { 0 };
-                    same(&format!("{what} cat {s2:?} {t2} dim {nd}"), one(cat(&[&h, &h2], nd)), oned(cat(&[&d, &d2], nd)), true);
+                    compared += same(&format!("{what} cat {s2:?} {t2} dim {nd}"), one(cat(&[&h, &h2], nd)), oned(cat(&[&d, &d2], nd)), true) as usize;
                 }
                 1 => {
                     let dim = rng.below(5) as isize;
-                    same(&format!("{what} stack {dim}"), one(stack(&[&h, &h], dim)), oned(stack(&[&d, &d], dim)), true);
+                    compared += same(&format!("{what} stack {dim}"), one(stack(&[&h, &h], dim)), oned(stack(&[&d, &d], dim)), true) as usize;
                 }
                 2 => {
                     let mode = [PadMode::Constant(-1.5), PadMode::Reflect, PadMode::Replicate, PadMode::Circular][rng.below(4)];
@@ -195,24 +204,26 @@ fn shape_ops_match_the_cpu_reference_bit_for_bit() {
                     if matches!(mode, PadMode::Constant(_)) {
                         pad[rng.below(4)] = -(rng.below(2) as isize);
                     }
-                    same(&format!("{what} pad {pad:?} {mode:?}"), one(h.pad(&pad, mode)), oned(d.pad(&pad, mode)), true);
+                    compared += same(&format!("{what} pad {pad:?} {mode:?}"), one(h.pad(&pad, mode)), oned(d.pad(&pad, mode)), true) as usize;
                 }
                 3 => {
                     let reps: Vec<usize> = (0..4 + rng.below(2)).map(|_| rng.below(3)).collect();
-                    same(&format!("{what} repeat {reps:?}"), one(h.repeat(&reps)), oned(d.repeat(&reps)), true);
+                    compared += same(&format!("{what} repeat {reps:?}"), one(h.repeat(&reps)), oned(d.repeat(&reps)), true) as usize;
                 }
                 4 => {
                     let dim = rng.below(4);
                     let index: Vec<i64> = (0..rng.below(6)).map(|_| rng.below(shape[dim] + 1) as i64).collect();
-                    same(&format!("{what} index_select {dim} {index:?}"), one(h.index_select(dim as isize, &index)), oned(d.index_select(dim as isize, &index)), true);
+                    compared += same(&format!("{what} index_select {dim} {index:?}"), one(h.index_select(dim as isize, &index)), oned(d.index_select(dim as isize, &index)), true) as usize;
                 }
                 _ => {
                     let mode = if rng.below(2) == 0 { InterpolateMode::Nearest } else { InterpolateMode::NearestExact };
                     let o = if rng.below(2) == 0 { InterpolateOptions::size((1 + rng.below(15), 1 + rng.below(15)), mode) } else { InterpolateOptions::scale((0.5 + rng.below(6) as f64 * 0.5, 0.5 + rng.below(6) as f64 * 0.5), mode) };
-                    same(&format!("{what} interpolate {o:?}"), one(h.interpolate(&o)), oned(d.interpolate(&o)), true);
+                    compared += same(&format!("{what} interpolate {o:?}"), one(h.interpolate(&o)), oned(d.interpolate(&o)), true) as usize;
                 }
             }
         }
+        // Most cases compute (a case both sides refuse alike compares no values).
+        assert!(compared >= 50, "{}: only {compared} of 80 cases compared values", name(ctx));
     }
 }
 
@@ -583,7 +594,7 @@ fn layer_norm_and_group_norm_match_the_definition() {
     assert_eq!(group_norm(&HostTensor::zeros(&[2, 4, 0, 2], DType::F32, MemoryFormat::Contiguous).unwrap(), 2, None, None, 1e-5).unwrap().shape(), &[2, 4, 0, 2]);
     let line = HostTensor::from_vec(vec![1f32, 3.0, 0.0, 4.0], &[4]).unwrap();
     let want: Vec<f32> = [1f32, 3.0, 0.0, 4.0].iter().map(|v| (v - 2.0) / 2.5f32.sqrt()).collect();
-    let near = |got: Vec<f32>, what: &str| assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6), "{what}: {got:?}, want {want:?}");
+    let near = |got: Vec<f32>, what: &str| assert!(got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6), "{what}: {got:?}, want {want:?}");
     near(layer_norm(&line, &[4], None, None, 0.0).unwrap().to_vec::<f32>().unwrap(), "host rank 1");
     // group_norm of rank 2, 3 and 5 inputs equals that of the same values seen as [N, C, S, 1].
     let mut rng = Rng(0x9e);
@@ -596,7 +607,7 @@ fn layer_norm_and_group_norm_match_the_definition() {
         assert_eq!((got.shape(), got.to_vec::<f32>().unwrap()), (&shape[..], want.clone()), "host rank {}", shape.len());
         for ctx in contexts() {
             let d = group_norm(&DeviceTensor::upload(ctx, &t).unwrap(), 2, None, None, 1e-5).unwrap().download().unwrap().to_vec::<f32>().unwrap();
-            assert!(d.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * (1.0 + w.abs())), "{} rank {}", name(ctx), shape.len());
+            assert!(d.len() == want.len() && d.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * (1.0 + w.abs())), "{} rank {}", name(ctx), shape.len());
         }
     }
     for ctx in contexts() {
@@ -632,6 +643,7 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
     let scale: f64 = want.iter().map(|v| v.abs() as f64).fold(0.0, f64::max) + 64.0 * 8.0;
     let (fw, fb) = fold_batch_norm(&wt, Some(&bias), &mean, &var, Some(&g), Some(&beta), 1e-5).unwrap();
     let got = conv2d_cpu(&x, &fw, Some(&fb), &opts).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(got.len(), want.len());
     for (a, b) in got.iter().zip(&want) {
         assert!(((a - b).abs() as f64) <= 1e-5 * scale, "host: {a} against {b}");
     }
@@ -644,6 +656,7 @@ fn folding_a_batch_norm_into_a_convolution_keeps_its_output() {
         let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
         let (dfw, dfb) = fold_batch_norm(&up(&wt), Some(&up(&bias)), &up(&mean), &up(&var), Some(&up(&g)), Some(&up(&beta)), 1e-5).unwrap();
         let got = up(&x).conv2d(&dfw, Some(&dfb), &opts).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len(), "{}", name(ctx));
         for (a, b) in got.iter().zip(&want) {
             assert!(((a - b).abs() as f64) <= 1e-5 * scale, "{}: {a} against {b}", name(ctx));
         }
@@ -790,8 +803,8 @@ fn both_window_kernels_match_the_cpu_reference() {
                 let got = window_with(&d, &g, kernel);
                 match pool_classify(&g, dtype, &out, kernel) {
                     Ok(_) => {
-                        served[i] += 1;
-                        same(&format!("{what} {kernel:?}"), want.clone(), got.map(|(a, b)| [Some(a), b].into_iter().flatten().collect()), exact);
+                        // Counted where values were compared (not where both sides refused).
+                        served[i] += same(&format!("{what} {kernel:?}"), want.clone(), got.map(|(a, b)| [Some(a), b].into_iter().flatten().collect()), exact) as usize;
                     }
                     Err(e) => {
                         assert!(matches!(e, Error::Unsupported { .. }), "{what}: {e}");
@@ -979,8 +992,10 @@ fn max_pooling_orders_zeros_and_nans_as_the_row_major_scan() {
                 assert_eq!((bits(&gv.download().unwrap()), bits(&gi.download().unwrap())), (bits(&wv), bits(&wi)), "{what}: with indices");
                 let g = max_pool2d_window(h.layout(), DType::F32, &o, false).unwrap();
                 for kernel in [PoolKernel::General, PoolKernel::Vec4] {
-                    if let Ok((v, _)) = window_with(&d, &g, kernel) {
-                        assert_eq!(bits(&v.download().unwrap()), bits(&want), "{what}: {kernel:?}");
+                    match window_with(&d, &g, kernel) {
+                        Ok((v, _)) => assert_eq!(bits(&v.download().unwrap()), bits(&want), "{what}: {kernel:?}"),
+                        Err(Error::Unsupported { .. }) => assert_ne!(kernel, PoolKernel::General, "{what}: the general kernel serves every window"),
+                        Err(e) => panic!("{what}: {kernel:?}: {e}"),
                     }
                 }
             }
@@ -1426,12 +1441,23 @@ fn windows_past_a_software_adapters_loop_bound() {
                 let ga = avg_pool2d_window(d.layout(), DType::F32, &AvgPool2dOptions { stride: Some(s), ..AvgPool2dOptions::new(k) }).unwrap();
                 for g in [&gm, &ga] {
                     let want = Pool2d::window(&h, g).unwrap().0;
+                    let mut ran = 0;
                     for kernel in [PoolKernel::General, PoolKernel::Vec4] {
-                        let Ok((got, _)) = window_with(&d, g, kernel) else { continue };
+                        // A kernel that does not serve the window (Vec4 on NCHW) is Unsupported;
+                        // any other error fails.
+                        let got = match window_with(&d, g, kernel) {
+                            Ok((got, _)) => got,
+                            Err(Error::Unsupported { .. }) => continue,
+                            Err(e) => panic!("{} {plane:?} kernel {k:?} {format:?} {kernel:?}: {e}", name(ctx)),
+                        };
+                        ran += 1;
                         let (got, want) = (got.download().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
-                        let off = got.iter().zip(&want).filter(|(a, b)| (**a as f64 - **b as f64).abs() > 1e-6 * b.abs() as f64).count();
+                        assert_eq!(got.len(), want.len(), "{} {plane:?} kernel {k:?} {format:?} {kernel:?}", name(ctx));
+                        // (A NaN counts as off.)
+                        let off = got.iter().zip(&want).filter(|(a, b)| a.is_nan() || (**a as f64 - **b as f64).abs() > 1e-6 * b.abs() as f64).count();
                         assert_eq!(off, 0, "{} {plane:?} kernel {k:?} {format:?} {:?} {kernel:?}: {off} of {} outputs differ", name(ctx), g.mode, want.len());
                     }
+                    assert!(ran > 0, "{} {plane:?} kernel {k:?} {format:?}: no kernel served the window", name(ctx));
                 }
             }
         }
@@ -1697,9 +1723,9 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
             let y = b.layer_norm(&dx, &[n], None, None, 1e-5).unwrap();
             b.submit_and_wait().unwrap();
             let got = y.download().unwrap().to_vec::<f32>().unwrap();
-            assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n}: {:?}", name(ctx), &got[..4]);
+            assert!(got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n}: {:?}", name(ctx), &got[..4]);
             let got = layer_norm_with(&dx, &[n], None, None, 1e-5, NormKernel::Split { chunks: 7 }).unwrap().download().unwrap().to_vec::<f32>().unwrap();
-            assert!(got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n} in 7 chunks: {:?}", name(ctx), &got[..4]);
+            assert!(got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n} in 7 chunks: {:?}", name(ctx), &got[..4]);
             // A constant row with eps = 0: a zero variance, an infinite rstd, NaN outputs as the
             // reference's rsqrt gives (WGSL's inverseSqrt(0) is the driver's), in every form.
             let hc = HostTensor::from_vec(vec![2f32; n], &[1, n]).unwrap();

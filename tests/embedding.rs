@@ -476,6 +476,13 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
         let out = DeviceTensor::from_buffer(&mine, obuf, DType::F32, Layout::contiguous(&[m, n]).unwrap()).unwrap();
         let plan = addmm_plan(c.layout(), a.layout(), w.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
         let pooled = DeviceTensor::empty(&mine, &[m, n], DType::F32, MemoryFormat::Contiguous).unwrap();
+        // Small integers: every sum exact in f32, the reference a plain loop.
+        let want: Vec<f32> = (0..m * n)
+            .map(|i| {
+                let (r, col) = (i / n, i % n);
+                (i % 9) as f32 + (0..k).map(|j| (((r * k + j) * 7) % 13) as f32 - 6.0).zip((0..k).map(|j| (((j * n + col) * 5) % 11) as f32 - 5.0)).map(|(x, y)| x * y).sum::<f32>()
+            })
+            .collect();
         for kernel in [MatmulKernel::Auto, MatmulKernel::Blocked] {
             let mut b = mine.batch();
             match b.run_plan_with(&plan, &a, &w, Some(&c), &out, kernel) {
@@ -486,6 +493,7 @@ fn storage_only_caller_buffers_get_kernels_not_buffer_copies() {
             b.run_plan_with(&plan, &a, &w, Some(&c), &pooled, kernel).unwrap();
             b.submit_and_wait().unwrap_or_else(|e| panic!("{}: {kernel:?}: {e}", name(ctx)));
             assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), pooled.download().unwrap().to_vec::<f32>().unwrap(), "{}: {kernel:?}", name(ctx));
+            assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), want, "{}: {kernel:?} against the reference", name(ctx));
         }
         assert_eq!(seen.load(Ordering::SeqCst), 0, "{}: an error reached the host's handler", name(ctx));
     }

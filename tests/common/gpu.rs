@@ -31,7 +31,7 @@ pub fn contexts() -> &'static [GpuContext] {
         for (name, b) in candidates {
             match open(b) {
                 Ok(c) => out.push(c),
-                Err(e) => eprintln!("!!! no {name} adapter ({b:?}): {e}"),
+                Err(e) => super::skips::say(&format!("!!! {}: no {name} adapter ({b:?}): {e}", super::skips::suite())),
             }
         }
         for r in &required {

@@ -24,7 +24,14 @@ pub struct Case {
 pub fn jsonl(default: &str, env: &str) -> (String, Vec<Value>) {
     let path = std::env::var(env).unwrap_or_else(|_| format!("{}/tests/data/{default}", env!("CARGO_MANIFEST_DIR")));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-    let lines = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: bad JSON line: {e}"))).collect();
+    let lines: Vec<Value> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: bad JSON line: {e}"))).collect();
+    // Every case names itself once: a case repeated (or one without an id) would replay twice
+    // under one name, or unnamed in a failure.
+    let mut ids = std::collections::HashSet::new();
+    for v in &lines {
+        let id = v["id"].as_str().unwrap_or_else(|| panic!("{path}: a case without an id: {v}"));
+        assert!(ids.insert(id.to_string()), "{path}: the id {id} twice");
+    }
     (path, lines)
 }
 
