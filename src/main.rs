@@ -100,8 +100,15 @@ const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleav
 fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
     let mut warm = cli::measure::DEFAULT_WARM;
     let mut only = None;
+    let mut warm_given: Option<&str> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
+        if matches!(a.as_str(), "--warm" | "--interleave") {
+            if let Some(before) = warm_given {
+                return Err(format!("{a} and {before} are alternatives: give one"));
+            }
+            warm_given = Some(a.as_str());
+        }
         match a.as_str() {
             "--json" | "--profile" => {}
             "--only" => match it.next().map(String::as_str) {
@@ -119,5 +126,33 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
     if args.iter().any(|a| a == "--profile") && only.as_deref() != Some("resnet") {
         return Err("--profile goes with --only resnet".into());
     }
+    // Only the bandwidth parts warm each timed run (the others time first calls or whole
+    // forwards, or warm as their rows need).
+    if let (Some(flag), Some(part)) = (warm_given, only.as_deref()) {
+        if !matches!(part, "copy" | "elementwise" | "reduce" | "pool") {
+            return Err(format!("{flag} applies to the copy, elementwise, reduce and pool rows, not to --only {part}"));
+        }
+    }
     Ok((warm, only))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bench_warm;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    /// The bench's options as its usage line gives them; anything else is an error.
+    #[test]
+    fn bench_options() {
+        assert_eq!(bench_warm(&args("--json")), Ok((crate::cli::measure::DEFAULT_WARM, None)));
+        assert_eq!(bench_warm(&args("--only copy --warm 3")), Ok((3, Some("copy".to_string()))));
+        assert_eq!(bench_warm(&args("--interleave --only pool --json")), Ok((0, Some("pool".to_string()))));
+        assert_eq!(bench_warm(&args("--only resnet --profile")), Ok((crate::cli::measure::DEFAULT_WARM, Some("resnet".to_string()))));
+        for bad in ["--only", "--only gpu", "--warm", "--warm x", "--warm -1", "--fast", "--profile", "--only copy --profile", "--warm 3 --interleave", "--interleave --warm 2", "--only conv --warm 2", "--only resnet --interleave"] {
+            assert!(bench_warm(&args(bad)).is_err(), "{bad}");
+        }
+    }
 }

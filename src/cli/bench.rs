@@ -71,7 +71,7 @@ pub fn print(ctx: &GpuContext, part: &str, rows: &[Row], json: bool, warm: usize
             a.name,
             a.backend,
             a.device_type,
-            if a.timestamps || a.pass_timestamps { "GPU timestamps" } else { "wall clock" },
+            crate::cli::measure::timing(ctx),
             warm
         );
         println!("{:<22} {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9}  note", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "to_copy", "x kernel", "x device");
@@ -83,6 +83,7 @@ pub fn print(ctx: &GpuContext, part: &str, rows: &[Row], json: bool, warm: usize
             let mut line = serde_json::json!({
                 "part": part, "op": r.op, "shape": r.shape, "dtype": r.dtype.to_string(), "median_ms": r.median(), "min_ms": min, "max_ms": max,
                 "gbps": g, "bytes": r.bytes, "copy_median_ms": r.copy_ms, "ratio_to_copy": r.ratio_to_copy(), "warm": warm,
+                "timing": crate::cli::measure::timing(ctx),
             });
             if part == "copy" {
                 line["ratio_to_copy_kernel"] = (g / kernel).into();

@@ -183,7 +183,7 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
             let (min, max) = r.times_ms.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
             let s = r.shape;
             let mut line = serde_json::json!({
-                "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups, "dtype": s.dtype.to_string(),
+                "part": "conv", "timing": crate::cli::measure::timing(ctx), "op": r.op, "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "padding": s.pad, "groups": s.groups, "dtype": s.dtype.to_string(),
                 "median_ms": r.median(), "min_ms": min, "max_ms": max, "gflops": r.gflops(), "gbps": r.gbps(), "tuned": format!("{:?}", r.kernel),
                 "default": format!("{:?}", r.default_kernel), "default_median_ms": median(&r.default_ms), "default_to_tuned": r.default_to_tuned(),
             });
@@ -196,6 +196,7 @@ pub fn print(ctx: &GpuContext, rows: &[ConvRow], json: bool) {
         return;
     }
     println!();
+    println!("conv rows; adapter: {} ({:?}); timing: {}", ctx.adapter().name, ctx.adapter().backend, crate::cli::measure::timing(ctx));
     println!("{:<14} {:<18} {:>4} {:>6} {:>20} {:>20} {:>10} {:>20}", "conv", "input", "K", "stride", "NCHW ms (GFLOP/s)", "NHWC ms (GFLOP/s)", "best", "NCHW->NHWC+conv");
     let mut i = 0;
     while i < rows.len() {

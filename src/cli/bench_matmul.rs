@@ -194,7 +194,7 @@ pub fn print(ctx: &GpuContext, rows: &[MatmulRow], json: bool) {
     let a = ctx.adapter();
     if !json {
         println!();
-        println!("matmul rows; adapter: {} ({:?}); default kernels, medians of {RUNS} runs", a.name, a.backend);
+        println!("matmul rows; adapter: {} ({:?}); timing: {}; default kernels, medians of {RUNS} runs", a.name, a.backend, crate::cli::measure::timing(ctx));
         println!("{:<16} {:<5} {:<36} {:>10} {:>9} {:>14} {:>8} {:>8} {:>9}  kernel", "op", "dtype", "shape", "median_ms", "GFLOP/s", "conv1x1 GFLOP/s", "to_conv", "GB/s", "to_copy");
     }
     for r in rows {
@@ -204,7 +204,7 @@ pub fn print(ctx: &GpuContext, rows: &[MatmulRow], json: bool) {
         if json {
             println!(
                 "{}",
-                serde_json::json!({ "part": "matmul", "op": r.op, "dtype": r.dtype.to_string(), "shape": r.shape, "median_ms": median(&r.times_ms), "gflops": r.gflops(),
+                serde_json::json!({ "part": "matmul", "timing": crate::cli::measure::timing(ctx), "op": r.op, "dtype": r.dtype.to_string(), "shape": r.shape, "median_ms": median(&r.times_ms), "gflops": r.gflops(),
                     "conv1x1_gflops": conv, "ratio_to_conv": to_conv, "gbps": gbps, "ratio_to_copy": to_copy, "kernel": r.kernel })
             );
         } else {

@@ -107,14 +107,14 @@ pub fn rows(ctx: &GpuContext, warm: usize) -> Result<Vec<Row>> {
 pub fn print(ctx: &GpuContext, rows: &[Row], json: bool, warm: usize) {
     let a = ctx.adapter();
     if !json {
-        println!("reduce rows; adapter: {} ({:?}, {:?}); GB/s of input read; each timed run after {warm} warming run(s)", a.name, a.backend, a.device_type);
+        println!("reduce rows; adapter: {} ({:?}, {:?}); timing: {}; GB/s of input read; each timed run after {warm} warming run(s)", a.name, a.backend, a.device_type, crate::cli::measure::timing(ctx));
         println!("{:<20} {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>9}  strides", "op", "shape", "dtype", "median_ms", "min_ms", "max_ms", "GB/s", "to_copy");
     }
     for r in rows {
         let (min, max) = r.times_ms.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
         let g = r.gbps() / 2.0;
         if json {
-            println!("{}", serde_json::json!({"part": "reduce", "op": r.op, "shape": r.shape, "dtype": r.dtype.to_string(), "median_ms": r.median(), "min_ms": min, "max_ms": max, "gbps": g, "input_bytes": r.bytes / 2.0, "copy_median_ms": r.copy_ms, "ratio_to_copy": r.ratio_to_copy(), "warm": warm}));
+            println!("{}", serde_json::json!({"part": "reduce", "timing": crate::cli::measure::timing(ctx), "op": r.op, "shape": r.shape, "dtype": r.dtype.to_string(), "median_ms": r.median(), "min_ms": min, "max_ms": max, "gbps": g, "input_bytes": r.bytes / 2.0, "copy_median_ms": r.copy_ms, "ratio_to_copy": r.ratio_to_copy(), "warm": warm}));
         } else {
             println!("{:<20} {:<20} {:<5} {:>10.3} {:>10.3} {:>10.3} {:>8.2} {:>9.2}  {}", r.op, format!("{:?}", r.shape), r.dtype, r.median(), min, max, g, r.ratio_to_copy(), r.note);
         }

@@ -16,6 +16,9 @@ fn load(path: &str) -> Result<Vec<(String, String, String, f64)>, String> {
             rows.push((v["part"].as_str().unwrap_or("conv").to_string(), v["op"].as_str().unwrap_or("?").to_string(), format!("{} {}", v["shape"], v["dtype"].as_str().unwrap_or("f32")), r));
         }
     }
+    if rows.is_empty() {
+        return Err(format!("{path} holds no `bench --json` row with a ratio_to_copy (a table, or rows of another part?)"));
+    }
     Ok(rows)
 }
 

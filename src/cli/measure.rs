@@ -46,6 +46,17 @@ impl Row {
     }
 }
 
+/// How the rows on `ctx` are timed: GPU timestamps where the adapter has them, else the wall
+/// clock around submit and wait (named in every table's header and JSON row, `"timing"`).
+pub fn timing(ctx: &GpuContext) -> &'static str {
+    let a = ctx.adapter();
+    if a.timestamps || a.pass_timestamps {
+        "GPU timestamps"
+    } else {
+        "wall clock"
+    }
+}
+
 /// The median as Python's `statistics.median` takes it (the peer scripts' rule): the middle
 /// value, or the mean of the two middle values of an even count; NaN of no values.
 pub fn median(t: &[f64]) -> f64 {

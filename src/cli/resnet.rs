@@ -229,7 +229,7 @@ pub fn profile(ctx: &GpuContext, json: bool) -> Result<()> {
         if json {
             println!("{}", serde_json::json!({ "part": "resnet_profile", "layout": layout, "dispatches": rows.len(), "gpu_ms_sum": sum, "replay_wall_ms": wall_ms, "passes": c.passes, "submits": c.submits }));
         } else {
-            println!("{layout}: {} dispatches, GPU {sum:.3} ms in all (a pass each); a replay and its download take {wall_ms:.3} ms of wall time (1 submit, {} pass)", rows.len(), c.passes);
+            println!("{layout}: {} dispatches, GPU {sum:.3} ms in all (a pass each); a replay and its download take {wall_ms:.3} ms of wall time ({} submit(s), {} pass(es))", rows.len(), c.submits, c.passes);
         }
     }
     Ok(())
