@@ -898,7 +898,8 @@ fn indices_past_int32_and_empty_variances() {
 fn walks_within_a_software_adapters_loop_bound() {
     let mut rng = Rng(0x100b);
     // (shape, permutation, dims, dtype)
-    let cases: &[(&[usize], &[isize], &[isize], DType)] = &[
+    type Case = (&'static [usize], &'static [isize], &'static [isize], DType);
+    let cases: &[Case] = &[
         (&[16384, 4], &[1, 0], &[0, 1], DType::F32),
         (&[16384, 64, 4], &[0, 1, 2], &[0, 2], DType::F32),
         (&[8192, 64, 2, 2], &[0, 1, 2, 3], &[0, 2, 3], DType::F32),

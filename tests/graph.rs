@@ -347,7 +347,8 @@ fn wrong_replays_and_waiting_captures_are_typed_errors() {
         // any conversion into the graph; it used to read as "tuned already" (Ok(false)).
         let (a, b) = (DeviceTensor::from_slice(ctx, &vals(64 * 64, 3), &[64, 64]).unwrap(), DeviceTensor::from_slice(ctx, &vals(64 * 64, 4), &[64, 64]).unwrap());
         let xt = x.transpose(1, 3).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
-        let refused: [(&str, Box<dyn Fn() -> strided_wgpu::Result<bool>>); 3] = [
+        type Refused<'a> = (&'static str, Box<dyn Fn() -> strided_wgpu::Result<bool> + 'a>);
+        let refused: [Refused<'_>; 3] = [
             ("tune_matmul", Box::new(|| ctx.tune_matmul(&a, &b))),
             ("tune_conv2d", Box::new(|| ctx.tune_conv2d(&x.permute(&[0, 3, 1, 2]).unwrap(), &p.w1, None, &Conv2dOptions::default()))),
             ("tune_copy", Box::new(|| ctx.tune_copy(&xt, &x.transpose(1, 3).unwrap()))),

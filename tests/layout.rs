@@ -504,8 +504,7 @@ fn blocks_of_one_tensor_of_any_size_are_disjoint() {
         let step = 1 + rng.below(2) as isize;
         let view = |rng: &mut Rng| {
             let mut l = base.clone();
-            for d in 0..rank {
-                let n = shape[d];
+            for (d, &n) in shape.iter().enumerate().take(rank) {
                 let start = rng.below(n);
                 let len = 1 + rng.below(n - start);
                 l = l.narrow(d as isize, start as isize, len).unwrap();

@@ -205,7 +205,8 @@ fn a_plan_whose_sizes_disagree_with_its_layouts_is_a_typed_error() {
     let (a, b, c) = (rand(&mut rng, &[2, 3]), rand(&mut rng, &[3, 4]), rand(&mut rng, &[2, 4]));
     let plan = addmm_plan(c.layout(), a.layout(), b.layout(), 1.0, 1.0, [DType::F32; 3]).unwrap();
     assert!(matmul_cpu(&plan, &a, &b, Some(&c)).is_ok());
-    let edits: [(&str, fn(&mut MatmulPlan)); 6] = [
+    type Edit = (&'static str, fn(&mut MatmulPlan));
+    let edits: [Edit; 6] = [
         ("k", |p| p.k = 4),
         ("m", |p| p.m = 3),
         ("batch", |p| p.batch = vec![2]),

@@ -24,7 +24,7 @@ pub fn load(bytes: &[u8], d: &Description) -> Result<Params> {
         let data: Vec<f32> = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         params.insert(name, HostTensor::from_vec(data, &shape)?);
     }
-    let mut extra: Vec<&str> = file.names().into_iter().map(|n| &n[..]).filter(|n| !params.contains_key(*n) && !n.ends_with(".num_batches_tracked")).collect();
+    let mut extra: Vec<&str> = file.names().into_iter().filter(|n| !params.contains_key(*n) && !n.ends_with(".num_batches_tracked")).collect();
     extra.sort_unstable();
     if let Some(name) = extra.first() {
         return Err(ModelError::Parameter { name: name.to_string(), detail: format!("not a parameter of this network ({} such tensors in the file)", extra.len()) });
