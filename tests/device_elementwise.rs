@@ -985,6 +985,14 @@ fn flipped_inputs_overlapping_the_destination_read_the_values_before_the_op() {
         let d = up(ctx, &hx);
         d.narrow(0, 0, 3).unwrap().copy_(&d.narrow(0, 1, 3).unwrap().flip(0).unwrap()).unwrap();
         assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&shifted), "{}: copy_", name(ctx));
+        // The same where a first call measures (its class: the copy from the staged source).
+        let fresh = limited(ctx, |l| l);
+        fresh.set_tuning_policy(strided_wgpu::TuningPolicy::OnFirstCall);
+        let d = up(&fresh, &hx);
+        let (dst, src) = (d.narrow(0, 0, 3).unwrap(), d.narrow(0, 1, 3).unwrap().flip(0).unwrap());
+        assert!(fresh.copy_default(&dst, &src).is_ok(), "{}: copy_default of a flipped overlapping source", name(ctx));
+        dst.copy_(&src).unwrap();
+        assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&shifted), "{}: copy_ tuned on its first call", name(ctx));
         // In a batch, then an error that leaves it as it was.
         let d = up(ctx, &hx);
         let mut b = ctx.batch();

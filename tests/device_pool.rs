@@ -1726,6 +1726,26 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
             assert!(got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n}: {:?}", name(ctx), &got[..4]);
             let got = layer_norm_with(&dx, &[n], None, None, 1e-5, NormKernel::Split { chunks: 7 }).unwrap().download().unwrap().to_vec::<f32>().unwrap();
             assert!(got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g == w), "{}: +-1e20 rows of {n} in 7 chunks: {:?}", name(ctx), &got[..4]);
+            // A row whose sum passes float32's largest (1e36 and 3e36 in turn): a finite mean
+            // (each term is scaled by 2^-ceil(log2 n) for the sum), then an infinite variance,
+            // so outputs of 0 as the reference's (and PyTorch's, whose running mean is finite),
+            // where an inf mean gave NaN everywhere; in both kernels, and through group_norm.
+            let hb = HostTensor::from_vec((0..n).map(|i| if i % 2 == 0 { 1e36f32 } else { 3e36 }).collect::<Vec<f32>>(), &[1, n]).unwrap();
+            let db = DeviceTensor::upload(ctx, &hb).unwrap();
+            let want = layer_norm(&hb, &[n], None, None, 1e-5).unwrap().to_vec::<f32>().unwrap();
+            assert!(want.iter().all(|&v| v == 0.0), "the reference's outputs of a row of 1e36 and 3e36");
+            let gwant = group_norm(&hb.view(&[1, 1, n as isize]).unwrap(), 1, None, None, 1e-5).unwrap().to_vec::<f32>().unwrap();
+            for kernel in [NormKernel::Rows, NormKernel::Split { chunks: 5 }] {
+                let got = layer_norm_with(&db, &[n], None, None, 1e-5, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                assert_eq!(got.len(), want.len());
+                for (k, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(close(f32_, g as f64, w as f64, 4.0), "{}: a row of 1e36, {kernel:?}, element {k}: {g}, want {w}", name(ctx));
+                }
+                let got = group_norm_with(&db.view(&[1, 1, n as isize]).unwrap(), 1, None, None, 1e-5, kernel).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+                for (k, (&g, &w)) in got.iter().zip(&gwant).enumerate() {
+                    assert!(close(f32_, g as f64, w as f64, 4.0), "{}: group_norm of a row of 1e36, {kernel:?}, element {k}: {g}, want {w}", name(ctx));
+                }
+            }
             // A constant row with eps = 0: a zero variance, an infinite rstd, NaN outputs as the
             // reference's rsqrt gives (WGSL's inverseSqrt(0) is the driver's), in every form.
             let hc = HostTensor::from_vec(vec![2f32; n], &[1, n]).unwrap();

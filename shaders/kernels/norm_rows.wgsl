@@ -18,13 +18,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let geo = norm_u[pz()].geo;
     let n = geo.y;
     let eps = norm_u[pz()].eps.x;
+    norm_scale = sum_scale();
     if (PER_THREAD) {
         // No early return on the invocation's own index: the uniformity analysis would then
         // take the workgroup path's barriers below for non-uniform.
         let r = (wid.x + wid.y * geo.z) * WG + lid;
         if (r < geo.x) {
             let b = row_start(r);
-            let mean = walk(b.x, n, 0u, 1u, false, 0.0) / f32(n);
+            let mean = mean_of(walk(b.x, n, 0u, 1u, false, 0.0), n);
             let rstd = rsqrt_of(walk(b.x, n, 0u, 1u, true, mean) / f32(n) + eps);
             write_row(r, b.x, b.y, n, 0u, 0u, 1u, mean, rstd);
         }
@@ -37,7 +38,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let b = row_start(r);
     // The mean, then the biased variance (squared deviations from the mean).
-    let mean = tree_sum(walk(b.x, n, lid, WG, false, 0.0), lid) / f32(n);
+    let mean = mean_of(tree_sum(walk(b.x, n, lid, WG, false, 0.0), lid), n);
     let rstd = rsqrt_of(tree_sum(walk(b.x, n, lid, WG, true, mean), lid) / f32(n) + eps);
     write_row(r, b.x, b.y, n, 0u, lid, WG, mean, rstd);
 }

@@ -28,6 +28,7 @@ fn fold(at: u32, count: u32) -> f32 {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let geo = norm_u[pz()].geo;
     let n = geo.y;
+    norm_scale = sum_scale();
     let chunks = norm_u[pz()].split.x;
     let g = wid.x + wid.y * geo.z;
     let r = g / chunks;
@@ -45,7 +46,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         return;
     }
-    let mean = fold(r * chunks, chunks) / f32(n);
+    let mean = mean_of(fold(r * chunks, chunks), n);
     let squares = geo.x * chunks;
     if (PHASE == 2u) {
         let v = tree_sum(walk(b.x + lo, len, lid, WG, true, mean), lid);

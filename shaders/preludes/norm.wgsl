@@ -98,13 +98,32 @@ fn tree_sum(v: f32, lid: u32) -> f32 {
 }
 
 
-// The term of element value v: v, or (v - mean)^2.
+// The scale of a row's terms for its mean (`sum_scale`), set by each kernel's main.
+var<private> norm_scale: f32 = 1.0;
+
+// 2^-k, k = ceil(log2 n), for rows of n elements (geo.y): a row's n finite values scaled by it
+// sum to a finite value (each is at most f32's largest / n), and a power of two scales exactly
+// (values above 2^(k - 126)), so `(sum / n) / scale` has the bits of the unscaled sum's mean
+// wherever that sum does not overflow, and is finite where it did (PyTorch's mean of finite
+// values is finite: a row of 1024 values of 1e36 has mean 1e36, where an f32 sum is inf).
+fn sum_scale() -> f32 {
+    let n = norm_u[pz()].geo.y;
+    let k = 32u - countLeadingZeros(max(n, 1u) - 1u);
+    return bitcast<f32>((127u - k) << 23u);
+}
+
+// The mean of a row of n elements from the sum of its scaled terms.
+fn mean_of(scaled_sum: f32, n: u32) -> f32 {
+    return scaled_sum / f32(n) / norm_scale;
+}
+
+// The term of element value v: v scaled (`norm_scale`), or (v - mean)^2.
 fn term(v: f32, squares: bool, mean: f32) -> f32 {
     if (squares) {
         let d = v - mean;
         return d * d;
     }
-    return v;
+    return v * norm_scale;
 }
 
 // This invocation's compensated sum of the terms of elements j0, j0 + step, .. of the row

@@ -515,7 +515,16 @@ impl GpuContext {
         if out.numel() == 0 {
             return Ok(None);
         }
-        let (x, w, y) = if g.dtype == DType::F32 { (input.layout().clone(), weight.layout().clone(), out.layout().clone()) } else { (f32_twin(input.layout())?, f32_twin(weight.layout())?, f32_twin(out.layout())?) };
+        // A weight the call reads from a dense copy (`needs_dense_copy`) has that copy's layout.
+        let dense;
+        let weight_layout = match needs_dense_copy(self.rt.report.conv_binding_limit(), weight) {
+            true => {
+                dense = Layout::with_format(weight.shape(), weight.layout().suggest_memory_format())?;
+                &dense
+            }
+            false => weight.layout(),
+        };
+        let (x, w, y) = if g.dtype == DType::F32 { (input.layout().clone(), weight_layout.clone(), out.layout().clone()) } else { (f32_twin(input.layout())?, f32_twin(weight_layout)?, f32_twin(out.layout())?) };
         Ok(Some((conv_class(&self.rt.report, &g, options, &x, &w, &y), y)))
     }
 

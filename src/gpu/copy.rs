@@ -131,7 +131,17 @@ impl GpuContext {
     /// but a converting batched transpose between two buffers). The checks of `copy_`.
     pub fn copy_default(&self, dst: &DeviceTensor, src: &DeviceTensor) -> Result<Option<CopyPath>> {
         let same = dst.shares_storage(src);
-        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(None) };
+        // A flipped source overlapping the destination is read from a contiguous copy of it
+        // (`reads_from_copy`): the copy into `dst` is from that.
+        let staged;
+        let (src_layout, same) = match reads_from_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same) {
+            true => {
+                staged = crate::layout::Layout::contiguous(src.shape())?;
+                (&staged, false)
+            }
+            false => (src.layout(), same),
+        };
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src_layout, src.dtype(), same)? else { return Ok(None) };
         if copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
             return Ok(None);
         }
@@ -155,6 +165,11 @@ impl GpuContext {
 
     async fn tune_copy_with(&self, dst: &DeviceTensor, src: &DeviceTensor, drive: Drive) -> Result<bool> {
         self.ready_to_tune(&[dst.context(), src.context()])?;
+        // A flipped source overlapping the destination is read from a copy (`reads_from_copy`):
+        // nothing of this call's own to measure.
+        if reads_from_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src)) {
+            return Ok(false);
+        }
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(false) };
         let r = &self.rt.report;
         let Some(class) = copy::transpose_class(r, &plan, dst.dtype(), src.dtype()) else { return Ok(false) };

@@ -56,7 +56,8 @@ pub(crate) struct ConvTail {
 
 impl ConvTail {
     /// The call with `next` (a ReLU or an add into its output) folded in, if it folds
-    /// (`max_binding`: the adapter's largest storage binding, which a fused residual must fit).
+    /// (`max_binding`: the largest binding the convolution kernels take, `conv_binding_limit`,
+    /// which a fused residual must fit).
     fn fold(&self, next: &Tail, max_binding: u64) -> Option<ConvTail> {
         let same = |t: &DeviceTensor| t.shares_storage(&self.out) && t.layout() == self.out.layout() && t.dtype() == self.out.dtype();
         let mut call = self.clone();
@@ -107,7 +108,7 @@ pub(crate) fn append_captured(ctx: &GpuContext, rec: Recorder, tail: Option<(usi
     let rt = &ctx.rt;
     let previous = rt.capture_take_tail();
     if let (Some((start, last)), Some((_, next @ (Tail::Relu(_) | Tail::Add { .. })))) = (previous, &tail) {
-        if let Some(call) = last.downcast_ref::<ConvTail>().and_then(|c| c.fold(next, rt.report.max_storage_buffer_binding_size)) {
+        if let Some(call) = last.downcast_ref::<ConvTail>().and_then(|c| c.fold(next, rt.report.conv_binding_limit())) {
             // Recorded again, with the op after it in its epilogue, in place of its first
             // recording; the elementwise op's own recording is dropped.
             let mut batch = ctx.batch();
