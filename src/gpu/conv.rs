@@ -331,9 +331,10 @@ impl Batch<'_> {
     #[allow(clippy::too_many_arguments)]
     fn convolve_coop(&mut self, op: &'static str, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape) -> Result<()> {
         let ctx = self.context().clone();
-        // The residual in the epilogue where it has the output's strides; else the
-        // convolution (rounded to f16), then the f16 add and the ReLU, as the separate ops.
-        let fused = residual.filter(|r| r.layout().strides() == out.layout().strides());
+        // The residual in the epilogue where it has the output's strides and its buffer fits
+        // the kernels' binding (as the GEMM path's); else the convolution (rounded to f16),
+        // then the f16 add and the ReLU, as the separate ops.
+        let fused = residual.filter(|r| r.layout().strides() == out.layout().strides() && r.buffer().size() <= ctx.rt.report.conv_binding_limit());
         let unfused = Conv2dOptions { relu: false, ..*options };
         let conv_options = if residual.is_some() && fused.is_none() { &unfused } else { options };
         let rec = self.parts(op)?;
