@@ -409,6 +409,15 @@ impl IterPlan {
                     }
                 } else {
                     q.sizes[d] = len;
+                    // A dim cut to one element is never stepped over: a stride past the
+                    // kernels' i32 (which no piece would fit) becomes 0.
+                    if len == 1 {
+                        for s in &mut q.strides {
+                            if i32::try_from(s[d]).is_err() {
+                                s[d] = 0;
+                            }
+                        }
+                    }
                 }
                 stack.push(q);
             }
@@ -559,6 +568,22 @@ mod tests {
         assert_eq!(pieces.len(), 6);
         assert!(pieces.iter().all(|p| p.sizes()[..2] == plan.sizes()[..2]));
         assert!(plan.pieces(keep, span_fits(40)).is_err());
+    }
+
+    /// A dim cut to one element drops a stride past i32, which no piece would fit: a column of
+    /// two elements 2^31 apart (a `select` of a [2, 2^31] tensor) copies as two pieces, where
+    /// it was refused.
+    #[test]
+    fn a_dim_cut_to_one_element_drops_a_stride_past_i32() {
+        let src = Layout::new(vec![2], vec![1 << 31], 7).unwrap();
+        let dst = Layout::contiguous(&[2]).unwrap();
+        let plan = CopyPlan::new(&dst, &src).unwrap();
+        let strides_fit = |p: &CopyPlan| (0..p.operands()).all(|k| p.strides_of(k).iter().all(|&s| i32::try_from(s).is_ok()));
+        let pieces = plan.pieces(Cuts::ANY, strides_fit).unwrap();
+        assert_eq!(pieces.len(), 2);
+        let mut all: Vec<_> = pieces.iter().flat_map(|p| pairs(p)).collect();
+        all.sort_unstable();
+        assert_eq!(all, vec![(0, 7), (1, 7 + (1 << 31))]);
     }
 
     #[test]

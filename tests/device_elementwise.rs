@@ -975,6 +975,10 @@ fn flipped_inputs_overlapping_the_destination_read_the_values_before_the_op() {
     h.narrow(0, 0, 3).unwrap().copy_(&h.narrow(0, 1, 3).unwrap().flip(0).unwrap()).unwrap();
     assert_eq!(bits_of_vec(&h.to_vec::<f32>().unwrap()), bits_of_vec(&shifted), "host copy_");
     assert!(matches!(h.flip(0).unwrap().add_(&h), Err(Error::Overlap { .. })), "host: a flipped destination");
+    // Both flipped alike: views of one tensor to PyTorch (its flip's copy), partly overlapping.
+    let y = h.flip(0).unwrap();
+    assert!(matches!(y.narrow(0, 0, 3).unwrap().add_(&y.narrow(0, 1, 3).unwrap()), Err(Error::Overlap { .. })), "host: rows of one flipped tensor");
+    assert!(matches!(y.narrow(0, 0, 3).unwrap().copy_(&y.narrow(0, 1, 3).unwrap()), Err(Error::Overlap { .. })), "host: copy_ between rows of one flipped tensor");
     for ctx in contexts() {
         let d = up(ctx, &hx);
         d.add_(&d.flip(0).unwrap()).unwrap();
@@ -1003,6 +1007,11 @@ fn flipped_inputs_overlapping_the_destination_read_the_values_before_the_op() {
         assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&plus_flip), "{}: add_ in a batch", name(ctx));
         let r = d.narrow(0, 0, 3).unwrap().add_(&d.narrow(0, 1, 3).unwrap());
         assert!(matches!(r, Err(Error::Overlap { .. })), "{}: an overlap without a negative stride: {r:?}", name(ctx));
+        let y = d.flip(0).unwrap();
+        let r = y.narrow(0, 0, 3).unwrap().add_(&y.narrow(0, 1, 3).unwrap());
+        assert!(matches!(r, Err(Error::Overlap { .. })), "{}: rows of one flipped tensor: {r:?}", name(ctx));
+        let r = y.narrow(0, 0, 3).unwrap().copy_(&y.narrow(0, 1, 3).unwrap());
+        assert!(matches!(r, Err(Error::Overlap { .. })), "{}: copy_ between rows of one flipped tensor: {r:?}", name(ctx));
     }
 }
 

@@ -103,9 +103,11 @@ var<private> norm_scale: f32 = 1.0;
 
 // 2^-k, k = ceil(log2 n), for rows of n elements (geo.y): a row's n finite values scaled by it
 // sum to a finite value (each is at most f32's largest / n), and a power of two scales exactly
-// (values above 2^(k - 126)), so `(sum / n) / scale` has the bits of the unscaled sum's mean
-// wherever that sum does not overflow, and is finite where it did (PyTorch's mean of finite
-// values is finite: a row of 1024 values of 1e36 has mean 1e36, where an f32 sum is inf).
+// while the terms and the sum's compensations stay normal (values above about 2^(k - 102)), so
+// `(sum / n) / scale` has the bits of the unscaled sum's mean there (rows of tiny values may
+// differ in their last bits, or flush to 0 on a GPU that flushes subnormals), and is finite
+// where the unscaled sum overflowed (PyTorch's mean of finite values is finite: a row of 1024
+// values of 1e36 has mean 1e36, where an f32 sum is inf).
 fn sum_scale() -> f32 {
     let n = norm_u[pz()].geo.y;
     let k = 32u - countLeadingZeros(max(n, 1u) - 1u);

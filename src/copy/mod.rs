@@ -12,11 +12,13 @@ use crate::layout::{Layout, Overlap};
 use crate::plan::CopyPlan;
 
 /// Whether `dst.copy_(src)` reads `src` from a copy of its values made first: a source in the
-/// destination's storage with a negative stride (a `flip`, a negative-step slice) that
-/// partially overlaps it, which PyTorch (whose `flip` copies) reads from a copy too; any other
+/// destination's storage (itself without one) with a negative stride (a `flip`, a
+/// negative-step slice) that partially overlaps it, which PyTorch (whose `flip` copies) reads from a copy too; any other
 /// partial overlap is an error ([`check_copy`]).
 pub(crate) fn reads_from_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> bool {
+    let flipped = |l: &Layout| l.strides().iter().zip(l.shape()).any(|(&s, &n)| s < 0 && n > 1);
     same_storage
+        && !flipped(dst)
         && src.strides().iter().zip(src.shape()).any(|(&s, &n)| s < 0 && n > 1)
         && src.broadcast_to(dst.shape()).is_ok_and(|b| !matches!(typed_overlap(dst, dst_t, &b, src_t), Overlap::Full | Overlap::Disjoint))
 }

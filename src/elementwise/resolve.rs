@@ -276,7 +276,7 @@ pub(crate) fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> Result<
 
 /// Which inputs of an elementwise call are read from a copy of their values: a tensor input in
 /// the destination's storage with a negative stride (a `flip`, a negative-step slice) that
-/// partially overlaps the destination. PyTorch has no negative strides (its `flip` copies), so
+/// partially overlaps the destination, itself without one. PyTorch has no negative strides (its `flip` copies), so
 /// `x.add_(&x.flip(0))` reads the values from before the op there; any other partial overlap
 /// is an error in both ([`resolve`]).
 pub(crate) fn read_from_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Target<'_, T>, same_storage: impl Fn(&T, &T) -> bool) -> Vec<bool> {
@@ -287,6 +287,11 @@ pub(crate) fn read_from_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest
     };
     let shapes: Vec<&[usize]> = inputs.iter().filter_map(|i| if let Input::Tensor(t) = i { Some(t.shape()) } else { None }).collect();
     let Ok(shape) = broadcast_shapes(op.name(), &shapes) else { return vec![false; inputs.len()] };
+    // A flipped destination is a view of what PyTorch would hold as a tensor of its own (its
+    // flip's copy), whose partial overlaps with the input are errors there as here.
+    if d.strides().iter().zip(d.shape()).any(|(&s, &n)| s < 0 && n > 1) {
+        return vec![false; inputs.len()];
+    }
     inputs
         .iter()
         .map(|i| match i {

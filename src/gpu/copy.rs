@@ -134,19 +134,20 @@ impl GpuContext {
         // A flipped source overlapping the destination is read from a contiguous copy of it
         // (`reads_from_copy`): the copy into `dst` is from that.
         let staged;
-        let (src_layout, same) = match reads_from_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same) {
+        let (src_layout, same, src_copies) = match reads_from_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same) {
             true => {
                 staged = crate::layout::Layout::contiguous(src.shape())?;
-                (&staged, false)
+                // The staged copy is a pooled buffer, which buffer copies may read.
+                (&staged, false, true)
             }
-            false => (src.layout(), same),
+            false => (src.layout(), same, src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC)),
         };
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src_layout, src.dtype(), same)? else { return Ok(None) };
         if copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
             return Ok(None);
         }
         let r = &self.rt.report;
-        Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
+        Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src_copies && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
     }
 
     /// Measures the transpose kernels for the shape class of `dst.copy_(src)` unless it is

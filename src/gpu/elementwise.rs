@@ -40,7 +40,9 @@ impl Batch<'_> {
         let copies = match copies {
             Ok(c) => c,
             Err(e) => {
-                self.cut_back(mark);
+                if self.recorded() != mark {
+                    self.cut_back(mark);
+                }
                 return Err(e);
             }
         };
@@ -52,7 +54,11 @@ impl Batch<'_> {
         let (r, tensors) = match resolve(op, inputs, target, DeviceTensor::shares_storage) {
             Ok(r) => r,
             Err(e) => {
-                self.cut_back(mark);
+                // The copies recorded for this call, if any (else the batch as it was, tail
+                // included).
+                if self.recorded() != mark {
+                    self.cut_back(mark);
+                }
                 return Err(e);
             }
         };

@@ -7,8 +7,10 @@ use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 
 /// Measures recorded work on one context's GPU (by timestamp queries where the adapter has
-/// them, else by wall clock). Each measurement is its own submission, with query resources of
-/// its own: never call it inside a recording.
+/// them, else by wall clock on native targets; on WebGPU without timestamps a measurement is
+/// [`crate::Error::Unsupported`], and a browser may round its timestamps, Chrome's to 100 us
+/// unless its developer features are on). Each measurement is its own submission, with query
+/// resources of its own: never call it inside a recording.
 pub struct GpuTimer {
     ctx: GpuContext,
     timer: Timer,

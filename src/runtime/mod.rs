@@ -198,8 +198,9 @@ pub(crate) struct Runtime {
     /// The buffers each capture made (fresh to its graph: `record::split_constants`), by the
     /// thread capturing: apart from `capture`, whose recorder a poll sets aside, so that a
     /// buffer another thread takes meanwhile is struck off them too. Lock order: after
-    /// `capture`, never while holding it.
-    fresh: Mutex<HashMap<std::thread::ThreadId, Vec<wgpu::Buffer>>>,
+    /// `capture`, never while holding it. A stack a thread: a callback that a poll inside a
+    /// capture runs may capture a graph of its own, whose list is on top until it ends.
+    fresh: Mutex<HashMap<std::thread::ThreadId, Vec<Vec<wgpu::Buffer>>>>,
     /// Eager calls held back, and whether they are (`deferred.rs`). Lock order: a GL turn
     /// before its lock (`Runtime::lock_held`; a poll holds the turn while it runs callbacks,
     /// which may call the crate and take the lock).
@@ -305,7 +306,7 @@ impl Runtime {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(record::Recorder::default());
                 drop(c);
-                lock(&self.fresh).insert(std::thread::current().id(), Vec::new());
+                lock(&self.fresh).entry(std::thread::current().id()).or_default().push(Vec::new());
                 Ok(())
             }
         }
@@ -313,12 +314,16 @@ impl Runtime {
 
     /// Ends this thread's capture and returns what it recorded.
     pub fn capture_end(&self) -> Option<record::Recorder> {
-        let rec = lock(&self.capture).remove(&std::thread::current().id());
-        let fresh = lock(&self.fresh).remove(&std::thread::current().id());
-        rec.map(|mut r| {
-            r.fresh = fresh.unwrap_or_default();
-            r
-        })
+        let me = std::thread::current().id();
+        let mut rec = lock(&self.capture).remove(&me)?;
+        let mut fresh = lock(&self.fresh);
+        if let Some(stack) = fresh.get_mut(&me) {
+            rec.fresh = stack.pop().unwrap_or_default();
+            if stack.is_empty() {
+                fresh.remove(&me);
+            }
+        }
+        Some(rec)
     }
 
     /// Runs `f`, a wgpu call that may run callbacks of finished work (a poll, a submission),
@@ -454,11 +459,14 @@ impl Runtime {
             let capturing = self.capturing_here();
             fresh = lock(&self.fresh);
             let me = std::thread::current().id();
-            for (id, list) in fresh.iter_mut() {
-                if *id == me && capturing {
-                    list.push(p.buffer().clone());
-                } else {
-                    list.retain(|b| b != p.buffer());
+            for (id, stack) in fresh.iter_mut() {
+                let top = stack.len().saturating_sub(1);
+                for (level, list) in stack.iter_mut().enumerate() {
+                    if *id == me && capturing && level == top {
+                        list.push(p.buffer().clone());
+                    } else {
+                        list.retain(|b| b != p.buffer());
+                    }
                 }
             }
         }
@@ -471,8 +479,10 @@ impl Runtime {
     /// an uploaded tensor, run again before a replay, would update it again: the upload itself
     /// is not run again).
     pub fn host_written(&self, buffer: &wgpu::Buffer) {
-        if let Some(list) = lock(&self.fresh).get_mut(&std::thread::current().id()) {
-            list.retain(|b| b != buffer);
+        if let Some(stack) = lock(&self.fresh).get_mut(&std::thread::current().id()) {
+            for list in stack {
+                list.retain(|b| b != buffer);
+            }
         }
     }
 
