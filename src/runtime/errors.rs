@@ -134,16 +134,39 @@ impl Capture {
     }
 
     /// Awaits the scope results that were not ready when their call returned (WebGPU) and
-    /// returns the first error among them.
+    /// returns the first error among them. A settle dropped before it finished (its caller's
+    /// future cancelled, a race against a timeout) puts back what it had not awaited and keeps
+    /// the error it had found, for the next settle.
     pub async fn settle(&self) -> Result<()> {
-        let pending: Vec<_> = std::mem::take(&mut *lock(&self.pending));
-        let mut first = lock(&self.deferred).take();
-        for (op, fut) in pending {
-            if let Some(e) = fut.await {
-                first.get_or_insert(Error::Gpu { op, message: describe(&e) });
+        /// What a settle holds: given back when it is dropped unfinished.
+        struct Rest<'a> {
+            cap: &'a Capture,
+            left: std::collections::VecDeque<(&'static str, ScopeFuture)>,
+            first: Option<Error>,
+        }
+        impl Drop for Rest<'_> {
+            fn drop(&mut self) {
+                if let Some(e) = self.first.take() {
+                    lock(&self.cap.deferred).get_or_insert(e);
+                }
+                if !self.left.is_empty() {
+                    lock(&self.cap.pending).extend(self.left.drain(..));
+                }
             }
         }
-        first.map_or(Ok(()), Err)
+        let left = std::mem::take(&mut *lock(&self.pending)).into();
+        let first = lock(&self.deferred).take();
+        let mut rest = Rest { cap: self, left, first };
+        while let Some((op, fut)) = rest.left.front_mut() {
+            let op = *op;
+            // Awaited in place: a cancellation here leaves it in `left`.
+            let r = fut.as_mut().await;
+            rest.left.pop_front();
+            if let Some(e) = r {
+                rest.first.get_or_insert(Error::Gpu { op, message: describe(&e) });
+            }
+        }
+        rest.first.take().map_or(Ok(()), Err)
     }
 
     /// Records that the device is lost, and returns the error for `op` (naming the first
@@ -221,4 +244,29 @@ pub(crate) fn turn(m: &Option<Arc<Mutex<()>>>) -> Option<GlTurn<'_>> {
     let guard = lock(m);
     IN_GL_TURN.with(|c| c.set(true));
     Some(GlTurn { _guard: guard })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A settle dropped before it finished (a cancelled await) puts back the scope results it
+    /// had not awaited and keeps the error it had found: the next settle reports it (they were
+    /// dropped with the settle).
+    #[test]
+    fn a_cancelled_settle_keeps_what_it_had_not_reported() {
+        let cap = Capture::new(false);
+        let error = || wgpu::Error::Validation { source: Box::new(std::io::Error::other("test")), description: "the first call's error".into() };
+        let failed: ScopeFuture = Box::pin(std::future::ready(Some(error())));
+        let never: ScopeFuture = Box::pin(std::future::pending());
+        lock(&cap.pending).extend([("first", failed), ("second", never)]);
+        let mut settle = Box::pin(cap.settle());
+        assert!(poll_once(settle.as_mut()).is_pending());
+        drop(settle);
+        assert_eq!(lock(&cap.pending).len(), 1, "the result not awaited is put back");
+        assert!(matches!(&*lock(&cap.deferred), Some(Error::Gpu { op: "first", .. })), "the error found is kept");
+        // The next settle reports it (the pending one put back dropped here, never ready).
+        lock(&cap.pending).clear();
+        assert!(matches!(poll_once(Box::pin(cap.settle()).as_mut()), Poll::Ready(Err(Error::Gpu { op: "first", .. }))));
+    }
 }
