@@ -147,7 +147,7 @@ impl HostTensor {
     /// nothing. On error the destination is untouched.
     pub fn copy_(&self, src: &HostTensor) -> Result<()> {
         if reads_from_copy(&self.layout, self.dtype(), &src.layout, src.dtype(), self.shares_storage(src)) {
-            return self.copy_(&src.contiguous(MemoryFormat::Contiguous)?);
+            return self.copy_(&src.materialize(MemoryFormat::Contiguous, src.dtype())?);
         }
         let plan = check_copy(&self.layout, self.dtype(), &src.layout, src.dtype(), self.shares_storage(src))?;
         let Some(plan) = plan else { return Ok(()) };
@@ -196,7 +196,7 @@ impl Elementwise for HostTensor {
     /// Runs the op on the CPU (the reference of the device kernels).
     fn run(op: Op, inputs: &[Input<'_, HostTensor>], target: Target<'_, HostTensor>) -> Result<HostTensor> {
         // Flipped inputs overlapping the destination read from copies (`read_from_copies`).
-        let copies = input_copies(op, inputs, target, HostTensor::shares_storage, |t| t.contiguous(MemoryFormat::Contiguous))?;
+        let copies = input_copies(op, inputs, target, HostTensor::shares_storage, |t| t.materialize(MemoryFormat::Contiguous, t.dtype()))?;
         let inputs = &swapped(inputs, &copies)[..];
         let (r, tensors) = resolve(op, inputs, target, HostTensor::shares_storage)?;
         let out = match target {

@@ -193,9 +193,7 @@ impl Tuner {
     /// ran). A candidate whose recording fails (it does not apply) is skipped. Each candidate
     /// runs once untimed (it compiles its pipelines), then the candidates take turns, round by
     /// round, so that a host whose speed drifts during the measurement slows them alike; each
-    /// keeps its fastest run. No winner (`None`) where the fastest time is 0 or tied with
-    /// another candidate's: a timer too coarse to tell them apart (a browser rounds WebGPU
-    /// timestamps to 100 us) would otherwise crown the first in the list.
+    /// keeps its fastest run.
     pub async fn measure<K: Copy>(timer: &Timer, candidates: &[K], drive: Drive, record: impl Fn(K, &mut Recorder) -> Result<()>) -> Result<Option<K>> {
         // The fastest run of each candidate still in the race (None: not timed yet).
         let mut racing: Vec<(K, Option<f64>)> = Vec::new();
@@ -223,20 +221,14 @@ impl Tuner {
             }
         }
         let mut best: Option<(f64, K)> = None;
-        let mut tied = false;
         for (k, t) in racing {
             if let Some(t) = t {
-                match best {
-                    Some((b, _)) if t == b => tied = true,
-                    Some((b, _)) if t > b => {}
-                    _ => {
-                        best = Some((t, k));
-                        tied = false;
-                    }
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, k));
                 }
             }
         }
-        Ok(best.filter(|&(t, _)| t > 0.0 && !tied).map(|(_, k)| k))
+        Ok(best.map(|(_, k)| k))
     }
 
     fn section(&self, r: &AdapterReport) -> Section {

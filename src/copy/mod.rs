@@ -6,21 +6,18 @@
 pub(crate) mod cpu;
 
 use crate::dtype::DType;
-use crate::elementwise::resolve::typed_overlap;
+use crate::elementwise::resolve::{flipped_overlap, typed_overlap};
 use crate::error::{Error, Result};
 use crate::layout::{Layout, Overlap};
 use crate::plan::CopyPlan;
 
 /// Whether `dst.copy_(src)` reads `src` from a copy of its values made first: a source in the
-/// destination's storage (itself without one) with a negative stride (a `flip`, a
-/// negative-step slice) that partially overlaps it, which PyTorch (whose `flip` copies) reads from a copy too; any other
-/// partial overlap is an error ([`check_copy`]).
+/// destination's storage that walks some dim the other way from it (a `flip` of it, a
+/// negative-step slice) and partially overlaps it, which PyTorch (whose `flip` copies) reads
+/// from a copy too ([`flipped_overlap`]); any other partial overlap is an error
+/// ([`check_copy`]).
 pub(crate) fn reads_from_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType, same_storage: bool) -> bool {
-    let flipped = |l: &Layout| l.strides().iter().zip(l.shape()).any(|(&s, &n)| s < 0 && n > 1);
-    same_storage
-        && !flipped(dst)
-        && src.strides().iter().zip(src.shape()).any(|(&s, &n)| s < 0 && n > 1)
-        && src.broadcast_to(dst.shape()).is_ok_and(|b| !matches!(typed_overlap(dst, dst_t, &b, src_t), Overlap::Full | Overlap::Disjoint))
+    same_storage && src.broadcast_to(dst.shape()).is_ok_and(|b| flipped_overlap(dst, dst_t, &b, src_t))
 }
 
 /// Validates `dst.copy_(src)` and returns its plan, or `None` when it is a no-op self-copy.

@@ -275,8 +275,8 @@ pub(crate) fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> Result<
 }
 
 /// Which inputs of an elementwise call are read from a copy of their values: a tensor input in
-/// the destination's storage with a negative stride (a `flip`, a negative-step slice) that
-/// partially overlaps the destination, itself without one. PyTorch has no negative strides (its `flip` copies), so
+/// the destination's storage that walks some dim the other way from it and partially overlaps
+/// it ([`flipped_overlap`]). PyTorch has no negative strides (its `flip` copies), so
 /// `x.add_(&x.flip(0))` reads the values from before the op there; any other partial overlap
 /// is an error in both ([`resolve`]).
 pub(crate) fn read_from_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Target<'_, T>, same_storage: impl Fn(&T, &T) -> bool) -> Vec<bool> {
@@ -286,21 +286,26 @@ pub(crate) fn read_from_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest
         _ => return vec![false; inputs.len()],
     };
     let shapes: Vec<&[usize]> = inputs.iter().filter_map(|i| if let Input::Tensor(t) = i { Some(t.shape()) } else { None }).collect();
-    let Ok(shape) = broadcast_shapes(op.name(), &shapes) else { return vec![false; inputs.len()] };
-    // A flipped destination is a view of what PyTorch would hold as a tensor of its own (its
-    // flip's copy), whose partial overlaps with the input are errors there as here.
-    if d.strides().iter().zip(d.shape()).any(|(&s, &n)| s < 0 && n > 1) {
+    // (A destination of another shape is `resolve`'s error.)
+    if broadcast_shapes(op.name(), &shapes).ok().as_deref() != Some(d.shape()) {
         return vec![false; inputs.len()];
     }
     inputs
         .iter()
         .map(|i| match i {
-            Input::Tensor(t) if same_storage(d, t) && t.strides().iter().zip(t.shape()).any(|(&s, &n)| s < 0 && n > 1) => {
-                t.layout().broadcast_to(&shape).is_ok_and(|b| !matches!(typed_overlap(d.layout(), d.dtype(), &b, t.dtype()), Overlap::Full | Overlap::Disjoint))
-            }
+            Input::Tensor(t) if same_storage(d, t) => t.layout().broadcast_to(d.shape()).is_ok_and(|b| flipped_overlap(d.layout(), d.dtype(), &b, t.dtype())),
             _ => false,
         })
         .collect()
+}
+
+/// Whether an input `b` (broadcast to the destination's shape) in the destination's storage is
+/// read from a copy of its values: it walks some dim the other way from the destination (one
+/// is a `flip` or a negative-step slice of the other, which PyTorch would hold as a copy) and
+/// partially overlaps it.
+pub(crate) fn flipped_overlap(dst: &Layout, dst_t: DType, b: &Layout, b_t: DType) -> bool {
+    let against = dst.strides().iter().zip(b.strides()).zip(dst.shape()).any(|((&sd, &sb), &n)| n > 1 && sd != 0 && sb != 0 && (sd < 0) != (sb < 0));
+    against && !matches!(typed_overlap(dst, dst_t, b, b_t), Overlap::Full | Overlap::Disjoint)
 }
 
 /// The copies of the inputs that [`read_from_copies`] marks, made by `copy` (a contiguous

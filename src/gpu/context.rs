@@ -237,7 +237,7 @@ impl GpuContext {
     /// tuner would take for the candidate's, and lose).
     pub(crate) async fn settle_before_measuring(&self) -> Result<()> {
         self.rt.submit_held_now("tune")?;
-        self.rt.settle().await
+        self.rt.errors.settle().await
     }
 
     /// Sets when this context (and every clone of it) measures kernels: by default

@@ -146,11 +146,20 @@ impl Capture {
         }
         impl Drop for Rest<'_> {
             fn drop(&mut self) {
+                // Its error is older than any a drain found meanwhile: first.
                 if let Some(e) = self.first.take() {
-                    lock(&self.cap.deferred).get_or_insert(e);
+                    *lock(&self.cap.deferred) = Some(e);
+                }
+                // A future whose poll panicked is not polled again.
+                if std::thread::panicking() {
+                    self.left.pop_front();
                 }
                 if !self.left.is_empty() {
-                    lock(&self.cap.pending).extend(self.left.drain(..));
+                    // Ahead of those pushed meanwhile, in their order.
+                    let mut pending = lock(&self.cap.pending);
+                    let newer = std::mem::take(&mut *pending);
+                    pending.extend(self.left.drain(..));
+                    pending.extend(newer);
                 }
             }
         }

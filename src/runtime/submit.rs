@@ -197,7 +197,7 @@ impl Submission {
             return Err(Error::invalid("wait", "the batch was submitted while its thread captured a graph: its work joined the graph and has not run; wait for a replay instead, outside the capture"));
         };
         let rt = done.rt.clone();
-        rt.settle().await?;
+        rt.errors.settle().await?;
         done.await
     }
 
@@ -414,23 +414,6 @@ pub(crate) async fn encode_submit_and_map(rt: &Arc<Runtime>, op: &'static str, e
 }
 
 impl Runtime {
-    /// Awaits the error scopes still open (WebGPU: `errors::Capture::settle`) and returns the
-    /// first error. Where one settles late, a buffer the error's call made may be invalid (out
-    /// of memory) yet have reached the pool (its scope said nothing yet): the idle buffers are
-    /// destroyed and the bind groups forgotten, so that no later call gets it back.
-    pub async fn settle(&self) -> Result<()> {
-        let r = self.errors.settle().await;
-        if r.is_err() {
-            let ((_, idle), gl) = {
-                let mut pool = lock(&self.pool);
-                (pool.trim(), pool.gl())
-            };
-            crate::runtime::pool::destroy(&gl, idle);
-            lock(&self.bind_groups).clear();
-        }
-        r
-    }
-
     /// Runs the callbacks of finished work without waiting, so that buffers whose recordings
     /// are done return to the pool before a new one is made.
     pub fn reclaim(&self) {
