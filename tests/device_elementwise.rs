@@ -1014,6 +1014,22 @@ fn flipped_inputs_overlapping_the_destination_read_the_values_before_the_op() {
         let y = d.flip(0).unwrap();
         let r = y.narrow(0, 0, 3).unwrap().add_(&y.narrow(0, 1, 3).unwrap());
         assert!(matches!(r, Err(Error::Overlap { .. })), "{}: rows of one flipped tensor: {r:?}", name(ctx));
+        // Flips through a transpose: told by the storage axis, not the dim. The square block's
+        // flip reading its transpose's flip is S + S^T; a flipped square reading its own
+        // transpose walks both axes as it does (an error, as PyTorch's x.add_(x.t())).
+        let d = up(ctx, &hx);
+        let sq = d.narrow(1, 0, 4).unwrap();
+        sq.flip(0).unwrap().add_(&sq.transpose(0, 1).unwrap().flip(0).unwrap()).unwrap();
+        let mut want = v.clone();
+        for r in 0..4 {
+            for c in 0..4 {
+                want[r * 6 + c] = at(r, c) + at(c, r);
+            }
+        }
+        assert_eq!(bits_of_vec(&d.download().unwrap().to_vec::<f32>().unwrap()), bits_of_vec(&want), "{}: a flip reading its transpose's flip", name(ctx));
+        let y = up(ctx, &hx).narrow(1, 0, 4).unwrap().flip(0).unwrap();
+        let r = y.add_(&y.transpose(0, 1).unwrap());
+        assert!(matches!(r, Err(Error::Overlap { .. })), "{}: a flipped square reading its transpose: {r:?}", name(ctx));
         // A flipped destination reading the tensor, and a flipped tensor reading its own flip.
         let d = up(ctx, &hx);
         d.flip(0).unwrap().add_(&d).unwrap();

@@ -300,12 +300,20 @@ pub(crate) fn read_from_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest
 }
 
 /// Whether an input `b` (broadcast to the destination's shape) in the destination's storage is
-/// read from a copy of its values: it walks some dim the other way from the destination (one
-/// is a `flip` or a negative-step slice of the other, which PyTorch would hold as a copy) and
-/// partially overlaps it.
+/// read from a copy of its values: the two walk some axis of their storage in opposite
+/// directions (one is a `flip` or a negative-step slice of the other, which PyTorch would hold
+/// as a copy) and partially overlap. A storage axis is told by its stride in bytes, whatever
+/// the dim it is at: `y.add_(&y.t())` of a flipped `y` walks both axes as `y` does (an error, as
+/// PyTorch's `x.add_(x.t())`), `x.flip(0).add_(&x.t().flip(0))` walks one the other way.
 pub(crate) fn flipped_overlap(dst: &Layout, dst_t: DType, b: &Layout, b_t: DType) -> bool {
-    let against = dst.strides().iter().zip(b.strides()).zip(dst.shape()).any(|((&sd, &sb), &n)| n > 1 && sd != 0 && sb != 0 && (sd < 0) != (sb < 0));
-    against && !matches!(typed_overlap(dst, dst_t, b, b_t), Overlap::Full | Overlap::Disjoint)
+    // The byte strides of the axes a view walks backwards (its dims of more than one element).
+    let backwards = |l: &Layout, size: usize| {
+        let mut v: Vec<usize> = l.strides().iter().zip(l.shape()).filter(|&(&s, &n)| s < 0 && n > 1).map(|(&s, _)| s.unsigned_abs() * size).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    backwards(dst, dst_t.size()) != backwards(b, b_t.size()) && !matches!(typed_overlap(dst, dst_t, b, b_t), Overlap::Full | Overlap::Disjoint)
 }
 
 /// The copies of the inputs that [`read_from_copies`] marks, made by `copy` (a contiguous
