@@ -317,10 +317,23 @@ pub(crate) fn flipped_overlap(dst: &Layout, dst_t: DType, b: &Layout, b_t: DType
 }
 
 /// The copies of the inputs that [`read_from_copies`] marks, made by `copy` (a contiguous
-/// tensor of the input's values, recorded or run before the op); `None` for the others.
-pub(crate) fn input_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Target<'_, T>, same_storage: impl Fn(&T, &T) -> bool, mut copy: impl FnMut(&T) -> Result<T>) -> Result<Vec<Option<T>>> {
+/// tensor of the input's values, recorded or run before the op), `None` for the others; `None`
+/// in all, without allocating, where no input but the destination itself is in its storage
+/// (nearly every call).
+pub(crate) fn input_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Target<'_, T>, same_storage: impl Fn(&T, &T) -> bool, mut copy: impl FnMut(&T) -> Result<T>) -> Result<Option<Vec<Option<T>>>> {
+    let d: &T = match (dest, inputs.first()) {
+        (Target::Out(d), _) => d,
+        (Target::InPlace, Some(Input::Tensor(d))) => d,
+        _ => return Ok(None),
+    };
+    if !inputs.iter().any(|i| matches!(i, Input::Tensor(t) if !std::ptr::eq(*t, d) && same_storage(d, t))) {
+        return Ok(None);
+    }
     let marked = read_from_copies(op, inputs, dest, same_storage);
-    inputs.iter().zip(marked).map(|(i, m)| match (i, m) { (Input::Tensor(t), true) => copy(t).map(Some), _ => Ok(None) }).collect()
+    if !marked.contains(&true) {
+        return Ok(None);
+    }
+    inputs.iter().zip(marked).map(|(i, m)| match (i, m) { (Input::Tensor(t), true) => copy(t).map(Some), _ => Ok(None) }).collect::<Result<Vec<_>>>().map(Some)
 }
 
 /// `inputs` with each input that has a copy ([`input_copies`]) replaced by it.

@@ -46,9 +46,16 @@ impl Batch<'_> {
                 return Err(e);
             }
         };
-        let inputs = &swapped(inputs, &copies)[..];
+        let with_copies;
+        let inputs = match &copies {
+            Some(c) => {
+                with_copies = swapped(inputs, c);
+                &with_copies[..]
+            }
+            None => inputs,
+        };
         let tail = match target {
-            Target::InPlace if path == ElementwisePath::Auto && first && copies.iter().all(Option::is_none) => fuse::elementwise_tail(op, &all),
+            Target::InPlace if path == ElementwisePath::Auto && first && copies.is_none() => fuse::elementwise_tail(op, &all),
             _ => None,
         };
         let (r, tensors) = match resolve(op, inputs, target, DeviceTensor::shares_storage) {
