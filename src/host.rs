@@ -197,14 +197,8 @@ impl Elementwise for HostTensor {
     fn run(op: Op, inputs: &[Input<'_, HostTensor>], target: Target<'_, HostTensor>) -> Result<HostTensor> {
         // Flipped inputs overlapping the destination read from copies (`read_from_copies`).
         let copies = input_copies(op, inputs, target, HostTensor::shares_storage, |t| t.materialize(MemoryFormat::Contiguous, t.dtype()))?;
-        let with_copies;
-        let inputs = match &copies {
-            Some(c) => {
-                with_copies = swapped(inputs, c);
-                &with_copies[..]
-            }
-            None => inputs,
-        };
+        let with_copies = swapped(inputs, &copies);
+        let inputs = &with_copies[..];
         let (r, tensors) = resolve(op, inputs, target, HostTensor::shares_storage)?;
         let out = match target {
             Target::New => {

@@ -336,9 +336,13 @@ pub(crate) fn input_copies<T: Strided>(op: Op, inputs: &[Input<'_, T>], dest: Ta
     inputs.iter().zip(marked).map(|(i, m)| match (i, m) { (Input::Tensor(t), true) => copy(t).map(Some), _ => Ok(None) }).collect::<Result<Vec<_>>>().map(Some)
 }
 
-/// `inputs` with each input that has a copy ([`input_copies`]) replaced by it.
-pub(crate) fn swapped<'b, T>(inputs: &[Input<'b, T>], copies: &'b [Option<T>]) -> Vec<Input<'b, T>> {
-    inputs.iter().zip(copies).map(|(i, c)| match c { Some(c) => Input::Tensor(c), None => *i }).collect()
+/// `inputs` with each input that has a copy ([`input_copies`]) replaced by it; `inputs` as they
+/// are where none has.
+pub(crate) fn swapped<'b, T>(inputs: &'b [Input<'b, T>], copies: &'b Option<Vec<Option<T>>>) -> std::borrow::Cow<'b, [Input<'b, T>]> {
+    match copies {
+        Some(c) => inputs.iter().zip(c).map(|(i, c)| match c { Some(c) => Input::Tensor(c), None => *i }).collect(),
+        None => std::borrow::Cow::Borrowed(inputs),
+    }
 }
 
 /// Resolves `op` over `inputs` into `dest`, checking everything first: the number of inputs,

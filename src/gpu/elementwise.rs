@@ -46,14 +46,8 @@ impl Batch<'_> {
                 return Err(e);
             }
         };
-        let with_copies;
-        let inputs = match &copies {
-            Some(c) => {
-                with_copies = swapped(inputs, c);
-                &with_copies[..]
-            }
-            None => inputs,
-        };
+        let with_copies = swapped(inputs, &copies);
+        let inputs = &with_copies[..];
         let tail = match target {
             Target::InPlace if path == ElementwisePath::Auto && first && copies.is_none() => fuse::elementwise_tail(op, &all),
             _ => None,
