@@ -7,7 +7,8 @@
 //! (`shaders/kernels/matmul_coop.wgsl`, its pitches compiled in or read from the uniform, and
 //! with its tiles walked in the other order); with `COOP_PROBE_STAGED=1` also the variants that
 //! stage operands through workgroup memory (`coop_probe/gemm.wgsl`). One JSON line each; where no
-//! adapter has the feature it says so and exits 0. docs/cooperative-matrices.md has the results.
+//! adapter has the feature it says so and exits 0; where any line says `"ok": false` it exits 1
+//! after the last. docs/cooperative-matrices.md has the results.
 //!
 //! `cargo run --release --example coop_probe [-- SIZE]` (SIZE: the timed square GEMM, 4096).
 
@@ -15,6 +16,22 @@ use std::time::Instant;
 
 use half::f16;
 use wgpu::util::DeviceExt;
+
+/// Whether any probe or product computed something else than it should, or raised an error.
+static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Prints a result line and remembers a failure.
+fn report(ok: bool, line: serde_json::Value) {
+    if !ok {
+        FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    println!("{line}");
+}
+
+/// Whether an environment variable is set to `1` (the flags this probe reads).
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
 
 const PROBES: &str = include_str!("coop_probe/probes.wgsl");
 const GEMM: &str = include_str!("coop_probe/gemm.wgsl");
@@ -64,14 +81,17 @@ fn main() {
         memory_hints: wgpu::MemoryHints::Performance,
         trace: wgpu::Trace::Off,
     }))
-    .expect("request_device");
+    .unwrap_or_else(|e| {
+        eprintln!("coop_probe: the adapter refused a device with cooperative matrices: {e}");
+        std::process::exit(1);
+    });
     let gpu = Gpu { timestamps: device.features().contains(ts), device, queue };
     probes(&gpu);
     // The staged variants (entry point, whether it reads A and B as vec4<f16>), checked on small
     // products with edges, then timed.
     let general = [(128, 128, 32), (200, 136, 72), (384, 256, 1000)];
     let staged = [("gemm_base", false), ("gemm_clamp", false), ("gemm_wide", false), ("gemm_vec", true)];
-    for (entry, vec) in staged.into_iter().filter(|_| std::env::var("COOP_PROBE_STAGED").is_ok()) {
+    for (entry, vec) in staged.into_iter().filter(|_| flag("COOP_PROBE_STAGED")) {
         for (m, n, k) in general {
             gemm(&gpu, GEMM, entry, vec, (128, 128), m, n, k, false);
         }
@@ -97,7 +117,7 @@ fn main() {
         ("d4x4_1x1_plain", 64, 64),
         ("d4x4_2x1_plain", 128, 64),
     ];
-    let all = std::env::var("COOP_PROBE_ALL").is_ok();
+    let all = flag("COOP_PROBE_ALL");
     let timed: Vec<_> = direct.iter().filter(|d| size == 4096 || !d.0.ends_with("const")).take(if all { direct.len() } else { 2 }).collect();
     for (entry, tm, tn) in timed.iter().filter(|d| !d.0.ends_with("const")) {
         gemm(&gpu, GEMM_DIRECT, entry, false, (*tm, *tn), 256, 512, 1024, false);
@@ -118,6 +138,9 @@ fn main() {
         for (name, m, pitches) in [("crate", &crate_module, true), ("crate_uniform_pitch", &crate_module, false), ("crate_n_first", &swapped_module, true)] {
             first.time(&gpu, m, name, (128, 128), round, Some(pitches));
         }
+    }
+    if FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        std::process::exit(1);
     }
 }
 
@@ -307,7 +330,7 @@ fn probes(gpu: &Gpu) {
         let got = read(gpu, &out, 1024);
         let equals: Vec<&str> = candidates.iter().filter(|(_, v)| v.iter().zip(&got).all(|(p, q)| p == q)).map(|(k, _)| *k).collect();
         let wrong = candidates.iter().find(|(k, _)| *k == expect).map(|(_, v)| v.iter().zip(&got).filter(|(p, q)| p != q).count()).unwrap_or(256);
-        println!("{}", serde_json::json!({"probe": entry, "expect": expect, "ok": wrong == 0, "wrong": wrong, "equals": equals, "error": err.map(|e| e.to_string()), "first": &got[..8]}));
+        report(wrong == 0 && err.is_none(), serde_json::json!({"probe": entry, "expect": expect, "ok": wrong == 0 && err.is_none(), "wrong": wrong, "equals": equals, "error": err.map(|e| e.to_string()), "first": &got[..8]}));
     }
 }
 
@@ -375,7 +398,7 @@ fn gemm(gpu: &Gpu, src: &str, entry: &str, vec: bool, tile: (usize, usize), m: u
     let wall = t0.elapsed().as_secs_f64() / reps as f64;
     let gpu_s = query.as_ref().map(|_| {
         let ticks: Vec<u64> = bytemuck::cast_slice(&read_bytes(gpu, &resolve, 16)).to_vec();
-        (ticks[1] - ticks[0]) as f64 * gpu.queue.get_timestamp_period() as f64 * 1e-9 / reps as f64
+        ticks[1].saturating_sub(ticks[0]) as f64 * gpu.queue.get_timestamp_period() as f64 * 1e-9 / reps as f64
     });
     let err = pollster::block_on(scope.pop());
     let got = read(gpu, &out, (m * n * 4) as u64);
@@ -391,10 +414,10 @@ fn gemm(gpu: &Gpu, src: &str, entry: &str, vec: bool, tile: (usize, usize), m: u
         })
         .count();
     let flops = 2.0 * (m * n * k) as f64;
-    println!(
-        "{}",
+    report(
+        wrong == 0 && err.is_none(),
         serde_json::json!({"gemm": entry, "mnk": [m, n, k], "checked": samples.len(), "wrong": wrong, "ok": wrong == 0 && err.is_none(), "error": err.map(|e| e.to_string()),
-            "wall_ms": wall * 1e3, "gpu_ms": gpu_s.map(|s| s * 1e3), "tflops": gpu_s.map(|s| flops / s * 1e-12)})
+            "wall_ms": wall * 1e3, "gpu_ms": gpu_s.map(|s| s * 1e3), "tflops": gpu_s.map(|s| flops / s * 1e-12)}),
     );
 }
 

@@ -20,7 +20,8 @@
 //!
 //! Prints `logits: [..]` (a JSON array, row-major `[batch, classes]`, a NaN or infinity as
 //! `null`), `top1: [..]`, and, when
-//! the file has PyTorch's logits, `max_abs_diff: D` (the largest difference from them).
+//! the file has PyTorch's logits and the parameters are its formulas' (no `--weights`),
+//! `max_abs_diff: D` (the largest difference from them).
 
 #[path = "resnet/model.rs"]
 mod model;

@@ -81,8 +81,10 @@ pub mod ops {
     pub use crate::shape::{cat, stack, InterpolateMode, InterpolateOptions, PadMode};
 }
 
-/// For advanced use: forced kernels, the tuner's shape classes and candidates, the plan's
-/// classification, and the limits kernels work within. A call with a forced kernel checks it
+/// For advanced use: forced kernels, the tuner's shape classes (`ShapeClass`, `ConvClass`,
+/// `MatmulClass`: what `GpuContext::tuned_choices`, `tuned_conv_choices` and
+/// `tuned_matmul_choices` return) and candidates, and the limits kernels work within (the
+/// plan's classification is [`layout::CopyKind`](crate::layout::CopyKind)). A call with a forced kernel checks it
 /// as the automatic choice does (the same eligibility check), and returns
 /// [`Error::Unsupported`](crate::Error) where the kernel cannot run the call or the adapter,
 /// [`Error::Limit`](crate::Error) where its workgroup size or count passes the adapter's limits,
@@ -92,10 +94,11 @@ pub mod advanced {
     pub use crate::gpu::conv::{conv1x1_with, conv2d_add_with, conv2d_with};
     pub use crate::gpu::norm::{group_norm_with, layer_norm_with};
     pub use crate::gpu::timing::GpuTimer;
+    pub use crate::kernels::conv::class::ConvClass;
     pub use crate::kernels::conv::ConvKernel;
-    pub use crate::kernels::copy::{vec4_default, CopyPath};
+    pub use crate::kernels::copy::{vec4_default, CopyPath, ShapeClass};
     pub use crate::kernels::elementwise::ElementwisePath;
-    pub use crate::kernels::matmul::MatmulKernel;
+    pub use crate::kernels::matmul::{MatmulClass, MatmulKernel};
     pub use crate::kernels::norm::{NormKernel, MAX_CHUNKS as NORM_MAX_CHUNKS};
     pub use crate::runtime::deferred::SubmitPolicy;
     pub use crate::runtime::record::RecordCounts;

@@ -96,7 +96,7 @@ const USAGE: &str = "usage: strided-wgpu [bench [--json] [--warm N | --interleav
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The bench's warming runs per timed run (`--warm N`, `--interleave` (0), or the default) and
-/// which rows it runs (`--only host`, `--only copy`, ...; all by default).
+/// which rows it runs (`--only host`, `--only copy`, ...; all but `calls` by default).
 fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
     let mut warm = cli::measure::DEFAULT_WARM;
     let mut only = None;
@@ -111,6 +111,7 @@ fn bench_warm(args: &[String]) -> Result<(usize, Option<String>), String> {
         }
         match a.as_str() {
             "--json" | "--profile" => {}
+            "--only" if only.is_some() => return Err("--only runs one part: give it once".into()),
             "--only" => match it.next().map(String::as_str) {
                 Some(v @ ("host" | "calls" | "copy" | "elementwise" | "reduce" | "pool" | "conv" | "matmul" | "resnet" | "cold")) => only = Some(v.to_string()),
                 v => return Err(format!("--only needs host, calls, copy, elementwise, reduce, pool, conv, matmul, resnet or cold, got {v:?}")),
@@ -151,7 +152,7 @@ mod tests {
         assert_eq!(bench_warm(&args("--only copy --warm 3")), Ok((3, Some("copy".to_string()))));
         assert_eq!(bench_warm(&args("--interleave --only pool --json")), Ok((0, Some("pool".to_string()))));
         assert_eq!(bench_warm(&args("--only resnet --profile")), Ok((crate::cli::measure::DEFAULT_WARM, Some("resnet".to_string()))));
-        for bad in ["--only", "--only gpu", "--warm", "--warm x", "--warm -1", "--fast", "--profile", "--only copy --profile", "--warm 3 --interleave", "--interleave --warm 2", "--only conv --warm 2", "--only resnet --interleave"] {
+        for bad in ["--only", "--only gpu", "--warm", "--warm x", "--warm -1", "--fast", "--profile", "--only copy --profile", "--warm 3 --interleave", "--interleave --warm 2", "--only conv --warm 2", "--only resnet --interleave", "--only copy --only conv", "--only copy --only copy"] {
             assert!(bench_warm(&args(bad)).is_err(), "{bad}");
         }
     }

@@ -1,9 +1,13 @@
-//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet|cold]`:
-//! the copy rows (`bench_copy`), the elementwise rows (`bench_elementwise`), the reduction
-//! rows (`bench_reduce`), the pooling and shape rows (`bench_pool`), the convolution rows
-//! (`bench_conv`), the matrix products (`bench_matmul`), ResNet-18 in both layouts (`resnet`), each convolution's first call with an
-//! empty shader cache (`cold`), on
-//! the chosen adapter in one run; `--only` runs one part. How rows are timed: `measure`.
+//! `cargo run --release -- bench [--json] [--warm N | --interleave] [--only host|calls|copy|elementwise|reduce|pool|conv|matmul|resnet [--profile]|cold]`:
+//! the host cost of calls on wgpu's `noop` backend (`bench_host`), the copy rows
+//! (`bench_copy`), the elementwise rows (`bench_elementwise`), the reduction rows
+//! (`bench_reduce`), the pooling and shape rows (`bench_pool`), the convolution rows
+//! (`bench_conv`), the matrix products (`bench_matmul`), ResNet-18 in both layouts
+//! (`resnet`), each convolution's first call with an empty shader cache (`cold`), on the chosen
+//! adapter in one run; `--only` runs one part, and the whole calls' wall times
+//! (`bench_calls`) and ResNet's per-dispatch profile (`--only resnet --profile`) run only when
+//! asked. A row that could not be measured (a child process that failed) is printed as an
+//! error and makes the program exit 1 after the rest. How rows are timed: `measure`.
 
 use strided_wgpu::{GpuContext, Result};
 
@@ -50,13 +54,10 @@ pub fn run(json: bool, warm: usize, only: Option<String>, profile: bool) -> Resu
     if profile {
         return crate::cli::resnet::profile(&ctx, json);
     }
-    if matches!(only.as_deref(), None | Some("resnet")) {
-        crate::cli::resnet::run(&ctx, json)?;
-    }
-    if matches!(only.as_deref(), None | Some("cold")) {
-        crate::cli::bench_conv::cold_rows(json)?;
-    }
-    Ok(())
+    // Both parts print every row, whatever failed; the first error is the program's.
+    let resnet = if matches!(only.as_deref(), None | Some("resnet")) { crate::cli::resnet::run(&ctx, json) } else { Ok(()) };
+    let cold = if matches!(only.as_deref(), None | Some("cold")) { crate::cli::bench_conv::cold_rows(json) } else { Ok(()) };
+    resnet.and(cold)
 }
 
 /// Prints rows as a table or as JSON lines: GB/s, the same-bytes copy ratio (`ratio_to_copy`),

@@ -215,9 +215,9 @@ pub fn rows(ctx: &GpuContext) -> Result<Vec<CallRow>> {
 }
 
 /// The floor under every call on this adapter, raw wgpu without the crate: an empty command
-/// buffer submitted, then a blocking wait (`F0`) or a polling one until its
-/// `on_submitted_work_done` callback ran (`F1`; the timing rule's own blocking wait follows,
-/// with nothing left to wait for).
+/// buffer submitted, then a blocking wait on its index (`F0`, `device.poll` with
+/// `PollType::Wait`) or a polling one until its `on_submitted_work_done` callback ran (`F1`);
+/// in both the timing rule's own wait follows, with nothing left to wait for.
 fn floor(ctx: &GpuContext, min_s: f64) -> Result<Vec<CallRow>> {
     let (device, queue) = (ctx.device(), ctx.queue());
     let submit = || {
@@ -225,7 +225,8 @@ fn floor(ctx: &GpuContext, min_s: f64) -> Result<Vec<CallRow>> {
         queue.submit([enc.finish()])
     };
     let (first, v) = time_calls(ctx, min_s, || {
-        submit();
+        let index = submit();
+        device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None }).map_err(|e| strided_wgpu::Error::Gpu { op: "bench calls", message: format!("waiting: {e}") })?;
         Ok(())
     })?;
     let row = |variant: &str, first_call_ms, times_s| CallRow { op: "F0", variant: variant.into(), mode: "raw", shape: vec![], times_s, work: 1e9, unit: "calls_per_s", first_call_ms };

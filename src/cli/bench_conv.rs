@@ -10,8 +10,8 @@
 //! run by run; `default_to_tuned` is the default's speed over the tuned one's. Three shapes run
 //! again in float16 (`_f16` rows: operands and output f16, accumulated in f32); every JSON row
 //! reports GB/s over the bytes its operands and output take in their type, so an f16 row and
-//! its f32 twin compare per byte moved. Timing as for the copy rows: GPU timestamps around the recorded work, medians
-//! of 15 runs after 2 warm-up runs.
+//! its f32 twin compare per byte moved. Timing: GPU timestamps around the recorded work (wall clock where the
+//! adapter has none), medians of 15 runs after 2 warm-up runs (`--warm` does not apply).
 
 use strided_wgpu::{Conv2dOptions, DeviceTensor, DType, Elementwise, GpuContext, MemoryFormat, Result, Strided};
 use strided_wgpu::advanced::GpuTimer;
@@ -250,7 +250,8 @@ pub fn first_call(index: usize, nhwc: bool) -> Result<()> {
 
 /// The first call's latency of every convolution row with an empty shader cache: each row in
 /// a fresh process of this program (`first-call`) with `XDG_CACHE_HOME` pointing at an empty
-/// folder and `MESA_SHADER_CACHE_DISABLE=true`, default settings otherwise.
+/// folder and `MESA_SHADER_CACHE_DISABLE=true`, default settings otherwise. A row whose
+/// process failed is printed with its error, and the call fails after the last row.
 pub fn cold_rows(json: bool) -> Result<()> {
     let exe = std::env::current_exe().map_err(|e| strided_wgpu::Error::InvalidArgument { op: "bench", detail: format!("the program's own path: {e}") })?;
     if !json {
@@ -258,6 +259,7 @@ pub fn cold_rows(json: bool) -> Result<()> {
         println!("first call with an empty shader cache (a fresh process per row, default settings):");
         println!("{:<14} {:<18} {:>4} {:>6} {:>24} {:>24}", "conv", "input", "K", "stride", "NCHW s (kernel)", "NHWC s (kernel)");
     }
+    let mut failed = 0;
     for (i, s) in SHAPES.iter().enumerate() {
         let mut cells = Vec::new();
         for layout in ["nchw", "nhwc"] {
@@ -268,10 +270,11 @@ pub fn cold_rows(json: bool) -> Result<()> {
             let _ = std::fs::remove_dir_all(&cache);
             let line = match run {
                 Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().last().unwrap_or_default().to_string(),
-                Ok(o) => format!("{{\"error\": {:?}}}", String::from_utf8_lossy(&o.stderr).trim()),
-                Err(e) => format!("{{\"error\": {:?}}}", e.to_string()),
+                Ok(o) => serde_json::json!({ "error": String::from_utf8_lossy(&o.stderr).trim() }).to_string(),
+                Err(e) => serde_json::json!({ "error": e.to_string() }).to_string(),
             };
             let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| serde_json::json!({ "error": line }));
+            failed += usize::from(v["first_call_ms"].as_f64().is_none());
             if json {
                 println!("{}", serde_json::json!({ "part": "first_call", "op": format!("{}_{layout}", s.name), "shape": s.input, "k": s.k, "kernel": s.kernel, "stride": s.stride, "groups": s.groups, "first_call_ms": v["first_call_ms"], "default": v["kernel"], "error": v.get("error") }));
             }
@@ -284,5 +287,5 @@ pub fn cold_rows(json: bool) -> Result<()> {
             println!("{:<14} {:<18} {:>4} {:>6} {:>24} {:>24}", s.name, format!("{:?}", s.input), s.k, s.stride, cells[0], cells[1]);
         }
     }
-    Ok(())
+    crate::cli::measure::child_failures("bench cold", failed, 2 * SHAPES.len())
 }

@@ -4,28 +4,35 @@
 
 use std::fmt::Write;
 
-/// (part, op, shape and dtype, ratio) of each JSON line that has a `ratio_to_copy`: a row is
-/// named by its part, op, shape and element type (the copy part times `nchw_to_nhwc` of one
-/// shape in f32 and in f16).
-fn load(path: &str) -> Result<Vec<(String, String, String, f64)>, String> {
+/// (part, op, shape and dtype, ratio) of each JSON line that has a `ratio_to_copy` and the
+/// warming runs it was timed after (`warm`: the bandwidth parts' rows; conv and matmul rows
+/// warm as they need, whatever `--warm` said, and are left out): a row is named by its part,
+/// op, shape and element type (the copy part times `nchw_to_nhwc` of one shape in f32 and in
+/// f16). A row warmed otherwise than `cold` says (none, or some) is an error: the chart's
+/// labels would be false.
+fn load(path: &str, cold: bool) -> Result<Vec<(String, String, String, f64)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let mut rows = Vec::new();
     for line in text.lines().filter(|l| l.starts_with('{')) {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{path}: bad JSON line: {e}"))?;
-        if let Some(r) = v["ratio_to_copy"].as_f64() {
+        if let (Some(r), Some(warm)) = (v["ratio_to_copy"].as_f64(), v["warm"].as_u64()) {
+            if cold != (warm == 0) {
+                let want = if cold { "the cold file needs rows of `bench --json --warm 0`" } else { "the warm file needs rows timed after warming runs (`bench --json`, `--warm N` with N > 0)" };
+                return Err(format!("{path}: the row {} {} was timed after {warm} warming runs; {want}", v["part"], v["op"]));
+            }
             rows.push((v["part"].as_str().unwrap_or("conv").to_string(), v["op"].as_str().unwrap_or("?").to_string(), format!("{} {}", v["shape"], v["dtype"].as_str().unwrap_or("f32")), r));
         }
     }
     if rows.is_empty() {
-        return Err(format!("{path} holds no `bench --json` row with a ratio_to_copy (a table, or rows of another part?)"));
+        return Err(format!("{path} holds no `bench --json` row with a ratio_to_copy and its warming runs (a table, or rows of another part?)"));
     }
     Ok(rows)
 }
 
 /// The SVG text of the chart.
 pub fn svg(warm_path: &str, cold_path: &str) -> Result<String, String> {
-    let warm = load(warm_path)?;
-    let cold = load(cold_path)?;
+    let warm = load(warm_path, false)?;
+    let cold = load(cold_path, true)?;
     let (left, bar, gap, width) = (330.0, 9.0, 8.0, 420.0);
     // The scale ends at 1.25: longer bars (the adapter's own buffer copy, a host memcpy on
     // lavapipe) are clipped there, their figure written beside them.
@@ -56,4 +63,31 @@ pub fn svg(warm_path: &str, cold_path: &str) -> Result<String, String> {
     }
     w(&mut s, "</svg>".to_string());
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Writes `lines` to a file of its own under the temporary folder and returns its path.
+    fn file(name: &str, lines: &[&str]) -> String {
+        let p = std::env::temp_dir().join(format!("strided-wgpu-chart-{}-{name}.jsonl", std::process::id()));
+        std::fs::write(&p, lines.join("\n")).expect("a temporary file");
+        p.to_string_lossy().into_owned()
+    }
+
+    /// Only rows timed after the warming runs the chart's labels say are drawn: a cold file
+    /// with warmed rows (or the reverse) is refused, and rows without `warm` (conv, matmul)
+    /// are left out.
+    #[test]
+    fn rows_are_warm_or_cold_as_labelled() {
+        let warm = file("warm", &[r#"{"part":"copy","op":"t","shape":[2],"dtype":"f32","ratio_to_copy":0.9,"warm":8}"#, r#"{"part":"conv","op":"dw","shape":[2],"ratio_to_copy":0.4}"#]);
+        let cold = file("cold", &[r#"{"part":"copy","op":"t","shape":[2],"dtype":"f32","ratio_to_copy":0.7,"warm":0}"#]);
+        let svg = super::svg(&warm, &cold).expect("a chart");
+        assert!(svg.contains("copy t [2] f32") && svg.contains(">0.90<") && svg.contains(">0.70<"), "{svg}");
+        assert!(!svg.contains("conv dw"), "a row that ignored --warm is drawn: {svg}");
+        assert!(super::svg(&cold, &warm).is_err(), "cold rows accepted as warm ones");
+        assert!(super::svg(&warm, &warm).is_err(), "warm rows accepted as cold ones");
+        for p in [warm, cold] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }

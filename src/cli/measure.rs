@@ -57,6 +57,15 @@ pub fn timing(ctx: &GpuContext) -> &'static str {
     }
 }
 
+/// The end of a part whose rows ran in child processes: an error when `failed` of its `rows`
+/// could not be measured (their errors are in the rows printed), so that the program exits 1.
+pub fn child_failures(op: &'static str, failed: usize, rows: usize) -> Result<()> {
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(strided_wgpu::Error::Gpu { op, message: format!("{failed} of {rows} rows measured in a fresh process failed (their errors are printed in the rows)") })
+}
+
 /// The median as Python's `statistics.median` takes it (the peer scripts' rule): the middle
 /// value, or the mean of the two middle values of an even count; NaN of no values.
 pub fn median(t: &[f64]) -> f64 {

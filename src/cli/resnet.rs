@@ -122,9 +122,12 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
         let mut counts = [Default::default(); 2];
         for (m, &(_, p)) in MODES[..2].iter().enumerate() {
             ctx.set_submit_policy(p.expect("an eager mode"))?;
+            // The forward's own work (flushed), without its logits' download.
             let c = ctx.record_counts();
-            let logits = forward(n, x)?.1;
+            let out = n.forward(x).map_err(err)?;
+            ctx.flush()?;
             counts[m] = ctx.record_counts() - c;
+            let logits = logits_f32(&out.logits)?;
             if m == 0 {
                 first.push(logits);
             } else if logits.iter().map(|v| v.to_bits()).ne(first.last().expect("the first mode's logits").iter().map(|v| v.to_bits())) {
@@ -197,7 +200,8 @@ pub fn run(ctx: &GpuContext, json: bool) -> Result<()> {
     if !json {
         println!("the two float32 layouts' logits differ by at most {layout_diff:.2e}, float16's from float32's by {half_diff:.2e}; each graph's replay equals its eager pass bit for bit");
     }
-    Ok(())
+    let failed = cold.iter().flatten().filter(|c| c.get("error").is_some()).count();
+    crate::cli::measure::child_failures("bench resnet", failed, 2 * VARIANTS.len())
 }
 
 /// `bench --only resnet --profile`: per dispatch of one forward pass (captured, so the weight

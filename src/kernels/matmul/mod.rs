@@ -35,7 +35,8 @@ mod class;
 mod coop;
 mod product;
 
-pub(crate) use class::{matmul_class, Matmul, MatmulClass};
+pub(crate) use class::{matmul_class, Matmul};
+pub use class::MatmulClass;
 pub(crate) use product::{Operand, Product};
 use product::{window, Shapes};
 
