@@ -8,18 +8,28 @@ use std::fmt;
 /// Shorthand for `std::result::Result<T, strided_wgpu::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The dims an op indexing `rank` dims takes, for [`Error::DimOutOfRange`]'s message.
+fn dim_range(rank: usize) -> String {
+    match rank {
+        0 => "a 0-d tensor has no dim to index".to_string(),
+        r => format!("expected a dim in [-{r}, {}] (PyTorch's negative dims count from the end)", r - 1),
+    }
+}
+
 /// Everything that can go wrong in this crate, host and device alike.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A dim index outside `[-rank, rank)`.
-    #[error("{op}: dim {dim} is out of range for a tensor of rank {rank} (a dim d must satisfy -rank <= d < rank)")]
+    #[error("{op}: dim {dim} is out of range: {}", dim_range(*.rank))]
     DimOutOfRange {
         /// The operation.
         op: &'static str,
         /// The dim the caller passed.
         dim: isize,
-        /// The rank of the tensor.
+        /// How many dims the op indexes: the tensor's rank, one more where it inserts a dim
+        /// (`unsqueeze`, `stack`), and 1 for a 0-d tensor whose dims -1 and 0 PyTorch takes
+        /// (`transpose`, `squeeze`, reductions; `maybe_wrap_dim(.., wrap_scalar=true)`).
         rank: usize,
     },
     /// An argument that is invalid for the tensor it is applied to.

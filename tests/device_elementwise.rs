@@ -935,7 +935,8 @@ fn bad_input_is_a_typed_error_and_writes_nothing() {
         expect_error("clamp_ with no bound", DeviceTensor::run(Op::Clamp { min: None, max: None }, &[Input::Tensor(&d)], Target::InPlace), &invalid, &d, &before);
         let h8 = random_tensor(25, DType::I8, &[4, 6]);
         let d8 = up(ctx, &h8);
-        expect_error("i8 += 200", DeviceTensor::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&d8), Input::Scalar(Scalar::Int(200))], Target::InPlace), &invalid, &d8, &bits(&h8));
+        // An operand scalar wraps (PyTorch's `i8 + 200`); an alpha past the type is refused.
+        expect_error("i8 += 200 * i8", DeviceTensor::run(Op::Add { alpha: Scalar::Int(200) }, &[Input::Tensor(&d8), Input::Tensor(&d8)], Target::InPlace), &invalid, &d8, &bits(&h8));
         let hu = random_tensor(26, DType::U32, &[4, 6]);
         let du = up(ctx, &hu);
         expect_error("u32 += i32", DeviceTensor::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&du), Input::Tensor(&di)], Target::InPlace), &dtype, &du, &bits(&hu));
@@ -1393,7 +1394,11 @@ fn review_findings() {
         let (dp, dq) = (up(ctx, &p), up(ctx, &q));
         assert_eq!(dp.add_scaled(&dq, -1).unwrap().download().unwrap().to_vec::<u8>().unwrap(), h, "{}", name(ctx));
         assert_eq!(dp.add(-1).unwrap().download().unwrap().to_vec::<u8>().unwrap(), vec![4, 199], "{}", name(ctx));
-        assert!(matches!(dp.add(-256), Err(Error::InvalidArgument { .. })), "{}: -256 does not fit u8 even wrapping", name(ctx));
+        // An operand scalar wraps to the width (PyTorch 2.15: u8 + (-256) adds 0); alpha -256
+        // does not fit u8 even wrapping (alpha -255 does).
+        assert_eq!(dp.add(-256).unwrap().download().unwrap().to_vec::<u8>().unwrap(), vec![5, 200], "{}", name(ctx));
+        assert!(matches!(dp.add_scaled(&dq, -256), Err(Error::InvalidArgument { .. })), "{}: alpha -256 does not fit u8 even wrapping", name(ctx));
+        assert_eq!(dp.add_scaled(&dq, -255).unwrap().download().unwrap().to_vec::<u8>().unwrap(), vec![8, 194], "{}", name(ctx));
     }
 }
 
@@ -1552,8 +1557,8 @@ fn uint8_with_int8_into_a_destination_matches_host_on_device() {
 
 /// tanh near 0 and on both sides of its series' edge (0.5): f32 within 2 ulp of the host's
 /// (f64, rounded), 16-bit results within 1 ulp (Mesa's built-in tanh cancelled near 0:
-/// tanh(1e-7) was 19% off, tanh(1e-8) 0). clamp with both bounds given and either NaN is NaN
-/// everywhere, as PyTorch's; with one NaN bound the bound is ignored.
+/// tanh(1e-7) was 19% off, tanh(1e-8) 0). clamp with a NaN bound, the other given or not, is
+/// NaN everywhere, as PyTorch 2.15's (one NaN bound alone was ignored before).
 #[test]
 fn tanh_near_zero_and_clamp_with_a_nan_bound() {
     let xs = [1e-30, -1e-20, 1e-8, -1e-7, 3e-6, 1e-4, -0.01, 0.1, 0.3, -0.4999, 0.5, 0.5001, 0.75, -1.0, 2.0, 9.0, -14.9, 15.5];
@@ -1575,15 +1580,11 @@ fn tanh_near_zero_and_clamp_with_a_nan_bound() {
         let x = HostTensor::from_vec(vec![0f32, 5.0, f32::from_bits(0xffc0_0000), -3.0], &[4]).unwrap();
         let d = up(ctx, &x);
         let nan = Some(Scalar::Float(f64::NAN));
-        for (lo, hi, all_nan) in [(nan, Some(Scalar::Float(1.0)), true), (Some(Scalar::Int(0)), nan, true), (nan, None, false), (None, nan, false)] {
+        for (lo, hi) in [(nan, Some(Scalar::Float(1.0))), (Some(Scalar::Int(0)), nan), (nan, None), (None, nan)] {
             let (h, g) = (x.clamp(lo, hi).unwrap(), d.clamp(lo, hi).unwrap().download().unwrap());
             assert_eq!(bits(&g), bits(&h), "{}: clamp({lo:?}, {hi:?})", name(ctx));
             let v = h.to_vec::<f32>().unwrap();
-            if all_nan {
-                assert!(v.iter().all(|v| v.is_nan()), "clamp({lo:?}, {hi:?}): {v:?}");
-            } else {
-                assert_eq!((v[0], v[1], v[3]), (0.0, 5.0, -3.0), "clamp({lo:?}, {hi:?})");
-            }
+            assert!(v.iter().all(|v| v.is_nan()), "clamp({lo:?}, {hi:?}): {v:?}");
         }
     }
 }
@@ -1694,5 +1695,97 @@ fn forced_elementwise_counts_within_a_software_adapters_loop_bound() {
         let mut batch = ctx.batch();
         let r = batch.elementwise_with(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&da), Input::Tensor(&db)], Target::New, ElementwisePath::Gather { wg: 8, ept: 8192 });
         assert!(matches!(r, Err(Error::Limit { op: "elementwise", .. })), "{}: {:?}", name(ctx), r.map(drop));
+    }
+}
+
+/// Scalars and arguments past a type's range, as PyTorch 2.15 takes them (each case's figure
+/// from it): an operand scalar wraps to an integer type's width (`x + 300` on uint8 adds 44);
+/// an argument (alpha, addcmul's value) past the range is an error, a float addcmul value on
+/// integers is truncated; an integer clamp bound past the range is ignored on the side that
+/// clamps nothing and an error on the other; a float argument past float16's or bfloat16's
+/// range is an error; the unary ops that keep their type write an `out=` of that type only.
+/// On the host and each adapter alike.
+#[test]
+fn scalars_and_bounds_past_a_type_as_pytorch() {
+    let t = |v: Vec<i64>, dtype: DType| HostTensor::from_vec(v.iter().map(|&x| x as f32).collect::<Vec<_>>(), &[v.len()]).unwrap().to(dtype).unwrap();
+    let u8s = t(vec![1, 200], DType::U8);
+    let i8s = t(vec![1, -100], DType::I8);
+    let i32s = t(vec![1, 3], DType::I32);
+    let ints = |r: &HostTensor| r.to(DType::F32).unwrap().to_vec::<f32>().unwrap().iter().map(|&v| v as i64).collect::<Vec<_>>();
+    for ctx in std::iter::once(None).chain(contexts().iter().map(Some)) {
+        let who = ctx.map_or("host".to_string(), name);
+        // The op on the host tensor, or on its upload (result downloaded).
+        macro_rules! run {
+            ($x:expr, |$v:ident| $body:expr) => {{
+                match ctx {
+                    None => {
+                        let $v = $x.clone();
+                        $body.map(|r: HostTensor| r)
+                    }
+                    Some(c) => {
+                        let $v = DeviceTensor::upload(c, &$x).unwrap();
+                        $body.map(|r: DeviceTensor| r.download().unwrap())
+                    }
+                }
+            }};
+        }
+        let want = |label: &str, got: strided_wgpu::Result<HostTensor>, want: &[i64]| match got {
+            Ok(r) => assert_eq!(ints(&r), want, "{who}: {label}"),
+            Err(e) => panic!("{who}: {label}: {e}"),
+        };
+        let refused = |label: &str, got: strided_wgpu::Result<HostTensor>| assert!(got.is_err(), "{who}: {label} was not refused: {:?}", got.map(|r| ints(&r)));
+        want("u8 + 300", run!(u8s, |x| x.add(300)), &[45, 244]);
+        want("u8 - 300", run!(u8s, |x| x.sub(300)), &[213, 156]);
+        want("u8 * 300", run!(u8s, |x| x.mul(300)), &[44, 96]);
+        want("i8 + 200", run!(i8s, |x| x.add(200)), &[-55, 100]);
+        want("i8 * 200", run!(i8s, |x| x.mul(200)), &[-56, -32]);
+        want("i32 + 2^40", run!(i32s, |x| x.add(1i64 << 40)), &[1, 3]);
+        want("i32 * 2^40", run!(i32s, |x| x.mul(1i64 << 40)), &[0, 0]);
+        refused("u8 add alpha 300", run!(u8s, |x| x.add_scaled(3, 300)));
+        want("u8 clamp(min=-1)", run!(u8s, |x| x.clamp(Some(Scalar::Int(-1)), None)), &[1, 200]);
+        want("u8 clamp(-1, 100)", run!(u8s, |x| x.clamp(Some(Scalar::Int(-1)), Some(Scalar::Int(100)))), &[1, 100]);
+        want("u8 clamp(max=300)", run!(u8s, |x| x.clamp(None, Some(Scalar::Int(300)))), &[1, 200]);
+        want("i8 clamp(max=200)", run!(i8s, |x| x.clamp(None, Some(Scalar::Int(200)))), &[1, -100]);
+        want("i8 clamp(min=-200)", run!(i8s, |x| x.clamp(Some(Scalar::Int(-200)), None)), &[1, -100]);
+        refused("u8 clamp(max=-1)", run!(u8s, |x| x.clamp(None, Some(Scalar::Int(-1)))));
+        refused("u8 clamp(min=300)", run!(u8s, |x| x.clamp(Some(Scalar::Int(300)), None)));
+        refused("i8 clamp(-200, -150)", run!(i8s, |x| x.clamp(Some(Scalar::Int(-200)), Some(Scalar::Int(-150)))));
+        refused("i32 clamp(min=2^40)", run!(i32s, |x| x.clamp(Some(Scalar::Int(1 << 40)), None)));
+        want("i32 addcmul value 0.5", run!(i32s, |x| x.addcmul(&x, &x, 0.5)), &[1, 3]);
+        want("i32 addcmul value 2.7", run!(i32s, |x| x.addcmul(&x, &x, 2.7)), &[3, 21]);
+        want("i32 addcmul value -2.7", run!(i32s, |x| x.addcmul(&x, &x, -2.7)), &[-1, -15]);
+        refused("i32 addcmul value 1e20", run!(i32s, |x| x.addcmul(&x, &x, 1e20)));
+        refused("u8 addcmul value 300", run!(u8s, |x| x.addcmul(&x, &x, 300)));
+        let h16 = t(vec![1, -1], DType::F16);
+        refused("f16 clamp(max=70000)", run!(h16, |x| x.clamp(None, Some(Scalar::Float(70000.0)))));
+        refused("f16 add alpha 70000", run!(h16, |x| x.add_scaled(&x, 70000.0)));
+        refused("bf16 clamp(max=1e39)", run!(t(vec![1, -1], DType::BF16), |x| x.clamp(None, Some(Scalar::Float(1e39)))));
+        want("f16 clamp(max=inf)", run!(h16, |x| x.clamp(None, Some(Scalar::Float(f64::INFINITY)))), &[1, -1]);
+        let big = run!(h16, |x| x.add(70000.0)).unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(big, [f32::INFINITY; 2], "{who}: f16 + 70000.");
+        // `out=` of another type: refused for the ops that keep their type, converted for
+        // the others (sigmoid, add).
+        let f = t(vec![1, 2], DType::F32);
+        let check_out = |label: &str, keeps: bool, f32_out: &dyn Fn(&HostTensor) -> strided_wgpu::Result<()>, dev_out: &dyn Fn(&DeviceTensor, &DeviceTensor) -> strided_wgpu::Result<()>| {
+            let out = t(vec![7, 7], DType::F16);
+            let r = match ctx {
+                None => f32_out(&out).map(|()| out.clone()),
+                Some(c) => {
+                    let o = DeviceTensor::upload(c, &out).unwrap();
+                    dev_out(&DeviceTensor::upload(c, &f).unwrap(), &o).map(|()| o.download().unwrap())
+                }
+            };
+            match (keeps, r) {
+                (true, Err(Error::DType { .. })) => {}
+                (false, Ok(_)) => {}
+                (k, r) => panic!("{who}: {label} into float16 (refused: {k}): {:?}", r.map(|r| ints(&r))),
+            }
+        };
+        check_out("neg_out", true, &|o| f.neg_out(o), &|x, o| x.neg_out(o));
+        check_out("abs_out", true, &|o| f.abs_out(o), &|x, o| x.abs_out(o));
+        check_out("floor_out", true, &|o| f.floor_out(o), &|x, o| x.floor_out(o));
+        check_out("clamp_out", true, &|o| f.clamp_out(Some(Scalar::Int(0)), None, o), &|x, o| x.clamp_out(Some(Scalar::Int(0)), None, o));
+        check_out("sigmoid_out", false, &|o| f.sigmoid_out(o), &|x, o| x.sigmoid_out(o));
+        check_out("add_out", false, &|o| f.add_out(1, o), &|x, o| x.add_out(1, o));
     }
 }

@@ -920,3 +920,44 @@ fn walks_within_a_software_adapters_loop_bound() {
         }
     }
 }
+
+/// A reduction over 9 dims of a permuted input runs on the device (its index, read by no op
+/// that returns none, numbered the reduced dims in logical order and kept them from merging:
+/// past the kernels' 8 dims it was `Unsupported`); `argmax` of it still gives row-major
+/// indices. var's divisor is PyTorch's `n > c ? n - c : 0` taken in f64: a NaN correction
+/// divides by 0 (inf), one a hair under n stays apart from it (float32 in the kernel made it
+/// n, and inf).
+#[test]
+fn permuted_nine_dims_and_corrections_near_n() {
+    let h = HostTensor::from_vec((0..512).map(|i| ((i * 7) % 11) as f32).collect::<Vec<_>>(), &[2; 9]).unwrap();
+    let rev: Vec<isize> = (0..9).rev().collect();
+    let hp = h.permute(&rev).unwrap();
+    let want_sum = hp.sum(Dims::All, false).unwrap();
+    let want_mean = hp.mean([0, 1, 2, 3, 4, 5, 6, 7, 8], true).unwrap();
+    let want_arg = hp.argmax(None, false).unwrap();
+    let v = HostTensor::from_vec(vec![1f32, 3.0], &[2]).unwrap();
+    let w = HostTensor::from_vec(vec![1f32, 2.0, 4.0], &[3]).unwrap();
+    let nan_c = v.var(0, f64::NAN, false).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(nan_c, [f32::INFINITY], "host var, NaN correction");
+    let near = w.var(0, 2.9999999, false).unwrap().to_vec::<f32>().unwrap()[0];
+    assert!(near.is_finite() && (near / 4.6666664e7 - 1.0).abs() < 1e-3, "host var, correction 2.9999999: {near}");
+    for ctx in contexts() {
+        for c in std::iter::once(ctx.clone()).chain(posing_as_gpu(ctx)) {
+            let d = DeviceTensor::upload(&c, &h).unwrap().permute(&rev).unwrap();
+            let sum = d.sum(Dims::All, false).unwrap_or_else(|e| panic!("{}: sum of 9 permuted dims: {e}", name(&c))).download().unwrap();
+            assert_eq!(sum.to_vec::<f32>().unwrap(), want_sum.to_vec::<f32>().unwrap(), "{}", name(&c));
+            let mean = d.mean([0, 1, 2, 3, 4, 5, 6, 7, 8], true).unwrap().download().unwrap();
+            assert_eq!((mean.shape(), mean.to_vec::<f32>().unwrap()), (want_mean.shape(), want_mean.to_vec::<f32>().unwrap()), "{}", name(&c));
+            match d.argmax(None, false) {
+                Ok(a) => assert_eq!(a.download().unwrap().to_vec::<i32>().unwrap(), want_arg.to_vec::<i32>().unwrap(), "{}: argmax", name(&c)),
+                Err(Error::Unsupported { .. }) => {}
+                Err(e) => panic!("{}: argmax of 9 permuted dims: {e}", name(&c)),
+            }
+            let dv = DeviceTensor::upload(&c, &v).unwrap();
+            assert_eq!(dv.var(0, f64::NAN, false).unwrap().download().unwrap().to_vec::<f32>().unwrap(), nan_c, "{}: NaN correction", name(&c));
+            assert_eq!(dv.std(0, f64::NAN, false).unwrap().download().unwrap().to_vec::<f32>().unwrap(), nan_c, "{}: std, NaN correction", name(&c));
+            let got = DeviceTensor::upload(&c, &w).unwrap().var(0, 2.9999999, false).unwrap().download().unwrap().to_vec::<f32>().unwrap()[0];
+            assert!(got.is_finite() && (got / near - 1.0).abs() < 1e-3, "{}: correction 2.9999999: {got} against {near}", name(&c));
+        }
+    }
+}

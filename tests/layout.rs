@@ -535,3 +535,40 @@ fn blocks_of_one_tensor_of_any_size_are_disjoint() {
         assert_eq!(got, want, "case {case}: {a:?} and {b:?}");
     }
 }
+
+/// A view op's overflow names the op (it named "layout", its inner constructor); a dim out of
+/// range gives the range the op takes (one more dim for `unsqueeze` and `stack`, -1 and 0 on
+/// a scalar where PyTorch wraps them); `flip` of a 0-d tensor is itself (PyTorch's); a
+/// circular crop of `isize::MIN` is refused, not negated.
+#[test]
+fn view_errors_name_the_op_and_the_dims_it_takes() {
+    let one = l(&[1]);
+    let e = one.expand(&[1 << 62]).unwrap().unfold(0, 1 << 61, 1).map(drop);
+    let e2 = l(&[2, 1]).expand(&[2, isize::MAX]).map(drop);
+    let e3 = l(&[1, 1]).broadcast_to(&[1 << 40, 1 << 40]).map(drop);
+    for (op, r) in [("unfold", e), ("expand", e2), ("broadcast_to", e3)] {
+        match r {
+            Err(Error::Overflow { op: got, .. }) => assert_eq!(got, op),
+            other => panic!("{op}: {other:?}"),
+        }
+    }
+    let x = l(&[2, 3]);
+    let e = x.unsqueeze(5).unwrap_err();
+    assert!(matches!(e, Error::DimOutOfRange { op: "unsqueeze", dim: 5, rank: 3 }), "{e:?}");
+    assert!(e.to_string().contains("[-3, 2]"), "{e}");
+    let e = l(&[]).transpose(1, 0).unwrap_err();
+    assert!(e.to_string().contains("[-1, 0]"), "{e}");
+    let e = l(&[]).select(0, 0).unwrap_err();
+    assert!(e.to_string().contains("0-d tensor has no dim"), "{e}");
+    let s = HostTensor::from_vec(vec![5f32], &[]).unwrap();
+    for d in [0, -1] {
+        let f = s.flip(d).unwrap();
+        assert_eq!((f.shape(), f.to_vec::<f32>().unwrap()), (&[][..], vec![5.0]), "flip({d})");
+    }
+    assert!(matches!(s.flip(1), Err(Error::DimOutOfRange { .. })));
+    use strided_wgpu::ShapeOps;
+    use strided_wgpu::ops::PadMode;
+    let wide = HostTensor::from_vec(vec![7f32], &[1, 1, 1]).unwrap().expand(&[1, 1, isize::MAX]).unwrap();
+    let r = wide.pad(&[isize::MIN, 2], PadMode::Circular);
+    assert!(r.is_err(), "a crop of 2^63 elements from a dim of 2^63 - 1: {:?}", r.map(|t| t.shape().to_vec()));
+}

@@ -167,10 +167,10 @@ fn apply_f32(a: u32, b: u32, c: u32) -> u32 {
             return bitcast<u32>(trunc(x));
         }
         case OP_CLAMP: {
-            // Both bounds given and either NaN: NaN (PyTorch's `clamp` fills its result with NaN
-            // there; a NaN x returned itself above).
+            // A NaN bound: NaN (PyTorch's `clamp` fills its result with NaN there; a NaN x
+            // returned itself above). A bound not given holds 0.
             let nan_bound = (bitcast<u32>(it_u[pz()].args.y) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(it_u[pz()].args.z) & 0x7fffffffu) > 0x7f800000u;
-            if (it_u[pz()].args.w == 3u && nan_bound) {
+            if (nan_bound) {
                 return 0x7fc00000u;
             }
             var r = x;

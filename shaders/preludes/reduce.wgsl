@@ -23,7 +23,8 @@ struct Red {
     out_t: u32,
     // Invocations (general) or workgroups (rows) per row of the dispatch grid.
     grid_row: u32,
-    correction: f32,
+    // var / std: the divisor of the squared deviations' sum, max(0, n - correction).
+    divisor: f32,
     // 0: each invocation reduces (scans) a whole output (row); 1: each takes part `p` of
     // `parts` of an output, elements [p * chunk, (p + 1) * chunk), and writes its state to
     // `partials`; 2: each combines an output's part states in order and writes the result
@@ -172,9 +173,10 @@ fn arg_better_i(x: i32, i: u32, b: i32, bi: u32, max: bool) -> bool {
     return (max && x > b) || (!max && x < b);
 }
 
-// var's divisor max(0, n - correction) applied to the sum of squared deviations m2.
+// var's divisor max(0, n - correction) (the host's, `divisor`) applied to the sum of squared
+// deviations m2 of the n elements reduced.
 fn var_of(m2: f32, n: u32) -> f32 {
-    let d = f32(n) - red_u[pz()].correction;
+    let d = red_u[pz()].divisor;
     if (d <= 0.0) {
         if (is_nan(m2) || m2 == 0.0) {
             return f32_of(NAN_BITS);

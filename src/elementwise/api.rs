@@ -31,7 +31,7 @@ macro_rules! elementwise_ops {
         gelu_tanh, gelu_tanh_, gelu_tanh_out = "nn.functional.gelu" () => Op::GeluTanh, [], "GELU with `approximate=\"tanh\"`.";
         silu, silu_, silu_out = "nn.functional.silu" () => Op::Silu, [], "`x * sigmoid(x)`.";
         clamp, clamp_, clamp_out = "clamp" (min: Option<Scalar>, max: Option<Scalar>) => Op::Clamp { min, max }, [],
-            "`min(max(x, min), max)`; either bound may be `None`, not both. With both bounds given and either NaN, every element is NaN (as PyTorch's).";
+            "`min(max(x, min), max)`; either bound may be `None`, not both. A NaN bound makes every element NaN (as PyTorch's). On integer types a bound past the type's range on the side that clamps nothing (a `min` below it, a `max` above it) is ignored, one past the other side is an error (PyTorch's rule).";
         add, add_, add_out = "add" (other: impl Into<Input<'a, $T>>) => Op::Add { alpha: Scalar::Int(1) }, [other.into()],
             "`x + other`; `other` is a tensor (broadcast) or a scalar.";
         add_scaled, add_scaled_, add_scaled_out = "add" (other: impl Into<Input<'a, $T>>, alpha: impl Into<Scalar>) => Op::Add { alpha: alpha.into() }, [other.into()],

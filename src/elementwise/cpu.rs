@@ -115,12 +115,12 @@ fn apply_f32(op: Op, v: &[u32; 3], a: &Args) -> u32 {
         Op::Round => x.round_ties_even().to_bits(),
         Op::Trunc => x.trunc().to_bits(),
         Op::Clamp { .. } => {
-            // A NaN x stays itself (the kernels return a NaN operand before the op); else both
-            // bounds given and either NaN: NaN (PyTorch's `clamp`).
+            // A NaN x stays itself (the kernels return a NaN operand before the op); else a NaN
+            // bound gives NaN (PyTorch's `clamp`). A bound not given holds 0.
             if is_nan(v[0]) {
                 return v[0];
             }
-            if a[3] == 3 && (is_nan(a[1]) || is_nan(a[2])) {
+            if is_nan(a[1]) || is_nan(a[2]) {
                 return 0x7fc0_0000;
             }
             let mut r = x;

@@ -112,8 +112,32 @@ pub(crate) struct Resolved {
     pub plan: IterPlan,
 }
 
+/// An operand scalar (`x + 300`) as bits of the computation type `compute`'s representation:
+/// an int wraps to an integer type's width (two's complement), as PyTorch reads a wrapped
+/// number into its kernels (uint8 `x + 300` adds 44; only op arguments are range-checked,
+/// [`argument_bits`]); a float is float32's nearest value for a float computation (the
+/// kernels compute 16-bit types in float32; PyTorch's CPU rounds the scalar to the tensor's
+/// type first, which can differ by an ulp of that type) and an error for an integer one.
+fn operand_bits(op: &'static str, value: Scalar, compute: DType) -> Result<u32> {
+    Ok(match (value, compute) {
+        (Scalar::Int(i), DType::I32 | DType::U32) => i as u32,
+        (Scalar::Int(i), DType::I8) => i as i8 as i32 as u32,
+        (Scalar::Int(i), DType::U8) => i as u8 as u32,
+        _ => scalar_bits(op, "scalar", value, compute)?,
+    })
+}
+
+/// An operand scalar of an op PyTorch computes in int16 (`int16`: uint8 with int8), wrapped
+/// to int16 as PyTorch reads it (the kernels compute in 32 bits; `check_int16`).
+fn int16_operand(s: Scalar, int16: bool) -> Scalar {
+    match s {
+        Scalar::Int(i) if int16 => Scalar::Int(i as i16 as i64),
+        s => s,
+    }
+}
+
 /// `value` as bits of the computation type `compute`'s representation; an int that does not
-/// fit `compute` is an error, as in PyTorch.
+/// fit `compute` is an error, as PyTorch's `checked_convert` of an op's argument.
 fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> Result<u32> {
     let range = |lo: i64, hi: i64| -> Result<i64> {
         match value {
@@ -137,15 +161,60 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 }
 
 /// An op's argument (alpha, value, a clamp bound) as [`scalar_bits`], where a finite float
-/// past float32's range is an error too: PyTorch converts arguments with `checked_convert`
-/// (an operand scalar, `x + 1e300`, becomes infinity there as here).
+/// past the computation type's range (float16's 65504, bfloat16's and float32's largest
+/// finite values) is an error too: PyTorch converts arguments with `checked_convert` (an
+/// operand scalar, `x + 1e300`, becomes infinity there as here).
 fn argument_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> Result<u32> {
     if let Scalar::Float(x) = value {
-        if compute.is_float() && x.is_finite() && (x > f32::MAX as f64 || x < f32::MIN as f64) {
-            return Err(Error::invalid(op, format!("{what} {x:?} cannot be converted to float32 without overflow")));
+        let max = match compute {
+            DType::F16 => 65504.0,
+            DType::BF16 => f32::from_bits(0x7f7f_0000) as f64,
+            _ => f32::MAX as f64,
+        };
+        if compute.is_float() && x.is_finite() && x.abs() > max {
+            return Err(Error::invalid(op, format!("{what} {x:?} cannot be converted to {compute} without overflow")));
         }
     }
     scalar_bits(op, what, value, compute)
+}
+
+/// `addcmul`'s `value` for an integer computation: a float is truncated toward zero (PyTorch's
+/// `value.to<scalar_t>()`), then range-checked as an int argument; a float computation takes
+/// it as [`argument_bits`].
+fn addcmul_value_bits(op: &'static str, value: Scalar, compute: DType) -> Result<u32> {
+    match value {
+        Scalar::Float(x) if !compute.is_float() => {
+            if !x.is_finite() || x.trunc().abs() >= 9.2e18 {
+                return Err(Error::invalid(op, format!("value {x:?} cannot be converted to {compute} without overflow")));
+            }
+            argument_bits(op, "value", Scalar::Int(x.trunc() as i64), compute)
+        }
+        _ => argument_bits(op, "value", value, compute),
+    }
+}
+
+/// A clamp bound for an integer computation, as PyTorch takes it: an int bound past the
+/// type's range on the side that clamps nothing (a `min` below it, a `max` above it) is
+/// dropped (`None`); one past it on the other side would clamp every value outside the type,
+/// an error. Float computations and bounds in range keep the bound.
+fn int_clamp_bound(op: &'static str, what: &str, bound: Scalar, compute: DType) -> Result<Option<Scalar>> {
+    let (lo, hi) = match compute {
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::U32 => (0, u32::MAX as i64),
+        DType::I8 => (-128, 127),
+        DType::U8 => (0, 255),
+        _ => return Ok(Some(bound)),
+    };
+    let Scalar::Int(i) = bound else { return Ok(Some(bound)) };
+    let below = i < lo;
+    let above = i > hi;
+    if (what == "min" && below) || (what == "max" && above) {
+        return Ok(None);
+    }
+    if below || above {
+        return Err(Error::invalid(op, format!("clamp {what} value {i} is outside the representable range [{lo}, {hi}] of {compute}")));
+    }
+    Ok(Some(bound))
 }
 
 /// `sub`'s alpha: PyTorch's `sub` is `add` of `-alpha` converted to the computation's type,
@@ -412,6 +481,12 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
             if !copies && !can_cast(compute, d.dtype()) {
                 return Err(Error::DType { op: name, got: format!("result type {compute}"), expected: format!("a type that can be cast to the destination's {}", d.dtype()) });
             }
+            // PyTorch's unary ops that keep their input's type (`neg`, `abs`, rounding, `clamp`)
+            // write an `out=` tensor of that type only ("Found dtype Half but expected Float").
+            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Relu | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
+            if keeps_type && matches!(dest, Target::Out(_)) && d.dtype() != compute {
+                return Err(Error::DType { op: name, got: format!("an out= destination of {}", d.dtype()), expected: format!("{compute}, the result's type ({name} converts into no other type)") });
+            }
             if d.layout().has_internal_overlap() {
                 return Err(Error::Overlap { op: name, detail: format!("the destination (shape {:?}, strides {:?}) reaches some element more than once", d.shape(), d.strides()) });
             }
@@ -448,18 +523,20 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
                 k += 1;
                 Slot::Tensor(k)
             }
-            Input::Scalar(s) => Slot::Scalar(scalar_bits(name, "scalar", *s, compute)?),
+            Input::Scalar(s) => Slot::Scalar(operand_bits(name, int16_operand(*s, int16), compute)?),
         });
     }
     let mut a: Args = [0; 4];
     match op {
         Op::Add { alpha } => a[0] = argument_bits(name, "alpha", alpha, compute)?,
         Op::Sub { alpha } => a[0] = sub_alpha_bits(name, alpha, compute)?,
-        Op::Addcmul { value } => a[0] = argument_bits(name, "value", value, compute)?,
+        Op::Addcmul { value } => a[0] = addcmul_value_bits(name, value, compute)?,
         Op::Clamp { min, max } => {
             if min.is_none() && max.is_none() {
                 return Err(Error::invalid(name, "at least one of min and max must be given"));
             }
+            let min = min.map(|m| int_clamp_bound(name, "min", m, compute)).transpose()?.flatten();
+            let max = max.map(|m| int_clamp_bound(name, "max", m, compute)).transpose()?.flatten();
             if let Some(m) = min {
                 a[1] = argument_bits(name, "min", m, compute)?;
                 a[3] |= 1;
@@ -483,7 +560,8 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
 
 /// Checks that an op PyTorch computes in int16 (uint8 with int8), computed here in 32 bits and
 /// converted to the destination's type `out`, gives PyTorch's bits. PyTorch converts every
-/// scalar to int16 first (an int outside its range is an error) and wraps at 16 bits. Sums,
+/// scalar to int16 first (an argument outside its range is an error, an operand scalar wraps)
+/// and wraps at 16 bits. Sums,
 /// differences and products agree modulo 2^16 in either width, and max/min pick an input, so
 /// an 8-bit destination always gets PyTorch's bits. A wider one gets them where no result can
 /// leave int16, which interval arithmetic over the operands' ranges tells (mul of uint8 by
@@ -514,17 +592,20 @@ fn check_int16<T: Strided>(op: Op, inputs: &[Input<'_, T>], out: DType) -> Resul
                     ))
                 }
             },
-            Input::Scalar(s) => {
-                fits("scalar", s)?;
-                match s {
-                    Scalar::Int(i) => (i, i),
-                    // A float scalar never joins an integer computation (scalar_bits refuses it).
-                    Scalar::Float(_) => (0, 0),
-                }
-            }
+            // An operand scalar wraps to int16 (`int16_operand`); a float one never joins an
+            // integer computation (`operand_bits` refuses it).
+            Input::Scalar(s) => match int16_operand(s, true) {
+                Scalar::Int(i) => (i, i),
+                Scalar::Float(_) => (0, 0),
+            },
         });
     }
     let int = |what: &str, s: Scalar| -> Result<(i64, i64)> {
+        // A float `value` of addcmul is truncated (`addcmul_value_bits`), then checked.
+        let s = match s {
+            Scalar::Float(x) => Scalar::Int(x.trunc() as i64),
+            s => s,
+        };
         fits(what, s)?;
         Ok(match s {
             Scalar::Int(i) => (i, i),

@@ -57,22 +57,28 @@ impl Layout {
     /// assert!(Layout::new(vec![2], vec![-1], 0).is_err()); // would read element -1
     /// ```
     pub fn new(shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Result<Layout> {
+        Layout::new_for("layout", shape, strides, offset)
+    }
+
+    /// [`Layout::new`] for `op`, whose errors it names (a view op's result that passes the
+    /// limits).
+    pub(crate) fn new_for(op: &'static str, shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Result<Layout> {
         if shape.len() != strides.len() {
             return Err(Error::invalid(
-                "layout",
+                op,
                 format!("shape {shape:?} has rank {} but strides {strides:?} have rank {}", shape.len(), strides.len()),
             ));
         }
-        let numel = checked_numel("layout", &shape)?;
+        let numel = checked_numel(op, &shape)?;
         if i64::try_from(numel).is_err() || isize::try_from(offset).is_err() || shape.iter().any(|&n| isize::try_from(n).is_err()) {
-            return Err(Error::overflow("layout", format!("element count or a size of {shape:?}, or offset {offset} (each at most {})", isize::MAX)));
+            return Err(Error::overflow(op, format!("element count or a size of {shape:?}, or offset {offset} (each at most {})", isize::MAX)));
         }
         let layout = Layout { shape, strides, offset };
         if numel > 0 {
             let (lo, hi) = layout.span_i128();
             if lo < 0 || hi > isize::MAX as i128 {
                 return Err(Error::invalid(
-                    "layout",
+                    op,
                     format!(
                         "shape {:?}, strides {:?} and offset {} reach elements [{lo}, {hi}]; every element index must lie in [0, {}]",
                         layout.shape, layout.strides, layout.offset, isize::MAX
@@ -225,12 +231,14 @@ pub(crate) fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> 
 }
 
 /// Wraps a possibly negative dim into `[0, rank)`. With `scalar_ok`, rank 0 accepts dims -1
-/// and 0 as PyTorch's `maybe_wrap_dim(.., wrap_scalar=true)` does, returning 0.
+/// and 0 as PyTorch's `maybe_wrap_dim(.., wrap_scalar=true)` does, returning 0. An error
+/// names the dims the op indexes (1 for such a scalar).
 pub(crate) fn wrap_dim(op: &'static str, dim: isize, rank: usize, scalar_ok: bool) -> Result<usize> {
-    let r = if rank == 0 && scalar_ok { 1 } else { rank } as isize;
-    let d = if dim < 0 { dim + r } else { dim };
-    if r == 0 || d < 0 || d >= r {
-        return Err(Error::DimOutOfRange { op, dim, rank });
+    let r = if rank == 0 && scalar_ok { 1 } else { rank };
+    // A negative dim plus a rank (at most isize::MAX) cannot overflow.
+    let d = if dim < 0 { dim + r as isize } else { dim };
+    if d < 0 || d as usize >= r {
+        return Err(Error::DimOutOfRange { op, dim, rank: r });
     }
     Ok(d as usize)
 }

@@ -23,7 +23,7 @@ impl Layout {
             shape.push(self.shape[d]);
             strides.push(self.strides[d]);
         }
-        Layout::new(shape, strides, self.offset)
+        Layout::new_for(OP, shape, strides, self.offset)
     }
 
     /// Swaps two dims.
@@ -79,12 +79,16 @@ impl Layout {
         let mut strides = self.strides.clone();
         strides[d] = stride;
         let offset = self.shifted(OP, first * self.strides[d] as i128, len == 0 || shape.contains(&0))?;
-        Layout::new(shape, strides, offset)
+        Layout::new_for(OP, shape, strides, offset)
     }
 
-    /// Reverses `dim` without a copy: a slice with step -1.
+    /// Reverses `dim` without a copy: a slice with step -1. A 0-d layout takes dims -1 and 0
+    /// and stays itself (PyTorch's `flip` of a scalar).
     pub fn flip(&self, dim: isize) -> Result<Layout> {
-        let d = wrap_dim("flip", dim, self.rank(), false)?;
+        let d = wrap_dim("flip", dim, self.rank(), true)?;
+        if self.rank() == 0 {
+            return Ok(self.clone());
+        }
         let n = self.shape[d] as isize;
         self.slice(d as isize, n - 1, -n - 1, -1)
     }
@@ -120,7 +124,7 @@ impl Layout {
         let st = strides.remove(d);
         shape.remove(d);
         let offset = self.shifted(OP, i * st as i128, shape.contains(&0))?;
-        Layout::new(shape, strides, offset)
+        Layout::new_for(OP, shape, strides, offset)
     }
 
     /// Inserts a size-1 dim at `dim` (in `[-rank-1, rank]`), with PyTorch's stride for it:
@@ -195,7 +199,7 @@ impl Layout {
             shape[i] = n;
             strides[i] = st;
         }
-        Layout::new(shape, strides, self.offset)
+        Layout::new_for(OP, shape, strides, self.offset)
     }
 
     /// Broadcasts to `shape` (like `expand` with explicit sizes).
@@ -205,7 +209,7 @@ impl Layout {
             .map(|&n| isize::try_from(n).map_err(|_| Error::overflow("broadcast_to", format!("size {n}"))))
             .collect::<Result<_>>()?;
         self.expand(&sizes).map_err(|e| match e {
-            Error::Overflow { .. } => e,
+            Error::Overflow { what, .. } => Error::Overflow { op: "broadcast_to", what },
             _ => broadcast_error("broadcast_to", &self.shape, shape),
         })
     }
@@ -240,16 +244,13 @@ impl Layout {
         shape.push(len as usize);
         strides.push(diag_stride);
         let offset = self.shifted(OP, delta, shape.contains(&0))?;
-        Layout::new(shape, strides, offset)
+        Layout::new_for(OP, shape, strides, offset)
     }
 
     /// `torch.as_strided(size, stride, storage_offset)`: a new view of the same storage, which
     /// must hold every element it reaches (`storage_len` elements).
     pub fn as_strided(shape: &[usize], strides: &[isize], offset: usize, storage_len: usize) -> Result<Layout> {
-        let l = Layout::new(shape.to_vec(), strides.to_vec(), offset).map_err(|e| match e {
-            Error::InvalidArgument { detail, .. } => Error::InvalidArgument { op: "as_strided", detail },
-            other => other,
-        })?;
+        let l = Layout::new_for("as_strided", shape.to_vec(), strides.to_vec(), offset)?;
         l.check_within("as_strided", storage_len)?;
         Ok(l)
     }
@@ -282,7 +283,7 @@ impl Layout {
         }
         shape.push(size);
         strides.push(inner);
-        Layout::new(shape, strides, self.offset)
+        Layout::new_for(OP, shape, strides, self.offset)
     }
 
     /// The offset moved by `delta`. Only an empty result may ask for a negative offset (an

@@ -57,7 +57,10 @@ impl ReducePlan {
             spec.reduced.iter().map(|&r| if r { 0 } else { kept.next().unwrap_or(0) }).collect()
         };
         let out_view = Layout::new(shape.to_vec(), out_strides, out.offset())?;
-        Self::build(spec.op.name(), &out_view, out, input, &spec.reduced, spec.extent, spec.outputs())
+        // Only ops that return indices read the index: the others number the reduced dims in
+        // the input's memory order, so that the index merges wherever the input does.
+        let logical = spec.op.has_indices();
+        Self::build(spec.op.name(), &out_view, out, input, &spec.reduced, spec.extent, spec.outputs(), logical)
     }
 
     /// The plan of a scan along `spec.dim` of `input` into `out` (both of the input's shape).
@@ -66,22 +69,29 @@ impl ReducePlan {
         let reduced: Vec<bool> = (0..shape.len()).map(|d| d == spec.dim).collect();
         let extent = shape.get(spec.dim).copied().unwrap_or(1);
         let rows = input.numel().checked_div(extent).unwrap_or(0);
-        Self::build(spec.op.name(), out, out, input, &reduced, extent, rows)
+        Self::build(spec.op.name(), out, out, input, &reduced, extent, rows, true)
     }
 
     /// `out`: the output seen with the input's shape; `result`: the output as given (planned
-    /// alone when nothing is read).
-    fn build(op: &'static str, out: &Layout, result: &Layout, input: &Layout, reduced: &[bool], extent: usize, outputs: usize) -> Result<ReducePlan> {
+    /// alone when nothing is read); `logical`: the index numbers the reduced dims row-major
+    /// (the indices an op returns, a scan's order), else in the input's memory order (largest
+    /// stride first; a permuted input's dims then merge, past the kernels' 8 reduced dims).
+    #[allow(clippy::too_many_arguments)]
+    fn build(op: &'static str, out: &Layout, result: &Layout, input: &Layout, reduced: &[bool], extent: usize, outputs: usize, logical: bool) -> Result<ReducePlan> {
         let shape = input.shape();
         if extent == 0 || outputs == 0 {
             // Nothing is read: a plan over the outputs alone (every operand the output).
             let p = IterPlan::build(op, result, &[result, result])?;
             return Ok(ReducePlan { plan: p, rrank: 0, extent, outputs });
         }
-        // The index: row-major over the reduced dims, 0 along kept dims.
+        // The index: row-major over the reduced dims in `order`, 0 along kept dims.
+        let mut order: Vec<usize> = (0..shape.len()).collect();
+        if !logical {
+            order.sort_by_key(|&d| std::cmp::Reverse(input.strides()[d].unsigned_abs()));
+        }
         let mut idx = vec![0isize; shape.len()];
         let mut acc = 1isize;
-        for d in (0..shape.len()).rev() {
+        for &d in order.iter().rev() {
             if reduced[d] {
                 idx[d] = acc;
                 acc = isize::try_from(shape[d].max(1)).ok().and_then(|n| acc.checked_mul(n)).ok_or_else(|| Error::overflow(op, format!("the row-major index over the reduced dims of shape {shape:?} past isize")))?;

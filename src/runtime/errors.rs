@@ -5,7 +5,11 @@
 //! crate created it installs an uncaptured-error handler that ignores errors (wgpu's default
 //! panics); nothing of the crate's own relies on it. Each crate call pushes validation, out-of-memory and internal scopes,
 //! does its device work and pops them. wgpu's scopes are per thread, so the host's own work on
-//! any thread is never caught by them, and an error of the host's never fails a crate call.
+//! any thread is never caught by them, and an error of the host's never fails a crate call, with
+//! one exception: wgpu runs the callbacks of finished work (the host's `map_async` and
+//! work-done callbacks too) inside the crate's `Queue::submit` and polls, under the crate's
+//! scopes, so an error a host callback causes there fails that crate call (whose work was
+//! submitted all the same).
 //!
 //! Popping a scope gives a future. On native backends it is ready at once and is read without
 //! waiting (one poll); on WebGPU it settles later, so it is kept and awaited by the next async

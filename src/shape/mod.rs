@@ -325,8 +325,10 @@ pub trait ShapeOps: Elementwise + Pool2d {
         // size (an empty result reads nothing).
         if matches!(mode, PadMode::Circular) && !shape.contains(&0) {
             for &(d, l, r) in &pairs {
-                let kept = self.shape()[d] as isize - (-l).max(0) - (-r).max(0);
-                if l.max(0) > kept || r.max(0) > kept {
+                // In i128: a crop of isize::MIN has no isize negation.
+                let crop = |p: isize| p.min(0).unsigned_abs() as i128;
+                let kept = self.shape()[d] as i128 - crop(l) - crop(r);
+                if l.max(0) as i128 > kept || r.max(0) as i128 > kept {
                     return Err(Error::unsupported(OP, format!("circular pads ({l}, {r}) of dim {d} of shape {:?}: a pad past the {kept} elements the crops leave (PyTorch reads unwritten memory there)", self.shape())));
                 }
             }
@@ -351,7 +353,8 @@ pub trait ShapeOps: Elementwise + Pool2d {
             if next.numel() > 0 {
                 // Circular: the crops first; then (l, r) >= 0 wrap within what is left.
                 let (src, l, r) = if matches!(mode, PadMode::Circular) {
-                    let (cl, cr) = ((-l).max(0), (-r).max(0));
+                    // Each crop fits the dim (checked above), so it fits isize.
+                    let (cl, cr) = (l.min(0).unsigned_abs() as isize, r.min(0).unsigned_abs() as isize);
                     (cur.narrow(di, cl, (cur.shape()[d] as isize - cl - cr) as usize)?, l.max(0), r.max(0))
                 } else {
                     (cur.clone(), l, r)
@@ -509,10 +512,12 @@ pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Res
     // scale)`, which differs from those shortcuts where a scale factor other than 1 or 2 gives
     // the same or twice the size (its CUDA kernel never takes them).
     let shortcuts = (x.is_contiguous_for(MemoryFormat::ChannelsLast) && c > 3) || oh + ow <= 128;
-    let source = |i: usize, o: usize, f: Option<f64>| -> Vec<usize> {
+    // The index lists are reserved fallibly: an output of a few rows of 2^31 columns is a
+    // valid tensor whose lists would take 8 bytes an output column.
+    let source = |i: usize, o: usize, f: Option<f64>| -> Result<Vec<usize>> {
         let r = ratio(i, o, f);
-        (0..o)
-            .map(|k| {
+        let mut v = crate::error::reserved("interpolate", || format!("the source indices of {o} output positions"), o)?;
+        v.extend((0..o).map(|k| {
                 let s = if exact {
                     ((k as f32 + 0.5) * r).floor() as usize
                 } else if shortcuts && o == i {
@@ -523,11 +528,11 @@ pub(crate) fn nearest_pieces<T: ShapeOps>(x: &T, r: &Resize, exact: bool) -> Res
                     (k as f32 * r).floor() as usize
                 };
                 s.min(i - 1)
-            })
-            .collect()
+            }));
+        Ok(v)
     };
-    let rows = source(h, oh, scales.map(|s| s.0));
-    let cols = source(w, ow, scales.map(|s| s.1));
+    let rows = source(h, oh, scales.map(|s| s.0))?;
+    let cols = source(w, ow, scales.map(|s| s.1))?;
     let (fh, fw) = (multiple(&rows, h), multiple(&cols, w));
     if let (Some(a), Some(b)) = (fh, fw) {
         // out [N, C, H, a, W, b] <- x [N, C, H, 1, W, 1] expanded.

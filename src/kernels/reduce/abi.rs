@@ -26,7 +26,7 @@ uniform! {
         pub(crate) cast_t: u32,
         pub(crate) out_t: u32,
         pub(crate) grid_row: u32,
-        pub(crate) correction: f32,
+        pub(crate) divisor: f32,
         pub(crate) mode: u32,
         pub(crate) parts: u32,
         pub(crate) chunk: u32,
@@ -55,8 +55,15 @@ impl Work {
     }
 }
 
-/// The op code of `reduce.wgsl` (its `R_*` constants) and the correction of var / std.
-pub(crate) fn code(w: Work) -> (u32, f32) {
+/// The op code of `reduce.wgsl` (its `R_*` constants) and, for var / std over `extent`
+/// elements, the divisor of the squared deviations' sum: PyTorch's `n > correction ? n -
+/// correction : 0`, in f64 (a NaN correction divides by 0; one a hair under n stays apart
+/// from it, which float32 arithmetic in the kernel could not tell).
+pub(crate) fn code(w: Work, extent: usize) -> (u32, f32) {
+    let divisor = |c: f64| {
+        let n = extent as f64;
+        (if n > c { n - c } else { 0.0 }) as f32
+    };
     match w {
         Work::Reduce(op) => match op {
             ReduceOp::Sum => (0, 0.0),
@@ -68,8 +75,8 @@ pub(crate) fn code(w: Work) -> (u32, f32) {
             ReduceOp::Argmin => (6, 0.0),
             ReduceOp::Max => (7, 0.0),
             ReduceOp::Min => (8, 0.0),
-            ReduceOp::Var { correction } => (9, correction as f32),
-            ReduceOp::Std { correction } => (10, correction as f32),
+            ReduceOp::Var { correction } => (9, divisor(correction)),
+            ReduceOp::Std { correction } => (10, divisor(correction)),
             ReduceOp::Norm { p: 1.0 } => (11, 0.0),
             ReduceOp::Norm { p: 2.0 } => (12, 0.0),
             ReduceOp::Norm { .. } => (13, 0.0),
@@ -178,7 +185,7 @@ mod tests {
         assert_eq!(wgsl.len(), ours.len(), "reduce.wgsl's R_* constants: {wgsl:?}");
         for (name, work) in ours {
             let Some(&(_, v)) = wgsl.iter().find(|(n, _)| *n == name) else { panic!("no R_{name} in reduce.wgsl") };
-            assert_eq!(code(work).0, v, "R_{name}");
+            assert_eq!(code(work, 1).0, v, "R_{name}");
         }
     }
 }

@@ -368,7 +368,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let column_states = |p: &IterPlan| if blocks(p) > 1 { quads(p) * (blocks(p) + 1) * 64 } else { 0 };
     let most_column = pieces.iter().map(|p| column_states(p)).max().unwrap_or(0);
     let states = rt.buffer(work.name(), if row_split { most * (splits + 1) * 16 } else { most_column.max(16) }, wgpu::BufferUsages::STORAGE)?;
-    let (op, correction) = code(work);
+    let (op, divisor) = code(work, rp.extent);
     let key = pipeline(kernel, op, rep.subgroup_reduce);
     // RowSplits' stages (reduce_rows.wgsl): pass 0's parts and their combination, then a scan's
     // writes or a two-pass op's pass 1 and its combination.
@@ -394,7 +394,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         u.outputs = (p.numel() / rp.extent) as u32;
         u.extent = rp.extent as u32;
         u.op = op;
-        u.correction = correction;
+        u.divisor = divisor;
         // Columns: whether every step along the reduction keeps a 16-byte word aligned.
         u.mode = (0..rrank).all(|d| p.strides_of(1)[d] % 4 == 0) as u32;
         let indices = indices_binding(b.indices.filter(|_| !scan), rp, p, align, &mut u, spare.buffer());

@@ -112,7 +112,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
     let states = rt.buffer(work.name(), state_bytes(most), wgpu::BufferUsages::STORAGE)?;
     let spare = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
     let spare_in = rt.buffer(work.name(), 16, wgpu::BufferUsages::STORAGE)?;
-    let (op, correction) = code(work);
+    let (op, divisor) = code(work, rp.extent);
     let key = PipelineKey { shader: "reduce_general", constants: specialize(op, t) };
     let modes: &[u32] = match (parts > 1, scan) {
         (false, _) => &[0],
@@ -134,7 +134,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, rp: &ReducePlan, work: Wo
         u.in_t = t.input.code();
         u.cast_t = t.cast.code();
         u.out_t = t.out.code();
-        u.correction = correction;
+        u.divisor = divisor;
         u.parts = parts as u32;
         u.chunk = if interleave { 0 } else { chunk as u32 };
         let input = if reads { (b.input, w[1]) } else { (spare_in.buffer(), (0, 16)) };
