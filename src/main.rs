@@ -6,7 +6,7 @@
 //! images per second in both layouts (and channels-last float16) and its first inference
 //! (`resnet-first nchw|nhwc [graph] [f16]`).
 //! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: the same-bytes copy ratios of
-//! two `bench --json` runs as a bar chart.
+//! two `bench --json` runs (warm and `--warm 0`; the rows `--warm` applies to) as a bar chart.
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {

@@ -1357,3 +1357,68 @@ fn flipped_weights_and_outputs_match_cpu() {
         }
     }
 }
+
+/// Mesa's software adapters leave an invocation's loops after 65,535 turns, silently: a
+/// depthwise 256x256 window (the CPU default) summed part of its taps, a forced GEMM over a
+/// reduction of 72,000 steps part of it. On CPU adapters the depthwise window past the budget
+/// is `Error::Limit` (one of 224x224 still runs and matches the host), GEMM kernels past
+/// `CPU_GEMM_K` are `Unsupported` and leave the tuner's candidates, and the default kernel
+/// computes the long reduction as the host does.
+#[test]
+fn loops_past_a_software_adapters_bound_are_refused() {
+    let mut rng = Rng(41);
+    for ctx in contexts() {
+        if ctx.adapter().device_type != wgpu::DeviceType::Cpu {
+            continue;
+        }
+        let dw = Conv2dOptions { groups: 2, ..Default::default() };
+        let x = HostTensor::from_vec(vals(&mut rng, 2 * 257 * 257), &[1, 2, 257, 257]).unwrap();
+        let w = HostTensor::from_vec(vals(&mut rng, 2 * 256 * 256), &[2, 1, 256, 256]).unwrap();
+        let r = strided_wgpu::ops::conv2d(&to_device(ctx, &x), &to_device(ctx, &w), None, &dw);
+        assert!(matches!(r, Err(Error::Limit { .. })), "{}: a 256x256 depthwise window: {:?}", name(ctx), r.map(|t| t.shape().to_vec()));
+        let w224 = w.narrow(2, 0, 224).unwrap().narrow(3, 0, 224).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        let x225 = x.narrow(2, 0, 225).unwrap().narrow(3, 0, 226).unwrap();
+        assert_eq!(check(ctx, &x225, &w224, None, &dw, ConvKernel::DepthwiseNchw, "depthwise 224x224"), 2 * 2 * 3);
+        let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
+        let x = HostTensor::from_vec(vals(&mut rng, 8000 * 9), &[1, 8000, 3, 3]).unwrap();
+        let w = HostTensor::from_vec(vals(&mut rng, 4 * 8000 * 9), &[4, 8000, 3, 3]).unwrap();
+        for kernel in [ConvKernel::GemmNchw, ConvKernel::GemmNhwc, ConvKernel::GemmNchwSplit] {
+            let r = conv2d_with(&to_device(ctx, &x), &to_device(ctx, &w), None, &o, kernel);
+            assert!(matches!(r, Err(Error::Unsupported { .. })), "{}: {kernel:?} over 72,000 steps: {:?}", name(ctx), r.map(|t| t.shape().to_vec()));
+        }
+        assert!(check(ctx, &x, &w, None, &o, ConvKernel::Auto, "a reduction of 72,000 steps") == 36);
+        let d = to_device(ctx, &x);
+        let dw_ = to_device(ctx, &w);
+        let y = strided_wgpu::ops::conv2d(&d, &dw_, None, &o).unwrap();
+        let class = ctx.conv2d_choice(&d, &dw_, None, &o, &y).unwrap();
+        assert!(!matches!(class, Some(k) if matches!(k, ConvKernel::GemmNchw | ConvKernel::GemmNhwc | ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit)), "{}: {class:?}", name(ctx));
+        // A 200x200 window of 8 channels on the register-blocked kernel: its 64 KiB blocks,
+        // one a window, pass the largest buffer (2.6 GB), a `Limit` (wgpu's validation error
+        // before, naming no shape).
+        if ctx.adapter().max_buffer_size < 40_000 * 65_536 {
+            let x = DeviceTensor::zeros(ctx, &[1, 8, 201, 201], DType::F32, MemoryFormat::Contiguous).unwrap();
+            let w = DeviceTensor::zeros(ctx, &[8, 8, 200, 200], DType::F32, MemoryFormat::Contiguous).unwrap();
+            let r = conv2d_with(&x, &w, None, &Conv2dOptions::default(), ConvKernel::Nchw);
+            assert!(matches!(r, Err(Error::Limit { limit: "max_buffer_size", .. })), "{}: {:?}", name(ctx), r.map(|t| t.shape().to_vec()));
+        }
+    }
+}
+
+/// An unbatched [C, H, W] input, which `conv2d` takes as a batch of one, is taken so by the
+/// queries and the tuner too (they refused it, with a message naming it valid).
+#[test]
+fn unbatched_inputs_in_the_queries_and_the_tuner() {
+    let mut rng = Rng(43);
+    let x = HostTensor::from_vec(vals(&mut rng, 3 * 5 * 5), &[3, 5, 5]).unwrap();
+    let w = HostTensor::from_vec(vals(&mut rng, 2 * 3 * 3 * 3), &[2, 3, 3, 3]).unwrap();
+    let o = Conv2dOptions::default();
+    for ctx in contexts() {
+        let (dx, dw) = (to_device(ctx, &x), to_device(ctx, &w));
+        let y = strided_wgpu::ops::conv2d(&dx, &dw, None, &o).unwrap();
+        assert_eq!(y.shape(), &[2, 3, 3]);
+        let batched = ctx.conv2d_default(&dx.unsqueeze(0).unwrap(), &dw, None, &o, &y.unsqueeze(0).unwrap()).unwrap();
+        assert_eq!(ctx.conv2d_default(&dx, &dw, None, &o, &y).unwrap(), batched, "{}", name(ctx));
+        assert!(ctx.conv2d_choice(&dx, &dw, None, &o, &y).unwrap().is_some(), "{}", name(ctx));
+        ctx.tune_conv2d(&dx, &dw, None, &o).unwrap_or_else(|e| panic!("{}: tune_conv2d of an unbatched input: {e}", name(ctx)));
+    }
+}

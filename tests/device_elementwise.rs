@@ -1701,10 +1701,11 @@ fn forced_elementwise_counts_within_a_software_adapters_loop_bound() {
 /// Scalars and arguments past a type's range, as PyTorch 2.15 takes them (each case's figure
 /// from it): an operand scalar wraps to an integer type's width (`x + 300` on uint8 adds 44);
 /// an argument (alpha, addcmul's value) past the range is an error, a float addcmul value on
-/// integers is truncated; an integer clamp bound past the range is ignored on the side that
-/// clamps nothing and an error on the other; a float argument past float16's or bfloat16's
-/// range is an error; the unary ops that keep their type write an `out=` of that type only.
-/// On the host and each adapter alike.
+/// integers is truncated where it lies in [lo, hi + 1); an integer clamp bound past the range
+/// is ignored on the side that clamps nothing and an error on the other; float arguments of
+/// 16-bit float operands are taken in float32 (PyTorch's CUDA rule; its CPU refuses 70000
+/// for float16); the unary ops that keep their type write an `out=` of that type only. On
+/// the host and each adapter alike.
 #[test]
 fn scalars_and_bounds_past_a_type_as_pytorch() {
     let t = |v: Vec<i64>, dtype: DType| HostTensor::from_vec(v.iter().map(|&x| x as f32).collect::<Vec<_>>(), &[v.len()]).unwrap().to(dtype).unwrap();
@@ -1756,13 +1757,20 @@ fn scalars_and_bounds_past_a_type_as_pytorch() {
         want("i32 addcmul value -2.7", run!(i32s, |x| x.addcmul(&x, &x, -2.7)), &[-1, -15]);
         refused("i32 addcmul value 1e20", run!(i32s, |x| x.addcmul(&x, &x, 1e20)));
         refused("u8 addcmul value 300", run!(u8s, |x| x.addcmul(&x, &x, 300)));
+        refused("u8 addcmul value -0.1", run!(u8s, |x| x.addcmul(&x, &x, -0.1)));
+        want("u8 addcmul value 255.9", run!(u8s, |x| x.addcmul(&x, &x, 255.9)), &[0, 136]);
+        refused("u8 addcmul value 256.0", run!(u8s, |x| x.addcmul(&x, &x, 256.0)));
+        refused("i8 addcmul value -128.001", run!(i8s, |x| x.addcmul(&x, &x, -128.001)));
+        want("i8 addcmul value -128.0", run!(i8s, |x| x.addcmul(&x, &x, -128.0)), &[-127, -100]);
+        want("i8 addcmul value 127.9", run!(i8s, |x| x.addcmul(&x, &x, 127.9)), &[-128, -116]);
         let h16 = t(vec![1, -1], DType::F16);
-        refused("f16 clamp(max=70000)", run!(h16, |x| x.clamp(None, Some(Scalar::Float(70000.0)))));
-        refused("f16 add alpha 70000", run!(h16, |x| x.add_scaled(&x, 70000.0)));
+        let floats = |r: strided_wgpu::Result<HostTensor>| r.unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        want("f16 clamp(max=70000)", run!(h16, |x| x.clamp(None, Some(Scalar::Float(70000.0)))), &[1, -1]);
+        assert_eq!(floats(run!(h16, |x| x.add_scaled(&x, 70000.0))), [f32::INFINITY, f32::NEG_INFINITY], "{who}: f16 add alpha 70000");
+        assert_eq!(floats(run!(h16, |x| x.addcmul(&x, &x, 70000.0))), [f32::INFINITY; 2], "{who}: f16 addcmul value 70000");
         refused("bf16 clamp(max=1e39)", run!(t(vec![1, -1], DType::BF16), |x| x.clamp(None, Some(Scalar::Float(1e39)))));
         want("f16 clamp(max=inf)", run!(h16, |x| x.clamp(None, Some(Scalar::Float(f64::INFINITY)))), &[1, -1]);
-        let big = run!(h16, |x| x.add(70000.0)).unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
-        assert_eq!(big, [f32::INFINITY; 2], "{who}: f16 + 70000.");
+        assert_eq!(floats(run!(h16, |x| x.add(70000.0))), [f32::INFINITY; 2], "{who}: f16 + 70000.");
         // `out=` of another type: refused for the ops that keep their type, converted for
         // the others (sigmoid, add).
         let f = t(vec![1, 2], DType::F32);
@@ -1786,6 +1794,7 @@ fn scalars_and_bounds_past_a_type_as_pytorch() {
         check_out("floor_out", true, &|o| f.floor_out(o), &|x, o| x.floor_out(o));
         check_out("clamp_out", true, &|o| f.clamp_out(Some(Scalar::Int(0)), None, o), &|x, o| x.clamp_out(Some(Scalar::Int(0)), None, o));
         check_out("sigmoid_out", false, &|o| f.sigmoid_out(o), &|x, o| x.sigmoid_out(o));
+        check_out("relu_out", false, &|o| f.relu_out(o), &|x, o| x.relu_out(o));
         check_out("add_out", false, &|o| f.add_out(1, o), &|x, o| x.add_out(1, o));
     }
 }

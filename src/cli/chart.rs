@@ -1,6 +1,7 @@
-//! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: a bar chart of every
-//! row's same-bytes copy ratio (`ratio_to_copy`) from two `bench --json` runs, warm (after
-//! warming runs) and cold (`--warm 0`), with the target lines at 0.5 and 0.8.
+//! `cargo run --release -- chart WARM.jsonl COLD.jsonl > chart.svg`: a bar chart of the
+//! same-bytes copy ratio (`ratio_to_copy`) of every row that `--warm` applies to (the copy,
+//! elementwise, reduce and pool rows) from two `bench --json` runs, warm (after warming runs)
+//! and cold (`--warm 0`), with the target lines at 0.5 and 0.8.
 
 use std::fmt::Write;
 

@@ -161,34 +161,50 @@ fn scalar_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> R
 }
 
 /// An op's argument (alpha, value, a clamp bound) as [`scalar_bits`], where a finite float
-/// past the computation type's range (float16's 65504, bfloat16's and float32's largest
-/// finite values) is an error too: PyTorch converts arguments with `checked_convert` (an
-/// operand scalar, `x + 1e300`, becomes infinity there as here).
+/// past float32's range is an error too: PyTorch converts arguments with `checked_convert`
+/// (an operand scalar, `x + 1e300`, becomes infinity there as here). 16-bit float operands
+/// compute in float32 with their arguments in float32, as PyTorch's CUDA kernels take them
+/// (`clamp(max=70000.0)` of float16: no clamp here and on CUDA, an error on PyTorch's CPU).
 fn argument_bits(op: &'static str, what: &str, value: Scalar, compute: DType) -> Result<u32> {
     if let Scalar::Float(x) = value {
-        let max = match compute {
-            DType::F16 => 65504.0,
-            DType::BF16 => f32::from_bits(0x7f7f_0000) as f64,
-            _ => f32::MAX as f64,
-        };
-        if compute.is_float() && x.is_finite() && x.abs() > max {
-            return Err(Error::invalid(op, format!("{what} {x:?} cannot be converted to {compute} without overflow")));
+        if compute.is_float() && x.is_finite() && (x > f32::MAX as f64 || x < f32::MIN as f64) {
+            return Err(Error::invalid(op, format!("{what} {x:?} cannot be converted to float32 without overflow")));
         }
     }
     scalar_bits(op, what, value, compute)
 }
 
-/// `addcmul`'s `value` for an integer computation: a float is truncated toward zero (PyTorch's
-/// `value.to<scalar_t>()`), then range-checked as an int argument; a float computation takes
-/// it as [`argument_bits`].
-fn addcmul_value_bits(op: &'static str, value: Scalar, compute: DType) -> Result<u32> {
+/// The range `[lo, hi]` of an integer computation type, and for the int16 computation of
+/// uint8 with int8 (`int16`) int16's.
+fn int_range(compute: DType, int16: bool) -> Option<(i64, i64)> {
+    if int16 {
+        return Some((i16::MIN as i64, i16::MAX as i64));
+    }
+    match compute {
+        DType::I32 => Some((i32::MIN as i64, i32::MAX as i64)),
+        DType::U32 => Some((0, u32::MAX as i64)),
+        DType::I8 => Some((-128, 127)),
+        DType::U8 => Some((0, 255)),
+        _ => None,
+    }
+}
+
+/// A float `value` of `addcmul` for an integer computation, as PyTorch's `value.to<int>()`:
+/// within `[lo, hi + 1)` (no unsigned wrap of a negative value, unlike an int argument), then
+/// truncated toward zero; else an error.
+fn truncated_value(op: &'static str, x: f64, compute: DType, int16: bool) -> Result<Scalar> {
+    let (lo, hi) = int_range(compute, int16).unwrap_or((i64::MIN, i64::MAX));
+    if !(x >= lo as f64 && x < hi as f64 + 1.0) {
+        return Err(Error::invalid(op, format!("value {x:?} cannot be converted to {} without overflow", if int16 { "int16".to_string() } else { compute.to_string() })));
+    }
+    Ok(Scalar::Int(x.trunc() as i64))
+}
+
+/// `addcmul`'s `value` for an integer computation: a float is checked and truncated as
+/// [`truncated_value`]; a float computation takes it as [`argument_bits`].
+fn addcmul_value_bits(op: &'static str, value: Scalar, compute: DType, int16: bool) -> Result<u32> {
     match value {
-        Scalar::Float(x) if !compute.is_float() => {
-            if !x.is_finite() || x.trunc().abs() >= 9.2e18 {
-                return Err(Error::invalid(op, format!("value {x:?} cannot be converted to {compute} without overflow")));
-            }
-            argument_bits(op, "value", Scalar::Int(x.trunc() as i64), compute)
-        }
+        Scalar::Float(x) if !compute.is_float() => argument_bits(op, "value", truncated_value(op, x, compute, int16)?, compute),
         _ => argument_bits(op, "value", value, compute),
     }
 }
@@ -198,13 +214,7 @@ fn addcmul_value_bits(op: &'static str, value: Scalar, compute: DType) -> Result
 /// dropped (`None`); one past it on the other side would clamp every value outside the type,
 /// an error. Float computations and bounds in range keep the bound.
 fn int_clamp_bound(op: &'static str, what: &str, bound: Scalar, compute: DType) -> Result<Option<Scalar>> {
-    let (lo, hi) = match compute {
-        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
-        DType::U32 => (0, u32::MAX as i64),
-        DType::I8 => (-128, 127),
-        DType::U8 => (0, 255),
-        _ => return Ok(Some(bound)),
-    };
+    let Some((lo, hi)) = int_range(compute, false) else { return Ok(Some(bound)) };
     let Scalar::Int(i) = bound else { return Ok(Some(bound)) };
     let below = i < lo;
     let above = i > hi;
@@ -483,7 +493,8 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
             }
             // PyTorch's unary ops that keep their input's type (`neg`, `abs`, rounding, `clamp`)
             // write an `out=` tensor of that type only ("Found dtype Half but expected Float").
-            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Relu | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
+            // (`relu` has no `out=` in PyTorch: its `_out` is `out.copy_(relu(x))`, any type.)
+            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
             if keeps_type && matches!(dest, Target::Out(_)) && d.dtype() != compute {
                 return Err(Error::DType { op: name, got: format!("an out= destination of {}", d.dtype()), expected: format!("{compute}, the result's type ({name} converts into no other type)") });
             }
@@ -530,7 +541,7 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
     match op {
         Op::Add { alpha } => a[0] = argument_bits(name, "alpha", alpha, compute)?,
         Op::Sub { alpha } => a[0] = sub_alpha_bits(name, alpha, compute)?,
-        Op::Addcmul { value } => a[0] = addcmul_value_bits(name, value, compute)?,
+        Op::Addcmul { value } => a[0] = addcmul_value_bits(name, value, compute, int16)?,
         Op::Clamp { min, max } => {
             if min.is_none() && max.is_none() {
                 return Err(Error::invalid(name, "at least one of min and max must be given"));
@@ -601,9 +612,9 @@ fn check_int16<T: Strided>(op: Op, inputs: &[Input<'_, T>], out: DType) -> Resul
         });
     }
     let int = |what: &str, s: Scalar| -> Result<(i64, i64)> {
-        // A float `value` of addcmul is truncated (`addcmul_value_bits`), then checked.
+        // A float `value` of addcmul is checked and truncated (`truncated_value`).
         let s = match s {
-            Scalar::Float(x) => Scalar::Int(x.trunc() as i64),
+            Scalar::Float(x) => truncated_value(name, x, DType::I32, true)?,
             s => s,
         };
         fits(what, s)?;

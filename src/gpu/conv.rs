@@ -101,6 +101,7 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     if kernel != ConvKernel::Auto {
         kernel.eligible(&g, options)?;
         kernel.runs_on(&ctx.rt.report)?;
+        kernel.within_loop_bound(&ctx.rt.report, &g, options)?;
     }
     host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
     let out = DeviceTensor::empty_for(OP, ctx, &g.out_shape(), g.dtype, g.format)?;
@@ -122,6 +123,7 @@ fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Opti
     if kernel != ConvKernel::Auto {
         kernel.eligible(g, options)?;
         kernel.runs_on(&ctx.rt.report)?;
+        kernel.within_loop_bound(&ctx.rt.report, g, options)?;
     }
     let out = match out {
         Some(out) => {
@@ -220,6 +222,7 @@ impl Batch<'_> {
         if kernel != ConvKernel::Auto {
             kernel.eligible(g, options)?;
             kernel.runs_on(&ctx.rt.report)?;
+            kernel.within_loop_bound(&ctx.rt.report, g, options)?;
         }
         check_destination(op, out, input, weight, bias, g)?;
         if out.numel() == 0 {
@@ -482,6 +485,10 @@ impl GpuContext {
     /// nothing. Checks the operands' shapes and types and the output's shape and type as the
     /// convolution does (not the overlaps or the tensors' contexts: nothing is recorded).
     pub fn conv2d_choice(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
+        // An unbatched [C, H, W] input (and its [K, OH, OW] output) runs as a batch of one.
+        if input.rank() == 3 && out.rank() == 3 {
+            return self.conv2d_choice(&input.unsqueeze(0)?, weight, bias, options, &out.unsqueeze(0)?);
+        }
         let class = self.conv2d_class("conv2d_choice", out, input, weight, bias, options)?;
         if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
             return Ok(Some(ConvKernel::Coop));
@@ -501,6 +508,9 @@ impl GpuContext {
     /// gives while the call's class has no kept choice (measured or loaded). The same checks;
     /// `None` for an empty output.
     pub fn conv2d_default(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, out: &DeviceTensor) -> Result<Option<ConvKernel>> {
+        if input.rank() == 3 && out.rank() == 3 {
+            return self.conv2d_default(&input.unsqueeze(0)?, weight, bias, options, &out.unsqueeze(0)?);
+        }
         let class = self.conv2d_class("conv2d_default", out, input, weight, bias, options)?;
         if class.is_some() && self.coop_default(input, weight, bias, options, out)? {
             return Ok(Some(ConvKernel::Coop));
@@ -558,6 +568,14 @@ impl GpuContext {
     }
 
     async fn tune_conv_with(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, drive: Drive) -> Result<bool> {
+        // An unbatched [C, H, W] input is tuned as the batch of one it runs as.
+        let batched;
+        let input = if input.rank() == 3 {
+            batched = input.unsqueeze(0)?;
+            &batched
+        } else {
+            input
+        };
         let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let out_layout = Layout::with_format(&[g.n, g.k, g.oh, g.ow], g.format)?;
         self.tune_conv_into(&out_layout, input, weight, bias, options, &g, drive).await

@@ -27,6 +27,13 @@ pub(crate) const SOFTWARE_LOOP_ITERATIONS: u64 = 65_535;
 /// bound less a margin for the few turns the estimates leave out.
 pub(crate) const SOFTWARE_LOOP_BUDGET: u64 = SOFTWARE_LOOP_ITERATIONS - 5_535;
 
+/// The longest k one invocation of the GEMM engine (`preludes/gemm_engine.wgsl`: matrix
+/// products and convolutions) walks on a CPU adapter: about 18 loop turns a stage of 16 steps
+/// (Mesa's llvmpipe keeps the stage's loop), within the loop bound; a product's longer k is
+/// cut into split-K slices of at most this (a [4, 65536] x [65536, 8] product gave 58,255 for
+/// 65,536 on lavapipe), a convolution's longer reduction refused to the GEMM kernels.
+pub const CPU_GEMM_K: usize = 32_768;
+
 /// The most elements, words or rows a forced copy or elementwise path may give one invocation
 /// on a CPU adapter: each of them a few loop turns (offsets carried over up to 8 dims), within
 /// [`SOFTWARE_LOOP_BUDGET`] (the automatic choices give at most 32).

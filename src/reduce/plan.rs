@@ -1,8 +1,10 @@
 //! The iteration plan of a reduction or of an op along a dim: PyTorch's TensorIterator for
 //! reductions. The output is seen with the input's shape and stride 0 along every reduced
 //! dim; a third operand, the *index*, is a contiguous tensor over the reduced dims alone
-//! (stride 0 along kept dims), so that it gives each element its position within its
-//! reduction in logical order (`argmax`'s answer, `cumsum`'s direction). The three operands
+//! (stride 0 along kept dims). For ops that return indices and for scans it numbers them in
+//! logical order, giving each element its position within its reduction (`argmax`'s answer,
+//! `cumsum`'s direction); for the others in the input's memory order (largest stride first),
+//! so that reduced dims merge wherever the input's do (a permuted 9-d input's sum). The three operands
 //! are planned as any elementwise operation ([`IterPlan::build`]: size-1 dims dropped,
 //! reversed dims flipped, dims ordered by memory, contiguous dims merged), then the reduced
 //! dims (index stride != 0) are moved innermost, in their planned order, so that linear index

@@ -13,7 +13,7 @@
 
 use crate::conv::Conv2dShape;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernels::abi::uniform;
 use crate::kernels::conv::common::{bias_binding, dispatch, i32_of, out_bindings, pack, packed_buffer, u32_of, Images, Operands};
 use crate::kernels::dispatch::{read_words, Dispatch};
@@ -223,7 +223,13 @@ pub(crate) type Planned<'r> = (&'r Images, usize, ConvParams, PipelineKey, bool,
 /// dispatches; `views(i, total floats)` gives block i's view and the weight view packed into
 /// it), then records `plan`.
 pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>, plan: Vec<Planned<'_>>, windows: usize, views: impl Fn(usize, usize) -> Result<(Layout, Layout)>) -> Result<()> {
-    let block_elems = windows * BLOCK;
+    let block_elems = windows.saturating_mul(BLOCK);
+    // One buffer holds every window's block (a long window packs many): past the adapter's
+    // largest buffer, a `Limit` naming the weight, not wgpu's validation error.
+    let bytes = (block_elems as u64).saturating_mul(4);
+    if bytes > rt.report.max_buffer_size {
+        return Err(Error::Limit { op: OP, what: format!("the {windows} packed 64 KiB weight blocks of {:?} (one a window of taps)", ops.weight.layout.shape()), limit: "max_buffer_size", requested: bytes, max: rt.report.max_buffer_size });
+    }
     // The blocks' copies leave padding: always cleared.
     let blocks = packed_buffer(rt, rec, block_elems, 0, DType::F32, wgpu::BufferUsages::UNIFORM)?;
     for i in 0..windows {

@@ -237,11 +237,7 @@ pub(crate) fn kernel_eligible(report: &AdapterReport, p: &Product<'_>, kernel: M
 /// a [1, 2^20] x [2^20, 2] product gave half its sum and never wrote the second output).
 pub const CPU_VEC_K: usize = 400_000;
 
-/// The longest k one GEMM invocation walks on a CPU adapter: about 18 loop turns a stage of
-/// 16 steps (Mesa's llvmpipe keeps the stage's loop), within the loop bound; a longer k is cut
-/// into split-K slices of at most this (a [4, 65536] x [65536, 8] product gave 58,255 for
-/// 65,536 on lavapipe).
-pub const CPU_GEMM_K: usize = 32_768;
+pub use crate::kernels::CPU_GEMM_K;
 
 fn eligible(report: &AdapterReport, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<()> {
     kernel.eligible(s.m, s.n)?;
