@@ -1376,9 +1376,16 @@ fn loops_past_a_software_adapters_bound_are_refused() {
         let w = HostTensor::from_vec(vals(&mut rng, 2 * 256 * 256), &[2, 1, 256, 256]).unwrap();
         let r = strided_wgpu::ops::conv2d(&to_device(ctx, &x), &to_device(ctx, &w), None, &dw);
         assert!(matches!(r, Err(Error::Limit { .. })), "{}: a 256x256 depthwise window: {:?}", name(ctx), r.map(|t| t.shape().to_vec()));
-        let w224 = w.narrow(2, 0, 224).unwrap().narrow(3, 0, 224).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
-        let x225 = x.narrow(2, 0, 225).unwrap().narrow(3, 0, 226).unwrap();
-        assert_eq!(check(ctx, &x225, &w224, None, &dw, ConvKernel::DepthwiseNchw, "depthwise 224x224"), 2 * 2 * 3);
+        // A window just within the estimate, kh * (kw + 2) = 58,080 turns, on each depthwise
+        // kernel that takes it, NCHW and channels-last: every output as the host's.
+        let w240 = w.narrow(2, 0, 240).unwrap().narrow(3, 0, 240).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+        let x241 = x.narrow(2, 0, 241).unwrap().narrow(3, 0, 243).unwrap();
+        for kernel in [ConvKernel::DepthwiseNchw, ConvKernel::DepthwiseNhwc, ConvKernel::DepthwiseRows] {
+            for format in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+                let xf = x241.contiguous(format).unwrap();
+                assert_eq!(check(ctx, &xf, &w240.contiguous(format).unwrap(), None, &dw, kernel, "depthwise 240x240"), 2 * 2 * 4);
+            }
+        }
         let o = Conv2dOptions { padding: (1, 1), ..Default::default() };
         let x = HostTensor::from_vec(vals(&mut rng, 8000 * 9), &[1, 8000, 3, 3]).unwrap();
         let w = HostTensor::from_vec(vals(&mut rng, 4 * 8000 * 9), &[4, 8000, 3, 3]).unwrap();
@@ -1390,6 +1397,8 @@ fn loops_past_a_software_adapters_bound_are_refused() {
         let d = to_device(ctx, &x);
         let dw_ = to_device(ctx, &w);
         let y = strided_wgpu::ops::conv2d(&d, &dw_, None, &o).unwrap();
+        // Tuned: the GEMM kernels were no candidates (they measured fast, summing part).
+        ctx.tune_conv2d(&d, &dw_, None, &o).unwrap();
         let class = ctx.conv2d_choice(&d, &dw_, None, &o, &y).unwrap();
         assert!(!matches!(class, Some(k) if matches!(k, ConvKernel::GemmNchw | ConvKernel::GemmNhwc | ConvKernel::GemmNchwSplit | ConvKernel::GemmNhwcSplit)), "{}: {class:?}", name(ctx));
         // A 200x200 window of 8 channels on the register-blocked kernel: its 64 KiB blocks,
@@ -1420,5 +1429,7 @@ fn unbatched_inputs_in_the_queries_and_the_tuner() {
         assert_eq!(ctx.conv2d_default(&dx, &dw, None, &o, &y).unwrap(), batched, "{}", name(ctx));
         assert!(ctx.conv2d_choice(&dx, &dw, None, &o, &y).unwrap().is_some(), "{}", name(ctx));
         ctx.tune_conv2d(&dx, &dw, None, &o).unwrap_or_else(|e| panic!("{}: tune_conv2d of an unbatched input: {e}", name(ctx)));
+        let w1 = to_device(ctx, &HostTensor::from_vec(vals(&mut rng, 2 * 3), &[2, 3, 1, 1]).unwrap());
+        ctx.tune_conv1x1(&dx, &w1, None, &Default::default()).unwrap_or_else(|e| panic!("{}: tune_conv1x1 of an unbatched input: {e}", name(ctx)));
     }
 }

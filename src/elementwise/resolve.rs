@@ -493,8 +493,9 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
             }
             // PyTorch's unary ops that keep their input's type (`neg`, `abs`, rounding, `clamp`)
             // write an `out=` tensor of that type only ("Found dtype Half but expected Float").
-            // (`relu` has no `out=` in PyTorch: its `_out` is `out.copy_(relu(x))`, any type.)
-            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
+            // (`relu` too: `torch.relu` takes no `out=`, but its `aten::relu.out` refuses
+            // another type.)
+            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Relu | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
             if keeps_type && matches!(dest, Target::Out(_)) && d.dtype() != compute {
                 return Err(Error::DType { op: name, got: format!("an out= destination of {}", d.dtype()), expected: format!("{compute}, the result's type ({name} converts into no other type)") });
             }

@@ -117,6 +117,15 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     Ok(out)
 }
 
+/// The layout of `input` as the batch it runs as: an unbatched [C, H, W] input as [1, C, H, W].
+fn batched_layout(input: &DeviceTensor) -> Result<Layout> {
+    if input.rank() == 3 {
+        input.layout().unsqueeze(0)
+    } else {
+        Ok(input.layout().clone())
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
     let ctx = input.context();
@@ -312,6 +321,7 @@ fn coop_applies(report: &AdapterReport, out: &DeviceTensor, input: &DeviceTensor
     report.cooperative_matrix.is_some_and(|c| c.all_paths)
         && ConvKernel::Coop.eligible(g, options).is_ok()
         && ConvKernel::Coop.runs_on(report).is_ok()
+        && ConvKernel::Coop.within_loop_bound(report, g, options).is_ok()
         && [Some(out), Some(input), bias, residual].into_iter().flatten().all(|t| t.buffer().size() <= report.conv_binding_limit())
         && !operands.into_iter().flatten().any(|t| out.shares_storage(t))
 }
@@ -556,14 +566,14 @@ impl GpuContext {
 
     /// [`GpuContext::tune_conv2d_async`] of a 1x1 convolution.
     pub async fn tune_conv1x1_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
-        conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
+        conv1x1_shape(&batched_layout(input)?, weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
         self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
     }
 
     /// [`GpuContext::tune_conv1x1_async`], blocking (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn tune_conv1x1(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
-        conv1x1_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
+        conv1x1_shape(&batched_layout(input)?, weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
         pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
     }
 

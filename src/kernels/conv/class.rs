@@ -73,20 +73,20 @@ pub struct ConvClass {
 }
 
 /// The kernels the tuner compares for a convolution on the adapter of `report`: on a CPU
-/// adapter every eligible kernel it runs but the wide GEMM tiles, elsewhere the GPU-shaped ones only (see
-/// [`ConvKernel::gpu_shaped`]). Eligibility is [`ConvKernel::eligible`] and
-/// [`ConvKernel::runs_on`], as for forced kernels.
+/// adapter every eligible kernel it runs within its loop bound but the wide GEMM tiles,
+/// elsewhere the GPU-shaped ones only (see [`ConvKernel::gpu_shaped`]). Eligibility is
+/// [`ConvKernel::eligible`], [`ConvKernel::runs_on`] and [`ConvKernel::within_loop_bound`],
+/// as for forced kernels.
 pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Vec<ConvKernel> {
     let cpu = report.device_type == wgpu::DeviceType::Cpu;
     // Not the tensor-core kernel: 16-bit convolutions take it by its own rule
     // (`gpu::conv::coop_applies`); every other one takes the kernel of the f32 shape's class
     // (those of `ConvKernel::reads_half` read its operands as they are, the others f32 copies).
     // The wide GEMM tiles only on GPUs (a CPU adapter's tuner would only compile and time them;
-    // forced, they run there too). GEMM kernels past a CPU adapter's loop bound are left out
-    // (the CPU-shaped ones serve the shape); depthwise ones stay, so that a depthwise window
-    // past it keeps its default and the call is `Error::Limit` (no other kernel walks fewer
-    // turns an output).
-    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && !(cpu && k.wide()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok() && (k.family() == crate::kernels::conv::kernel::Family::Depthwise || k.within_loop_bound(report, g, o).is_ok())).collect()
+    // forced, they run there too). Kernels past a CPU adapter's loop bound are left out (GEMM
+    // ones past `CPU_GEMM_K`: the CPU-shaped ones serve the shape; a window of more taps than
+    // the bound: none is left, and the call is `Error::Limit`).
+    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && !(cpu && k.wide()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok() && k.within_loop_bound(report, g, o).is_ok()).collect()
 }
 
 /// The class of a convolution of `g` from `input` with `weight` into `out` on the adapter of

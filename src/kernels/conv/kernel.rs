@@ -240,36 +240,43 @@ impl ConvKernel {
 
     /// Whether the kernel's loops stay within a CPU adapter's bound (Mesa's llvmpipe leaves an
     /// invocation's loops after 65,535 turns, silently: a depthwise 256x256 window summed part
-    /// of its taps, a GEMM over a reduction of 72,000 steps part of it): the depthwise kernels
-    /// walk about kh * (kw + 2) turns an output ([`Error::Limit`] past the budget, as pooling's
-    /// windows), the GEMM kernels the C/groups * kh * kw steps of the reduction in stages, as
-    /// the matrix products' ([`Error::Unsupported`] past `CPU_GEMM_K`: the CPU-shaped kernels
-    /// serve it). Other adapters pass. The one check, with [`ConvKernel::eligible`] and
-    /// [`ConvKernel::runs_on`], for forced and automatic kernels and the tuner's candidates.
+    /// of its taps, a GEMM over a reduction of 72,000 steps part of it): every kernel walks
+    /// each tap of a window at least once an output, and the depthwise kernels about kh * (kw
+    /// + 2) turns ([`Error::Limit`] past the budget, as pooling's windows); the GEMM kernels
+    /// (split or not: a CPU adapter does not cut them to the bound) and the tensor-core kernel
+    /// walk the C/groups * kh * kw steps of the reduction in stages, as the matrix products'
+    /// GEMM ([`Error::Unsupported`] past `CPU_GEMM_K`: the CPU-shaped kernels serve it). Other
+    /// adapters pass. The one check, with [`ConvKernel::eligible`] and [`ConvKernel::runs_on`],
+    /// for forced and automatic kernels and the tuner's candidates.
     pub(crate) fn within_loop_bound(self, report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
         if report.device_type != wgpu::DeviceType::Cpu {
             return Ok(());
+        }
+        let taps = (g.kh as u64).saturating_mul(g.kw as u64);
+        let limit = |what: String, turns: u64| Error::Limit {
+            op: OP,
+            what,
+            limit: "loop turns an invocation on a software adapter (Mesa's llvmpipe leaves a loop after 65,535)",
+            requested: turns,
+            max: crate::kernels::SOFTWARE_LOOP_BUDGET,
+        };
+        if taps > crate::kernels::SOFTWARE_LOOP_BUDGET {
+            return Err(limit(format!("the {}x{} taps of a window (input {:?}), each walked once an output by every kernel", g.kh, g.kw, [g.n, g.c, g.h, g.w]), taps));
         }
         match self.family() {
             Family::Depthwise => {
                 let turns = (g.kh as u64).saturating_mul(g.kw as u64 + 2);
                 if turns > crate::kernels::SOFTWARE_LOOP_BUDGET {
-                    return Err(Error::Limit {
-                        op: OP,
-                        what: format!("{self:?}'s loop turns an output for a {}x{} window (input {:?})", g.kh, g.kw, [g.n, g.c, g.h, g.w]),
-                        limit: "loop turns an invocation on a software adapter (Mesa's llvmpipe leaves a loop after 65,535)",
-                        requested: turns,
-                        max: crate::kernels::SOFTWARE_LOOP_BUDGET,
-                    });
+                    return Err(limit(format!("{self:?}'s loop turns an output for a {}x{} window (input {:?})", g.kh, g.kw, [g.n, g.c, g.h, g.w]), turns));
                 }
                 Ok(())
             }
-            Family::Gemm => {
+            Family::Gemm | Family::Coop => {
                 let k = (g.c / o.groups.max(1)).saturating_mul(g.kh).saturating_mul(g.kw);
                 if k > crate::kernels::CPU_GEMM_K {
                     return Err(Error::unsupported(
                         OP,
-                        format!("{self:?} walks a reduction of C/groups * kh * kw = {k} steps in one invocation, past a CPU adapter's loop bound (at most {})", crate::kernels::CPU_GEMM_K),
+                        format!("{self:?} walks a reduction of C/groups * kh * kw = {k} steps in one invocation (not cut to a CPU adapter's loop bound), past it (at most {})", crate::kernels::CPU_GEMM_K),
                     ));
                 }
                 Ok(())
