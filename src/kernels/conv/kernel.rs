@@ -241,8 +241,8 @@ impl ConvKernel {
     /// Whether the kernel's loops stay within a CPU adapter's bound (Mesa's llvmpipe leaves an
     /// invocation's loops after 65,535 turns, silently: a depthwise 256x256 window summed part
     /// of its taps, a GEMM over a reduction of 72,000 steps part of it): every kernel walks
-    /// each tap of a window at least once an output, and the depthwise kernels about kh * (kw
-    /// + 2) turns ([`Error::Limit`] past the budget, as pooling's windows); the GEMM kernels
+    /// each tap of a window at least once an output, and the depthwise kernels about
+    /// `kh * (kw + 2)` turns ([`Error::Limit`] past the budget, as pooling's windows); the GEMM kernels
     /// (split or not: a CPU adapter does not cut them to the bound) and the tensor-core kernel
     /// walk the C/groups * kh * kw steps of the reduction in stages, as the matrix products'
     /// GEMM ([`Error::Unsupported`] past `CPU_GEMM_K`: the CPU-shaped kernels serve it). Other
