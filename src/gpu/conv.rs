@@ -99,9 +99,7 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
     let ctx = input.context();
     if kernel != ConvKernel::Auto {
-        kernel.eligible(&g, options)?;
-        kernel.runs_on(&ctx.rt.report)?;
-        kernel.within_loop_bound(&ctx.rt.report, &g, options)?;
+        kernel.admits(&ctx.rt.report, &g, options)?;
     }
     host_conv::check_residual(OP, residual.shape(), residual.dtype(), &g)?;
     let out = DeviceTensor::empty_for(OP, ctx, &g.out_shape(), g.dtype, g.format)?;
@@ -130,9 +128,7 @@ fn batched_layout(input: &DeviceTensor) -> Result<Layout> {
 fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
     let ctx = input.context();
     if kernel != ConvKernel::Auto {
-        kernel.eligible(g, options)?;
-        kernel.runs_on(&ctx.rt.report)?;
-        kernel.within_loop_bound(&ctx.rt.report, g, options)?;
+        kernel.admits(&ctx.rt.report, g, options)?;
     }
     let out = match out {
         Some(out) => {
@@ -229,9 +225,7 @@ impl Batch<'_> {
         let operands: Vec<&DeviceTensor> = [Some(input), Some(weight), bias, Some(out), residual].into_iter().flatten().collect();
         self.check_context(op, &operands)?;
         if kernel != ConvKernel::Auto {
-            kernel.eligible(g, options)?;
-            kernel.runs_on(&ctx.rt.report)?;
-            kernel.within_loop_bound(&ctx.rt.report, g, options)?;
+            kernel.admits(&ctx.rt.report, g, options)?;
         }
         check_destination(op, out, input, weight, bias, g)?;
         if out.numel() == 0 {
@@ -319,9 +313,7 @@ impl Batch<'_> {
 fn coop_applies(report: &AdapterReport, out: &DeviceTensor, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, residual: Option<&DeviceTensor>, g: &Conv2dShape, options: &Conv2dOptions) -> bool {
     let operands = [Some(input), Some(weight), bias, residual];
     report.cooperative_matrix.is_some_and(|c| c.all_paths)
-        && ConvKernel::Coop.eligible(g, options).is_ok()
-        && ConvKernel::Coop.runs_on(report).is_ok()
-        && ConvKernel::Coop.within_loop_bound(report, g, options).is_ok()
+        && ConvKernel::Coop.admits(report, g, options).is_ok()
         && [Some(out), Some(input), bias, residual].into_iter().flatten().all(|t| t.buffer().size() <= report.conv_binding_limit())
         && !operands.into_iter().flatten().any(|t| out.shares_storage(t))
 }

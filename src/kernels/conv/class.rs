@@ -86,7 +86,7 @@ pub fn conv_candidates(report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOption
     // forced, they run there too). Kernels past a CPU adapter's loop bound are left out (GEMM
     // ones past `CPU_GEMM_K`: the CPU-shaped ones serve the shape; a window of more taps than
     // the bound: none is left, and the call is `Error::Limit`).
-    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && !(cpu && k.wide()) && k.eligible(g, o).is_ok() && k.runs_on(report).is_ok() && k.within_loop_bound(report, g, o).is_ok()).collect()
+    ConvKernel::ALL.into_iter().filter(|&k| k != ConvKernel::Coop && (cpu || k.gpu_shaped()) && !(cpu && k.wide()) && k.admits(report, g, o).is_ok()).collect()
 }
 
 /// The class of a convolution of `g` from `input` with `weight` into `out` on the adapter of

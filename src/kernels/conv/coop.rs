@@ -45,9 +45,7 @@ pub(crate) fn fits(report: &AdapterReport, call: &ConvCall<'_>) -> Result<()> {
 /// [`fits`]).
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
     let report = &rt.report;
-    ConvKernel::Coop.eligible(call.g, call.options)?;
-    ConvKernel::Coop.runs_on(report)?;
-    ConvKernel::Coop.within_loop_bound(report, call.g, call.options)?;
+    ConvKernel::Coop.admits(report, call.g, call.options)?;
     fits(report, call)?;
     let (g, o) = (call.g, call.options);
     if g.n * g.k * g.oh * g.ow == 0 {

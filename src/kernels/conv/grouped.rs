@@ -88,7 +88,7 @@ fn product<'a>(ops: &ConvCall<'a>, v: &'a [Option<Layout>; 4]) -> Option<Product
 /// `false` where not, with nothing recorded (the caller then records the convolution's own
 /// way, which reports any error).
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &ConvCall<'_>) -> Result<bool> {
-    if !applies(ops) || ops.kernel.eligible(ops.g, ops.options).is_err() || ops.kernel.runs_on(&rt.report).is_err() {
+    if !applies(ops) || ops.kernel.admits(&rt.report, ops.g, ops.options).is_err() {
         return Ok(false);
     }
     let Some(v) = views(ops) else { return Ok(false) };

@@ -238,6 +238,15 @@ impl ConvKernel {
         }
     }
 
+    /// The one check of whether the kernel can run this convolution on the adapter of
+    /// `report`, for forced and automatic kernels and the tuner's candidates:
+    /// [`ConvKernel::eligible`], [`ConvKernel::runs_on`] and [`ConvKernel::within_loop_bound`].
+    pub(crate) fn admits(self, report: &AdapterReport, g: &Conv2dShape, o: &Conv2dOptions) -> Result<()> {
+        self.eligible(g, o)?;
+        self.runs_on(report)?;
+        self.within_loop_bound(report, g, o)
+    }
+
     /// Whether the kernel's loops stay within a CPU adapter's bound (Mesa's llvmpipe leaves an
     /// invocation's loops after 65,535 turns, silently: a depthwise 256x256 window summed part
     /// of its taps, a GEMM over a reduction of 72,000 steps part of it): every kernel walks

@@ -46,9 +46,7 @@ use crate::runtime::Runtime;
 /// operands, or 16-bit ones on a kernel that reads them ([`ConvKernel::reads_half`]). The caller holds the operands until the work is done.
 pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, call: &ConvCall<'_>) -> Result<()> {
     let &ConvCall { out, input, weight, bias, options, g, kernel, residual, .. } = call;
-    kernel.eligible(g, options)?;
-    kernel.runs_on(&rt.report)?;
-    kernel.within_loop_bound(&rt.report, g, options)?;
+    kernel.admits(&rt.report, g, options)?;
     if let Some(r) = residual {
         if !kernel.fuses_residual() || r.layout.strides() != out.layout.strides() || r.buffer.size() > rt.report.conv_binding_limit() {
             return Err(Error::unsupported(call.op, format!("{kernel:?} cannot add a residual of strides {:?} in its epilogue (the GEMM kernels add one of the output's strides {:?} that fits one binding)", r.layout.strides(), out.layout.strides())));
