@@ -1557,6 +1557,51 @@ fn unbatched_inputs_pool_and_convolve_as_a_batch_of_one() {
     }
 }
 
+/// PyTorch 2.15's checks of empty inputs read the caller's shape: an unbatched [0, H, W] takes
+/// adaptive max and average pooling to an empty [0, OH, OW] (a 4-d [N, 0, H, W] is refused by
+/// adaptive max pooling only), max and average pooling refuse it; messages name the shape given.
+#[test]
+fn unbatched_empty_channels_follow_pytorch_checks() {
+    let host = |s: &[usize]| HostTensor::from_vec(vec![0f32; s.iter().product()], s).unwrap();
+    fn run<T: Pool2d>(x: &T, op: usize) -> strided_wgpu::Result<Vec<usize>> {
+        Ok(match op {
+            0 => x.adaptive_max_pool2d((2, 2))?.shape().to_vec(),
+            1 => x.adaptive_max_pool2d_with_indices((2, 2))?.1.shape().to_vec(),
+            2 => x.adaptive_avg_pool2d((2, 2))?.shape().to_vec(),
+            3 => x.max_pool2d(&MaxPool2dOptions::new((2, 2)))?.shape().to_vec(),
+            _ => x.avg_pool2d(&AvgPool2dOptions::new((2, 2)))?.shape().to_vec(),
+        })
+    }
+    // (input, op, PyTorch's output shape or the message's shape)
+    let cases: [(&[usize], usize, Result<&[usize], &str>); 11] = [
+        (&[0, 4, 4], 0, Ok(&[0, 2, 2])),
+        (&[0, 4, 4], 1, Ok(&[0, 2, 2])),
+        (&[0, 4, 4], 2, Ok(&[0, 2, 2])),
+        (&[2, 0, 4, 4], 0, Err("[2, 0, 4, 4] with dimension 1 being empty")),
+        (&[2, 0, 4, 4], 2, Ok(&[2, 0, 2, 2])),
+        (&[2, 0, 4], 0, Err("[2, 0, 4] with dimension 1 being empty")),
+        (&[2, 0, 4], 2, Err("[2, 0, 4] with dimension 1 being empty")),
+        (&[3, 4, 0], 0, Err("[3, 4, 0] with dimension 2 being empty")),
+        (&[0, 4, 4], 3, Err("but got: [0, 4, 4]")),
+        (&[0, 4, 4], 4, Err("but got: [0, 4, 4]")),
+        (&[0, 2, 4, 4], 3, Ok(&[0, 2, 2, 2])),
+    ];
+    for (shape, op, want) in cases {
+        let x = host(shape);
+        let mut got = vec![("host".to_string(), run(&x, op))];
+        for ctx in contexts() {
+            got.push((name(ctx), run(&DeviceTensor::upload(ctx, &x).unwrap(), op)));
+        }
+        for (who, g) in got {
+            match (&g, want) {
+                (Ok(s), Ok(w)) => assert_eq!(s.as_slice(), w, "{who}: op {op} of {shape:?}"),
+                (Err(e), Err(m)) => assert!(e.to_string().contains(m), "{who}: op {op} of {shape:?}: {e}"),
+                _ => panic!("{who}: op {op} of {shape:?} gave {g:?}, PyTorch {want:?}"),
+            }
+        }
+    }
+}
+
 /// layer_norm and group_norm on a device run one kernel (`norm_rows.wgsl`, a workgroup per
 /// slice): slices at one stride (dense, rows of a wider tensor, one row expanded) of float32,
 /// float16 and bfloat16 are one dispatch in one pass of one submit, where the composed ops took

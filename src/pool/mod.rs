@@ -205,7 +205,14 @@ impl Window {
             }
             WindowMode::AdaptiveMax | WindowMode::AdaptiveAvg => {
                 let max = self.mode == WindowMode::AdaptiveMax;
-                Window { format: self.format, ..adaptive_window(op, x, dtype, self.out, max, self.indices)? } == *self
+                let built = |x: &Layout| adaptive_window(op, x, dtype, self.out, max, self.indices).map(|g| Window { format: self.format, ..g } == *self);
+                // A window built for a 3-d [C, H, W] input runs on [1, C, H, W] (where adaptive
+                // max pooling takes C = 0, PyTorch's unbatched check, as a 4-d input does not).
+                match (built(x), (x.rank() == 4 && self.input[0] == 1).then(|| x.squeeze(0)).transpose()?) {
+                    (Ok(true), _) => true,
+                    (first, Some(three)) => built(&three).or(first)?,
+                    (first, None) => first?,
+                }
             }
             WindowMode::Bilinear { scale, .. } => {
                 input4(op, x, dtype)?;
@@ -248,15 +255,18 @@ fn pooled(op: &'static str, size: usize, k: usize, pad: usize, stride: usize, di
 }
 
 /// The input as [N, C, H, W] of a float type, or a typed error naming `op`.
+/// The [N, C, H, W] a pooling of `x` runs on: a 4-d input's shape, a 3-d [C, H, W] one's
+/// [1, C, H, W] (PyTorch's unbatched pooling; its checks and messages read `x`'s own shape).
 fn input4(op: &'static str, x: &Layout, dtype: DType) -> Result<[usize; 4]> {
     let s = x.shape();
-    if s.len() != 4 {
-        return Err(Error::unsupported(op, format!("only 3-d [C, H, W] and 4-d [N, C, H, W] inputs are served here, got shape {s:?}")));
-    }
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Err(Error::unsupported(op, format!("element type {dtype} (float32, float16 and bfloat16 are served)")));
     }
-    Ok([s[0], s[1], s[2], s[3]])
+    match *s {
+        [n, c, h, w] => Ok([n, c, h, w]),
+        [c, h, w] => Ok([1, c, h, w]),
+        _ => Err(Error::unsupported(op, format!("only 3-d [C, H, W] and 4-d [N, C, H, W] inputs are served here, got shape {s:?}"))),
+    }
 }
 
 /// Indices are int32 `h * W + w` of a plane: a plane of more than 2^31 elements has positions they
@@ -285,9 +295,9 @@ fn windowed(op: &'static str, x: &Layout, dtype: DType, kernel: (usize, usize), 
     if padding.0 > kernel.0 / 2 || padding.1 > kernel.1 / 2 {
         return Err(Error::invalid(op, format!("padding {padding:?} must be at most half the kernel {kernel:?}")));
     }
-    // PyTorch's pool2d_shape_check: only the batch may be empty.
+    // PyTorch's pool2d_shape_check: only a 4-d input's batch may be empty.
     if input[1] == 0 || input[2] == 0 || input[3] == 0 {
-        return Err(Error::invalid(op, format!("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {input:?}")));
+        return Err(Error::invalid(op, format!("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {:?}", x.shape())));
     }
     indexable(op, input, indices)?;
     let oh = pooled(op, input[2], kernel.0, padding.0, stride.0, dilation.0, ceil)?;
@@ -347,10 +357,12 @@ pub(crate) fn global_mean_strides(x: &Layout, dtype: DType, out: (usize, usize))
 #[doc(hidden)]
 pub fn adaptive_window(op: &'static str, x: &Layout, dtype: DType, out: (usize, usize), max: bool, indices: bool) -> Result<Window> {
     let input = input4(op, x, dtype)?;
-    // PyTorch's checks: adaptive max pooling's every dim but the batch non-empty, adaptive
-    // average pooling's H and W.
-    if (max && input[1] == 0) || input[2] == 0 || input[3] == 0 {
-        return Err(Error::invalid(op, format!("Expected input to have non-zero size for non-batch dimensions, but input has sizes {input:?}")));
+    // PyTorch's checks: adaptive max pooling's every dim but the first non-empty (a 3-d
+    // input's C may be 0, a 4-d one's not), adaptive average pooling's H and W.
+    let s = x.shape();
+    let first = if max { 1 } else { s.len() - 2 };
+    if let Some(d) = (first..s.len()).find(|&d| s[d] == 0) {
+        return Err(Error::invalid(op, format!("Expected input to have non-zero size for non-batch dimensions, but input has sizes {s:?} with dimension {d} being empty")));
     }
     // The output size is the caller's: its bytes must be countable.
     if [input[0], input[1], out.0, out.1].iter().try_fold(dtype.size(), |a, &n| a.checked_mul(n)).is_none_or(|b| isize::try_from(b).is_err()) {
@@ -414,14 +426,16 @@ pub trait Pool2d: crate::reduce::Reduce {
 }
 
 /// Runs the window that `build` makes for `x` through `run`: a 4-d input as it is; a 3-d
-/// [C, H, W] input (PyTorch's unbatched pooling) as [1, C, H, W] into a contiguous output
-/// (PyTorch's for a 3-d input, whatever its strides), seen as [C, OH, OW] again.
+/// [C, H, W] input (PyTorch's unbatched pooling, checked as such by `build`) as [1, C, H, W]
+/// into a contiguous output (PyTorch's for a 3-d input, whatever its strides), seen as
+/// [C, OH, OW] again.
 pub(crate) fn unbatched<T: Strided>(x: &T, build: impl FnOnce(&Layout, DType) -> Result<Window>, run: impl FnOnce(&T, &Window) -> Result<(T, Option<T>)>) -> Result<(T, Option<T>)> {
+    let g = build(x.layout(), x.dtype())?;
     if x.rank() != 3 {
-        return run(x, &build(x.layout(), x.dtype())?);
+        return run(x, &g);
     }
     let x = x.unsqueeze(0)?;
-    let g = Window { format: MemoryFormat::Contiguous, ..build(x.layout(), x.dtype())? };
+    let g = Window { format: MemoryFormat::Contiguous, ..g };
     let (y, i) = run(&x, &g)?;
     Ok((y.squeeze(0)?, i.map(|i| i.squeeze(0)).transpose()?))
 }
