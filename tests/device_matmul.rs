@@ -1344,6 +1344,45 @@ fn addmm_in_place_empty_reductions_and_huge_products() {
     assert!(matches!(r, Err(Error::Overflow { .. }) | Err(Error::InvalidArgument { .. })), "a result past isize: {r:?}");
 }
 
+/// PyTorch 2.15's float16 and bfloat16 `addmm` read mat1 and mat2 with alpha = 0 (a NaN in
+/// them propagates; float32's skips them); alpha or beta past float32's range is an error in
+/// every type (it was inf on the device and 1e300 * 0 = 0 on the host); an empty product of
+/// huge expanded operands reads none on the host (it copied them: a HostMemory error).
+#[test]
+fn half_alpha_zero_reads_operands_and_scalars_past_float32() {
+    let nan = f32::NAN;
+    for dtype in [DType::F16, DType::BF16] {
+        let host = |v: Vec<f32>, s: &[usize]| HostTensor::from_vec(v, s).unwrap().to(dtype).unwrap();
+        let (c, m1, m2) = (host(vec![1.0; 4], &[2, 2]), host(vec![nan, 1.0, 1.0, 1.0], &[2, 2]), host(vec![1.0; 4], &[2, 2]));
+        let f = |t: HostTensor| t.to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        // PyTorch: [[nan, nan], [1, 1]] for beta 1, [[nan, nan], [0, 0]] for beta 0.
+        for (beta, want) in [(1.0, [nan, nan, 1.0, 1.0]), (0.0, [nan, nan, 0.0, 0.0])] {
+            let same = |g: &[f32]| g.iter().zip(&want).all(|(a, b)| a == b || (a.is_nan() && b.is_nan()));
+            let g = f(c.addmm(&m1, &m2, beta, 0.0).unwrap());
+            assert!(same(&g), "host {dtype} beta {beta}: {g:?}");
+            for ctx in contexts() {
+                let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+                let g = f(up(&c).addmm(&up(&m1), &up(&m2), beta, 0.0).unwrap().download().unwrap());
+                assert!(same(&g), "{} {dtype} beta {beta}: {g:?}", name(ctx));
+            }
+        }
+    }
+    for dtype in [DType::F32, DType::F16] {
+        let z = |s: &[usize]| HostTensor::zeros(s, dtype, MemoryFormat::Contiguous).unwrap();
+        for (alpha, beta) in [(1e300, 1.0), (1.0, 1e39), (-1e39, 0.0)] {
+            let r = z(&[2, 5]).addmm(&z(&[2, 3]), &z(&[3, 5]), beta, alpha).map(drop);
+            assert!(matches!(&r, Err(Error::InvalidArgument { op: "addmm", detail }) if detail.contains("without overflow")), "{dtype} alpha {alpha} beta {beta}: {r:?}");
+        }
+        let r = z(&[2, 5]).addmm(&z(&[2, 3]), &z(&[3, 5]), 1.0, f64::INFINITY).map(drop);
+        assert!(r.is_ok(), "an infinite alpha is PyTorch's too: {r:?}");
+    }
+    let one = HostTensor::from_vec(vec![1f32], &[1, 1]).unwrap();
+    let wide = one.expand(&[1 << 20, 1 << 20]).unwrap();
+    let empty = HostTensor::zeros(&[0, 1 << 20], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(empty.mm(&wide).unwrap().shape(), &[0, 1 << 20]);
+    assert_eq!(wide.mm(&empty.transpose(0, 1).unwrap()).unwrap().shape(), &[1 << 20, 0]);
+}
+
 /// `addmm` with alpha = 0 does not read mat1 and mat2 (BLAS's rule, PyTorch's float32 addmm):
 /// an inf or NaN in them gives `beta * input`, +0.0 with beta = 0 (it gave NaN). A product into
 /// a flipped `out=` view, tuned on its first call, measures and computes (the tuning's scratch

@@ -14,18 +14,26 @@ use crate::strided::Strided;
 /// [`Error::DType`](crate::Error::DType) where `t` is not of the plan's type `dtype`, an
 /// [`Error::OutOfBounds`](crate::Error::OutOfBounds) where the layout (a plan made for other
 /// tensors) reaches outside its storage.
-fn values(t: &HostTensor, layout: &Layout, dtype: DType) -> Result<Vec<f64>> {
+/// None are copied where `copy` is false (the checks stay).
+fn values(t: &HostTensor, layout: &Layout, dtype: DType, copy: bool) -> Result<Vec<f64>> {
     if t.dtype() != dtype {
         return Err(crate::Error::DType { op: "matmul_cpu", got: t.dtype().to_string(), expected: format!("{dtype} (the plan's operands)") });
     }
-    let v = t.as_strided(layout.shape(), layout.strides(), layout.offset())?.contiguous(MemoryFormat::Contiguous)?;
-    Ok(match v.dtype() {
-        DType::F32 => v.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
-        DType::F16 => v.to_vec::<half::f16>()?.into_iter().map(f64::from).collect(),
-        DType::BF16 => v.to_vec::<half::bf16>()?.into_iter().map(f64::from).collect(),
+    let v = t.as_strided(layout.shape(), layout.strides(), layout.offset())?;
+    if !copy {
+        return Ok(Vec::new());
+    }
+    let v = v.contiguous(MemoryFormat::Contiguous)?;
+    // The f64 copy is twice an f32 one: memory the host cannot give is an error, not an abort.
+    let mut out: Vec<f64> = crate::error::reserved("matmul_cpu", || format!("an f64 copy of an operand of shape {:?}", layout.shape()), v.numel())?;
+    match v.dtype() {
+        DType::F32 => out.extend(v.to_vec::<f32>()?.into_iter().map(f64::from)),
+        DType::F16 => out.extend(v.to_vec::<half::f16>()?.into_iter().map(f64::from)),
+        DType::BF16 => out.extend(v.to_vec::<half::bf16>()?.into_iter().map(f64::from)),
         // The plans accept float operands only.
         t => return Err(crate::Error::DType { op: "matmul_cpu", got: t.to_string(), expected: "float32, float16 or bfloat16".into() }),
-    })
+    }
+    Ok(out)
 }
 
 /// GELU (erf form) in f64.
@@ -48,19 +56,22 @@ pub(crate) fn epilogue(acc: f64, c: Option<f64>, alpha: f64, beta: f64, act: Act
 /// contiguous tensor of the result's shape.
 pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>) -> Result<HostTensor> {
     plan.check()?;
-    let av = values(a, &plan.a, plan.dtype)?;
-    let bv = values(b, &plan.b, plan.dtype)?;
-    // A plan without an addend (addmm with beta == 0) does not read one it is given.
-    let cv = match (&plan.c, c) {
-        (Some(l), Some(c)) => Some(values(c, l, plan.dtype)?),
-        (Some(_), None) => return Err(crate::Error::invalid("matmul_cpu", "the plan adds an input (addmm's, beta != 0) but none was given")),
-        (None, _) => None,
-    };
     let (m, n, k) = (plan.m, plan.n, plan.k);
     // The result's layout first (a size past isize is an error), then its memory (one the host
     // cannot give is an error, not an abort: an empty reduction may make a huge result).
     let full: Vec<usize> = plan.batch.iter().copied().chain([m, n]).collect();
     let result = Layout::contiguous(&full)?;
+    // An empty result reads no operand (PyTorch's, and the device's: expanded operands of an
+    // empty product may be far larger than any copy).
+    let read = |t: &HostTensor, l: &Layout| values(t, l, plan.dtype, result.numel() > 0);
+    let av = read(a, &plan.a)?;
+    let bv = read(b, &plan.b)?;
+    // A plan without an addend (addmm with beta == 0) does not read one it is given.
+    let cv = match (&plan.c, c) {
+        (Some(l), Some(c)) => Some(read(c, l)?),
+        (Some(_), None) => return Err(crate::Error::invalid("matmul_cpu", "the plan adds an input (addmm's, beta != 0) but none was given")),
+        (None, _) => None,
+    };
     // (An empty result's batch dims may multiply past a usize: none is walked.)
     let batches: usize = if result.numel() == 0 { 0 } else { plan.batch.iter().product() };
     let round_before_gelu = plan.activation == Activation::Gelu && plan.dtype != DType::F32;
@@ -87,7 +98,8 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
         }
     }
     let size = plan.dtype.size();
-    let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()[..size].to_vec()).collect();
+    let mut bytes: Vec<u8> = crate::error::reserved(plan.op, || format!("the result of shape {full:?}"), bits.len() * size)?;
+    bytes.extend(bits.iter().flat_map(|b| b.to_le_bytes().into_iter().take(size)));
     let t = HostTensor::from_bytes(plan.dtype, bytes, result)?;
     t.reshape(&plan.out_shape.iter().map(|&s| s as isize).collect::<Vec<_>>())
 }

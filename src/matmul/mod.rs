@@ -266,18 +266,26 @@ pub fn linear_plan(x: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [
 
 /// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha)`: `beta * input + alpha * (mat1 @
 /// mat2)`, `input` broadcastable to `[m, n]`; with `beta == 0` the input is not read (NaN in it
-/// does not propagate), and with `alpha == 0` neither are `mat1` and `mat2` (BLAS's rule, which
-/// PyTorch's float32 `addmm` follows: the plan's reduction is then empty, k = 0).
+/// does not propagate), and in float32 with `alpha == 0` neither are `mat1` and `mat2` (BLAS's
+/// rule, which PyTorch's float32 `addmm` follows: the plan's reduction is then empty, k = 0;
+/// its float16 and bfloat16 `addmm` read them, a NaN propagating). `alpha` and `beta` are
+/// taken as float32 (PyTorch's `value cannot be converted to type float without overflow`
+/// for a finite one past its range, in every type).
 pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f64, dtypes: [DType; 3]) -> Result<MatmulPlan> {
     let op = "addmm";
     common_dtype(op, &dtypes)?;
+    for (what, v) in [("alpha", alpha), ("beta", beta)] {
+        if v.is_finite() && (v as f32).is_infinite() {
+            return Err(Error::invalid(op, format!("{what} {v:?} cannot be converted to float32 without overflow")));
+        }
+    }
     if m1.rank() != 2 || m2.rank() != 2 {
         return Err(Error::invalid(op, format!("mat1 and mat2 must be 2-d, got shapes {:?} and {:?}", m1.shape(), m2.shape())));
     }
     let mut p = plan(op, m1, m2, [dtypes[1], dtypes[2]])?;
     let c = addend(&p, input, &[p.m, p.n])?;
     p.c = (beta != 0.0).then_some(c);
-    if alpha == 0.0 && p.k > 0 {
+    if alpha == 0.0 && p.k > 0 && p.dtype == DType::F32 {
         p.a = p.a.narrow(-1, 0, 0)?;
         p.b = p.b.narrow(-2, 0, 0)?;
         p.k = 0;
@@ -367,9 +375,10 @@ pub trait Matmul: crate::Strided {
         Self::run_plan(&p.with_activation(act), self, weight, bias, None)
     }
     /// `torch.addmm(self, mat1, mat2, beta=beta, alpha=alpha)`: `beta * self + alpha * (mat1 @
-    /// mat2)`, `self` broadcastable to `[m, n]`; with `beta == 0` `self` is not read, with
-    /// `alpha == 0` neither are `mat1` and `mat2` (BLAS's rule: `beta * self`, a NaN in them
-    /// kept out).
+    /// mat2)`, `self` broadcastable to `[m, n]`; with `beta == 0` `self` is not read, in
+    /// float32 with `alpha == 0` neither are `mat1` and `mat2` (BLAS's rule: `beta * self`, a
+    /// NaN in them kept out; PyTorch's 16-bit `addmm` reads them). `alpha` or `beta` past
+    /// float32's range is an error.
     fn addmm(&self, mat1: &Self, mat2: &Self, beta: f64, alpha: f64) -> Result<Self> {
         let p = addmm_plan(self.layout(), mat1.layout(), mat2.layout(), beta, alpha, [self.dtype(), mat1.dtype(), mat2.dtype()])?;
         Self::run_plan(&p, mat1, mat2, Some(self), None)
