@@ -531,6 +531,34 @@ fn held_back_calls_run_before_what_follows_them() {
     }
 }
 
+/// Calls held back when the last handle of a context goes (the context and its tensors
+/// dropped) are submitted: a caller's buffer they write is written (they were dropped unrun).
+#[test]
+fn held_calls_are_submitted_when_the_context_goes() {
+    for ctx in contexts() {
+        let Some(c) = deferring(ctx) else { continue };
+        // The device and queue handed out first (that submits each call from then on).
+        let (device, queue) = (c.device().clone(), c.queue().clone());
+        c.set_submit_policy(SubmitPolicy::Deferred).unwrap();
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let buf = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage, mapped_at_creation: false });
+        let t = DeviceTensor::from_buffer(&c, buf.clone(), DType::F32, strided_wgpu::Layout::contiguous(&[64]).unwrap()).unwrap();
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        t.copy_(&x).unwrap();
+        t.mul_(2.0).unwrap();
+        drop((t, x, c));
+        let out = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ, mapped_at_creation: false });
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&buf, 0, &out, 0, 256);
+        queue.submit([enc.finish()]);
+        out.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
+        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+        let got: Vec<f32> = out.slice(..).get_mapped_range().unwrap().chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let want: Vec<f32> = vals(64, 61).iter().map(|v| v * 2.0).collect();
+        assert_eq!(got, want, "{}: the held calls ran", name(ctx));
+    }
+}
+
 #[test]
 fn held_back_calls_on_a_lost_device_and_from_two_threads() {
     for ctx in contexts() {

@@ -201,6 +201,12 @@ impl Deferral {
         Some(HeldGuard { held, key, _turn: turn })
     }
 
+    /// The held calls, where nothing else can reach them (the runtime's drop); an error where
+    /// a thread panicked holding them.
+    pub(crate) fn held_mut(&mut self) -> std::result::Result<&mut Held, ()> {
+        self.held.get_mut().map_err(drop)
+    }
+
     /// The policy now.
     pub(crate) fn policy(&self) -> SubmitPolicy {
         match self.on.load(Ordering::SeqCst) {

@@ -210,6 +210,25 @@ pub(crate) struct Runtime {
     spare_words: wgpu::Buffer,
 }
 
+impl Drop for Runtime {
+    /// The last handle is gone (context and tensors): calls still held back are submitted, so
+    /// that a caller's buffer one writes (`from_buffer`) is written. Their errors have no
+    /// caller left to take them.
+    fn drop(&mut self) {
+        let Ok(held) = self.deferral.held_mut() else { return };
+        let Some(rec) = held.take() else { return };
+        let _turn = self.errors.gl_turn();
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu held at drop") });
+        if let Ok(mut keep) = submit::encode_recording(self, "drop", &mut enc, rec, true) {
+            let _ = self.scoped("drop", || {
+                keep.attach(&enc);
+                self.queue.submit([enc.finish()]);
+                Ok(())
+            });
+        }
+    }
+}
+
 impl AdapterReport {
     /// The most bytes a convolution binds in one binding: the adapter's limit and 4 GiB (the
     /// kernels index their bindings in 32 bits; Metal's limit may be larger).

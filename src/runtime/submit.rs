@@ -352,7 +352,7 @@ const UPLOAD_BYTES: usize = 4 << 20;
 /// the recorded copies and clears, as [`Graph::counts`](crate::Graph::counts) counts them).
 /// Returns what the recording holds (the staging buffer with it). `crate_submits`: whether the
 /// crate submits `encoder` (else the caller: [`Runtime::encode`]'s `reruns`).
-pub(crate) fn encode_recording(rt: &Arc<Runtime>, op: &'static str, encoder: &mut wgpu::CommandEncoder, mut rec: Recorder, crate_submits: bool) -> Result<Keep> {
+pub(crate) fn encode_recording(rt: &Runtime, op: &'static str, encoder: &mut wgpu::CommandEncoder, mut rec: Recorder, crate_submits: bool) -> Result<Keep> {
     let (bytes, copies) = match rec.unwritten_bytes() <= UPLOAD_BYTES.min(rt.device.limits().max_buffer_size as usize) {
         true => rec.take_unwritten(),
         // Left to `finish`'s queue writes.
