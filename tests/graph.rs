@@ -597,6 +597,24 @@ fn held_back_calls_on_a_lost_device_and_from_two_threads() {
     }
 }
 
+/// A device the crate opened reports its loss to the crate (wgpu's device-lost callback): the
+/// next call fails with that report, without polling or probing the device first (natively a
+/// poll of a lost device panics inside wgpu; on WebGPU no probe learns a loss).
+#[test]
+fn a_reported_device_loss_fails_the_next_call() {
+    for ctx in contexts() {
+        let Some(c) = doomed_device(ctx) else { continue };
+        let x = DeviceTensor::from_slice(&c, &vals(64, 61), &[64]).unwrap();
+        c.flush().unwrap().wait().unwrap();
+        let device = c.device().clone();
+        device.destroy();
+        // wgpu reports a destroyed device lost once its queue is empty, at a poll.
+        let _ = device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None });
+        let r = x.add(1.0).map(drop);
+        assert!(matches!(&r, Err(Error::DeviceLost { detail, .. }) if detail.contains("reported its loss")), "{}: {r:?}", name(ctx));
+    }
+}
+
 /// A wgpu callback that the crate's own submission runs (wgpu fires the callbacks of finished
 /// work inside `Queue::submit`) may call the crate: its calls submit at once, after what the
 /// submission carried; nothing deadlocks on the held calls' lock, which the submission holds.

@@ -116,6 +116,13 @@ impl GpuContext {
     /// already lost, or the caller's own work on [`GpuContext::device`] outside error scopes.
     fn own_handlers(&self) {
         self.rt.device.on_uncaptured_error(Arc::new(|_: wgpu::Error| {}));
+        // A loss the device reports (a reset, a removed GPU, `destroy`) fails every later call
+        // at once: on WebGPU no probe can learn it (a buffer mapped at creation is made on
+        // the content timeline), and natively the next poll would panic inside wgpu.
+        let lost = self.rt.errors.lost_flag();
+        self.rt.device.set_device_lost_callback(move |reason, message| {
+            crate::runtime::lock::lock(&lost).get_or_insert_with(|| format!("the device reported its loss ({reason:?}: {message})"));
+        });
     }
 
     /// Wraps a device and queue the caller already owns (a library inside a larger wgpu

@@ -36,8 +36,9 @@ type ScopeFuture = Pin<Box<dyn Future<Output = Option<wgpu::Error>> + Send>>;
 
 /// The crate's error state for one device.
 pub(crate) struct Capture {
-    /// Set once the device is known lost.
-    lost: Mutex<Option<String>>,
+    /// Set once the device is known lost (also by the device-lost callback of a device the
+    /// crate opened: [`Capture::lost_flag`]).
+    lost: Arc<Mutex<Option<String>>>,
     /// Scope results not yet settled (WebGPU), with the operation that pushed them.
     pending: Mutex<Vec<(&'static str, ScopeFuture)>>,
     /// The first error among settled ones not yet reported (WebGPU).
@@ -71,7 +72,7 @@ pub(crate) fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
 
 impl Capture {
     pub fn new(gl: bool) -> Capture {
-        Capture { lost: Mutex::new(None), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Arc::new(Mutex::new(()))) }
+        Capture { lost: Arc::new(Mutex::new(None)), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Arc::new(Mutex::new(()))) }
     }
 
     /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
@@ -180,6 +181,12 @@ impl Capture {
             }
         }
         rest.first.take().map_or(Ok(()), Err)
+    }
+
+    /// The flag [`Capture::check_lost`] reads, for a device-lost callback to set (it holds no
+    /// runtime: a callback the device keeps must not keep the device's runtime alive).
+    pub fn lost_flag(&self) -> Arc<Mutex<Option<String>>> {
+        self.lost.clone()
     }
 
     /// Records that the device is lost, and returns the error for `op` (naming the first

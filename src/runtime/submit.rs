@@ -117,12 +117,8 @@ impl<T> Future for Completion<T> {
         // Callbacks run inside polls. A poll with a zero timeout is not used: in wgpu 30 it
         // races with other threads' submits and polls (an assertion in `Device::maintain`).
         if this.drive == Drive::Poll {
-            let polled = {
-                let _turn = this.rt.errors.gl_turn();
-                this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Poll))
-            };
-            if let Err(e) = polled {
-                return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("polling the device failed ({e})"))));
+            if let Err(e) = this.rt.poll_device(this.op, wgpu::PollType::Poll, "polling the device failed") {
+                return Poll::Ready(Err(e));
             }
         }
         if this.drive == Drive::Poll && !this.signal.is_set() {
@@ -134,12 +130,8 @@ impl<T> Future for Completion<T> {
         if this.drive == Drive::Wait && this.rt.report.device_type != wgpu::DeviceType::Cpu {
             let start = std::time::Instant::now();
             while !this.signal.is_set() && start.elapsed() < SPIN {
-                let polled = {
-                    let _turn = this.rt.errors.gl_turn();
-                    this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Poll))
-                };
-                if let Err(e) = polled {
-                    return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("polling the device failed ({e})"))));
+                if let Err(e) = this.rt.poll_device(this.op, wgpu::PollType::Poll, "polling the device failed") {
+                    return Poll::Ready(Err(e));
                 }
                 std::hint::spin_loop();
             }
@@ -150,14 +142,11 @@ impl<T> Future for Completion<T> {
         // here: a wait without an index would block on whatever was submitted since, by any
         // thread (the probe below still learns a loss).
         let waited = match (&this.index, this.drive) {
-            (None, Drive::Poll) => Ok(wgpu::PollStatus::Poll),
-            (index, _) => {
-                let _turn = this.rt.errors.gl_turn();
-                this.rt.outside_capture(|| this.rt.device.poll(wgpu::PollType::Wait { submission_index: index.clone(), timeout: None }))
-            }
+            (None, Drive::Poll) => Ok(()),
+            (index, _) => this.rt.poll_device(this.op, wgpu::PollType::Wait { submission_index: index.clone(), timeout: None }, "the submission could not complete"),
         };
         if let Err(e) = waited {
-            return Poll::Ready(Err(this.rt.errors.lost(this.op, format!("the submission could not complete ({e})"))));
+            return Poll::Ready(Err(e));
         }
         match this.signal.take(cx) {
             // A device destroyed after the submission still finishes the work submitted before
@@ -418,8 +407,32 @@ impl Runtime {
     /// are done return to the pool before a new one is made.
     pub fn reclaim(&self) {
         if cfg!(not(target_arch = "wasm32")) {
+            let _ = self.poll_device("reclaim", wgpu::PollType::Poll, "polling the device failed");
+        }
+    }
+
+    /// `device.poll(poll)` outside any capture, in this thread's GL turn: an error (`what`,
+    /// then wgpu's) is the device's loss. wgpu 30 panics on a poll error other than a
+    /// timeout or a wrong index, as a device lost while the poll waits on its fence: a panic
+    /// is the loss where the device reported one or a probe then fails, and is raised again
+    /// otherwise (a callback's own panic). A device known lost is not polled again.
+    pub(crate) fn poll_device(&self, op: &'static str, poll: wgpu::PollType, what: &str) -> Result<()> {
+        self.errors.check_lost(op)?;
+        let polled = {
             let _turn = self.errors.gl_turn();
-            let _ = self.outside_capture(|| self.device.poll(wgpu::PollType::Poll));
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.outside_capture(|| self.device.poll(poll))))
+        };
+        match polled {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.errors.lost(op, format!("{what} ({e})"))),
+            Err(panic) => {
+                let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                if self.errors.check_lost(op).is_err() || self.probe(op).is_err() {
+                    Err(self.errors.lost(op, format!("{what}: wgpu panicked ({message})")))
+                } else {
+                    std::panic::resume_unwind(panic)
+                }
+            }
         }
     }
 
