@@ -15,8 +15,11 @@ use crate::shape::{NormCall, NormKind, ShapeOps};
 use crate::strided::Strided;
 
 
-/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
-fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {
+/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\]. With the
+/// `input`'s type, PyTorch 2.15's rule for its parameters: all of one type, the input's or
+/// float32 beside a 16-bit input ("mixed dtype (CPU): expect parameter to have scalar type of
+/// Float").
+fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64, input: Option<DType>) -> Result<(T, T)> {
     for (what, t) in [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)] {
         if let Some(t) = t {
             if t.shape() != [c] {
@@ -25,6 +28,15 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
             if !t.dtype().is_float() {
                 return Err(Error::unsupported(op, format!("{what} of type {} (float types are served)", t.dtype())));
             }
+        }
+    }
+    if let Some(dtype) = input {
+        let given: Vec<(&str, DType)> = [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)].into_iter().filter_map(|(w, t)| t.map(|t| (w, t.dtype()))).collect();
+        let first = given[0].1;
+        let fits = (first == dtype || (first == DType::F32 && matches!(dtype, DType::F16 | DType::BF16))) && given.iter().all(|&(_, d)| d == first);
+        if !fits {
+            let got = given.iter().map(|(w, d)| format!("{w} {d}")).collect::<Vec<_>>().join(", ");
+            return Err(Error::DType { op, got: format!("parameters of types ({got}) with a {dtype} input"), expected: format!("parameters all {dtype}, or all float32 beside a 16-bit input") });
         }
     }
     check_eps(op, eps)?;
@@ -65,7 +77,7 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
         return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
     }
     let c = x.shape()[1];
-    let (scale, shift) = scale_shift(OP, c, running_mean, running_var, weight, bias, eps)?;
+    let (scale, shift) = scale_shift(OP, c, running_mean, running_var, weight, bias, eps, Some(x.dtype()))?;
     // [C] seen as [1, C, 1, ...] broadcasts over the input.
     let mut view = vec![1isize; x.rank()];
     view[1] = c as isize;
@@ -96,7 +108,7 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
             return Err(Error::invalid(OP, format!("bias of shape {:?} and type {}: expected a float [{k}]", b.shape(), b.dtype())));
         }
     }
-    let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps)?;
+    let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps, None)?;
     let mut view = vec![1isize; weight.rank()];
     view[0] = k as isize;
     let format = weight.layout().suggest_memory_format();
@@ -271,6 +283,11 @@ pub(crate) fn check_group_norm<T: Strided>(x: &T, num_groups: usize, weight: Opt
         return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));
     }
     let (n, c) = (x.shape()[0], x.shape()[1]);
+    // PyTorch's "Expected number of channels to be greater than 0" and "Expected HxW to be
+    // greater than 0" (an empty batch is taken).
+    if c == 0 || x.shape()[2..].contains(&0) {
+        return Err(Error::invalid(OP, format!("input of shape {:?}: expected channels and a spatial size above 0", x.shape())));
+    }
     if num_groups == 0 || !c.is_multiple_of(num_groups) {
         return Err(Error::invalid(OP, format!("input of shape {:?} in {num_groups} groups: expected a number of groups that divides its {c} channels", x.shape())));
     }

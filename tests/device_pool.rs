@@ -591,7 +591,8 @@ fn layer_norm_and_group_norm_match_the_definition() {
     let empty = HostTensor::zeros(&[0, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
     assert_eq!(layer_norm(&empty, &[3], None, None, 1e-5).unwrap().shape(), &[0, 3]);
     assert_eq!(group_norm(&HostTensor::zeros(&[0, 4, 2, 2], DType::F32, MemoryFormat::Contiguous).unwrap(), 2, None, None, 1e-5).unwrap().shape(), &[0, 4, 2, 2]);
-    assert_eq!(group_norm(&HostTensor::zeros(&[2, 4, 0, 2], DType::F32, MemoryFormat::Contiguous).unwrap(), 2, None, None, 1e-5).unwrap().shape(), &[2, 4, 0, 2]);
+    // PyTorch 2.15: "Expected HxW to be greater than 0".
+    assert!(matches!(group_norm(&HostTensor::zeros(&[2, 4, 0, 2], DType::F32, MemoryFormat::Contiguous).unwrap(), 2, None, None, 1e-5), Err(Error::InvalidArgument { .. })));
     let line = HostTensor::from_vec(vec![1f32, 3.0, 0.0, 4.0], &[4]).unwrap();
     let want: Vec<f32> = [1f32, 3.0, 0.0, 4.0].iter().map(|v| (v - 2.0) / 2.5f32.sqrt()).collect();
     let near = |got: Vec<f32>, what: &str| assert!(got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6), "{what}: {got:?}, want {want:?}");
@@ -1278,8 +1279,8 @@ fn negative_pads_crop_as_pytorchs_index_rules() {
         let n: usize = shape.iter().product();
         let h = HostTensor::from_vec((0..n).map(|v| v as f32).collect::<Vec<f32>>(), &shape).unwrap();
         // The expected result or error kind, from the rules.
-        // PyTorch checks every pad first; reflect and replicate refuse only where every padded
-        // size is 0; circular refuses (here: Unsupported) a pad past what the crops leave where
+        // PyTorch checks every pad first; reflect and replicate refuse where any padded size
+        // is 0 (2.15's "must be >= 1 in every dimension"); circular refuses (here: Unsupported) a pad past what the crops leave where
         // the result is not empty.
         let mut out_shape = shape.clone();
         let (mut invalid, mut past_kept) = (false, false);
@@ -1296,7 +1297,7 @@ fn negative_pads_crop_as_pytorchs_index_rules() {
             past_kept |= l.max(0) > kept || r.max(0) > kept;
             out_shape[d] = m.max(0) as usize;
         }
-        invalid |= !matches!(mode, PadMode::Circular) && (0..k).all(|i| out_shape[rank - 1 - i] == 0);
+        invalid |= !matches!(mode, PadMode::Circular) && (0..k).any(|i| out_shape[rank - 1 - i] == 0);
         let verdict = if invalid {
             Some("invalid")
         } else if matches!(mode, PadMode::Circular) && past_kept && !out_shape.contains(&0) {
@@ -1599,6 +1600,60 @@ fn unbatched_empty_channels_follow_pytorch_checks() {
                 _ => panic!("{who}: op {op} of {shape:?} gave {g:?}, PyTorch {want:?}"),
             }
         }
+    }
+}
+
+/// PyTorch 2.15's checks, on the host and every device: reflect and replicate padding refuse
+/// any padded dim left empty (one of two was taken: an empty result); a constant pad's integer
+/// fill truncates within [lowest, largest + 1) (255.5 to uint8's 255 was refused); group_norm
+/// refuses 0 channels or an empty spatial size (gave an empty result); batch_norm's parameters
+/// are all of one type, the input's or float32 beside a 16-bit input (mixed ones ran); cat's
+/// errors number the tensors as the caller's list (a skipped [0] shifted them).
+#[test]
+fn pad_group_norm_batch_norm_and_cat_checks_follow_pytorch() {
+    use strided_wgpu::ops::{batch_norm, group_norm};
+    fn checks<T: ShapeOps + strided_wgpu::Reduce>(x: &T, empty: &T, a: &T, b: &T, u8s: &T, make: &dyn Fn(&[usize], DType) -> T, read: &dyn Fn(&T) -> Vec<f32>) -> Vec<String> {
+        let mut errs = Vec::new();
+        let mut err = |what: &str, r: strided_wgpu::Result<Vec<usize>>| match r {
+            Err(e) => errs.push(e.to_string()),
+            Ok(s) => panic!("{what}: {s:?}, PyTorch refuses"),
+        };
+        for mode in [PadMode::Reflect, PadMode::Replicate] {
+            err("pad (-3, 0, 1, 1)", x.pad(&[-3, 0, 1, 1], mode).map(|t| t.shape().to_vec()));
+            err("pad (1, 1, -2, 0)", x.pad(&[1, 1, -2, 0], mode).map(|t| t.shape().to_vec()));
+        }
+        for (dtype, ok, bad) in [(DType::U8, 255.999, 256.0), (DType::I8, 127.5, 128.0), (DType::I8, -128.0, -128.5), (DType::I32, 2147483647.5, 2147483648.0)] {
+            let t = u8s.to(dtype).unwrap();
+            let got = read(&t.pad(&[1, 0], PadMode::Constant(ok)).unwrap().to(DType::F32).unwrap());
+            assert_eq!(got, vec![ok.trunc() as f32, 1.0, 1.0], "{dtype} fill {ok}");
+            err("pad fill", t.pad(&[1, 0], PadMode::Constant(bad)).map(|t| t.shape().to_vec()));
+        }
+        err("group_norm C 0", group_norm(&make(&[2, 0, 3], DType::F32), 2, None, None, 1e-5).map(|t| t.shape().to_vec()));
+        err("group_norm HW 0", group_norm(&make(&[2, 4, 0], DType::F32), 2, None, None, 1e-5).map(|t| t.shape().to_vec()));
+        assert_eq!(group_norm(&make(&[0, 4, 3], DType::F32), 2, None, None, 1e-5).unwrap().shape(), &[0, 4, 3]);
+        let x32 = make(&[2, 3, 4], DType::F32);
+        let x16 = make(&[2, 3, 4], DType::F16);
+        let p = |d| make(&[3], d).add(1.0).unwrap();
+        err("batch_norm f32 with f16 stats", batch_norm(&x32, &p(DType::F16), &p(DType::F16), None, None, 1e-5).map(|t| t.shape().to_vec()));
+        err("batch_norm f16 with bf16 stats", batch_norm(&x16, &p(DType::BF16), &p(DType::BF16), None, None, 1e-5).map(|t| t.shape().to_vec()));
+        err("batch_norm f16 stats, f32 weight", batch_norm(&x16, &p(DType::F16), &p(DType::F16), Some(&p(DType::F32)), None, 1e-5).map(|t| t.shape().to_vec()));
+        assert_eq!(batch_norm(&x16, &p(DType::F32), &p(DType::F32), Some(&p(DType::F32)), None, 1e-5).unwrap().dtype(), DType::F16);
+        err("cat", cat(&[empty, a, b], 0).map(|t| t.shape().to_vec()));
+        errs
+    }
+    let host = |s: &[usize], d: DType| HostTensor::zeros(s, d, MemoryFormat::Contiguous).unwrap();
+    let x = HostTensor::from_vec((0..6).map(|i| i as f32).collect(), &[1, 2, 3]).unwrap();
+    let u8s = HostTensor::from_vec(vec![1u8, 1], &[2]).unwrap();
+    let args = |t: &dyn Fn(&HostTensor) -> HostTensor| (t(&x), t(&host(&[0], DType::F32)), t(&host(&[2, 3], DType::F32)), t(&host(&[2, 4], DType::F32)), t(&u8s));
+    let (hx, he, ha, hb, hu) = args(&|t| t.clone());
+    let errs = checks(&hx, &he, &ha, &hb, &hu, &|s, d| host(s, d), &|t| t.to_vec::<f32>().unwrap());
+    assert!(errs.last().unwrap().contains("tensor 2 has shape [2, 4], tensor 1 [2, 3]"), "{errs:?}");
+    for ctx in contexts() {
+        let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
+        let (dx, de, da, db, du) = args(&|t| t.clone());
+        let got = checks(&up(&dx), &up(&de), &up(&da), &up(&db), &up(&du), &|s, d| up(&host(s, d)), &|t| t.download().unwrap().to_vec::<f32>().unwrap());
+        assert_eq!(got.len(), errs.len(), "{}", name(ctx));
+        assert!(got.last().unwrap().contains("tensor 2 has shape [2, 4], tensor 1 [2, 3]"), "{}: {got:?}", name(ctx));
     }
 }
 

@@ -87,7 +87,9 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     };
     let args: Vec<PromoteArg> = tensors.iter().map(|t| PromoteArg::Tensor(t.dtype(), t.rank().max(1))).collect();
     let dtype = result_type(OP, &args)?;
-    let parts: Vec<&T> = tensors.iter().copied().filter(|t| !(t.rank() == 1 && t.numel() == 0)).collect();
+    // With their places in the caller's list, which errors name (PyTorch's tensor numbers).
+    let numbered: Vec<(usize, &T)> = tensors.iter().copied().enumerate().filter(|(_, t)| !(t.rank() == 1 && t.numel() == 0)).collect();
+    let parts: Vec<&T> = numbered.iter().map(|&(_, t)| t).collect();
     let Some(reference) = parts.first() else {
         return first.new_tensor(OP, &[0], dtype, MemoryFormat::Contiguous);
     };
@@ -98,10 +100,10 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
     let d = wrap_dim(OP, dim, rank, false)?;
     let mut shape = reference.shape().to_vec();
     shape[d] = 0;
-    for (i, t) in parts.iter().enumerate() {
+    for &(i, t) in &numbered {
         let s = t.shape();
         if s.len() != rank || s.iter().zip(reference.shape()).enumerate().any(|(k, (a, b))| k != d && a != b) {
-            return Err(Error::invalid(OP, format!("sizes of tensors must match except in dim {d}: tensor {i} has shape {s:?}, tensor 0 {:?}", reference.shape())));
+            return Err(Error::invalid(OP, format!("sizes of tensors must match except in dim {d}: tensor {i} has shape {s:?}, tensor {} {:?}", numbered[0].0, reference.shape())));
         }
         shape[d] = shape[d].checked_add(s[d]).ok_or_else(|| {
             let shapes: Vec<&[usize]> = parts.iter().map(|t| t.shape()).collect();
@@ -315,10 +317,10 @@ pub trait ShapeOps: Elementwise + Pool2d {
                 })));
             }
         }
-        // Reflect and replicate: PyTorch's "input is too small" where every padded dim's result
-        // is empty (one of them may be, in 2-d and 3-d padding).
-        if matches!(mode, PadMode::Reflect | PadMode::Replicate) && pairs.iter().all(|&(d, _, _)| shape[d] == 0) {
-            return Err(Error::invalid(OP, format!("{mode:?} pads {pad:?} of shape {:?}: the input is too small, every padded size is 0", self.shape())));
+        // Reflect and replicate: PyTorch 2.15's "must be >= 1 in every dimension" where any
+        // padded dim's result is empty.
+        if matches!(mode, PadMode::Reflect | PadMode::Replicate) && pairs.iter().any(|&(d, _, _)| shape[d] == 0) {
+            return Err(Error::invalid(OP, format!("{mode:?} pads {pad:?} of shape {:?}: the calculated output {shape:?} must be >= 1 in every padded dimension", self.shape())));
         }
         // Circular, after every pad was checked: PyTorch wraps within the cropped part by copying
         // from its own output, which reads memory it never wrote where a pad passes that part's
@@ -656,7 +658,8 @@ fn result_fits(op: &'static str, shape: &[usize], dtype: DType, what: impl FnOnc
 
 /// Whether a constant pad's fill `value` converts to `dtype` (PyTorch's `checked_convert` in
 /// `fill_`): a value outside the type's range (a finite one past its largest; for integers also
-/// a NaN or an infinity) is an error.
+/// a NaN or an infinity, and one from the largest + 1 on: 255.5 truncates to uint8's 255, as
+/// PyTorch 2.15's) is an error.
 pub(crate) fn fill_fits(value: f64, dtype: DType) -> Result<()> {
     let (lo, hi) = match dtype {
         DType::F32 => (f32::MIN as f64, f32::MAX as f64),
@@ -667,7 +670,7 @@ pub(crate) fn fill_fits(value: f64, dtype: DType) -> Result<()> {
         DType::I8 => (i8::MIN as f64, i8::MAX as f64),
         DType::U8 => (0.0, u8::MAX as f64),
     };
-    let fits = if dtype.is_float() { !value.is_finite() || (lo..=hi).contains(&value) } else { (lo..=hi).contains(&value) };
+    let fits = if dtype.is_float() { !value.is_finite() || (lo..=hi).contains(&value) } else { value >= lo && value < hi + 1.0 };
     if !fits {
         return Err(Error::invalid("pad", format!("value {value:?} cannot be converted to type {dtype} without overflow")));
     }
