@@ -216,7 +216,7 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// circular pad the last 1-3 dims of a tensor with one or two more dims (reflect: pads
     /// below the size; circular: at most the size). Negative pads crop there too, as PyTorch's
     /// index rules: reflect and replicate map output j to input j - left reflected or clamped
-    /// within the whole input (every padded size 0 is an error); circular crops first and wraps
+    /// within the whole input (any padded size 0 is an error); circular crops first and wraps
     /// within what is left (a pad past that, where PyTorch reads memory it never wrote, is
     /// [`Error::Unsupported`]). Reflect and replicate need every dim but a batch (the first of
     /// k + 2) non-empty. The result keeps the input's memory format, but circular's is
