@@ -748,6 +748,34 @@ fn losing_the_device_before_or_while_tuning_is_device_lost() {
     }
 }
 
+/// `copy_` between disjoint views of a caller's buffer without `COPY_SRC` (from_buffer needs
+/// only `STORAGE`) copies, on every copy path and type pair (it was Unsupported: the source
+/// was read from a buffer copy of the whole buffer).
+#[test]
+fn copies_within_a_callers_buffer_need_no_copy_src() {
+    for ctx in contexts() {
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let buffer = ctx.device().create_buffer(&wgpu::BufferDescriptor { label: Some("caller's"), size: 4 * 64, usage, mapped_at_creation: false });
+        let vals: Vec<f32> = (0..64).map(|i| i as f32 * 0.5 - 3.0).collect();
+        ctx.queue().write_buffer(&buffer, 0, &vals.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+        let t = DeviceTensor::from_buffer(ctx, buffer, DType::F32, Layout::contiguous(&[8, 8]).unwrap()).unwrap();
+        let want = HostTensor::from_vec(vals.clone(), &[8, 8]).unwrap();
+        for path in [CopyPath::Auto, CopyPath::Vec4 { wg: 64, wpt: 1 }] {
+            // Rows 0..2 from rows 4..6, then restored.
+            let (dst, src) = (t.narrow(0, 0, 2).unwrap(), t.narrow(0, 4, 2).unwrap());
+            let r = dst.copy_with(&src, path);
+            assert!(r.is_ok(), "{} {path:?}: {r:?}", name(ctx));
+            let copy = DeviceTensor::zeros(ctx, &[8, 8], DType::F32, MemoryFormat::Contiguous).unwrap();
+            copy.copy_(&t).unwrap();
+            let got = copy.download().unwrap().to_vec::<f32>().unwrap();
+            let mut expect = vals.clone();
+            expect.copy_within(32..48, 0);
+            assert_eq!(got, expect, "{} {path:?}", name(ctx));
+            dst.copy_(&want.narrow(0, 0, 2).unwrap().contiguous(MemoryFormat::Contiguous).map(|h| DeviceTensor::upload(ctx, &h).unwrap()).unwrap()).unwrap();
+        }
+    }
+}
+
 #[test]
 fn a_buffer_of_another_device_is_refused_by_from_buffer() {
     let _serial = one_at_a_time();

@@ -92,6 +92,17 @@ impl Batch<'_> {
             let src = src.broadcast_to(dst.shape())?;
             return self.elementwise(Op::To(dst.dtype()), &[Input::Tensor(&src)], Target::Out(dst)).map(drop);
         }
+        if same {
+            // Disjoint views of one buffer: the source is read from a copy. A copy of the view
+            // alone (a dispatch into a contiguous temporary) unless the whole buffer can be
+            // copied for little more than the view's bytes (`read_copy` below, which needs
+            // COPY_SRC): a few elements of a large caller's buffer cost a few bytes.
+            let span = src.layout().span().map_or(0, |(lo, hi)| (hi - lo + 1) as u64 * src.dtype().size() as u64);
+            if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) || src.buffer().size() > 2 * span + (1 << 20) {
+                let tmp = self.copied(OP, src, src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
+                return self.record_copy(dst, &tmp, path);
+            }
+        }
         let ctx = self.context().clone();
         let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
         if path == CopyPath::BufferCopy && !buffer_copy {
