@@ -118,7 +118,8 @@ impl DeviceTensor {
 
     /// Wraps a buffer the caller owns, without copying, as a tensor of `dtype` seen through
     /// `layout`. The buffer needs `STORAGE` usage (`COPY_SRC` and `COPY_DST` let the crate use
-    /// buffer copies too), a size that is a multiple of 4 bytes, and must hold every element the
+    /// buffer copies too; a reduction, product or convolution whose operand shares its output's
+    /// buffer reads a buffer copy of it, which needs `COPY_SRC`, as a download does), a size that is a multiple of 4 bytes, and must hold every element the
     /// layout reaches; it must belong to `ctx`'s device. It is never returned to the crate's
     /// pool: dropping the tensor drops only this handle. The crate's cache of bind groups
     /// (up to 1024 groups, emptied by [`GpuContext::trim_pool`]) may hold the buffer after the
