@@ -5,7 +5,9 @@
 //! kernels (`shaders/preludes/cast.wgsl`), so device results equal the CPU reference on every adapter:
 //!
 //! * float to float: round to nearest even; NaN payloads kept in their top bits, quieted on
-//!   narrowing.
+//!   narrowing (PyTorch's NaN bits differ and are not one rule: its CPU gives float32 NaN
+//!   `0x7fa02000` as bfloat16 `0xffff` and quiets a widened float16 NaN in one way or another
+//!   by the tensor's size; any NaN stays a NaN here, as there).
 //! * int to int: sign-extended (i8, i32) or zero-extended (u8, u32) to 32 bits, then the
 //!   target's low bits kept (two's complement wrap-around, as PyTorch: u8 242 -> i8 -14).
 //! * int to float: to f32 rounding to nearest even, then (f16, bf16) narrowed from that f32,

@@ -36,7 +36,7 @@ pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType,
     if dst.has_internal_overlap() {
         return Err(Error::Overlap {
             op: "copy_",
-            detail: format!("destination of shape {:?} and strides {:?} reaches some element twice", dst.shape(), dst.strides()),
+            detail: format!("destination of shape {:?} and strides {:?} reaches some element twice (or, over a span past {} elements, this could not be ruled out)", dst.shape(), dst.strides(), crate::layout::overlap::EXACT_CHECK_LIMIT),
         });
     }
     if same_storage {
@@ -51,13 +51,14 @@ pub(crate) fn check_copy(dst: &Layout, dst_t: DType, src: &Layout, src_t: DType,
                 return Err(Error::Overlap {
                     op: "copy_",
                     detail: format!(
-                        "destination (shape {:?}, strides {:?}, offset {}) partially overlaps its source (shape {:?}, strides {:?}, offset {})",
+                        "destination (shape {:?}, strides {:?}, offset {}) partially overlaps its source (shape {:?}, strides {:?}, offset {}), or this could not be ruled out (views of other strides sharing a span past {} elements are not checked element by element)",
                         dst.shape(),
                         dst.strides(),
                         dst.offset(),
                         src.shape(),
                         src.strides(),
-                        src.offset()
+                        src.offset(),
+                        crate::layout::overlap::EXACT_CHECK_LIMIT
                     ),
                 })
             }

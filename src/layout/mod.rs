@@ -28,7 +28,7 @@
 
 mod format;
 pub(crate) mod ops;
-mod overlap;
+pub(crate) mod overlap;
 mod reshape;
 
 pub use format::MemoryFormat;
