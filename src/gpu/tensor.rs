@@ -246,6 +246,7 @@ impl DeviceTensor {
 
     async fn download_with(&self, drive: Drive) -> Result<HostTensor> {
         let n = self.numel().checked_mul(self.dtype().size()).ok_or_else(|| Error::overflow("download", format!("the byte size of a view of shape {:?}", self.shape())))?;
+        // Before the host's memory is taken (the staging's exact size: `download_bytes`).
         let max = self.context().adapter().max_buffer_size;
         if n as u64 > max {
             return Err(Error::Limit { op: "download", what: format!("staging a view of shape {:?} ({} {})", self.shape(), self.numel(), self.dtype()), limit: "max_buffer_size", requested: n as u64, max });
@@ -290,8 +291,17 @@ impl DeviceTensor {
         }
         // One recording: the view made dense (when it is not, or its buffer cannot be copied
         // from), then copied to a staging buffer that is mapped once the work is done.
+        let in_place = self.is_contiguous() && self.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC);
+        // The staging buffer: the view's bytes widened to whole words.
+        let es = self.dtype().size() as u64;
+        let start = if in_place { self.layout.offset() as u64 * es } else { 0 };
+        let (lo, hi) = (start / 4 * 4, (start + out.len() as u64).div_ceil(4) * 4);
+        let max = rt.report.max_buffer_size;
+        if hi - lo > max {
+            return Err(Error::Limit { op: OP, what: format!("staging a view of shape {:?} ({} {}, {} bytes in whole words)", self.shape(), self.numel(), self.dtype(), hi - lo), limit: "max_buffer_size", requested: hi - lo, max });
+        }
         let mut enc = rt.scoped(OP, || Ok(rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("download") })))?;
-        let dense = if self.is_contiguous() && self.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) {
+        let dense = if in_place {
             self.clone()
         } else {
             let d = DeviceTensor::empty_for(OP, ctx, self.shape(), self.dtype(), MemoryFormat::Contiguous)?;
@@ -300,9 +310,7 @@ impl DeviceTensor {
             b.end()?;
             d
         };
-        let es = self.dtype().size() as u64;
-        let start = dense.layout.offset() as u64 * es;
-        let (lo, hi) = (start / 4 * 4, (start + out.len() as u64).div_ceil(4) * 4);
+        debug_assert_eq!(start, dense.layout.offset() as u64 * es);
         // The guard unmaps the staging buffer however this future ends (finished, failed or
         // dropped), and the recording holds it until its work is done: it returns to the pool
         // unmapped and unused.
