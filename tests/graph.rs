@@ -597,6 +597,29 @@ fn held_back_calls_on_a_lost_device_and_from_two_threads() {
     }
 }
 
+/// A batch finished inside a capture is an error (a command buffer would run outside the
+/// graph), and its work is captured all the same: the tensor it returned is written at every
+/// replay (it was discarded with the batch).
+#[test]
+fn a_batch_finished_inside_a_capture_is_captured() {
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(64, 61), &[64]).unwrap();
+        let graph = ctx
+            .capture(&[&x], || {
+                let mut b = ctx.batch();
+                let y = b.mul(&x, 2.0)?;
+                let r = b.finish().map(drop);
+                assert!(matches!(&r, Err(Error::InvalidArgument { op: "finish", .. })), "{}: {r:?}", name(ctx));
+                Ok::<_, Error>(y)
+            })
+            .unwrap();
+        let fresh = DeviceTensor::from_slice(ctx, &vals(64, 7), &[64]).unwrap();
+        graph.replay_and_wait(&[&fresh]).unwrap();
+        let want: Vec<f32> = vals(64, 7).iter().map(|v| v * 2.0).collect();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+    }
+}
+
 /// A device the crate opened reports its loss to the crate (wgpu's device-lost callback): the
 /// next call fails with that report, without polling or probing the device first (natively a
 /// poll of a lost device panics inside wgpu; on WebGPU no probe learns a loss).

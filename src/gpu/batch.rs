@@ -158,11 +158,18 @@ impl Batch<'_> {
     /// own, in one submission). What the batch holds is released when that command buffer's
     /// work has finished. Eager calls held back ([`crate::advanced::SubmitPolicy::Deferred`]) are
     /// submitted first, so that they run before it. An error for a batch recording into the
-    /// caller's encoder, and while this thread captures a graph ([`GpuContext::capture`]:
-    /// submit the batch to capture it).
+    /// caller's encoder, and while this thread captures a graph ([`GpuContext::capture`]: a
+    /// command buffer would run outside the graph; the batch's work is captured all the same,
+    /// as [`Batch::submit`] captures it, so that the tensors it returned are written at every
+    /// replay).
     pub fn finish(mut self) -> Result<wgpu::CommandBuffer> {
         if self.ctx.rt.capturing_here() {
-            return Err(Error::invalid("finish", "this thread is capturing a graph: submit the batch to capture its work (a finished command buffer would run outside the graph)"));
+            let captured = match self.enc {
+                Some(Encoder::Owned) => self.submit_as("finish").map(drop),
+                _ => Ok(()),
+            };
+            captured?;
+            return Err(Error::invalid("finish", "this thread is capturing a graph: a finished command buffer would run outside it (the batch's work was captured, as `submit` captures it: submit the batch)"));
         }
         match self.enc.take() {
             Some(Encoder::Owned) => {
