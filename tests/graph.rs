@@ -620,6 +620,21 @@ fn a_batch_finished_inside_a_capture_is_captured() {
     }
 }
 
+/// A replay's input that overlaps its own graph input in another layout (the same buffer one
+/// element on) is read before it is written (it was refused as a partial overlap).
+#[test]
+fn a_replay_input_overlapping_its_own_graph_input() {
+    for ctx in contexts() {
+        let all = DeviceTensor::from_slice(ctx, &vals(65, 61), &[65]).unwrap();
+        let x = all.narrow(0, 0, 64).unwrap();
+        let graph = ctx.capture(&[&x], || x.mul(2.0)).unwrap();
+        let shifted = all.narrow(0, 1, 64).unwrap();
+        graph.replay_and_wait(&[&shifted]).unwrap();
+        let want: Vec<f32> = vals(65, 61)[1..].iter().map(|v| v * 2.0).collect();
+        assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+    }
+}
+
 /// A device the crate opened reports its loss to the crate (wgpu's device-lost callback): the
 /// next call fails with that report, without polling or probing the device first (natively a
 /// poll of a lost device panics inside wgpu; on WebGPU no probe learns a loss).

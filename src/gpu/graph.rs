@@ -280,7 +280,9 @@ impl Batch<'_> {
     fn copy_inputs<T>(&mut self, graph: &Graph<T>, inputs: &[&DeviceTensor]) -> Result<()> {
         let mut sources = Vec::with_capacity(inputs.len());
         for (i, &src) in inputs.iter().enumerate() {
-            let aliased = graph.inputs.iter().enumerate().any(|(j, dst)| j != i && dst.shares_storage(src));
+            // A source that shares the storage of a graph input other than the one it is copied
+            // into, or of that one in another layout (a partial overlap), is read first.
+            let aliased = graph.inputs.iter().enumerate().any(|(j, dst)| dst.shares_storage(src) && (j != i || dst.layout() != src.layout()));
             sources.push(if aliased { self.copied("replay", src, src.dtype(), crate::layout::MemoryFormat::Contiguous)? } else { src.clone() });
         }
         for (dst, src) in graph.inputs.iter().zip(&sources) {
