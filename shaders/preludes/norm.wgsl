@@ -106,8 +106,9 @@ var<private> norm_scale: f32 = 1.0;
 // while the terms and the sum's compensations stay normal (values above about 2^(k - 102)), so
 // `(sum / n) / scale` has the bits of the unscaled sum's mean there (rows of tiny values may
 // differ in their last bits, or flush to 0 on a GPU that flushes subnormals), and is finite
-// where the unscaled sum overflowed (PyTorch's mean of finite values is finite: a row of 1024
-// values of 1e36 has mean 1e36, where an f32 sum is inf).
+// where the unscaled sum overflowed (a row of 1024 values of 1e36 has mean 1e36, where an f32
+// sum is inf: as a running (Welford) mean, PyTorch's CUDA kernels' way, keeps it; its CPU
+// kernels' f32 sum gives inf and the row NaN).
 fn sum_scale() -> f32 {
     let n = norm_u[pz()].geo.y;
     let k = 32u - countLeadingZeros(max(n, 1u) - 1u);
