@@ -15,11 +15,21 @@ use crate::shape::{NormCall, NormKind, ShapeOps};
 use crate::strided::Strided;
 
 
-/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\]. With the
-/// `input`'s type, PyTorch 2.15's rule for its parameters: all of one type, the input's or
-/// float32 beside a 16-bit input ("mixed dtype (CPU): expect parameter to have scalar type of
-/// Float").
-fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64, input: Option<DType>) -> Result<(T, T)> {
+/// PyTorch 2.15's rule for a batch norm's parameters: all of one type, the input's (`dtype`)
+/// or float32 beside a 16-bit input ("mixed dtype (CPU): expect parameter to have scalar type
+/// of Float").
+fn check_parameter_types(op: &'static str, dtype: DType, given: &[(&str, DType)]) -> Result<()> {
+    let first = given[0].1;
+    let fits = (first == dtype || (first == DType::F32 && matches!(dtype, DType::F16 | DType::BF16))) && given.iter().all(|&(_, d)| d == first);
+    if !fits {
+        let got = given.iter().map(|(w, d)| format!("{w} {d}")).collect::<Vec<_>>().join(", ");
+        return Err(Error::DType { op, got: format!("parameters of types ({got}) with a {dtype} input"), expected: format!("parameters all {dtype}, or all float32 beside a 16-bit input") });
+    }
+    Ok(())
+}
+
+/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
+fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     for (what, t) in [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)] {
         if let Some(t) = t {
             if t.shape() != [c] {
@@ -28,15 +38,6 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
             if !t.dtype().is_float() {
                 return Err(Error::unsupported(op, format!("{what} of type {} (float types are served)", t.dtype())));
             }
-        }
-    }
-    if let Some(dtype) = input {
-        let given: Vec<(&str, DType)> = [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)].into_iter().filter_map(|(w, t)| t.map(|t| (w, t.dtype()))).collect();
-        let first = given[0].1;
-        let fits = (first == dtype || (first == DType::F32 && matches!(dtype, DType::F16 | DType::BF16))) && given.iter().all(|&(_, d)| d == first);
-        if !fits {
-            let got = given.iter().map(|(w, d)| format!("{w} {d}")).collect::<Vec<_>>().join(", ");
-            return Err(Error::DType { op, got: format!("parameters of types ({got}) with a {dtype} input"), expected: format!("parameters all {dtype}, or all float32 beside a 16-bit input") });
         }
     }
     check_eps(op, eps)?;
@@ -77,7 +78,12 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
         return Err(Error::unsupported(OP, format!("input of type {} (float types are served)", x.dtype())));
     }
     let c = x.shape()[1];
-    let (scale, shift) = scale_shift(OP, c, running_mean, running_var, weight, bias, eps, Some(x.dtype()))?;
+    let given: Vec<(&str, DType)> = [("running_mean", Some(running_mean)), ("running_var", Some(running_var)), ("weight", weight), ("bias", bias)].into_iter().filter_map(|(w, t)| t.map(|t| (w, t.dtype()))).collect();
+    // Before anything runs (a parameter that is no float is scale_shift's error).
+    if given.iter().all(|(_, d)| d.is_float()) {
+        check_parameter_types(OP, x.dtype(), &given)?;
+    }
+    let (scale, shift) = scale_shift(OP, c, running_mean, running_var, weight, bias, eps)?;
     // [C] seen as [1, C, 1, ...] broadcasts over the input.
     let mut view = vec![1isize; x.rank()];
     view[1] = c as isize;
@@ -108,7 +114,7 @@ pub fn fold_batch_norm<T: ShapeOps>(weight: &T, bias: Option<&T>, running_mean: 
             return Err(Error::invalid(OP, format!("bias of shape {:?} and type {}: expected a float [{k}]", b.shape(), b.dtype())));
         }
     }
-    let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps, None)?;
+    let (scale, shift) = scale_shift(OP, k, running_mean, running_var, bn_weight, bn_bias, eps)?;
     let mut view = vec![1isize; weight.rank()];
     view[0] = k as isize;
     let format = weight.layout().suggest_memory_format();

@@ -1574,7 +1574,8 @@ fn unbatched_empty_channels_follow_pytorch_checks() {
         })
     }
     // (input, op, PyTorch's output shape or the message's shape)
-    let cases: [(&[usize], usize, Result<&[usize], &str>); 11] = [
+    type Case<'a> = (&'a [usize], usize, Result<&'a [usize], &'a str>);
+    let cases: [Case; 11] = [
         (&[0, 4, 4], 0, Ok(&[0, 2, 2])),
         (&[0, 4, 4], 1, Ok(&[0, 2, 2])),
         (&[0, 4, 4], 2, Ok(&[0, 2, 2])),

@@ -45,7 +45,19 @@ pub(crate) struct Capture {
     deferred: Mutex<Option<Error>>,
     /// On the GL backend, one thread at a time does this crate's device work (see `gl_turn`).
     gl_turn: Option<Arc<Mutex<()>>>,
+    /// How many errors scopes reported after their call had returned (WebGPU; 0 natively,
+    /// where every scope settles in its call). Handles made before one may be invalid (a
+    /// buffer whose creation ran out of memory, a pipeline that failed): the buffer pool, the
+    /// pipeline cache and the bind groups drop what they kept from before it ([`Capture::epoch`]).
+    epoch: Arc<std::sync::atomic::AtomicU64>,
+    /// The pending list's length at which [`Capture::drain`] polls it next: twice what the
+    /// last drain left (a synchronous stretch of calls, whose scopes a browser settles only
+    /// when its event loop runs, polls each pending result O(1) times, not once a call).
+    drain_at: std::sync::atomic::AtomicUsize,
 }
+
+/// The pending scope results at which a drain first polls them.
+const FIRST_DRAIN: usize = 8;
 
 thread_local! {
     /// The error state whose scopes this thread has open (its address; 0: none).
@@ -72,7 +84,24 @@ pub(crate) fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
 
 impl Capture {
     pub fn new(gl: bool) -> Capture {
-        Capture { lost: Arc::new(Mutex::new(None)), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Arc::new(Mutex::new(()))) }
+        Capture { lost: Arc::new(Mutex::new(None)), pending: Mutex::new(Vec::new()), deferred: Mutex::new(None), gl_turn: gl.then(|| Arc::new(Mutex::new(()))), epoch: Default::default(), drain_at: FIRST_DRAIN.into() }
+    }
+
+    /// The count of errors met after their call returned (see the field): what the buffer
+    /// pool, the pipeline cache and the bind groups compare with the count their handles were
+    /// kept at.
+    pub fn epoch(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.epoch.clone()
+    }
+
+    /// [`Capture::epoch`]'s count now.
+    pub fn epoch_now(&self) -> u64 {
+        self.epoch.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Counts an error met after its call returned.
+    pub(crate) fn late_error(&self) {
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Runs `f` inside validation, out-of-memory and internal error scopes and returns what
@@ -123,7 +152,11 @@ impl Capture {
     /// first error among them for the next [`Capture::settle`] (so that they do not pile up
     /// where nothing awaits, as when the host submits the crate's recordings).
     fn drain(&self) {
+        use std::sync::atomic::Ordering;
         let mut pending = lock(&self.pending);
+        if pending.len() < self.drain_at.load(Ordering::Relaxed) {
+            return;
+        }
         let mut found = None;
         pending.retain_mut(|(op, fut)| match poll_once(fut.as_mut()) {
             Poll::Pending => true,
@@ -133,7 +166,9 @@ impl Capture {
                 false
             }
         });
+        self.drain_at.store((2 * pending.len()).max(FIRST_DRAIN), Ordering::Relaxed);
         if let Some(e) = found {
+            self.late_error();
             lock(&self.deferred).get_or_insert(e);
         }
     }
@@ -169,6 +204,7 @@ impl Capture {
             }
         }
         let left = std::mem::take(&mut *lock(&self.pending)).into();
+        self.drain_at.store(FIRST_DRAIN, std::sync::atomic::Ordering::Relaxed);
         let first = lock(&self.deferred).take();
         let mut rest = Rest { cap: self, left, first };
         while let Some((op, fut)) = rest.left.front_mut() {
@@ -177,6 +213,7 @@ impl Capture {
             let r = fut.as_mut().await;
             rest.left.pop_front();
             if let Some(e) = r {
+                self.late_error();
                 rest.first.get_or_insert(Error::Gpu { op, message: describe(&e) });
             }
         }

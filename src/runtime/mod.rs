@@ -182,7 +182,13 @@ pub(crate) struct Runtime {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub report: AdapterReport,
-    pipelines: Mutex<fxhash::FxHashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
+    /// Compiled pipelines, each with the late-error count it was compiled at (one that
+    /// failed is reported late on WebGPU: a pipeline from before a late error is compiled
+    /// again, `errors::Capture::epoch`).
+    pipelines: Mutex<fxhash::FxHashMap<PipelineKey, (Arc<wgpu::ComputePipeline>, u64)>>,
+    /// The late-error count the bind groups were cached at (they are dropped where it moved:
+    /// one may bind a buffer whose creation failed).
+    bind_epoch: std::sync::atomic::AtomicU64,
     layouts: Mutex<fxhash::FxHashMap<&'static [Slot], Arc<wgpu::BindGroupLayout>>>,
     /// Bind groups by what they bind (`bind`).
     pub bind_groups: Mutex<bind::BindGroups>,
@@ -299,7 +305,8 @@ impl Runtime {
             pipelines: Mutex::new(fxhash::FxHashMap::default()),
             layouts: Mutex::new(fxhash::FxHashMap::default()),
             bind_groups: Mutex::new(bind::BindGroups::default()),
-            pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock()))),
+            bind_epoch: Default::default(),
+            pool: Arc::new(Mutex::new(BufferPool::new(errors.gl_lock(), errors.epoch()))),
             errors,
             counters: record::Counters::default(),
             watch: Arc::default(),
@@ -518,7 +525,8 @@ impl Runtime {
 
     /// The pipeline for `key`, compiled once per runtime from `source` with the layout `slots`.
     pub fn pipeline(&self, key: &PipelineKey, slots: &'static [Slot], source: impl FnOnce() -> Option<String>) -> Result<Arc<wgpu::ComputePipeline>> {
-        if let Some(p) = lock(&self.pipelines).get(key) {
+        let epoch = self.errors.epoch_now();
+        if let Some((p, _)) = lock(&self.pipelines).get(key).filter(|(_, at)| *at == epoch) {
             return Ok(p.clone());
         }
         let bgl = self.bind_group_layout(slots)?;
@@ -546,7 +554,7 @@ impl Runtime {
         })?;
         log.finish(self.report.backend, key);
         let p = Arc::new(pipeline);
-        lock(&self.pipelines).insert(key.clone(), p.clone());
+        lock(&self.pipelines).insert(key.clone(), (p.clone(), epoch));
         Ok(p)
     }
 
@@ -555,6 +563,10 @@ impl Runtime {
     /// inside `scoped`.
     pub fn bind_group(&self, slots: &'static [Slot], bgl: &wgpu::BindGroupLayout, label: &'static str, windows: &[(&wgpu::Buffer, u64, u64)]) -> wgpu::BindGroup {
         let key = (slots.as_ptr() as usize, slots.len());
+        let epoch = self.errors.epoch_now();
+        if self.bind_epoch.swap(epoch, std::sync::atomic::Ordering::SeqCst) != epoch {
+            lock(&self.bind_groups).clear();
+        }
         if let Some(g) = lock(&self.bind_groups).get(key, windows) {
             return g;
         }

@@ -7,6 +7,7 @@
 //! (recordings hold their operands until then, see `runtime::record::Keep`). Idle buffers beyond
 //! the pool's cap are destroyed; [`BufferPool::trim`] destroys all idle ones.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
@@ -43,6 +44,12 @@ pub(crate) struct BufferPool {
     cap: u64,
     /// The runtime's GL turn (GL backend only): destroying a buffer reaches the GL context.
     gl: Option<Arc<Mutex<()>>>,
+    /// The count of errors met after their call returned ([`crate::runtime::errors::Capture::epoch`]),
+    /// and the count the idle buffers were kept at: a buffer lent or kept before a later
+    /// error may be the invalid handle of a creation that failed (WebGPU reports it late), so
+    /// none made before is kept or handed out again.
+    epoch: Arc<AtomicU64>,
+    seen: u64,
 }
 
 /// Destroys `buffers` in the GL turn, outside the pool's lock (the turn is taken before the
@@ -58,8 +65,19 @@ pub(crate) fn destroy(gl: &Option<Arc<Mutex<()>>>, buffers: Vec<wgpu::Buffer>) {
 }
 
 impl BufferPool {
-    pub(crate) fn new(gl: Option<Arc<Mutex<()>>>) -> BufferPool {
-        BufferPool { free: Default::default(), owned: Default::default(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl }
+    pub(crate) fn new(gl: Option<Arc<Mutex<()>>>, epoch: Arc<AtomicU64>) -> BufferPool {
+        let seen = epoch.load(Ordering::SeqCst);
+        BufferPool { free: Default::default(), owned: Default::default(), bytes: 0, cap: DEFAULT_POOL_BYTES, gl, epoch, seen }
+    }
+    /// The error count now; where it moved since the idle buffers were kept, they are taken
+    /// out for destruction (returned).
+    fn refresh(&mut self) -> (u64, Vec<wgpu::Buffer>) {
+        let now = self.epoch.load(Ordering::SeqCst);
+        if now == self.seen {
+            return (now, Vec::new());
+        }
+        self.seen = now;
+        (now, self.trim().1)
     }
     /// The GL turn's mutex.
     pub(crate) fn gl(&self) -> Option<Arc<Mutex<()>>> {
@@ -110,10 +128,12 @@ impl BufferPool {
     }
 }
 
-/// A buffer on loan from the pool; it goes back when dropped.
+/// A buffer on loan from the pool; it goes back when dropped (unless an error was met late
+/// since it was lent: then it is destroyed).
 pub(crate) struct Pooled {
     buffer: wgpu::Buffer,
     pool: Arc<Mutex<BufferPool>>,
+    born: u64,
 }
 
 impl Pooled {
@@ -127,7 +147,12 @@ impl Pooled {
     /// pool, where every later request of its class and usage would get it.
     pub(crate) fn get(pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64, create: impl FnOnce(u64) -> Result<wgpu::Buffer>) -> Option<Result<Pooled>> {
         let class = pooled_size(size, max)?;
-        let idle = lock(pool).take(class, usage);
+        let (idle, born, stale, gl) = {
+            let mut p = lock(pool);
+            let (born, stale) = p.refresh();
+            (p.take(class, usage), born, stale, p.gl())
+        };
+        destroy(&gl, stale);
         let buffer = match idle {
             Some(b) => b,
             None => match create(class) {
@@ -138,7 +163,7 @@ impl Pooled {
                 Err(e) => return Some(Err(e)),
             },
         };
-        Some(Ok(Pooled { buffer, pool: pool.clone() }))
+        Some(Ok(Pooled { buffer, pool: pool.clone(), born }))
     }
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
@@ -150,7 +175,12 @@ impl Drop for Pooled {
         // A handle clone: the pool keeps the same GPU buffer.
         let (excess, gl) = {
             let mut pool = lock(&self.pool);
-            (pool.put(self.buffer.clone()), pool.gl())
+            if pool.epoch.load(Ordering::SeqCst) != self.born {
+                pool.owned.remove(&self.buffer);
+                (Some(self.buffer.clone()), pool.gl())
+            } else {
+                (pool.put(self.buffer.clone()), pool.gl())
+            }
         };
         destroy(&gl, excess.into_iter().collect());
     }
@@ -175,6 +205,52 @@ mod tests {
         let fine = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         rt.scoped("test", || rt.buffer("test", 1024, fine).map(drop)).unwrap();
         assert_eq!(crate::runtime::lock::lock(&rt.pool).idle_bytes(), 1024);
+    }
+
+    /// An error met after its call returned (WebGPU settles scopes late: a buffer whose
+    /// creation ran out of memory, a pipeline that failed, were handed out as if valid) drops
+    /// what was kept before it: idle buffers are not handed out again, lent ones do not return
+    /// to the pool, a pipeline is compiled again, the bind groups go.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_late_error_drops_the_buffers_pipelines_and_bind_groups_kept_before_it() {
+        use crate::runtime::lock::lock;
+        let ctx = crate::gpu::noop::noop_context().unwrap();
+        let rt = &ctx.rt;
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let idle = rt.scoped("test", || rt.buffer("test", 1024, usage)).unwrap();
+        let idle_handle = idle.buffer().clone();
+        drop(idle);
+        let lent = rt.scoped("test", || rt.buffer("test", 1024, usage)).unwrap();
+        assert_eq!(lent.buffer(), &idle_handle, "the idle buffer is lent again");
+        let other = rt.scoped("test", || rt.buffer("test", 2048, usage)).unwrap();
+        drop(other);
+        assert_eq!(lock(&rt.pool).idle_bytes(), 2048);
+        let key = crate::runtime::PipelineKey { shader: "test", constants: Vec::new() };
+        let source = || Some("@compute @workgroup_size(1) fn main() {}".to_string());
+        let before = rt.pipeline(&key, &[], source).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&before, &rt.pipeline(&key, &[], source).unwrap()), "the pipeline is cached");
+        const SLOTS: &[crate::runtime::Slot] = &[crate::runtime::Slot::Uniform];
+        let bgl = rt.bind_group_layout(SLOTS).unwrap();
+        let uniform = rt.scoped("test", || rt.buffer("test", 256, wgpu::BufferUsages::UNIFORM)).unwrap();
+        let group = || rt.bind_group(SLOTS, &bgl, "test", &[(uniform.buffer(), 0, 256)]);
+        let first = group();
+        assert_eq!(first, group(), "the bind group is cached");
+        rt.errors.late_error();
+        assert_ne!(first, group(), "the bind group is made again");
+        // Lent before: destroyed on its return, not kept.
+        drop(lent);
+        assert_eq!(lock(&rt.pool).idle_bytes(), 2048);
+        assert!(!lock(&rt.pool).owns(&idle_handle));
+        // Idle before: not handed out again (the next request empties the pool).
+        let fresh = rt.scoped("test", || rt.buffer("test", 2048, usage)).unwrap();
+        assert_eq!(lock(&rt.pool).idle_bytes(), 0);
+        drop(fresh);
+        assert_eq!(lock(&rt.pool).idle_bytes(), 2048, "a buffer made after the error is kept");
+        let after = rt.pipeline(&key, &[], source).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&before, &after), "the pipeline is compiled again");
+        assert!(std::sync::Arc::ptr_eq(&after, &rt.pipeline(&key, &[], source).unwrap()));
+        assert_eq!(rt.pipeline_count(), 1);
     }
 
     #[test]
