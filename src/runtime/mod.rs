@@ -564,7 +564,7 @@ impl Runtime {
     pub fn bind_group(&self, slots: &'static [Slot], bgl: &wgpu::BindGroupLayout, label: &'static str, windows: &[(&wgpu::Buffer, u64, u64)]) -> wgpu::BindGroup {
         let key = (slots.as_ptr() as usize, slots.len());
         let epoch = self.errors.epoch_now();
-        if self.bind_epoch.swap(epoch, std::sync::atomic::Ordering::SeqCst) != epoch {
+        if self.bind_epoch.load(std::sync::atomic::Ordering::SeqCst) != epoch && self.bind_epoch.swap(epoch, std::sync::atomic::Ordering::SeqCst) != epoch {
             lock(&self.bind_groups).clear();
         }
         if let Some(g) = lock(&self.bind_groups).get(key, windows) {
