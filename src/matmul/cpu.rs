@@ -43,7 +43,12 @@ fn gelu(x: f64) -> f64 {
 
 /// Applies an epilogue to one accumulated value: `act(alpha * acc + beta * c)`.
 pub(crate) fn epilogue(acc: f64, c: Option<f64>, alpha: f64, beta: f64, act: Activation) -> f64 {
-    let v = alpha * acc + c.map_or(0.0, |c| beta * c);
+    // Without an addend nothing is added (a 0.0 added would turn a -0.0 product into +0.0,
+    // where the device kernels keep it).
+    let v = match c {
+        Some(c) => alpha * acc + beta * c,
+        None => alpha * acc,
+    };
     match act {
         Activation::None => v,
         // As Op::Relu: NaN stays NaN.
