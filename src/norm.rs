@@ -56,9 +56,10 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// eps=eps)`: `(x - mean) / sqrt(var + eps) * weight + bias` per channel (dim 1) of an
 /// [N, C, ...] float input, computed in f32 (one `addcmul` over the per-channel scale and
 /// shift) and stored in the input's type and memory format. The statistics, `weight` and
-/// `bias` are \[C\] float tensors of the input's kind (host or device). Bad shapes and an
-/// `eps` that is negative or not finite (PyTorch computes with it) are
-/// [`Error::InvalidArgument`] before anything is written.
+/// `bias` are \[C\] float tensors of the input's kind (host or device), all of one type: the
+/// input's, or float32 beside a 16-bit input (PyTorch 2.15's rule; others are
+/// [`Error::DType`]). Bad shapes and an `eps` that is negative or not finite (PyTorch computes
+/// with it) are [`Error::InvalidArgument`] before anything is written.
 ///
 /// ```
 /// use strided_wgpu::HostTensor;

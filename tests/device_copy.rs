@@ -539,6 +539,25 @@ fn to_memory_format_on_the_device_and_tuned_choices() {
     }
 }
 
+/// A transpose whose tuning piece (the first piece of at most 2^22 elements on a CPU adapter,
+/// 2^24 on a GPU) no longer admits the class's kernels is not tuned: HWC -> CHW of a 1080p RGB
+/// image cut its 3 channels to 1, so the narrow kernels (the class's default) were left out of
+/// the race and the winner among the rest was kept for the class.
+#[test]
+fn a_tuning_piece_that_leaves_out_kernels_tunes_nothing() {
+    for shared in contexts() {
+        let ctx = &limited(shared, |l| l);
+        let (h, w) = if ctx.adapter().device_type == wgpu::DeviceType::Cpu { (1080, 1920) } else { (2160, 3840) };
+        let x = DeviceTensor::zeros(ctx, &[h, w, 3], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let dst = DeviceTensor::zeros(ctx, &[3, h, w], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let src = x.permute(&[2, 0, 1]).unwrap();
+        assert!(!ctx.tune_copy(&dst, &src).unwrap(), "{}: measured", name(ctx));
+        assert!(ctx.tuned_choices().is_empty(), "{}: {:?}", name(ctx), ctx.tuned_choices());
+        // The copy runs its class's default.
+        dst.copy_(&src).unwrap();
+    }
+}
+
 #[test]
 fn grids_over_65535_workgroups() {
     // 5M elements, one per invocation, 64 per workgroup: 81,920 workgroups, so a 2-D grid.

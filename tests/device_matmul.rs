@@ -1376,7 +1376,8 @@ fn half_alpha_zero_reads_operands_and_scalars_past_float32() {
         let r = z(&[2, 5]).addmm(&z(&[2, 3]), &z(&[3, 5]), 1.0, f64::INFINITY).map(drop);
         assert!(r.is_ok(), "an infinite alpha is PyTorch's too: {r:?}");
     }
-    // A -0.0 product without an addend (beta 0) keeps its sign on the host as on a device.
+    // A -0.0 product without an addend (beta 0) keeps its sign on the host as on a device
+    // (PyTorch's CPU gives +0.0 in float32 and -0.0 in 16-bit types: no one rule to follow).
     let z = HostTensor::zeros(&[2, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
     let host_bits: Vec<u32> = z.addmm(&z, &z, 0.0, -1.0).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
     assert_eq!(host_bits, vec![(-0.0f32).to_bits(); 4]);

@@ -749,7 +749,7 @@ fn losing_the_device_before_or_while_tuning_is_device_lost() {
 }
 
 /// `copy_` between disjoint views of a caller's buffer without `COPY_SRC` (from_buffer needs
-/// only `STORAGE`) copies, on every copy path and type pair (it was Unsupported: the source
+/// only `STORAGE`) copies, on the automatic and the vec4 path (it was Unsupported: the source
 /// was read from a buffer copy of the whole buffer).
 #[test]
 fn copies_within_a_callers_buffer_need_no_copy_src() {

@@ -169,7 +169,7 @@ impl Batch<'_> {
                 _ => Ok(()),
             };
             captured?;
-            return Err(Error::invalid("finish", "this thread is capturing a graph: a finished command buffer would run outside it (the batch's work was captured, as `submit` captures it: submit the batch)"));
+            return Err(Error::invalid("finish", "this thread is capturing a graph: a finished command buffer would run outside it; the batch's work was captured as `submit` captures it (do not record it again)"));
         }
         match self.enc.take() {
             Some(Encoder::Owned) => {

@@ -73,7 +73,9 @@ impl GpuContext {
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX` with `SHADER_F16`: see
     /// [`AdapterReport::cooperative_matrix`]; `STRIDED_WGPU_COOPERATIVE_MATRIX=0` leaves them out).
     /// The context owns the device's uncaptured-error handler: one that ignores errors, where
-    /// wgpu's default panics. Work of your own on [`GpuContext::device`] catches its errors in
+    /// wgpu's default panics; and its device-lost callback, which makes every later call
+    /// [`Error::DeviceLost`] (a callback of yours set on [`GpuContext::device`] replaces it:
+    /// the crate then learns a loss from its probes, as on a host's device). Work of your own on [`GpuContext::device`] catches its errors in
     /// its own error scopes (or install a handler of yours with `device().on_uncaptured_error(..)`).
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
         let coop = crate::runtime::cooperative_wanted(adapter);

@@ -92,16 +92,9 @@ impl Batch<'_> {
             let src = src.broadcast_to(dst.shape())?;
             return self.elementwise(Op::To(dst.dtype()), &[Input::Tensor(&src)], Target::Out(dst)).map(drop);
         }
-        if same {
-            // Disjoint views of one buffer: the source is read from a copy. A copy of the view
-            // alone (a dispatch into a contiguous temporary) unless the whole buffer can be
-            // copied for little more than the view's bytes (`read_copy` below, which needs
-            // COPY_SRC): a few elements of a large caller's buffer cost a few bytes.
-            let span = src.layout().span().map_or(0, |(lo, hi)| (hi - lo + 1) as u64 * src.dtype().size() as u64);
-            if !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) || src.buffer().size() > 2 * span + (1 << 20) {
-                let tmp = self.copied(OP, src, src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
-                return self.record_copy(dst, &tmp, path);
-            }
+        if same && reads_view_copy(src) {
+            let tmp = self.copied(OP, src, src.dtype(), crate::layout::MemoryFormat::Contiguous)?;
+            return self.record_copy(dst, &tmp, path);
         }
         let ctx = self.context().clone();
         let buffer_copy = src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST);
@@ -122,6 +115,16 @@ impl Batch<'_> {
         let tmp = read_copy(rt, rec, OP, src.buffer())?;
         copy::record(rt, rec, prepared, d, &tmp)
     }
+}
+
+/// Whether `dst.copy_(src)` between disjoint views of one buffer (a plain copy, not the
+/// elementwise `to`) reads a contiguous copy of the source view (a dispatch into a
+/// temporary): unless the whole buffer can be copied for little more than the view's bytes
+/// (`read_copy`, which needs COPY_SRC), so that a few elements of a large caller's buffer cost
+/// a few bytes.
+fn reads_view_copy(src: &DeviceTensor) -> bool {
+    let span = src.layout().span().map_or(0, |(lo, hi)| (hi - lo + 1) as u64 * src.dtype().size() as u64);
+    !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) || src.buffer().size() > 2 * span + (1 << 20)
 }
 
 /// The copy path of a call, and the transpose kernels' tuning.
@@ -157,6 +160,15 @@ impl GpuContext {
         if copy::converts_as_elementwise(&plan, dst.dtype(), src.dtype(), same) {
             return Ok(None);
         }
+        // Disjoint views of one buffer whose source is read from a contiguous copy of it: the
+        // copy into `dst` is from that (a pooled buffer).
+        let (plan, src_copies) = match same && reads_view_copy(src) {
+            true => match check_copy(dst.layout(), dst.dtype(), &crate::layout::Layout::contiguous(src.shape())?, src.dtype(), false)? {
+                Some(plan) => (plan, true),
+                None => return Ok(None),
+            },
+            false => (plan, src_copies),
+        };
         let r = &self.rt.report;
         Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src_copies && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
     }
@@ -182,7 +194,17 @@ impl GpuContext {
         if reads_from_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src)) {
             return Ok(false);
         }
-        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), dst.shares_storage(src))? else { return Ok(false) };
+        let same = dst.shares_storage(src);
+        let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(false) };
+        // Disjoint views of one buffer whose source is read from a contiguous copy of it: the
+        // plan the call runs is the copy from that.
+        let plan = match same && reads_view_copy(src) {
+            true => match check_copy(dst.layout(), dst.dtype(), &crate::layout::Layout::contiguous(src.shape())?, src.dtype(), false)? {
+                Some(plan) => plan,
+                None => return Ok(false),
+            },
+            false => plan,
+        };
         let r = &self.rt.report;
         let Some(class) = copy::transpose_class(r, &plan, dst.dtype(), src.dtype()) else { return Ok(false) };
         if self.tuner.get::<Transpose>(&class).is_some() {
@@ -195,6 +217,14 @@ impl GpuContext {
         // slowly, pieces of CPU_TUNE_COPY_ELEMENTS.
         let most = if r.device_type == wgpu::DeviceType::Cpu { CPU_TUNE_COPY_ELEMENTS } else { GPU_TUNE_COPY_ELEMENTS };
         let piece = plan.pieces(Cuts::OUTERMOST, |p| p.numel() <= most).ok().and_then(|v| v.into_iter().next()).unwrap_or(std::borrow::Cow::Borrowed(&plan));
+        // The piece must admit the class's every candidate (a cut of a transposed dim may
+        // leave it one column, or a size no vec4 kernel takes, or no transpose at all): else
+        // the race would leave out the kernels it cannot run, and its winner would be kept for
+        // the whole class. Such a class is not tuned (its default runs).
+        let admits = copy::transpose_class(r, &piece, dst.dtype(), src.dtype()).is_some_and(|c| c.vec4 == class.vec4 && c.narrow == class.narrow && c.element_bytes == class.element_bytes);
+        if !admits {
+            return Ok(false);
+        }
         let Some(((dlo, dhi), (slo, shi))) = piece.spans() else { return Ok(false) };
         // Keep the offsets' alignment (the vec4 kernels need multiples of 4 elements).
         let (dlo, slo) = (dlo / 16 * 16, slo / 16 * 16);

@@ -275,7 +275,7 @@ pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f6
     let op = "addmm";
     common_dtype(op, &dtypes)?;
     for (what, v) in [("alpha", alpha), ("beta", beta)] {
-        if v.is_finite() && (v as f32).is_infinite() {
+        if v.is_finite() && v.abs() > f32::MAX as f64 {
             return Err(Error::invalid(op, format!("{what} {v:?} cannot be converted to float32 without overflow")));
         }
     }

@@ -254,9 +254,9 @@ fn pooled(op: &'static str, size: usize, k: usize, pad: usize, stride: usize, di
     Ok((out >= 1).then_some(out as usize))
 }
 
-/// The input as [N, C, H, W] of a float type, or a typed error naming `op`.
 /// The [N, C, H, W] a pooling of `x` runs on: a 4-d input's shape, a 3-d [C, H, W] one's
-/// [1, C, H, W] (PyTorch's unbatched pooling; its checks and messages read `x`'s own shape).
+/// [1, C, H, W] (PyTorch's unbatched pooling; its checks and messages read `x`'s own shape);
+/// a float type, or a typed error naming `op`.
 fn input4(op: &'static str, x: &Layout, dtype: DType) -> Result<[usize; 4]> {
     let s = x.shape();
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {

@@ -14,8 +14,9 @@
 //!   growing pieces while the host records the rest (the counts are fixed, so the same calls
 //!   always make the same submissions);
 //! - on [`crate::GpuContext::flush`], before a [`crate::Batch::finish`] or
-//!   [`crate::GpuContext::record_into`] hands work to the caller, and when the context hands out
-//!   its device or queue.
+//!   [`crate::GpuContext::record_into`] hands work to the caller, when the context hands out
+//!   its device or queue, and when its last handle (context and tensors) is dropped (errors
+//!   then have no caller to go to).
 //!
 //! Nothing outside the crate can see the difference: a program reaches the GPU's results only
 //! through the crate's submissions, or through the device and queue, which a context hands out
@@ -201,10 +202,10 @@ impl Deferral {
         Some(HeldGuard { held, key, _turn: turn })
     }
 
-    /// The held calls, where nothing else can reach them (the runtime's drop); an error where
-    /// a thread panicked holding them.
-    pub(crate) fn held_mut(&mut self) -> std::result::Result<&mut Held, ()> {
-        self.held.get_mut().map_err(drop)
+    /// The held calls, where nothing else can reach them (the runtime's drop; a thread that
+    /// panicked holding them left them whole, `lock.rs`).
+    pub(crate) fn held_mut(&mut self) -> &mut Held {
+        self.held.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The policy now.

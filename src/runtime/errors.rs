@@ -15,8 +15,10 @@
 //! waiting (one poll); on WebGPU it settles later, so it is kept and awaited by the next async
 //! completion of the crate ([`Capture::settle`]): there the error comes back from that await.
 //!
-//! wgpu reports device loss only to the device-lost callback (the host's), not to scopes. The
-//! crate learns of a loss where wgpu tells every caller: a failed poll, a failed buffer map, a
+//! wgpu reports device loss only to the device-lost callback, not to scopes: on a device the
+//! crate opened, the crate's callback sets the flag every call checks first; on a host's
+//! device (`from_device`) the callback is the host's, and the crate learns of a loss where
+//! wgpu tells every caller: a failed poll, a failed buffer map, a
 //! submission that can no longer complete, or a probe (`Runtime::probe`: a buffer a lost device
 //! cannot make) at each entry point and wherever a completion resolves. A device destroyed
 //! after a submission still runs the work submitted (WebGPU's `destroy`) and then destroys its
@@ -40,7 +42,9 @@ pub(crate) struct Capture {
     /// crate opened: [`Capture::lost_flag`]).
     lost: Arc<Mutex<Option<String>>>,
     /// Scope results not yet settled (WebGPU), with the operation that pushed them.
-    pending: Mutex<Vec<(&'static str, ScopeFuture)>>,
+    /// Each with whether its scopes made a buffer or a pipeline (a late error of those bumps
+    /// the epoch).
+    pending: Mutex<Vec<(&'static str, bool, ScopeFuture)>>,
     /// The first error among settled ones not yet reported (WebGPU).
     deferred: Mutex<Option<Error>>,
     /// On the GL backend, one thread at a time does this crate's device work (see `gl_turn`).
@@ -119,6 +123,16 @@ impl Capture {
     /// [`Capture::scoped`] in scopes of its own, also inside another call's: for work whose
     /// caller handles its errors (a pipeline that does not compile is not cached).
     pub fn scoped_fresh<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.scoped_in(device, op, false, f)
+    }
+
+    /// [`Capture::scoped_fresh`] for the creation of a buffer or a pipeline that the crate
+    /// keeps (pool, cache): its error found late counts in [`Capture::epoch`].
+    pub fn scoped_creation<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.scoped_in(device, op, true, f)
+    }
+
+    fn scoped_in<T>(&self, device: &wgpu::Device, op: &'static str, creates: bool, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_lost(op)?;
         let _turn = self.gl_turn();
         let open = OpenScope::set(self as *const Capture as usize);
@@ -138,7 +152,7 @@ impl Capture {
                     caught.get_or_insert(e);
                 }
                 Poll::Ready(None) => {}
-                Poll::Pending => lock(&self.pending).push((op, Box::pin(fut))),
+                Poll::Pending => lock(&self.pending).push((op, creates, Box::pin(fut))),
             }
         }
         if let Some(e) = caught {
@@ -158,17 +172,21 @@ impl Capture {
             return;
         }
         let mut found = None;
-        pending.retain_mut(|(op, fut)| match poll_once(fut.as_mut()) {
+        let mut created = false;
+        pending.retain_mut(|(op, creates, fut)| match poll_once(fut.as_mut()) {
             Poll::Pending => true,
             Poll::Ready(None) => false,
             Poll::Ready(Some(e)) => {
+                created |= *creates;
                 found.get_or_insert(Error::Gpu { op, message: describe(&e) });
                 false
             }
         });
         self.drain_at.store((2 * pending.len()).max(FIRST_DRAIN), Ordering::Relaxed);
-        if let Some(e) = found {
+        if created {
             self.late_error();
+        }
+        if let Some(e) = found {
             lock(&self.deferred).get_or_insert(e);
         }
     }
@@ -181,7 +199,7 @@ impl Capture {
         /// What a settle holds: given back when it is dropped unfinished.
         struct Rest<'a> {
             cap: &'a Capture,
-            left: std::collections::VecDeque<(&'static str, ScopeFuture)>,
+            left: std::collections::VecDeque<(&'static str, bool, ScopeFuture)>,
             first: Option<Error>,
         }
         impl Drop for Rest<'_> {
@@ -207,13 +225,15 @@ impl Capture {
         self.drain_at.store(FIRST_DRAIN, std::sync::atomic::Ordering::Relaxed);
         let first = lock(&self.deferred).take();
         let mut rest = Rest { cap: self, left, first };
-        while let Some((op, fut)) = rest.left.front_mut() {
-            let op = *op;
+        while let Some((op, creates, fut)) = rest.left.front_mut() {
+            let (op, creates) = (*op, *creates);
             // Awaited in place: a cancellation here leaves it in `left`.
             let r = fut.as_mut().await;
             rest.left.pop_front();
             if let Some(e) = r {
-                self.late_error();
+                if creates {
+                    self.late_error();
+                }
                 rest.first.get_or_insert(Error::Gpu { op, message: describe(&e) });
             }
         }
@@ -316,7 +336,7 @@ mod tests {
         let error = || wgpu::Error::Validation { source: Box::new(std::io::Error::other("test")), description: "the first call's error".into() };
         let failed: ScopeFuture = Box::pin(std::future::ready(Some(error())));
         let never: ScopeFuture = Box::pin(std::future::pending());
-        lock(&cap.pending).extend([("first", failed), ("second", never)]);
+        lock(&cap.pending).extend([("first", true, failed), ("second", false, never)]);
         let mut settle = Box::pin(cap.settle());
         assert!(poll_once(settle.as_mut()).is_pending());
         drop(settle);

@@ -221,17 +221,18 @@ impl Drop for Runtime {
     /// that a caller's buffer one writes (`from_buffer`) is written. Their errors have no
     /// caller left to take them.
     fn drop(&mut self) {
-        let Ok(held) = self.deferral.held_mut() else { return };
-        let Some(rec) = held.take() else { return };
-        let _turn = self.errors.gl_turn();
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu held at drop") });
-        if let Ok(mut keep) = submit::encode_recording(self, "drop", &mut enc, rec, true) {
-            let _ = self.scoped("drop", || {
-                keep.attach(&enc);
-                self.queue.submit([enc.finish()]);
-                Ok(())
-            });
-        }
+        let Some(rec) = self.deferral.held_mut().take() else { return };
+        // Nothing on a lost device; every device call in the crate's scopes (an error of a
+        // host's device must not reach the host's handler), the submit outside them (as
+        // every crate submit: a host callback's error is not the crate's).
+        let _ = self.scoped("drop", || {
+            let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu held at drop") });
+            let mut keep = submit::encode_recording(self, "drop", &mut enc, rec, true)?;
+            keep.attach(&enc);
+            let finished = enc.finish();
+            errors::outside_scopes(|| self.queue.submit([finished]));
+            Ok(())
+        });
     }
 }
 
@@ -468,11 +469,19 @@ impl Runtime {
         self.lost_or(r)
     }
 
+    /// [`Runtime::scoped_fresh`] for a buffer or pipeline the crate keeps
+    /// ([`errors::Capture::scoped_creation`]).
+    pub fn scoped_creation<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let r = self.errors.scoped_creation(&self.device, op, f);
+        self.forget_groups_on_error(&r);
+        self.lost_or(r)
+    }
+
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
     pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
         // A new buffer is made in error scopes of its own (inside the call's): one that failed
         // is an error here, not a handle in the pool (WebGPU settles the scopes later).
-        let create = |class: u64| self.scoped_fresh(op, || Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })));
+        let create = |class: u64| self.scoped_creation(op, || Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("strided-wgpu"), size: class, usage, mapped_at_creation: false })));
         let p = Pooled::get(&self.pool, size, usage, self.report.max_buffer_size, create).ok_or_else(|| Error::overflow(op, format!("a buffer of {size} bytes")))??;
         // A buffer made while this thread captures is fresh to the graph; one that a capture
         // had made fresh, dropped unrecorded and taken from the pool by another thread (or by
@@ -532,7 +541,7 @@ impl Runtime {
         let bgl = self.bind_group_layout(slots)?;
         let source = source().ok_or_else(|| Error::invalid("pipeline", format!("no shader named {}", key.shader)))?;
         let log = PipelineLog::start();
-        let pipeline = self.scoped_fresh("pipeline", || {
+        let pipeline = self.scoped_creation("pipeline", || {
             let d = &self.device;
             let desc = wgpu::ShaderModuleDescriptor { label: Some(key.shader), source: wgpu::ShaderSource::Wgsl(source.into()) };
             // SAFETY: the crate's own kernels, whose every loop ends (each runs to a bound the

@@ -147,12 +147,13 @@ impl Pooled {
     /// pool, where every later request of its class and usage would get it.
     pub(crate) fn get(pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64, create: impl FnOnce(u64) -> Result<wgpu::Buffer>) -> Option<Result<Pooled>> {
         let class = pooled_size(size, max)?;
-        let (idle, born, stale, gl) = {
+        let (idle, born, stale) = {
             let mut p = lock(pool);
             let (born, stale) = p.refresh();
-            (p.take(class, usage), born, stale, p.gl())
+            let gl = (!stale.is_empty()).then(|| p.gl()).flatten();
+            (p.take(class, usage), born, (stale, gl))
         };
-        destroy(&gl, stale);
+        destroy(&stale.1, stale.0);
         let buffer = match idle {
             Some(b) => b,
             None => match create(class) {

@@ -413,9 +413,9 @@ impl Runtime {
 
     /// `device.poll(poll)` outside any capture, in this thread's GL turn: an error (`what`,
     /// then wgpu's) is the device's loss. wgpu 30 panics on a poll error other than a
-    /// timeout or a wrong index, as a device lost while the poll waits on its fence: a panic
-    /// is the loss where the device reported one or a probe then fails, and is raised again
-    /// otherwise (a callback's own panic). A device known lost is not polled again.
+    /// timeout or a wrong index, as a device lost while the poll waits on its fence: wgpu's
+    /// panic is the loss where the device reported one or a probe then fails; any other panic
+    /// (a callback's own) is raised again. A device known lost is not polled again.
     pub(crate) fn poll_device(&self, op: &'static str, poll: wgpu::PollType, what: &str) -> Result<()> {
         self.errors.check_lost(op)?;
         let polled = {
@@ -427,7 +427,10 @@ impl Runtime {
             Ok(Err(e)) => Err(self.errors.lost(op, format!("{what} ({e})"))),
             Err(panic) => {
                 let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-                if self.errors.check_lost(op).is_err() || self.probe(op).is_err() {
+                // wgpu's own (`handle_error_fatal`: "Error in Device::poll: .."); any other is
+                // a callback's, raised again.
+                let wgpus = message.starts_with("Error in Device::poll");
+                if wgpus && (self.errors.check_lost(op).is_err() || self.probe(op).is_err()) {
                     Err(self.errors.lost(op, format!("{what}: wgpu panicked ({message})")))
                 } else {
                     std::panic::resume_unwind(panic)
