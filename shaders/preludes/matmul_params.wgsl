@@ -17,7 +17,8 @@ struct MatmulParams {
     base: vec4<i32>,
     // alpha and beta (f32 bits), the activation (0 none, 1 relu, 2 gelu), flags: bit 0 C is
     // read, bit 1 A staged along k, bit 2 B staged along k, bit 3 the matrix-vector kernel's
-    // matrix rows move as vec4 words (float32, unit stride along k, rows and start 4-aligned),
+    // matrix rows move as 16-byte words (4 float32 or 8 16-bit elements; unit stride along k,
+    // rows and start word-aligned),
     // bit 4 its vector too (the same conditions); bits 8.. the matvec's lanes per row.
     epi: vec4<u32>,
     // Split-K (matmul_gemm.wgsl under SPLIT, matmul_gemm_sum.wgsl): slices S of the reduction,

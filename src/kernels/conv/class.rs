@@ -1,7 +1,7 @@
 //! The convolution family's tuning inputs: its shape classes, the candidates the tuner
 //! compares for a class on an adapter, and the default kernel a class runs without a kept
 //! choice. Host code only: the tuner (`crate::tune`) measures, the tensors' layer
-//! (`crate::gpu::tuning`) wires the two.
+//! (`gpu/conv.rs`, `gpu/context.rs`) wires the two.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,9 +10,8 @@ use crate::kernels::conv::ConvKernel;
 use crate::layout::Layout;
 use crate::runtime::AdapterReport;
 
-/// The most elements a transpose tuning run copies on a CPU adapter (GPUs: 2^24), and the most
-/// output elements a convolution tuning run writes (one image of the batch when a single image
-/// holds more).
+/// The most output elements a convolution tuning run writes (one image of the batch when a
+/// single image holds more).
 pub const TUNE_ELEMENTS: usize = 1 << 20;
 
 /// How many images of a convolution's batch the tuner convolves: the whole batch, or as many
