@@ -271,9 +271,15 @@ mod tests {
     #[test]
     fn image_pipeline_host_and_device() {
         let require = std::env::var("STRIDED_WGPU_REQUIRE_ADAPTER").as_deref() == Ok("1");
+        // A backend STRIDED_WGPU_REQUIRE_BACKENDS names must open (as tests/common/gpu.rs).
+        let required = std::env::var("STRIDED_WGPU_REQUIRE_BACKENDS").unwrap_or_default().to_lowercase();
         let mut ran = 0;
-        for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::GL] {
-            let Ok(ctx) = pollster::block_on(strided_wgpu::GpuContext::for_backends(backends)) else {
+        for (backends, names) in [(wgpu::Backends::PRIMARY, &["vulkan", "metal", "dx12"][..]), (wgpu::Backends::GL, &["gl"][..])] {
+            let opened = pollster::block_on(strided_wgpu::GpuContext::for_backends(backends));
+            if let Err(e) = &opened {
+                assert!(!required.split(',').any(|r| names.contains(&r.trim())), "STRIDED_WGPU_REQUIRE_BACKENDS names {backends:?}, but it opened no adapter ({e})");
+            }
+            let Ok(ctx) = opened else {
                 // Straight to stderr: libtest captures eprintln!, and a skip must be seen.
                 let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("!!! image_pipeline: no adapter for {backends:?}\n"));
                 continue;

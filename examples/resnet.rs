@@ -174,7 +174,20 @@ fn main_inner(a: &Args) -> Result<()> {
     match (&d.logits, &a.weights) {
         (Some(want), None) => {
             let got: Vec<f64> = r.logits.iter().map(|&x| x as f64).collect();
-            println!("max_abs_diff: {:e}", model::max_abs_diff(&got, want));
+            let diff = model::max_abs_diff(&got, want);
+            println!("max_abs_diff: {diff:e}");
+            // The bounds of this example's tests (about 5x what the host reaches): past them,
+            // or with another top-1 than PyTorch's, the run fails (exit 1).
+            let bound = match a.dtype {
+                DType::F16 => 5e-4,
+                DType::BF16 => 4e-3,
+                _ => 1e-4,
+            };
+            let top1: Vec<usize> = r.top1.iter().map(|&i| i as usize).collect();
+            if !(diff <= bound) || d.top1.as_ref().is_some_and(|t| *t != top1) {
+                eprintln!("resnet: the logits differ from PyTorch's by {diff:e} (bound {bound:e}), top-1 {top1:?} against {:?}", d.top1);
+                std::process::exit(1);
+            }
         }
         (Some(_), Some(f)) => eprintln!("resnet: no max_abs_diff: the description's logits are those of its own weights, not {f}'s"),
         (None, _) => {}
@@ -219,10 +232,13 @@ mod tests {
     fn contexts() -> Vec<GpuContext> {
         use std::io::Write;
         let require = std::env::var("STRIDED_WGPU_REQUIRE_ADAPTER").as_deref() == Ok("1");
+        // A backend STRIDED_WGPU_REQUIRE_BACKENDS names must open (as tests/common/gpu.rs).
+        let required = std::env::var("STRIDED_WGPU_REQUIRE_BACKENDS").unwrap_or_default().to_lowercase();
         let mut out = Vec::new();
-        for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::GL] {
+        for (backends, names) in [(wgpu::Backends::PRIMARY, &["vulkan", "metal", "dx12"][..]), (wgpu::Backends::GL, &["gl"][..])] {
             match pollster::block_on(GpuContext::for_backends(backends)) {
                 Ok(c) => out.push(c),
+                Err(e) if required.split(',').any(|r| names.contains(&r.trim())) => panic!("STRIDED_WGPU_REQUIRE_BACKENDS names {backends:?}, but it opened no adapter ({e})"),
                 // Straight to stderr: libtest captures eprintln!, and a skip must be seen.
                 Err(e) => { let _ = writeln!(std::io::stderr(), "!!! resnet example: SKIPPING {backends:?}: no adapter ({e})"); }
             }

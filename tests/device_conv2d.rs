@@ -8,7 +8,7 @@ mod common;
 use common::conv::{abs, to_device, vals};
 use common::gpu::{contexts, limited, name};
 use common::rng::Rng;
-use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
+use strided_wgpu::{Conv2dOptions, DType, DeviceTensor, Elementwise, Error, GpuContext, HostTensor, MemoryFormat, Strided, TuningPolicy};
 use strided_wgpu::advanced::{conv2d_with, ConvKernel};
 use strided_wgpu::advanced::internal::conv2d_cpu;
 
@@ -52,7 +52,8 @@ fn layout(rng: &mut Rng, x: HostTensor) -> HostTensor {
         2 => x.flip(3).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().flip(3).unwrap(),
         _ => {
             let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
-            let big = HostTensor::zeros(&[n, h, c + 1, w + 2], x.dtype(), MemoryFormat::Contiguous).unwrap();
+            // NaN outside the view (zeros there would pass for a read of the padding).
+            let big = HostTensor::zeros(&[n, h, c + 1, w + 2], x.dtype(), MemoryFormat::Contiguous).unwrap().add(f64::NAN).unwrap();
             let v = big.narrow(2, 1, c).and_then(|v| v.narrow(3, 2, w)).and_then(|v| v.permute(&[0, 2, 1, 3])).unwrap();
             v.copy_(&x).unwrap();
             v
@@ -1145,7 +1146,7 @@ fn sixteen_bit_convolutions_equal_their_f32_copies_bit_for_bit() {
                     1 => x.contiguous(MemoryFormat::ChannelsLast).unwrap(),
                     _ => {
                         let [n, c, hh, ww] = xs;
-                        let big = HostTensor::zeros(&[n, hh, c + 1, ww + 2], dtype, MemoryFormat::Contiguous).unwrap();
+                        let big = HostTensor::zeros(&[n, hh, c + 1, ww + 2], dtype, MemoryFormat::Contiguous).unwrap().add(f64::NAN).unwrap();
                         let v = big.narrow(2, 1, c).and_then(|v| v.narrow(3, 2, ww)).and_then(|v| v.permute(&[0, 2, 1, 3])).unwrap();
                         v.copy_(&x).unwrap();
                         v

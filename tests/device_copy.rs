@@ -405,9 +405,12 @@ const TRANSPOSE_PATHS: [CopyPath; 13] = [
     CopyPath::Gather { wg: 256, ept: 16 },
 ];
 
-/// Element bytes whose bit patterns are their storage indices (reduced to the type's width).
+/// Element bytes whose bit patterns are their storage indices for 4-byte types; for 1- and
+/// 2-byte types the index mixed with a hash of it (the index alone repeats every 256 bytes:
+/// a batch stride of 1536 flipped, or a 4-channel shift, left every byte where it was).
 fn indexed(dtype: DType, n: usize) -> Vec<u8> {
-    (0..n).flat_map(|i| (i as u32).to_le_bytes()[..dtype.size()].to_vec()).collect()
+    let bits = |i: usize| if dtype.size() == 4 { i as u32 } else { (i as u32) ^ (i as u32).wrapping_mul(0x9e37_79b1).rotate_right(13) };
+    (0..n).flat_map(|i| bits(i).to_le_bytes()[..dtype.size()].to_vec()).collect()
 }
 
 #[test]

@@ -1798,3 +1798,27 @@ fn scalars_and_bounds_past_a_type_as_pytorch() {
         check_out("add_out", false, &|o| f.add_out(1, o), &|x, o| x.add_out(1, o));
     }
 }
+
+/// Empty tensors on every device path, as on the host: unary, binary with a broadcast empty
+/// operand, in place, `out=`, a conversion, and the elementwise ops' errors unchanged (a
+/// broadcast that does not hold is still refused).
+#[test]
+fn empty_tensors_take_every_elementwise_form() {
+    let host = |s: &[usize]| HostTensor::zeros(s, DType::F32, MemoryFormat::Contiguous).unwrap();
+    for ctx in contexts() {
+        let d = |s: &[usize]| DeviceTensor::upload(ctx, &host(s)).unwrap();
+        let (e, row) = (d(&[0, 3]), d(&[1, 3]));
+        assert_eq!(e.exp().unwrap().shape(), &[0, 3], "{}", name(ctx));
+        assert_eq!(e.add(&row).unwrap().shape(), &[0, 3], "{}", name(ctx));
+        assert_eq!(row.mul(&e).unwrap().shape(), &[0, 3], "{}", name(ctx));
+        assert_eq!(e.add(2.5).unwrap().to(DType::F16).unwrap().shape(), &[0, 3], "{}", name(ctx));
+        e.add_(&row).unwrap();
+        let out = d(&[0, 3]);
+        e.mul_out(&row, &out).unwrap();
+        assert_eq!(out.download().unwrap().shape(), &[0, 3], "{}", name(ctx));
+        assert_eq!(e.transpose(0, 1).unwrap().sigmoid().unwrap().shape(), &[3, 0], "{}", name(ctx));
+        assert!(e.add(&d(&[2, 3])).is_err(), "{}: [0, 3] + [2, 3] broadcast", name(ctx));
+        // The host gives the same.
+        assert_eq!(host(&[0, 3]).add(&host(&[1, 3])).unwrap().shape(), &[0, 3]);
+    }
+}

@@ -85,7 +85,8 @@ fn operand(rng: &mut Rng, ctx: &GpuContext, shape: &[usize], dtype: DType) -> (H
     }
     let h = rand(rng, &base_shape, dtype);
     let d = DeviceTensor::upload(ctx, &h).unwrap();
-    let flip = rng.below(4) == 0;
+    // A flip of any dim (k's and n's too: a stride of -1 along the reduction).
+    let flip = (rng.below(4) == 0).then(|| rng.below(r));
     let habs = h.to(DType::F32).unwrap().abs().unwrap().to(dtype).unwrap();
     let view = |t: &HostTensor| -> HostTensor { view_of(t, sliced, transposed, flip, base_shape[r - 1]) };
     let dv = {
@@ -96,15 +97,15 @@ fn operand(rng: &mut Rng, ctx: &GpuContext, shape: &[usize], dtype: DType) -> (H
         if transposed {
             d = d.transpose(-1, -2).unwrap();
         }
-        if flip {
-            d = d.flip(0).unwrap();
+        if let Some(dim) = flip {
+            d = d.flip(dim as isize).unwrap();
         }
         d
     };
     (view(&h), view(&habs), dv)
 }
 
-fn view_of(t: &HostTensor, sliced: bool, transposed: bool, flip: bool, last: usize) -> HostTensor {
+fn view_of(t: &HostTensor, sliced: bool, transposed: bool, flip: Option<usize>, last: usize) -> HostTensor {
     let mut h = t.clone();
     if sliced {
         h = h.slice(-1, 0, last as isize, 2).unwrap();
@@ -112,8 +113,8 @@ fn view_of(t: &HostTensor, sliced: bool, transposed: bool, flip: bool, last: usi
     if transposed {
         h = h.transpose(-1, -2).unwrap();
     }
-    if flip {
-        h = h.flip(0).unwrap();
+    if let Some(dim) = flip {
+        h = h.flip(dim as isize).unwrap();
     }
     h
 }
@@ -1476,5 +1477,25 @@ fn products_within_a_software_adapters_loop_bound() {
             let r = batch.matmul_out_with(&a, &b, &out, MatmulKernel::Vec1);
             assert!(matches!(r, Err(Error::Unsupported { .. })), "{}: {r:?}", name(ctx));
         }
+    }
+}
+
+/// Empty products on every device path, as on the host: m = 0, n = 0, a batch of 0, an empty
+/// linear input, an addmm into an empty input (k = 0 is its own test).
+#[test]
+fn empty_products_on_the_device() {
+    let host = |s: &[usize]| HostTensor::zeros(s, DType::F32, MemoryFormat::Contiguous).unwrap();
+    let cases: [(&[usize], &[usize], &[usize]); 4] = [(&[0, 5], &[5, 3], &[0, 3]), (&[4, 5], &[5, 0], &[4, 0]), (&[0, 4, 5], &[0, 5, 3], &[0, 4, 3]), (&[2, 0, 5], &[5, 3], &[2, 0, 3])];
+    for ctx in contexts() {
+        let d = |s: &[usize]| DeviceTensor::upload(ctx, &host(s)).unwrap();
+        for (a, b, want) in cases {
+            assert_eq!(host(a).matmul(&host(b)).unwrap().shape(), want);
+            let got = d(a).matmul(&d(b)).unwrap().download().unwrap();
+            assert_eq!(got.shape(), want, "{}: {a:?} @ {b:?}", name(ctx));
+        }
+        let y = d(&[0, 7, 5]).linear(&d(&[3, 5]), Some(&d(&[3]))).unwrap();
+        assert_eq!(y.download().unwrap().shape(), &[0, 7, 3], "{}", name(ctx));
+        let y = d(&[0, 3]).addmm(&d(&[0, 5]), &d(&[5, 3]), 1.0, 1.0).unwrap();
+        assert_eq!(y.shape(), &[0, 3], "{}", name(ctx));
     }
 }

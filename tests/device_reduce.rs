@@ -864,8 +864,10 @@ fn indices_past_int32_and_empty_variances() {
     assert_eq!(none.max_dim(1, true).unwrap().1.shape(), &[0, 1], "host max_dim of an empty input");
     let e = HostTensor::zeros(&[2, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
     for c in [-1.0, 0.0, 1.0, 2.5] {
-        assert!(e.var(1, c, false).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "var, correction {c}");
-        assert!(e.std(1, c, true).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "std, correction {c}");
+        let (v, s) = (e.var(1, c, false).unwrap(), e.std(1, c, true).unwrap());
+        assert_eq!((v.shape(), s.shape()), (&[2][..], &[2, 1][..]), "var and std, correction {c}");
+        assert!(v.to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "var, correction {c}");
+        assert!(s.to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()), "std, correction {c}");
     }
     for ctx in contexts() {
         let d = DeviceTensor::upload(ctx, &h).unwrap().expand(&[3, 1 << 30]).unwrap();

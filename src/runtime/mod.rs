@@ -216,26 +216,6 @@ pub(crate) struct Runtime {
     spare_words: wgpu::Buffer,
 }
 
-impl Drop for Runtime {
-    /// The last handle is gone (context and tensors): calls still held back are submitted, so
-    /// that a caller's buffer one writes (`from_buffer`) is written. Their errors have no
-    /// caller left to take them.
-    fn drop(&mut self) {
-        let Some(rec) = self.deferral.held_mut().take() else { return };
-        // Nothing on a lost device; every device call in the crate's scopes (an error of a
-        // host's device must not reach the host's handler), the submit outside them (as
-        // every crate submit: a host callback's error is not the crate's).
-        let _ = self.scoped("drop", || {
-            let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu held at drop") });
-            let mut keep = submit::encode_recording(self, "drop", &mut enc, rec, true)?;
-            keep.attach(&enc);
-            let finished = enc.finish();
-            errors::outside_scopes(|| self.queue.submit([finished]));
-            Ok(())
-        });
-    }
-}
-
 impl AdapterReport {
     /// The most bytes a convolution binds in one binding: the adapter's limit and 4 GiB (the
     /// kernels index their bindings in 32 bits; Metal's limit may be larger).

@@ -402,6 +402,26 @@ pub(crate) async fn encode_submit_and_map(rt: &Arc<Runtime>, op: &'static str, e
     }
 }
 
+impl Drop for Runtime {
+    /// The last handle is gone (context and tensors): calls still held back are submitted, so
+    /// that a caller's buffer one writes (`from_buffer`) is written. Their errors have no
+    /// caller left to take them.
+    fn drop(&mut self) {
+        let Some(rec) = self.deferral.held_mut().take() else { return };
+        // Nothing on a lost device; every device call in the crate's scopes (an error of a
+        // host's device must not reach the host's handler), the submit outside them (as
+        // every crate submit: a host callback's error is not the crate's).
+        let _ = self.scoped("drop", || {
+            let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("strided-wgpu held at drop") });
+            let mut keep = encode_recording(self, "drop", &mut enc, rec, true)?;
+            keep.attach(&enc);
+            let finished = enc.finish();
+            crate::runtime::errors::outside_scopes(|| self.queue.submit([finished]));
+            Ok(())
+        });
+    }
+}
+
 impl Runtime {
     /// Runs the callbacks of finished work without waiting, so that buffers whose recordings
     /// are done return to the pool before a new one is made.

@@ -90,8 +90,9 @@ pub fn input_variants(case: &ConvCase, x: &[f32]) -> Vec<(&'static str, HostTens
     let shape = [case.n, case.c, case.h, case.w];
     let nchw = HostTensor::from_slice(x, &shape).and_then(|t| t.to(case.dtype)).expect("input");
     let nhwc = nchw.contiguous(MemoryFormat::ChannelsLast).expect("channels_last");
-    // A [N, H, C+1, W+2] buffer, sliced and permuted to [N, C, H, W].
-    let big = HostTensor::zeros(&[case.n, case.h, case.c + 1, case.w + 2], case.dtype, MemoryFormat::Contiguous).expect("big");
+    // A [N, H, C+1, W+2] buffer, sliced and permuted to [N, C, H, W]; the elements outside the
+    // view NaN (zeros there would pass for a read of the padding from memory).
+    let big = HostTensor::zeros(&[case.n, case.h, case.c + 1, case.w + 2], case.dtype, MemoryFormat::Contiguous).and_then(|t| t.add(f64::NAN)).expect("big");
     let view = big.narrow(2, 1, case.c).and_then(|v| v.narrow(3, 2, case.w)).and_then(|v| v.permute(&[0, 2, 1, 3])).expect("view");
     view.copy_(&nchw).expect("fill view");
     vec![("nchw", nchw), ("nhwc", nhwc), ("strided", view)]
