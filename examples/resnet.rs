@@ -184,7 +184,7 @@ fn main_inner(a: &Args) -> Result<()> {
                 _ => 1e-4,
             };
             let top1: Vec<usize> = r.top1.iter().map(|&i| i as usize).collect();
-            if !(diff <= bound) || d.top1.as_ref().is_some_and(|t| *t != top1) {
+            if diff.is_nan() || diff > bound || d.top1.as_ref().is_some_and(|t| *t != top1) {
                 eprintln!("resnet: the logits differ from PyTorch's by {diff:e} (bound {bound:e}), top-1 {top1:?} against {:?}", d.top1);
                 std::process::exit(1);
             }
