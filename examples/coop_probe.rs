@@ -157,7 +157,9 @@ impl Operands {
         let (a, b) = (values(n * n, 7), values(n * n, 8));
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
         let params = GemmParams { m: n as u32, n: n as u32, k: n as u32, lda: n as u32, ldb: n as u32, ldc: n as u32, pad: [0; 2] };
-        let out = gpu.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: (n * n * 4) as u64, usage: storage, mapped_at_creation: false });
+        // Cleared before each variant runs (`time`): a kernel that writes nothing must not pass
+        // on the product the previous one left.
+        let out = gpu.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: (n * n * 4) as u64, usage: storage | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
         let bufs = [buffer(gpu, bytemuck::bytes_of(&params), wgpu::BufferUsages::UNIFORM), buffer(gpu, &halves(&a), storage), buffer(gpu, &halves(&b), storage), out];
         Operands { n, a, b, bufs }
     }
@@ -199,6 +201,9 @@ impl Operands {
         let reps = 20;
         for timed in [false, true] {
             let mut enc = gpu.device.create_command_encoder(&Default::default());
+            if !timed {
+                enc.clear_buffer(&self.bufs[3], 0, None);
+            }
             {
                 let tw = query.as_ref().filter(|_| timed).map(|query| wgpu::ComputePassTimestampWrites { query_set: query, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: tw });

@@ -21,7 +21,10 @@
 //! Prints `logits: [..]` (a JSON array, row-major `[batch, classes]`, a NaN or infinity as
 //! `null`), `top1: [..]`, and, when
 //! the file has PyTorch's logits and the parameters are its formulas' (no `--weights`),
-//! `max_abs_diff: D` (the largest difference from them).
+//! `max_abs_diff: D` (the largest difference from them); it then exits 1 where D passes
+//! 1e-4 (float32; 5e-4 float16, 4e-3 bfloat16: about 5x what the host reaches on the small
+//! network's weights) times 1 + the largest |logit|, or where the top-1 differs from the
+//! file's.
 
 #[path = "resnet/model.rs"]
 mod model;
@@ -178,11 +181,13 @@ fn main_inner(a: &Args) -> Result<()> {
             println!("max_abs_diff: {diff:e}");
             // The bounds of this example's tests (about 5x what the host reaches): past them,
             // or with another top-1 than PyTorch's, the run fails (exit 1).
-            let bound = match a.dtype {
-                DType::F16 => 5e-4,
-                DType::BF16 => 4e-3,
-                _ => 1e-4,
-            };
+            let scale = 1.0 + want.iter().fold(0f64, |m, v| m.max(v.abs()));
+            let bound = scale
+                * match a.dtype {
+                    DType::F16 => 5e-4,
+                    DType::BF16 => 4e-3,
+                    _ => 1e-4,
+                };
             let top1: Vec<usize> = r.top1.iter().map(|&i| i as usize).collect();
             if diff.is_nan() || diff > bound || d.top1.as_ref().is_some_and(|t| *t != top1) {
                 eprintln!("resnet: the logits differ from PyTorch's by {diff:e} (bound {bound:e}), top-1 {top1:?} against {:?}", d.top1);
@@ -235,13 +240,15 @@ mod tests {
         // A backend STRIDED_WGPU_REQUIRE_BACKENDS names must open (as tests/common/gpu.rs).
         let required = std::env::var("STRIDED_WGPU_REQUIRE_BACKENDS").unwrap_or_default().to_lowercase();
         let mut out = Vec::new();
-        for (backends, names) in [(wgpu::Backends::PRIMARY, &["vulkan", "metal", "dx12"][..]), (wgpu::Backends::GL, &["gl"][..])] {
+        for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::GL] {
             match pollster::block_on(GpuContext::for_backends(backends)) {
                 Ok(c) => out.push(c),
-                Err(e) if required.split(',').any(|r| names.contains(&r.trim())) => panic!("STRIDED_WGPU_REQUIRE_BACKENDS names {backends:?}, but it opened no adapter ({e})"),
                 // Straight to stderr: libtest captures eprintln!, and a skip must be seen.
                 Err(e) => { let _ = writeln!(std::io::stderr(), "!!! resnet example: SKIPPING {backends:?}: no adapter ({e})"); }
             }
+        }
+        for r in required.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+            assert!(out.iter().any(|c| format!("{:?}", c.adapter().backend).to_lowercase() == r), "STRIDED_WGPU_REQUIRE_BACKENDS names {r}, but no such adapter opened");
         }
         assert!(!out.is_empty() || !require, "STRIDED_WGPU_REQUIRE_ADAPTER=1 but no adapter opened");
         out

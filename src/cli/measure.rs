@@ -47,7 +47,8 @@ impl Row {
 }
 
 /// How the rows on `ctx` are timed: GPU timestamps where the adapter has them, else the wall
-/// clock around submit and wait (named in every table's header and JSON row, `"timing"`).
+/// clock around submit and wait (named in the header and JSON rows of the parts timed on the
+/// GPU, `"timing"`).
 pub fn timing(ctx: &GpuContext) -> &'static str {
     let a = ctx.adapter();
     if a.timestamps || a.pass_timestamps {

@@ -176,12 +176,15 @@ impl Drop for Pooled {
         // A handle clone: the pool keeps the same GPU buffer.
         let (excess, gl) = {
             let mut pool = lock(&self.pool);
-            if pool.epoch.load(Ordering::SeqCst) != self.born {
+            let excess = if pool.epoch.load(Ordering::SeqCst) != self.born {
                 pool.owned.remove(&self.buffer);
-                (Some(self.buffer.clone()), pool.gl())
+                Some(self.buffer.clone())
             } else {
-                (pool.put(self.buffer.clone()), pool.gl())
-            }
+                pool.put(self.buffer.clone())
+            };
+            // The GL turn only for a buffer to destroy.
+            let gl = excess.as_ref().and_then(|_| pool.gl());
+            (excess, gl)
         };
         destroy(&gl, excess.into_iter().collect());
     }
