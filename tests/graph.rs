@@ -520,15 +520,22 @@ fn held_back_calls_run_before_what_follows_them() {
         let before = c.record_counts();
         let device = c.device();
         assert_eq!((c.record_counts() - before).dispatches, 1, "{}: the held call submitted", name(ctx));
-        let out = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ, mapped_at_creation: false });
-        let mut enc = device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(x.buffer(), 0, &out, 0, 256);
-        c.queue().submit([enc.finish()]);
-        out.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
-        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
-        let got: Vec<f32> = out.slice(..).get_mapped_range().unwrap().chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let got = read_f32s(device, c.queue(), x.buffer(), 256);
         assert_eq!(got, want, "{}: the caller's copy saw the held calls' result", name(ctx));
     }
+}
+
+/// The first `bytes` of `buffer` as f32s, read by the caller's own copy, submission and map
+/// (as a host program reads a buffer the crate wrote).
+fn read_f32s(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: u64) -> Vec<f32> {
+    let out = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: bytes, usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ, mapped_at_creation: false });
+    let mut enc = device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(buffer, 0, &out, 0, bytes);
+    queue.submit([enc.finish()]);
+    out.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
+    device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
+    let got = out.slice(..).get_mapped_range().unwrap().chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    got
 }
 
 /// Calls held back when the last handle of a context goes (the context and its tensors
@@ -547,13 +554,7 @@ fn held_calls_are_submitted_when_the_context_goes() {
         t.copy_(&x).unwrap();
         t.mul_(2.0).unwrap();
         drop((t, x, c));
-        let out = device.create_buffer(&wgpu::BufferDescriptor { label: None, size: 256, usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ, mapped_at_creation: false });
-        let mut enc = device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&buf, 0, &out, 0, 256);
-        queue.submit([enc.finish()]);
-        out.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
-        device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).unwrap();
-        let got: Vec<f32> = out.slice(..).get_mapped_range().unwrap().chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let got = read_f32s(&device, &queue, &buf, 256);
         let want: Vec<f32> = vals(64, 61).iter().map(|v| v * 2.0).collect();
         assert_eq!(got, want, "{}: the held calls ran", name(ctx));
     }

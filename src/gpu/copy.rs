@@ -127,6 +127,17 @@ fn reads_view_copy(src: &DeviceTensor) -> bool {
     !src.buffer().usage().contains(wgpu::BufferUsages::COPY_SRC) || src.buffer().size() > 2 * span + (1 << 20)
 }
 
+/// The plan `dst.copy_(src)` runs, from `plan` (checked with `same`, whether the two share a
+/// buffer): where the source is read from a contiguous copy of its view
+/// ([`reads_view_copy`]), the copy from that (a pooled buffer), and whether it is so staged;
+/// `None` where nothing is copied.
+fn staged_plan(dst: &DeviceTensor, src: &DeviceTensor, plan: crate::plan::CopyPlan, same: bool) -> Result<Option<(crate::plan::CopyPlan, bool)>> {
+    if !(same && reads_view_copy(src)) {
+        return Ok(Some((plan, false)));
+    }
+    Ok(check_copy(dst.layout(), dst.dtype(), &crate::layout::Layout::contiguous(src.shape())?, src.dtype(), false)?.map(|p| (p, true)))
+}
+
 /// The copy path of a call, and the transpose kernels' tuning.
 impl GpuContext {
     /// The copy path for `plan`: `path` when forced, else the plan's class with the tuned (or
@@ -162,13 +173,8 @@ impl GpuContext {
         }
         // Disjoint views of one buffer whose source is read from a contiguous copy of it: the
         // copy into `dst` is from that (a pooled buffer).
-        let (plan, src_copies) = match same && reads_view_copy(src) {
-            true => match check_copy(dst.layout(), dst.dtype(), &crate::layout::Layout::contiguous(src.shape())?, src.dtype(), false)? {
-                Some(plan) => (plan, true),
-                None => return Ok(None),
-            },
-            false => (plan, src_copies),
-        };
+        let Some((plan, staged)) = staged_plan(dst, src, plan, same)? else { return Ok(None) };
+        let src_copies = src_copies || staged;
         let r = &self.rt.report;
         Ok(copy::auto_path(r, &plan, dst.dtype(), src.dtype(), src_copies && dst.buffer().usage().contains(wgpu::BufferUsages::COPY_DST), |c| copy::transpose_default(r, c)))
     }
@@ -198,13 +204,7 @@ impl GpuContext {
         let Some(plan) = check_copy(dst.layout(), dst.dtype(), src.layout(), src.dtype(), same)? else { return Ok(false) };
         // Disjoint views of one buffer whose source is read from a contiguous copy of it: the
         // plan the call runs is the copy from that.
-        let plan = match same && reads_view_copy(src) {
-            true => match check_copy(dst.layout(), dst.dtype(), &crate::layout::Layout::contiguous(src.shape())?, src.dtype(), false)? {
-                Some(plan) => plan,
-                None => return Ok(false),
-            },
-            false => plan,
-        };
+        let Some((plan, _)) = staged_plan(dst, src, plan, same)? else { return Ok(false) };
         let r = &self.rt.report;
         let Some(class) = copy::transpose_class(r, &plan, dst.dtype(), src.dtype()) else { return Ok(false) };
         if self.tuner.get::<Transpose>(&class).is_some() {

@@ -126,13 +126,9 @@ impl Capture {
         self.scoped_in(device, op, false, f)
     }
 
-    /// [`Capture::scoped_fresh`] for the creation of a buffer or a pipeline that the crate
-    /// keeps (pool, cache): its error found late counts in [`Capture::epoch`].
-    pub fn scoped_creation<T>(&self, device: &wgpu::Device, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.scoped_in(device, op, true, f)
-    }
-
-    fn scoped_in<T>(&self, device: &wgpu::Device, op: &'static str, creates: bool, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    /// [`Capture::scoped_fresh`], where `creates` says the scopes make a buffer or a pipeline
+    /// the crate keeps (pool, cache): their error found late counts in [`Capture::epoch`].
+    pub(crate) fn scoped_in<T>(&self, device: &wgpu::Device, op: &'static str, creates: bool, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_lost(op)?;
         let _turn = self.gl_turn();
         let open = OpenScope::set(self as *const Capture as usize);

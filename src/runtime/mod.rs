@@ -444,15 +444,17 @@ impl Runtime {
     /// [`Runtime::scoped`] in scopes of its own even inside another call's (see
     /// [`errors::Capture::scoped_fresh`]).
     pub fn scoped_fresh<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let r = self.errors.scoped_fresh(&self.device, op, f);
-        self.forget_groups_on_error(&r);
-        self.lost_or(r)
+        self.scoped_own(op, false, f)
     }
 
-    /// [`Runtime::scoped_fresh`] for a buffer or pipeline the crate keeps
-    /// ([`errors::Capture::scoped_creation`]).
+    /// [`Runtime::scoped_fresh`] for a buffer or pipeline the crate keeps (its error found
+    /// late counts in [`errors::Capture::epoch`]).
     pub fn scoped_creation<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let r = self.errors.scoped_creation(&self.device, op, f);
+        self.scoped_own(op, true, f)
+    }
+
+    fn scoped_own<T>(&self, op: &'static str, creates: bool, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let r = self.errors.scoped_in(&self.device, op, creates, f);
         self.forget_groups_on_error(&r);
         self.lost_or(r)
     }

@@ -147,13 +147,14 @@ impl Pooled {
     /// pool, where every later request of its class and usage would get it.
     pub(crate) fn get(pool: &Arc<Mutex<BufferPool>>, size: u64, usage: wgpu::BufferUsages, max: u64, create: impl FnOnce(u64) -> Result<wgpu::Buffer>) -> Option<Result<Pooled>> {
         let class = pooled_size(size, max)?;
-        let (idle, born, stale) = {
+        let (idle, born, stale, gl) = {
             let mut p = lock(pool);
             let (born, stale) = p.refresh();
-            let gl = (!stale.is_empty()).then(|| p.gl()).flatten();
-            (p.take(class, usage), born, (stale, gl))
+            // The GL turn only for buffers to destroy.
+            let gl = if stale.is_empty() { None } else { p.gl() };
+            (p.take(class, usage), born, stale, gl)
         };
-        destroy(&stale.1, stale.0);
+        destroy(&gl, stale);
         let buffer = match idle {
             Some(b) => b,
             None => match create(class) {
