@@ -12,13 +12,14 @@
 //!   target's low bits kept (two's complement wrap-around, as PyTorch: u8 242 -> i8 -14).
 //! * int to float: to f32 rounding to nearest even, then (f16, bf16) narrowed from that f32,
 //!   rounding to nearest even again (PyTorch also converts through float).
-//! * float to u8: as PyTorch's, through int64: truncation toward zero, then the low 8 bits
-//!   (f32 300.7 -> 44, -1.5 -> 255, 256.0 -> 0); NaN and magnitudes of at least 2^63 give 0
-//!   (int64's undefined cases, as x86's conversion gives them).
-//! * float to i8, i32, u32: truncation toward zero; NaN gives 0 and values outside the
-//!   target's range saturate to its nearest bound (f32 128.0 -> i8 127, -inf -> i32 i32::MIN).
-//!   This is Rust's `as` from f32. PyTorch leaves these cases undefined (they depend on its
-//!   CPU or GPU kernel); this crate chooses saturation so that every adapter agrees.
+//! * float to u8, i8, u32: as PyTorch 2.15's CPU, through int64: truncation toward zero, then
+//!   the target's low bits (f32 300.7 -> u8 44 and i8 44, -1.5 -> u8 255, 128.0 -> i8 -128,
+//!   -1.5 -> u32 4294967295); NaN and magnitudes of at least 2^63 give 0 (int64's undefined
+//!   cases, as x86's conversion gives them). PyTorch's CPU agrees for u8 and i8 everywhere and
+//!   for u32 on (-2^31, 2^32); past that its u32 result depends on the tensor's size.
+//! * float to i32: truncation toward zero; NaN gives 0 and values outside the range saturate
+//!   to its nearest bound (-inf -> i32::MIN), Rust's `as` from f32. PyTorch leaves these cases
+//!   to its hardware (x86 gives i32::MIN, ARM saturates); this crate saturates on every adapter.
 
 use std::fmt;
 
@@ -163,17 +164,16 @@ fn int_to_f32_bits(dtype: DType, bits: u32) -> u32 {
     }
 }
 
-/// f32 bits as an integer type's bits: truncated toward zero, NaN to 0; u8 the low bits of
-/// the int64 (PyTorch's `(uint8_t)(int64_t)x`), 0 where that is undefined (|x| >= 2^63); the
-/// other types' out-of-range values saturated to their bounds (Rust's `as`).
+/// f32 bits as an integer type's bits: truncated toward zero, NaN to 0; u8, i8 and u32 the
+/// low bits of the int64 (PyTorch's `(uint8_t)(int64_t)x`), 0 where that is undefined (|x| >=
+/// 2^63); i32's out-of-range values saturated to its bounds (Rust's `as`).
 fn f32_bits_to_int(dtype: DType, bits: u32) -> u32 {
     let x = f32::from_bits(bits);
     match dtype {
         DType::I32 => x as i32 as u32,
-        DType::U8 if x.is_nan() || x.abs() >= 9_223_372_036_854_775_808.0 => 0,
-        DType::U8 => x as i64 as u8 as u32,
-        DType::I8 => x as i8 as u8 as u32,
-        _ => x as u32,
+        _ if x.is_nan() || x.abs() >= 9_223_372_036_854_775_808.0 => 0,
+        DType::U8 | DType::I8 => x as i64 as u8 as u32,
+        _ => x as i64 as u32,
     }
 }
 
@@ -336,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn float_to_int_truncates_and_saturates() {
+    fn float_to_int_truncates_and_wraps_or_saturates() {
         let nan = [0x7fc0_0000u32, 0xffc0_0000, 0x7f80_0001, 0x7fa0_1234, 0xffff_ffff];
         for to in [I32, U32, U8, I8] {
             for n in nan {
@@ -351,14 +351,15 @@ mod tests {
         // u8 through int64, as PyTorch's: the low 8 bits of the truncation.
         check(F32, U8, &[(f(300.7), 44), (f(-1.5), 255), (f(-2.7), 254), (f(255.5), 255), (f(256.0), 0), (f(254.9), 254), (f(-256.5), 0), (f(4_294_967_296.0), 0), (f(1e30), 0), (0x7f80_0000, 0), (0xff80_0000, 0)]);
         check(F32, U8, &[(f(2_147_483_520.0), 0x80), (f(-16_777_215.0), 1), (f(9.2e18), 0), (f(-9.3e18), 0)]);
-        check(F32, I8, &[(f(127.9), 127), (f(128.0), 127), (f(-128.9), 0x80), (f(-129.0), 0x80), (f(-2.7), 0xfe), (0x7f80_0000, 127), (0xff80_0000, 0x80)]);
+        // i8 and u32 too (PyTorch 2.15's CPU); infinities give 0 (int64's undefined case).
+        check(F32, I8, &[(f(127.9), 127), (f(128.0), 0x80), (f(-128.9), 0x80), (f(-129.0), 0x7f), (f(-2.7), 0xfe), (f(300.7), 44), (0x7f80_0000, 0), (0xff80_0000, 0)]);
         check(F32, I32, &[(f(1e10), 0x7fff_ffff), (0xff80_0000, 0x8000_0000), (0x7f80_0000, 0x7fff_ffff), (f(2_147_483_520.0), 2_147_483_520), (f(2_147_483_648.0), 0x7fff_ffff)]);
         check(F32, I32, &[(f(-2_147_483_648.0), 0x8000_0000), (f(-2_147_483_904.0), 0x8000_0000), (f(-2.7), (-2i32) as u32), (f(16_777_217.0), 16_777_216), (f(-1e10), 0x8000_0000)]);
-        check(F32, U32, &[(0x7f80_0000, 0xffff_ffff), (f(4_294_967_040.0), 4_294_967_040), (f(4_294_967_296.0), 0xffff_ffff), (f(-1.0), 0), (0xff80_0000, 0), (f(2.5), 2)]);
+        check(F32, U32, &[(0x7f80_0000, 0), (f(4_294_967_040.0), 4_294_967_040), (f(4_294_967_296.0), 0), (f(8_589_935_616.0), 1024), (f(-1.0), 0xffff_ffff), (f(-1.5), 0xffff_ffff), (0xff80_0000, 0), (f(2.5), 2)]);
         check(F16, U8, &[(0x7bff, 224), (0x5bf8, 255), (0x5bf0, 254), (0xfc00, 0), (0x7c00, 0), (0xbe00, 255)]);
-        check(F16, I8, &[(0xfc00, 0x80), (0xd808, 0x80), (0xd800, 0x80), (0xd7f8, 0x81)]);
+        check(F16, I8, &[(0xfc00, 0), (0xd808, 0x7f), (0xd800, 0x80), (0xd7f8, 0x81), (0xfbff, 32), (0x7bff, 0xe0)]);
         check(F16, I32, &[(0x7bff, 65_504), (0xfbff, (-65_504i32) as u32), (0x7c00, 0x7fff_ffff), (0x3e00, 1)]);
-        check(BF16, U32, &[(0x7f7f, 0xffff_ffff), (0x4f80, 0xffff_ffff), (0x4f7f, 0xff00_0000)]);
+        check(BF16, U32, &[(0x7f7f, 0), (0x4f80, 0), (0x4f7f, 0xff00_0000), (0xbf80, 0xffff_ffff)]);
         check(BF16, I32, &[(0x4f00, 0x7fff_ffff), (0xcf00, 0x8000_0000), (0x4eff, 0x7f80_0000)]);
     }
 }

@@ -140,9 +140,8 @@ impl HostTensor {
 
     /// `Tensor.copy_(src)`: writes `src`, broadcast to this view's shape, into this view.
     /// Elements convert to this view's type, whatever the two types ([`crate::dtype::cast_bits`]:
-    /// PyTorch's `x.to(dtype)` (float to u8 wrapping through int64 as PyTorch's), with float to
-    /// the other integer types saturating where PyTorch leaves the result
-    /// undefined). A destination that reaches an element
+    /// PyTorch's `x.to(dtype)`: float to u8, i8 and u32 wrapping through int64 as PyTorch's
+    /// CPU, float to i32 saturating where PyTorch leaves the result to its hardware). A destination that reaches an element
     /// twice, or that partially overlaps `src`, is an error; copying a view onto itself does
     /// nothing. On error the destination is untouched.
     pub fn copy_(&self, src: &HostTensor) -> Result<()> {

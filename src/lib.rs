@@ -130,7 +130,7 @@ pub mod advanced {
         pub use crate::kernels::reduce::kernel::{column_blocks, column_splits, reduce_kernel, ReduceKernel};
         pub use crate::kernels::shaders;
         pub use crate::kernels::shaders::PipelineSpec;
-        pub use crate::matmul::{addmm_plan, linear_plan, matmul_plan, matmul_cpu, MatmulPlan};
+        pub use crate::matmul::{addmm_plan, linear_plan, linear_route, matmul_plan, matmul_cpu, LinearRoute, MatmulPlan};
         pub use crate::pool::{adaptive_window, avg_pool2d_window, max_pool2d_window, Window, WindowMode};
         pub use crate::reduce::{reduce_spec, scan_spec, ReduceClass, ReducePlan};
     }

@@ -28,12 +28,15 @@ fn check_parameter_types(op: &'static str, dtype: DType, given: &[(&str, DType)]
     Ok(())
 }
 
-/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\].
+/// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\]: the statistics
+/// \[C\], `weight` and `bias` of C elements in any shape (PyTorch checks their counts only).
 fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {
     for (what, t) in [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)] {
         if let Some(t) = t {
-            if t.shape() != [c] {
-                return Err(Error::invalid(op, format!("{what} of shape {:?}: expected [{c}], one per channel", t.shape())));
+            let fits = if what.starts_with("running") { t.shape() == [c] } else { t.numel() == c };
+            if !fits {
+                let want = if what.starts_with("running") { format!("[{c}]") } else { format!("{c} elements") };
+                return Err(Error::invalid(op, format!("{what} of shape {:?}: expected {want}, one per channel", t.shape())));
             }
             if !t.dtype().is_float() {
                 return Err(Error::unsupported(op, format!("{what} of type {} (float types are served)", t.dtype())));
@@ -41,13 +44,14 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
         }
     }
     check_eps(op, eps)?;
+    let per_channel = |t: &T| t.reshape(&[c as isize]);
     let mut scale = var.to(DType::F32)?.add(eps)?.rsqrt()?;
     if let Some(w) = weight {
-        scale = scale.mul(w)?;
+        scale = scale.mul(&per_channel(w)?)?;
     }
     let mut shift = mean.mul(&scale)?.neg()?;
     if let Some(b) = bias {
-        shift = shift.add(b)?;
+        shift = shift.add(&per_channel(b)?)?;
     }
     Ok((scale, shift))
 }
@@ -58,8 +62,10 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// shift) and stored in the input's type and memory format. The statistics, `weight` and
 /// `bias` are \[C\] float tensors of the input's kind (host or device), all of one type: the
 /// input's, or float32 beside a 16-bit input (PyTorch 2.15's rule; others are
-/// [`Error::DType`]). Bad shapes and an `eps` that is negative or not finite (PyTorch computes
-/// with it) are [`Error::InvalidArgument`] before anything is written.
+/// [`Error::DType`]); `weight` and `bias` may have any shape of C elements. Bad shapes and an
+/// `eps` that is negative or not finite (PyTorch refuses a negative one and computes with the
+/// others) are [`Error::InvalidArgument`] before anything is written. An empty input is
+/// PyTorch's `input.clone()`, of any type, its parameters unchecked (past `eps`).
 ///
 /// ```
 /// use strided_wgpu::HostTensor;
@@ -72,6 +78,11 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// ```
 pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<T> {
     const OP: &str = "batch_norm";
+    check_eps(OP, eps)?;
+    // PyTorch returns a clone of an empty input before it looks at anything else.
+    if x.numel() == 0 {
+        return x.new_tensor(OP, x.shape(), x.dtype(), x.layout().suggest_memory_format());
+    }
     if x.rank() < 2 {
         return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));
     }

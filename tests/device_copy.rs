@@ -110,26 +110,81 @@ const PAIRS: &[(DType, DType)] = &[
     (DType::U32, DType::BF16),
 ];
 
-/// One random copy on host and device: Ok(true) when compared equal, Ok(false) when the draw
-/// gave no valid pair (or a forced path that does not apply), Err on a mismatch.
-fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, String> {
-    let mut rng = Rng(seed);
-    let (st, dt) = PAIRS[rng.below(PAIRS.len())];
-    let (slen, dlen) = (1 + rng.below(700), 1 + rng.below(700));
-    let (sbytes, dbytes) = (random_bytes(&mut rng, st, slen), random_bytes(&mut rng, dt, dlen));
-    let src_l = random_view(&mut rng, slen);
-    // The destination: a random view without internal overlap, broadcast-compatible with src.
-    let mut dst_l = random_view(&mut rng, dlen);
-    for _ in 0..50 {
-        if !dst_l.has_internal_overlap() && CopyPlan::new(&dst_l, &src_l).is_ok() {
-            break;
-        }
-        dst_l = if rng.below(2) == 0 { random_view(&mut rng, dlen) } else { Layout::new(src_l.shape().to_vec(), Layout::contiguous(src_l.shape()).unwrap().strides().to_vec(), 0).unwrap() };
+/// What one random copy came to.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Drawn {
+    /// Host and device agree bit for bit on a copy that moved elements.
+    Ran,
+    /// An empty copy (nothing to compare), or a draw that gave no valid pair.
+    Nothing,
+    /// A forced path refused a plan it does not apply to (only for draws not made for it).
+    Refused,
+}
+
+/// A random copy made for the word kernels (`Vec4`, `Vec4Rows`, `StridedRows`): one type, rows
+/// of whole 16-byte words at 16-byte aligned offsets, taken whole or every other row, forwards
+/// or flipped; for `StridedRows` 4-byte elements read every `step`-th element along a row into
+/// rows of a multiple of 4 elements. Every such draw is one the forced path must take.
+fn aligned_draw(rng: &mut Rng, path: CopyPath) -> (DType, usize, Layout, usize, Layout) {
+    let types: &[DType] = match path {
+        CopyPath::StridedRows { .. } => &[DType::F32, DType::I32, DType::U32],
+        _ => &[DType::F32, DType::F16, DType::BF16, DType::U8, DType::I8, DType::I32],
+    };
+    let t = types[rng.below(types.len())];
+    let u = 16 / t.size();
+    let (rows, words) = (1 + rng.below(9), 1 + rng.below(5));
+    let cols = words * u;
+    let (row_step, col_step) = match path {
+        CopyPath::StridedRows { .. } => (1 + rng.below(2), 2 + rng.below(2)),
+        _ => (1 + rng.below(2), 1),
+    };
+    // The source: a contiguous [rows * row_step, cols * col_step] block at an aligned offset.
+    let sshape = [rows * row_step, cols * col_step];
+    let soff = u * rng.below(4);
+    let slen = soff + sshape[0] * sshape[1] + u * rng.below(3);
+    let mut src_l = Layout::new(sshape.to_vec(), Layout::contiguous(&sshape).unwrap().strides().to_vec(), soff).unwrap();
+    src_l = src_l.slice(0, 0, sshape[0] as isize, row_step as isize).unwrap().slice(1, 0, sshape[1] as isize, col_step as isize).unwrap();
+    if rng.below(2) == 0 {
+        src_l = src_l.flip(0).unwrap();
     }
+    // The destination: contiguous rows at an aligned offset, every other row or flipped at times.
+    let dstep = 1 + rng.below(2);
+    let doff = u * rng.below(4);
+    let dshape = [rows * dstep, cols];
+    let dlen = doff + dshape[0] * cols + u * rng.below(3);
+    let mut dst_l = Layout::new(dshape.to_vec(), Layout::contiguous(&dshape).unwrap().strides().to_vec(), doff).unwrap().slice(0, 0, dshape[0] as isize, dstep as isize).unwrap();
+    if rng.below(3) == 0 {
+        dst_l = dst_l.flip(0).unwrap();
+    }
+    (t, slen, src_l, dlen, dst_l)
+}
+
+/// One random copy on host and device, compared bit for bit; Err on a mismatch, or on a forced
+/// path refusing a draw made for it (`aligned`: `aligned_draw`) or any draw (`Gather` takes every plan).
+fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath, aligned: bool) -> Result<Drawn, String> {
+    let mut rng = Rng(seed);
+    let (st, dt, slen, dlen, src_l, dst_l) = if aligned {
+        let (t, slen, src_l, dlen, dst_l) = aligned_draw(&mut rng, path);
+        (t, t, slen, dlen, src_l, dst_l)
+    } else {
+        let (st, dt) = PAIRS[rng.below(PAIRS.len())];
+        let (slen, dlen) = (1 + rng.below(700), 1 + rng.below(700));
+        let src_l = random_view(&mut rng, slen);
+        // The destination: a random view without internal overlap, broadcast-compatible with src.
+        let mut dst_l = random_view(&mut rng, dlen);
+        for _ in 0..50 {
+            if !dst_l.has_internal_overlap() && CopyPlan::new(&dst_l, &src_l).is_ok() {
+                break;
+            }
+            dst_l = if rng.below(2) == 0 { random_view(&mut rng, dlen) } else { Layout::new(src_l.shape().to_vec(), Layout::contiguous(src_l.shape()).unwrap().strides().to_vec(), 0).unwrap() };
+        }
+        (st, dt, slen, dlen, src_l, dst_l)
+    };
     let fits = dst_l.span().is_none_or(|(_, hi)| hi < dlen) && !dst_l.has_internal_overlap() && CopyPlan::new(&dst_l, &src_l).is_ok();
     if !fits {
-        return Ok(false);
+        return if aligned { Err(format!("the aligned draw {src_l:?} -> {dst_l:?} is not a valid copy")) } else { Ok(Drawn::Nothing) };
     }
+    let (sbytes, dbytes) = (random_bytes(&mut rng, st, slen), random_bytes(&mut rng, dt, dlen));
     let hs = HostTensor::from_bytes(st, sbytes.clone(), Layout::contiguous(&[slen]).unwrap()).unwrap();
     let hd = HostTensor::from_bytes(dt, dbytes.clone(), Layout::contiguous(&[dlen]).unwrap()).unwrap();
     let (ds, dd) = (device_from_bytes(ctx, st, &sbytes), device_from_bytes(ctx, dt, &dbytes));
@@ -139,8 +194,8 @@ fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, Stri
     match dview(&dd, &dst_l).copy_with(&dview(&ds, &src_l), path) {
         Ok(()) => {}
         // A forced path that does not apply to this plan is refused up front.
-        Err(Error::Unsupported { .. }) if path != CopyPath::Auto => return Ok(false),
-        Err(e) => return Err(format!("device: {e}")),
+        Err(Error::Unsupported { .. }) if !aligned && !matches!(path, CopyPath::Auto | CopyPath::Gather { .. }) => return Ok(Drawn::Refused),
+        Err(e) => return Err(format!("device: {e} ({st}->{dt} src {src_l:?} dst {dst_l:?})")),
     }
     let (want, got) = (whole(&hd), whole(&dd.download().unwrap()));
     if want != got {
@@ -150,7 +205,7 @@ fn random_copy(ctx: &GpuContext, seed: u64, path: CopyPath) -> Result<bool, Stri
             CopyPlan::new(&dst_l, &src_l).unwrap()
         ));
     }
-    Ok(true)
+    Ok(if dst_l.numel() == 0 { Drawn::Nothing } else { Drawn::Ran })
 }
 
 #[test]
@@ -158,17 +213,22 @@ fn random_copies_match_cpu_bitwise() {
     for ctx in contexts() {
         let paths = [CopyPath::Auto, CopyPath::Gather { wg: 64, ept: 1 }, CopyPath::Gather { wg: 128, ept: 3 }, CopyPath::Vec4 { wg: 64, wpt: 2 }, CopyPath::Vec4Rows { wg: 64, rows: 3 }, CopyPath::StridedRows { wg: 64, rows: 3 }];
         for (i, path) in paths.into_iter().enumerate() {
-            let mut compared = 0;
+            // The word kernels take few random views: half their draws are made for them.
+            let words = matches!(path, CopyPath::Vec4 { .. } | CopyPath::Vec4Rows { .. } | CopyPath::StridedRows { .. });
+            let mut ran = [0usize; 2];
             for seed in 0..120u64 {
+                let aligned = words && seed % 2 == 0;
                 let seed = seed * paths.len() as u64 + i as u64;
-                match random_copy(ctx, seed, path) {
-                    Ok(c) => compared += c as usize,
+                match random_copy(ctx, seed, path, aligned) {
+                    Ok(Drawn::Ran) => ran[aligned as usize] += 1,
+                    Ok(_) => {}
                     Err(e) => panic!("{} seed {seed} path {path:?}: {e}", name(ctx)),
                 }
             }
-            let min = if matches!(path, CopyPath::Vec4 { .. } | CopyPath::Vec4Rows { .. } | CopyPath::StridedRows { .. }) { 3 } else { 90 };
-            eprintln!("{} {path:?}: {compared} of 120 random copies compared", name(ctx));
-            assert!(compared >= min, "only {compared} random copies were comparable");
+            eprintln!("{} {path:?}: {} random and {} aligned copies of 120 moved elements and matched", name(ctx), ran[0], ran[1]);
+            // Every aligned draw moves elements; random ones are empty or not valid copies at times.
+            let want = if words { [0, 60] } else { [85, 0] };
+            assert!(ran[0] >= want[0] && ran[1] >= want[1], "{} {path:?}: only {ran:?} copies moved elements", name(ctx));
         }
     }
 }
@@ -185,7 +245,8 @@ fn index_formula_matches_rust_twin() {
             let dst_l = Layout::contiguous(src_l.shape()).unwrap().flip(0).unwrap();
             let plan = CopyPlan::new(&dst_l, &src_l).unwrap();
             let src = DeviceTensor::from_slice(ctx, &(0..slen as u32).collect::<Vec<_>>(), &[slen]).unwrap();
-            let dst = DeviceTensor::zeros(ctx, &[dst_l.numel().max(1)], DType::U32, MemoryFormat::Contiguous).unwrap();
+            // No element holds an index before the copy (zeros would pass an unwritten one).
+            let dst = DeviceTensor::from_slice(ctx, &vec![u32::MAX; dst_l.numel().max(1)], &[dst_l.numel().max(1)]).unwrap();
             let dv = dst.as_strided(dst_l.shape(), dst_l.strides(), dst_l.offset()).unwrap();
             dv.copy_with(&src.as_strided(src_l.shape(), src_l.strides(), src_l.offset()).unwrap(), CopyPath::Gather { wg: 64, ept: 1 }).unwrap();
             let got = dst.download().unwrap().to_vec::<u32>().unwrap();
@@ -360,7 +421,7 @@ fn one_context_from_many_threads_and_batches() {
             for t in 0..4u64 {
                 s.spawn(move || {
                     for seed in 0..15 {
-                        random_copy(ctx, 10_000 + t * 100 + seed, CopyPath::Auto).unwrap();
+                        random_copy(ctx, 10_000 + t * 100 + seed, CopyPath::Auto, false).unwrap();
 
                     }
                 });
@@ -436,6 +497,8 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
     for ctx in contexts() {
         let mut ran = 0;
         let mut kinds_ran = std::collections::HashSet::new();
+        // Each variant that ran, by element type (and channels, for the narrow kernel), both ways.
+        let (mut paths_ran, mut backs_ran) = (std::collections::HashSet::new(), std::collections::HashSet::new());
         for dtype in [DType::U32, DType::F16, DType::U8] {
             for &(shape, fmt) in cases {
                 let n: usize = shape.iter().product();
@@ -454,6 +517,7 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                             Ok(()) => {
                                 ran += 1;
                                 kinds_ran.insert((dtype, std::mem::discriminant(&path)));
+                                paths_ran.insert((dtype, format!("{path:?}"), shape[1]));
                             }
                             Err(Error::Unsupported { .. }) => continue, // path does not apply
                             Err(e) => panic!("{}: {shape:?} {path:?}: {e}", name(ctx)),
@@ -462,7 +526,10 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
                         // And back to contiguous, from the channels-last tensor.
                         let back = DeviceTensor::zeros(ctx, shape, dtype, MemoryFormat::Contiguous).unwrap();
                         match back.copy_with(&out, path) {
-                            Ok(()) => assert!(whole(&back.download().unwrap()) == want, "{dtype} {shape:?} back via {path:?}"),
+                            Ok(()) => {
+                                assert!(whole(&back.download().unwrap()) == want, "{dtype} {shape:?} back via {path:?}");
+                                backs_ran.insert((dtype, format!("{path:?}")));
+                            }
                             Err(Error::Unsupported { .. }) => {}
                             Err(e) => panic!("{e}"),
                         }
@@ -479,6 +546,26 @@ fn transpose_kernels_match_cpu_on_edge_shapes() {
         }
         let narrow = CopyPath::TransposeNarrow { wg: 64 };
         assert!(kinds_ran.contains(&(DType::U32, std::mem::discriminant(&narrow))), "4-byte elements never ran through {narrow:?}");
+        // Every variant ran, both ways, for every element size it serves: the 4 x 4 and narrow
+        // kernels 4-byte elements (the narrow one with 2 and with 3 channels), the vec4 one
+        // tiles that are multiples of a word's elements.
+        for dtype in [DType::U32, DType::F16, DType::U8] {
+            for path in TRANSPOSE_PATHS {
+                let serves = match path {
+                    CopyPath::Transpose { .. } | CopyPath::TransposeNarrow { .. } => dtype.size() == 4,
+                    CopyPath::TransposeVec4 { tile, .. } => (tile as usize).is_multiple_of(16 / dtype.size()),
+                    _ => true,
+                };
+                let key = format!("{path:?}");
+                let forward = paths_ran.iter().any(|(d, p, _)| *d == dtype && *p == key);
+                assert!(!serves || (forward && backs_ran.contains(&(dtype, key.clone()))), "{}: {dtype} {path:?} did not run both ways", name(ctx));
+                if matches!(path, CopyPath::TransposeNarrow { .. }) && serves {
+                    for c in [2, 3] {
+                        assert!(paths_ran.contains(&(dtype, key.clone(), c)), "{}: {path:?} never ran with {c} channels", name(ctx));
+                    }
+                }
+            }
+        }
         // A batched matrix transpose [B,M,N] -> [B,N,M], and HWFC <-> HWCF, as permuted copies.
         let b = DeviceTensor::from_slice(ctx, &(0..3 * 20 * 12).map(|i| i as f32).collect::<Vec<_>>(), &[3, 20, 12]).unwrap();
         let hb = b.download().unwrap();
@@ -868,7 +955,10 @@ fn conversions_match_hand_checked_values() {
         (U32, F32, 0xffff_ff80, f(4_294_967_296.0)), (U32, F32, 0xffff_ff7f, f(4_294_967_040.0)), (I8, F32, 0x80, f(-128.0)),
         (I32, F16, 2049, 0x6800), (I32, F16, 2051, 0x6802), (I32, F16, 65_520, 0x7c00), (I32, BF16, 16_842_753, 0x4b80), (U8, BF16, 255, 0x437f),
         (F32, U8, f(300.7), 44), (F32, U8, f(-1.5), 255), (F32, U8, f(-0.5), 0), (F32, U8, f(-256.0), 0), (F32, U8, f(4_294_967_296.0), 0), (F32, I32, f(1e10), 0x7fff_ffff), (F32, I32, f(f32::NEG_INFINITY), 0x8000_0000),
-        (F32, U32, f(f32::INFINITY), 0xffff_ffff), (F32, I8, f(127.9), 127), (F32, I8, f(-128.9), 0x80), (F32, I8, f(-129.0), 0x80), (F32, I32, f(-2.7), (-2i32) as u32),
+        (F32, U32, f(f32::INFINITY), 0), (F32, I8, f(127.9), 127), (F32, I8, f(-128.9), 0x80), (F32, I8, f(-129.0), 0x7f), (F32, I32, f(-2.7), (-2i32) as u32),
+        // PyTorch 2.15's CPU: int8 and uint32 wrap through int64 as uint8 does.
+        (F32, I8, f(300.7), 44), (F32, I8, f(128.0), 0x80), (F16, I8, 0xfbff, 32), (F16, I8, 0x7bff, 0xe0), (F32, U32, f(-1.5), 0xffff_ffff),
+        (F32, U32, f(-2_147_483_520.0), 2_147_483_776), (F32, U32, f(3e9), 3_000_000_000), (F32, U32, f(1e19), 0), (F32, U32, f(8_589_935_616.0), 1024),
         (F32, I32, f(2_147_483_520.0), 2_147_483_520), (F32, U32, f(4_294_967_040.0), 4_294_967_040), (F32, I32, 0x7fc0_1234, 0), (F32, U8, 0xffa0_0001, 0),
         (F16, I8, 0xd7f8, 0x81), (F16, U8, 0x5bf8, 255), (F16, I32, 0xfbff, (-65_504i32) as u32), (BF16, U32, 0x4f7f, 0xff00_0000), (BF16, I32, 0xff81, 0),
         (F32, F16, 0x3f80_1000, 0x3c00), (F32, F16, 0x3f80_3000, 0x3c02), (F16, F32, 0x7d01, 0x7fa0_2000), (F32, BF16, 0x7f80_0001, 0x7fc0), (F32, BF16, 0x3f80_8000, 0x3f80),

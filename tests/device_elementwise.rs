@@ -459,6 +459,11 @@ fn check_case(ctx: &GpuContext, case: &Case, label: &str, paths: &[ElementwisePa
     let mut rows = 0;
     for &path in paths {
         let db = case.build(&|h: &HostTensor| up(ctx, h));
+        // The pool hands out recycled buffers, which may hold the last path's answer: a new
+        // output takes a poisoned one.
+        if let Ok(h) = &hr {
+            poison_pool(ctx, h.numel() * h.dtype().size());
+        }
         let dr = case.run(&db, &|op, i, t| DeviceTensor::run_with(op, i, t, path));
         let l = format!("{label} {path:?}");
         match (&hr, dr) {
@@ -496,6 +501,16 @@ fn check_case(ctx: &GpuContext, case: &Case, label: &str, paths: &[ElementwisePa
         }
     }
     Ok((runs, rows))
+}
+
+/// Leaves one idle buffer of `bytes` in `ctx`'s pool, filled with 0xA5 bytes: a new output of
+/// that size takes it, so an element a kernel fails to write holds no earlier answer.
+fn poison_pool(ctx: &GpuContext, bytes: usize) {
+    ctx.trim_pool();
+    if bytes > 0 {
+        let h = HostTensor::from_bytes(DType::U8, vec![0xA5; bytes], Layout::contiguous(&[bytes]).unwrap()).unwrap();
+        drop(DeviceTensor::upload(ctx, &h).unwrap());
+    }
 }
 
 /// Whether `path` forces the rows kernel (in either mode).
@@ -1795,7 +1810,32 @@ fn scalars_and_bounds_past_a_type_as_pytorch() {
         check_out("clamp_out", true, &|o| f.clamp_out(Some(Scalar::Int(0)), None, o), &|x, o| x.clamp_out(Some(Scalar::Int(0)), None, o));
         check_out("sigmoid_out", false, &|o| f.sigmoid_out(o), &|x, o| x.sigmoid_out(o));
         check_out("relu_out", true, &|o| f.relu_out(o), &|x, o| x.relu_out(o));
+        check_out("gelu_out", true, &|o| f.gelu_out(o), &|x, o| x.gelu_out(o));
+        check_out("silu_out", true, &|o| f.silu_out(o), &|x, o| x.silu_out(o));
         check_out("add_out", false, &|o| f.add_out(1, o), &|x, o| x.add_out(1, o));
+        // A scalar beside a float16 or bfloat16 tensor: PyTorch's CPU rounds it to the tensor's
+        // type in `add` and `sub`, not in `mul` and `div` (values from PyTorch 2.15).
+        let inf = f32::INFINITY;
+        let cases: [(DType, [[f32; 3]; 7]); 2] = [
+            (DType::F16, [[inf, inf, inf], [-63456.0, 2048.0, 2048.0], [-inf, -2047.0, -2048.0], [-65248.0, 258.0, 257.5], [-inf, inf, 35008.0], [-0.9355469, 1.4305115e-5, 7.1525574e-6], [-65504.0, 1.0996094, 0.60009766]]),
+            (DType::BF16, [[34304.0, 99840.0, 99840.0], [-63488.0, 2048.0, 2048.0], [-67584.0, -2048.0, -2048.0], [-65280.0, 256.0, 256.0], [-4596957184.0, 70144.0, 35072.0], [-0.9375, 1.4305115e-5, 7.1525574e-6], [-65536.0, 1.1015625, 0.6015625]]),
+        ];
+        for (dt, want) in cases {
+            let x = HostTensor::from_vec(vec![-65504f32, 1.0, 0.5], &[3]).unwrap().to(dt).unwrap();
+            let fl = |r: strided_wgpu::Result<HostTensor>| r.unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+            let got = [
+                fl(run!(x, |v| v.add(1e5))),
+                fl(run!(x, |v| v.add(2049))),
+                fl(run!(x, |v| v.sub(2049))),
+                fl(run!(x, |v| v.add(257))),
+                fl(run!(x, |v| v.mul(70000.0))),
+                fl(run!(x, |v| v.div(70000.0))),
+                fl(run!(x, |v| v.add(0.1))),
+            ];
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                assert_eq!(g.as_slice(), w.as_slice(), "{who}: {dt} scalar case {i}");
+            }
+        }
     }
 }
 

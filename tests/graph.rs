@@ -339,6 +339,15 @@ fn wrong_replays_and_waiting_captures_are_typed_errors() {
         assert!(matches!(r, Err(Error::InvalidArgument { op: "download", .. })), "{}: download in a capture: {:?}", name(ctx), r.err());
         let r = ctx.capture(&[&x], || x.add(1.0)?.transpose(0, 3)?.download());
         assert!(matches!(r, Err(Error::InvalidArgument { op: "download", .. })), "{}: download of a transposed view in a capture: {:?}", name(ctx), r.err());
+        // A wait inside a capture for work submitted before it (it blocked, and succeeded).
+        let mut early = ctx.batch();
+        early.add(&x, 2.0).unwrap();
+        let submitted = early.submit().unwrap();
+        let r = ctx.capture(&[&x], || {
+            submitted.wait()?;
+            x.add(1.0)
+        });
+        assert!(matches!(r, Err(Error::InvalidArgument { op: "wait", .. })), "{}: a wait in a capture: {:?}", name(ctx), r.err());
         let r = ctx.capture(&[], || graph.replay(&[]));
         assert!(matches!(r, Err(Error::InvalidArgument { op: "replay", .. })), "{}: replay in a capture: {:?}", name(ctx), r.err());
         let r = ctx.capture(&[], || ctx.capture(&[], || Ok(())));

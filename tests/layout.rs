@@ -572,3 +572,19 @@ fn view_errors_name_the_op_and_the_dims_it_takes() {
     let r = wide.pad(&[isize::MIN, 2], PadMode::Circular);
     assert!(r.is_err(), "a crop of 2^63 elements from a dim of 2^63 - 1: {:?}", r.map(|t| t.shape().to_vec()));
 }
+
+/// A view whose strides would pass `isize` is an overflow (PyTorch wraps them), not a layout
+/// that needs a copy; `reshape` says so too, copying nothing.
+#[test]
+fn a_view_whose_strides_overflow_is_an_overflow() {
+    let empty = Layout::contiguous(&[0]).unwrap();
+    let big = 1isize << 62;
+    assert!(matches!(empty.view(&[0, 4, big]), Err(Error::Overflow { op: "view", .. })), "{:?}", empty.view(&[0, 4, big]));
+    assert!(matches!(empty.reshape(&[0, 4, big]), Err(Error::Overflow { op: "reshape", .. })));
+    let wide = Layout::new(vec![2], vec![big], 0).unwrap();
+    // A leading size-1 dim's stride would be 2^63.
+    assert!(matches!(wide.view(&[1, 2]), Err(Error::Overflow { op: "view", .. })));
+    assert_eq!(wide.view(&[2, 1]).unwrap().strides(), &[big, big]);
+    // Fresh strides of an empty view that fit stay a view.
+    assert_eq!(empty.view(&[0, 4, 3]).unwrap().strides(), &[12, 3, 1]);
+}

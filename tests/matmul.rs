@@ -237,3 +237,65 @@ fn a_plan_whose_sizes_disagree_with_its_layouts_is_a_typed_error() {
         }
     }
 }
+
+/// PyTorch 2.15's `F.linear` takes `addmm` (the bias in the product, rounded once) for a 2-d
+/// input, or a contiguous input with a contiguous bias that is or squeezes to 1-d, and
+/// otherwise `matmul` then `add_` (a 16-bit product rounded before the bias is added);
+/// `linear_out` takes `addmm` for a 2-d input only. Every value and error here is PyTorch's.
+#[test]
+fn linear_takes_pytorchs_route_for_its_bias() {
+    for (dt, t) in [(DType::BF16, 2f32.powi(-8)), (DType::F16, 2f32.powi(-11))] {
+        let h = |v: Vec<f32>, s: &[usize]| HostTensor::from_vec(v, s).unwrap().to(dt).unwrap();
+        let val = |y: &HostTensor| y.to(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        let w = h(vec![1.0, t], &[1, 2]);
+        let contiguous = h(vec![1.0, 1.0], &[1, 1, 2]);
+        let strided = h(vec![1.0, 1.0, 1.0, 1.0], &[1, 1, 4]).slice(2, 0, 4, 2).unwrap();
+        let b1 = h(vec![t], &[1]);
+        let once = 1.0 + 2.0 * t;
+        // 1 + t rounds to 1 (a tie to even) before 1 + t is added: 1 again.
+        let cases: [(&HostTensor, HostTensor, f32); 5] = [
+            (&contiguous, b1.clone(), once),
+            (&strided, b1.clone(), 1.0),
+            (&contiguous, b1.reshape(&[]).unwrap(), 1.0),
+            (&contiguous, b1.reshape(&[1, 1, 1]).unwrap(), 1.0),
+            (&strided, b1.to(DType::F32).unwrap(), 1.0),
+        ];
+        for (i, (x, b, want)) in cases.iter().enumerate() {
+            let y = x.linear(&w, Some(b)).unwrap();
+            assert_eq!((y.shape(), y.dtype(), val(&y)), (&[1usize, 1, 1][..], dt, vec![*want]), "{dt} case {i}");
+            assert_eq!(val(&x.linear_act(&w, Some(b), Activation::Relu).unwrap()), vec![*want], "{dt} case {i} relu");
+        }
+        assert_eq!(val(&contiguous.reshape(&[1, 2]).unwrap().linear(&w, Some(&b1)).unwrap()), vec![once], "{dt} 2-d");
+        // linear_out: matmul then add_ for every input that is not 2-d.
+        let out = h(vec![7.0], &[1, 1, 1]);
+        contiguous.linear_out(&w, Some(&b1), &out).unwrap();
+        assert_eq!(val(&out), vec![1.0], "{dt} linear_out");
+    }
+    // addmm's route: the bias expands to [rows, out], rows the input's leading dims flattened.
+    let x = HostTensor::from_vec((0..24).map(|i| i as f32 / 8.0).collect(), &[2, 3, 4]).unwrap();
+    let w = HostTensor::from_vec((0..20).map(|i| i as f32 / 16.0).collect(), &[5, 4]).unwrap();
+    let rows = HostTensor::from_vec((0..6).map(|i| i as f32).collect(), &[6, 1]).unwrap();
+    let y = x.linear(&w, Some(&rows)).unwrap();
+    assert_eq!(y.shape(), &[2, 3, 5]);
+    assert_eq!(y.to_vec::<f32>().unwrap()[25..30], [6.046875, 8.734375, 11.421875, 14.109375, 16.796875]);
+    let e = x.linear(&w, Some(&HostTensor::from_vec(vec![0f32; 3], &[3, 1]).unwrap())).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("[6, 5]"), "{e}");
+    // The same bias beside a strided input broadcasts to the result.
+    let xt = x.transpose(1, 2).unwrap().contiguous(MemoryFormat::Contiguous).unwrap().transpose(1, 2).unwrap();
+    assert_eq!(xt.linear(&w, Some(&HostTensor::from_vec(vec![0f32; 3], &[3, 1]).unwrap())).unwrap().shape(), &[2, 3, 5]);
+    // A 1-d input with a [1, out] bias: [out].
+    let ones = |s: &[usize]| HostTensor::from_vec(vec![1f32; s.iter().product()], s).unwrap();
+    assert_eq!(ones(&[4]).linear(&ones(&[5, 4]), Some(&ones(&[1, 5]))).unwrap().shape(), &[5]);
+    // A 1-d weight: addmm's "mat2 must be a matrix" with a [3] bias, a [2, 3] result with a 0-d one.
+    assert!(matches!(ones(&[2, 3, 4]).linear(&ones(&[4]), Some(&ones(&[3]))), Err(Error::InvalidArgument { .. })));
+    assert_eq!(ones(&[2, 3, 4]).linear(&ones(&[4]), Some(&ones(&[]))).unwrap().shape(), &[2, 3]);
+    // A bias of another type: refused on addmm's route, promoted and cast on matmul's.
+    let b16 = ones(&[5]).to(DType::F16).unwrap();
+    assert!(matches!(ones(&[2, 3, 4]).linear(&ones(&[5, 4]), Some(&b16)), Err(Error::DType { .. })));
+    let y = ones(&[2, 3, 4]).linear(&ones(&[5, 4]), Some(&b16.narrow(0, 0, 1).unwrap().reshape(&[]).unwrap())).unwrap();
+    assert_eq!((y.dtype(), y.to_vec::<f32>().unwrap()), (DType::F32, vec![5.0; 30]));
+    // linear_out off addmm's route adds the bias after writing out: a bias in out's elements is refused.
+    let out = HostTensor::from_vec(vec![7f32; 30], &[2, 3, 5]).unwrap();
+    assert!(matches!(ones(&[2, 3, 4]).linear_out(&ones(&[5, 4]), Some(&out), &out), Err(Error::Overlap { .. })));
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![7.0; 30]);
+}

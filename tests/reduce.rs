@@ -2,7 +2,7 @@
 //! write nothing, empty reductions, wrapping integer sums, signed zeros, NaN positions, views
 //! with negative steps and broadcast inputs), against plain loops.
 
-use strided_wgpu::{Dims, DType, Error, HostTensor, MemoryFormat, Reduce, Strided};
+use strided_wgpu::{Dims, DType, Elementwise, Error, HostTensor, MemoryFormat, Reduce, Strided};
 
 fn t(v: Vec<f32>, shape: &[usize]) -> HostTensor {
     HostTensor::from_vec(v, shape).unwrap()
@@ -268,6 +268,29 @@ fn sums_start_from_positive_zero_and_scalar_dims_once() {
         assert!(matches!(s.sum(dims, false), Err(Error::InvalidArgument { op: "sum", .. })), "{dims:?}");
         assert!(matches!(s.amax(dims, false), Err(Error::InvalidArgument { op: "amax", .. })), "{dims:?}");
     }
+}
+
+/// Float32 sums, norms and products keep a float32 accumulator's range, as PyTorch 2.15's CPU
+/// does: a running sum past float32's range is infinite, a product or a square below it 0 (an
+/// f64 accumulator gave 3e38, 1e30 and 1e-30); `std` squares in f64, as PyTorch (values from
+/// PyTorch). Means stay finite (the normalizations' statistics; PyTorch's mean is inf there).
+#[test]
+fn float32_reductions_overflow_and_underflow_as_pytorch() {
+    let inf = f32::INFINITY;
+    let one = |r: strided_wgpu::Result<HostTensor>| r.unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap()[0];
+    let big = t(vec![3e38, 3e38, -3e38], &[3]);
+    assert_eq!(one(big.sum(Dims::All, false)), inf);
+    assert_eq!(one(big.sum(0, false)), inf);
+    assert_eq!(one(big.mean(Dims::All, false)), 1e38);
+    assert_eq!(one(t(vec![1e30, 1e30, 1e-30], &[3]).prod(Some(0), false)), inf);
+    assert_eq!(one(t(vec![1e-30, 1e-30, 1e30], &[3]).prod(Some(0), false)), 0.0);
+    assert_eq!(one(t(vec![1e20, 1e20], &[2]).norm(2.0, 0, false)), inf);
+    assert_eq!(one(t(vec![1e-30, 1e-30], &[2]).norm(2.0, 0, false)), 0.0);
+    assert_eq!(one(t(vec![1e-30, 1e-30], &[2]).norm(1.0, 0, false)), 2e-30);
+    assert_eq!(one(t(vec![1e20, -1e20], &[2]).std(0, 0.0, false)), 1e20);
+    assert_eq!(one(t(vec![3e38, 3e38, -3e38], &[3]).to(DType::BF16).unwrap().sum(0, false)), inf);
+    // Finite sums keep f64's digits: 2^24 + 1 + 1 + 1 + 1.
+    assert_eq!(one(t(vec![16_777_216.0, 1.0, 1.0, 1.0, 1.0], &[5]).sum(0, false)), 16_777_220.0);
 }
 
 /// An empty input whose other dims multiply past usize: the elements of one output are an

@@ -150,32 +150,29 @@ fn i32_to_f32_bits(v: u32) -> u32 {
     return 0x80000000u | u32_to_f32_bits(0u - v); // the magnitude of i32 min is 2^31, as u32
 }
 
-// f32 bits as an integer type's bits: NaN to 0, truncated toward zero; u8 the low bits of the
-// int64 (PyTorch's `(uint8_t)(int64_t)x`; 0 past 2^63), the other types' out-of-range values
-// saturated to their bounds (Rust's `as`).
+// f32 bits as an integer type's bits: NaN to 0, truncated toward zero; u8, i8 and u32 the low
+// bits of the int64 (PyTorch's `(uint8_t)(int64_t)x`; 0 from 2^63), i32's out-of-range values
+// saturated to its bounds (Rust's `as`). The twin of dtype.rs's `f32_bits_to_int`.
 fn f32_to_int(t: u32, x: u32) -> u32 {
     if ((x & 0x7fffffffu) > 0x7f800000u) {
         return 0u;
     }
-    // The largest magnitude each sign may reach, and the target's bits.
-    var pos_max = 0xffffffffu;
-    var neg_max = 0u;
-    var mask = 0xffffffffu;
-    if (t == DT_I32) {
-        pos_max = 0x7fffffffu;
-        neg_max = 0x80000000u;
-    } else if (t == DT_U8) {
-        pos_max = 0xffu;
-        mask = 0xffu;
-    } else if (t == DT_I8) {
-        pos_max = 0x7fu;
-        neg_max = 0x80u;
-        mask = 0xffu;
-    }
-    // |x| truncated, or 0xffffffff for |x| >= 2^32 (infinity included); below 2^32 the
-    // truncation is at most 0xffffff00.
     let exp = (x >> 23u) & 0xffu;
     let man = (x & 0x7fffffu) | 0x800000u;
+    let neg = (x & 0x80000000u) != 0u;
+    if (t != DT_I32) {
+        // The low 32 bits of |x| truncated: from 2^55 (a shift of 32 or more) they are 0, and
+        // so up to 2^63 and past it (int64's undefined case, 0 on x86).
+        var low = 0u;
+        if (exp >= 127u && exp < 150u) {
+            low = man >> (150u - exp);
+        } else if (exp >= 150u && exp < 182u) {
+            low = man << (exp - 150u);
+        }
+        let mask = select(0xffffffffu, 0xffu, t == DT_U8 || t == DT_I8);
+        return select(low, 0u - low, neg) & mask;
+    }
+    // i32: |x| truncated, or 0xffffffff for |x| >= 2^32 (infinity included), then saturated.
     var mag = 0xffffffffu;
     if (exp < 127u) {
         mag = 0u;
@@ -184,18 +181,10 @@ fn f32_to_int(t: u32, x: u32) -> u32 {
     } else if (exp < 159u) {
         mag = man << (exp - 150u);
     }
-    if (t == DT_U8) {
-        // From 2^32 the truncation is a multiple of 512 (0 in the low bits) up to 2^63, and
-        // past it int64 is undefined (x86 gives 0): 0 either way.
-        if (mag == 0xffffffffu) {
-            return 0u;
-        }
-        return select(mag, 0u - mag, (x & 0x80000000u) != 0u) & 0xffu;
+    if (neg) {
+        return 0u - min(mag, 0x80000000u);
     }
-    if ((x & 0x80000000u) != 0u) {
-        return (0u - min(mag, neg_max)) & mask;
-    }
-    return min(mag, pos_max);
+    return min(mag, 0x7fffffffu);
 }
 
 // One element converted from type `src_t` to type `dst_t` (dtype codes).

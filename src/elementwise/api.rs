@@ -63,7 +63,7 @@ macro_rules! trait_methods {
         fn $name_<'a>(&'a self $(, $arg: $ty)*) -> Result<()> {
             Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::InPlace).map(drop)
         }
-        #[doc = concat!("Into a given view: `x.", stringify!($name_out), "(.., &out)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `out` (PyTorch's `out=` form where it has one; else `out.copy_(torch.", $torch, "(x, ..))`).")]
+        #[doc = concat!("Into a given view: `x.", stringify!($name_out), "(.., &out)` writes [`", stringify!($name), "`](Elementwise::", stringify!($name), ") into `out` (PyTorch's `out=` form, or its `aten` out form, where it has one; else `out.copy_(torch.", $torch, "(x, ..))`).")]
         fn $name_out<'a>(&'a self $(, $arg: $ty)*, out: &'a Self) -> Result<()> {
             Self::run($op, &[Input::Tensor(self) $(, $inp)*], Target::Out(out)).map(drop)
         }

@@ -116,8 +116,8 @@ pub(crate) struct Resolved {
 /// an int wraps to an integer type's width (two's complement), as PyTorch reads a wrapped
 /// number into its kernels (uint8 `x + 300` adds 44; only op arguments are range-checked,
 /// [`argument_bits`]); a float is float32's nearest value for a float computation (the
-/// kernels compute 16-bit types in float32; PyTorch's CPU rounds the scalar to the tensor's
-/// type first, which can differ by an ulp of that type) and an error for an integer one.
+/// kernels compute 16-bit types in float32; `add` and `sub` then round it to the 16-bit type,
+/// as PyTorch's CPU does) and an error for an integer one.
 fn operand_bits(op: &'static str, value: Scalar, compute: DType) -> Result<u32> {
     Ok(match (value, compute) {
         (Scalar::Int(i), DType::I32 | DType::U32) => i as u32,
@@ -493,9 +493,9 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
             }
             // PyTorch's unary ops that keep their input's type (`neg`, `abs`, rounding, `clamp`)
             // write an `out=` tensor of that type only ("Found dtype Half but expected Float").
-            // (`relu` too: `torch.relu` takes no `out=`, but its `aten::relu.out` refuses
-            // another type.)
-            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Relu | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
+            // (`relu`, `gelu` and `silu` too: their functional forms take no `out=`, but their
+            // `aten` out forms refuse another type.)
+            let keeps_type = matches!(op, Op::Neg | Op::Abs | Op::Relu | Op::Gelu | Op::GeluTanh | Op::Silu | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::Clamp { .. });
             if keeps_type && matches!(dest, Target::Out(_)) && d.dtype() != compute {
                 return Err(Error::DType { op: name, got: format!("an out= destination of {}", d.dtype()), expected: format!("{compute}, the result's type ({name} converts into no other type)") });
             }
@@ -535,7 +535,13 @@ pub(crate) fn resolve<'a, T: Strided>(op: Op, inputs: &[Input<'a, T>], dest: Tar
                 k += 1;
                 Slot::Tensor(k)
             }
-            Input::Scalar(s) => Slot::Scalar(operand_bits(name, int16_operand(*s, int16), compute)?),
+            Input::Scalar(s) => {
+                let bits = operand_bits(name, int16_operand(*s, int16), compute)?;
+                // PyTorch's CPU `add` and `sub` take a scalar beside float16 or bfloat16
+                // tensors rounded to their type (`mul` and `div` take its float32 value).
+                let rounded = matches!(op, Op::Add { .. } | Op::Sub { .. }) && matches!(compute, DType::F16 | DType::BF16);
+                Slot::Scalar(if rounded { crate::dtype::float_bits_to_f32(compute, crate::dtype::f32_bits_to_float(compute, bits)) } else { bits })
+            }
         });
     }
     let mut a: Args = [0; 4];

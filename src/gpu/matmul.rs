@@ -14,11 +14,14 @@ use crate::runtime::submit::Drive;
 use crate::runtime::timing::Timer;
 use crate::tune::Tuner;
 use crate::layout::{Layout, MemoryFormat};
-use crate::elementwise::{Input, Op, Target};
-use crate::matmul::{addmm_plan, bmm_plan, linear_plan, matmul_plan, mm_plan, Matmul, MatmulPlan};
+use crate::elementwise::{Input, Op, Scalar, Target};
+use crate::matmul::{addmm_plan, bmm_plan, check_linear_out, linear_parts, matmul_plan, mm_plan, Matmul, MatmulPlan};
 use crate::strided::Strided;
 
 impl Matmul for DeviceTensor {
+    fn same_storage(&self, other: &DeviceTensor) -> bool {
+        self.shares_storage(other)
+    }
     /// Runs the device kernels (the matrix-vector kernel for m == 1 or n == 1, else the tiled
     /// GEMM; operands read in place); submitted (or held back under `SubmitPolicy::Deferred`), never waited for. Checked before anything is
     /// recorded.
@@ -70,13 +73,28 @@ impl Batch<'_> {
     }
     /// Records `x.linear(weight, bias)` ([`Matmul::linear`]).
     pub fn linear(&mut self, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>) -> Result<DeviceTensor> {
-        let p = linear_plan(x.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(x.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
-        self.run_plan(&p, x, weight, bias, None, MatmulKernel::Auto)
+        let (p, after) = linear_parts(x.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [x.dtype(), weight.dtype()], false)?;
+        self.linear_parts(&p, after.is_some(), x, weight, bias, None)
     }
     /// Records `x.linear_out(weight, bias, out)`.
     pub fn linear_out(&mut self, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, out: &DeviceTensor) -> Result<()> {
-        let p = linear_plan(x.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(x.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
-        self.run_plan(&p, x, weight, bias, Some(out), MatmulKernel::Auto).map(drop)
+        let (p, after) = linear_parts(x.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [x.dtype(), weight.dtype()], true)?;
+        check_linear_out(x.layout(), bias.map(|b| (b.layout(), b.shares_storage(out))), out.layout())?;
+        if after.is_some() {
+            p.check_out(out.layout(), out.dtype(), [out.shares_storage(x), out.shares_storage(weight), false])?;
+        }
+        self.linear_parts(&p, after.is_some(), x, weight, bias, Some(out)).map(drop)
+    }
+    /// The product of `linear_parts`' plan, then the bias added after it when `after`.
+    fn linear_parts(&mut self, p: &MatmulPlan, after: bool, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
+        match (after, bias) {
+            (true, Some(bias)) => self.whole(|batch| {
+                let y = batch.run_plan(p, x, weight, None, out, MatmulKernel::Auto)?;
+                batch.elementwise(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&y), Input::Tensor(bias)], Target::InPlace)?;
+                Ok(y)
+            }),
+            _ => self.run_plan(p, x, weight, bias, out, MatmulKernel::Auto),
+        }
     }
     /// Records `input.addmm(mat1, mat2, beta, alpha)` ([`Matmul::addmm`]).
     pub fn addmm(&mut self, input: &DeviceTensor, mat1: &DeviceTensor, mat2: &DeviceTensor, beta: f64, alpha: f64) -> Result<DeviceTensor> {

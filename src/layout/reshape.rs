@@ -30,7 +30,7 @@ impl Layout {
     /// ```
     pub fn view(&self, shape: &[isize]) -> Result<Layout> {
         let new_shape = infer_size("view", shape, self)?;
-        match compute_stride(&self.shape, &self.strides, &new_shape) {
+        match compute_stride(&self.shape, &self.strides, &new_shape)? {
             Some(strides) => Layout::new(new_shape, strides, self.offset),
             None => Err(Error::IncompatibleLayout {
                 op: "view",
@@ -49,6 +49,7 @@ impl Layout {
             Err(Error::IncompatibleShape { requested, shape, numel, detail, .. }) => {
                 Err(Error::IncompatibleShape { op: "reshape", requested, shape, numel, detail })
             }
+            Err(Error::Overflow { what, .. }) => Err(Error::Overflow { op: "reshape", what }),
             Err(e) => Err(e),
         }
     }
@@ -111,27 +112,30 @@ fn infer_size(op: &'static str, shape: &[isize], layout: &Layout) -> Result<Vec<
 }
 
 /// PyTorch's `computeStride`: strides for `new_shape` over the same elements as
-/// (`old_shape`, `old_strides`), or `None` when a copy is needed. `new_shape` has the same
-/// element count as `old_shape`.
-fn compute_stride(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize]) -> Option<Vec<isize>> {
+/// (`old_shape`, `old_strides`), or `None` when a copy is needed; a stride past `isize` is an
+/// [`Error::Overflow`] (PyTorch wraps it). `new_shape` has the same element count as
+/// `old_shape`.
+fn compute_stride(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize]) -> Result<Option<Vec<isize>>> {
+    let overflow = || Error::overflow("view", format!("a stride of the shape {new_shape:?} viewing shape {old_shape:?} with strides {old_strides:?}"));
     if old_shape.is_empty() {
-        return Some(vec![1; new_shape.len()]);
+        return Ok(Some(vec![1; new_shape.len()]));
     }
     let numel: i128 = old_shape.iter().map(|&n| n as i128).product();
     if numel == 0 {
         if old_shape == new_shape {
-            return Some(old_strides.to_vec());
+            return Ok(Some(old_strides.to_vec()));
         }
         // Fresh row-major strides, sizes of 0 counted as 1.
         let mut strides = vec![1isize; new_shape.len()];
         for d in (0..new_shape.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1].checked_mul(new_shape[d + 1].max(1) as isize)?;
+            let size = isize::try_from(new_shape[d + 1].max(1)).map_err(|_| overflow())?;
+            strides[d] = strides[d + 1].checked_mul(size).ok_or_else(overflow)?;
         }
-        return Some(strides);
+        return Ok(Some(strides));
     }
     let mut new_strides = vec![0isize; new_shape.len()];
     let mut view_d = new_shape.len() as isize - 1;
-    let mut chunk_base_stride = *old_strides.last()? as i128;
+    let mut chunk_base_stride = old_strides[old_strides.len() - 1] as i128;
     let mut tensor_numel: i128 = 1;
     let mut view_numel: i128 = 1;
     for tensor_d in (0..old_shape.len()).rev() {
@@ -140,12 +144,12 @@ fn compute_stride(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize
             || (old_shape[tensor_d - 1] != 1 && old_strides[tensor_d - 1] as i128 != tensor_numel * chunk_base_stride);
         if chunk_ends {
             while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
-                new_strides[view_d as usize] = isize::try_from(view_numel * chunk_base_stride).ok()?;
+                new_strides[view_d as usize] = isize::try_from(view_numel * chunk_base_stride).map_err(|_| overflow())?;
                 view_numel *= new_shape[view_d as usize] as i128;
                 view_d -= 1;
             }
             if view_numel != tensor_numel {
-                return None;
+                return Ok(None);
             }
             if tensor_d > 0 {
                 chunk_base_stride = old_strides[tensor_d - 1] as i128;
@@ -154,5 +158,5 @@ fn compute_stride(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize
             }
         }
     }
-    (view_d == -1).then_some(new_strides)
+    Ok((view_d == -1).then_some(new_strides))
 }

@@ -110,6 +110,9 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
 }
 
 impl Matmul for HostTensor {
+    fn same_storage(&self, other: &HostTensor) -> bool {
+        self.shares_storage(other)
+    }
     /// The CPU reference ([`matmul_cpu`]), written into `out` after every check has passed.
     fn run_plan(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&HostTensor>, out: Option<&HostTensor>) -> Result<HostTensor> {
         if let Some(out) = out {

@@ -16,6 +16,7 @@ pub use cpu::matmul_cpu;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::elementwise::{Input, Op, Scalar, Target};
 use crate::layout::{Layout, Overlap};
 
 /// An activation applied to the product after bias and scaling (the fused epilogue).
@@ -37,6 +38,15 @@ impl Activation {
             Activation::None => 0,
             Activation::Relu => 1,
             Activation::Gelu => 2,
+        }
+    }
+
+    /// The activation as an elementwise op (`None` for none).
+    pub(crate) fn op(self) -> Option<crate::elementwise::Op> {
+        match self {
+            Activation::None => None,
+            Activation::Relu => Some(crate::elementwise::Op::Relu),
+            Activation::Gelu => Some(crate::elementwise::Op::Gelu),
         }
     }
 }
@@ -243,25 +253,92 @@ pub fn bmm_plan(a: &Layout, b: &Layout, dtypes: [DType; 2]) -> Result<MatmulPlan
     plan("bmm", a, b, dtypes)
 }
 
-/// `torch.nn.functional.linear(x, weight, bias)`: `x @ weight.T + bias`, `weight` `[out, in]`
-/// (or 1-d `[in]`), `x` of any leading dims, `bias` broadcastable to the result (usually `[out]`).
+/// `torch.nn.functional.linear(x, weight, bias)` as one plan: `x @ weight.T + bias` with the
+/// bias in the product's epilogue (rounded once), `weight` `[out, in]` (or 1-d `[in]`), `x` of
+/// any leading dims, all of one type. The bias's shape is checked by the route PyTorch 2.15
+/// takes ([`linear_route`]): `addmm`'s (`[m, out]` after `x`'s leading dims are flattened)
+/// where it flattens, else broadcast to the result. Where PyTorch adds the bias after the
+/// rounded product (a float16 or bfloat16 product on the `matmul` route), `linear` does so and
+/// this plan rounds once.
 pub fn linear_plan(x: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3]) -> Result<MatmulPlan> {
-    let op = "linear";
     let ds: Vec<DType> = dtypes.iter().flatten().copied().collect();
-    common_dtype(op, &ds)?;
+    common_dtype("linear", &ds)?;
+    let (mut p, after) = linear_parts(x, weight, bias.map(|b| (b, ds[ds.len() - 1])), [ds[0], ds[1]], false)?;
+    if after.is_some() {
+        p.c = after;
+    }
+    Ok(p)
+}
+
+/// How PyTorch 2.15's `F.linear` adds a bias, which decides its shape rule and its roundings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinearRoute {
+    /// `addmm(bias, x.reshape(-1, in), weight.t())`: a 2-d `x`, or (not for `linear_out`) a
+    /// contiguous `x` with a contiguous bias that is 1-d or squeezes to 1-d. The bias expands
+    /// to `[rows, out]`, `weight` must be 2-d, all three of one type; rounded once.
+    Addmm,
+    /// `matmul(x, weight.t())` then `add_(bias)`: the bias broadcasts to the result and may
+    /// have any type (PyTorch's promotion, cast into the result's); the product is rounded to
+    /// its type before the bias is added.
+    MatmulAdd,
+}
+
+/// The route `F.linear(x, weight, bias)` (or `linear_out` when `out_form`) takes.
+pub fn linear_route(x: &Layout, bias: &Layout, out_form: bool) -> LinearRoute {
+    let flat_bias = bias.is_contiguous() && (bias.rank() == 1 || bias.squeeze_all().rank() == 1);
+    if x.rank() == 2 || (!out_form && x.is_contiguous() && flat_bias) {
+        LinearRoute::Addmm
+    } else {
+        LinearRoute::MatmulAdd
+    }
+}
+
+/// `F.linear`'s product and where its bias goes: the plan (with the bias in its epilogue where
+/// that gives PyTorch's bits), and the bias as `[batch.., m, n]` when it is to be added after
+/// the product is rounded (`LinearRoute::MatmulAdd` in a 16-bit type or with a bias of another
+/// type; the plan then has no addend). `bias` comes with its type.
+pub(crate) fn linear_parts(x: &Layout, weight: &Layout, bias: Option<(&Layout, DType)>, dtypes: [DType; 2], out_form: bool) -> Result<(MatmulPlan, Option<Layout>)> {
+    let op = "linear";
     if weight.rank() > 2 || weight.rank() == 0 {
         return Err(Error::invalid(op, format!("weight must be [out, in] or [in], got shape {:?}", weight.shape())));
     }
-    // A 2-d input with a bias is PyTorch's `addmm(bias, x, weight.t())`, which needs a matrix.
-    if x.rank() == 2 && weight.rank() == 1 && bias.is_some() {
-        return Err(Error::invalid(op, format!("a 2-d input {:?} with a bias needs a 2-d weight [out, in], got shape {:?} (PyTorch: addmm's \"mat2 must be a matrix\")", x.shape(), weight.shape())));
-    }
     let wt = if weight.rank() == 2 { weight.transpose(0, 1)? } else { weight.clone() };
-    let mut p = plan(op, x, &wt, [ds[0], ds[1]])?;
-    if let Some(bias) = bias {
-        p.c = Some(addend(&p, bias, &p.out_shape.clone())?);
+    let Some((bias, bias_t)) = bias else {
+        return Ok((plan(op, x, &wt, dtypes)?, None));
+    };
+    let route = if x.rank() == 0 { LinearRoute::MatmulAdd } else { linear_route(x, bias, out_form) };
+    if route == LinearRoute::Addmm {
+        common_dtype(op, &[dtypes[0], dtypes[1], bias_t])?;
+        // PyTorch's `addmm`, which needs a matrix.
+        if weight.rank() == 1 {
+            return Err(Error::invalid(op, format!("an input {:?} with a bias {:?} (PyTorch's addmm route) needs a 2-d weight [out, in], got shape {:?} (PyTorch: addmm's \"mat2 must be a matrix\")", x.shape(), bias.shape(), weight.shape())));
+        }
     }
-    Ok(p)
+    let mut p = plan(op, x, &wt, dtypes)?;
+    match route {
+        LinearRoute::Addmm => {
+            // The bias expands to [rows, out] (x's leading dims flattened), then is seen in
+            // the result's shape.
+            let rows = x.shape()[..x.rank() - 1].iter().product::<usize>();
+            let flat = bias.broadcast_to(&[rows, p.n]).map_err(|_| {
+                Error::invalid(op, format!("the bias of shape {:?} does not expand to [{rows}, {}] (PyTorch's addmm route for a contiguous input {:?} and a contiguous bias that is or squeezes to 1-d: the input's leading dims flattened)", bias.shape(), p.n, x.shape()))
+            })?;
+            let dims: Vec<isize> = p.out_shape.iter().map(|&s| s as isize).collect();
+            p.c = Some(p.out_view(&flat.view(&dims)?)?);
+            Ok((p, None))
+        }
+        LinearRoute::MatmulAdd => {
+            let c = addend(&p, bias, &p.out_shape.clone())?;
+            // In float32 with a float32 bias the epilogue's one rounding is the product's
+            // rounding then the add's (alpha = beta = 1).
+            if p.dtype == DType::F32 && bias_t == DType::F32 {
+                p.c = Some(c);
+                Ok((p, None))
+            } else {
+                Ok((p, Some(c)))
+            }
+        }
+    }
 }
 
 /// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha)`: `beta * input + alpha * (mat1 @
@@ -297,6 +374,20 @@ pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f6
     Ok(p)
 }
 
+/// `linear_out`'s bias against its destination (`bias`: its layout and whether it shares
+/// `out`'s storage): off `addmm`'s route (a `self` that is not 2-d) PyTorch writes the product
+/// into `out` and then adds the bias, so a bias sharing `out`'s elements would read the
+/// product; that is refused.
+pub(crate) fn check_linear_out(x: &Layout, bias: Option<(&Layout, bool)>, out: &Layout) -> Result<()> {
+    match bias {
+        Some((b, true)) if x.rank() != 2 && out.overlap(b) != Overlap::Disjoint => Err(Error::Overlap {
+            op: "linear",
+            detail: format!("out (shape {:?}, strides {:?}) shares elements with the bias (shape {:?}, strides {:?}), which is added after the product is written", out.shape(), out.strides(), b.shape(), b.strides()),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The addend `t` broadcast to the result's shape `to`, seen as `[batch.., m, n]`.
 fn addend(p: &MatmulPlan, t: &Layout, to: &[usize]) -> Result<Layout> {
     let what = if p.op == "linear" { "bias" } else { "input" };
@@ -322,11 +413,14 @@ fn addend(p: &MatmulPlan, t: &Layout, to: &[usize]) -> Result<Layout> {
 /// assert_eq!(a.linear(&w, None)?.to_vec::<f32>()?, y.to_vec::<f32>()?);
 /// # Ok::<(), strided_wgpu::Error>(())
 /// ```
-pub trait Matmul: crate::Strided {
+pub trait Matmul: crate::Elementwise {
     /// Executes a checked plan: `a`, `b` and `c` give the storages the plan's layouts view;
     /// into `out` when given (checked here), else into a new contiguous tensor.
     #[doc(hidden)]
     fn run_plan(plan: &MatmulPlan, a: &Self, b: &Self, c: Option<&Self>, out: Option<&Self>) -> Result<Self>;
+    /// Whether two views share a storage.
+    #[doc(hidden)]
+    fn same_storage(&self, other: &Self) -> bool;
 
     /// `torch.matmul(self, other)`: 1-d x 1-d is a dot product (a 0-d result), 1-d operands are
     /// promoted and the added dim removed, batch dims broadcast (`[3, 1, m, k] @ [1, 2, k, n]`
@@ -360,19 +454,41 @@ pub trait Matmul: crate::Strided {
     fn linear(&self, weight: &Self, bias: Option<&Self>) -> Result<Self> {
         self.linear_act(weight, bias, Activation::None)
     }
-    /// [`linear`](Matmul::linear) into `out`.
+    /// [`linear`](Matmul::linear) into `out`: PyTorch's `linear_out`, `addmm`'s route for a
+    /// 2-d `self` only ([`LinearRoute`]); a bias sharing `out`'s elements is then an error.
     fn linear_out(&self, weight: &Self, bias: Option<&Self>, out: &Self) -> Result<()> {
-        let p = linear_plan(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
-        Self::run_plan(&p, self, weight, bias, Some(out)).map(drop)
+        let (p, after) = linear_parts(self.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [self.dtype(), weight.dtype()], true)?;
+        check_linear_out(self.layout(), bias.map(|b| (b.layout(), b.same_storage(out))), out.layout())?;
+        match (after, bias) {
+            (Some(_), Some(bias)) => {
+                p.check_out(out.layout(), out.dtype(), [out.same_storage(self), out.same_storage(weight), false])?;
+                Self::run_plan(&p, self, weight, None, Some(out))?;
+                Self::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(bias)], Target::InPlace).map(drop)
+            }
+            _ => Self::run_plan(&p, self, weight, bias, Some(out)).map(drop),
+        }
     }
     /// `act(linear(self, weight, bias))` in one pass: the activation fused into the product's
     /// epilogue (`F.relu(F.linear(..))`, `F.gelu(F.linear(..))`). A float16 or bfloat16 GELU is
     /// PyTorch's two roundings: the product rounded to its type, then the activation (on a
     /// device the elementwise `gelu` after the product; ReLU, which commutes with the rounding,
     /// stays in the epilogue).
+    /// Where PyTorch adds the bias after the rounded product ([`LinearRoute::MatmulAdd`] in a
+    /// 16-bit type, or a bias of another type) the bias and the activation are elementwise ops
+    /// after the product.
     fn linear_act(&self, weight: &Self, bias: Option<&Self>, act: Activation) -> Result<Self> {
-        let p = linear_plan(self.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(self.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())])?;
-        Self::run_plan(&p.with_activation(act), self, weight, bias, None)
+        let (p, after) = linear_parts(self.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [self.dtype(), weight.dtype()], false)?;
+        match (after, bias) {
+            (Some(_), Some(bias)) => {
+                let y = Self::run_plan(&p, self, weight, None, None)?;
+                Self::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&y), Input::Tensor(bias)], Target::InPlace)?;
+                if let Some(op) = act.op() {
+                    Self::run(op, &[Input::Tensor(&y)], Target::InPlace)?;
+                }
+                Ok(y)
+            }
+            _ => Self::run_plan(&p.with_activation(act), self, weight, bias, None),
+        }
     }
     /// `torch.addmm(self, mat1, mat2, beta=beta, alpha=alpha)`: `beta * self + alpha * (mat1 @
     /// mat2)`, `self` broadcastable to `[m, n]`; with `beta == 0` `self` is not read, in

@@ -1,7 +1,8 @@
 //! The CPU reference of the reductions and of softmax / log_softmax / cumsum on host tensors:
-//! every element read in logical order, accumulated in f64 (integer sums and products in
-//! wrapping 64-bit arithmetic, then wrapped to int32), rounded once to the result type. The
-//! oracle of the device kernels.
+//! every element read in logical order, accumulated in f64 (float sums, norms and products
+//! within a float32 accumulator's range, as PyTorch's: `reduce_float`; integer sums and
+//! products in wrapping 64-bit arithmetic, then wrapped to int32), rounded once to the result
+//! type. The oracle of the device kernels.
 
 use crate::copy::cpu::{read_bits, write_bits};
 use crate::dtype::{cast_bits, float_bits_to_f32, DType};
@@ -98,16 +99,42 @@ fn arg_best(xs: &[f64], max: bool) -> usize {
     best
 }
 
-/// One float reduction of `xs`: (value, index).
+/// A float32 sum as PyTorch's and the device's: from +0.0, as PyTorch's sums start; running in
+/// f64 until the running value leaves float32's range, then in float32 (infinite, or NaN
+/// beside an infinity of the other sign), as a float32 accumulator's does.
+fn sum32(xs: impl Iterator<Item = f32>) -> f32 {
+    let mut s = 0f64;
+    let mut past: Option<f32> = None;
+    for v in xs {
+        match past {
+            Some(p) => past = Some(p + v),
+            None => {
+                s += v as f64;
+                if !(s as f32).is_finite() {
+                    past = Some(s as f32);
+                }
+            }
+        }
+    }
+    past.unwrap_or(s as f32)
+}
+
+/// One float reduction of `xs` (values of float32, float16 or bfloat16): (value, index).
+/// Sums, norms and products keep a float32 accumulator's range, as PyTorch 2.15's CPU
+/// accumulates those types (a sum past float32's range is infinite, a product or a square
+/// below it 0), in f64's precision for sums; means, `var` and `std` run in f64 (finite where
+/// a float32 sum overflows, as the device's normalizations keep their statistics; PyTorch's
+/// float32 `mean` is infinite there); `logsumexp` runs in f64.
 fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
     let n = xs.len() as f64;
     // From +0.0, as PyTorch's sums start (`Iterator::sum` starts from -0.0: a sum of -0.0s
     // and an empty sum would be -0.0).
-    let sum = |f: fn(f64) -> f64| xs.iter().fold(0.0, |a, &x| a + f(x));
+    let sum64 = |f: fn(f64) -> f64| xs.iter().fold(0.0, |a, &x| a + f(x));
+    let sum = |f: fn(f32) -> f32| sum32(xs.iter().map(|&x| f(x as f32))) as f64;
     match op {
         ReduceOp::Sum => (sum(|x| x), 0),
-        ReduceOp::Mean => (sum(|x| x) / n, 0),
-        ReduceOp::Prod => (xs.iter().product(), 0),
+        ReduceOp::Mean => (sum64(|x| x) / n, 0),
+        ReduceOp::Prod => (xs.iter().fold(1f32, |a, &x| a * x as f32) as f64, 0),
         ReduceOp::Amax => (xs.iter().copied().fold(f64::NEG_INFINITY, max_total), 0),
         ReduceOp::Amin => (-xs.iter().map(|&x| -x).fold(f64::NEG_INFINITY, max_total), 0),
         ReduceOp::Argmax | ReduceOp::Max => {
@@ -122,13 +149,13 @@ fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
         // divided 0 by a positive count here).
         ReduceOp::Var { .. } | ReduceOp::Std { .. } if xs.is_empty() => (f64::NAN, 0),
         ReduceOp::Var { correction } | ReduceOp::Std { correction } => {
-            let mean = sum(|x| x) / n;
+            let mean = sum64(|x| x) / n;
             let m2: f64 = xs.iter().fold(0.0, |a, &x| a + (x - mean) * (x - mean));
             let var = m2 / (n - correction).max(0.0);
             (if matches!(op, ReduceOp::Std { .. }) { var.sqrt() } else { var }, 0)
         }
-        ReduceOp::Norm { p: 1.0 } => (sum(f64::abs), 0),
-        ReduceOp::Norm { p: 2.0 } => (sum(|x| x * x).sqrt(), 0),
+        ReduceOp::Norm { p: 1.0 } => (sum(f32::abs), 0),
+        ReduceOp::Norm { p: 2.0 } => ((sum(|x| x * x) as f32).sqrt() as f64, 0),
         ReduceOp::Norm { .. } => (xs.iter().map(|x| x.abs()).fold(0.0, max_total), 0),
         ReduceOp::Logsumexp => {
             let m = xs.iter().copied().fold(f64::NEG_INFINITY, max_total);

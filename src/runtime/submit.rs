@@ -180,11 +180,13 @@ impl Submission {
     /// Resolves when the work has finished on the GPU, with the errors wgpu reported for it
     /// (on WebGPU, also those of earlier calls whose scopes were still open). For a batch
     /// submitted while its thread captured a graph, [`Error::InvalidArgument`]: its work joined
-    /// the graph and has not run (as a synchronization inside a CUDA graph capture fails).
+    /// the graph and has not run (as a synchronization inside a CUDA graph capture fails);
+    /// so is waiting inside a capture for work submitted before it.
     pub async fn finished(self) -> Result<()> {
         let Some(done) = self.done else {
             return Err(Error::invalid("wait", "the batch was submitted while its thread captured a graph: its work joined the graph and has not run; wait for a replay instead, outside the capture"));
         };
+        done.rt.check_not_capturing("wait")?;
         let rt = done.rt.clone();
         rt.errors.settle().await?;
         done.await
