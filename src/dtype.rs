@@ -16,7 +16,8 @@
 //!   the target's low bits (f32 300.7 -> u8 44 and i8 44, -1.5 -> u8 255, 128.0 -> i8 -128,
 //!   -1.5 -> u32 4294967295); NaN and magnitudes of at least 2^63 give 0 (int64's undefined
 //!   cases, as x86's conversion gives them). PyTorch's CPU agrees for u8 and i8 everywhere and
-//!   for u32 on (-2^31, 2^32); past that its u32 result depends on the tensor's size.
+//!   for u32 on (-2^31, 2^32); past that its u32 results vary with the tensor's size (under 8
+//!   elements they wrap as here, 2^33 + 1024 giving 1024; from 8, 0, or 0x80000000 for -3e9).
 //! * float to i32: truncation toward zero; NaN gives 0 and values outside the range saturate
 //!   to its nearest bound (-inf -> i32::MIN), Rust's `as` from f32. PyTorch leaves these cases
 //!   to its hardware (x86 gives i32::MIN, ARM saturates); this crate saturates on every adapter.
@@ -123,9 +124,9 @@ pub fn f32_bits_to_float(dtype: DType, bits: u32) -> u32 {
 /// Converts one element's bits from type `from` to type `to`, as a copy does: the bits are the
 /// element's little-endian bytes, zero-extended to 32 bits (an i8 -1 is 0xff), and so is the
 /// result. Same type: the bits untouched (NaN payloads kept). See the
-/// module docs of `dtype` for each pair; float to u8 wraps through int64 as PyTorch's does,
-/// float to the other integer types saturates out-of-range values and maps NaN to 0 (Rust's
-/// `as`), where PyTorch leaves the result undefined.
+/// module docs of `dtype` for each pair; float to u8, i8 and u32 wraps through int64 as
+/// PyTorch's CPU does, float to i32 saturates out-of-range values (Rust's `as`), where PyTorch
+/// leaves the result to its hardware; NaN gives 0.
 pub fn cast_bits(from: DType, to: DType, bits: u32) -> u32 {
     if from == to {
         return bits;

@@ -65,7 +65,8 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// [`Error::DType`]); `weight` and `bias` may have any shape of C elements. Bad shapes and an
 /// `eps` that is negative or not finite (PyTorch refuses a negative one and computes with the
 /// others) are [`Error::InvalidArgument`] before anything is written. An empty input is
-/// PyTorch's `input.clone()`, of any type, its parameters unchecked (past `eps`).
+/// PyTorch's `input.clone() * weight[0] + bias[0]`, of any type: only `eps` and the element 0
+/// of `weight` and `bias` are checked, whose types promote the result's.
 ///
 /// ```
 /// use strided_wgpu::HostTensor;
@@ -79,9 +80,21 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<T> {
     const OP: &str = "batch_norm";
     check_eps(OP, eps)?;
-    // PyTorch returns a clone of an empty input before it looks at anything else.
+    // PyTorch: an empty input's clone, times `weight[0]`, plus `bias[0]`, before it looks at
+    // anything else: their types promote the result's as 0-d tensors, and an empty or 0-d
+    // parameter has no element 0.
     if x.numel() == 0 {
-        return x.new_tensor(OP, x.shape(), x.dtype(), x.layout().suggest_memory_format());
+        use crate::elementwise::{result_type, PromoteArg};
+        let mut dtype = x.dtype();
+        for (what, t) in [("weight", weight), ("bias", bias)] {
+            if let Some(t) = t {
+                if t.rank() == 0 || t.numel() == 0 {
+                    return Err(Error::invalid(OP, format!("{what} of shape {:?} with an empty input: PyTorch reads {what}[0], which needs a {what} with dims and elements", t.shape())));
+                }
+                dtype = result_type(OP, &[PromoteArg::Tensor(dtype, x.rank()), PromoteArg::Tensor(t.dtype(), 0)])?;
+            }
+        }
+        return x.new_tensor(OP, x.shape(), dtype, x.layout().suggest_memory_format());
     }
     if x.rank() < 2 {
         return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));

@@ -1558,3 +1558,20 @@ fn linear_routes_match_the_host_bitwise() {
         }
     }
 }
+
+/// `linear_out` whose bias is added after the product (a float16 bias of shape [3, 5]) with the
+/// bias on another device: an error, and `out` keeps its values (the product was written and
+/// the error came from the add).
+#[test]
+fn linear_out_with_a_bias_elsewhere_writes_nothing() {
+    let ctxs = contexts();
+    let (Some(a), Some(b)) = (ctxs.first(), ctxs.get(1)) else {
+        return;
+    };
+    let h = |s: &[usize], v: f32| HostTensor::from_vec(vec![v; s.iter().product()], s).unwrap().to(DType::F16).unwrap();
+    let (x, w, out) = (DeviceTensor::upload(a, &h(&[2, 3, 4], 1.0)).unwrap(), DeviceTensor::upload(a, &h(&[5, 4], 1.0)).unwrap(), DeviceTensor::upload(a, &h(&[2, 3, 5], 7.0)).unwrap());
+    let bias = DeviceTensor::upload(b, &h(&[3, 5], 0.5)).unwrap();
+    assert!(matches!(x.linear_out(&w, Some(&bias), &out), Err(Error::Device { .. })));
+    assert!(matches!(x.linear_act(&w, Some(&bias), Activation::Relu), Err(Error::Device { .. })));
+    assert_eq!(out.download().unwrap().to(DType::F32).unwrap().to_vec::<f32>().unwrap(), vec![7.0; 30], "{} and {}", name(a), name(b));
+}

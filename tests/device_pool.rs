@@ -468,6 +468,15 @@ fn batch_norm_matches_the_definition() {
         assert_eq!((y.shape(), y.dtype()), (&[0usize, 3, 4, 5][..], DType::F32));
     }
     assert!(matches!(strided_wgpu::ops::batch_norm(&empty, &m, &v, None, None, -0.5), Err(Error::InvalidArgument { .. })));
+    // PyTorch's `clone() * weight[0] + bias[0]`: an int32 input with float32 parameters gives
+    // float32, a float16 bias float16; a weight without an element 0 is an error.
+    let empty_int = HostTensor::zeros(&[0, 3], DType::I32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(strided_wgpu::ops::batch_norm(&empty_int, &m, &v, Some(&w), Some(&b), 1e-5).unwrap().dtype(), DType::F32);
+    assert_eq!(strided_wgpu::ops::batch_norm(&empty_int, &m, &v, None, Some(&b.to(DType::F16).unwrap()), 1e-5).unwrap().dtype(), DType::F16);
+    assert_eq!(strided_wgpu::ops::batch_norm(&empty_int, &m, &v, None, None, 1e-5).unwrap().dtype(), DType::I32);
+    for bad in [HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap(), f(vec![1.0], &[])] {
+        assert!(matches!(strided_wgpu::ops::batch_norm(&empty, &m, &v, Some(&bad), None, 1e-5), Err(Error::InvalidArgument { .. })), "{:?}", bad.shape());
+    }
     for ctx in contexts() {
         let up = |t: &HostTensor| DeviceTensor::upload(ctx, t).unwrap();
         let y = strided_wgpu::ops::batch_norm(&up(&x), &up(&m), &up(&v), Some(&up(&w.reshape(&[3, 1]).unwrap())), Some(&up(&b.reshape(&[1, 3]).unwrap())), 1e-5).unwrap();

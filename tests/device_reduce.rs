@@ -961,3 +961,17 @@ fn permuted_nine_dims_and_corrections_near_n() {
         }
     }
 }
+
+/// The 2-norm over dims of size 1 is the absolute value on every adapter (PyTorch's rule: no
+/// square to overflow or underflow; 1e20 squared in float32 was inf, 1e-23 squared 0).
+#[test]
+fn the_two_norm_of_one_element_is_its_absolute_value() {
+    let x = HostTensor::from_vec(vec![1e20f32, -1e-23, 3e-23], &[3, 1]).unwrap();
+    for ctx in contexts() {
+        let d = DeviceTensor::upload(ctx, &x).unwrap();
+        let got = d.norm(2.0, 1, false).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(got, vec![1e20, 1e-23, 3e-23], "{}", name(ctx));
+        let one = d.narrow(0, 0, 1).unwrap().norm(2.0, Dims::All, false).unwrap().download().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(one, vec![1e20], "{}", name(ctx));
+    }
+}

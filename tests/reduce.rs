@@ -272,8 +272,9 @@ fn sums_start_from_positive_zero_and_scalar_dims_once() {
 
 /// Float32 sums, norms and products keep a float32 accumulator's range, as PyTorch 2.15's CPU
 /// does: a running sum past float32's range is infinite, a product or a square below it 0 (an
-/// f64 accumulator gave 3e38, 1e30 and 1e-30); `std` squares in f64, as PyTorch (values from
-/// PyTorch). Means stay finite (the normalizations' statistics; PyTorch's mean is inf there).
+/// f64 accumulator gave 3e38, 1e30 and 1e-30); `std` squares in f64, as PyTorch; the 2-norm of
+/// one element is its absolute value, as PyTorch's (values from PyTorch but where said). Means
+/// stay finite (the normalizations' statistics; PyTorch's mean is inf there).
 #[test]
 fn float32_reductions_overflow_and_underflow_as_pytorch() {
     let inf = f32::INFINITY;
@@ -289,7 +290,11 @@ fn float32_reductions_overflow_and_underflow_as_pytorch() {
     assert_eq!(one(t(vec![1e-30, 1e-30], &[2]).norm(1.0, 0, false)), 2e-30);
     assert_eq!(one(t(vec![1e20, -1e20], &[2]).std(0, 0.0, false)), 1e20);
     assert_eq!(one(t(vec![3e38, 3e38, -3e38], &[3]).to(DType::BF16).unwrap().sum(0, false)), inf);
-    // Finite sums keep f64's digits: 2^24 + 1 + 1 + 1 + 1.
+    assert_eq!(one(t(vec![1e20], &[1]).norm(2.0, Dims::All, false)), 1e20);
+    assert_eq!(one(t(vec![1e20, 1e-23, 3e-23], &[3, 1]).norm(2.0, 1, false)), 1e20);
+    let tiny = t(vec![1e20, 1e-23, 3e-23], &[3, 1]).norm(2.0, 1, false).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(tiny, vec![1e20, 1e-23, 3e-23]);
+    // Finite sums keep f64's digits: 2^24 + 1 + 1 + 1 + 1 (PyTorch's float32 sum: 2^24).
     assert_eq!(one(t(vec![16_777_216.0, 1.0, 1.0, 1.0, 1.0], &[5]).sum(0, false)), 16_777_220.0);
 }
 

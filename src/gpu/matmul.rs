@@ -22,6 +22,20 @@ impl Matmul for DeviceTensor {
     fn same_storage(&self, other: &DeviceTensor) -> bool {
         self.shares_storage(other)
     }
+    /// One recording (the product, the bias, the activation), submitted once: an error in any
+    /// step records and writes nothing.
+    fn run_linear_after(plan: &MatmulPlan, x: &DeviceTensor, weight: &DeviceTensor, bias: &DeviceTensor, out: Option<&DeviceTensor>, act: crate::Activation) -> Result<DeviceTensor> {
+        let mut batch = x.context().batch();
+        let y = batch.whole(|b| {
+            let y = b.linear_parts(plan, true, x, weight, Some(bias), out)?;
+            if let Some(op) = act.op() {
+                b.elementwise(op, &[Input::Tensor(&y)], Target::InPlace)?;
+            }
+            Ok(y)
+        })?;
+        batch.submit_eager(plan.op)?;
+        Ok(y)
+    }
     /// Runs the device kernels (the matrix-vector kernel for m == 1 or n == 1, else the tiled
     /// GEMM; operands read in place); submitted (or held back under `SubmitPolicy::Deferred`), never waited for. Checked before anything is
     /// recorded.

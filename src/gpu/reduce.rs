@@ -50,7 +50,7 @@ impl Batch<'_> {
         // not bound for reading and writing in one dispatch, so the kernel reads a copy.
         let copy = if values.buffer() == x.buffer() { Some(read_copy(rt, rec, name, x.buffer())?) } else { None };
         let b = Buffers { out: values.buffer(), input: copy.as_ref().unwrap_or(x.buffer()), indices: idx.as_ref().map(|i| (i.buffer(), i.storage_offset())) };
-        rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Reduce(op), t, &b))?;
+        rt.scoped(name, || reduce::record(rt, rec, &rp, Work::Reduce(s.op), t, &b))?;
         match (out, indices, idx) {
             (Some(o), Some(oi), Some(i)) => {
                 self.copy_(o, &values)?;

@@ -329,8 +329,9 @@ pub(crate) fn linear_parts(x: &Layout, weight: &Layout, bias: Option<(&Layout, D
         }
         LinearRoute::MatmulAdd => {
             let c = addend(&p, bias, &p.out_shape.clone())?;
-            // In float32 with a float32 bias the epilogue's one rounding is the product's
-            // rounding then the add's (alpha = beta = 1).
+            // In float32 with a float32 bias a device's epilogue (alpha = beta = 1, in f32) is
+            // the product's rounding then the add's; the host's f64 epilogue rounds once,
+            // within float32 products' tolerance.
             if p.dtype == DType::F32 && bias_t == DType::F32 {
                 p.c = Some(c);
                 Ok((p, None))
@@ -421,6 +422,18 @@ pub trait Matmul: crate::Elementwise {
     /// Whether two views share a storage.
     #[doc(hidden)]
     fn same_storage(&self, other: &Self) -> bool;
+    /// `linear` where the bias is added after the rounded product ([`linear_parts`]'s second
+    /// value): the product of `plan` (which has no addend) into `out` or a new tensor, then
+    /// `bias` added and `act` applied in place, every check made before anything is written.
+    #[doc(hidden)]
+    fn run_linear_after(plan: &MatmulPlan, x: &Self, weight: &Self, bias: &Self, out: Option<&Self>, act: Activation) -> Result<Self> {
+        let y = Self::run_plan(plan, x, weight, None, out)?;
+        Self::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&y), Input::Tensor(bias)], Target::InPlace)?;
+        if let Some(op) = act.op() {
+            Self::run(op, &[Input::Tensor(&y)], Target::InPlace)?;
+        }
+        Ok(y)
+    }
 
     /// `torch.matmul(self, other)`: 1-d x 1-d is a dot product (a 0-d result), 1-d operands are
     /// promoted and the added dim removed, batch dims broadcast (`[3, 1, m, k] @ [1, 2, k, n]`
@@ -462,8 +475,7 @@ pub trait Matmul: crate::Elementwise {
         match (after, bias) {
             (Some(_), Some(bias)) => {
                 p.check_out(out.layout(), out.dtype(), [out.same_storage(self), out.same_storage(weight), false])?;
-                Self::run_plan(&p, self, weight, None, Some(out))?;
-                Self::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(out), Input::Tensor(bias)], Target::InPlace).map(drop)
+                Self::run_linear_after(&p, self, weight, bias, Some(out), Activation::None).map(drop)
             }
             _ => Self::run_plan(&p, self, weight, bias, Some(out)).map(drop),
         }
@@ -479,14 +491,7 @@ pub trait Matmul: crate::Elementwise {
     fn linear_act(&self, weight: &Self, bias: Option<&Self>, act: Activation) -> Result<Self> {
         let (p, after) = linear_parts(self.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [self.dtype(), weight.dtype()], false)?;
         match (after, bias) {
-            (Some(_), Some(bias)) => {
-                let y = Self::run_plan(&p, self, weight, None, None)?;
-                Self::run(Op::Add { alpha: Scalar::Int(1) }, &[Input::Tensor(&y), Input::Tensor(bias)], Target::InPlace)?;
-                if let Some(op) = act.op() {
-                    Self::run(op, &[Input::Tensor(&y)], Target::InPlace)?;
-                }
-                Ok(y)
-            }
+            (Some(_), Some(bias)) => Self::run_linear_after(&p, self, weight, bias, None, act),
             _ => Self::run_plan(&p.with_activation(act), self, weight, bias, None),
         }
     }

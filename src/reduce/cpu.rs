@@ -120,11 +120,12 @@ fn sum32(xs: impl Iterator<Item = f32>) -> f32 {
 }
 
 /// One float reduction of `xs` (values of float32, float16 or bfloat16): (value, index).
-/// Sums, norms and products keep a float32 accumulator's range, as PyTorch 2.15's CPU
-/// accumulates those types (a sum past float32's range is infinite, a product or a square
-/// below it 0), in f64's precision for sums; means, `var` and `std` run in f64 (finite where
-/// a float32 sum overflows, as the device's normalizations keep their statistics; PyTorch's
-/// float32 `mean` is infinite there); `logsumexp` runs in f64.
+/// Sums, norms and products keep a float32 accumulator's range, as PyTorch 2.15's CPU does for
+/// float32 (a sum past float32's range is infinite, a product or a square below it 0), in
+/// f64's precision for sums (PyTorch's float32 sums round as they go); 16-bit products too
+/// (PyTorch's CPU multiplies those in their own type); means, `var` and `std` run in f64
+/// (finite where a float32 sum overflows, as the device's normalizations keep their
+/// statistics; PyTorch's float32 `mean` is infinite there); `logsumexp` runs in f64.
 fn reduce_float(op: ReduceOp, xs: &[f64]) -> (f64, usize) {
     let n = xs.len() as f64;
     // From +0.0, as PyTorch's sums start (`Iterator::sum` starts from -0.0: a sum of -0.0s

@@ -239,6 +239,12 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     // The reduced elements of one output: a product that can pass usize where the input is
     // empty (its other dims multiply without bound).
     let extent = product(shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
+    // PyTorch's `vector_norm` over one element is its absolute value (no square to overflow
+    // or underflow): the 1-norm's.
+    let op = match op {
+        ReduceOp::Norm { p } if extent == 1 && p == 2.0 => ReduceOp::Norm { p: 1.0 },
+        op => op,
+    };
     if extent == 0 && op.needs_elements() {
         return Err(Error::invalid(name, format!("the reduction over dims {dims:?} of an input of shape {shape:?} has no elements, and {name} has no identity")));
     }
