@@ -81,20 +81,23 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
     const OP: &str = "batch_norm";
     check_eps(OP, eps)?;
     // PyTorch: an empty input's clone, times `weight[0]`, plus `bias[0]`, before it looks at
-    // anything else: their types promote the result's as 0-d tensors, and an empty or 0-d
-    // parameter has no element 0.
+    // anything else: those (0-d for 1-d parameters) promote and broadcast the result, and an
+    // empty or 0-d parameter has no element 0.
     if x.numel() == 0 {
         use crate::elementwise::{result_type, PromoteArg};
-        let mut dtype = x.dtype();
+        let (mut dtype, mut shape) = (x.dtype(), x.shape().to_vec());
         for (what, t) in [("weight", weight), ("bias", bias)] {
             if let Some(t) = t {
                 if t.rank() == 0 || t.numel() == 0 {
                     return Err(Error::invalid(OP, format!("{what} of shape {:?} with an empty input: PyTorch reads {what}[0], which needs a {what} with dims and elements", t.shape())));
                 }
-                dtype = result_type(OP, &[PromoteArg::Tensor(dtype, x.rank()), PromoteArg::Tensor(t.dtype(), 0)])?;
+                let first = &t.shape()[1..];
+                dtype = result_type(OP, &[PromoteArg::Tensor(dtype, shape.len()), PromoteArg::Tensor(t.dtype(), first.len())])?;
+                shape = crate::elementwise::resolve::broadcast_shapes(OP, &[&shape, first])?;
             }
         }
-        return x.new_tensor(OP, x.shape(), dtype, x.layout().suggest_memory_format());
+        let format = if shape == x.shape() { x.layout().suggest_memory_format() } else { MemoryFormat::Contiguous };
+        return x.new_tensor(OP, &shape, dtype, format);
     }
     if x.rank() < 2 {
         return Err(Error::invalid(OP, format!("input of shape {:?}: expected [N, C, ...]", x.shape())));

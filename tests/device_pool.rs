@@ -474,6 +474,12 @@ fn batch_norm_matches_the_definition() {
     assert_eq!(strided_wgpu::ops::batch_norm(&empty_int, &m, &v, Some(&w), Some(&b), 1e-5).unwrap().dtype(), DType::F32);
     assert_eq!(strided_wgpu::ops::batch_norm(&empty_int, &m, &v, None, Some(&b.to(DType::F16).unwrap()), 1e-5).unwrap().dtype(), DType::F16);
     assert_eq!(strided_wgpu::ops::batch_norm(&empty_int, &m, &v, None, None, 1e-5).unwrap().dtype(), DType::I32);
+    // A weight of more dims: its row 0 promotes as a tensor with dims and broadcasts.
+    let empty16 = HostTensor::zeros(&[0, 3], DType::F16, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(strided_wgpu::ops::batch_norm(&empty16, &m, &v, Some(&w.reshape(&[3, 1]).unwrap()), None, 1e-5).unwrap().dtype(), DType::F32);
+    let flat = HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(strided_wgpu::ops::batch_norm(&flat, &m, &v, Some(&w.reshape(&[1, 3, 1]).unwrap()), None, 1e-5).unwrap().shape(), &[3, 0]);
+    assert!(matches!(strided_wgpu::ops::batch_norm(&empty, &m, &v, Some(&w.reshape(&[1, 3]).unwrap()), None, 1e-5), Err(Error::Broadcast { .. })));
     for bad in [HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap(), f(vec![1.0], &[])] {
         assert!(matches!(strided_wgpu::ops::batch_norm(&empty, &m, &v, Some(&bad), None, 1e-5), Err(Error::InvalidArgument { .. })), "{:?}", bad.shape());
     }

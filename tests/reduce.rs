@@ -291,6 +291,10 @@ fn float32_reductions_overflow_and_underflow_as_pytorch() {
     assert_eq!(one(t(vec![1e20, -1e20], &[2]).std(0, 0.0, false)), 1e20);
     assert_eq!(one(t(vec![3e38, 3e38, -3e38], &[3]).to(DType::BF16).unwrap().sum(0, false)), inf);
     assert_eq!(one(t(vec![1e20], &[1]).norm(2.0, Dims::All, false)), 1e20);
+    // A 0-d input: its absolute value for every dim, squared with dim 0 (PyTorch's size check
+    // reads past the shape there).
+    assert_eq!(one(t(vec![1e20], &[]).norm(2.0, Dims::All, false)), 1e20);
+    assert_eq!(one(t(vec![1e20], &[]).norm(2.0, 0, false)), inf);
     assert_eq!(one(t(vec![1e20, 1e-23, 3e-23], &[3, 1]).norm(2.0, 1, false)), 1e20);
     let tiny = t(vec![1e20, 1e-23, 3e-23], &[3, 1]).norm(2.0, 1, false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(tiny, vec![1e20, 1e-23, 3e-23]);

@@ -25,6 +25,8 @@ impl Matmul for DeviceTensor {
     /// One recording (the product, the bias, the activation), submitted once: an error in any
     /// step records and writes nothing.
     fn run_linear_after(plan: &MatmulPlan, x: &DeviceTensor, weight: &DeviceTensor, bias: &DeviceTensor, out: Option<&DeviceTensor>, act: crate::Activation) -> Result<DeviceTensor> {
+        plan.check()?;
+        tune_on_call(plan, x, weight, None, out)?;
         let mut batch = x.context().batch();
         let y = batch.whole(|b| {
             let y = b.linear_parts(plan, true, x, weight, Some(bias), out)?;
@@ -42,21 +44,32 @@ impl Matmul for DeviceTensor {
     fn run_plan(plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
         // Before the tuner reads the plan's sizes.
         plan.check()?;
+        tune_on_call(plan, a, b, c, out)?;
         let ctx = a.context();
-        // Asked to, the first product of a shape class measures the kernels, outside any
-        // recording: the class of this call's output (an `out=` view's own), checked first.
-        #[cfg(not(target_arch = "wasm32"))]
+        let mut batch = ctx.batch();
+        let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
+        batch.submit_eager(plan.op)?;
+        Ok(out)
+    }
+}
+
+/// Asked to (`TuningPolicy::OnFirstCall`), the first product of a shape class measures the
+/// kernels, outside any recording: the class of this call's output (an `out=` view's own),
+/// checked first. `plan` is checked.
+fn tune_on_call(plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor, c: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<()> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let ctx = a.context();
         if ctx.tunes_on_call() && [Some(b), c, out].into_iter().flatten().all(|t| t.context().same_device(ctx)) {
             if let Some(o) = out {
                 plan.check_out(o.layout(), o.dtype(), [o.shares_storage(a), o.shares_storage(b), c.is_some_and(|c| o.shares_storage(c))])?;
             }
             pollster::block_on(ctx.tune_plan(plan, a, b, c, out, Drive::Wait))?;
         }
-        let mut batch = ctx.batch();
-        let out = batch.run_plan(plan, a, b, c, out, MatmulKernel::Auto)?;
-        batch.submit_eager(plan.op)?;
-        Ok(out)
     }
+    #[cfg(target_arch = "wasm32")]
+    let _ = (plan, a, b, c, out);
+    Ok(())
 }
 
 /// The matrix products, recorded: `matmul`, `matmul_out`, `mm`, `bmm`, `linear`, `linear_out`,

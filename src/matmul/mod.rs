@@ -401,6 +401,8 @@ fn addend(p: &MatmulPlan, t: &Layout, to: &[usize]) -> Result<Layout> {
 /// reference ([`matmul_cpu`]); on a [`DeviceTensor`](crate::DeviceTensor) they run the device
 /// kernels. Operands are float32, float16 or bfloat16, all of one type (two types:
 /// [`Error::DType`]; integer operands: [`Error::Unsupported`]); the result has that type.
+/// (`linear`'s bias may have another type where PyTorch adds it after the product:
+/// [`LinearRoute::MatmulAdd`].)
 /// An `out` must have the result's type and shape and must not overlap itself or an operand
 /// ([`Error::Overlap`]); on any error nothing is written.
 ///

@@ -139,7 +139,8 @@ impl ScanOp {
 /// A checked reduction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReduceSpec {
-    /// The op.
+    /// The op (the caller's, but a 2-norm over one element of an input with dims: the 1-norm,
+    /// PyTorch's absolute value).
     pub op: ReduceOp,
     /// Whether each input dim is reduced (a 0-d input has none: it reduces its one element).
     pub reduced: Vec<bool>,
@@ -241,8 +242,11 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
     let extent = product(shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
     // PyTorch's `vector_norm` over one element is its absolute value (no square to overflow
     // or underflow): the 1-norm's.
+    // (A 0-d input with a dim listed squares in PyTorch 2.15: its size check reads past the
+    // shape.)
+    let zero_d_dim = layout.rank() == 0 && matches!(dims, Dims::List(l) if !l.is_empty());
     let op = match op {
-        ReduceOp::Norm { p } if extent == 1 && p == 2.0 => ReduceOp::Norm { p: 1.0 },
+        ReduceOp::Norm { p } if extent == 1 && p == 2.0 && !zero_d_dim => ReduceOp::Norm { p: 1.0 },
         op => op,
     };
     if extent == 0 && op.needs_elements() {
