@@ -65,8 +65,9 @@ fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weigh
 /// [`Error::DType`]); `weight` and `bias` may have any shape of C elements. Bad shapes and an
 /// `eps` that is negative or not finite (PyTorch refuses a negative one and computes with the
 /// others) are [`Error::InvalidArgument`] before anything is written. An empty input is
-/// PyTorch's `input.clone() * weight[0] + bias[0]`, of any type: only `eps` and the element 0
-/// of `weight` and `bias` are checked, whose types promote the result's.
+/// PyTorch's `input.clone() * weight[0] + bias[0]`, of any type but uint32: only `eps` and the
+/// element 0 of `weight` and `bias` are checked, whose types promote the result's (an int16
+/// step, uint8 times an int8 weight, is refused even where the bias would widen it).
 ///
 /// ```
 /// use strided_wgpu::HostTensor;
@@ -85,10 +86,14 @@ pub fn batch_norm<T: ShapeOps>(x: &T, running_mean: &T, running_var: &T, weight:
     // empty or 0-d parameter has no element 0.
     if x.numel() == 0 {
         use crate::elementwise::{result_type, PromoteArg};
+        // (PyTorch asks for the input's accumulation type first, which uint32 lacks.)
+        if x.dtype() == DType::U32 {
+            return Err(Error::DType { op: OP, got: "a uint32 input".into(), expected: "a type with an accumulation type (not uint32)".into() });
+        }
         let (mut dtype, mut shape) = (x.dtype(), x.shape().to_vec());
         for (what, t) in [("weight", weight), ("bias", bias)] {
             if let Some(t) = t {
-                if t.rank() == 0 || t.numel() == 0 {
+                if t.rank() == 0 || t.shape()[0] == 0 {
                     return Err(Error::invalid(OP, format!("{what} of shape {:?} with an empty input: PyTorch reads {what}[0], which needs a {what} with dims and elements", t.shape())));
                 }
                 let first = &t.shape()[1..];

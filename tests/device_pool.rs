@@ -480,6 +480,12 @@ fn batch_norm_matches_the_definition() {
     let flat = HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap();
     assert_eq!(strided_wgpu::ops::batch_norm(&flat, &m, &v, Some(&w.reshape(&[1, 3, 1]).unwrap()), None, 1e-5).unwrap().shape(), &[3, 0]);
     assert!(matches!(strided_wgpu::ops::batch_norm(&empty, &m, &v, Some(&w.reshape(&[1, 3]).unwrap()), None, 1e-5), Err(Error::Broadcast { .. })));
+    // A weight [3, 0] has an element 0 (of shape [0]); an empty uint32 input has no
+    // accumulation type in PyTorch.
+    let empty_hw = HostTensor::zeros(&[2, 3, 0], DType::F32, MemoryFormat::Contiguous).unwrap();
+    assert_eq!(strided_wgpu::ops::batch_norm(&empty_hw, &m, &v, Some(&HostTensor::zeros(&[3, 0], DType::F32, MemoryFormat::Contiguous).unwrap()), None, 1e-5).unwrap().shape(), &[2, 3, 0]);
+    let empty_u32 = HostTensor::zeros(&[0, 3], DType::U32, MemoryFormat::Contiguous).unwrap();
+    assert!(matches!(strided_wgpu::ops::batch_norm(&empty_u32, &m, &v, None, None, 1e-5), Err(Error::DType { .. })));
     for bad in [HostTensor::zeros(&[0], DType::F32, MemoryFormat::Contiguous).unwrap(), f(vec![1.0], &[])] {
         assert!(matches!(strided_wgpu::ops::batch_norm(&empty, &m, &v, Some(&bad), None, 1e-5), Err(Error::InvalidArgument { .. })), "{:?}", bad.shape());
     }

@@ -139,8 +139,8 @@ impl ScanOp {
 /// A checked reduction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReduceSpec {
-    /// The op (the caller's, but a 2-norm over one element of an input with dims: the 1-norm,
-    /// PyTorch's absolute value).
+    /// The op (the caller's, but a 2-norm over one element: the 1-norm, PyTorch's absolute
+    /// value; not for a 0-d input with a dim listed, which PyTorch squares).
     pub op: ReduceOp,
     /// Whether each input dim is reduced (a 0-d input has none: it reduces its one element).
     pub reduced: Vec<bool>,
