@@ -31,11 +31,11 @@ fn check_parameter_types(op: &'static str, dtype: DType, given: &[(&str, DType)]
 /// The per-channel (scale, shift) of a batch norm over `c` channels, f32 \[C\]: the statistics
 /// \[C\], `weight` and `bias` of C elements in any shape (PyTorch checks their counts only).
 fn scale_shift<T: ShapeOps>(op: &'static str, c: usize, mean: &T, var: &T, weight: Option<&T>, bias: Option<&T>, eps: f64) -> Result<(T, T)> {
-    for (what, t) in [("running_mean", Some(mean)), ("running_var", Some(var)), ("weight", weight), ("bias", bias)] {
+    // (name, tensor, whether its shape must be [C] rather than any shape of C elements)
+    for (what, t, exact) in [("running_mean", Some(mean), true), ("running_var", Some(var), true), ("weight", weight, false), ("bias", bias, false)] {
         if let Some(t) = t {
-            let fits = if what.starts_with("running") { t.shape() == [c] } else { t.numel() == c };
-            if !fits {
-                let want = if what.starts_with("running") { format!("[{c}]") } else { format!("{c} elements") };
+            if (exact && t.shape() != [c]) || t.numel() != c {
+                let want = if exact { format!("[{c}]") } else { format!("{c} elements") };
                 return Err(Error::invalid(op, format!("{what} of shape {:?}: expected {want}, one per channel", t.shape())));
             }
             if !t.dtype().is_float() {

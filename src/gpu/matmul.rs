@@ -15,7 +15,7 @@ use crate::runtime::timing::Timer;
 use crate::tune::Tuner;
 use crate::layout::{Layout, MemoryFormat};
 use crate::elementwise::{Input, Op, Scalar, Target};
-use crate::matmul::{addmm_plan, bmm_plan, check_linear_out, linear_parts, matmul_plan, mm_plan, Matmul, MatmulPlan};
+use crate::matmul::{addmm_plan, bmm_plan, linear_out_parts, linear_parts, matmul_plan, mm_plan, Matmul, MatmulPlan};
 use crate::strided::Strided;
 
 impl Matmul for DeviceTensor {
@@ -29,7 +29,7 @@ impl Matmul for DeviceTensor {
         tune_on_call(plan, x, weight, None, out)?;
         let mut batch = x.context().batch();
         let y = batch.whole(|b| {
-            let y = b.linear_parts(plan, true, x, weight, Some(bias), out)?;
+            let y = b.record_linear(plan, true, x, weight, Some(bias), out)?;
             if let Some(op) = act.op() {
                 b.elementwise(op, &[Input::Tensor(&y)], Target::InPlace)?;
             }
@@ -101,19 +101,16 @@ impl Batch<'_> {
     /// Records `x.linear(weight, bias)` ([`Matmul::linear`]).
     pub fn linear(&mut self, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>) -> Result<DeviceTensor> {
         let (p, after) = linear_parts(x.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [x.dtype(), weight.dtype()], false)?;
-        self.linear_parts(&p, after.is_some(), x, weight, bias, None)
+        self.record_linear(&p, after.is_some(), x, weight, bias, None)
     }
     /// Records `x.linear_out(weight, bias, out)`.
     pub fn linear_out(&mut self, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, out: &DeviceTensor) -> Result<()> {
-        let (p, after) = linear_parts(x.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [x.dtype(), weight.dtype()], true)?;
-        check_linear_out(x.layout(), bias.map(|b| (b.layout(), b.shares_storage(out))), out.layout())?;
-        if after.is_some() {
-            p.check_out(out.layout(), out.dtype(), [out.shares_storage(x), out.shares_storage(weight), false])?;
-        }
-        self.linear_parts(&p, after.is_some(), x, weight, bias, Some(out)).map(drop)
+        let shared = [out.shares_storage(x), out.shares_storage(weight), bias.is_some_and(|b| b.shares_storage(out))];
+        let (p, after) = linear_out_parts(x.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [x.dtype(), weight.dtype()], (out.layout(), out.dtype()), shared)?;
+        self.record_linear(&p, after.is_some(), x, weight, bias, Some(out)).map(drop)
     }
     /// The product of `linear_parts`' plan, then the bias added after it when `after`.
-    fn linear_parts(&mut self, p: &MatmulPlan, after: bool, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
+    fn record_linear(&mut self, p: &MatmulPlan, after: bool, x: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
         match (after, bias) {
             (true, Some(bias)) => self.whole(|batch| {
                 let y = batch.run_plan(p, x, weight, None, out, MatmulKernel::Auto)?;

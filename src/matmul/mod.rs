@@ -375,18 +375,26 @@ pub fn addmm_plan(input: &Layout, m1: &Layout, m2: &Layout, beta: f64, alpha: f6
     Ok(p)
 }
 
-/// `linear_out`'s bias against its destination (`bias`: its layout and whether it shares
-/// `out`'s storage): off `addmm`'s route (a `self` that is not 2-d) PyTorch writes the product
-/// into `out` and then adds the bias, so a bias sharing `out`'s elements would read the
-/// product; that is refused.
-pub(crate) fn check_linear_out(x: &Layout, bias: Option<(&Layout, bool)>, out: &Layout) -> Result<()> {
-    match bias {
-        Some((b, true)) if x.rank() != 2 && out.overlap(b) != Overlap::Disjoint => Err(Error::Overlap {
-            op: "linear",
-            detail: format!("out (shape {:?}, strides {:?}) shares elements with the bias (shape {:?}, strides {:?}), which is added after the product is written", out.shape(), out.strides(), b.shape(), b.strides()),
-        }),
-        _ => Ok(()),
+/// `linear_out`'s parts ([`linear_parts`] in its `out=` form), with the checks of `out` the
+/// product's plan cannot make: off `addmm`'s route (an `x` that is not 2-d) PyTorch writes the
+/// product into `out` and then adds the bias, so a bias sharing `out`'s elements would read the
+/// product (refused); where the bias comes after, `out` is checked against `x` and `weight`
+/// here, before anything is written. `shared`: whether `x`, `weight` and the bias share
+/// `out`'s storage.
+pub(crate) fn linear_out_parts(x: &Layout, weight: &Layout, bias: Option<(&Layout, DType)>, dtypes: [DType; 2], out: (&Layout, DType), shared: [bool; 3]) -> Result<(MatmulPlan, Option<Layout>)> {
+    let (p, after) = linear_parts(x, weight, bias, dtypes, true)?;
+    if let Some((b, _)) = bias.filter(|_| shared[2] && x.rank() != 2) {
+        if out.0.overlap(b) != Overlap::Disjoint {
+            return Err(Error::Overlap {
+                op: "linear",
+                detail: format!("out (shape {:?}, strides {:?}) shares elements with the bias (shape {:?}, strides {:?}), which is added after the product is written", out.0.shape(), out.0.strides(), b.shape(), b.strides()),
+            });
+        }
     }
+    if after.is_some() {
+        p.check_out(out.0, out.1, [shared[0], shared[1], false])?;
+    }
+    Ok((p, after))
 }
 
 /// The addend `t` broadcast to the result's shape `to`, seen as `[batch.., m, n]`.
@@ -472,13 +480,10 @@ pub trait Matmul: crate::Elementwise {
     /// [`linear`](Matmul::linear) into `out`: PyTorch's `linear_out`, `addmm`'s route for a
     /// 2-d `self` only ([`LinearRoute`]); a bias sharing `out`'s elements is then an error.
     fn linear_out(&self, weight: &Self, bias: Option<&Self>, out: &Self) -> Result<()> {
-        let (p, after) = linear_parts(self.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [self.dtype(), weight.dtype()], true)?;
-        check_linear_out(self.layout(), bias.map(|b| (b.layout(), b.same_storage(out))), out.layout())?;
+        let shared = [out.same_storage(self), out.same_storage(weight), bias.is_some_and(|b| b.same_storage(out))];
+        let (p, after) = linear_out_parts(self.layout(), weight.layout(), bias.map(|b| (b.layout(), b.dtype())), [self.dtype(), weight.dtype()], (out.layout(), out.dtype()), shared)?;
         match (after, bias) {
-            (Some(_), Some(bias)) => {
-                p.check_out(out.layout(), out.dtype(), [out.same_storage(self), out.same_storage(weight), false])?;
-                Self::run_linear_after(&p, self, weight, bias, Some(out), Activation::None).map(drop)
-            }
+            (Some(_), Some(bias)) => Self::run_linear_after(&p, self, weight, bias, Some(out), Activation::None).map(drop),
             _ => Self::run_plan(&p, self, weight, bias, Some(out)).map(drop),
         }
     }
