@@ -299,3 +299,14 @@ fn linear_takes_pytorchs_route_for_its_bias() {
     assert!(matches!(ones(&[2, 3, 4]).linear_out(&ones(&[5, 4]), Some(&out), &out), Err(Error::Overlap { .. })));
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![7.0; 30]);
 }
+
+/// `linear_plan` without the input's or the weight's type is an error, not a panic.
+#[test]
+fn linear_plan_without_operand_types_is_an_error() {
+    use strided_wgpu::advanced::internal::linear_plan;
+    use strided_wgpu::Layout;
+    let (x, w) = (Layout::contiguous(&[2, 3]).unwrap(), Layout::contiguous(&[4, 3]).unwrap());
+    assert!(matches!(linear_plan(&x, &w, None, [Some(DType::F32), None, None]), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(linear_plan(&x, &w, None, [None, Some(DType::F32), None]), Err(Error::InvalidArgument { .. })));
+    assert_eq!(linear_plan(&x, &w, None, [Some(DType::F32), Some(DType::F32), None]).unwrap().out_shape, vec![2, 4]);
+}

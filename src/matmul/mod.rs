@@ -261,9 +261,12 @@ pub fn bmm_plan(a: &Layout, b: &Layout, dtypes: [DType; 2]) -> Result<MatmulPlan
 /// rounded product (a float16 or bfloat16 product on the `matmul` route), `linear` does so and
 /// this plan rounds once.
 pub fn linear_plan(x: &Layout, weight: &Layout, bias: Option<&Layout>, dtypes: [Option<DType>; 3]) -> Result<MatmulPlan> {
+    let [Some(xt), Some(wt), bt] = dtypes else {
+        return Err(Error::invalid("linear", format!("linear_plan needs the input's and the weight's types, got {dtypes:?}")));
+    };
     let ds: Vec<DType> = dtypes.iter().flatten().copied().collect();
     common_dtype("linear", &ds)?;
-    let (mut p, after) = linear_parts(x, weight, bias.map(|b| (b, ds[ds.len() - 1])), [ds[0], ds[1]], false)?;
+    let (mut p, after) = linear_parts(x, weight, bias.map(|b| (b, bt.unwrap_or(xt))), [xt, wt], false)?;
     if after.is_some() {
         p.c = after;
     }
