@@ -241,6 +241,47 @@ pub fn f32_to_bf16_bits(x: u32) -> u16 {
     ((x + 0x7fff + ((x >> 16) & 1)) >> 16) as u16
 }
 
+/// A float32 accumulator as PyTorch's and the device kernels' are, for the host references'
+/// sums (reductions, products, convolutions, average pools): in f64's precision while the
+/// running value stays within float32's range, then in float32 (infinite, or NaN beside an
+/// infinity of the other sign). A term is given in f64, where a product of two float32 values
+/// is exact; one past float32's range (a float32 product that overflows) enters as float32's
+/// infinity: `[1e30] x [1e10]` then `[1e30] x [-1e10]` is NaN, as a float32 accumulator's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sum32 {
+    exact: f64,
+    past: Option<f32>,
+}
+
+impl Sum32 {
+    /// An accumulator holding `start` (PyTorch's sums start from +0.0).
+    pub(crate) fn new(start: f64) -> Sum32 {
+        let mut s = Sum32 { exact: 0.0, past: None };
+        s.add(start);
+        s
+    }
+
+    /// Adds one term.
+    pub(crate) fn add(&mut self, term: f64) {
+        let t = term as f32;
+        match self.past {
+            Some(p) => self.past = Some(p + t),
+            None if !t.is_finite() => self.past = Some(self.exact as f32 + t),
+            None => {
+                self.exact += term;
+                if !(self.exact as f32).is_finite() {
+                    self.past = Some(self.exact as f32);
+                }
+            }
+        }
+    }
+
+    /// The value so far.
+    pub(crate) fn value(&self) -> f64 {
+        self.past.map_or(self.exact, f64::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::DType::{self, *};

@@ -142,8 +142,10 @@ impl HostTensor {
     /// Elements convert to this view's type, whatever the two types ([`crate::dtype::cast_bits`]:
     /// PyTorch's `x.to(dtype)`: float to u8, i8 and u32 wrapping through int64 as PyTorch's
     /// CPU, float to i32 saturating where PyTorch leaves the result to its hardware). A destination that reaches an element
-    /// twice, or that partially overlaps `src`, is an error; copying a view onto itself does
-    /// nothing. On error the destination is untouched.
+    /// twice, or that partially overlaps `src`, is an error, but for a `src` that walks some
+    /// axis of the storage the other way (a `flip` or negative-step slice of the destination,
+    /// which PyTorch would hold as a copy): that one is read from a copy first. Copying a view
+    /// onto itself does nothing. On error the destination is untouched.
     pub fn copy_(&self, src: &HostTensor) -> Result<()> {
         if reads_from_copy(&self.layout, self.dtype(), &src.layout, src.dtype(), self.shares_storage(src)) {
             return self.copy_(&src.materialize(MemoryFormat::Contiguous, src.dtype())?);

@@ -234,6 +234,15 @@ fn bad_convolution_input_is_a_typed_error() {
         assert!(conv1x1(&x, &w, Some(&DeviceTensor::from_slice(ctx, &[1f32; 5], &[5]).unwrap()), &o).is_err());
         let xh = DeviceTensor::from_slice(ctx, &[half::f16::ONE; 72], &[2, 4, 3, 3]).unwrap();
         assert!(matches!(conv1x1(&xh, &w, None, &o), Err(Error::InvalidArgument { .. })));
+        // A 2-d weight is conv1x1's form only: PyTorch's conv2d refuses it ("weight should have
+        // at least three dimensions"), on the host and the device alike.
+        use strided_wgpu::{Conv2d, Conv2dOptions};
+        let w2 = DeviceTensor::from_slice(ctx, &[1f32; 6 * 4], &[6, 4]).unwrap();
+        let r = x.conv2d(&w2, None, &Conv2dOptions::default()).map(drop);
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{}: {r:?}", name(ctx));
+        let r = x.download().unwrap().conv2d(&w2.download().unwrap(), None, &Conv2dOptions::default()).map(drop);
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "host: {r:?}");
+        assert_eq!(conv1x1(&x, &w2, None, &o).unwrap().download().unwrap().to_vec::<f32>().unwrap(), vec![4.0; 2 * 6 * 9]);
         // A good call on the same context still works afterwards.
         let y = conv1x1(&x, &w, None, &o).unwrap();
         assert_eq!(y.download().unwrap().to_vec::<f32>().unwrap(), vec![4.0; 2 * 6 * 9]);
@@ -301,5 +310,21 @@ fn empty_images_channels_and_filters_are_typed_errors() {
                 }
             }
         }
+        // An empty convolution passes the shape checks with any kernel size (PyTorch's
+        // `F.conv2d(empty(0, 0, 1, 1), empty(1, 0, 2**62, 1), padding=(2**61, 0))` is [0, 0, 2,
+        // 1]): every kernel's eligibility and the tuner take it without an overflow (the direct
+        // kernels' tiling multiplied the taps past usize and divided by 0).
+        let (x, w) = (dev(&[0, 0, 1, 1]), dev(&[1, 0, 1 << 62, 1]));
+        let huge = pad((1 << 61, 0), 1);
+        assert_eq!(x.conv2d(&w, None, &huge).unwrap().shape(), &[0, 0, 2, 1], "{}", name(ctx));
+        for kernel in ConvKernel::ALL {
+            match conv2d_with(&x, &w, None, &huge, kernel) {
+                Ok(y) => assert_eq!(y.shape(), &[0, 0, 2, 1], "{} {kernel:?}", name(ctx)),
+                // A forced kernel that cannot walk such a window: refused, as for any input.
+                Err(e) => assert!(matches!(e, Error::Unsupported { .. } | Error::Limit { .. }), "{} {kernel:?}: {e}", name(ctx)),
+            }
+        }
+        assert!(!ctx.tune_conv2d(&x, &w, None, &huge).unwrap(), "{}: nothing to measure", name(ctx));
     }
+    assert_eq!(host(&[0, 0, 1, 1]).conv2d(&host(&[1, 0, 1 << 62, 1]), None, &pad((1 << 61, 0), 1)).unwrap().shape(), &[0, 0, 2, 1]);
 }

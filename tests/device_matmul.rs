@@ -1257,6 +1257,18 @@ fn products_over_an_empty_k_from_views_at_the_end_of_their_storage() {
             }
             }
         }
+        // The kernel queries of such products form their class over contiguous stand-ins, as
+        // the call does (an empty view's strides multiplied past isize: a debug overflow).
+        let base = DeviceTensor::zeros(ctx, &[1], DType::F32, MemoryFormat::Contiguous).unwrap();
+        let zeros = |s: &[usize]| DeviceTensor::zeros(ctx, s, DType::F32, MemoryFormat::Contiguous).unwrap();
+        for (a, b) in [([2, 2, 0, 3], [2, 2, 3, 4]), ([2, 2, 3, 0], [2, 2, 0, 4])] {
+            let wild = base.as_strided(&a, &[1, isize::MAX, 1, 1], 0).unwrap();
+            let (tame, b) = (zeros(&a), zeros(&b));
+            assert_eq!(ctx.matmul_choice_of(&wild, &b).unwrap(), ctx.matmul_choice_of(&tame, &b).unwrap(), "{} {a:?}", name(ctx));
+            assert_eq!(ctx.matmul_default(&wild, &b).unwrap(), ctx.matmul_default(&tame, &b).unwrap(), "{} {a:?}", name(ctx));
+            let y = wild.matmul(&b).unwrap();
+            assert_eq!((y.shape(), y.download().unwrap().to_vec::<f32>().unwrap()), (&[2, 2, a[2], 4][..], vec![0.0; 16 * a[2]]), "{}", name(ctx));
+        }
         // The stand-in operands are held by the recording: with no pool to keep them, and
         // in a graph whose context's pool is trimmed before each replay (they were dropped,
         // and the submission bound destroyed buffers).

@@ -1945,3 +1945,51 @@ fn normalizations_run_one_kernel_and_match_the_composed_ops() {
         }
     }
 }
+
+/// Pooling and bilinear resampling whose input span, output or indices pass one storage
+/// binding run in runs of whole images that each fit (one dispatch bound them all: an
+/// `Error::Limit` for ResNet's stem pooling past about 40 images of [64, 112, 112] f32 under a
+/// 128 MiB binding, WebGPU's default); runs whose output starts at no binding alignment are
+/// pooled aside and copied into place. Each matches the host, max pooling and its indices bit
+/// for bit; an image that does not fit alone is still a Limit error.
+#[test]
+fn pools_past_one_binding_run_in_runs_of_images() {
+    use common::gpu::limited;
+    let mut rng = Rng(0x9001);
+    let random = |rng: &mut Rng, shape: &[usize], dtype: DType| {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n).map(|_| (rng.below(2001) as f32 - 1000.0) / 125.0).collect();
+        HostTensor::from_vec(v, shape).unwrap().to(dtype).unwrap()
+    };
+    for ctx in contexts() {
+        let tight = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 16 << 10, ..l });
+        let up = |h: &HostTensor, format: MemoryFormat| DeviceTensor::upload(&tight, h).unwrap().contiguous(format).unwrap();
+        // f32 NCHW, 30 KiB, flipped along N: max pooling with indices (768-byte images, runs in
+        // place).
+        let h = random(&mut rng, &[10, 3, 16, 16], DType::F32);
+        let o = MaxPool2dOptions { stride: Some((2, 2)), padding: (1, 1), ..MaxPool2dOptions::new((3, 3)) };
+        let (hx, dx) = (h.flip(0).unwrap(), up(&h, MemoryFormat::Contiguous).flip(0).unwrap());
+        let host = hx.max_pool2d_with_indices(&o).map(|(v, i)| vec![v, i]);
+        let dev = dx.max_pool2d_with_indices(&o).map(|(v, i)| vec![v, i]);
+        assert!(same(&format!("{} max_pool2d split", name(ctx)), host, dev, true));
+        let graph = tight.capture(&[&dx], || dx.max_pool2d(&o)).unwrap();
+        assert!(graph.counts().dispatches >= 2, "{}: {:?}", name(ctx), graph.counts());
+        // f16 channels-last, 31.6 KiB: average pooling (160-byte images: runs of 8 in place) and
+        // adaptive average pooling to 3 x 3 (90-byte images: pooled aside and copied).
+        let h = random(&mut rng, &[40, 5, 9, 9], DType::F16);
+        let d = up(&h, MemoryFormat::ChannelsLast);
+        let hc = h.contiguous(MemoryFormat::ChannelsLast).unwrap();
+        let a = AvgPool2dOptions { kernel: (2, 2), stride: None, padding: (0, 0), ceil_mode: false, count_include_pad: true, divisor_override: None };
+        assert!(same(&format!("{} avg_pool2d split", name(ctx)), hc.avg_pool2d(&a).map(|t| vec![t]), d.avg_pool2d(&a).map(|t| vec![t]), false));
+        assert!(same(&format!("{} adaptive_avg_pool2d split", name(ctx)), hc.adaptive_avg_pool2d((3, 3)).map(|t| vec![t]), d.adaptive_avg_pool2d((3, 3)).map(|t| vec![t]), false));
+        assert!(same(&format!("{} adaptive_max_pool2d split", name(ctx)), hc.adaptive_max_pool2d((3, 3)).map(|t| vec![t]), d.adaptive_max_pool2d((3, 3)).map(|t| vec![t]), true));
+        // Bilinear x2 of f32 [12, 2, 8, 8]: 24 KiB out.
+        let h = random(&mut rng, &[12, 2, 8, 8], DType::F32);
+        let io = InterpolateOptions { size: None, scale_factor: Some((2.0, 2.0)), mode: InterpolateMode::Bilinear { align_corners: false } };
+        assert!(same(&format!("{} bilinear split", name(ctx)), h.interpolate(&io).map(|t| vec![t]), up(&h, MemoryFormat::Contiguous).interpolate(&io).map(|t| vec![t]), false));
+        // One image past a binding alone: a Limit error naming the op.
+        let big = up(&random(&mut rng, &[2, 3, 48, 48], DType::F32), MemoryFormat::Contiguous);
+        let r = big.max_pool2d(&o).map(drop);
+        assert!(matches!(&r, Err(e @ Error::Limit { .. }) if e.op() == "max_pool2d"), "{}: {r:?}", name(ctx));
+    }
+}

@@ -628,6 +628,21 @@ fn a_batch_finished_inside_a_capture_is_captured() {
         graph.replay_and_wait(&[&fresh]).unwrap();
         let want: Vec<f32> = vals(64, 7).iter().map(|v| v * 2.0).collect();
         assert_eq!(graph.output().download().unwrap().to_vec::<f32>().unwrap(), want, "{}", name(ctx));
+        // A batch recording into the caller's encoder is not captured by `finish` (the caller
+        // finishes and submits that encoder): its error says so (it said the work was captured).
+        let mut enc = ctx.device().create_command_encoder(&Default::default());
+        let mut b = ctx.record_into(&mut enc);
+        b.mul(&x, 2.0).unwrap();
+        let xr = &x;
+        let graph = ctx
+            .capture(&[&x], move || {
+                let e = b.finish().map(drop).unwrap_err();
+                assert!(e.to_string().contains("the caller finishes it"), "{}: {e}", name(ctx));
+                xr.add(1.0)
+            })
+            .unwrap();
+        assert_eq!(graph.counts().dispatches, 1, "{}: only the add is captured", name(ctx));
+        ctx.queue().submit([enc.finish()]);
     }
 }
 

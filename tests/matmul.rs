@@ -310,3 +310,33 @@ fn linear_plan_without_operand_types_is_an_error() {
     assert!(matches!(linear_plan(&x, &w, None, [None, Some(DType::F32), None]), Err(Error::InvalidArgument { .. })));
     assert_eq!(linear_plan(&x, &w, None, [Some(DType::F32), Some(DType::F32), None]).unwrap().out_shape, vec![2, 4]);
 }
+
+/// The host references' float32 accumulators keep float32's range as PyTorch 2.15's CPU
+/// (and the device kernels) do: a product past it is infinite (`[1e30, 1e30] @ [1e10, -1e10]`
+/// NaN in `matmul`, `linear`, `addmm` and `conv2d`; the f64 sums gave 0), a sum past it
+/// infinite (`avg_pool2d` of [3e38, 3e38]: inf, was 3e38), while sums that come back within
+/// it keep f64's digits (`[3e38, 3e38] @ [1, -1]`: 0, as PyTorch's).
+#[test]
+fn float32_accumulators_keep_float32s_range_as_pytorch() {
+    use strided_wgpu::{AvgPool2dOptions, Conv2d, Conv2dOptions, Pool2d};
+    let t = |v: Vec<f32>, s: &[usize]| HostTensor::from_vec(v, s).unwrap();
+    let one = |x: HostTensor| x.to_vec::<f32>().unwrap()[0];
+    let (a, b) = (t(vec![1e30, 1e30], &[1, 2]), t(vec![1e10, -1e10], &[2, 1]));
+    assert!(one(a.matmul(&b).unwrap()).is_nan());
+    assert!(one(a.linear(&b.transpose(0, 1).unwrap(), None).unwrap()).is_nan());
+    assert!(one(t(vec![0.0], &[1, 1]).addmm(&a, &b, 1.0, 1.0).unwrap()).is_nan());
+    let conv = a.view(&[1, 1, 1, 2]).unwrap().conv2d(&b.view(&[1, 1, 1, 2]).unwrap(), None, &Conv2dOptions::default()).unwrap();
+    assert!(one(conv).is_nan());
+    let big = t(vec![3e38, 3e38], &[1, 2]);
+    assert_eq!(one(big.matmul(&t(vec![1.0, -1.0], &[2, 1])).unwrap()), 0.0);
+    assert_eq!(one(big.matmul(&t(vec![1.0, 1.0], &[2, 1])).unwrap()), f32::INFINITY);
+    let o = AvgPool2dOptions { kernel: (1, 2), stride: None, padding: (0, 0), ceil_mode: false, count_include_pad: true, divisor_override: None };
+    assert_eq!(one(big.view(&[1, 1, 1, 2]).unwrap().avg_pool2d(&o).unwrap()), f32::INFINITY);
+    // (Not to (1, 1): that is `mean`, whose host reference stays in f64 for the normalizations'
+    // statistics; PyTorch's is inf there.)
+    let bins = t(vec![3e38; 4], &[1, 1, 1, 4]).adaptive_avg_pool2d((1, 2)).unwrap();
+    assert_eq!(bins.to_vec::<f32>().unwrap(), vec![f32::INFINITY; 2]);
+    // Within range the digits stay f64's: 2^24 + 1 + 1 (PyTorch's float32 sum may give 2^24).
+    let fine = t(vec![16_777_216.0, 1.0, 1.0], &[1, 3]).matmul(&t(vec![1.0; 3], &[3, 1])).unwrap();
+    assert_eq!(one(fine), 16_777_218.0);
+}

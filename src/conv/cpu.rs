@@ -5,7 +5,7 @@
 use crate::elementwise::Elementwise;
 use crate::conv::{check_output, check_overlap, conv1x1_shape, conv2d_shape, Conv1x1Options, Conv2d, Conv2dOptions, Conv2dShape};
 use crate::layout::Layout;
-use crate::dtype::DType;
+use crate::dtype::{DType, Sum32};
 use crate::error::Result;
 use crate::host::HostTensor;
 use crate::layout::MemoryFormat;
@@ -38,7 +38,9 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
             let grp = ki / kg;
             for oy in 0..g.oh {
                 for ox in 0..g.ow {
-                    let mut acc = b.as_ref().map_or(0.0, |b| b[ki] as f64);
+                    // Float32's range, as PyTorch's and the device's accumulators (a product
+                    // past it is infinite); f64's digits within it.
+                    let mut sum = Sum32::new(b.as_ref().map_or(0.0, |b| b[ki] as f64));
                     for cj in 0..cg {
                         let ci = grp * cg + cj;
                         for ky in 0..g.kh {
@@ -54,10 +56,11 @@ fn reference(input: &HostTensor, weight: &HostTensor, bias: Option<&HostTensor>,
                                     continue;
                                 }
                                 let xv = x[((ni * g.c + ci) * g.h + iy as usize) * g.w + ix as usize] as f64;
-                                acc += xv * wt[((ki * cg + cj) * g.kh + ky) * g.kw + kx] as f64;
+                                sum.add(xv * wt[((ki * cg + cj) * g.kh + ky) * g.kw + kx] as f64);
                             }
                         }
                     }
+                    let mut acc = sum.value();
                     // As Op::Relu: NaN stays NaN (f64::max would make it 0).
                     if o.relu && acc <= 0.0 {
                         acc = 0.0;

@@ -1,7 +1,7 @@
 //! 2-d convolution: options and shape checks (host values only), and the CPU reference
 //! (`cpu`, on host tensors).
 //!
-//! `input` is logically [N, C, H, W] in any strides, `weight` [K, C/groups, kh, kw] (a 1x1
+//! `input` is logically [N, C, H, W] in any strides, `weight` [K, C/groups, kh, kw] (`conv1x1`'s
 //! weight may also be \[K, C/groups\]), `bias` \[K\]. The output is [N, K, OH, OW] with
 //! OH = (H + 2*ph - dh*(kh-1) - 1) / sh + 1 (OW likewise), channels_last where the input or
 //! the weight is (a channels-last model on NCHW images too), else contiguous, unless the
@@ -121,7 +121,9 @@ fn shape_of(op: &'static str, input: &Layout, weight: &Layout, bias: Option<&Lay
         return Err(bad(format!("input must be [N, C, H, W] (or an unbatched [C, H, W]), got shape {:?}", input.shape())));
     };
     let (k, cg, kh, kw) = match weight.shape() {
-        &[k, cg] => (k, cg, 1, 1),
+        // PyTorch's conv2d wants a 4-d weight ("weight should have at least three dimensions");
+        // the 2-d form is this crate's `conv1x1`'s only.
+        &[k, cg] if op == "conv1x1" => (k, cg, 1, 1),
         &[k, cg, kh, kw] => (k, cg, kh, kw),
         s => return Err(bad(format!("weight must be [K, C/groups, kh, kw], got shape {s:?}"))),
     };

@@ -79,7 +79,9 @@ macro_rules! trait_methods {
 /// result can leave int16 (else [`Error::Unsupported`](crate::Error::Unsupported)); a new
 /// result is an error. Bad input (shapes that do not broadcast, a destination of another
 /// shape, a result type the destination cannot hold, a destination reaching an element twice
-/// or partially overlapping an input) is a typed error, and nothing is written.
+/// or partially overlapping an input) is a typed error, and nothing is written; an input that
+/// partially overlaps the destination but walks some axis of the storage the other way (a
+/// `flip` of it, which PyTorch would hold as a copy: `x.add_(&x.flip(0))`) is read from a copy.
 ///
 /// ```
 /// use strided_wgpu::{Elementwise, HostTensor, Strided};

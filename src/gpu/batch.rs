@@ -163,12 +163,8 @@ impl Batch<'_> {
     /// as [`Batch::submit`] captures it, so that the tensors it returned are written at every
     /// replay).
     pub fn finish(mut self) -> Result<wgpu::CommandBuffer> {
-        if self.ctx.rt.capturing_here() {
-            let captured = match self.enc {
-                Some(Encoder::Owned) => self.submit_as("finish").map(drop),
-                _ => Ok(()),
-            };
-            captured?;
+        if self.ctx.rt.capturing_here() && matches!(self.enc, Some(Encoder::Owned)) {
+            self.submit_as("finish")?;
             return Err(Error::invalid("finish", "this thread is capturing a graph: a finished command buffer would run outside it; the batch's work was captured as `submit` captures it (do not record it again)"));
         }
         match self.enc.take() {

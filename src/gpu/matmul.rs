@@ -188,15 +188,8 @@ impl Batch<'_> {
         // k = 0: the kernels read nothing of A and B, but bind a window at each one's offset,
         // which an empty view may have anywhere (past its buffer, past u64 bytes): fresh empty
         // operands at offset 0 stand in. The result is beta * input, the bias, or zeros.
-        let empty_k;
-        let (plan, a, b) = if plan.k == 0 {
-            let fresh = |l: &Layout| DeviceTensor::empty_for(op, &ctx, l.shape(), plan.dtype, MemoryFormat::Contiguous);
-            let p = MatmulPlan { a: Layout::contiguous(plan.a.shape())?, b: Layout::contiguous(plan.b.shape())?, ..plan.clone() };
-            empty_k = (fresh(&plan.a)?, fresh(&plan.b)?, p);
-            (&empty_k.2, &empty_k.0, &empty_k.1)
-        } else {
-            (plan, a, b)
-        };
+        let stand_ins = ctx.class_operands(plan, a, b)?;
+        let (plan, a, b) = stand_ins.as_ref().map_or((plan, a, b), |(p, a, b)| (p, a, b));
         let c = c.filter(|_| plan.c.is_some());
         let cl = plan.c.clone();
         let out_view = plan.out_view(out.layout())?;
@@ -339,9 +332,25 @@ impl GpuContext {
     /// default while the class has none. The checks of `matmul`; nothing is recorded.
     pub fn matmul_choice_of(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        let (out, view) = self.class_output(&plan, a, b, None)?;
-        let class = matmul_class(&self.rt.report, &product(&plan, a, b, None, &out, &view));
-        Ok(self.widened_choice(&plan, a, b, None, &out, &view, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
+        let stand_ins = self.class_operands(&plan, a, b)?;
+        let (plan, a, b) = stand_ins.as_ref().map_or((&plan, a, b), |(p, a, b)| (p, a, b));
+        let (out, view) = self.class_output(plan, a, b, None)?;
+        let class = matmul_class(&self.rt.report, &product(plan, a, b, None, &out, &view));
+        Ok(self.widened_choice(plan, a, b, None, &out, &view, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
+    }
+
+    /// For a product of k = 0 or an empty output, whose empty operand views may have any
+    /// strides and offset (past `isize` when multiplied out): fresh empty contiguous operands
+    /// of the same shapes and the plan over them, which the class is formed with (a call binds
+    /// such stand-ins for k = 0, `record_plan`, and runs nothing for an empty output); `None`
+    /// for any other product.
+    fn class_operands(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor) -> Result<Option<(MatmulPlan, DeviceTensor, DeviceTensor)>> {
+        if !(plan.k == 0 || plan.out_shape.contains(&0)) {
+            return Ok(None);
+        }
+        let fresh = |t: &DeviceTensor| DeviceTensor::empty_for(plan.op, self, t.shape(), plan.dtype, MemoryFormat::Contiguous);
+        let p = MatmulPlan { a: Layout::contiguous(plan.a.shape())?, b: Layout::contiguous(plan.b.shape())?, ..plan.clone() };
+        Ok(Some((p, fresh(a)?, fresh(b)?)))
     }
 
     /// The output buffer and view a product's class is keyed with, as `record_plan` forms them:
@@ -415,12 +424,14 @@ impl GpuContext {
     /// gives while the call's class has no kept choice.
     pub fn matmul_default(&self, a: &DeviceTensor, b: &DeviceTensor) -> Result<MatmulKernel> {
         let plan = matmul_plan(a.layout(), b.layout(), [a.dtype(), b.dtype()])?;
-        let (out, view) = self.class_output(&plan, a, b, None)?;
+        let stand_ins = self.class_operands(&plan, a, b)?;
+        let (plan, a, b) = stand_ins.as_ref().map_or((&plan, a, b), |(p, a, b)| (p, a, b));
+        let (out, view) = self.class_output(plan, a, b, None)?;
         let report = &self.rt.report;
-        let class = matmul_class(report, &product(&plan, a, b, None, &out, &view));
+        let class = matmul_class(report, &product(plan, a, b, None, &out, &view));
         // A 16-bit product on a CPU adapter runs widened where the f32 class's default is a
         // CPU-adapter kernel, as the call does.
-        Ok(self.widened_choice(&plan, a, b, None, &out, &view, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
+        Ok(self.widened_choice(plan, a, b, None, &out, &view, &class, false).unwrap_or_else(|| MatmulKernel::default_for(report, &class)))
     }
 
     /// The matrix-product kernels chosen so far (measured or loaded), by shape class.

@@ -7,6 +7,7 @@ use crate::gpu::tensor::DeviceTensor;
 use crate::kernels::pool::{self, PoolKernel};
 use crate::pool::{adaptive_window, avg_pool2d_window, global_mean_strides, unbatched, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
 use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
+use crate::layout::overlap::gcd;
 use crate::strided::Strided;
 
 impl Pool2d for DeviceTensor {
@@ -96,7 +97,10 @@ impl Batch<'_> {
         Ok((out, idx))
     }
 
-    /// Records the window `g` of `x` into `out` (new, dense) and `idx` through `kernel`.
+    /// Records the window `g` of `x` into `out` (new, dense) and `idx` through `kernel`: in
+    /// one dispatch, or, where the input's span, the output or the indices pass one storage
+    /// binding, in runs of whole images that each fit ([`image_runs`]; a single image that
+    /// does not is `Error::Limit`, from the kernel family's checks).
     pub(crate) fn window(&mut self, g: &Window, x: &DeviceTensor, out: &DeviceTensor, idx: Option<&DeviceTensor>, kernel: PoolKernel) -> Result<()> {
         let operands: Vec<&DeviceTensor> = [Some(x), Some(out), idx].into_iter().flatten().collect();
         self.check_context(g.op, &operands)?;
@@ -105,13 +109,74 @@ impl Batch<'_> {
         // adapter's there).
         pool::classify(g, x.dtype(), out.layout(), kernel)?;
         let ctx = self.context().clone();
+        let runs = image_runs(&ctx.rt.report, g, x)?;
         // Whole or not at all: a dispatch whose error its op's scope caught is not kept.
         self.whole(|batch| {
-            let rec = batch.parts(g.op)?;
-            for t in operands {
-                rec.hold_shared(t.storage());
+            for (n0, len) in runs {
+                let part = |t: &DeviceTensor| if len == g.input[0] { Ok(t.clone()) } else { t.narrow(0, n0 as isize, len) };
+                let (g, x, out, idx) = (Window { input: [len, g.input[1], g.input[2], g.input[3]], ..g.clone() }, part(x)?, part(out)?, idx.map(part).transpose()?);
+                // A run whose output (or indices) does not start at a binding's alignment is
+                // pooled into a new tensor and copied into place.
+                let direct = pool::eligible(&g, x.dtype(), out.layout()).is_ok();
+                let (dst, dst_idx) = if direct {
+                    (out.clone(), idx.clone())
+                } else {
+                    let fresh = |t: DType| DeviceTensor::empty_for(g.op, &ctx, &g.out_shape(), t, g.format);
+                    (fresh(x.dtype())?, idx.as_ref().map(|_| fresh(DType::I32)).transpose()?)
+                };
+                let rec = batch.parts(g.op)?;
+                for t in [Some(&x), Some(&dst), dst_idx.as_ref()].into_iter().flatten() {
+                    rec.hold_shared(t.storage());
+                }
+                ctx.rt.scoped(g.op, || pool::record(&ctx.rt, rec, &g, x.dtype(), x.layout(), x.buffer(), dst.layout(), dst.buffer(), dst_idx.as_ref().map(|i| i.buffer()), kernel))?;
+                if !direct {
+                    batch.copy_(&out, &dst)?;
+                    if let (Some(i), Some(d)) = (&idx, &dst_idx) {
+                        batch.copy_(i, d)?;
+                    }
+                }
             }
-            ctx.rt.scoped(g.op, || pool::record(&ctx.rt, rec, g, x.dtype(), x.layout(), x.buffer(), out.layout(), out.buffer(), idx.map(|i| i.buffer()), kernel))
+            Ok(())
         })
     }
 }
+
+/// The runs of images (first, count) the window `g` of `x` is recorded in: all of them where
+/// the input's span, the output and the indices each fit one storage binding, else as many
+/// as fit a run (a multiple of the images that keep each run's output at a binding's
+/// alignment, [`pool::OUT_ALIGN`], where that many fit: those bind in place, the others are
+/// copied into place). One image that does not fit alone is left whole (the family's checks
+/// refuse it).
+fn image_runs(report: &crate::runtime::AdapterReport, g: &Window, x: &DeviceTensor) -> Result<Vec<(usize, usize)>> {
+    let n = g.input[0];
+    let bytes = x.dtype().size() as u64;
+    let per_image = (g.input[1] as u64).saturating_mul(g.out.0 as u64).saturating_mul(g.out.1 as u64);
+    let max = report.max_storage_buffer_binding_size;
+    // The bytes a run of `len` images binds: its input's span (with the alignment the window
+    // starts at below it, and the word it ends in), its output, its indices.
+    let fits = |len: usize| -> Result<bool> {
+        let span = x.layout().narrow(0, 0, len)?.span().map_or(0, |(lo, hi)| (hi - lo + 1) as u64);
+        let input = span.saturating_mul(bytes).saturating_add(report.min_storage_buffer_offset_alignment as u64 + 4);
+        let outs = per_image.saturating_mul(len as u64);
+        Ok(input <= max && outs.saturating_mul(bytes).div_ceil(4).saturating_mul(4) <= max && (!g.indices || outs.saturating_mul(4) <= max))
+    };
+    if n <= 1 || fits(n)? {
+        return Ok(vec![(0, n)]);
+    }
+    // The most images a run fits (a binary search: the bytes grow with the count).
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid)? { lo = mid } else { hi = mid - 1 }
+    }
+    if lo == 0 {
+        return Ok(vec![(0, n)]);
+    }
+    // Runs that start at an aligned output (and indices) where a whole number of such steps fit.
+    let align = pool::OUT_ALIGN as usize;
+    let step = |size: u64| align / gcd(align, (per_image.saturating_mul(size) % pool::OUT_ALIGN) as usize);
+    let step = if g.indices { step(bytes) / gcd(step(bytes), step(4)) * step(4) } else { step(bytes) };
+    let len = if lo >= step { lo / step * step } else { lo };
+    Ok((0..n).step_by(len).map(|n0| (n0, len.min(n - n0))).collect())
+}
+

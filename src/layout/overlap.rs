@@ -1,7 +1,8 @@
 //! Which elements two views share, and whether one view reaches an element twice.
 //!
 //! A destination that reaches an element twice, or that partially overlaps its source, makes
-//! a parallel copy's result depend on execution order, so writes refuse both. The checks are
+//! a parallel copy's result depend on execution order, so writes refuse both (the ops read a
+//! source that walks the storage the other way from a copy instead: `flipped_overlap`). The checks are
 //! exact: cheap sufficient tests first (nested strides; for two views, disjoint spans, or
 //! offsets that differ modulo the gcd of their strides), an exact search for two views with
 //! the same strides dim by dim (blocks of one tensor: a block of columns and the next, at any
@@ -197,7 +198,8 @@ fn shared_at_same_strides(a: &Layout, b: &Layout) -> Option<bool> {
     search(0, d, &dims, &reach, &mut nodes)
 }
 
-fn gcd(a: usize, b: usize) -> usize {
+/// The greatest common divisor (of 0 and `a`: `a`).
+pub(crate) fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 

@@ -3,7 +3,7 @@
 //! float32 accumulator rounds); a 16-bit GELU rounds the product to the type first, then the
 //! activation (PyTorch's `F.gelu(F.linear(..))`).
 
-use crate::dtype::{f32_bits_to_float, float_bits_to_f32, DType};
+use crate::dtype::{f32_bits_to_float, float_bits_to_f32, DType, Sum32};
 use crate::error::Result;
 use crate::host::HostTensor;
 use crate::layout::{Layout, MemoryFormat};
@@ -84,10 +84,13 @@ pub fn matmul_cpu(plan: &MatmulPlan, a: &HostTensor, b: &HostTensor, c: Option<&
     for z in 0..batches {
         for i in 0..m {
             for j in 0..n {
-                let mut acc = 0f64;
+                // Float32's range, as PyTorch's and the device's accumulators (a product past it
+                // is infinite); f64's digits within it.
+                let mut sum = Sum32::new(0.0);
                 for p in 0..k {
-                    acc += av[(z * m + i) * k + p] * bv[(z * k + p) * n + j];
+                    sum.add(av[(z * m + i) * k + p] * bv[(z * k + p) * n + j]);
                 }
+                let acc = sum.value();
                 let cz = cv.as_ref().map(|c| c[(z * m + i) * n + j]);
                 let v = if round_before_gelu {
                     // PyTorch's F.gelu(F.linear(..)) in a 16-bit type: the product rounded to

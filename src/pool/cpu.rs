@@ -1,7 +1,7 @@
 //! The CPU reference of pooling and bilinear resampling on host tensors: every output read
 //! from its window through the input's strides, accumulated in f64.
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Sum32};
 use crate::elementwise::Elementwise;
 use crate::error::{reserved, Result};
 use crate::host::HostTensor;
@@ -88,12 +88,14 @@ fn one(g: &Window, plane: &[f64], w: usize, y: usize, z: usize) -> (f64, i64) {
             (best, at)
         }
         _ => {
-            let mut sum = 0.0;
+            // Float32's range, as PyTorch's and the device's accumulators; f64's digits within.
+            let mut total = Sum32::new(0.0);
             for r in r0..r1 {
                 for c in c0..c1 {
-                    sum += plane[(r * w as i64 + c) as usize];
+                    total.add(plane[(r * w as i64 + c) as usize]);
                 }
             }
+            let sum = total.value();
             let inside = ((r1 - r0).max(0) * (c1 - c0).max(0)) as f64;
             if r0 >= r1 || c0 >= c1 {
                 return (0.0, 0);

@@ -5,7 +5,7 @@
 //! type. The oracle of the device kernels.
 
 use crate::copy::cpu::{read_bits, write_bits};
-use crate::dtype::{cast_bits, float_bits_to_f32, DType};
+use crate::dtype::{cast_bits, float_bits_to_f32, DType, Sum32};
 use crate::error::{Error, Result};
 use crate::host::HostTensor;
 use crate::layout::{Layout, MemoryFormat};
@@ -99,24 +99,12 @@ fn arg_best(xs: &[f64], max: bool) -> usize {
     best
 }
 
-/// A float32 sum as PyTorch's and the device's: from +0.0, as PyTorch's sums start; running in
-/// f64 until the running value leaves float32's range, then in float32 (infinite, or NaN
-/// beside an infinity of the other sign), as a float32 accumulator's does.
+/// A float32 sum as PyTorch's and the device's: from +0.0, as PyTorch's sums start, in a
+/// [`Sum32`] (f64 while within float32's range).
 fn sum32(xs: impl Iterator<Item = f32>) -> f32 {
-    let mut s = 0f64;
-    let mut past: Option<f32> = None;
-    for v in xs {
-        match past {
-            Some(p) => past = Some(p + v),
-            None => {
-                s += v as f64;
-                if !(s as f32).is_finite() {
-                    past = Some(s as f32);
-                }
-            }
-        }
-    }
-    past.unwrap_or(s as f32)
+    let mut s = Sum32::new(0.0);
+    xs.for_each(|v| s.add(v as f64));
+    s.value() as f32
 }
 
 /// One float reduction of `xs` (values of float32, float16 or bfloat16): (value, index).

@@ -238,8 +238,15 @@ pub fn reduce_spec(op: ReduceOp, layout: &Layout, dtype: DType, dims: &Dims, kee
         }
     };
     // The reduced elements of one output: a product that can pass usize where the input is
-    // empty (its other dims multiply without bound).
-    let extent = product(shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)).ok_or_else(|| Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize")))?;
+    // empty (its other dims multiply without bound). Where no output is (a kept dim of 0) it
+    // is never counted, and saturates (PyTorch: `as_strided(.., (0, 2**40, 2**40), (0, 0,
+    // 0)).sum((1, 2))` is an empty result).
+    let no_output = shape.iter().zip(&reduced).any(|(&n, &r)| !r && n == 0);
+    let extent = match product(shape.iter().zip(&reduced).filter(|(_, &r)| r).map(|(&n, _)| n)) {
+        Some(e) => e,
+        None if no_output => usize::MAX,
+        None => return Err(Error::overflow(name, format!("the elements of one output of a reduction over dims {dims:?} of shape {shape:?} past usize"))),
+    };
     // PyTorch's `vector_norm` over one element is its absolute value (no square to overflow
     // or underflow): the 1-norm's.
     // (A 0-d input with a dim listed squares in PyTorch 2.15: its size check reads past the

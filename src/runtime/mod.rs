@@ -459,6 +459,16 @@ impl Runtime {
         self.lost_or(r)
     }
 
+    /// A scratch buffer of at least `size` bytes for a recording, made in the op's error scopes
+    /// and held by `rec` from the start (no error path returns it to the pool while a command
+    /// recorded before the error still binds it); the handle is what the family binds.
+    pub(crate) fn held_scratch(&self, rec: &mut record::Recorder, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+        let b = self.scoped(op, || self.buffer(op, size, usage))?;
+        let handle = b.buffer().clone();
+        rec.hold(b);
+        Ok(handle)
+    }
+
     /// A pooled buffer of at least `size` bytes; call inside `scoped`.
     pub fn buffer(&self, op: &'static str, size: u64, usage: wgpu::BufferUsages) -> Result<Pooled> {
         // A new buffer is made in error scopes of its own (inside the call's): one that failed

@@ -236,12 +236,12 @@ pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>
         let (dst, src) = views(i, block_elems)?;
         pack(rt, rec, ops, &dst, &src, &blocks, DType::F32)?;
     }
-    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let unused = rt.held_scratch(rec, OP, 16, wgpu::BufferUsages::STORAGE)?;
     let bias = bias_binding(ops.bias, &blocks);
     let dispatches: Vec<Dispatch<'_, ConvParams>> = plan
         .into_iter()
         .map(|(r, wi, params, key, vout, grid)| {
-            let [o4, o6] = out_bindings(ops.out.buffer, r.y, unused.buffer(), vout);
+            let [o4, o6] = out_bindings(ops.out.buffer, r.y, &unused, vout);
             Dispatch {
                 key,
                 params,
@@ -251,6 +251,5 @@ pub(crate) fn record_blocks(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
-    rec.hold(unused);
     Ok(())
 }

@@ -284,16 +284,11 @@ pub(crate) fn check_packed(rt: &Runtime, elems: usize, weight: &Layout) -> Resul
 /// path returns it to the pool while a recorded command still writes it); the handle is what
 /// the family binds.
 pub(crate) fn packed_buffer(rt: &Runtime, rec: &mut Recorder, elems: usize, packed: usize, dtype: DType, usage: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
-    let b = rt.scoped(OP, || {
-        let b = rt.buffer(OP, (elems as u64 * dtype.size() as u64).next_multiple_of(4), usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
-        if packed < elems {
-            rec.clear_buffer(b.buffer(), 0, None);
-        }
-        Ok(b)
-    })?;
-    let handle = b.buffer().clone();
-    rec.hold(b);
-    Ok(handle)
+    let b = rt.held_scratch(rec, OP, (elems as u64 * dtype.size() as u64).next_multiple_of(4), usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
+    if packed < elems {
+        rec.clear_buffer(&b, 0, None);
+    }
+    Ok(b)
 }
 
 /// Records the copy of the weight view `src` (of `ops.weight`'s buffer, elements of the call's

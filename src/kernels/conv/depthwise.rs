@@ -81,18 +81,17 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         let constants = form.constants(vec![("CHANNELS", kernel.channels() as i64), ("VIN", vin as i64), ("VOUT", vout as i64), ("WG", WG as i64)]);
         plan.push((r, params, PipelineKey { shader: form.shader("conv2d_depthwise", "conv2d_depthwise16"), constants }, vout, grid));
     }
-    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let unused = rt.held_scratch(rec, OP, 16, wgpu::BufferUsages::STORAGE)?;
     let wbuf = ops.weight.buffer;
     let bias = bias_binding(ops.bias, wbuf);
     let dispatches: Vec<Dispatch<'_, DepthwiseParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
-            let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
+            let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, &unused, vout, form.unit);
             Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (wbuf, (0, wbuf.size())), bias, o4, read_words(rt, ops.input.buffer, r.x, form.unit), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
-    rec.hold(unused);
     Ok(())
 }
 
@@ -175,16 +174,15 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Result<(
     let dst = Layout::as_strided(&[g.k, 1, g.kh, g.kw], &[1, 0, g.kw as isize * row, row], 0, packed_elems)?;
     let packed = packed_buffer(rt, rec, packed_elems, g.k * g.kh * g.kw, DType::F32, wgpu::BufferUsages::empty())?;
     pack(rt, rec, ops, &dst, &w4, &packed, DType::F32)?;
-    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let unused = rt.held_scratch(rec, OP, 16, wgpu::BufferUsages::STORAGE)?;
     let bias = bias_binding(ops.bias, &packed);
     let dispatches: Vec<Dispatch<'_, RowsParams>> = plan
         .into_iter()
         .map(|(r, params, key, vout, grid)| {
-            let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, form.unit);
+            let [o4, o6] = out_bindings_of(ops.out.buffer, r.y, &unused, vout, form.unit);
             Dispatch { key, params, bindings: vec![(ops.input.buffer, r.x), (&packed, (0, packed_elems as u64 * 4)), bias, o4, read_words(rt, ops.input.buffer, r.x, form.unit), o6], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
-    rec.hold(unused);
     Ok(())
 }

@@ -163,9 +163,9 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
             (&packed, packed_bytes)
         }
     };
-    let unused = rt.scoped(OP, || rt.buffer(OP, 16, wgpu::BufferUsages::STORAGE))?;
+    let unused = rt.held_scratch(rec, OP, 16, wgpu::BufferUsages::STORAGE)?;
     let partial_bytes = slice_bytes * nslices as u64;
-    let partial = if split { Some(rt.scoped(OP, || rt.buffer(OP, partial_bytes, wgpu::BufferUsages::STORAGE))?) } else { None };
+    let partial = if split { Some(rt.held_scratch(rec, OP, partial_bytes, wgpu::BufferUsages::STORAGE)?) } else { None };
     let bias = bias_binding(ops.bias, weight);
     // Without a residual (never read) a few bytes of the weight's binding, bound read-only
     // already (the scratch word is bound writable).
@@ -175,20 +175,16 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, ops: &Operands<'_>) -> Re
         .map(|(r, params, key, step, grid)| {
             let input = [(ops.input.buffer, r.x), read_words(rt, ops.input.buffer, r.x, unit)];
             // Only split steps use the partial buffer (then it exists).
-            let whole = partial.as_ref().map_or((unused.buffer(), (0, 16)), |p| (p.buffer(), (0, partial_bytes)));
+            let whole = partial.as_ref().map_or((&unused, (0, 16)), |p| (p, (0, partial_bytes)));
             let ([x, x4], [o4, o6]) = match step {
-                Step::Whole(vout) => (input, out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, unit)),
-                Step::Slices => (input, [(unused.buffer(), (0, 16)), whole]),
-                Step::Sum(vout) => ([whole, whole], out_bindings_of(ops.out.buffer, r.y, unused.buffer(), vout, unit)),
+                Step::Whole(vout) => (input, out_bindings_of(ops.out.buffer, r.y, &unused, vout, unit)),
+                Step::Slices => (input, [(&unused, (0, 16)), whole]),
+                Step::Sum(vout) => ([whole, whole], out_bindings_of(ops.out.buffer, r.y, &unused, vout, unit)),
             };
             Dispatch { key, params, bindings: vec![x, (weight, (0, weight_bytes)), bias, o4, x4, o6, res], grid }
         })
         .collect();
     dispatch(rt, rec, SLOTS, &dispatches)?;
-    rec.hold(unused);
-    if let Some(p) = partial {
-        rec.hold(p);
-    }
     Ok(())
 }
 

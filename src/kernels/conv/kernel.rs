@@ -340,13 +340,16 @@ pub(crate) struct Tiling {
 /// The tiling of `g` with `groups` for the direct-family `kernel`, or why it cannot run it: a
 /// weight block must hold every tap of at least 4 input channels for one output-channel quad.
 pub(crate) fn tiling(kernel: ConvKernel, g: &Conv2dShape, groups: usize) -> Result<Tiling> {
-    let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh * g.kw);
+    // Saturating: an empty convolution passes the shape checks with any kernel size (PyTorch's
+    // `F.conv2d` of [0, 0, 1, 1] by a [1, 0, 2^62, 1] weight is an empty result).
+    let (kg, cg, taps) = (g.k / groups.max(1), g.c / groups.max(1), g.kh.saturating_mul(g.kw));
+    let block_of = |kq: usize| taps.saturating_mul(16 * kq);
     let mut kq = kg.div_ceil(4).max(1).next_power_of_two().min(MAX_KQ);
-    while kq > 1 && taps * 16 * kq > BLOCK {
+    while kq > 1 && block_of(kq) > BLOCK {
         kq /= 2;
     }
-    if taps * 16 * kq > BLOCK {
-        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", kernel, g.kh, g.kw, taps * 16)));
+    if block_of(kq) > BLOCK {
+        return Err(Error::unsupported(OP, format!("{:?} holds every tap of 4 input channels in a {BLOCK}-float weight block: a {}x{} kernel ({taps} taps) needs {}", kernel, g.kh, g.kw, block_of(1))));
     }
     let fit = BLOCK / (taps * 4 * kq) / 4 * 4;
     let chunks = cg.div_ceil(fit).max(1);
@@ -365,7 +368,7 @@ pub(crate) fn blocked_vectors(kernel: ConvKernel, g: &Conv2dShape, o: &Conv2dOpt
             ys[1] == 1 && (g.k / groups).is_multiple_of(4) && batch(ys[0]) && m4(ys[2]) && m4(ys[3]) && m4(ybase),
         );
     }
-    let plane = (g.oh * g.ow).is_multiple_of(4);
+    let plane = g.oh.checked_mul(g.ow).is_some_and(|p| p.is_multiple_of(4));
     // 4 consecutive output pixels read 4 consecutive input elements: a 1x1 tap, unit stride,
     // no padding.
     let direct = o.stride == (1, 1) && o.padding == (0, 0) && g.kh == 1 && g.kw == 1;

@@ -343,16 +343,10 @@ pub(super) fn record(
     }
     // Pack W: [w0, w1, chunks, outputs, chunk] f32 (zero past the reduction).
     let total = if in_place { 4 } else { rows * 4 };
-    let packed = rt.scoped(op, || {
-        rt.buffer(
-            op,
-            total as u64 * 4,
-            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        )
-    })?;
+    let packed = rt.held_scratch(rec, op, total as u64 * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST)?;
     let full = if in_place { chunks } else { k / chunk };
     if full < chunks {
-        rec.clear_buffer(packed.buffer(), 0, None);
+        rec.clear_buffer(&packed, 0, None);
     }
     let ds = [
         (per * w1 * 4) as isize,
@@ -368,7 +362,7 @@ pub(super) fn record(
             vec![ws[0], ws[1], chunk as isize * ws[3], ws[2], ws[3]],
             o.w.2,
         )?;
-        pack(rt, rec, &dst, &src, packed.buffer(), o.w.0)?;
+        pack(rt, rec, &dst, &src, &packed, o.w.0)?;
     }
     if full < chunks {
         let rem = k - full * chunk;
@@ -383,20 +377,20 @@ pub(super) fn record(
             vec![ws[0], ws[1], ws[2], ws[3]],
             (o.w.2 as isize + (full * chunk) as isize * ws[3]) as usize,
         )?;
-        pack(rt, rec, &dst, &src, packed.buffer(), o.w.0)?;
+        pack(rt, rec, &dst, &src, &packed, o.w.0)?;
     }
     // Along n, unless the kernel reads C as a bias, the output starts as a copy of the addend
     // and every chunk adds into it.
     if let (true, Some(c), None) = (o.along_n, p.c, bias_read) {
         pack(rt, rec, p.out.layout, c.layout, p.out.buffer, c.buffer)?;
     }
-    let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
+    let scratch = rt.held_scratch(rec, op, 16, wgpu::BufferUsages::STORAGE)?;
     // The bias binding: the addend where the kernel reads it (a bias per output).
     let bias = match p.c {
         Some(c) if bias_read.is_some() => (c.buffer, (0, c.buffer.size())),
-        _ => (packed.buffer(), (0, 16)),
+        _ => (&packed, (0, 16)),
     };
-    let [y1, y4] = out_bindings(p.out.buffer, yw, scratch.buffer(), vout);
+    let [y1, y4] = out_bindings(p.out.buffer, yw, &scratch, vout);
     let dispatches: Vec<Dispatch<'_, ConvParams>> = params
         .into_iter()
         .enumerate()
@@ -424,7 +418,7 @@ pub(super) fn record(
                 params,
                 bindings: vec![
                     (o.x.0, xw),
-                    if in_place { dispatch::read_words(rt, o.w.0, ww, 16) } else { (packed.buffer(), (0, total as u64 * 4)) },
+                    if in_place { dispatch::read_words(rt, o.w.0, ww, 16) } else { (&packed, (0, total as u64 * 4)) },
                     bias,
                     y1,
                     dispatch::read_words(rt, o.x.0, xw, 16),
@@ -435,7 +429,5 @@ pub(super) fn record(
         })
         .collect();
     dispatch::record(rt, rec, op, SLOTS, &dispatches)?;
-    rec.hold(scratch);
-    rec.hold(packed);
     Ok(())
 }

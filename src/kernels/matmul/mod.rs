@@ -344,7 +344,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     } else {
         (1, k)
     };
-    let partial = if nslices > 1 { Some(rt.scoped(op, || rt.buffer(op, slice_bytes * nslices as u64, wgpu::BufferUsages::STORAGE))?) } else { None };
+    let partial = if nslices > 1 { Some(rt.held_scratch(rec, op, slice_bytes * nslices as u64, wgpu::BufferUsages::STORAGE)?) } else { None };
     let mut dispatches = Vec::new();
     let outer_count: usize = outer.iter().product();
     for oi in 0..outer_count {
@@ -457,7 +457,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
             if let Some(part) = &partial {
                 // The slices into the partial buffer (bound as the output), then their sum (the
                 // partial buffer bound as A) through the epilogue into the output.
-                let whole = (part.buffer(), (0, slice_bytes * nslices as u64));
+                let whole = (part, (0, slice_bytes * nslices as u64));
                 let mut slices = bindings.clone();
                 slices[3] = whole;
                 dispatches.push(Dispatch { key: PipelineKey { shader: "matmul_gemm", constants: [vec![("SPLIT", 1)], parts].concat() }, params, bindings: slices, grid });
@@ -465,7 +465,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
                 let sum_grid = dispatch::grid(rt, op, invocations.div_ceil(256), &format!("{invocations} sums of partial outputs"))?;
                 let sum = MatmulParams { work: [params.work[0], params.work[1], params.work[2], u32_of(op, invocations as usize, "partial sums")?], ..params };
                 bindings[0] = whole;
-                bindings[4] = (part.buffer(), (0, slice_bytes * nslices as u64));
+                bindings[4] = (part, (0, slice_bytes * nslices as u64));
                 dispatches.push(Dispatch { key: PipelineKey { shader: sum_key, constants: vec![] }, params: sum, bindings, grid: sum_grid });
             } else {
                 dispatches.push(Dispatch { key: PipelineKey { shader: key, constants }, params, bindings, grid });
@@ -474,9 +474,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
         }
     }
     dispatch::record(rt, rec, op, SLOTS, &dispatches)?;
-    if let Some(part) = partial {
-        rec.hold(part);
-    }
     Ok(())
 }
 

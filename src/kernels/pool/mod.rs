@@ -144,15 +144,23 @@ pub fn classify(g: &Window, dtype: DType, out: &Layout, kernel: PoolKernel) -> R
     }
 }
 
+/// The alignment in bytes of an output's (and its indices') offset in its buffer, which the
+/// kernels bind it from: the largest `min_storage_buffer_offset_alignment` an adapter may
+/// report, so that one piece of a split call (`Batch::window`) binds on every adapter.
+pub(crate) const OUT_ALIGN: u64 = 256;
+
 /// The checks this family makes of a call: a float type, the output dense in NCHW or NHWC
-/// order (the caller allocates it so), and the counts within u32.
+/// order (the caller allocates it so) from an offset of a multiple of [`OUT_ALIGN`] bytes (as
+/// are the indices', 4 bytes an element, at the same offset of theirs: a whole output's 0, or
+/// the images of one piece of it), and the counts within u32.
 pub(crate) fn eligible(g: &Window, dtype: DType, out: &Layout) -> Result<()> {
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Err(Error::unsupported(g.op, format!("element type {dtype}")));
     }
     let format = if out.is_contiguous() { MemoryFormat::Contiguous } else { MemoryFormat::ChannelsLast };
-    if !out.is_contiguous_for(format) || out.offset() != 0 {
-        return Err(Error::unsupported(g.op, format!("an output of strides {:?} offset {} (dense NCHW or NHWC from 0 is written)", out.strides(), out.offset())));
+    let aligned = |size: u64| (out.offset() as u64 * size).is_multiple_of(OUT_ALIGN);
+    if !out.is_contiguous_for(format) || !aligned(dtype.size() as u64) || (g.indices && !aligned(4)) {
+        return Err(Error::unsupported(g.op, format!("an output of strides {:?} offset {} (dense NCHW or NHWC from an offset of a multiple of {OUT_ALIGN} bytes is written)", out.strides(), out.offset())));
     }
     u32_of(g.op, out.numel(), "output elements")?;
     Ok(())
@@ -187,8 +195,9 @@ fn rows_family(g: &Window, dtype: DType, x: &Layout, out: &Layout, base: u32) ->
     }
 }
 
-/// Records `g` on the input view `x` (of `xbuf`) into the new dense output `out` (of `obuf`),
-/// and the indices into `ibuf` when `g.indices`, through `kernel` as asked (checked by
+/// Records `g` on the input view `x` (of `xbuf`) into the dense output `out` (of `obuf`: a
+/// new tensor or a run of its images, [`eligible`]), and the indices into `ibuf` (at the same
+/// element offset) when `g.indices`, through `kernel` as asked (checked by
 /// [`classify`]; the automatic choice of a CPU adapter takes the general kernel where the vec
 /// kernel's walk would pass the loop bound).
 #[allow(clippy::too_many_arguments)]
@@ -256,8 +265,10 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
         scale,
         base: [u32_of(op, x.offset() - (start / bytes) as usize, "input offset")?, u32_of(op, words as usize, "output words")?, per as u32, 0],
     };
-    // The window's indices reach H * W and the plane offsets n * sn + c * sc: within i32.
-    i32_of(op, (hi + 1) as isize, "input extent")?;
+    // The window's indices reach H * W and the plane offsets n * sn + c * sc from the bound
+    // window's start: within i32 (not the element's place in the whole buffer: a view of a
+    // few images deep in a big one was refused).
+    i32_of(op, (hi + 1 - (start / bytes) as usize) as isize, "input extent")?;
     // The kernels take image, channel, row and column numbers, a window's bounds and an
     // average's divisor as i32 (`pool_window.wgsl`): a size past i32 (an expanded view has
     // any), an axis whose window arithmetic (a start o * s - p plus an extent (k - 1) * d + 1,
@@ -288,12 +299,14 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
     if cpu && turns.saturating_mul(least) > bound {
         return Err(Error::Limit { op, what: format!("a window of up to {rows} x {cols} taps of input {:?} (kernel {:?}, output {:?}): {turns} loop turns an output, {least} an invocation at least", g.input, g.kernel, g.out), limit: "loop turns an invocation on a software adapter (Mesa's llvmpipe leaves a loop after 65,535; `mean` and `amax` reduce whole planes)", requested: turns.saturating_mul(least), max: bound });
     }
-    let scratch = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
-    let idx = ibuf.map_or((scratch.buffer(), (0, 16)), |b| (b, (0, total as u64 * 4)));
+    let scratch = rt.held_scratch(rec, op, 16, wgpu::BufferUsages::STORAGE)?;
+    // The output and the indices from their (aligned) offsets.
+    let (ob, ib) = (out.offset() as u64 * bytes, out.offset() as u64 * 4);
+    let idx = ibuf.map_or((&scratch, (0, 16)), |b| (b, (ib, total as u64 * 4)));
     let family = mode;
-    let mut bindings = vec![(xbuf, (start, size)), (obuf, (0, words * 4)), idx];
+    let mut bindings = vec![(xbuf, (start, size)), (obuf, (ob, words * 4)), idx];
     let rows = if kernel == PoolKernel::Vec4 { rows_family(g, dtype, x, out, params.base[0]) } else { None };
-    let r = if let Some(family) = rows {
+    if let Some(family) = rows {
         let cpu = rt.report.device_type == wgpu::DeviceType::Cpu;
         let words = (g.out.1 / 4) as u64;
         // Runs of output words along a row, of balanced lengths: up to 16 words on CPU adapters
@@ -318,7 +331,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
             base: [params.base[0] / 4, u32_of(op, invocations as usize, "invocations")?, 0, 0],
         };
         let grid = grid(rt, op, invocations.div_ceil(WG as u64), &format!("{invocations} invocations"))?;
-        let bindings = vec![(xbuf, (start, size / 16 * 16)), (obuf, (0, total as u64 * 4))];
+        let bindings = vec![(xbuf, (start, size / 16 * 16)), (obuf, (ob, total as u64 * 4))];
         let d = Dispatch { key: PipelineKey { shader: "pool2d_rows", constants: rows_constants(family) }, params: u, bindings, grid };
         dispatch::record(rt, rec, op, ROWS_SLOTS, &[d])
     } else if kernel == PoolKernel::Vec4 {
@@ -363,26 +376,21 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, g: &Window, dtype: DType,
         let wordwise = dtype == DType::F32 && cl && g.input[1].is_multiple_of(4) && aligned;
         // Stand-ins for the unused bindings (one read, one written: a buffer is not both in
         // one dispatch).
-        let spare = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
-        let spare_in = rt.scoped(op, || rt.buffer(op, 16, wgpu::BufferUsages::STORAGE))?;
+        let spare = rt.held_scratch(rec, op, 16, wgpu::BufferUsages::STORAGE)?;
+        let spare_in = rt.held_scratch(rec, op, 16, wgpu::BufferUsages::STORAGE)?;
         if wordwise {
-            bindings[1] = (spare.buffer(), (0, 16));
+            bindings[1] = (&spare, (0, 16));
             bindings.push((xbuf, (start, size / 16 * 16)));
-            bindings.push((obuf, (0, words * 4)));
+            bindings.push((obuf, (ob, words * 4)));
         } else {
-            bindings.push((spare_in.buffer(), (0, 16)));
-            bindings.push((spare.buffer(), (0, 16)));
+            bindings.push((&spare_in, (0, 16)));
+            bindings.push((&spare, (0, 16)));
         }
         let d = Dispatch { key: PipelineKey { shader: "pool2d_vec", constants: vec_constants(family, dtype, VecVariant { cl, taps3, indices: g.indices, words: wordwise, x2 }) }, params: v, bindings, grid };
-        let r = dispatch::record(rt, rec, op, VEC_SLOTS, &[d]);
-        rec.hold(spare);
-        rec.hold(spare_in);
-        r
+        dispatch::record(rt, rec, op, VEC_SLOTS, &[d])
     } else {
         let grid = grid(rt, op, words.div_ceil(per).div_ceil(WG as u64), &format!("{words} output words"))?;
         let d = Dispatch { key: PipelineKey { shader: "pool2d", constants: constants(family, dtype) }, params, bindings, grid };
         dispatch::record(rt, rec, op, SLOTS, &[d])
-    };
-    rec.hold(scratch);
-    r
+    }
 }
