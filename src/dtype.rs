@@ -254,11 +254,10 @@ pub(crate) struct Sum32 {
 }
 
 impl Sum32 {
-    /// An accumulator holding `start` (PyTorch's sums start from +0.0).
+    /// An accumulator holding `start` (-0.0 kept; PyTorch's sums start from +0.0).
     pub(crate) fn new(start: f64) -> Sum32 {
-        let mut s = Sum32 { exact: 0.0, past: None };
-        s.add(start);
-        s
+        let t = start as f32;
+        Sum32 { exact: start, past: (!t.is_finite()).then_some(t) }
     }
 
     /// Adds one term.

@@ -215,7 +215,9 @@ fn affine_out<T: ShapeOps + Clone>(op: &'static str, y: &T, weight: Option<&T>, 
 /// f32, every float type read and written as it is), after a copy where the input is not
 /// slices at one stride, and a converting copy for a 16-bit output of odd-length slices
 /// (`Batch::layer_norm` records it); the composed ops there too
-/// where a sample passes a binding, and on software adapters for slices past 1,024 elements. A `normalized_shape` that is empty or does not end the input's
+/// where a sample passes a binding, and on software adapters for slices past 1,024 elements
+/// (whose `mean`, a float32 sum, overflows where a slice's sum passes float32's range: NaN
+/// there, as PyTorch's CPU gives, where the kernel and the host's f64 statistics give 0). A `normalized_shape` that is empty or does not end the input's
 /// shape, affine parameters of another shape, or an `eps` that is negative or not finite
 /// (which PyTorch takes) are [`Error::InvalidArgument`] before anything runs.
 ///

@@ -2,8 +2,8 @@
 //! n, k not multiples of the 64 x 64 tile, k = 1, 1 x 1 outputs), transposed, sliced,
 //! negative-step and broadcast (batch stride 0) operands, f32/f16/bf16, every kernel (the tiled
 //! GEMM, the matrix-vector kernel with 1 and 16 lanes per row), bias, alpha/beta, ReLU/GELU, out=
-//! views; more than 65,535 workgroups; operands over one binding (split into batch ranges, or
-//! an Error::Limit); bad input a typed error on the device as on the host.
+//! views; more than 65,535 workgroups; operands over one binding (split into batch ranges or
+//! runs of rows, or an Error::Limit); bad input a typed error on the device as on the host.
 
 mod common;
 
@@ -496,8 +496,7 @@ fn many_workgroups_and_split_bindings() {
             batch.submit_and_wait().unwrap();
             compare(&format!("{} 70000 batches {kernel:?}", name(ctx)), &plan, &a, &b, None, &out.download().unwrap());
         }
-        // A device whose bindings hold 64 KiB: a batch of 16 KiB matrices splits into ranges; a
-        // single 128 KiB matrix is an Error::Limit.
+        // A device whose bindings hold 64 KiB: a batch of 16 KiB matrices splits into ranges.
         let small = limited(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
         let a = rand(&mut rng, &[12, 64, 64], DType::F32);
         let b = rand(&mut rng, &[12, 64, 64], DType::F32).transpose(1, 2).unwrap();
@@ -505,9 +504,57 @@ fn many_workgroups_and_split_bindings() {
         let got = da.bmm(&db).unwrap().download().unwrap();
         let plan = matmul_plan(a.layout(), b.layout(), [DType::F32; 2]).unwrap();
         compare(&format!("{} split bindings", name(&small)), &plan, &a, &b, None, &got);
-        let big = DeviceTensor::zeros(&small, &[128, 256], DType::F32, MemoryFormat::Contiguous).unwrap();
-        let r = big.matmul(&DeviceTensor::zeros(&small, &[256, 2], DType::F32, MemoryFormat::Contiguous).unwrap());
-        assert!(matches!(r, Err(Error::Limit { .. })), "{r:?}");
+        // A single matrix past a binding runs in runs of rows (it was an Error::Limit: a
+        // `linear` whose input's batch folds into its rows too); B past one alone, or one row
+        // of A past it, still is one.
+        let zeros = |s: &[usize]| DeviceTensor::zeros(&small, s, DType::F32, MemoryFormat::Contiguous).unwrap();
+        for (a, b) in [([2, 256], [256, 128]), ([2, 20_000], [20_000, 1])] {
+            let r = zeros(&a).matmul(&zeros(&b));
+            assert!(matches!(r, Err(Error::Limit { .. })), "{} {a:?} {b:?}: {r:?}", name(ctx));
+        }
+        let up = |h: &HostTensor| DeviceTensor::upload(&small, h).unwrap();
+        for dtype in [DType::F32, DType::F16] {
+            // A of 300 rows (75 KiB in f32): stored, flipped along its rows, and a slice of
+            // every other row of a taller one.
+            let store = rand(&mut rng, &[300, 64], dtype);
+            let tall = rand(&mut rng, &[600, 64], dtype);
+            let b = rand(&mut rng, &[64, 24], dtype);
+            let c = rand(&mut rng, &[300, 24], dtype);
+            let views: [(&str, HostTensor, DeviceTensor); 3] = [
+                ("rows", store.clone(), up(&store)),
+                ("flipped", store.flip(0).unwrap(), up(&store).flip(0).unwrap()),
+                ("stepped", tall.slice(0, 0, 600, 2).unwrap(), up(&tall).slice(0, 0, 600, 2).unwrap()),
+            ];
+            for (what, ha, da) in &views {
+                let what = format!("{} {dtype} {what} A past a binding", name(ctx));
+                // (The reference from a contiguous copy: `compare` takes the absolute values
+                // of contiguous operands.)
+                let ha = &ha.contiguous(MemoryFormat::Contiguous).unwrap();
+                let plan = matmul_plan(ha.layout(), b.layout(), [dtype; 2]).unwrap();
+                compare(&what, &plan, ha, &b, None, &da.matmul(&up(&b)).unwrap().download().unwrap());
+                let plan = addmm_plan(c.layout(), ha.layout(), b.layout(), 0.5, 2.0, [dtype; 3]).unwrap();
+                compare(&format!("{what}, addmm"), &plan, ha, &b, Some(&c), &up(&c).addmm(da, &up(&b), 0.5, 2.0).unwrap().download().unwrap());
+            }
+            // `linear` of [3, 100, 64] with a bias (its batch folds into 300 rows).
+            let (x, w, bias) = (rand(&mut rng, &[3, 100, 64], dtype), rand(&mut rng, &[24, 64], dtype), rand(&mut rng, &[24], dtype));
+            let plan = linear_plan(x.layout(), w.layout(), Some(bias.layout()), [Some(dtype); 3]).unwrap();
+            let got = up(&x).linear(&up(&w), Some(&up(&bias))).unwrap().download().unwrap();
+            compare(&format!("{} {dtype} linear past a binding", name(ctx)), &plan, &x, &w, Some(&bias), &got);
+            // Matrix-vector products: A [600, 64] times a vector, a vector times B [64, 600].
+            let (a, v) = (rand(&mut rng, &[600, 64], dtype), rand(&mut rng, &[64], dtype));
+            let plan = matmul_plan(a.layout(), v.layout(), [dtype; 2]).unwrap();
+            compare(&format!("{} {dtype} matrix-vector past a binding", name(ctx)), &plan, &a, &v, None, &up(&a).matmul(&up(&v)).unwrap().download().unwrap());
+            // A vector times a weight's transpose (`linear` of one row by [600, 64]: the
+            // product runs transposed, over the weight's rows).
+            let (h, w) = (rand(&mut rng, &[1, 64], dtype), rand(&mut rng, &[600, 64], dtype));
+            let plan = linear_plan(h.layout(), w.layout(), None, [Some(dtype), Some(dtype), None]).unwrap();
+            compare(&format!("{} {dtype} vector-matrix past a binding", name(ctx)), &plan, &h, &w, None, &up(&h).linear(&up(&w), None).unwrap().download().unwrap());
+            // A matrix whose every row spans past a binding (a transposed view of a [64, 300]
+            // store): rows do not help, an Error::Limit.
+            let st = up(&rand(&mut rng, &[64, 300], dtype)).transpose(0, 1).unwrap();
+            let r = st.matmul(&up(&b));
+            assert!(matches!(r, Err(Error::Limit { .. })) || dtype != DType::F32, "{} {dtype}: {r:?}", name(ctx));
+        }
     }
 }
 
@@ -1269,6 +1316,13 @@ fn products_over_an_empty_k_from_views_at_the_end_of_their_storage() {
             let y = wild.matmul(&b).unwrap();
             assert_eq!((y.shape(), y.download().unwrap().to_vec::<f32>().unwrap()), (&[2, 2, a[2], 4][..], vec![0.0; 16 * a[2]]), "{}", name(ctx));
         }
+        // Only the empty operand stands in: a huge broadcast other operand is not made dense
+        // (16 GiB here: an Error::Limit) for the query, as the call makes nothing of it.
+        let (a, b) = (zeros(&[0, 4096]), base.expand(&[4096, 1 << 20]).unwrap());
+        for r in [ctx.matmul_choice_of(&a, &b), ctx.matmul_default(&a, &b)] {
+            assert!(r.is_ok(), "{}: {r:?}", name(ctx));
+        }
+        assert_eq!(a.matmul(&b).unwrap().shape(), &[0, 1 << 20], "{}", name(ctx));
         // The stand-in operands are held by the recording: with no pool to keep them, and
         // in a graph whose context's pool is trimmed before each replay (they were dropped,
         // and the submission bound destroyed buffers).

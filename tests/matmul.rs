@@ -336,6 +336,10 @@ fn float32_accumulators_keep_float32s_range_as_pytorch() {
     // statistics; PyTorch's is inf there.)
     let bins = t(vec![3e38; 4], &[1, 1, 1, 4]).adaptive_avg_pool2d((1, 2)).unwrap();
     assert_eq!(bins.to_vec::<f32>().unwrap(), vec![f32::INFINITY; 2]);
+    // A bias of -0.0 over products of +-0.0 stays -0.0 (PyTorch's 1x1 conv2d gives -0.).
+    let z = t(vec![0.0], &[1, 1, 1, 1]).conv2d(&t(vec![-1.0], &[1, 1, 1, 1]), Some(&t(vec![-0.0], &[1])), &Conv2dOptions::default()).unwrap();
+    let v = one(z);
+    assert!(v == 0.0 && v.is_sign_negative(), "{v}");
     // Within range the digits stay f64's: 2^24 + 1 + 1 (PyTorch's float32 sum may give 2^24).
     let fine = t(vec![16_777_216.0, 1.0, 1.0], &[1, 3]).matmul(&t(vec![1.0; 3], &[3, 1])).unwrap();
     assert_eq!(one(fine), 16_777_218.0);

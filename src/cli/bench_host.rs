@@ -37,8 +37,8 @@ pub fn rows() -> Result<Vec<(&'static str, f64, String)>> {
     let mut rows = Vec::new();
     let a = DeviceTensor::from_slice(&ctx, &[1f32], &[1])?;
     let b = DeviceTensor::from_slice(&ctx, &[2f32], &[1])?;
-    // The noop context is made on a device of its own (`from_device`): a submission a call
-    // unless told otherwise.
+    // A submission a call, whatever STRIDED_WGPU_SUBMIT says (the rows' labels name it).
+    ctx.set_submit_policy(SubmitPolicy::EachCall)?;
     rows.push(("add_one_element", time_us(9, 200, 1, || a.add(&b).map(drop))?, "a.add(&b), eager: recorded and submitted (SubmitPolicy::EachCall)".to_string()));
     ctx.set_submit_policy(SubmitPolicy::Deferred)?;
     rows.push(("add_one_element_deferred", time_us(9, 200, 1, || a.add(&b).map(drop))?, "a.add(&b), eager, held back (SubmitPolicy::Deferred: a submission each 32 calls)".to_string()));

@@ -115,15 +115,6 @@ pub fn conv2d_add_with(input: &DeviceTensor, weight: &DeviceTensor, bias: Option
     Ok(out)
 }
 
-/// The layout of `input` as the batch it runs as: an unbatched [C, H, W] input as [1, C, H, W].
-fn batched_layout(input: &DeviceTensor) -> Result<Layout> {
-    if input.rank() == 3 {
-        input.layout().unsqueeze(0)
-    } else {
-        Ok(input.layout().clone())
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run(op: &'static str, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, g: &Conv2dShape, kernel: ConvKernel, out: Option<&DeviceTensor>) -> Result<DeviceTensor> {
     let ctx = input.context();
@@ -547,29 +538,30 @@ impl GpuContext {
     /// `TUNE_ELEMENTS` (2^20) output elements, at least one image) into a scratch output. Returns
     /// whether it measured.
     pub async fn tune_conv2d_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
-        self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
+        self.tune_conv_with(conv2d_shape, input, weight, bias, options, Drive::Poll).await
     }
 
     /// [`GpuContext::tune_conv2d_async`], blocking (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn tune_conv2d(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions) -> Result<bool> {
-        pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
+        pollster::block_on(self.tune_conv_with(conv2d_shape, input, weight, bias, options, Drive::Wait))
     }
 
     /// [`GpuContext::tune_conv2d_async`] of a 1x1 convolution.
     pub async fn tune_conv1x1_async(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
-        conv1x1_shape(&batched_layout(input)?, weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
-        self.tune_conv_with(input, weight, bias, options, Drive::Poll).await
+        self.tune_conv_with(conv1x1_shape, input, weight, bias, options, Drive::Poll).await
     }
 
     /// [`GpuContext::tune_conv1x1_async`], blocking (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn tune_conv1x1(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv1x1Options) -> Result<bool> {
-        conv1x1_shape(&batched_layout(input)?, weight.layout(), bias.map(|b| b.layout()), [None; 3], options)?;
-        pollster::block_on(self.tune_conv_with(input, weight, bias, options, Drive::Wait))
+        pollster::block_on(self.tune_conv_with(conv1x1_shape, input, weight, bias, options, Drive::Wait))
     }
 
-    async fn tune_conv_with(&self, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, drive: Drive) -> Result<bool> {
+    /// Tunes the convolution whose shape `shape` checks ([`conv2d_shape`], or [`conv1x1_shape`],
+    /// which also takes a 2-d [K, C/groups] weight).
+    #[allow(clippy::type_complexity)]
+    async fn tune_conv_with(&self, shape: fn(&Layout, &Layout, Option<&Layout>, [Option<DType>; 3], &Conv2dOptions) -> Result<Conv2dShape>, input: &DeviceTensor, weight: &DeviceTensor, bias: Option<&DeviceTensor>, options: &Conv2dOptions, drive: Drive) -> Result<bool> {
         // An unbatched [C, H, W] input is tuned as the batch of one it runs as.
         let batched;
         let input = if input.rank() == 3 {
@@ -578,7 +570,7 @@ impl GpuContext {
         } else {
             input
         };
-        let g = conv2d_shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
+        let g = shape(input.layout(), weight.layout(), bias.map(|b| b.layout()), [Some(input.dtype()), Some(weight.dtype()), bias.map(|b| b.dtype())], options)?;
         let out_layout = Layout::with_format(&[g.n, g.k, g.oh, g.ow], g.format)?;
         self.tune_conv_into(&out_layout, input, weight, bias, options, &g, drive).await
     }

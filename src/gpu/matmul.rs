@@ -339,18 +339,23 @@ impl GpuContext {
         Ok(self.widened_choice(plan, a, b, None, &out, &view, &class, true).unwrap_or_else(|| self.matmul_choice(&class)))
     }
 
-    /// For a product of k = 0 or an empty output, whose empty operand views may have any
-    /// strides and offset (past `isize` when multiplied out): fresh empty contiguous operands
-    /// of the same shapes and the plan over them, which the class is formed with (a call binds
-    /// such stand-ins for k = 0, `record_plan`, and runs nothing for an empty output); `None`
-    /// for any other product.
+    /// For a product of k = 0 or an empty output: its empty operands (views that may have any
+    /// strides and offset, past `isize` when multiplied out) as fresh empty contiguous tensors
+    /// of the same shapes (no memory), the others as they are, and the plan over them, which
+    /// the class is formed with (a call binds such stand-ins for k = 0, `record_plan`, and runs
+    /// nothing for an empty output); `None` for any other product.
     fn class_operands(&self, plan: &MatmulPlan, a: &DeviceTensor, b: &DeviceTensor) -> Result<Option<(MatmulPlan, DeviceTensor, DeviceTensor)>> {
         if !(plan.k == 0 || plan.out_shape.contains(&0)) {
             return Ok(None);
         }
-        let fresh = |t: &DeviceTensor| DeviceTensor::empty_for(plan.op, self, t.shape(), plan.dtype, MemoryFormat::Contiguous);
-        let p = MatmulPlan { a: Layout::contiguous(plan.a.shape())?, b: Layout::contiguous(plan.b.shape())?, ..plan.clone() };
-        Ok(Some((p, fresh(a)?, fresh(b)?)))
+        let stand_in = |t: &DeviceTensor, l: &Layout| -> Result<(DeviceTensor, Layout)> {
+            if l.numel() > 0 {
+                return Ok((t.clone(), l.clone()));
+            }
+            Ok((DeviceTensor::empty_for(plan.op, self, t.shape(), plan.dtype, MemoryFormat::Contiguous)?, Layout::contiguous(l.shape())?))
+        };
+        let ((a, la), (b, lb)) = (stand_in(a, &plan.a)?, stand_in(b, &plan.b)?);
+        Ok(Some((MatmulPlan { a: la, b: lb, ..plan.clone() }, a, b)))
     }
 
     /// The output buffer and view a product's class is keyed with, as `record_plan` forms them:

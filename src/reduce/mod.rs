@@ -31,7 +31,10 @@ use crate::strided::Strided;
 /// result's shape and type that overlaps neither itself nor the input. `torch.max(x, dim)` /
 /// `torch.min(x, dim)` are `max_dim` / `min_dim`, returning `(values, indices)`.
 ///
-/// Result types: floats keep their type (f16 / bf16 accumulate in f32 and round once);
+/// Result types: floats keep their type (f16 / bf16 accumulate in f32 and round once, as
+/// PyTorch's CUDA kernels; its CPU rounds some intermediates to the 16-bit type: a bfloat16
+/// `log_softmax` along the last dim, or `softmax` along another, can differ by one unit in the
+/// last place);
 /// integer `sum` / `prod` / `cumsum` and every index are **int32** (PyTorch: int64), integer
 /// sums wrapping as PyTorch's `dtype=torch.int32`; `mean`, `var`, `std`, `norm`, `softmax`,
 /// `log_softmax` need a float input (`mean_dtype` takes integers); `logsumexp` of integers is

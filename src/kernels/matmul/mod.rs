@@ -16,7 +16,8 @@
 //! (stride 0) folds into the rows where A and the output allow, two batch dims go to the
 //! kernel and any further ones become separate dispatches; a dispatch's operand windows must
 //! each fit one binding (`max_storage_buffer_binding_size`), so the batch splits into ranges
-//! that do, and a single matrix that does not is an [`Error::Limit`].
+//! that do; a single matrix that does not runs in runs of rows that do ([`row_pieces`]), and
+//! one whose single row, or whose other operand, passes a binding is an [`Error::Limit`].
 
 use serde::{Deserialize, Serialize};
 
@@ -273,6 +274,77 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
         MatmulKernel::Blocked => return blocked::record(rt, rec, p, &s),
         _ => {}
     }
+    // The matrix-vector kernel sees n == 1 only: a product with m == 1 goes as its transpose.
+    let flip = kernel.lanes() > 0 && s.m == 1 && s.n != 1;
+    let s = if flip { s.transposed() } else { s };
+    for rows in row_pieces(rt, p, &s)? {
+        record_rows(rt, rec, p, rows, kernel, flip)?;
+    }
+    Ok(())
+}
+
+/// The operands' byte windows (A, B, C, the output) of one dispatch's matrices: the first
+/// batch of the inner two batch dims (`[1, b1, rows, cols]`), rows `r0..r1` of A, C and the
+/// output.
+fn row_windows(s: &Shapes, es: [u64; 4], align: u64, r0: usize, r1: usize) -> Result<Vec<(u64, u64)>> {
+    let nb = s.batch.len();
+    let b1 = if nb >= 2 { s.batch[nb - 1] } else { 1 };
+    let dims = [[r1 - r0, s.k], [s.k, s.n], [r1 - r0, s.n], [r1 - r0, s.n]];
+    (0..4)
+        .map(|i| {
+            let v = &s.strides[i];
+            let z1 = if nb >= 2 { v[nb - 1] } else { 0 };
+            let t = [0, z1, v[nb], v[nb + 1]];
+            let off = if i == 1 { s.offsets[i] as isize } else { s.offsets[i] as isize + r0 as isize * v[nb] };
+            Ok(window(&[1, b1, dims[i][0], dims[i][1]], &t, off as usize, es[i], align)?.0)
+        })
+        .collect()
+}
+
+/// The runs of rows `s` is recorded in: all of them where one batch's operands fit one
+/// binding each (every product but a huge single matrix: a `linear` whose input's batch folds
+/// into the rows, as [64, 1024, 768] on a 128 MiB binding, was an `Error::Limit`), else the
+/// most rows whose A, C and output windows fit beside B's (A's rows, C's and the output's
+/// are independent). Where not even one row fits, the whole, which `record_rows` refuses.
+fn row_pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes) -> Result<Vec<Shapes>> {
+    let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, if p.out_half { p.dtype.size() as u64 } else { 4 }];
+    let align = rt.report.min_storage_buffer_offset_alignment as u64;
+    let max = rt.report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
+    let fits = |r0: usize, r1: usize| -> Result<bool> { Ok(row_windows(s, es, align, r0, r1)?.iter().zip(es).all(|(w, e)| w.1 <= max && w.1 / e <= i32::MAX as u64)) };
+    if fits(0, s.m)? || !fits(0, 1)? {
+        return Ok(vec![s.clone()]);
+    }
+    let mut pieces = Vec::new();
+    let mut r0 = 0;
+    while r0 < s.m {
+        if !fits(r0, r0 + 1)? {
+            return Ok(vec![s.clone()]);
+        }
+        let (mut lo, mut hi) = (r0 + 1, s.m);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(r0, mid)? {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let nb = s.batch.len();
+        let mut piece = s.clone();
+        piece.m = lo - r0;
+        for i in [0, 2, 3] {
+            piece.offsets[i] = (s.offsets[i] as isize + r0 as isize * s.strides[i][nb]) as usize;
+        }
+        pieces.push(piece);
+        r0 = lo;
+    }
+    Ok(pieces)
+}
+
+/// Records the rows `s` of `p` (all of them, or one run of [`row_pieces`]; transposed where
+/// `flip`, for the matrix-vector kernels) through a GEMM or matrix-vector `kernel`.
+fn record_rows(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: Shapes, kernel: MatmulKernel, flip: bool) -> Result<()> {
+    let op = p.op;
     let nb = s.batch.len();
     // Two batch dims go to the kernel (z0, z1); dims before them are dispatches of their own.
     let inner = nb.saturating_sub(2);
@@ -291,9 +363,6 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     let max = rt.report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
     let lanes = kernel.lanes();
     let mut bufs = [p.a.buffer, p.b.buffer, p.c.map_or(p.a.buffer, |c| c.buffer), p.out.buffer];
-    // The matrix-vector kernel sees n == 1 only: a product with m == 1 goes as its transpose.
-    let flip = lanes > 0 && s.m == 1 && s.n != 1;
-    let s = if flip { s.transposed() } else { s };
     if flip {
         bufs.swap(0, 1);
     }

@@ -31,6 +31,7 @@ pub(crate) struct Product<'a> {
 }
 
 /// The four operands' (sizes, strides) after merging: batch dims first, then rows and columns.
+#[derive(Clone)]
 pub(crate) struct Shapes {
     pub batch: Vec<usize>,
     pub m: usize,

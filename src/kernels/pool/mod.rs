@@ -127,7 +127,8 @@ pub fn gpu_pipelines() -> Vec<PipelineSpec> {
 /// The kernel that runs `g` (of element type `dtype`) into the dense output `out` when
 /// `kernel` is asked for: the one eligibility check of both kernels, used by the automatic
 /// choice and forced kernels alike. The family's checks come first (a float type, a dense
-/// NCHW or channels-last output from offset 0, counts within u32); the vec kernel needs a
+/// NCHW or channels-last output from an offset of a multiple of [`OUT_ALIGN`] bytes, counts
+/// within u32); the vec kernel needs a
 /// float32 output, or a channels-last 16-bit one with an even C (its 4 channels fill whole
 /// words).
 pub fn classify(g: &Window, dtype: DType, out: &Layout, kernel: PoolKernel) -> Result<PoolKernel> {
