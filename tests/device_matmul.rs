@@ -419,6 +419,19 @@ fn tensor_core_products_match_the_reference() {
             assert_ne!(ctx.matmul_choice_of(&a32, &b32).unwrap(), MatmulKernel::Coop);
             let (a, b) = (DeviceTensor::zeros(ctx, &[32, 20], DType::F16, MemoryFormat::Contiguous).unwrap(), DeviceTensor::zeros(ctx, &[20, 32], DType::F16, MemoryFormat::Contiguous).unwrap());
             assert_ne!(ctx.matmul_choice_of(&a, &b).unwrap(), MatmulKernel::Coop);
+            // A matrix past a binding runs in runs of rows, each a whole number of fragments
+            // (a run shorter than a fragment read and wrote past its windows): [456, 72] float16
+            // (64.1 KiB) on a 64 KiB binding (455 rows of 144 bytes fit: runs of 455 and 1
+            // rows before, now 448 and 8).
+            let small = common::gpu::limited_tensor_cores(ctx, |l| wgpu::Limits { max_storage_buffer_binding_size: 64 << 10, ..l });
+            assert!(small.adapter().cooperative_matrix.is_some(), "{}: the lowered device keeps its tensor cores", name(ctx));
+            let (ha, hb) = (rand(&mut rng, &[456, 72], DType::F16), rand(&mut rng, &[72, 16], DType::F16));
+            let plan = matmul_plan(ha.layout(), hb.layout(), [DType::F16; 2]).unwrap();
+            let out = nan_out(&small, &[456, 16], DType::F16).unwrap();
+            let mut bt = small.batch();
+            bt.run_plan_with(&plan, &DeviceTensor::upload(&small, &ha).unwrap(), &DeviceTensor::upload(&small, &hb).unwrap(), None, &out, MatmulKernel::Coop).unwrap();
+            bt.submit_and_wait().unwrap();
+            compare(&format!("{} coop in runs of rows", name(ctx)), &plan, &ha, &hb, None, &out.download().unwrap());
         }
     }
 }
@@ -544,6 +557,14 @@ fn many_workgroups_and_split_bindings() {
             let (a, v) = (rand(&mut rng, &[600, 64], dtype), rand(&mut rng, &[64], dtype));
             let plan = matmul_plan(a.layout(), v.layout(), [dtype; 2]).unwrap();
             compare(&format!("{} {dtype} matrix-vector past a binding", name(ctx)), &plan, &a, &v, None, &up(&a).matmul(&up(&v)).unwrap().download().unwrap());
+            // Batched A and B, each matrix of A past a binding: runs of rows measured an
+            // alignment below the limit (another batch's window is aligned down from its own
+            // offset: a run that fit batch 0 exactly passed the binding in batch 1).
+            for (m, k) in [(300, 127), (520, 35)] {
+                let (a, b) = (rand(&mut rng, &[2, m, k], dtype), rand(&mut rng, &[2, k, 24], dtype));
+                let plan = matmul_plan(a.layout(), b.layout(), [dtype; 2]).unwrap();
+                compare(&format!("{} {dtype} bmm [2, {m}, {k}] past a binding", name(ctx)), &plan, &a, &b, None, &up(&a).bmm(&up(&b)).unwrap().download().unwrap());
+            }
             // A vector times a weight's transpose (`linear` of one row by [600, 64]: the
             // product runs transposed, over the weight's rows).
             let (h, w) = (rand(&mut rng, &[1, 64], dtype), rand(&mut rng, &[600, 64], dtype));

@@ -78,6 +78,13 @@ impl GpuContext {
     /// the crate then learns a loss from its probes, as on a host's device). Work of your own on [`GpuContext::device`] catches its errors in
     /// its own error scopes (or install a handler of yours with `device().on_uncaptured_error(..)`).
     pub async fn from_adapter(adapter: &wgpu::Adapter) -> Result<GpuContext> {
+        Self::from_adapter_with_limits(adapter, adapter.limits()).await
+    }
+
+    /// [`GpuContext::from_adapter`] with the device's limits given: lower than the adapter's
+    /// (to see how the crate serves a smaller device, such as WebGPU's default 128 MiB storage
+    /// binding, on a larger one), or any the adapter allows (else `Error::Adapter`).
+    pub async fn from_adapter_with_limits(adapter: &wgpu::Adapter, limits: wgpu::Limits) -> Result<GpuContext> {
         let coop = crate::runtime::cooperative_wanted(adapter);
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS | wgpu::Features::SUBGROUP;
         let experimental = if coop.is_some() {
@@ -100,7 +107,7 @@ impl GpuContext {
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("strided-wgpu"),
                 required_features: adapter.features() & wanted,
-                required_limits: adapter.limits(),
+                required_limits: limits,
                 experimental_features: experimental,
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,

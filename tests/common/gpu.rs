@@ -144,6 +144,18 @@ pub fn limited(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limi
 /// [`posing_as_gpu`]).
 #[allow(dead_code)]
 pub fn limited_as(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits, device_type: Option<wgpu::DeviceType>) -> GpuContext {
+    limited_device(ctx, limits, device_type)
+}
+
+/// A context of the crate's own (`GpuContext::from_adapter_with_limits`: its tensor cores
+/// where the adapter has them) on `ctx`'s adapter with lowered limits.
+#[allow(dead_code)]
+pub fn limited_tensor_cores(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> GpuContext {
+    let adapter = same_adapter(ctx).expect("the adapter again");
+    pollster::block_on(GpuContext::from_adapter_with_limits(&adapter, limits(adapter.limits()))).unwrap()
+}
+
+fn limited_device(ctx: &GpuContext, limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits, device_type: Option<wgpu::DeviceType>) -> GpuContext {
     let adapter = same_adapter(ctx).expect("the adapter again");
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: None,

@@ -277,7 +277,7 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     // The matrix-vector kernel sees n == 1 only: a product with m == 1 goes as its transpose.
     let flip = kernel.lanes() > 0 && s.m == 1 && s.n != 1;
     let s = if flip { s.transposed() } else { s };
-    for rows in row_pieces(rt, p, &s)? {
+    for rows in row_pieces(rt, p, &s, kernel)? {
         record_rows(rt, rec, p, rows, kernel, flip)?;
     }
     Ok(())
@@ -305,22 +305,26 @@ fn row_windows(s: &Shapes, es: [u64; 4], align: u64, r0: usize, r1: usize) -> Re
 /// binding each (every product but a huge single matrix: a `linear` whose input's batch folds
 /// into the rows, as [64, 1024, 768] on a 128 MiB binding, was an `Error::Limit`), else the
 /// most rows whose A, C and output windows fit beside B's (A's rows, C's and the output's
-/// are independent). Where not even one row fits, the whole, which `record_rows` refuses.
-fn row_pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes) -> Result<Vec<Shapes>> {
+/// are independent), a multiple of the tensor cores' fragment side for `Coop` (whose m must
+/// be one). A window is measured at the first batch's offset and kept an alignment below the
+/// limit: another batch's window starts at another offset, aligned down by up to that much.
+/// Where not even one run fits, the whole, which `record_rows` refuses.
+fn row_pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<Vec<Shapes>> {
     let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, if p.out_half { p.dtype.size() as u64 } else { 4 }];
     let align = rt.report.min_storage_buffer_offset_alignment as u64;
     let max = rt.report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
-    let fits = |r0: usize, r1: usize| -> Result<bool> { Ok(row_windows(s, es, align, r0, r1)?.iter().zip(es).all(|(w, e)| w.1 <= max && w.1 / e <= i32::MAX as u64)) };
-    if fits(0, s.m)? || !fits(0, 1)? {
+    let fits = |r0: usize, r1: usize| -> Result<bool> { Ok(row_windows(s, es, align, r0, r1)?.iter().zip(es).all(|(w, e)| w.1.saturating_add(align) <= max && (w.1 + align) / e <= i32::MAX as u64)) };
+    let quantum = if kernel == MatmulKernel::Coop { crate::kernels::coop::frag(&rt.report) } else { 1 };
+    if fits(0, s.m)? || s.m < quantum || !fits(0, quantum)? {
         return Ok(vec![s.clone()]);
     }
     let mut pieces = Vec::new();
     let mut r0 = 0;
     while r0 < s.m {
-        if !fits(r0, r0 + 1)? {
+        if !fits(r0, r0 + quantum)? {
             return Ok(vec![s.clone()]);
         }
-        let (mut lo, mut hi) = (r0 + 1, s.m);
+        let (mut lo, mut hi) = (r0 + quantum, s.m);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
             if fits(r0, mid)? {
@@ -329,6 +333,7 @@ fn row_pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes) -> Result<Vec<Shapes>> 
                 hi = mid - 1;
             }
         }
+        let lo = r0 + (lo - r0) / quantum * quantum;
         let nb = s.batch.len();
         let mut piece = s.clone();
         piece.m = lo - r0;
