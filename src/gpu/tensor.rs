@@ -200,9 +200,13 @@ impl DeviceTensor {
         &self.storage.ctx
     }
     /// Whether two tensors are views of one buffer (also when they wrap one caller's buffer
-    /// through two [`DeviceTensor::from_buffer`] calls).
+    /// through two [`DeviceTensor::from_buffer`] calls on one context). Tensors of two
+    /// contexts never share storage here (they do not mix: `Error::Device`): wgpu compares
+    /// buffers by an id that two instances number alike, so a buffer of a Vulkan context and
+    /// one of a GL context compared equal now and then (`linear_out` with a bias of another
+    /// context reported an overlap, not the other device).
     pub fn shares_storage(&self, other: &DeviceTensor) -> bool {
-        Arc::ptr_eq(&self.storage, &other.storage) || self.buffer() == other.buffer()
+        Arc::ptr_eq(&self.storage, &other.storage) || (self.context().same_device(other.context()) && self.buffer() == other.buffer())
     }
     /// The wgpu buffer behind the view. A tensor's own buffer (not one from
     /// [`DeviceTensor::from_buffer`]) returns to the context's pool when its last tensor is
