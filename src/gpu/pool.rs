@@ -4,6 +4,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::tensor::DeviceTensor;
+use crate::kernels::dispatch::most_that_fit;
 use crate::kernels::pool::{self, PoolKernel};
 use crate::pool::{adaptive_window, avg_pool2d_window, global_mean_strides, unbatched, max_pool2d_window, AvgPool2dOptions, MaxPool2dOptions, Pool2d, Window};
 use crate::shape::{nearest_pieces, resize, InterpolateMode, InterpolateOptions};
@@ -163,12 +164,8 @@ fn image_runs(report: &crate::runtime::AdapterReport, g: &Window, x: &DeviceTens
     if n <= 1 || fits(n)? {
         return Ok(vec![(0, n)]);
     }
-    // The most images a run fits (a binary search: the bytes grow with the count).
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if fits(mid)? { lo = mid } else { hi = mid - 1 }
-    }
+    // The most images a run fits (the bytes grow with the count).
+    let lo = most_that_fit(0, n, fits)?;
     if lo == 0 {
         return Ok(vec![(0, n)]);
     }

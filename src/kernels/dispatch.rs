@@ -86,6 +86,22 @@ pub(crate) fn read_words<'a>(rt: &'a Runtime, buffer: &'a wgpu::Buffer, (offset,
     }
 }
 
+/// The largest `n` in `lo..=hi` for which `fits(n)` holds, where `fits(lo)` holds and `fits`
+/// only turns false as `n` grows (a count of images, rows or batches whose bindings grow with
+/// it): the binary search every split by a binding's size makes.
+pub(crate) fn most_that_fit(lo: usize, hi: usize, mut fits: impl FnMut(usize) -> Result<bool>) -> Result<usize> {
+    let (mut lo, mut hi) = (lo, hi);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid)? {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Ok(lo)
+}
+
 /// A grid of `groups` workgroups within the per-dimension limit: (x, y) with x * y >= groups,
 /// or an [`Error::Limit`] of `op` naming `what` when even the square of the limit is too few.
 pub(crate) fn grid(rt: &Runtime, op: &'static str, groups: u64, what: &str) -> Result<(u32, u32)> {

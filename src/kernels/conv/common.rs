@@ -127,15 +127,7 @@ pub(crate) fn image_ranges(input: &Layout, out: &Layout, n: usize, max: u64, ali
             return Err(Error::Limit { op: OP, what: format!("binding one image of input {:?} (strides {:?}) or output {:?}", input.shape(), input.strides(), out.shape()), limit: "max_storage_buffer_binding_size", requested: need, max });
         }
         // The largest n1 that fits (windows grow with n1).
-        let (mut lo, mut hi) = (n0 + 1, n);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if fits(mid)? {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        let lo = dispatch::most_that_fit(n0 + 1, n, fits)?;
         ranges.push(Images { n0, n1: lo, x: window_of(input, n0, lo)?, y: window_of(out, n0, lo)?, esize });
         n0 = lo;
     }

@@ -324,15 +324,7 @@ fn row_pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -
         if !fits(r0, r0 + quantum)? {
             return Ok(vec![s.clone()]);
         }
-        let (mut lo, mut hi) = (r0 + quantum, s.m);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if fits(r0, mid)? {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        let lo = dispatch::most_that_fit(r0 + quantum, s.m, |r1| fits(r0, r1))?;
         let lo = r0 + (lo - r0) / quantum * quantum;
         let nb = s.batch.len();
         let mut piece = s.clone();
@@ -457,15 +449,7 @@ fn record_rows(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: Shapes, ker
                 let elements = ws.iter().zip(es).map(|((w, _), e)| w.1 / e).max().unwrap_or(0);
                 return Err(Error::Limit { op, what, limit: "elements a kernel indexes in i32", requested: elements, max: i32::MAX as u64 });
             }
-            let (mut lo, mut hi) = (z0 + 1, b0);
-            while lo < hi {
-                let mid = (lo + hi).div_ceil(2);
-                if fits(z0, mid)? {
-                    lo = mid;
-                } else {
-                    hi = mid - 1;
-                }
-            }
+            let lo = dispatch::most_that_fit(z0 + 1, b0, |z1| fits(z0, z1))?;
             let ws = windows(z0, lo)?;
             let batches = (lo - z0) * b1;
             let (t, key, work) = if lanes == 0 {
