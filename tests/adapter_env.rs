@@ -13,23 +13,27 @@ fn adapter_selection_and_caller_owned_devices() {
     // A caller-owned device wrapped in a context works like one the crate opened.
     for ctx in common::gpu::contexts() {
         let Some(adapter) = common::gpu::adapter_again(ctx) else { continue };
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: None,
-            required_features: wgpu::Features::empty(),
-            required_limits: adapter.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::default(),
-            trace: wgpu::Trace::Off,
-        }))
-        .unwrap();
-        let mine = GpuContext::from_device(device, queue, &adapter.get_info());
-        let t = DeviceTensor::from_slice(&mine, &[1f32, 2., 3., 4.], &[2, 2]).unwrap();
-        let out = DeviceTensor::zeros(&mine, &[2, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
-        out.copy_(&t.transpose(0, 1).unwrap()).unwrap();
-        assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), vec![1., 3., 2., 4.]);
-        // Tensors of two contexts do not mix.
-        let other = DeviceTensor::zeros(ctx, &[2, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
-        assert!(matches!(other.copy_(&t), Err(Error::Device { .. })));
+        for with_adapter in [false, true] {
+            let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: None,
+                required_features: wgpu::Features::empty(),
+                required_limits: adapter.limits(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::default(),
+                trace: wgpu::Trace::Off,
+            }))
+            .unwrap();
+            // Without the tensor cores' features the adapter's configurations stay unused.
+            let mine = if with_adapter { GpuContext::from_adapter_device(&adapter, device, queue) } else { GpuContext::from_device(device, queue, &adapter.get_info()) };
+            assert_eq!(mine.adapter().cooperative_matrix, None);
+            let t = DeviceTensor::from_slice(&mine, &[1f32, 2., 3., 4.], &[2, 2]).unwrap();
+            let out = DeviceTensor::zeros(&mine, &[2, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
+            out.copy_(&t.transpose(0, 1).unwrap()).unwrap();
+            assert_eq!(out.download().unwrap().to_vec::<f32>().unwrap(), vec![1., 3., 2., 4.]);
+            // Tensors of two contexts do not mix.
+            let other = DeviceTensor::zeros(ctx, &[2, 2], DType::F32, MemoryFormat::Contiguous).unwrap();
+            assert!(matches!(other.copy_(&t), Err(Error::Device { .. })));
+        }
     }
     // `STRIDED_WGPU_GEMM_TILES=wide`: a GPU's defaults (the noop backend posing as a discrete
     // GPU) take the wide GEMM tiles where they take the 64 x 64 ones, and nothing else moves.

@@ -432,6 +432,47 @@ fn tensor_core_products_match_the_reference() {
             bt.run_plan_with(&plan, &DeviceTensor::upload(&small, &ha).unwrap(), &DeviceTensor::upload(&small, &hb).unwrap(), None, &out, MatmulKernel::Coop).unwrap();
             bt.submit_and_wait().unwrap();
             compare(&format!("{} coop in runs of rows", name(ctx)), &plan, &ha, &hb, None, &out.download().unwrap());
+            // B = W.T of a weight W [456, 72] float16 past the binding: runs of columns, each a
+            // whole number of fragments (an Error::Limit before).
+            let (hx, hw) = (rand(&mut rng, &[16, 72], DType::F16), rand(&mut rng, &[456, 72], DType::F16));
+            let wc = hw.transpose(0, 1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+            let plan = matmul_plan(hx.layout(), wc.layout(), [DType::F16; 2]).unwrap();
+            let out = nan_out(&small, &[16, 456], DType::F16).unwrap();
+            let dw = DeviceTensor::upload(&small, &hw).unwrap().transpose(0, 1).unwrap();
+            let mut bt = small.batch();
+            let dplan = matmul_plan(hx.layout(), dw.layout(), [DType::F16; 2]).unwrap();
+            bt.run_plan_with(&dplan, &DeviceTensor::upload(&small, &hx).unwrap(), &dw, None, &out, MatmulKernel::Coop).unwrap();
+            bt.submit_and_wait().unwrap();
+            compare(&format!("{} coop in runs of columns", name(ctx)), &plan, &hx, &wc, None, &out.download().unwrap());
+            // A device of the caller's, opened with the tensor cores' features, wrapped with
+            // its adapter (`from_adapter_device`): the context uses them as the crate's own
+            // does; `from_device`, which has no adapter to ask, does not.
+            let adapter = common::gpu::adapter_again(ctx).expect("the adapter again");
+            let open = || {
+                pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                    label: None,
+                    required_features: wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP,
+                    required_limits: adapter.limits(),
+                    // SAFETY: the caller's acceptance of wgpu's experimental features, as the
+                    // crate gives it for its own context on this adapter.
+                    experimental_features: unsafe { wgpu::ExperimentalFeatures::enabled() },
+                    memory_hints: wgpu::MemoryHints::default(),
+                    trace: wgpu::Trace::Off,
+                }))
+                .unwrap()
+            };
+            let (device, queue) = open();
+            let theirs = GpuContext::from_adapter_device(&adapter, device, queue);
+            assert_eq!(theirs.adapter().cooperative_matrix, ctx.adapter().cooperative_matrix, "{}", name(ctx));
+            let (ha, hb) = (rand(&mut rng, &[48, 32], DType::F16), rand(&mut rng, &[32, 64], DType::F16));
+            let plan = matmul_plan(ha.layout(), hb.layout(), [DType::F16; 2]).unwrap();
+            let out = nan_out(&theirs, &[48, 64], DType::F16).unwrap();
+            let mut bt = theirs.batch();
+            bt.run_plan_with(&plan, &DeviceTensor::upload(&theirs, &ha).unwrap(), &DeviceTensor::upload(&theirs, &hb).unwrap(), None, &out, MatmulKernel::Coop).unwrap();
+            bt.submit_and_wait().unwrap();
+            compare(&format!("{} coop on the caller's device", name(ctx)), &plan, &ha, &hb, None, &out.download().unwrap());
+            let (device, queue) = open();
+            assert_eq!(GpuContext::from_device(device, queue, &adapter.get_info()).adapter().cooperative_matrix, None, "{}", name(ctx));
         }
     }
 }
@@ -570,6 +611,24 @@ fn many_workgroups_and_split_bindings() {
             let (h, w) = (rand(&mut rng, &[1, 64], dtype), rand(&mut rng, &[600, 64], dtype));
             let plan = linear_plan(h.layout(), w.layout(), None, [Some(dtype), Some(dtype), None]).unwrap();
             compare(&format!("{} {dtype} vector-matrix past a binding", name(ctx)), &plan, &h, &w, None, &up(&h).linear(&up(&w), None).unwrap().download().unwrap());
+            // B = W.T of a weight W past a binding (W [600, 64], 150 KiB in f32): runs of
+            // columns (was an Error::Limit), with runs of rows within them where A and the
+            // output pass a binding too (A [300, 64], output [300, 600]): `linear` with a bias,
+            // `matmul` of the transposed view and `addmm` into a C of the output's shape.
+            let (wt, x) = (rand(&mut rng, &[600, 64], dtype), rand(&mut rng, &[8, 64], dtype));
+            let bias = rand(&mut rng, &[600], dtype);
+            for (what, x) in [("8 rows", &x), ("300 rows", &store)] {
+                let what = format!("{} {dtype} W.T past a binding, {what}", name(ctx));
+                let plan = linear_plan(x.layout(), wt.layout(), Some(bias.layout()), [Some(dtype); 3]).unwrap();
+                compare(&format!("{what}, linear"), &plan, x, &wt, Some(&bias), &up(x).linear(&up(&wt), Some(&up(&bias))).unwrap().download().unwrap());
+                let wc = wt.transpose(0, 1).unwrap().contiguous(MemoryFormat::Contiguous).unwrap();
+                let plan = matmul_plan(x.layout(), wc.layout(), [dtype; 2]).unwrap();
+                let dw = up(&wt).transpose(0, 1).unwrap();
+                compare(&format!("{what}, matmul"), &plan, x, &wc, None, &up(x).matmul(&dw).unwrap().download().unwrap());
+                let c = rand(&mut rng, &[x.layout().shape()[0], 600], dtype);
+                let plan = addmm_plan(c.layout(), x.layout(), wc.layout(), 0.5, 2.0, [dtype; 3]).unwrap();
+                compare(&format!("{what}, addmm"), &plan, x, &wc, Some(&c), &up(&c).addmm(&up(x), &dw, 0.5, 2.0).unwrap().download().unwrap());
+            }
             // A matrix whose every row spans past a binding (a transposed view of a [64, 300]
             // store): rows do not help, an Error::Limit.
             let st = up(&rand(&mut rng, &[64, 300], dtype)).transpose(0, 1).unwrap();

@@ -354,6 +354,19 @@ fn bad_input_is_a_typed_error() {
             }
         }
     }
+    // cat and stack of tensors of two contexts: Error::Device before the result is allocated
+    // (it was allocated, then the copies refused it: no idle bytes may appear in the pool).
+    if let [a, b, ..] = contexts() {
+        let (da, db) = (DeviceTensor::upload(a, &h).unwrap(), DeviceTensor::upload(b, &h).unwrap());
+        type Join<'a> = Box<dyn Fn() -> Result<DeviceTensor, Error> + 'a>;
+        let joins: [(&str, Join); 3] = [("cat", Box::new(|| cat(&[&da, &db], 0))), ("stack", Box::new(|| stack(&[&da, &db], 0))), ("cat 1", Box::new(|| cat(&[&db, &da], 1)))];
+        for (what, join) in joins {
+            let idle = (a.pool_idle_bytes(), b.pool_idle_bytes());
+            let r = join();
+            assert!(matches!(r, Err(Error::Device { .. })), "{what}: {r:?}");
+            assert_eq!((a.pool_idle_bytes(), b.pool_idle_bytes()), idle, "{what}: a result was allocated");
+        }
+    }
     // Integer pooling is served by no kernel: Unsupported, not a wrong answer.
     let i = HostTensor::from_vec(vec![0i32; 16], &[1, 1, 4, 4]).unwrap();
     assert!(matches!(i.max_pool2d(&MaxPool2dOptions::new((2, 2))), Err(Error::Unsupported { .. })));

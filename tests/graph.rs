@@ -261,6 +261,36 @@ fn a_panicking_capture_ends() {
     }
 }
 
+/// A capture made in a destructor while the thread unwinds (a wrapper that captures again as
+/// it goes) captures as anywhere else: it ended before its own end, an error that said "the
+/// capture ended on another thread".
+#[test]
+fn a_capture_in_a_destructor_during_a_panic() {
+    let _serial = one_at_a_time();
+    struct Recapture<'a>(&'a GpuContext, &'a DeviceTensor, &'a std::sync::Mutex<Option<strided_wgpu::Result<Vec<f32>>>>);
+    impl Drop for Recapture<'_> {
+        fn drop(&mut self) {
+            let r = self.0.capture(&[self.1], || self.1.add(1.0)).and_then(|g| {
+                g.replay_and_wait(&[self.1])?;
+                g.output().download()?.to_vec::<f32>()
+            });
+            *self.2.lock().unwrap() = Some(r);
+        }
+    }
+    for ctx in contexts() {
+        let x = DeviceTensor::from_slice(ctx, &vals(64, 32), &[8, 8]).unwrap();
+        let got = std::sync::Mutex::new(None);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _wrapper = Recapture(ctx, &x, &got);
+            panic!("the model's own bug");
+        }));
+        assert!(caught.is_err(), "{}", name(ctx));
+        let want: Vec<f32> = vals(64, 32).iter().map(|v| v + 1.0).collect();
+        let got = got.lock().unwrap().take().unwrap_or_else(|| panic!("{}: the destructor did not run", name(ctx)));
+        assert_eq!(got.unwrap_or_else(|e| panic!("{}: {e}", name(ctx))), want, "{}", name(ctx));
+    }
+}
+
 #[test]
 fn in_place_updates_of_constants_run_at_every_replay() {
     let _serial = one_at_a_time();

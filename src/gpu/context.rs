@@ -139,7 +139,8 @@ impl GpuContext {
     /// are left as they are: the crate catches its own errors in its own error scopes, and an
     /// error of the host's work never fails a call of the crate. The tensor-core kernel
     /// (`MatmulKernel::Coop`) is not used on such a device: the device alone does not say which
-    /// cooperative-matrix configurations its adapter has.
+    /// cooperative-matrix configurations its adapter has ([`GpuContext::from_adapter_device`]
+    /// takes the adapter too).
     ///
     /// Each eager call submits its work before it returns ([`SubmitPolicy::EachCall`]), so that
     /// the host's own submissions after it see its results, unless `STRIDED_WGPU_SUBMIT=deferred`
@@ -148,6 +149,18 @@ impl GpuContext {
     /// submissions that read the crate's results.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: &wgpu::AdapterInfo) -> GpuContext {
         GpuContext { rt: Arc::new(Runtime::new(device, queue, info, None, SubmitPolicy::from_env(SubmitPolicy::EachCall))), tuner: Arc::new(Tuner::default()) }
+    }
+
+    /// [`GpuContext::from_device`] for a device of the caller's opened on `adapter`, which says
+    /// what the device alone does not: the tensor-core kernel (`MatmulKernel::Coop`) runs where
+    /// the adapter has the configuration it needs ([`AdapterReport::cooperative_matrix`]) and
+    /// the device was opened with wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and
+    /// `SUBGROUP` features (wgpu's experimental features enabled: the caller's choice, as
+    /// [`GpuContext::from_adapter`]'s is the crate's). `STRIDED_WGPU_COOPERATIVE_MATRIX=0`
+    /// leaves them unused. Everything else is as `from_device`'s.
+    pub fn from_adapter_device(adapter: &wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> GpuContext {
+        let coop = crate::runtime::cooperative_wanted(adapter);
+        GpuContext { rt: Arc::new(Runtime::new(device, queue, &adapter.get_info(), coop, SubmitPolicy::from_env(SubmitPolicy::EachCall))), tuner: Arc::new(Tuner::default()) }
     }
 
     /// The adapter and the limits that matter.

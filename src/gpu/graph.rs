@@ -111,17 +111,17 @@ impl GpuContext {
         // Should `f` panic, the capture ends anyway (the thread's recording, and what it holds,
         // would otherwise stay in the runtime: a fusion tail holds tensors, and through them the
         // runtime itself).
+        // (Not `std::thread::panicking()`: a capture made in a destructor while the thread
+        // unwinds would end before its own `capture_end`.)
         struct EndOnUnwind<'a>(&'a crate::runtime::Runtime);
         impl Drop for EndOnUnwind<'_> {
             fn drop(&mut self) {
-                if std::thread::panicking() {
-                    drop(self.0.capture_end());
-                }
+                drop(self.0.capture_end());
             }
         }
         let guard = EndOnUnwind(&self.rt);
         let output = f();
-        drop(guard);
+        std::mem::forget(guard);
         let mut rec = self.rt.capture_end().ok_or_else(|| Error::invalid(OP, "the capture ended on another thread"))?;
         let output = output?;
         let fresh = std::mem::take(&mut rec.fresh);

@@ -10,6 +10,9 @@ impl ShapeOps for DeviceTensor {
     fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<DeviceTensor> {
         DeviceTensor::empty_for(op, self.context(), shape, dtype, format)
     }
+    fn beside(&self, other: &DeviceTensor) -> bool {
+        self.context().same_device(other.context())
+    }
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<DeviceTensor> {
         DeviceTensor::upload(self.context(), &crate::shape::cpu::scalar(value, dtype)?)
     }

@@ -11,6 +11,9 @@ impl ShapeOps for HostTensor {
     fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<HostTensor> {
         HostTensor::zeros_for(op, shape, dtype, format)
     }
+    fn beside(&self, _other: &HostTensor) -> bool {
+        true
+    }
     fn scalar_tensor(&self, value: f64, dtype: DType) -> Result<HostTensor> {
         scalar(value, dtype)
     }

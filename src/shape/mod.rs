@@ -111,6 +111,9 @@ pub fn cat<T: ShapeOps>(tensors: &[&T], dim: isize) -> Result<T> {
         })?;
     }
     result_fits(OP, &shape, dtype, || format!("the cat along dim {d} of {} tensors of shape {:?} (first)", parts.len(), reference.shape()))?;
+    if let Some(&(i, _)) = numbered.iter().find(|(_, t)| !reference.beside(t)) {
+        return Err(Error::Device { op: OP, detail: format!("tensor {i} lives on another GpuContext than tensor {}", numbered[0].0) });
+    }
     let formats: Vec<MemoryFormat> = tensors.iter().map(|t| t.layout().suggest_memory_format()).collect();
     let format = if formats.iter().all(|&f| f == formats[0]) && formats[0].dim_order(rank).is_some() { formats[0] } else { MemoryFormat::Contiguous };
     let out = reference.new_tensor(OP, &shape, dtype, format)?;
@@ -194,6 +197,10 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// (named in its errors).
     #[doc(hidden)]
     fn new_tensor(&self, op: &'static str, shape: &[usize], dtype: DType, format: MemoryFormat) -> Result<Self>;
+    /// Whether `other` lives where this one does (on a device: the same context), so that
+    /// one op may join them.
+    #[doc(hidden)]
+    fn beside(&self, other: &Self) -> bool;
     /// A \[1\] tensor of `dtype` holding `value` (converted as `x.to(dtype)`; integers through
     /// int32), beside this one.
     #[doc(hidden)]
@@ -220,7 +227,9 @@ pub trait ShapeOps: Elementwise + Pool2d {
     /// within what is left (a pad past that, where PyTorch reads memory it never wrote, is
     /// [`Error::Unsupported`]). Reflect and replicate need every dim but a batch (the first of
     /// k + 2) non-empty. The result keeps the input's memory format, but circular's is
-    /// contiguous (as PyTorch's). A result whose size overflows is [`Error::Overflow`].
+    /// contiguous (as PyTorch's). Reflect, replicate and circular copy any type bit for bit
+    /// (PyTorch's reflect and replicate refuse uint32). A result whose size overflows is
+    /// [`Error::Overflow`].
     fn pad(&self, pad: &[isize], mode: PadMode) -> Result<Self> {
         const OP: &str = "pad";
         let rank = self.rank();

@@ -16,8 +16,11 @@
 //! (stride 0) folds into the rows where A and the output allow, two batch dims go to the
 //! kernel and any further ones become separate dispatches; a dispatch's operand windows must
 //! each fit one binding (`max_storage_buffer_binding_size`), so the batch splits into ranges
-//! that do; a single matrix that does not runs in runs of rows that do ([`row_pieces`]), and
-//! one whose single row, or whose other operand, passes a binding is an [`Error::Limit`].
+//! that do; a single matrix that does not runs in pieces that do ([`pieces`]): runs of rows,
+//! and runs of columns where B's columns are apart (B = Wᵀ of a weight W stored [n, k], as
+//! `linear` reads it); a product one row of whose A (or one column of B) passes a binding
+//! with a single column of B (row of A) beside it is an [`Error::Limit`] (that takes a split
+//! of k).
 
 use serde::{Deserialize, Serialize};
 
@@ -277,68 +280,106 @@ pub(crate) fn record(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, kernel: 
     // The matrix-vector kernel sees n == 1 only: a product with m == 1 goes as its transpose.
     let flip = kernel.lanes() > 0 && s.m == 1 && s.n != 1;
     let s = if flip { s.transposed() } else { s };
-    for rows in row_pieces(rt, p, &s, kernel)? {
-        record_rows(rt, rec, p, rows, kernel, flip)?;
+    for piece in pieces(rt, p, &s, kernel)? {
+        record_rows(rt, rec, p, piece, kernel, flip)?;
     }
     Ok(())
 }
 
 /// The operands' byte windows (A, B, C, the output) of one dispatch's matrices: the first
-/// batch of the inner two batch dims (`[1, b1, rows, cols]`), rows `r0..r1` of A, C and the
-/// output.
-fn row_windows(s: &Shapes, es: [u64; 4], align: u64, r0: usize, r1: usize) -> Result<Vec<(u64, u64)>> {
+/// batch of the inner two batch dims (`[1, b1, rows, cols]`), rows `r.0..r.1` of A, C and the
+/// output, columns `c.0..c.1` of B, C and the output.
+fn piece_windows(s: &Shapes, es: [u64; 4], align: u64, r: (usize, usize), c: (usize, usize)) -> Result<Vec<(u64, u64)>> {
     let nb = s.batch.len();
     let b1 = if nb >= 2 { s.batch[nb - 1] } else { 1 };
-    let dims = [[r1 - r0, s.k], [s.k, s.n], [r1 - r0, s.n], [r1 - r0, s.n]];
+    let (rows, cols) = (r.1 - r.0, c.1 - c.0);
+    let dims = [[rows, s.k], [s.k, cols], [rows, cols], [rows, cols]];
     (0..4)
         .map(|i| {
             let v = &s.strides[i];
             let z1 = if nb >= 2 { v[nb - 1] } else { 0 };
             let t = [0, z1, v[nb], v[nb + 1]];
-            let off = if i == 1 { s.offsets[i] as isize } else { s.offsets[i] as isize + r0 as isize * v[nb] };
-            Ok(window(&[1, b1, dims[i][0], dims[i][1]], &t, off as usize, es[i], align)?.0)
+            Ok(window(&[1, b1, dims[i][0], dims[i][1]], &t, piece_offset(s, i, r.0, c.0), es[i], align)?.0)
         })
         .collect()
 }
 
-/// The runs of rows `s` is recorded in: all of them where one batch's operands fit one
-/// binding each (every product but a huge single matrix: a `linear` whose input's batch folds
-/// into the rows, as [64, 1024, 768] on a 128 MiB binding, was an `Error::Limit`), else the
-/// most rows whose A, C and output windows fit beside B's (A's rows, C's and the output's
-/// are independent), a multiple of the tensor cores' fragment side for `Coop` (whose m must
-/// be one). A window is measured at the first batch's offset and kept an alignment below the
-/// limit: another batch's window starts at another offset, aligned down by up to that much.
-/// Where not even one run fits, the whole, which `record_rows` refuses.
-fn row_pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<Vec<Shapes>> {
+/// Operand `i`'s element offset at row `r0` (of A, C and the output) and column `c0` (of B,
+/// C and the output).
+fn piece_offset(s: &Shapes, i: usize, r0: usize, c0: usize) -> usize {
+    let nb = s.batch.len();
+    let (dr, dc) = match i {
+        0 => (r0, 0),
+        1 => (0, c0),
+        _ => (r0, c0),
+    };
+    (s.offsets[i] as isize + dr as isize * s.strides[i][nb] + dc as isize * s.strides[i][nb + 1]) as usize
+}
+
+/// The pieces `s` is recorded in: the whole where one batch's operands fit one binding each
+/// (every product but a huge single matrix), else runs of rows (a `linear` whose input's
+/// batch folds into the rows, as [64, 1024, 768] on a 128 MiB binding, was an
+/// `Error::Limit`), each the most rows whose A, C and output windows fit beside B's; where
+/// not even one row fits beside the whole of B (B's columns apart: `x @ W.T` of a weight W
+/// past a binding, GPT-2's tied [50257, 768] float32 head on WebGPU's default 128 MiB), runs
+/// of columns first, each the most columns whose B, C and output windows fit beside one row
+/// of A, then runs of rows within each. Runs are a multiple of the tensor cores' fragment side
+/// for `Coop` (which reads and writes whole fragments). A window is measured at the first
+/// batch's offset and kept an alignment below the limit: another batch's window starts at
+/// another offset, aligned down by up to that much. Where not even one row beside one column
+/// fits, the whole, which `record_rows` refuses.
+fn pieces(rt: &Runtime, p: &Product<'_>, s: &Shapes, kernel: MatmulKernel) -> Result<Vec<Shapes>> {
     let es = [p.dtype.size() as u64, p.dtype.size() as u64, p.dtype.size() as u64, if p.out_half { p.dtype.size() as u64 } else { 4 }];
     let align = rt.report.min_storage_buffer_offset_alignment as u64;
     let max = rt.report.max_storage_buffer_binding_size.min(u32::MAX as u64 + 1);
-    let fits = |r0: usize, r1: usize| -> Result<bool> { Ok(row_windows(s, es, align, r0, r1)?.iter().zip(es).all(|(w, e)| w.1.saturating_add(align) <= max && (w.1 + align) / e <= i32::MAX as u64)) };
-    let quantum = if kernel == MatmulKernel::Coop { crate::kernels::coop::frag(&rt.report) } else { 1 };
-    if fits(0, s.m)? || s.m < quantum || !fits(0, quantum)? {
-        return Ok(vec![s.clone()]);
+    let fits = |r: (usize, usize), c: (usize, usize)| -> Result<bool> { Ok(piece_windows(s, es, align, r, c)?.iter().zip(es).all(|(w, e)| w.1.saturating_add(align) <= max && (w.1 + align) / e <= i32::MAX as u64)) };
+    let q = if kernel == MatmulKernel::Coop { crate::kernels::coop::frag(&rt.report) } else { 1 };
+    let whole = Ok(vec![s.clone()]);
+    let (m, n) = (s.m, s.n);
+    if fits((0, m), (0, n))? || m < q || n < q {
+        return whole;
     }
-    let mut pieces = Vec::new();
-    let mut r0 = 0;
-    while r0 < s.m {
-        if !fits(r0, r0 + quantum)? {
-            return Ok(vec![s.clone()]);
+    // Runs of `q`-multiples over `0..len`, each the most that `ok` takes from its start; None
+    // where a run of `q` does not fit.
+    let runs = |len: usize, ok: &dyn Fn(usize, usize) -> Result<bool>| -> Result<Option<Vec<(usize, usize)>>> {
+        let mut out = Vec::new();
+        let mut i0 = 0;
+        while i0 < len {
+            if !ok(i0, i0 + q)? {
+                return Ok(None);
+            }
+            let hi = dispatch::most_that_fit(i0 + q, len, |i1| ok(i0, i1))?;
+            let hi = i0 + (hi - i0) / q * q;
+            out.push((i0, hi));
+            i0 = hi;
         }
-        let lo = dispatch::most_that_fit(r0 + quantum, s.m, |r1| fits(r0, r1))?;
-        let lo = r0 + (lo - r0) / quantum * quantum;
-        let nb = s.batch.len();
-        let mut piece = s.clone();
-        piece.m = lo - r0;
-        for i in [0, 2, 3] {
-            piece.offsets[i] = (s.offsets[i] as isize + r0 as isize * s.strides[i][nb]) as usize;
+        Ok(Some(out))
+    };
+    let cols = if fits((0, q), (0, n))? {
+        vec![(0, n)]
+    } else {
+        match runs(n, &|c0, c1| fits((0, q), (c0, c1)))? {
+            Some(cols) => cols,
+            None => return whole,
         }
-        pieces.push(piece);
-        r0 = lo;
+    };
+    let mut out = Vec::new();
+    for c in cols {
+        let Some(rows) = runs(m, &|r0, r1| fits((r0, r1), c))? else { return whole };
+        for r in rows {
+            let mut piece = s.clone();
+            piece.m = r.1 - r.0;
+            piece.n = c.1 - c.0;
+            for i in 0..4 {
+                piece.offsets[i] = piece_offset(s, i, r.0, c.0);
+            }
+            out.push(piece);
+        }
     }
-    Ok(pieces)
+    Ok(out)
 }
 
-/// Records the rows `s` of `p` (all of them, or one run of [`row_pieces`]; transposed where
+/// Records the rows `s` of `p` (all of them, or one piece of [`pieces`]; transposed where
 /// `flip`, for the matrix-vector kernels) through a GEMM or matrix-vector `kernel`.
 fn record_rows(rt: &Runtime, rec: &mut Recorder, p: &Product<'_>, s: Shapes, kernel: MatmulKernel, flip: bool) -> Result<()> {
     let op = p.op;
